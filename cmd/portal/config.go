@@ -1,0 +1,226 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything the portal reads from flags and the environment.
+// Each flag has a PORTAL_* variable; a flag given on the command line wins.
+type Config struct {
+	Listen               string
+	BaseURL              string
+	DB                   string
+	OIDCIssuer           string
+	OIDCClientID         string
+	OIDCClientSecretFile string
+	OIDCScopes           []string
+	OIDCGroupsClaim      string
+	GroupsFile           string
+	SessionKeyFile       string
+	SessionIdleTimeout   time.Duration
+	SessionLifetime      time.Duration
+	LogFormat            string
+	LogLevel             string
+	Dev                  bool
+	DevAllowRemote       bool
+	ShutdownTimeout      time.Duration
+}
+
+// flagSpec describes one setting: its flag, its environment variable, its
+// default and help. The README's configuration table lists the same.
+type flagSpec struct {
+	name, env, def, help string
+}
+
+var specs = []flagSpec{
+	{"listen", "PORTAL_LISTEN", "127.0.0.1:8080", "address to listen on (host:port)"},
+	{"base-url", "PORTAL_BASE_URL", "", "external URL of the portal, e.g. https://portal.example.com (default in --dev: http://<listen>)"},
+	{"db", "PORTAL_DB", "data/portal.db", "SQLite database file"},
+	{"oidc-issuer", "PORTAL_OIDC_ISSUER", "", "OpenID Connect issuer URL (required unless --dev)"},
+	{"oidc-client-id", "PORTAL_OIDC_CLIENT_ID", "", "OIDC client id (required unless --dev)"},
+	{"oidc-client-secret-file", "PORTAL_OIDC_CLIENT_SECRET_FILE", "", "file holding the OIDC client secret (required unless --dev)"},
+	{"oidc-scopes", "PORTAL_OIDC_SCOPES", "openid,email,profile,groups", "comma-separated OIDC scopes to request"},
+	{"oidc-groups-claim", "PORTAL_OIDC_GROUPS_CLAIM", "groups", "claim (ID token or userinfo) that lists the user's groups"},
+	{"groups-file", "PORTAL_GROUPS_FILE", "", "YAML file mapping groups to roles and teams (required unless --dev)"},
+	{"session-key-file", "PORTAL_SESSION_KEY_FILE", "", "file with at least 32 bytes of secret key for session tokens (required unless --dev; --dev creates data/session.key)"},
+	{"session-idle-timeout", "PORTAL_SESSION_IDLE_TIMEOUT", "30m", "sign out after this long without a request"},
+	{"session-lifetime", "PORTAL_SESSION_LIFETIME", "12h", "sign out this long after login, active or not"},
+	{"log-format", "PORTAL_LOG_FORMAT", "", "text or json (default: text with --dev, json otherwise)"},
+	{"log-level", "PORTAL_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data"},
+	{"dev-allow-remote", "PORTAL_DEV_ALLOW_REMOTE", "false", "let --dev listen on a non-loopback address (anyone reaching it can sign in as any demo user)"},
+	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish"},
+}
+
+// parseConfig reads args (after the subcommand) and env into a Config and
+// validates it, returning every problem at once.
+func parseConfig(cmd string, args []string, getenv func(string) string, usageOut io.Writer) (Config, error) {
+	fs := flag.NewFlagSet("portal "+cmd, flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	vals := map[string]*string{}
+	for _, s := range specs {
+		def := s.def
+		if v := getenv(s.env); v != "" {
+			def = v
+		}
+		vals[s.name] = fs.String(s.name, def, s.help+" ["+s.env+"]")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(usageOut, "usage: portal %s [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n", cmd)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q (flags go after the subcommand: portal %s --flag=value)", fs.Arg(0), cmd)
+	}
+	var errs []error
+	dur := func(name string) time.Duration {
+		d, err := time.ParseDuration(*vals[name])
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("--%s: %q is not a positive duration such as 30m or 12h", name, *vals[name]))
+		}
+		return d
+	}
+	boolean := func(name string) bool {
+		b, err := strconv.ParseBool(*vals[name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %q is not true or false", name, *vals[name]))
+		}
+		return b
+	}
+	c := Config{
+		Listen:               strings.TrimSpace(*vals["listen"]),
+		BaseURL:              strings.TrimRight(strings.TrimSpace(*vals["base-url"]), "/"),
+		DB:                   strings.TrimSpace(*vals["db"]),
+		OIDCIssuer:           strings.TrimSpace(*vals["oidc-issuer"]),
+		OIDCClientID:         strings.TrimSpace(*vals["oidc-client-id"]),
+		OIDCClientSecretFile: strings.TrimSpace(*vals["oidc-client-secret-file"]),
+		OIDCGroupsClaim:      strings.TrimSpace(*vals["oidc-groups-claim"]),
+		GroupsFile:           strings.TrimSpace(*vals["groups-file"]),
+		SessionKeyFile:       strings.TrimSpace(*vals["session-key-file"]),
+		SessionIdleTimeout:   dur("session-idle-timeout"),
+		SessionLifetime:      dur("session-lifetime"),
+		LogFormat:            strings.TrimSpace(*vals["log-format"]),
+		LogLevel:             strings.TrimSpace(*vals["log-level"]),
+		Dev:                  boolean("dev"),
+		DevAllowRemote:       boolean("dev-allow-remote"),
+		ShutdownTimeout:      dur("shutdown-timeout"),
+	}
+	for _, s := range strings.Split(*vals["oidc-scopes"], ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.OIDCScopes = append(c.OIDCScopes, s)
+		}
+	}
+	if c.LogFormat == "" {
+		c.LogFormat = "json"
+		if c.Dev {
+			c.LogFormat = "text"
+		}
+	}
+	if c.SessionKeyFile == "" && c.Dev {
+		c.SessionKeyFile = "data/session.key"
+	}
+	errs = append(errs, c.validate(cmd)...)
+	return c, errors.Join(errs...)
+}
+
+func (c Config) validate(cmd string) []error {
+	var errs []error
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format: %q must be text or json", c.LogFormat))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("--log-level: %q must be debug, info, warn or error", c.LogLevel))
+	}
+	if c.DB == "" {
+		errs = append(errs, errors.New("--db: a database file is required"))
+	}
+	if cmd != "serve" {
+		return errs
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--listen: %q is not host:port (%v)", c.Listen, err))
+	} else if _, err := strconv.Atoi(port); err != nil {
+		errs = append(errs, fmt.Errorf("--listen: port %q is not a number", port))
+	}
+	if c.BaseURL != "" {
+		u, err := url.Parse(c.BaseURL)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+			errs = append(errs, fmt.Errorf("--base-url: %q must be an absolute http(s) URL such as https://portal.example.com", c.BaseURL))
+		case u.RawQuery != "" || u.Fragment != "":
+			errs = append(errs, fmt.Errorf("--base-url: %q must not have a query or fragment", c.BaseURL))
+		case u.Scheme == "http" && !c.Dev && !isLoopbackHost(u.Hostname()):
+			errs = append(errs, fmt.Errorf("--base-url: %q uses plain http on a non-loopback host; session cookies would travel unencrypted. Put TLS in front and use https://", c.BaseURL))
+		}
+	}
+	if c.SessionLifetime > 0 && c.SessionIdleTimeout > c.SessionLifetime {
+		errs = append(errs, errors.New("--session-idle-timeout: must not be longer than --session-lifetime"))
+	}
+	if c.Dev {
+		if err == nil && !isLoopbackHost(host) && !c.DevAllowRemote {
+			errs = append(errs, fmt.Errorf("--dev: refusing to listen on %q, which is not a loopback address: anyone who reaches it could sign in as any demo user. Use --listen=127.0.0.1:PORT, or add --dev-allow-remote if you really mean it", c.Listen))
+		}
+		if c.OIDCIssuer != "" || c.OIDCClientID != "" || c.OIDCClientSecretFile != "" {
+			errs = append(errs, errors.New("--dev uses the built-in identity provider: drop --oidc-issuer, --oidc-client-id and --oidc-client-secret-file, or drop --dev"))
+		}
+		return errs
+	}
+	if c.BaseURL == "" {
+		errs = append(errs, errors.New("--base-url: required (the URL users open; the OIDC redirect URI is <base-url>/auth/callback)"))
+	}
+	if c.OIDCIssuer == "" {
+		errs = append(errs, errors.New("--oidc-issuer: required (or use --dev for the built-in identity provider)"))
+	} else if u, err := url.Parse(c.OIDCIssuer); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
+		errs = append(errs, fmt.Errorf("--oidc-issuer: %q must be an https URL (http only on loopback)", c.OIDCIssuer))
+	}
+	if c.OIDCClientID == "" {
+		errs = append(errs, errors.New("--oidc-client-id: required"))
+	}
+	if c.OIDCClientSecretFile == "" {
+		errs = append(errs, errors.New("--oidc-client-secret-file: required (a file holding the client secret, e.g. a mounted Kubernetes secret)"))
+	}
+	if c.GroupsFile == "" {
+		errs = append(errs, errors.New("--groups-file: required (YAML mapping groups to roles and teams; see the README)"))
+	}
+	if c.SessionKeyFile == "" {
+		errs = append(errs, errors.New("--session-key-file: required (at least 32 random bytes, e.g. `openssl rand -hex 32 > session.key`)"))
+	}
+	return errs
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// readSecretFile reads a secret, trimming surrounding whitespace. The error
+// names the file, never the content.
+func readSecretFile(flagName, path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--%s: %w", flagName, err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("--%s: %s is empty", flagName, path)
+	}
+	return s, nil
+}

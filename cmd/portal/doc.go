@@ -1,0 +1,8 @@
+// Command portal is the HyperPod governance portal: one binary with the
+// subcommands serve (the default), migrate and version. It parses one typed
+// Config from flags and PORTAL_* environment variables, validates it, and
+// passes values down; nothing below reads flags or the environment.
+//
+// It is the only package that wires the others together; no package imports
+// it.
+package main

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/hyperpod-governance/portal/internal/auth"
+	"github.com/hyperpod-governance/portal/internal/devidp"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/web"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "portal:", strings.ReplaceAll(err.Error(), "\n", "\nportal: "))
+		}
+		os.Exit(1)
+	}
+}
+
+// run is the whole program; tests call it directly.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve", "migrate":
+	case "version":
+		fmt.Fprintf(stdout, "portal %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, "usage: portal [serve|migrate|version] [flags]\n\n  serve    run the portal (default)\n  migrate  apply database migrations and exit\n  version  print the version\n\nportal serve --help lists the flags.")
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q: use serve, migrate or version", cmd)
+	}
+	cfg, err := parseConfig(cmd, args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, stderr)
+	if cmd == "migrate" {
+		return migrate(ctx, cfg, stdout)
+	}
+	return serve(ctx, cfg, logger, stdout)
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.LogLevel)) // validated already
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
+	db, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	before, err := db.Status(ctx)
+	if err != nil {
+		return err
+	}
+	after, err := db.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "database %s: schema version %d -> %d (this binary knows up to %d)\n", cfg.DB, before.Current, after.Current, after.Known)
+	return nil
+}
+
+func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer) error {
+	db, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	st, err := db.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	logger.Info("database ready", "path", cfg.DB, "schema_version", st.Current)
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	}
+	defer ln.Close()
+	base := cfg.BaseURL
+	if base == "" { // --dev only (validated): derive it from the bound address
+		base = "http://" + ln.Addr().String()
+	}
+	baseURL, err := url.Parse(base)
+	if err != nil {
+		return fmt.Errorf("--base-url: %w", err)
+	}
+
+	sessionKey, err := loadSessionKey(cfg)
+	if err != nil {
+		return err
+	}
+	mapping := auth.DevMapping()
+	if cfg.GroupsFile != "" {
+		if mapping, err = auth.LoadMapping(cfg.GroupsFile); err != nil {
+			return err
+		}
+	}
+	redirect := base + "/auth/callback"
+	oidcCfg := auth.OIDCConfig{
+		Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID, RedirectURL: redirect,
+		Scopes: cfg.OIDCScopes, GroupsClaim: cfg.OIDCGroupsClaim,
+	}
+	var devHandler http.Handler
+	if cfg.Dev {
+		secret := make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return err
+		}
+		oidcCfg.Issuer = base + "/dev-idp"
+		oidcCfg.ClientID = "portal-dev"
+		oidcCfg.ClientSecret = hex.EncodeToString(secret)
+		devHandler, err = devidp.New(devidp.Config{
+			Issuer: oidcCfg.Issuer, ClientID: oidcCfg.ClientID, ClientSecret: oidcCfg.ClientSecret,
+			RedirectURIs:           []string{redirect},
+			PostLogoutRedirectURIs: []string{base + "/signed-out"},
+			Users:                  devidp.DemoUsers(),
+			StylesheetURL:          "/static/app.css?v=" + version,
+		})
+		if err != nil {
+			return fmt.Errorf("development identity provider: %w", err)
+		}
+	} else {
+		if oidcCfg.ClientSecret, err = readSecretFile("oidc-client-secret-file", cfg.OIDCClientSecretFile); err != nil {
+			return err
+		}
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := web.New(web.Options{
+		DB: db, OIDC: auth.NewClient(oidcCfg), Mapping: mapping, Logger: logger,
+		BaseURL: baseURL, Version: version, SessionKey: sessionKey,
+		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime,
+		DevIdP: devHandler, Registry: reg,
+	})
+	if err != nil {
+		return err
+	}
+
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); srv.CleanupSessions(workCtx, 10*time.Minute) }()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	logger.Info("portal listening", "url", base, "listen", ln.Addr().String(), "dev", cfg.Dev, "version", version)
+	if cfg.Dev {
+		fmt.Fprintf(stdout, "\nHyperPod governance portal (development mode) is ready: open %s/\n"+
+			"Sign in with the built-in identity provider as owner.red, member.red, owner.blue, admin, reviewer or finance.\n"+
+			"Data: %s. Stop with Ctrl-C.\n\n", base, cfg.DB)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	case err := <-serveErr:
+		runErr = fmt.Errorf("http server: %w", err)
+	}
+	shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(shCtx); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("http shutdown: %w", err))
+	}
+	stopWork()
+	wg.Wait()
+	logger.Info("stopped")
+	return runErr
+}
+
+// loadSessionKey reads the session key file; in --dev mode it creates one
+// (0600) on first start so sessions survive restarts.
+func loadSessionKey(cfg Config) ([]byte, error) {
+	b, err := os.ReadFile(cfg.SessionKeyFile)
+	if errors.Is(err, os.ErrNotExist) && cfg.Dev {
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		b = []byte(hex.EncodeToString(key) + "\n")
+		if err := os.MkdirAll(filepath.Dir(cfg.SessionKeyFile), 0o750); err != nil {
+			return nil, fmt.Errorf("--session-key-file: %w", err)
+		}
+		if err := os.WriteFile(cfg.SessionKeyFile, b, 0o600); err != nil {
+			return nil, fmt.Errorf("--session-key-file: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("--session-key-file: %w", err)
+	}
+	key := []byte(strings.TrimSpace(string(b)))
+	if len(key) < 32 {
+		return nil, fmt.Errorf("--session-key-file: %s holds %d bytes; use at least 32 random bytes (e.g. `openssl rand -hex 32`)", cfg.SessionKeyFile, len(key))
+	}
+	return key, nil
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Prepare what the browser (playwright-go) tests need, without any CDN download:
+#   - Debian's Chromium at /usr/bin/chromium (apt), installed only if missing;
+#   - the Playwright driver (playwright-core from the npm registry, integrity-checked),
+#     unpacked so that <driver dir>/package/cli.js and <driver dir>/node exist.
+# Idempotent; the second run does nothing. Prints the driver directory on stdout.
+#
+# Use it from Go with:
+#   playwright.Run(&playwright.RunOptions{DriverDirectory: dir, SkipInstallBrowsers: true})
+#   pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{ExecutablePath: playwright.String("/usr/bin/chromium"), ...})
+# Never call playwright.Install(): it downloads from a CDN this machine cannot reach.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PW_VERSION="${PLAYWRIGHT_CORE_VERSION:-1.52.0}" # matches playwright-go v0.5200.1
+CHROMIUM="/usr/bin/chromium"
+DRIVER_DIR="$REPO/.cache/playwright/driver-$PW_VERSION"
+
+log() { printf 'e2e-setup: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+start=$SECONDS
+
+# --- Chromium -------------------------------------------------------------
+if [[ -x "$CHROMIUM" ]]; then
+	log "chromium present: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
+else
+	log "installing chromium from Debian (apt-get update + install)"
+	if [[ $EUID -ne 0 ]]; then
+		command -v sudo >/dev/null || die "$CHROMIUM missing and not root; install the 'chromium' package"
+		SUDO=sudo
+	else
+		SUDO=
+	fi
+	$SUDO apt-get update >&2
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends chromium >&2
+	[[ -x "$CHROMIUM" ]] || die "apt installed chromium but $CHROMIUM is missing"
+	log "installed: $("$CHROMIUM" --version 2>/dev/null || true)"
+fi
+
+# --- Node -----------------------------------------------------------------
+NODE="$(command -v node || true)"
+[[ -n "$NODE" ]] || die "node not found (the Playwright driver runs on the system node; apt-get install nodejs)"
+NODE="$(readlink -f "$NODE")"
+command -v npm >/dev/null || die "npm not found (apt-get install npm)"
+
+# --- Playwright driver ------------------------------------------------------
+marker="$DRIVER_DIR/.complete"
+if [[ -f "$marker" && -f "$DRIVER_DIR/package/cli.js" ]]; then
+	log "playwright-core $PW_VERSION driver present (nothing to fetch)"
+else
+	log "fetching playwright-core@$PW_VERSION from the npm registry"
+	mkdir -p "$(dirname "$DRIVER_DIR")"
+	tmp="$(mktemp -d "$DRIVER_DIR.tmp.XXXXXX")"
+	chmod 0755 "$tmp"
+	trap 'rm -rf "$tmp"' EXIT
+	want="$(npm view "playwright-core@$PW_VERSION" dist.integrity)"
+	[[ "$want" == sha512-* ]] || die "unexpected integrity from npm view: '$want'"
+	(cd "$tmp" && npm pack --silent "playwright-core@$PW_VERSION" >/dev/null)
+	tarball="$tmp/playwright-core-$PW_VERSION.tgz"
+	[[ -f "$tarball" ]] || die "npm pack did not produce $tarball"
+	got="sha512-$("$NODE" -e 'process.stdout.write(require("crypto").createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' "$tarball")"
+	[[ "$got" == "$want" ]] || die "integrity mismatch for $tarball: got $got, want $want"
+	log "integrity ok ($want)"
+	tar -xzf "$tarball" -C "$tmp"
+	[[ -f "$tmp/package/cli.js" ]] || die "tarball has no package/cli.js"
+	rm -f "$tarball"
+	touch "$tmp/.complete"
+	rm -rf "$DRIVER_DIR"
+	mv -T "$tmp" "$DRIVER_DIR"
+	trap - EXIT
+fi
+# (Re)point <dir>/node at the system node; cheap, and follows a node upgrade.
+if [[ "$(readlink "$DRIVER_DIR/node" 2>/dev/null || true)" != "$NODE" ]]; then
+	ln -sfn "$NODE" "$DRIVER_DIR/node"
+fi
+
+log "ready in $((SECONDS - start))s (node $("$NODE" --version))"
+echo "$DRIVER_DIR"

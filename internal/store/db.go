@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/hyperpod-governance/portal/migrations"
+)
+
+// ErrNotFound is returned when a looked-up row does not exist.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrSchemaTooNew is returned when the database was migrated by a newer
+// binary than this one: serving on it could corrupt data it does not know.
+var ErrSchemaTooNew = errors.New("store: database schema is newer than this binary")
+
+// DB is the portal's database handle.
+type DB struct {
+	sql  *sql.DB
+	path string
+}
+
+// Open opens (creating if needed) the SQLite database at path with WAL,
+// foreign keys, a busy timeout and immediate write transactions. It does not
+// migrate; call Migrate.
+func Open(ctx context.Context, path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("store: open: empty database path")
+	}
+	if path != ":memory:" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, fmt.Errorf("store: open: create directory for %s: %w", path, err)
+		}
+	}
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "foreign_keys(1)", "busy_timeout(5000)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	// BEGIN IMMEDIATE takes the write lock up front, so two writers queue on
+	// the busy timeout instead of failing with SQLITE_BUSY on lock upgrade.
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + path + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// SQLite allows one writer; a small pool keeps readers concurrent.
+	db.SetMaxOpenConns(8)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return &DB{sql: db, path: path}, nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.sql.Close() }
+
+// Ping checks that the database answers a query.
+func (d *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := d.sql.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("store: ping: %w", err)
+	}
+	return nil
+}
+
+func (d *DB) provider() (*goose.Provider, error) {
+	p, err := goose.NewProvider(goose.DialectSQLite3, d.sql, migrations.FS,
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return nil, fmt.Errorf("store: migrations: %w", err)
+	}
+	return p, nil
+}
+
+// SchemaStatus reports the database's schema version and the newest version
+// this binary knows.
+type SchemaStatus struct {
+	Current int64
+	Known   int64
+}
+
+// Status returns the schema versions without changing anything.
+func (d *DB) Status(ctx context.Context) (SchemaStatus, error) {
+	p, err := d.provider()
+	if err != nil {
+		return SchemaStatus{}, err
+	}
+	cur, known, err := p.GetVersions(ctx)
+	if err != nil {
+		return SchemaStatus{}, fmt.Errorf("store: schema status: %w", err)
+	}
+	return SchemaStatus{Current: cur, Known: known}, nil
+}
+
+// Migrate applies every pending migration, each in its own transaction. It
+// refuses (ErrSchemaTooNew) when the database is ahead of this binary.
+func (d *DB) Migrate(ctx context.Context) (SchemaStatus, error) {
+	st, err := d.Status(ctx)
+	if err != nil {
+		return st, err
+	}
+	if st.Current > st.Known {
+		return st, fmt.Errorf("%w: database is at version %d, this binary knows up to %d; run the newer portal or restore a backup", ErrSchemaTooNew, st.Current, st.Known)
+	}
+	p, err := d.provider()
+	if err != nil {
+		return st, err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return st, fmt.Errorf("store: migrate: %w", err)
+	}
+	return d.Status(ctx)
+}
+
+// knownMigrations lists the embedded migration files, for tests.
+func knownMigrations() ([]string, error) {
+	return fs.Glob(migrations.FS, "*.sql")
+}
+
+// now formats a time the way every table stores it: UTC RFC 3339 with
+// nanoseconds, which sorts as text.
+func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SessionStore keeps server-side session data for github.com/alexedwards/scs.
+// Tokens are stored as HMAC-SHA256 under the session key, never in clear.
+type SessionStore struct {
+	db  *DB
+	key []byte
+	now func() time.Time
+}
+
+// Sessions returns the session store keyed by key (at least 32 bytes).
+func (d *DB) Sessions(key []byte) (*SessionStore, error) {
+	if len(key) < 32 {
+		return nil, fmt.Errorf("store: sessions: key must be at least 32 bytes, got %d", len(key))
+	}
+	return &SessionStore{db: d, key: append([]byte(nil), key...), now: time.Now}, nil
+}
+
+func (s *SessionStore) hash(token string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(token))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// FindCtx returns the data of an unexpired session.
+func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool, error) {
+	var b []byte
+	err := s.db.sql.QueryRowContext(ctx,
+		`SELECT data FROM sessions WHERE token_hash = ? AND expiry > ?`,
+		s.hash(token), s.now().UnixNano()).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("store: find session: %w", err)
+	}
+	return b, true, nil
+}
+
+// CommitCtx inserts or replaces a session.
+func (s *SessionStore) CommitCtx(ctx context.Context, token string, b []byte, expiry time.Time) error {
+	_, err := s.db.sql.ExecContext(ctx, `
+INSERT INTO sessions (token_hash, data, expiry) VALUES (?, ?, ?)
+ON CONFLICT (token_hash) DO UPDATE SET data = excluded.data, expiry = excluded.expiry`,
+		s.hash(token), b, expiry.UnixNano())
+	if err != nil {
+		return fmt.Errorf("store: commit session: %w", err)
+	}
+	return nil
+}
+
+// DeleteCtx removes a session; deleting a missing one is not an error.
+func (s *SessionStore) DeleteCtx(ctx context.Context, token string) error {
+	if _, err := s.db.sql.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = ?`, s.hash(token)); err != nil {
+		return fmt.Errorf("store: delete session: %w", err)
+	}
+	return nil
+}
+
+// Find, Commit and Delete satisfy scs.Store; the portal uses the Ctx variants.
+func (s *SessionStore) Find(token string) ([]byte, bool, error) {
+	return s.FindCtx(context.Background(), token)
+}
+func (s *SessionStore) Commit(token string, b []byte, expiry time.Time) error {
+	return s.CommitCtx(context.Background(), token, b, expiry)
+}
+func (s *SessionStore) Delete(token string) error { return s.DeleteCtx(context.Background(), token) }
+
+// DeleteExpired removes sessions that expired before now and returns how many.
+func (s *SessionStore) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.db.sql.ExecContext(ctx, `DELETE FROM sessions WHERE expiry <= ?`, now.UnixNano())
+	if err != nil {
+		return 0, fmt.Errorf("store: delete expired sessions: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// Count returns the number of stored sessions, expired or not (for tests and metrics).
+func (s *SessionStore) Count(ctx context.Context) (int, error) {
+	var n int
+	if err := s.db.sql.QueryRowContext(ctx, `SELECT count(*) FROM sessions`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: count sessions: %w", err)
+	}
+	return n, nil
+}

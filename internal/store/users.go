@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// User is a person who has logged in at least once.
+type User struct {
+	ID         int64
+	Issuer     string
+	Subject    string
+	Email      string
+	Name       string
+	Groups     []string
+	FirstLogin time.Time
+	LastLogin  time.Time
+}
+
+// RecordLogin inserts or updates the user identified by (issuer, subject)
+// with the claims and groups of this login, and returns the stored row.
+func (d *DB) RecordLogin(ctx context.Context, issuer, subject, email, name string, groups []string, now time.Time) (User, error) {
+	if groups == nil {
+		groups = []string{}
+	}
+	gj, err := json.Marshal(groups)
+	if err != nil {
+		return User{}, fmt.Errorf("store: record login: %w", err)
+	}
+	ts := fmtTime(now)
+	var id int64
+	err = d.sql.QueryRowContext(ctx, `
+INSERT INTO users (issuer, subject, email, name, groups_json, first_login_at, last_login_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (issuer, subject) DO UPDATE SET
+    email = excluded.email, name = excluded.name,
+    groups_json = excluded.groups_json, last_login_at = excluded.last_login_at
+RETURNING id`, issuer, subject, email, name, string(gj), ts, ts).Scan(&id)
+	if err != nil {
+		return User{}, fmt.Errorf("store: record login: %w", err)
+	}
+	return d.UserByID(ctx, id)
+}
+
+// UserByID returns one user or ErrNotFound.
+func (d *DB) UserByID(ctx context.Context, id int64) (User, error) {
+	var u User
+	var gj, first, last string
+	err := d.sql.QueryRowContext(ctx, `
+SELECT id, issuer, subject, email, name, groups_json, first_login_at, last_login_at
+FROM users WHERE id = ?`, id).Scan(&u.ID, &u.Issuer, &u.Subject, &u.Email, &u.Name, &gj, &first, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return User{}, ErrNotFound
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("store: user %d: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(gj), &u.Groups); err != nil {
+		return User{}, fmt.Errorf("store: user %d: groups: %w", id, err)
+	}
+	if u.FirstLogin, err = parseTime(first); err != nil {
+		return User{}, fmt.Errorf("store: user %d: %w", id, err)
+	}
+	if u.LastLogin, err = parseTime(last); err != nil {
+		return User{}, fmt.Errorf("store: user %d: %w", id, err)
+	}
+	return u, nil
+}

@@ -1,0 +1,114 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// home is the landing page for visitors and the role overview for users.
+func (s *Server) home(c echo.Context) error {
+	p, ok := principal(c)
+	if !ok {
+		return render(c, http.StatusOK, views.LandingPage(s.page(c, "Welcome"), views.Landing{}))
+	}
+	var h views.Home
+	for _, m := range p.Memberships {
+		body := "Your team's connection to the shared cluster: namespace, queue, quota and how to submit jobs."
+		action := "Open team " + m.Team
+		if m.Role == workflow.TeamOwner {
+			body = "Request and manage your team's connection to the shared cluster, and follow its approval, usage and reviews."
+		}
+		h.Cards = append(h.Cards, views.HomeCard{Title: "Team " + m.Team + " (" + string(m.Role) + ")", Body: body,
+			Href: "/teams/" + m.Team, Action: action, TestID: "card-team-" + m.Team})
+	}
+	if p.HasRole(workflow.RoleAdmin) {
+		h.Cards = append(h.Cards, views.HomeCard{Title: "Cluster admin", Body: "Approve connection requests, watch provisioning, revoke access.",
+			Href: "/admin", Action: "Open the admin queue", TestID: "card-admin"})
+	}
+	if p.HasRole(workflow.RoleReviewer) {
+		h.Cards = append(h.Cards, views.HomeCard{Title: "Reviews", Body: "Run scheduled and event-driven lifecycle reviews of connections.",
+			Href: "/reviews", Action: "Open reviews", TestID: "card-reviews"})
+	}
+	if p.HasRole(workflow.RoleFinance) {
+		h.Cards = append(h.Cards, views.HomeCard{Title: "Usage and cost", Body: "Per-team usage, cost and monthly chargeback.",
+			Href: "/finance", Action: "Open usage and cost", TestID: "card-finance"})
+	}
+	return render(c, http.StatusOK, views.HomePage(s.page(c, "Home"), h))
+}
+
+func (s *Server) signedOut(c echo.Context) error {
+	if _, ok := principal(c); ok {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	return render(c, http.StatusOK, views.LandingPage(s.page(c, "Signed out"), views.Landing{SignedOut: true}))
+}
+
+func (s *Server) teamHome(c echo.Context) error {
+	team := c.Param("team")
+	p, err := authorize(c, workflow.ActionViewTeam, workflow.Object{Team: team})
+	if err != nil {
+		return err
+	}
+	r := views.RoleHome{
+		Heading:    "Team " + team,
+		Lead:       "Your team's connection to the shared HyperPod cluster.",
+		EmptyTitle: "No connection yet",
+		TestID:     "team-home",
+	}
+	role, _ := p.TeamRole(team)
+	switch role {
+	case workflow.TeamOwner:
+		r.EmptyBody = "Team " + team + " has no connection to the shared cluster. As an owner you will file a connection contract here: purpose, owners, identities, scheduling policy and review cadence; an admin approves it and the portal provisions it."
+		r.Next = []string{"Connection requests arrive with the contract workflow; until then nothing can be requested here.",
+			"Make sure your team's members are in its member group, so they can see the connection once it exists."}
+	case workflow.TeamMember:
+		r.EmptyBody = "Team " + team + " has no approved connection. When your team's owner has one approved, you will find here the namespace, queue, quota and ready-to-paste kubectl and HyperPod CLI commands."
+		r.Next = []string{"Ask your team's owner to request a connection."}
+	default:
+		r.EmptyBody = "Team " + team + " has no connection to the shared cluster yet."
+	}
+	return render(c, http.StatusOK, views.RoleHomePage(s.page(c, "Team "+team), r))
+}
+
+func (s *Server) adminHome(c echo.Context) error {
+	if _, err := authorize(c, workflow.ActionViewAdminHome, workflow.Object{}); err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.RoleHomePage(s.page(c, "Admin"), views.RoleHome{
+		Heading:    "Cluster admin",
+		Lead:       "Connection requests waiting for a decision, oldest first.",
+		EmptyTitle: "No requests waiting",
+		EmptyBody:  "Nothing needs your decision. Submitted connection requests will queue here with their age, the diff against the last approved version, the capacity math and the provisioning plan.",
+		TestID:     "admin-home",
+	}))
+}
+
+func (s *Server) reviewHome(c echo.Context) error {
+	if _, err := authorize(c, workflow.ActionViewReviewHome, workflow.Object{}); err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.RoleHomePage(s.page(c, "Reviews"), views.RoleHome{
+		Heading:    "Reviews",
+		Lead:       "Lifecycle reviews of active connections, on their cadence and on events.",
+		EmptyTitle: "No reviews due",
+		EmptyBody:  "There are no active connections to review. Reviews will appear here when a connection's cadence comes due or an event (owner change, role change, capacity change) triggers one.",
+		TestID:     "review-home",
+	}))
+}
+
+func (s *Server) financeHome(c echo.Context) error {
+	if _, err := authorize(c, workflow.ActionViewFinanceHome, workflow.Object{}); err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.RoleHomePage(s.page(c, "Usage and cost"), views.RoleHome{
+		Heading:    "Usage and cost",
+		Lead:       "Per-team accelerator usage, cost and monthly chargeback.",
+		EmptyTitle: "No usage recorded",
+		EmptyBody:  "No team is connected to the cluster yet, so there is no usage to price. Once connections are active, usage per team and month and the chargeback statements will appear here.",
+		TestID:     "finance-home",
+	}))
+}

@@ -1,0 +1,165 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/auth"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// Keys of the pre-login session values, removed when the login finishes.
+const (
+	sessLoginState    = "login_state"
+	sessLoginNonce    = "login_nonce"
+	sessLoginVerifier = "login_verifier"
+	sessLoginNext     = "login_next"
+)
+
+// login starts the authorization-code flow: fresh state, nonce and PKCE
+// verifier are kept in the session and the browser goes to the provider.
+func (s *Server) login(c echo.Context) error {
+	ctx := c.Request().Context()
+	ls, err := s.opts.OIDC.Start(ctx)
+	if err != nil {
+		return s.providerDown(err)
+	}
+	s.sessions.Put(ctx, sessLoginState, ls.State)
+	s.sessions.Put(ctx, sessLoginNonce, ls.Nonce)
+	s.sessions.Put(ctx, sessLoginVerifier, ls.Verifier)
+	s.sessions.Put(ctx, sessLoginNext, safeNext(c.QueryParam("next")))
+	return c.Redirect(http.StatusSeeOther, ls.URL)
+}
+
+// safeNext accepts only a local absolute path, so /login?next= cannot be
+// used to redirect users to another site.
+func safeNext(n string) string {
+	if n == "" || !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/\\") ||
+		strings.ContainsAny(n, "\r\n") || strings.HasPrefix(n, "/login") || strings.HasPrefix(n, "/auth/") {
+		return "/"
+	}
+	return n
+}
+
+// callback finishes the login: checks state, exchanges the code, verifies
+// the ID token and nonce, records the user, maps groups, and rotates the
+// session.
+func (s *Server) callback(c echo.Context) error {
+	ctx := c.Request().Context()
+	wantState := s.sessions.PopString(ctx, sessLoginState)
+	nonce := s.sessions.PopString(ctx, sessLoginNonce)
+	verifier := s.sessions.PopString(ctx, sessLoginVerifier)
+	next := s.sessions.PopString(ctx, sessLoginNext)
+
+	if e := c.QueryParam("error"); e != "" {
+		return loginError(http.StatusUnauthorized, "Sign-in was not completed",
+			"The identity provider ended the sign-in without letting you in ("+truncate(e, 64)+"). Try again, or ask the platform team if it keeps happening.",
+			errors.New("provider returned error "+truncate(e, 64)))
+	}
+	state := c.QueryParam("state")
+	if wantState == "" || state == "" || state != wantState {
+		return loginError(http.StatusBadRequest, "This sign-in link is no longer valid",
+			"The sign-in did not match one started in this browser: it may have been opened twice, in another browser, or after the portal restarted your session. Start again.",
+			errors.New("state mismatch or no login in progress"))
+	}
+	code := c.QueryParam("code")
+	if code == "" {
+		return loginError(http.StatusBadRequest, "Sign-in was not completed",
+			"The identity provider sent you back without an authorization code. Start again.", errors.New("callback without code"))
+	}
+	id, err := s.opts.OIDC.Finish(ctx, code, verifier, nonce)
+	switch {
+	case errors.Is(err, auth.ErrCodeRejected):
+		return loginError(http.StatusBadRequest, "The sign-in expired",
+			"The identity provider did not accept the sign-in code: it took too long, or the page was reloaded and the code was already used. Start again.", err)
+	case errors.Is(err, auth.ErrTokenInvalid):
+		return loginError(http.StatusBadRequest, "The sign-in could not be verified",
+			"The identity provider's answer failed the portal's checks, so you were not signed in. Start again; if it keeps happening tell the platform team the request id.", err)
+	case err != nil:
+		return s.providerDown(err)
+	}
+
+	u, err := s.opts.DB.RecordLogin(ctx, id.Issuer, id.Subject, id.Email, id.Name, id.Groups, s.opts.Now())
+	if err != nil {
+		return err
+	}
+	roles, ms := s.opts.Mapping.Resolve(id.Groups)
+	p := workflow.NewPrincipal(u.ID, id.Subject, id.Email, id.Name, roles, ms)
+	if !p.HasAccess() {
+		detail := []string{"Signed in as: " + p.DisplayName()}
+		if len(id.Groups) == 0 {
+			detail = append(detail, "Groups the identity provider sent: none")
+		} else {
+			detail = append(detail, "Groups the identity provider sent: "+strings.Join(id.Groups, ", "))
+		}
+		return &userError{page: views.ErrorPage{
+			Status:  http.StatusForbidden,
+			Title:   "Your account has no access to the portal yet",
+			Message: "You signed in, but none of your groups is mapped to a portal role or team. Ask your team's owner or the platform team to add you to your team's group.",
+			Detail:  detail, Action: "Back to the start page", ActionURL: "/",
+		}, err: errors.New("user in no mapped group")}
+	}
+
+	// Rotate the session id at login (no fixation), restart the absolute
+	// lifetime, and issue a fresh CSRF token.
+	if err := s.sessions.RenewToken(ctx); err != nil {
+		return err
+	}
+	s.sessions.SetDeadline(ctx, s.opts.Now().Add(s.opts.SessionLifetime))
+	s.sessions.Put(ctx, csrfKey, newToken())
+	s.sessions.Put(ctx, sessUser, sessionUser{
+		UserID: p.UserID, Subject: p.Subject, Email: p.Email, Name: p.Name,
+		Roles: p.Roles, Memberships: p.Memberships, IDToken: id.IDToken,
+	})
+	s.opts.Logger.InfoContext(ctx, "login", "request_id", requestID(c), "user_id", u.ID,
+		"roles", len(p.Roles), "teams", len(p.Memberships))
+	return c.Redirect(http.StatusSeeOther, safeNext(next))
+}
+
+func loginError(status int, title, msg string, err error) error {
+	return &userError{page: views.ErrorPage{
+		Status: status, Title: title, Message: msg,
+		Action: "Sign in again", ActionURL: "/login",
+	}, err: err}
+}
+
+func (s *Server) providerDown(err error) error {
+	return &userError{page: views.ErrorPage{
+		Status:  http.StatusServiceUnavailable,
+		Title:   "The identity provider is not answering",
+		Message: "The portal could not reach the sign-in service at " + s.opts.OIDC.Issuer() + ". Try again in a minute; if it keeps happening, tell the platform team.",
+		Action:  "Try again", ActionURL: "/login",
+	}, err: err}
+}
+
+// logout ends the portal session and, when the provider offers it, the
+// provider's session too.
+func (s *Server) logout(c echo.Context) error {
+	ctx := c.Request().Context()
+	var idToken string
+	if su, ok := s.sessions.Get(ctx, sessUser).(sessionUser); ok {
+		idToken = su.IDToken
+	}
+	if err := s.sessions.Destroy(ctx); err != nil {
+		return err
+	}
+	back := s.opts.BaseURL.JoinPath("/signed-out").String()
+	if idToken != "" {
+		if u, ok := s.opts.OIDC.EndSessionURL(context.WithoutCancel(ctx), idToken, back); ok {
+			return c.Redirect(http.StatusSeeOther, u)
+		}
+	}
+	return c.Redirect(http.StatusSeeOther, "/signed-out")
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

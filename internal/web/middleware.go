@@ -1,0 +1,193 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func (s *Server) middleware() {
+	e := s.echo
+	e.Use(middleware.RequestID())
+	e.Use(s.observe())
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		DisableStackAll:   true,
+		DisablePrintStack: true, // the error handler logs the panic once, with the request id
+	}))
+	e.Use(s.securityHeaders)
+	e.Use(middleware.BodyLimit(s.opts.BodyLimit))
+	e.Use(s.session)
+	e.Use(s.csrf)
+	e.Use(s.loadPrincipal)
+}
+
+// observe logs one line per request and records metrics by route. It runs
+// the error handler itself so both see the final status.
+func (s *Server) observe() echo.MiddlewareFunc {
+	reqs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "portal_http_requests_total",
+		Help: "HTTP requests by method, route pattern and status code.",
+	}, []string{"method", "route", "code"})
+	lat := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "portal_http_request_duration_seconds",
+		Help:    "HTTP request latency by method and route pattern.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"method", "route"})
+	s.opts.Registry.MustRegister(reqs, lat)
+
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			if err := next(c); err != nil {
+				c.Error(err)
+			}
+			d := time.Since(start)
+			route := c.Path()
+			if route == "" || c.Response().Status == http.StatusNotFound && route == "/*" {
+				route = "unmatched" // keep label cardinality bounded
+			}
+			status := c.Response().Status
+			reqs.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Inc()
+			lat.WithLabelValues(c.Request().Method, route).Observe(d.Seconds())
+			if isProbe(c.Request().URL.Path) {
+				return nil
+			}
+			level := slog.LevelInfo
+			if status >= 500 {
+				level = slog.LevelError
+			}
+			s.opts.Logger.LogAttrs(c.Request().Context(), level, "request",
+				slog.String("request_id", requestID(c)),
+				slog.String("method", c.Request().Method),
+				slog.String("path", c.Request().URL.Path), // never the query: it may carry codes
+				slog.String("route", route),
+				slog.Int("status", status),
+				slog.Int64("bytes", c.Response().Size),
+				slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+				slog.String("remote_ip", c.RealIP()),
+			)
+			return nil
+		}
+	}
+}
+
+func isProbe(p string) bool { return p == "/healthz" || p == "/readyz" || p == "/metrics" }
+
+func requestID(c echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderXRequestID)
+}
+
+// securityHeaders sets the headers every response carries. The CSP allows no
+// inline script or style; form-action also allows the identity provider's
+// origin because logout's redirect to its end-session endpoint follows a form.
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	formAction := "'self'"
+	if o := originOf(s.opts.OIDC.Issuer()); o != "" && o != originOf(s.opts.BaseURL.String()) {
+		formAction += " " + o
+	}
+	csp := "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action " + formAction
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+		if s.tls {
+			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+		}
+		return next(c)
+	}
+}
+
+func originOf(raw string) string {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return ""
+	}
+	rest := raw[i+3:]
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		rest = rest[:j]
+	}
+	return raw[:i+3] + rest
+}
+
+// session loads and saves the server-side session, except on paths that
+// need none (so probes and assets never write to the database).
+func (s *Server) session(next echo.HandlerFunc) echo.HandlerFunc {
+	wrapped := echo.WrapMiddleware(s.sessions.LoadAndSave)(next)
+	return func(c echo.Context) error {
+		if isAnonymousPath(c.Request().URL.Path) {
+			return next(c)
+		}
+		return wrapped(c)
+	}
+}
+
+const csrfKey = "csrf_token"
+
+// csrfToken returns the session's CSRF token, creating it on first use.
+func (s *Server) csrfToken(c echo.Context) string {
+	ctx := c.Request().Context()
+	if t := s.sessions.GetString(ctx, csrfKey); t != "" {
+		return t
+	}
+	t := newToken()
+	s.sessions.Put(ctx, csrfKey, t)
+	return t
+}
+
+// csrf refuses every state-changing request whose form field _csrf (or
+// X-CSRF-Token header) does not match the token bound to the session, and
+// any that the browser marks as cross-site. The token lives server-side and
+// is replaced at login, so a token seen before login is useless after it.
+func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		if isAnonymousPath(r.URL.Path) {
+			return next(c)
+		}
+		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+			return errCSRF("cross-site request")
+		}
+		want := s.sessions.GetString(r.Context(), csrfKey)
+		got := r.Header.Get("X-CSRF-Token")
+		if got == "" {
+			got = c.FormValue("_csrf")
+		}
+		if want == "" || got == "" || subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
+			return errCSRF("token missing or wrong")
+		}
+		return next(c)
+	}
+}
+
+func errCSRF(why string) error {
+	return &echo.HTTPError{Code: http.StatusForbidden, Message: csrfMessage, Internal: fmt.Errorf("csrf: %s", why)}
+}
+
+const csrfMessage = "csrf"
+
+func newToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,131 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// sessionUser is what the session keeps about the signed-in user: the
+// principal as resolved at login, plus the raw ID token for the provider's
+// end-session hint (server-side only, never logged).
+type sessionUser struct {
+	UserID      int64
+	Subject     string
+	Email       string
+	Name        string
+	Roles       []workflow.Role
+	Memberships []workflow.Membership
+	IDToken     string
+}
+
+const (
+	sessUser = "user"
+	ctxUser  = "principal"
+)
+
+func (s *Server) loadPrincipal(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if isAnonymousPath(c.Request().URL.Path) {
+			return next(c)
+		}
+		if su, ok := s.sessions.Get(c.Request().Context(), sessUser).(sessionUser); ok {
+			p := workflow.NewPrincipal(su.UserID, su.Subject, su.Email, su.Name, su.Roles, su.Memberships)
+			c.Set(ctxUser, p)
+		}
+		return next(c)
+	}
+}
+
+// principal returns the signed-in principal, if any.
+func principal(c echo.Context) (workflow.Principal, bool) {
+	p, ok := c.Get(ctxUser).(workflow.Principal)
+	return p, ok
+}
+
+// requireLogin sends anonymous visitors to /login, remembering where they
+// were going.
+func (s *Server) requireLogin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if _, ok := principal(c); ok {
+			return next(c)
+		}
+		if c.Request().Method != http.MethodGet {
+			return echo.NewHTTPError(http.StatusUnauthorized)
+		}
+		return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+	}
+}
+
+// authorize applies the workflow policy. A denied team object is reported as
+// not found, so nobody can probe which teams or objects exist.
+func authorize(c echo.Context, a workflow.Action, o workflow.Object) (workflow.Principal, error) {
+	p, ok := principal(c)
+	if !ok {
+		return p, echo.NewHTTPError(http.StatusUnauthorized)
+	}
+	d := workflow.Decide(p, a, o)
+	if d.Allowed {
+		return p, nil
+	}
+	if o.Team != "" {
+		return p, &echo.HTTPError{Code: http.StatusNotFound, Internal: errDenied(d.Reason)}
+	}
+	return p, &echo.HTTPError{Code: http.StatusForbidden, Internal: errDenied(d.Reason)}
+}
+
+type errDenied string
+
+func (e errDenied) Error() string { return "denied: " + string(e) }
+
+// page builds the layout's view model for the current request.
+func (s *Server) page(c echo.Context, title string) views.Page {
+	pg := views.Page{
+		Title:   title,
+		DevIdP:  s.opts.DevIdP != nil,
+		Version: s.opts.Version,
+	}
+	p, ok := principal(c)
+	if !ok {
+		return pg
+	}
+	u := &views.User{Name: p.DisplayName(), Email: p.Email}
+	for _, r := range p.Roles {
+		u.Roles = append(u.Roles, string(r))
+	}
+	for _, m := range p.Memberships {
+		u.Memberships = append(u.Memberships, views.Membership{Team: m.Team, Role: string(m.Role), Href: "/teams/" + m.Team})
+	}
+	pg.User = u
+	pg.CSRFToken = s.csrfToken(c)
+	pg.Nav = navFor(p, c.Request().URL.Path)
+	return pg
+}
+
+// navFor lists the links the principal's roles open, in a fixed order.
+func navFor(p workflow.Principal, path string) []views.NavItem {
+	var items []views.NavItem
+	add := func(label, href, id string) {
+		active := path == href || (href != "/" && strings.HasPrefix(path, href+"/"))
+		items = append(items, views.NavItem{Label: label, Href: href, TestID: id, Active: active})
+	}
+	add("Home", "/", "nav-home")
+	for _, m := range p.Memberships {
+		add("Team "+m.Team, "/teams/"+m.Team, "nav-team-"+m.Team)
+	}
+	if p.HasRole(workflow.RoleAdmin) {
+		add("Admin", "/admin", "nav-admin")
+	}
+	if p.HasRole(workflow.RoleReviewer) {
+		add("Reviews", "/reviews", "nav-reviews")
+	}
+	if p.HasRole(workflow.RoleFinance) {
+		add("Cost", "/finance", "nav-finance")
+	}
+	return items
+}

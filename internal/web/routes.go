@@ -1,0 +1,55 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hyperpod-governance/portal/static"
+)
+
+// routes is the portal's whole URL map.
+func (s *Server) routes() {
+	e := s.echo
+	s.middleware()
+
+	// Probes and metrics: no session, no login.
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{})))
+	e.GET("/static/*", s.staticFiles(), cacheStatic)
+	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+
+	// Login and logout.
+	e.GET("/login", s.login)
+	e.GET("/auth/callback", s.callback)
+	e.POST("/logout", s.logout)
+	e.GET("/signed-out", s.signedOut)
+
+	// Pages.
+	e.GET("/", s.home)
+	u := e.Group("", s.requireLogin)
+	u.GET("/teams/:team", s.teamHome)
+	u.GET("/admin", s.adminHome)
+	u.GET("/reviews", s.reviewHome)
+	u.GET("/finance", s.financeHome)
+
+	if s.opts.DevIdP != nil {
+		h := echo.WrapHandler(s.opts.DevIdP)
+		e.Any("/dev-idp", h)
+		e.Any("/dev-idp/*", h)
+	}
+}
+
+func (s *Server) staticFiles() echo.HandlerFunc {
+	return echo.WrapHandler(http.StripPrefix("/static/", http.FileServerFS(static.FS)))
+}
+
+func cacheStatic(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		// Asset URLs carry ?v=<version>, so a day of caching is safe.
+		c.Response().Header().Set("Cache-Control", "public, max-age=86400")
+		return next(c)
+	}
+}

@@ -1,0 +1,140 @@
+package web
+
+import (
+	"context"
+	"encoding/gob"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hyperpod-governance/portal/internal/auth"
+	"github.com/hyperpod-governance/portal/internal/store"
+)
+
+// Options configures the HTTP layer. cmd/portal builds it from the validated
+// Config; tests build it directly.
+type Options struct {
+	DB      *store.DB
+	OIDC    *auth.Client
+	Mapping auth.Mapping
+	Logger  *slog.Logger
+	BaseURL *url.URL
+	Version string
+
+	SessionKey         []byte
+	SessionIdleTimeout time.Duration
+	SessionLifetime    time.Duration
+
+	// DevIdP, when set, is the built-in development identity provider,
+	// mounted under /dev-idp/. Every page then shows a banner.
+	DevIdP http.Handler
+
+	// Registry receives the HTTP metrics; /metrics serves it.
+	Registry *prometheus.Registry
+
+	// BodyLimit caps request bodies, e.g. "1M".
+	BodyLimit string
+
+	Now func() time.Time
+}
+
+// Server is the portal's HTTP handler and the session manager behind it.
+type Server struct {
+	opts     Options
+	echo     *echo.Echo
+	sessions *scs.SessionManager
+	store    *store.SessionStore
+	tls      bool
+}
+
+func init() {
+	// Session values are gob-encoded by scs.
+	gob.Register(sessionUser{})
+}
+
+// New builds the server. It does not listen; use Handler with an http.Server.
+func New(o Options) (*Server, error) {
+	if o.DB == nil || o.OIDC == nil || o.Logger == nil || o.BaseURL == nil {
+		return nil, errors.New("web: DB, OIDC, Logger and BaseURL are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.BodyLimit == "" {
+		o.BodyLimit = "1M"
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.SessionIdleTimeout <= 0 {
+		o.SessionIdleTimeout = 30 * time.Minute
+	}
+	if o.SessionLifetime <= 0 {
+		o.SessionLifetime = 12 * time.Hour
+	}
+	st, err := o.DB.Sessions(o.SessionKey)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: o, store: st, tls: o.BaseURL.Scheme == "https"}
+
+	sm := scs.New()
+	sm.Store = st
+	sm.IdleTimeout = o.SessionIdleTimeout
+	sm.Lifetime = o.SessionLifetime
+	sm.Cookie.Name = "portal_session"
+	sm.Cookie.HttpOnly = true
+	sm.Cookie.SameSite = http.SameSiteLaxMode // Lax: the IdP's redirect back is a top-level GET
+	sm.Cookie.Secure = s.tls
+	sm.Cookie.Path = "/"
+	sm.Cookie.Persist = false // a browser session cookie; the server enforces both timeouts
+	sm.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {
+		o.Logger.ErrorContext(r.Context(), "session store failed", "err", err, "path", r.URL.Path)
+		http.Error(w, "The portal could not load your session. Please try again.", http.StatusServiceUnavailable)
+	}
+	s.sessions = sm
+
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	s.echo = e
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the portal's root HTTP handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// CleanupSessions deletes expired sessions every interval until ctx ends.
+func (s *Server) CleanupSessions(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := s.store.DeleteExpired(ctx, s.opts.Now())
+			if err != nil && ctx.Err() == nil {
+				s.opts.Logger.Error("session cleanup failed", "err", err)
+			} else if n > 0 {
+				s.opts.Logger.Info("expired sessions removed", "count", n)
+			}
+		}
+	}
+}
+
+// isAnonymousPath reports paths that need no session: assets, probes,
+// metrics and the development IdP (which keeps its own state).
+func isAnonymousPath(p string) bool {
+	return strings.HasPrefix(p, "/static/") || strings.HasPrefix(p, "/dev-idp/") ||
+		p == "/healthz" || p == "/readyz" || p == "/metrics" || p == "/favicon.ico"
+}
