@@ -39,26 +39,40 @@ type Config struct {
 // default and help. The README's configuration table lists the same.
 type flagSpec struct {
 	name, env, def, help string
+	boolean              bool // takes no value on the command line: --dev
 }
 
+// boolFlag keeps a boolean flag's raw text (validated later, like env
+// values) while letting it be given without a value.
+type boolFlag struct{ s *string }
+
+func (b boolFlag) String() string {
+	if b.s == nil {
+		return ""
+	}
+	return *b.s
+}
+func (b boolFlag) Set(v string) error { *b.s = v; return nil }
+func (b boolFlag) IsBoolFlag() bool   { return true }
+
 var specs = []flagSpec{
-	{"listen", "PORTAL_LISTEN", "127.0.0.1:8080", "address to listen on (host:port)"},
-	{"base-url", "PORTAL_BASE_URL", "", "external URL of the portal, e.g. https://portal.example.com (default in --dev: http://<listen>)"},
-	{"db", "PORTAL_DB", "data/portal.db", "SQLite database file"},
-	{"oidc-issuer", "PORTAL_OIDC_ISSUER", "", "OpenID Connect issuer URL (required unless --dev)"},
-	{"oidc-client-id", "PORTAL_OIDC_CLIENT_ID", "", "OIDC client id (required unless --dev)"},
-	{"oidc-client-secret-file", "PORTAL_OIDC_CLIENT_SECRET_FILE", "", "file holding the OIDC client secret (required unless --dev)"},
-	{"oidc-scopes", "PORTAL_OIDC_SCOPES", "openid,email,profile,groups", "comma-separated OIDC scopes to request"},
-	{"oidc-groups-claim", "PORTAL_OIDC_GROUPS_CLAIM", "groups", "claim (ID token or userinfo) that lists the user's groups"},
-	{"groups-file", "PORTAL_GROUPS_FILE", "", "YAML file mapping groups to roles and teams (required unless --dev)"},
-	{"session-key-file", "PORTAL_SESSION_KEY_FILE", "", "file with at least 32 bytes of secret key for session tokens (required unless --dev; --dev creates data/session.key)"},
-	{"session-idle-timeout", "PORTAL_SESSION_IDLE_TIMEOUT", "30m", "sign out after this long without a request"},
-	{"session-lifetime", "PORTAL_SESSION_LIFETIME", "12h", "sign out this long after login, active or not"},
-	{"log-format", "PORTAL_LOG_FORMAT", "", "text or json (default: text with --dev, json otherwise)"},
-	{"log-level", "PORTAL_LOG_LEVEL", "info", "debug, info, warn or error"},
-	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data"},
-	{"dev-allow-remote", "PORTAL_DEV_ALLOW_REMOTE", "false", "let --dev listen on a non-loopback address (anyone reaching it can sign in as any demo user)"},
-	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish"},
+	{"listen", "PORTAL_LISTEN", "127.0.0.1:8080", "address to listen on (host:port)", false},
+	{"base-url", "PORTAL_BASE_URL", "", "external URL of the portal, e.g. https://portal.example.com (default in --dev: http://<listen>)", false},
+	{"db", "PORTAL_DB", "data/portal.db", "SQLite database file", false},
+	{"oidc-issuer", "PORTAL_OIDC_ISSUER", "", "OpenID Connect issuer URL (required unless --dev)", false},
+	{"oidc-client-id", "PORTAL_OIDC_CLIENT_ID", "", "OIDC client id (required unless --dev)", false},
+	{"oidc-client-secret-file", "PORTAL_OIDC_CLIENT_SECRET_FILE", "", "file holding the OIDC client secret (required unless --dev)", false},
+	{"oidc-scopes", "PORTAL_OIDC_SCOPES", "openid,email,profile,groups", "comma-separated OIDC scopes to request", false},
+	{"oidc-groups-claim", "PORTAL_OIDC_GROUPS_CLAIM", "groups", "claim (ID token or userinfo) that lists the user's groups", false},
+	{"groups-file", "PORTAL_GROUPS_FILE", "", "YAML file mapping groups to roles and teams (required unless --dev)", false},
+	{"session-key-file", "PORTAL_SESSION_KEY_FILE", "", "file with at least 32 bytes of secret key for session tokens (required unless --dev; --dev creates data/session.key)", false},
+	{"session-idle-timeout", "PORTAL_SESSION_IDLE_TIMEOUT", "30m", "sign out after this long without a request", false},
+	{"session-lifetime", "PORTAL_SESSION_LIFETIME", "12h", "sign out this long after login, active or not", false},
+	{"log-format", "PORTAL_LOG_FORMAT", "", "text or json (default: text with --dev, json otherwise)", false},
+	{"log-level", "PORTAL_LOG_LEVEL", "info", "debug, info, warn or error", false},
+	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data", true},
+	{"dev-allow-remote", "PORTAL_DEV_ALLOW_REMOTE", "false", "let --dev listen on a non-loopback address (anyone reaching it can sign in as any demo user)", true},
+	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish", false},
 }
 
 // parseConfig reads args (after the subcommand) and env into a Config and
@@ -71,6 +85,12 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		def := s.def
 		if v := getenv(s.env); v != "" {
 			def = v
+		}
+		if s.boolean {
+			v := def
+			fs.Var(boolFlag{&v}, s.name, s.help+" ["+s.env+"]")
+			vals[s.name] = &v
+			continue
 		}
 		vals[s.name] = fs.String(s.name, def, s.help+" ["+s.env+"]")
 	}

@@ -8,10 +8,11 @@
 # Needs only Go (module proxy) and a fresh Debian: no curl, htpasswd, python or jq.
 set -euo pipefail
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 DEX_MOD="$REPO/hack/dex"
-BIN_ROOT="$REPO/.cache/testbed/bin"
-DEX_COMMIT_PSEUDO="v0.0.0-20260303133905-11d2eeb52b42" # Dex v2.45.1
+# Same cache root (and override) as kube.sh.
+BIN_ROOT="${PORTAL_TESTBED_CACHE:-$REPO/.cache/testbed}/bin"
+# Dex v2.45.1 is pinned in hack/dex/go.mod as v0.0.0-20260303133905-11d2eeb52b42.
 CLIENT_ID="portal-test"
 TEST_PASSWORD="test-password-1"
 READY_TIMEOUT_SECS="${DEX_READY_TIMEOUT_SECS:-30}"
@@ -43,7 +44,9 @@ go_build_cached() {
 	chmod 0755 "$tmp"
 	start=$SECONDS
 	log "building $pkg -> $out"
-	if ! (cd "$DEX_MOD" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w $*" -o "$tmp/$(basename "$out")" "$pkg"); then
+	# Only the nested module's own go.mod/go.sum (readonly: a stale go.sum is
+	# an error, never silently rewritten); static binary.
+	if ! (cd "$DEX_MOD" && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $*" -o "$tmp/$(basename "$out")" "$pkg"); then
 		rm -rf "$tmp"
 		die "go build $pkg failed"
 	fi
@@ -68,24 +71,27 @@ cmd_build() {
 
 pid_alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
 
-# is_our_dex PID: the pid still belongs to a dex process (guards against pid reuse).
+# is_our_dex PID STATE: the pid is still the dex serving STATE's config
+# (guards against pid reuse and against stopping another state dir's dex).
 is_our_dex() {
-	local pid="$1" cmdline
+	local pid="$1" state="$2" cmdline
 	cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)"
-	[[ "$cmdline" == *"/dex serve "* ]]
+	[[ "$cmdline" == *"/dex serve $state/dex-config.yaml "* ]]
 }
+
+running() { pid_alive "$1" && is_our_dex "$1" "$2"; }
 
 abs_state_dir() {
 	[[ -n "${1:-}" ]] || die "usage: $0 $2 STATE_DIR"
 	mkdir -p "$1"
-	(cd "$1" && pwd)
+	(cd "$1" && pwd -P)
 }
 
 cmd_up() {
 	local state pidfile dex util ports dex_port portal_port issuer redirect secret hash logf start
 	state="$(abs_state_dir "${1:-}" up)"
 	pidfile="$state/dex.pid"
-	if [[ -f "$pidfile" ]] && pid_alive "$(cat "$pidfile")" && is_our_dex "$(cat "$pidfile")"; then
+	if [[ -f "$pidfile" ]] && running "$(cat "$pidfile")" "$state"; then
 		die "dex already running in $state (pid $(cat "$pidfile")); run '$0 down $state' first"
 	fi
 	cmd_build
@@ -93,6 +99,7 @@ cmd_up() {
 	util="$(util_bin)"
 	start=$SECONDS
 
+	rm -f "$state/dex.env" "$state/dex.env.tmp"
 	mkdir -p "$state/logs"
 	logf="$state/logs/dex.log"
 	mapfile -t ports < <("$util" freeport 2)
@@ -161,46 +168,64 @@ YAML
 	log "starting dex on 127.0.0.1:$dex_port (log: $logf)"
 	nohup "$dex" serve "$state/dex-config.yaml" >>"$logf" 2>&1 </dev/null &
 	echo $! >"$pidfile"
+	# From here on, any failure stops the dex just started.
+	UP_STATE="$state"
+	trap 'log "up failed; stopping dex"; cmd_down "$UP_STATE" || true' EXIT
 
-	if ! "$util" waithttp "$issuer/.well-known/openid-configuration" "$READY_TIMEOUT_SECS"; then
-		log "dex did not become ready; last log lines:"
-		tail -n 40 "$logf" >&2 || true
-		cmd_down "$state" || true
-		die "dex failed to start"
-	fi
+	# Poll discovery in 1 s slices so a dex that exits (bad config, port
+	# taken) fails fast instead of after the whole timeout.
+	local waited=0
+	until "$util" waithttp "$issuer/.well-known/openid-configuration" 1 2>/dev/null; do
+		waited=$((waited + 1))
+		if ! running "$(cat "$pidfile")" "$state" || ((waited >= READY_TIMEOUT_SECS)); then
+			log "dex did not become ready (exited or ${READY_TIMEOUT_SECS}s timeout); last log lines of $logf:"
+			tail -n 40 "$logf" >&2 || true
+			die "dex failed to start"
+		fi
+	done
 
-	cat >"$state/dex.env" <<ENV
+	cat >"$state/dex.env.tmp" <<ENV
 PORTAL_TEST_DEX_ISSUER=$issuer
 PORTAL_TEST_DEX_CLIENT_ID=$CLIENT_ID
 PORTAL_TEST_DEX_CLIENT_SECRET_FILE=$state/dex-client-secret
 PORTAL_TEST_DEX_REDIRECT_URL=$redirect
 PORTAL_TEST_DEX_PASSWORD=$TEST_PASSWORD
 ENV
+	mv -f "$state/dex.env.tmp" "$state/dex.env"
+	trap - EXIT
 	log "dex up in $((SECONDS - start))s: issuer $issuer, pid $(cat "$pidfile"), env $state/dex.env"
 }
 
 cmd_down() {
 	local state pidfile pid i
-	state="$(abs_state_dir "${1:-}" down)"
+	[[ -n "${1:-}" ]] || die "usage: $0 down STATE_DIR"
+	if [[ ! -d "$1" ]]; then
+		log "nothing to stop: $1 does not exist"
+		return 0
+	fi
+	state="$(cd "$1" && pwd -P)"
 	pidfile="$state/dex.pid"
+	rm -f "$state/dex.env" "$state/dex.env.tmp"
 	if [[ ! -f "$pidfile" ]]; then
 		log "dex not running in $state (no pid file)"
 		return 0
 	fi
 	pid="$(cat "$pidfile")"
-	if pid_alive "$pid" && is_our_dex "$pid"; then
+	# A dead (or zombie, cmdline empty) pid no longer counts as "ours".
+	if running "$pid" "$state"; then
 		kill -TERM "$pid" 2>/dev/null || true
 		for ((i = 0; i < 100; i++)); do
-			pid_alive "$pid" || break
+			running "$pid" "$state" || break
 			sleep 0.1
 		done
-		if pid_alive "$pid"; then
+		if running "$pid" "$state"; then
 			log "dex (pid $pid) ignored SIGTERM for 10s; sending SIGKILL"
 			kill -KILL "$pid" 2>/dev/null || true
 			for ((i = 0; i < 50; i++)); do
-				pid_alive "$pid" || break
+				running "$pid" "$state" || break
 				sleep 0.1
 			done
+			running "$pid" "$state" && die "dex (pid $pid) does not exit"
 		fi
 		log "dex (pid $pid) stopped"
 	else

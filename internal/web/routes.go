@@ -29,11 +29,12 @@ func (s *Server) routes() {
 
 	// Pages.
 	e.GET("/", s.home)
-	u := e.Group("", s.requireLogin)
-	u.GET("/teams/:team", s.teamHome)
-	u.GET("/admin", s.adminHome)
-	u.GET("/reviews", s.reviewHome)
-	u.GET("/finance", s.financeHome)
+	// Signed-in pages. (Not an echo Group: a Group with middleware also
+	// captures every unknown path, turning 404s into login redirects.)
+	e.GET("/teams/:team", s.teamHome, s.requireLogin)
+	e.GET("/admin", s.adminHome, s.requireLogin)
+	e.GET("/reviews", s.reviewHome, s.requireLogin)
+	e.GET("/finance", s.financeHome, s.requireLogin)
 
 	if s.opts.DevIdP != nil {
 		h := echo.WrapHandler(s.opts.DevIdP)

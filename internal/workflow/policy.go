@@ -60,6 +60,15 @@ func Decide(p Principal, a Action, o Object) Decision {
 		return requireRole(p, RoleReviewer)
 	case ActionViewFinanceHome:
 		return requireRole(p, RoleFinance)
+	case ActionViewAudit:
+		// The trail is oversight: admins answer for changes, reviewers cite
+		// it as evidence.
+		for _, r := range []Role{RoleAdmin, RoleReviewer} {
+			if p.HasRole(r) {
+				return allow("%s", r)
+			}
+		}
+		return deny("needs the %s or %s role", RoleAdmin, RoleReviewer)
 	}
 	return deny("unknown action %q", a)
 }
