@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -56,6 +55,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	// SQLite allows one writer; a small pool keeps readers concurrent.
 	db.SetMaxOpenConns(8)
+	if path == ":memory:" {
+		db.SetMaxOpenConns(1) // each connection would get its own empty in-memory database
+	}
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -123,11 +125,6 @@ func (d *DB) Migrate(ctx context.Context) (SchemaStatus, error) {
 		return st, fmt.Errorf("store: migrate: %w", err)
 	}
 	return d.Status(ctx)
-}
-
-// knownMigrations lists the embedded migration files, for tests.
-func knownMigrations() ([]string, error) {
-	return fs.Glob(migrations.FS, "*.sql")
 }
 
 // now formats a time the way every table stores it: UTC RFC 3339 with

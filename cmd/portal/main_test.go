@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hyperpod-governance/portal/migrations"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func migrationCount(t *testing.T) int {
+	t.Helper()
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no embedded migrations (%v)", err)
+	}
+	return len(files)
+}
+
+func TestRunCommands(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantErr    string // substring; empty means success
+		wantErrIs  error
+		wantStdout string
+		wantStderr string
+	}{
+		{name: "version", args: []string{"version"}, wantStdout: "portal " + version + " ("},
+		{name: "help", args: []string{"help"}, wantStdout: "usage: portal [serve|migrate|version]"},
+		{name: "--help", args: []string{"--help"}, wantErrIs: flag.ErrHelp, wantStderr: "usage: portal serve [flags]"},
+		{name: "serve --help", args: []string{"serve", "-h"}, wantErrIs: flag.ErrHelp, wantStderr: "[PORTAL_DEV]"},
+		{name: "unknown command", args: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"`},
+		{name: "bad flag", args: []string{"migrate", "--no-such-flag"}, wantErr: "no-such-flag"},
+		{name: "bad config stops before serving", args: []string{"serve", "--listen=nonsense"}, wantErr: "--listen"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), tt.args, env{}.get, &stdout, &stderr)
+			switch {
+			case tt.wantErrIs != nil:
+				if !errors.Is(err, tt.wantErrIs) {
+					t.Errorf("run(%q) = %v, want %v", tt.args, err, tt.wantErrIs)
+				}
+			case tt.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("run(%q) = %v, want an error containing %q", tt.args, err, tt.wantErr)
+				}
+			case err != nil:
+				t.Errorf("run(%q): %v", tt.args, err)
+			}
+			if !strings.HasPrefix(stdout.String(), tt.wantStdout) {
+				t.Errorf("stdout = %q, want it to start with %q", stdout.String(), tt.wantStdout)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestRunMigrate(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sub", "portal.db")
+	n := migrationCount(t)
+	steps := []string{
+		fmt.Sprintf("schema version 0 -> %d (this binary knows up to %d)", n, n),
+		fmt.Sprintf("schema version %d -> %d", n, n), // a second run changes nothing
+	}
+	for i, want := range steps {
+		var stdout, stderr bytes.Buffer
+		if err := run(t.Context(), []string{"migrate", "--db", db}, env{}.get, &stdout, &stderr); err != nil {
+			t.Fatalf("migrate #%d: %v\nstderr: %s", i+1, err, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), want) || !strings.Contains(stdout.String(), db) {
+			t.Errorf("migrate #%d printed %q, want %q and the path", i+1, stdout.String(), want)
+		}
+	}
+}
+
+var readyRE = regexp.MustCompile(`ready: open (http://127\.0\.0\.1:\d+)/`)
+
+// TestServeDev starts the whole program as `make run` does, checks the
+// probes and the landing page, and shuts it down through its context.
+func TestServeDev(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "keys", "session.key")
+	args := []string{"serve", "--dev", "--listen", "127.0.0.1:0",
+		"--db", filepath.Join(dir, "portal.db"), "--session-key-file", keyFile}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, args, env{}.get, pw, &stderr)
+		pw.Close()
+		done <- err
+	}()
+
+	// Read stdout line by line until the ready line, then keep draining it.
+	base := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case base <- m[1]:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+
+	var url string
+	select {
+	case url = <-base:
+	case err := <-done:
+		t.Fatalf("run returned before it was ready: %v\nstderr:\n%s", err, stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no ready line within 20s\nstderr:\n%s", stderr.String())
+	}
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	checks := []struct {
+		path       string
+		wantStatus int
+		wantBody   string
+	}{
+		{"/healthz", http.StatusOK, "ok"},
+		{"/readyz", http.StatusOK, "ready"},
+		{"/", http.StatusOK, `data-testid="dev-banner"`},
+	}
+	for _, c := range checks {
+		resp, err := client.Get(url + c.path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", c.path, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("GET %s: reading body: %v", c.path, err)
+		}
+		if resp.StatusCode != c.wantStatus {
+			t.Errorf("GET %s = %d, want %d\n%s", c.path, resp.StatusCode, c.wantStatus, body)
+		}
+		if !strings.Contains(string(body), c.wantBody) {
+			t.Errorf("GET %s body does not contain %q:\n%s", c.path, c.wantBody, body)
+		}
+	}
+
+	// --dev creates the session key on first start, readable only by us.
+	fi, err := os.Stat(keyFile)
+	if err != nil {
+		t.Fatalf("session key file not created: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 || fi.Size() < 32 {
+		t.Errorf("session key file mode %v, size %d; want 0600 and at least 32 bytes", fi.Mode().Perm(), fi.Size())
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after cancel = %v, want nil (graceful shutdown)\nstderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("run did not return within 5s of cancel\nstderr:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stopped") {
+		t.Errorf("log does not say the portal stopped:\n%s", stderr.String())
+	}
+	if _, err := client.Get(url + "/healthz"); err == nil {
+		t.Error("the server still answers after run returned")
+	}
+}
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Secrets in files fail with a message that names the file or the flag,
+// never the secret itself.
+func TestServeSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	const shortKey = "s3cr3t-but-too-short"
+	shortKeyFile := writeFile(t, filepath.Join(dir, "short.key"), shortKey+"\n")
+	goodKeyFile := writeFile(t, filepath.Join(dir, "good.key"), strings.Repeat("k", 64)+"\n")
+	groups := writeFile(t, filepath.Join(dir, "groups.yaml"),
+		"roles: {admin: [platform-admins]}\nteams:\n  red: {owners: [team-red-owners]}\n")
+	emptySecret := writeFile(t, filepath.Join(dir, "empty.secret"), "")
+	blankSecret := writeFile(t, filepath.Join(dir, "blank.secret"), " \n\t\n")
+
+	prodArgs := func(keyFile, secretFile string) []string {
+		return []string{"serve", "--listen=127.0.0.1:0", "--db=" + filepath.Join(dir, "portal.db"),
+			"--base-url=http://127.0.0.1:8080", "--oidc-issuer=http://127.0.0.1:1/",
+			"--oidc-client-id=portal", "--oidc-client-secret-file=" + secretFile,
+			"--groups-file=" + groups, "--session-key-file=" + keyFile}
+	}
+	tests := []struct {
+		name      string
+		args      []string
+		want      []string
+		notWant   string
+		wantErrIs error
+	}{
+		{
+			name:    "dev session key too short",
+			args:    []string{"serve", "--dev", "--listen=127.0.0.1:0", "--db=" + filepath.Join(dir, "dev.db"), "--session-key-file=" + shortKeyFile},
+			want:    []string{"--session-key-file", shortKeyFile, "at least 32"},
+			notWant: shortKey,
+		},
+		{
+			name:    "production session key too short",
+			args:    prodArgs(shortKeyFile, emptySecret),
+			want:    []string{"--session-key-file", shortKeyFile},
+			notWant: shortKey,
+		},
+		{
+			name:      "production session key missing",
+			args:      prodArgs(filepath.Join(dir, "nope.key"), emptySecret),
+			want:      []string{"--session-key-file", "nope.key"},
+			wantErrIs: os.ErrNotExist,
+		},
+		{
+			name: "empty client secret",
+			args: prodArgs(goodKeyFile, emptySecret),
+			want: []string{"--oidc-client-secret-file", emptySecret, "is empty"},
+		},
+		{
+			name: "whitespace-only client secret",
+			args: prodArgs(goodKeyFile, blankSecret),
+			want: []string{"--oidc-client-secret-file", blankSecret, "is empty"},
+		},
+		{
+			name:      "missing client secret",
+			args:      prodArgs(goodKeyFile, filepath.Join(dir, "nope.secret")),
+			want:      []string{"--oidc-client-secret-file", "nope.secret"},
+			wantErrIs: os.ErrNotExist,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr syncBuffer
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- run(ctx, tt.args, env{}.get, &stdout, &stderr) }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				// It got past the secrets and is serving: stop it.
+				cancel()
+				<-done
+				t.Fatalf("run is serving, want an error containing %q\nstdout: %s", tt.want, stdout.String())
+			}
+			if err == nil {
+				t.Fatalf("run succeeded, want an error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if tt.wantErrIs != nil && !errors.Is(err, tt.wantErrIs) {
+				t.Errorf("error %v is not %v", err, tt.wantErrIs)
+			}
+			if tt.notWant != "" {
+				for where, s := range map[string]string{"error": err.Error(), "stdout": stdout.String(), "stderr": stderr.String()} {
+					if strings.Contains(s, tt.notWant) {
+						t.Errorf("%s reveals the secret: %q", where, s)
+					}
+				}
+			}
+		})
+	}
+}

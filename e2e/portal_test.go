@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/playwright-community/playwright-go"
+
+	"github.com/hyperpod-governance/portal/internal/testenv"
+)
+
+// portal is a running `portal serve --dev` process.
+type portal struct {
+	URL string
+	cmd *exec.Cmd
+	out *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// portalBinary builds cmd/portal once per test run.
+func portalBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "portal-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "portal")
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Dir(filepath.Dir(file))
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/portal")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+var readyRE = regexp.MustCompile(`ready: open (http://[0-9.:]+)/`)
+
+// startPortal runs the real binary in dev mode on a free loopback port with
+// its own data directory, and stops it (SIGTERM) when the test ends.
+func startPortal(t *testing.T) *portal {
+	t.Helper()
+	bin := portalBinary(t)
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "serve", "--dev", "--listen", "127.0.0.1:0",
+		"--db", filepath.Join(dir, "portal.db"), "--session-key-file", filepath.Join(dir, "session.key"))
+	cmd.Dir = dir
+	out := &lockedBuffer{}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urlCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			out.Write([]byte(sc.Text() + "\n"))
+			if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urlCh <- m[1]:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	p := &portal{cmd: cmd, out: out}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("portal did not stop cleanly: %v\n%s", err, out.String())
+			}
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("portal did not stop within 15s of SIGINT\n%s", out.String())
+		}
+	})
+	select {
+	case p.URL = <-urlCh:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("portal did not become ready:\n%s", out.String())
+	}
+	return p
+}
+
+// browser starts Debian's Chromium through the npm-installed driver.
+func browser(t *testing.T) playwright.Browser {
+	t.Helper()
+	driverDir := testenv.Require(t, "PORTAL_E2E_DRIVER_DIR")
+	chromium := os.Getenv("PORTAL_E2E_CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir, SkipInstallBrowsers: true, Verbose: false})
+	if err != nil {
+		t.Fatalf("start the Playwright driver in %s: %v", driverDir, err)
+	}
+	t.Cleanup(func() { _ = pw.Stop() })
+	b, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
+		ExecutablePath: playwright.String(chromium),
+		Headless:       playwright.Bool(true),
+		Args: []string{"--disable-gpu", "--disable-sync", "--disable-background-networking",
+			"--disable-component-update", "--no-first-run", "--disable-dev-shm-usage"},
+	})
+	if err != nil {
+		t.Fatalf("launch %s: %v", chromium, err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// newPage opens a fresh browser context (its own cookies) and page, and
+// fails the test on any console error or CSP violation the page reports.
+func newPage(t *testing.T, b playwright.Browser) playwright.Page {
+	t.Helper()
+	bc, err := b.NewContext(playwright.BrowserNewContextOptions{
+		Viewport: &playwright.Size{Width: 1280, Height: 800},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bc.Close() })
+	pg, err := bc.NewPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.SetDefaultTimeout(10000)
+	pg.On("console", func(m playwright.ConsoleMessage) {
+		// Expected 4xx pages are asserted by status; anything else the
+		// browser reports as an error (CSP violations, script errors) fails.
+		if m.Type() == "error" && !expectedStatusRE.MatchString(m.Text()) {
+			t.Errorf("browser console error on %s: %s", pg.URL(), m.Text())
+		}
+	})
+	return pg
+}
+
+// screenshot writes a full-page PNG into the artifacts folder.
+func screenshot(t *testing.T, pg playwright.Page, name string) {
+	t.Helper()
+	dir := os.Getenv("PORTAL_E2E_ARTIFACTS")
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pg.Screenshot(playwright.PageScreenshotOptions{
+		Path: playwright.String(filepath.Join(dir, name+".png")), FullPage: playwright.Bool(true),
+	}); err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+	}
+}
+
+func text(t *testing.T, pg playwright.Page, testID string) string {
+	t.Helper()
+	s, err := pg.GetByTestId(testID).TextContent()
+	if err != nil {
+		t.Fatalf("read [data-testid=%s] on %s: %v", testID, pg.URL(), err)
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func mustOK(t *testing.T, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+var expectedStatusRE = regexp.MustCompile(`^Failed to load resource: the server responded with a status of 40[34] `)
+
+var _ = context.Background
