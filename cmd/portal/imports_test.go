@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportBoundaries enforces the one-way imports that each package's
+// doc.go promises, using the go command's own view of the dependency graph.
+func TestImportBoundaries(t *testing.T) {
+	const mod = "github.com/hyperpod-governance/portal/"
+	rules := map[string][]string{
+		"internal/workflow": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision",
+			mod + "internal/auth", "github.com/labstack/echo", "k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "database/sql", "net/http"},
+		"internal/views":     {mod + "internal/web", mod + "internal/store", mod + "internal/provision", mod + "internal/auth"},
+		"internal/store":     {mod + "internal/web", mod + "internal/views", mod + "internal/provision", "github.com/labstack/echo", "k8s.io/client-go"},
+		"internal/auth":      {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision"},
+		"internal/devidp":    {mod + "internal/web", mod + "internal/views", mod + "internal/workflow", mod + "internal/provision"},
+		"internal/provision": {mod + "internal/web", mod + "internal/views"},
+		"internal/testenv":   {mod},
+		"migrations":         {mod},
+		"static":             {mod},
+	}
+	for pkg, forbidden := range rules {
+		out, err := exec.Command("go", "list", "-deps", "../../"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == mod+pkg {
+				continue
+			}
+			for _, f := range forbidden {
+				if dep == f || strings.HasPrefix(dep, f+"/") || (strings.HasSuffix(f, "/") && strings.HasPrefix(dep, f)) {
+					t.Errorf("%s depends on %s, which its doc.go forbids", pkg, dep)
+				}
+			}
+		}
+	}
+}
