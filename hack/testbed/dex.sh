@@ -20,7 +20,7 @@ READY_TIMEOUT_SECS="${DEX_READY_TIMEOUT_SECS:-30}"
 log() { printf 'dex.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-sha256_of() { sha256sum "$@" | sha256sum | cut -c1-64; }
+sha256_of() { cat "$@" | sha256sum | cut -c1-64; }
 
 gosum_hash() { sha256sum "$DEX_MOD/go.sum" | cut -c1-64; }
 dex_dir() { echo "$BIN_ROOT/dex-$(gosum_hash)"; }
@@ -59,6 +59,8 @@ go_build_cached() {
 
 cmd_build() {
 	local start=$SECONDS
+	command -v go >/dev/null || die "go is not on PATH"
+	command -v flock >/dev/null || die "flock is needed (util-linux)"
 	mkdir -p "$BIN_ROOT"
 	# Serialise builds of this cache between concurrent callers.
 	exec 9>"$BIN_ROOT/.dex-build.lock"

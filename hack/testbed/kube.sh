@@ -2,7 +2,7 @@
 # Kubernetes part of the test bed that `make test` starts.
 #
 #   kube.sh build            build etcd, kube-apiserver, kube-controller-manager
-#                            and applycrds once into .cache/testbed/bin/<hash>/
+#                            and applycrds once into .cache/testbed/bin/kube-<hash>/
 #   kube.sh up STATE_DIR     start them on free loopback ports, apply the Kueue
 #                            CRDs, write STATE_DIR/kube.env
 #   kube.sh down STATE_DIR   stop them (by pid) and remove the data directory
@@ -65,7 +65,8 @@ bin_hash() {
 	} | sha256sum | cut -c1-16
 }
 
-bin_dir() { printf '%s/bin/%s\n' "$CACHE_ROOT" "$(bin_hash)"; }
+# Other test-bed scripts keep their own <name>-<hash> directories next to ours.
+bin_dir() { printf '%s/bin/kube-%s\n' "$CACHE_ROOT" "$(bin_hash)"; }
 
 # Build environment: the nested modules' own go.mod/go.sum only (readonly:
 # a stale go.sum is an error, never silently rewritten), static binaries.
@@ -86,7 +87,7 @@ cmd_build() {
 	fi
 	mkdir -p "$CACHE_ROOT/bin"
 	# One builder at a time; a second one waits, then finds the cache filled.
-	exec 9>"$CACHE_ROOT/bin/.lock"
+	exec 9>"$CACHE_ROOT/bin/.kube-build.lock"
 	flock 9
 	if [[ -f $dir/.complete ]]; then
 		log "binaries up to date, reused cache $dir (built by a concurrent run)"
@@ -131,11 +132,12 @@ cmd_build() {
 	mv "$tmp" "$dir"
 	exec 9>&-
 	log "built in $(since "$t0"): $(du -sh "$dir" | cut -f1) in $dir"
-	# Keep only the current binaries (old hashes are dead weight, ~250 MB each).
+	# Keep only the current kube binaries (old ones are ~270 MB each); other
+	# scripts' directories are not ours to touch.
 	local old
-	for old in "$CACHE_ROOT"/bin/*/; do
+	for old in "$CACHE_ROOT"/bin/kube-*/; do
 		old=${old%/}
-		[[ $old == "$dir" || $old == *.tmp.* ]] && continue
+		[[ -d $old && $old != "$dir" && $old != *.tmp.* ]] || continue
 		log "removing stale cache $old"
 		rm -rf "$old"
 	done
@@ -232,7 +234,10 @@ http_ok() {
 	# http_ok URL EXPECTED-BODY [curl args]
 	local url=$1 want=$2 body
 	shift 2
-	body=$(curl -sS --max-time 5 "$@" "$url") && [[ $body == *"$want"* ]]
+	# -f: an error status never passes (a 404 Status names the object too, and
+	# a failing /readyz lists its passing checks as "ok"). -A: kube-apiserver
+	# pretty-prints JSON for a "curl" user agent.
+	body=$(curl -fsS --max-time 5 -A kube.sh "$@" "$url") && [[ $body == *"$want"* ]]
 }
 
 state_dir_arg() {
@@ -266,7 +271,7 @@ cmd_up() {
 	local data="$state/data"
 	rm -rf "$data" "$state/kube.env" "$state/kubeconfig" "$state/tokens"
 	mkdir -p "$data/etcd" "$data/pki" "$state/logs" "$state/tokens"
-	chmod 0700 "$data" "$state/tokens"
+	chmod 0700 "$data" "$data/etcd" "$state/tokens"
 
 	# Service-account key pair and bearer tokens.
 	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$data/pki/sa.key" 2>/dev/null
@@ -357,8 +362,6 @@ EOF
 
 	start kube-controller-manager "$state" "$bin/kube-controller-manager" \
 		--kubeconfig="$state/kubeconfig" \
-		--authentication-kubeconfig="$state/kubeconfig" \
-		--authorization-kubeconfig="$state/kubeconfig" \
 		--bind-address=127.0.0.1 \
 		--secure-port="$kcm_port" \
 		--cert-dir="$data/kcm-certs" \
