@@ -24,24 +24,7 @@ import (
 type portal struct {
 	URL string
 	cmd *exec.Cmd
-	out *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	out *testenv.Buffer
 }
 
 var (
@@ -86,7 +69,7 @@ func startPortal(t *testing.T) *portal {
 	cmd := exec.Command(bin, "serve", "--dev", "--listen", "127.0.0.1:0",
 		"--db", filepath.Join(dir, "portal.db"), "--session-key-file", filepath.Join(dir, "session.key"))
 	cmd.Dir = dir
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

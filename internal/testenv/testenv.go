@@ -8,7 +8,9 @@
 package testenv
 
 import (
+	"bytes"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -26,4 +28,23 @@ func Require(t testing.TB, name string) string {
 	}
 	t.Skipf("needs the test bed (%s unset): run `make test`, which builds and starts it", name)
 	return ""
+}
+
+// Buffer is a bytes.Buffer safe for one goroutine writing (a logger, a
+// child process) while the test reads.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

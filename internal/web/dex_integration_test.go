@@ -51,7 +51,7 @@ func TestLoginThroughDex(t *testing.T) {
 		t.Fatal(err)
 	}
 	bu, _ := url.Parse(base)
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	srv, err := New(Options{
 		DB: db, Mapping: auth.DevMapping(), BaseURL: bu, Version: "test",
 		Logger:     slog.New(slog.NewJSONHandler(logs, nil)),

@@ -1,9 +1,9 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"github.com/hyperpod-governance/portal/internal/testenv"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,24 +31,7 @@ type harness struct {
 	srv  *Server
 	db   *store.DB
 	base string
-	logs *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs *testenv.Buffer
 }
 
 type harnessOpt func(*Options)
@@ -80,7 +62,7 @@ func newHarness(t *testing.T, useTLS bool, opts ...harnessOpt) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	bu, _ := url.Parse(base)
 	o := Options{
 		DB: db, Mapping: auth.DevMapping(),
