@@ -94,24 +94,31 @@ cmd_build() {
 		exec 9>&-
 		return 0
 	fi
-	# Each compile of the big Kubernetes packages takes up to ~1.5 GB; one
-	# job per core, at most 4, keeps the peak around 2.5 GB on 2 cores.
+	# One job per core, at most 4: with -p 2 the peak was 2.7 GB (a single
+	# compile or link of kube-apiserver), total about 3 GB.
 	local cores
 	cores=$(nproc 2>/dev/null || echo 2)
 	BUILD_JOBS=${PORTAL_TESTBED_BUILD_JOBS:-$((cores < 4 ? cores : 4))}
 	local tmp="$dir.tmp.$$" t0 t
-	rm -rf "$tmp"
+	# Under the lock, any temporary directory is a leftover of a killed build.
+	rm -rf "$CACHE_ROOT"/bin/kube-*.tmp.*
 	mkdir -p "$tmp"
 	t0=$(now)
 	log "building etcd v3.7.3, kube-apiserver and kube-controller-manager $KUBE_VERSION, applycrds into $dir (-p $BUILD_JOBS; cold: several minutes)"
 
 	t=$(now)
-	gobuild hack/etcd -ldflags "-s -w" -o "$tmp/etcd" .
+	gobuild hack/etcd -ldflags "-s -w" -o "$tmp/etcd" . || {
+		rm -rf "$tmp"
+		die "building etcd failed"
+	}
 	log "  etcd built in $(since "$t")"
 
 	t=$(now)
 	gobuild hack/kubebin -ldflags "$KUBE_LDFLAGS" -o "$tmp/" \
-		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./applycrds
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./applycrds || {
+		rm -rf "$tmp"
+		die "building kube-apiserver/kube-controller-manager/applycrds failed"
+	}
 	log "  kube-apiserver, kube-controller-manager, applycrds built in $(since "$t")"
 
 	# The Kueue CRDs of exactly the version pinned (and checksummed) in
@@ -126,7 +133,7 @@ cmd_build() {
 	printf '%s\n' "$kueue_version" >"$tmp/kueue-crds/VERSION"
 
 	"$tmp/kube-apiserver" --version >&2
-	"$tmp/etcd" --version | head -1 >&2
+	"$tmp/etcd" --version >&2
 	date -u +%FT%TZ >"$tmp/.complete"
 	rm -rf "$dir"
 	mv "$tmp" "$dir"
@@ -196,7 +203,17 @@ start() {
 		while read -r v; do unset "$v"; done < <(compgen -e | grep '^ETCD_' || true)
 		exec setsid "$@" </dev/null >>"$logf" 2>&1
 	) &
-	printf '%s\n' "$!" >"$state/$name.pid"
+	local pid=$! i exe
+	printf '%s\n' "$pid" >"$state/$name.pid"
+	# Until the subshell has exec'd the binary (bash, then setsid, then it),
+	# its command line is not yet ours: wait for that. An early exit (exe
+	# unreadable: gone or a zombie) is left to wait_ok to report.
+	for ((i = 0; i < 200; i++)); do
+		exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 0
+		[[ $exe == "$1" ]] && return 0
+		sleep 0.05
+	done
+	die "$name (pid $pid) did not start within 10s"
 }
 
 tail_log() {
