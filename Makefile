@@ -12,7 +12,7 @@ GO ?= go
 CACHE := $(CURDIR)/.cache
 ARTIFACTS := $(CURDIR)/e2e/artifacts
 
-.PHONY: help run build generate check-generated lint test unit e2e testbed-build testbed-up testbed-down e2e-setup docker clean
+.PHONY: deps help run build generate check-generated lint test unit e2e testbed-build testbed-up testbed-down e2e-setup docker clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -43,10 +43,13 @@ lint: ## go vet + staticcheck (pinned in go.mod)
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-e2e-setup: ## install Debian chromium and the Playwright driver from npm (idempotent)
+deps: ## install the Debian tools the test bed's scripts call, if missing
+	bash hack/deps.sh
+
+e2e-setup: deps ## install Debian chromium and the Playwright driver from npm (idempotent)
 	bash hack/e2e-setup.sh >/dev/null
 
-testbed-build: ## build kube-apiserver, controller-manager, etcd and Dex once (cached by go.sum hash)
+testbed-build: deps ## build kube-apiserver, controller-manager, etcd and Dex once (cached by go.sum hash)
 	bash hack/testbed/kube.sh build
 	bash hack/testbed/dex.sh build
 

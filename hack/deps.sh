@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the few Debian packages the test bed's scripts call, only when
+# missing (a full Debian 12 install has them; slim images may not). Idempotent.
+set -euo pipefail
+need=()
+for pair in curl:curl openssl:openssl flock:util-linux setsid:util-linux ss:iproute2 git:git; do
+	cmd=${pair%%:*} pkg=${pair#*:}
+	command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [[ ${#need[@]} -gt 0 ]]; then
+	mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
+	echo "deps: installing ${need[*]} (apt)" >&2
+	SUDO=; [[ $EUID -ne 0 ]] && SUDO=sudo
+	$SUDO apt-get update >&2
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${need[@]}" >&2
+fi
