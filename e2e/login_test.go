@@ -47,7 +47,7 @@ func TestOwnerLogsInAndOut(t *testing.T) {
 
 	mustOK(t, pg.GetByTestId("nav-team-red").Click(), "open team red")
 	mustOK(t, pg.WaitForURL(p.URL+"/teams/red"), "reach the team page")
-	if got := text(t, pg, "team-home"); !strings.Contains(got, "No connection yet") {
+	if got := text(t, pg, "team-home-empty"); !strings.Contains(got, "No connection yet") {
 		t.Errorf("team page = %q", got)
 	}
 	screenshot(t, pg, "04-team-red")

@@ -166,13 +166,23 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		}
 	}
 
+	var knownOwners []string
+	if cfg.Dev {
+		for _, u := range devidp.DemoUsers() {
+			knownOwners = append(knownOwners, u.Email)
+		}
+		if err := seedDev(ctx, db); err != nil {
+			return err
+		}
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := web.New(web.Options{
 		DB: db, OIDC: auth.NewClient(oidcCfg), Mapping: mapping, Logger: logger,
 		BaseURL: baseURL, Version: version, SessionKey: sessionKey,
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime,
-		DevIdP: devHandler, Registry: reg,
+		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 	})
 	if err != nil {
 		return err
@@ -244,4 +254,23 @@ func loadSessionKey(cfg Config) ([]byte, error) {
 		return nil, fmt.Errorf("--session-key-file: %s holds %d bytes; use at least 32 random bytes (e.g. `openssl rand -hex 32`)", cfg.SessionKeyFile, len(key))
 	}
 	return key, nil
+}
+
+// seedDev gives a fresh development database a cluster inventory, so that
+// the example contract can be approved in `make run`.
+func seedDev(ctx context.Context, db *store.DB) error {
+	clusters, err := db.Clusters(ctx)
+	if err != nil || len(clusters) > 0 {
+		return err
+	}
+	by := store.Actor{Email: "dev-seed"}
+	for _, r := range []struct {
+		typ string
+		n   int
+	}{{"ml.p5.48xlarge", 8}, {"ml.g5.8xlarge", 16}} {
+		if err := db.SetInventory(ctx, "shared-hp", r.typ, r.n, by, time.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
 }

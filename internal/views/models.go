@@ -76,3 +76,172 @@ type ErrorPage struct {
 	Action    string // link label, e.g. "Try signing in again"
 	ActionURL string
 }
+
+// Choice is one option of a select or checkbox group.
+type Choice struct {
+	Value string
+	Label string
+}
+
+// ContractValues are the contract form's raw inputs, kept as typed so a
+// form with errors re-renders exactly what the user entered.
+type ContractValues struct {
+	Team, BusinessPurpose, BusinessOwner, OperationsOwner, CostOwner, ExceptionOwner string
+	StudioMode, UnifiedDomainID, UnifiedProjectID                                    string
+	AccountID, Region, Orchestrator, ClusterName, ClusterARN, EKSClusterName         string
+	ProjectRoleARN, AccessRoleARN, WorkloadRoleARN                                   string
+	WorkloadTypes                                                                    []string
+	DataClassification, Namespaces, SlurmAccount, SlurmPartition, SlurmQoS           string
+	Guaranteed, Sharing, BorrowLimitPercent, Preemption, FairShareWeight             string
+	PriorityClasses, Signals, ReviewCadenceDays, EndDate, DecommissionCriteria       string
+	Egress                                                                           string
+}
+
+// ContractForm is the new/edit connection request page.
+type ContractForm struct {
+	Heading     string
+	Action      string // where the form posts
+	CancelURL   string
+	BaseVersion int // the version being edited (0 for a new request)
+	Values      ContractValues
+	Errors      map[string]string // form field name -> message
+	Notice      string            // e.g. someone else saved meanwhile
+
+	StudioModes, Orchestrators, WorkloadTypes, DataClasses, Sharings, Preemptions []Choice
+}
+
+// ConnectionRow is one line of a connection list.
+type ConnectionRow struct {
+	ID         int64
+	Href       string
+	Team       string
+	State      string
+	StateLabel string
+	Cluster    string
+	Purpose    string
+	Requester  string
+	Updated    string
+	Waiting    string // queue age, e.g. "3 days"
+}
+
+// ConnectionList is a filterable, paginated list of connections.
+type ConnectionList struct {
+	Heading    string
+	Lead       string
+	Rows       []ConnectionRow
+	Team       string
+	State      string
+	Cluster    string
+	Query      string
+	Teams      []Choice
+	States     []Choice
+	NextURL    string
+	CreateURL  string // set when the user may file a request
+	EmptyTitle string
+	EmptyBody  string
+	TestID     string
+}
+
+// FieldRow is one label/value line of a contract.
+type FieldRow struct {
+	Label string
+	Value string
+}
+
+// ChangeRow is one changed field between two versions.
+type ChangeRow struct {
+	Label string
+	Old   string
+	New   string
+}
+
+// VersionRow is one contract version in the history.
+type VersionRow struct {
+	Version  int
+	Hash     string
+	Author   string
+	At       string
+	Approved bool
+	JSONURL  string
+	YAMLURL  string
+}
+
+// DecisionView is one admin decision.
+type DecisionView struct {
+	Kind    string
+	Actor   string
+	Version int
+	Reason  string
+	At      string
+}
+
+// AuditRow is one audit event.
+type AuditRow struct {
+	At      string
+	Actor   string
+	Action  string
+	Version int
+	Reason  string
+}
+
+// CapacityRowView is one instance type of the approval's capacity math.
+type CapacityRowView struct {
+	InstanceType string
+	Capacity     int
+	Committed    int
+	Requested    int
+	After        int
+	OK           bool
+}
+
+// ConnectionDetail is one connection: contract, history, decisions, actions.
+type ConnectionDetail struct {
+	ID              int64
+	Team            string
+	State           string
+	StateLabel      string
+	Purpose         string
+	CurrentVersion  int
+	ApprovedVersion int
+	Hash            string
+	Fields          []FieldRow
+	DiffTitle       string
+	Diff            []ChangeRow
+	Versions        []VersionRow
+	Decisions       []DecisionView
+	Audit           []AuditRow
+
+	EditURL       string // set when the user may edit
+	SubmitURL     string
+	WithdrawURL   string
+	DecideURL     string // base URL for approve / reject / request-changes
+	DecideNote    string // why this admin cannot decide, when they cannot
+	ApprovalsNeed int
+	ApprovalsHave int
+	Capacity      []CapacityRowView
+	CapacityOK    bool
+	Notice        string
+	ReasonError   string
+	Reason        string
+}
+
+// InventoryRow is one instance type of a cluster's inventory.
+type InventoryRow struct {
+	Cluster      string
+	InstanceType string
+	Count        int
+	Committed    int
+}
+
+// Inventory is the admin's cluster inventory page.
+type Inventory struct {
+	Rows   []InventoryRow
+	Values InventoryValues
+	Errors map[string]string
+	Saved  string
+}
+
+// InventoryValues are the inventory form's raw inputs.
+type InventoryValues struct {
+	Cluster, InstanceType, Count string
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -47,44 +48,41 @@ func (s *Server) signedOut(c echo.Context) error {
 	return render(c, http.StatusOK, views.LandingPage(s.page(c, "Signed out"), views.Landing{SignedOut: true}))
 }
 
+// teamHome lists a team's connections; owners can file a new request.
 func (s *Server) teamHome(c echo.Context) error {
 	team := c.Param("team")
 	p, err := authorize(c, workflow.ActionViewTeam, workflow.Object{Team: team})
 	if err != nil {
 		return err
 	}
-	r := views.RoleHome{
-		Heading:    "Team " + team,
-		Lead:       "Your team's connection to the shared HyperPod cluster.",
-		EmptyTitle: "No connection yet",
-		TestID:     "team-home",
-	}
-	role, _ := p.TeamRole(team)
-	switch role {
-	case workflow.TeamOwner:
-		r.EmptyBody = "Team " + team + " has no connection to the shared cluster. As an owner you will file a connection contract here: purpose, owners, identities, scheduling policy and review cadence; an admin approves it and the portal provisions it."
-		r.Next = []string{"Connection requests arrive with the contract workflow; until then nothing can be requested here.",
-			"Make sure your team's members are in its member group, so they can see the connection once it exists."}
-	case workflow.TeamMember:
-		r.EmptyBody = "Team " + team + " has no approved connection. When your team's owner has one approved, you will find here the namespace, queue, quota and ready-to-paste kubectl and HyperPod CLI commands."
-		r.Next = []string{"Ask your team's owner to request a connection."}
-	default:
-		r.EmptyBody = "Team " + team + " has no connection to the shared cluster yet."
-	}
-	return render(c, http.StatusOK, views.RoleHomePage(s.page(c, "Team "+team), r))
-}
-
-func (s *Server) adminHome(c echo.Context) error {
-	if _, err := authorize(c, workflow.ActionViewAdminHome, workflow.Object{}); err != nil {
+	rows, _, err := s.opts.DB.ListConnections(c.Request().Context(), store.ListFilter{Team: team}, 0, pageSize)
+	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.RoleHomePage(s.page(c, "Admin"), views.RoleHome{
-		Heading:    "Cluster admin",
-		Lead:       "Connection requests waiting for a decision, oldest first.",
-		EmptyTitle: "No requests waiting",
-		EmptyBody:  "Nothing needs your decision. Submitted connection requests will queue here with their age, the diff against the last approved version, the capacity math and the provisioning plan.",
-		TestID:     "admin-home",
-	}))
+	l := views.ConnectionList{
+		Heading: "Team " + team, Lead: "Team " + team + "'s requests and connections to the shared HyperPod cluster.",
+		Team: team, TestID: "team-home", EmptyTitle: "No connection yet",
+	}
+	for _, st := range workflow.AllStates {
+		l.States = append(l.States, views.Choice{Value: string(st), Label: st.Label()})
+	}
+	for _, r := range rows {
+		l.Rows = append(l.Rows, s.row(r))
+	}
+	role, _ := p.TeamRole(team)
+	switch {
+	case workflow.Decide(p, workflow.ActionCreateRequest, workflow.Object{Team: team}).Allowed:
+		l.CreateURL = "/teams/" + team + "/connections/new"
+		l.EmptyBody = "Team " + team + " has no connection to the shared cluster. File a connection contract: purpose, owners, identities, scheduling policy and review cadence; an admin approves that exact version and the portal provisions it."
+	case role == workflow.TeamMember:
+		l.EmptyBody = "Team " + team + " has no connection yet. When your team's owner has one approved, you will find its namespace, queue and quota here. Ask your team's owner to request one."
+	default:
+		l.EmptyBody = "Team " + team + " has no connection to the shared cluster yet."
+	}
+	if len(rows) == pageSize {
+		l.NextURL = "/connections?team=" + team
+	}
+	return render(c, http.StatusOK, views.ConnectionListPage(s.page(c, "Team "+team), l))
 }
 
 func (s *Server) reviewHome(c echo.Context) error {

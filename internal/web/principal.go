@@ -115,6 +115,7 @@ func navFor(p workflow.Principal, path string) []views.NavItem {
 		items = append(items, views.NavItem{Label: label, Href: href, TestID: id, Active: active})
 	}
 	add("Home", "/", "nav-home")
+	add("Connections", "/connections", "nav-connections")
 	for _, m := range p.Memberships {
 		add("Team "+m.Team, "/teams/"+m.Team, "nav-team-"+m.Team)
 	}

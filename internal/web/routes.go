@@ -32,9 +32,23 @@ func (s *Server) routes() {
 	// Signed-in pages. (Not an echo Group: a Group with middleware also
 	// captures every unknown path, turning 404s into login redirects.)
 	e.GET("/teams/:team", s.teamHome, s.requireLogin)
-	e.GET("/admin", s.adminHome, s.requireLogin)
+	e.GET("/admin", s.adminQueue, s.requireLogin)
+	e.GET("/admin/inventory", s.inventoryPage, s.requireLogin)
+	e.POST("/admin/inventory", s.setInventory, s.requireLogin)
 	e.GET("/reviews", s.reviewHome, s.requireLogin)
 	e.GET("/finance", s.financeHome, s.requireLogin)
+
+	// Connection requests and their contracts.
+	e.GET("/connections", s.listConnections, s.requireLogin)
+	e.GET("/teams/:team/connections/new", s.newRequestForm, s.requireLogin)
+	e.POST("/teams/:team/connections", s.createRequest, s.requireLogin)
+	e.GET("/connections/:id", s.showConnection, s.requireLogin)
+	e.POST("/connections/:id", s.updateRequest, s.requireLogin)
+	e.GET("/connections/:id/edit", s.editRequestForm, s.requireLogin)
+	e.POST("/connections/:id/submit", s.submitRequest, s.requireLogin)
+	e.POST("/connections/:id/withdraw", s.withdrawRequest, s.requireLogin)
+	e.POST("/connections/:id/decide", s.decide, s.requireLogin)
+	e.GET("/connections/:id/versions/:v/:format", s.exportVersion, s.requireLogin)
 
 	if s.opts.DevIdP != nil {
 		h := echo.WrapHandler(s.opts.DevIdP)

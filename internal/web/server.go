@@ -39,6 +39,10 @@ type Options struct {
 	// Registry receives the HTTP metrics; /metrics serves it.
 	Registry *prometheus.Registry
 
+	// KnownOwners are emails accepted as contract owners even before they
+	// have logged in (the dev provider's demo users).
+	KnownOwners []string
+
 	// BodyLimit caps request bodies, e.g. "1M".
 	BodyLimit string
 

@@ -1,10 +1,33 @@
-// Package workflow is the portal's domain: who a principal is (roles and team
-// memberships), what they may do (Decide, a pure policy function), and, as
-// the product grows, the connection contract, its lifecycle state machine and
-// reviews.
+// Package workflow is the portal's domain: who a principal is, what they may
+// do, and the connection contract a team and the platform agree on, through
+// its whole life.
+//
+//   - Principal (principal.go): roles and team memberships from the identity
+//     provider's groups.
+//   - Contract (contract.go): one version of a connection contract, with its
+//     typed enums, each with Valid, Label and a Choices list for forms.
+//     Normalize gives the canonical form; Validate (validate.go) checks every
+//     rule and returns FieldErrors, user input errors kept apart from system
+//     errors, keyed by JSON path ("scheduling.guaranteed[0].count") with
+//     FieldLabel for people. ValidationEnv brings in what lies outside the
+//     contract: the clock, the configured instance types, and the store's
+//     answers to "does this owner exist" and "is this namespace taken".
+//   - Canonical JSON, Hash, DecodeContract and Diff (canonical.go): a
+//     version's identity is the SHA-256 of its canonical JSON, approvals bind
+//     to it, and Diff shows two versions field by field.
+//   - Lifecycle (lifecycle.go): Transition is the state machine, a pure
+//     function of state, event and time; the decisions the mission leaves
+//     open are written beside the transitions table.
+//   - Policy (policy.go): Decide is the authorization policy, a pure
+//     function of principal, action and object, including the separation of
+//     duties around approval (ApprovalsNeeded).
+//   - Capacity (capacity.go): CheckCapacity is the approval page's math,
+//     guaranteed capacity against the cluster inventory per instance type.
+//   - ExampleContract (example.go): a complete valid contract for tests and
+//     form hints.
 //
 // Everything here is pure and can be read without knowing HTTP, SQL,
-// Kubernetes or AWS: it must never import internal/web, internal/views,
-// internal/store, internal/provision, echo, client-go or the AWS SDK. The
-// clock is always passed in, never read.
+// Kubernetes or AWS: it imports only the standard library, and must never
+// import internal/web, internal/views, internal/store, internal/provision,
+// echo, client-go or the AWS SDK. The clock is always passed in, never read.
 package workflow

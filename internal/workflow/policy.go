@@ -1,6 +1,9 @@
 package workflow
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Action is something a principal may try to do.
 type Action string
@@ -12,12 +15,46 @@ const (
 	ActionViewAdminHome   Action = "admin.view"   // the admin queue and cluster overview
 	ActionViewReviewHome  Action = "review.view"  // the reviewer's worklist
 	ActionViewFinanceHome Action = "finance.view" // usage, cost and chargeback
-	ActionViewAudit       Action = "audit.view"   // the audit trail
+	ActionViewAudit       Action = "audit.view"   // the portal-wide audit trail
+
+	// Connection requests and connections. A connection's own history
+	// (versions, diffs, approvals, its audit events) is part of viewing it.
+	ActionCreateRequest   Action = "request.create"          // file a new connection request
+	ActionEditRequest     Action = "request.edit"            // save a new version of a request
+	ActionSubmitRequest   Action = "request.submit"          // send a request to the admins
+	ActionWithdrawRequest Action = "request.withdraw"        // take a request back before approval
+	ActionViewConnection  Action = "connection.view"         // a request or connection and its history
+	ActionApprove         Action = "request.approve"         // approve a submitted version
+	ActionReject          Action = "request.reject"          // reject a submitted request
+	ActionRequestChanges  Action = "request.request_changes" // send a submitted request back
+	ActionRevoke          Action = "connection.revoke"       // remove a connection's access
+	ActionReview          Action = "connection.review"       // start and decide lifecycle reviews
+	ActionViewCosts       Action = "costs.view"              // usage and cost, portal-wide or of a team
+	ActionEditInventory   Action = "inventory.edit"          // the cluster's instance inventory
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
+// The other fields describe a connection request and matter only to the
+// actions on one.
 type Object struct {
-	Team string
+	Team  string
+	State State
+	// RequesterID is the user who filed the request.
+	RequesterID int64
+	// EditorIDs are all users who saved any version of the contract.
+	EditorIDs []int64
+	// ApproverIDs are the admins who already approved the current version.
+	ApproverIDs        []int64
+	DataClassification DataClassification
+}
+
+// ApprovalsNeeded is how many distinct admins must approve a contract
+// version: two for restricted data, one otherwise.
+func ApprovalsNeeded(dc DataClassification) int {
+	if dc == DataRestricted {
+		return 2
+	}
+	return 1
 }
 
 // Decision is the outcome of Decide. Reason always says why, for logs and
@@ -38,22 +75,58 @@ func Decide(p Principal, a Action, o Object) Decision {
 		return deny("%s is in no group mapped to the portal", p.DisplayName())
 	}
 	switch a {
-	case ActionViewTeam:
+	case ActionViewTeam, ActionViewConnection:
+		return viewTeam(p, o)
+	case ActionCreateRequest:
+		return requireTeamOwner(p, o)
+	case ActionEditRequest:
+		return ownerInState(p, o, EventEdit)
+	case ActionSubmitRequest:
+		return ownerInState(p, o, EventSubmit)
+	case ActionWithdrawRequest:
+		return ownerInState(p, o, EventWithdraw)
+	case ActionApprove:
+		return decideApproval(p, o)
+	case ActionReject:
+		return adminDecision(p, o, EventReject)
+	case ActionRequestChanges:
+		return adminDecision(p, o, EventRequestChanges)
+	case ActionRevoke:
+		// Revocation makes things safer, so any admin may do it, even on
+		// their own team's connection.
+		if d := requireRole(p, RoleAdmin); !d.Allowed {
+			return d
+		}
 		if o.Team == "" {
 			return deny("no team given")
 		}
-		if r, ok := p.TeamRole(o.Team); ok {
-			return allow("%s of team %s", r, o.Team)
+		return inState(o, EventRevoke, "admin")
+	case ActionReview:
+		if d := requireRole(p, RoleReviewer); !d.Allowed {
+			return d
 		}
-		// Admins and reviewers oversee every team; finance reads costs, not
-		// team pages.
-		if p.HasRole(RoleAdmin) {
-			return allow("admin")
+		if o.Team == "" {
+			return deny("no team given")
 		}
-		if p.HasRole(RoleReviewer) {
-			return allow("reviewer")
+		if d := independent(p, o, "reviews"); !d.Allowed {
+			return d
 		}
-		return deny("not a member of team %s", o.Team)
+		if !allows(o.State, EventStartReview) && !allows(o.State, EventRenew) {
+			return deny("%s cannot be reviewed", stateName(o.State))
+		}
+		return allow("reviewer")
+	case ActionViewCosts:
+		// Finance reads every team's costs; a team's owners read theirs.
+		// Members and oversight roles see usage on the team page, not money.
+		if p.HasRole(RoleFinance) {
+			return allow("finance")
+		}
+		if r, ok := p.TeamRole(o.Team); ok && o.Team != "" && r == TeamOwner {
+			return allow("owner of team %s", o.Team)
+		}
+		return deny("needs the %s role or ownership of the team", RoleFinance)
+	case ActionEditInventory:
+		return requireRole(p, RoleAdmin)
 	case ActionViewAdminHome:
 		return requireRole(p, RoleAdmin)
 	case ActionViewReviewHome:
@@ -78,4 +151,116 @@ func requireRole(p Principal, r Role) Decision {
 		return allow("%s", r)
 	}
 	return deny("needs the %s role", r)
+}
+
+// viewTeam: a team's members and owners see it; admins and reviewers oversee
+// every team; finance reads costs, not team pages.
+func viewTeam(p Principal, o Object) Decision {
+	if o.Team == "" {
+		return deny("no team given")
+	}
+	if r, ok := p.TeamRole(o.Team); ok {
+		return allow("%s of team %s", r, o.Team)
+	}
+	if p.HasRole(RoleAdmin) {
+		return allow("admin")
+	}
+	if p.HasRole(RoleReviewer) {
+		return allow("reviewer")
+	}
+	return deny("not a member of team %s", o.Team)
+}
+
+// requireTeamOwner: owners act on their own team's requests only. Admin is
+// no substitute: an admin files requests as the owner of a team, and then
+// cannot approve them.
+func requireTeamOwner(p Principal, o Object) Decision {
+	if o.Team == "" {
+		return deny("no team given")
+	}
+	if r, ok := p.TeamRole(o.Team); ok && r == TeamOwner {
+		return allow("owner of team %s", o.Team)
+	}
+	return deny("not an owner of team %s", o.Team)
+}
+
+// ownerInState: an owner's action on their request, when its state allows
+// the matching event.
+func ownerInState(p Principal, o Object, e Event) Decision {
+	if d := requireTeamOwner(p, o); !d.Allowed {
+		return d
+	}
+	return inState(o, e, "owner of team "+o.Team)
+}
+
+func inState(o Object, e Event, who string) Decision {
+	if !allows(o.State, e) {
+		return deny("%s cannot be %s", stateName(o.State), eventPhrases[e])
+	}
+	return allow("%s", who)
+}
+
+func stateName(s State) string {
+	if p, ok := statePhrases[s]; ok {
+		return p
+	}
+	return fmt.Sprintf("a connection in unknown state %q", s)
+}
+
+// independent: nobody approves a request they filed or a contract they
+// edited, and nobody reviews one either.
+func independent(p Principal, o Object, verb string) Decision {
+	if p.UserID == o.RequesterID {
+		return deny("%s filed this request; nobody %s a request they filed or a contract they edited", p.DisplayName(), verb)
+	}
+	if slices.Contains(o.EditorIDs, p.UserID) {
+		return deny("%s edited this contract; nobody %s a request they filed or a contract they edited", p.DisplayName(), verb)
+	}
+	return allow("independent of the request")
+}
+
+// adminDecision: reject and request changes, by an admin independent of
+// the request, while it is submitted.
+func adminDecision(p Principal, o Object, e Event) Decision {
+	if d := requireRole(p, RoleAdmin); !d.Allowed {
+		return d
+	}
+	if o.Team == "" {
+		return deny("no team given")
+	}
+	if d := independent(p, o, "decides on"); !d.Allowed {
+		return d
+	}
+	// Only a submitted request waits for an admin; a connection under
+	// review is the reviewer's to send back.
+	if o.State != StateSubmitted {
+		return deny("%s cannot be %s", stateName(o.State), eventPhrases[e])
+	}
+	return allow("admin")
+}
+
+// decideApproval: approve as adminDecision, and each admin approves a
+// version once, so a restricted contract's two approvals come from two
+// people.
+func decideApproval(p Principal, o Object) Decision {
+	if d := requireRole(p, RoleAdmin); !d.Allowed {
+		return d
+	}
+	if o.Team == "" {
+		return deny("no team given")
+	}
+	if d := independent(p, o, "approves"); !d.Allowed {
+		return d
+	}
+	if o.State != StateSubmitted {
+		return deny("%s cannot be approved", stateName(o.State))
+	}
+	need := ApprovalsNeeded(o.DataClassification)
+	if slices.Contains(o.ApproverIDs, p.UserID) {
+		return deny("%s already approved this version; the next approval must come from another admin", p.DisplayName())
+	}
+	if len(o.ApproverIDs) >= need {
+		return deny("this version already has its %d approvals", need)
+	}
+	return allow("admin; approval %d of %d", len(o.ApproverIDs)+1, need)
 }

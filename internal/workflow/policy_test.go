@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,6 +41,166 @@ var policyTable = []struct {
 	{ActionViewFinanceHome, Object{}, [8]bool{false, false, false, false, false, true, false, false}},
 	{ActionViewAudit, Object{}, [8]bool{false, false, false, true, true, false, false, true}},
 	{Action("team.delete"), Object{Team: "red"}, [8]bool{false, false, false, false, false, false, false, false}},
+
+	// Connection requests. Red's requests are filed and edited by ownerRed
+	// (id 1) unless a row says otherwise; ownerRedAdmin is id 8, admin 4,
+	// reviewer 5.
+	{ActionCreateRequest, Object{Team: "red"}, [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionCreateRequest, Object{Team: "blue"}, [8]bool{false, false, true, false, false, false, false, false}},
+	{ActionCreateRequest, Object{}, [8]bool{}},
+
+	{ActionEditRequest, redRequest(StateDraft), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionEditRequest, redRequest(StateChangesRequested), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionEditRequest, redRequest(StateSubmitted), [8]bool{}},
+	{ActionEditRequest, redRequest(StateActive), [8]bool{}},
+	{ActionEditRequest, blueRequest(StateDraft), [8]bool{false, false, true, false, false, false, false, false}},
+	{ActionEditRequest, Object{State: StateDraft}, [8]bool{}},
+
+	{ActionSubmitRequest, redRequest(StateDraft), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionSubmitRequest, redRequest(StateChangesRequested), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionSubmitRequest, redRequest(StateSubmitted), [8]bool{}},
+	{ActionSubmitRequest, redRequest(StateRejected), [8]bool{}},
+	{ActionSubmitRequest, blueRequest(StateDraft), [8]bool{false, false, true, false, false, false, false, false}},
+
+	{ActionWithdrawRequest, redRequest(StateDraft), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionWithdrawRequest, redRequest(StateSubmitted), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionWithdrawRequest, redRequest(StateChangesRequested), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionWithdrawRequest, redRequest(StateApproved), [8]bool{}},
+	{ActionWithdrawRequest, redRequest(StateActive), [8]bool{}},
+	{ActionWithdrawRequest, blueRequest(StateSubmitted), [8]bool{false, false, true, false, false, false, false, false}},
+
+	{ActionViewConnection, redRequest(StateActive), [8]bool{true, true, false, true, true, false, false, true}},
+	{ActionViewConnection, redRequest(StateDraft), [8]bool{true, true, false, true, true, false, false, true}},
+	{ActionViewConnection, blueRequest(StateActive), [8]bool{false, false, true, true, true, false, false, true}},
+	{ActionViewConnection, Object{}, [8]bool{}},
+
+	{ActionApprove, redRequest(StateSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionApprove, filedBy(8, StateSubmitted), [8]bool{false, false, false, true, false, false, false, false}},
+	{ActionApprove, editedBy(4, StateSubmitted), [8]bool{false, false, false, false, false, false, false, true}},
+	{ActionApprove, approvedBy(DataRestricted, 4), [8]bool{false, false, false, false, false, false, false, true}},
+	{ActionApprove, approvedBy(DataRestricted, 4, 9), [8]bool{}},
+	{ActionApprove, approvedBy(DataInternal, 9), [8]bool{}},
+	{ActionApprove, redRequest(StateDraft), [8]bool{}},
+	{ActionApprove, redRequest(StateChangesRequested), [8]bool{}},
+	{ActionApprove, redRequest(StateWithdrawn), [8]bool{}},
+	{ActionApprove, redRequest(StateApproved), [8]bool{}},
+	{ActionApprove, blueRequest(StateSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionApprove, Object{State: StateSubmitted, RequesterID: 1}, [8]bool{}},
+
+	{ActionReject, redRequest(StateSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionReject, filedBy(8, StateSubmitted), [8]bool{false, false, false, true, false, false, false, false}},
+	{ActionReject, editedBy(4, StateSubmitted), [8]bool{false, false, false, false, false, false, false, true}},
+	{ActionReject, redRequest(StateChangesRequested), [8]bool{}},
+	{ActionReject, redRequest(StateActive), [8]bool{}},
+	{ActionReject, Object{State: StateSubmitted, RequesterID: 1}, [8]bool{}},
+
+	{ActionRequestChanges, redRequest(StateSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRequestChanges, filedBy(8, StateSubmitted), [8]bool{false, false, false, true, false, false, false, false}},
+	{ActionRequestChanges, editedBy(4, StateSubmitted), [8]bool{false, false, false, false, false, false, false, true}},
+	{ActionRequestChanges, redRequest(StateDraft), [8]bool{}},
+	{ActionRequestChanges, redRequest(StateUnderReview), [8]bool{}},
+	{ActionRequestChanges, Object{State: StateSubmitted, RequesterID: 1}, [8]bool{}},
+
+	{ActionRevoke, redRequest(StateActive), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRevoke, filedBy(8, StateActive), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRevoke, redRequest(StateApproved), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRevoke, redRequest(StateSubmitted), [8]bool{}},
+	{ActionRevoke, redRequest(StateRevoking), [8]bool{}},
+	{ActionRevoke, redRequest(StateRevoked), [8]bool{}},
+	{ActionRevoke, blueRequest(StateUnderReview), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRevoke, Object{State: StateActive}, [8]bool{}},
+
+	{ActionReview, redRequest(StateActive), [8]bool{false, false, false, false, true, false, false, false}},
+	{ActionReview, redRequest(StateUnderReview), [8]bool{false, false, false, false, true, false, false, false}},
+	{ActionReview, filedBy(5, StateActive), [8]bool{}},
+	{ActionReview, editedBy(5, StateUnderReview), [8]bool{}},
+	{ActionReview, redRequest(StateSubmitted), [8]bool{}},
+	{ActionReview, redRequest(StateRevoked), [8]bool{}},
+	{ActionReview, Object{State: StateActive}, [8]bool{}},
+
+	{ActionViewCosts, Object{Team: "red"}, [8]bool{true, false, false, false, false, true, false, true}},
+	{ActionViewCosts, Object{Team: "blue"}, [8]bool{false, false, true, false, false, true, false, false}},
+	{ActionViewCosts, Object{}, [8]bool{false, false, false, false, false, true, false, false}},
+
+	{ActionEditInventory, Object{}, [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionEditInventory, Object{Team: "red"}, [8]bool{false, false, false, true, false, false, false, true}},
+}
+
+// redRequest is a request of team red filed and edited by ownerRed (id 1).
+func redRequest(s State) Object {
+	return Object{Team: "red", State: s, RequesterID: 1, EditorIDs: []int64{1}, DataClassification: DataInternal}
+}
+
+// blueRequest is a request of team blue filed and edited by ownerBlue (id 3).
+func blueRequest(s State) Object {
+	return Object{Team: "blue", State: s, RequesterID: 3, EditorIDs: []int64{3}, DataClassification: DataInternal}
+}
+
+// filedBy is a red request filed (and so edited) by user id.
+func filedBy(id int64, s State) Object {
+	o := redRequest(s)
+	o.RequesterID, o.EditorIDs = id, []int64{id}
+	return o
+}
+
+// editedBy is a red request filed by ownerRed and later edited by user id.
+func editedBy(id int64, s State) Object {
+	o := redRequest(s)
+	o.EditorIDs = []int64{1, id}
+	return o
+}
+
+// approvedBy is a submitted red request that admins have already approved.
+func approvedBy(dc DataClassification, ids ...int64) Object {
+	o := redRequest(StateSubmitted)
+	o.DataClassification, o.ApproverIDs = dc, ids
+	return o
+}
+
+// TestDecideStates crosses every state-gated action with every state, for
+// a principal who may otherwise do it.
+func TestDecideStates(t *testing.T) {
+	byName := map[string]Principal{}
+	for _, pr := range policyPrincipals {
+		byName[pr.name] = pr.p
+	}
+	tests := []struct {
+		action    Action
+		principal string
+		allowed   []State
+	}{
+		// Not gated by state at all.
+		{ActionCreateRequest, "ownerRed", append(slices.Clone(AllStates), "", "archived")},
+		{ActionViewConnection, "memberRed", append(slices.Clone(AllStates), "", "archived")},
+		{ActionEditRequest, "ownerRed", []State{StateDraft, StateChangesRequested}},
+		{ActionSubmitRequest, "ownerRed", []State{StateDraft, StateChangesRequested}},
+		{ActionWithdrawRequest, "ownerRed", []State{StateDraft, StateSubmitted, StateChangesRequested}},
+		{ActionApprove, "admin", []State{StateSubmitted}},
+		{ActionReject, "admin", []State{StateSubmitted}},
+		{ActionRequestChanges, "admin", []State{StateSubmitted}},
+		{ActionRevoke, "admin", []State{StateApproved, StateProvisioning, StateActive, StateUnderReview}},
+		{ActionReview, "reviewer", []State{StateActive, StateUnderReview}},
+	}
+	for _, tt := range tests {
+		for _, s := range append(slices.Clone(AllStates), "", "archived") {
+			d := Decide(byName[tt.principal], tt.action, redRequest(s))
+			if want := slices.Contains(tt.allowed, s); d.Allowed != want {
+				t.Errorf("Decide(%s, %s, state %q) = %v (%s), want %v", tt.principal, tt.action, s, d.Allowed, d.Reason, want)
+			}
+		}
+	}
+}
+
+func TestApprovalsNeeded(t *testing.T) {
+	for _, dc := range append(slices.Clone(AllDataClassifications), "") {
+		want := 1
+		if dc == DataRestricted {
+			want = 2
+		}
+		if got := ApprovalsNeeded(dc); got != want {
+			t.Errorf("ApprovalsNeeded(%q) = %d, want %d", dc, got, want)
+		}
+	}
 }
 
 func TestDecide(t *testing.T) {
@@ -80,6 +241,29 @@ func TestDecideReasons(t *testing.T) {
 		{"noAccess", ActionViewTeam, Object{Team: "red"}, "nobody@example.com is in no group"},
 		{"finance", ActionViewAdminHome, Object{}, "needs the admin role"},
 		{"ownerRedAdmin", Action("team.delete"), Object{Team: "red"}, `unknown action "team.delete"`},
+		{"admin", ActionApprove, redRequest(StateSubmitted), "approval 1 of 1"},
+		{"admin", ActionApprove, approvedBy(DataRestricted), "approval 1 of 2"},
+		{"ownerRedAdmin", ActionApprove, approvedBy(DataRestricted, 4), "approval 2 of 2"},
+		{"ownerRedAdmin", ActionApprove, filedBy(8, StateSubmitted), "Oda filed this request; nobody approves a request they filed or a contract they edited"},
+		{"admin", ActionApprove, editedBy(4, StateSubmitted), "Ada edited this contract; nobody approves a request they filed or a contract they edited"},
+		{"admin", ActionApprove, approvedBy(DataRestricted, 4), "Ada already approved this version"},
+		{"ownerRedAdmin", ActionApprove, approvedBy(DataRestricted, 4, 9), "already has its 2 approvals"},
+		{"admin", ActionApprove, redRequest(StateWithdrawn), "a withdrawn request cannot be approved"},
+		{"ownerRed", ActionApprove, redRequest(StateSubmitted), "needs the admin role"},
+		{"ownerRedAdmin", ActionReject, filedBy(8, StateSubmitted), "nobody decides on a request they filed"},
+		{"admin", ActionRequestChanges, redRequest(StateUnderReview), "a connection under review cannot be sent back for changes"},
+		{"ownerRed", ActionEditRequest, redRequest(StateSubmitted), "a submitted request cannot be edited"},
+		{"ownerBlue", ActionEditRequest, redRequest(StateDraft), "not an owner of team red"},
+		{"memberRed", ActionCreateRequest, Object{Team: "red"}, "not an owner of team red"},
+		{"admin", ActionCreateRequest, Object{Team: "red"}, "not an owner of team red"},
+		{"ownerRed", ActionWithdrawRequest, redRequest(StateApproved), "an approved connection cannot be withdrawn"},
+		{"admin", ActionRevoke, redRequest(StateRevoked), "a revoked connection cannot be revoked"},
+		{"admin", ActionRevoke, redRequest("archived"), `unknown state "archived"`},
+		{"reviewer", ActionReview, filedBy(5, StateActive), "nobody reviews a request they filed"},
+		{"reviewer", ActionReview, redRequest(StateDraft), "a draft cannot be reviewed"},
+		{"memberRed", ActionViewCosts, Object{Team: "red"}, "needs the finance role or ownership"},
+		{"ownerRed", ActionViewCosts, Object{Team: "red"}, "owner of team red"},
+		{"reviewer", ActionEditInventory, Object{}, "needs the admin role"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.principal+"/"+string(tt.action), func(t *testing.T) {

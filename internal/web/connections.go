@@ -1,0 +1,688 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+const pageSize = 50
+
+func actor(p workflow.Principal) store.Actor { return store.Actor{ID: p.UserID, Email: p.Email} }
+
+func choicesOf(cs []workflow.Choice) []views.Choice {
+	out := make([]views.Choice, len(cs))
+	for i, c := range cs {
+		out[i] = views.Choice{Value: c.Value, Label: c.Label}
+	}
+	return out
+}
+
+func fmtWhen(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
+}
+
+func (s *Server) row(c store.Connection) views.ConnectionRow {
+	return views.ConnectionRow{
+		ID: c.ID, Href: fmt.Sprintf("/connections/%d", c.ID), Team: c.Team, State: string(c.State),
+		StateLabel: c.State.Label(), Cluster: c.ClusterName, Purpose: c.Purpose, Requester: c.RequesterEmail,
+		Updated: fmtWhen(c.UpdatedAt), Waiting: age(s.opts.Now().Sub(c.SubmittedAt)),
+	}
+}
+
+// scopeTeams is the set of teams whose connections p may list: nil for
+// everything (admins and reviewers), else p's own teams.
+func scopeTeams(p workflow.Principal) []string {
+	if workflow.Decide(p, workflow.ActionViewConnection, workflow.Object{Team: "\x00any"}).Allowed {
+		return nil
+	}
+	teams := []string{}
+	for _, m := range p.Memberships {
+		teams = append(teams, m.Team)
+	}
+	return teams
+}
+
+// listConnections shows the connections p may see, filtered and paginated.
+func (s *Server) listConnections(c echo.Context) error {
+	p, ok := principal(c)
+	if !ok {
+		return echo.NewHTTPError(http.StatusUnauthorized)
+	}
+	f := store.ListFilter{
+		Teams: scopeTeams(p), Team: c.QueryParam("team"), State: workflow.State(c.QueryParam("state")),
+		Cluster: strings.TrimSpace(c.QueryParam("cluster")), Query: c.QueryParam("q"),
+	}
+	if f.State != "" && !f.State.Valid() {
+		f.State = ""
+	}
+	before, _ := strconv.ParseInt(c.QueryParam("before"), 10, 64)
+	rows, next, err := s.opts.DB.ListConnections(c.Request().Context(), f, before, pageSize)
+	if err != nil {
+		return err
+	}
+	l := views.ConnectionList{
+		Heading: "Connections", Lead: "Connection requests and connections you can see.",
+		Team: f.Team, State: string(f.State), Cluster: f.Cluster, Query: f.Query, TestID: "connections",
+		EmptyTitle: "No connections match", EmptyBody: "Change the filters, or file a request from your team's page.",
+	}
+	for _, st := range workflow.AllStates {
+		l.States = append(l.States, views.Choice{Value: string(st), Label: st.Label()})
+	}
+	teams := f.Teams
+	if teams == nil {
+		teams = slices.Sorted(func(yield func(string) bool) {
+			for t := range s.opts.Mapping.Teams {
+				if !yield(t) {
+					return
+				}
+			}
+		})
+	}
+	for _, t := range teams {
+		l.Teams = append(l.Teams, views.Choice{Value: t, Label: t})
+	}
+	for _, r := range rows {
+		l.Rows = append(l.Rows, s.row(r))
+	}
+	if next != 0 {
+		q := c.QueryParams()
+		q.Set("before", strconv.FormatInt(next, 10))
+		l.NextURL = "/connections?" + q.Encode()
+	}
+	return render(c, http.StatusOK, views.ConnectionListPage(s.page(c, "Connections"), l))
+}
+
+// formPage builds the contract form's view model.
+func (s *Server) formPage(heading, action, cancel string, base int, v views.ContractValues, errs map[string]string) views.ContractForm {
+	return views.ContractForm{
+		Heading: heading, Action: action, CancelURL: cancel, BaseVersion: base, Values: v, Errors: errs,
+		StudioModes: choicesOf(workflow.StudioModeChoices()), Orchestrators: choicesOf(workflow.OrchestratorChoices()),
+		WorkloadTypes: choicesOf(workflow.WorkloadTypeChoices()), DataClasses: choicesOf(workflow.DataClassificationChoices()),
+		Sharings: choicesOf(workflow.SharingChoices()), Preemptions: choicesOf(workflow.PreemptionChoices()),
+	}
+}
+
+func (s *Server) newRequestForm(c echo.Context) error {
+	team := c.Param("team")
+	if _, err := authorize(c, workflow.ActionCreateRequest, workflow.Object{Team: team}); err != nil {
+		return err
+	}
+	v := views.ContractValues{Team: team}
+	if c.QueryParam("example") == "1" {
+		ex := workflow.ExampleContract()
+		ex.Team = team
+		v = formFromContract(ex)
+	}
+	f := s.formPage("New connection request for team "+team, "/teams/"+team+"/connections", "/teams/"+team, 0, v, nil)
+	return render(c, http.StatusOK, views.ContractFormPage(s.page(c, "New connection request"), f))
+}
+
+// readForm reads the contract form's fields into raw values.
+func readForm(c echo.Context, team string) (views.ContractValues, error) {
+	fp, err := c.FormParams()
+	if err != nil {
+		return views.ContractValues{}, echo.NewHTTPError(http.StatusBadRequest)
+	}
+	g := func(k string) string { return fp.Get(k) }
+	return views.ContractValues{
+		Team: team, BusinessPurpose: g("business_purpose"), BusinessOwner: g("business_owner"),
+		OperationsOwner: g("operations_owner"), CostOwner: g("cost_owner"), ExceptionOwner: g("exception_owner"),
+		StudioMode: g("studio_mode"), UnifiedDomainID: g("unified_domain_id"), UnifiedProjectID: g("unified_project_id"),
+		AccountID: g("account_id"), Region: g("region"), Orchestrator: g("orchestrator"), ClusterName: g("cluster_name"),
+		ClusterARN: g("cluster_arn"), EKSClusterName: g("eks_cluster_name"), ProjectRoleARN: g("project_role_arn"),
+		AccessRoleARN: g("access_role_arn"), WorkloadRoleARN: g("workload_role_arn"), WorkloadTypes: fp["workload_types"],
+		DataClassification: g("data_classification"), Namespaces: g("namespaces"), SlurmAccount: g("slurm_account"),
+		SlurmPartition: g("slurm_partition"), SlurmQoS: g("slurm_qos"), Guaranteed: g("guaranteed"), Sharing: g("sharing"),
+		BorrowLimitPercent: g("borrow_limit_percent"), Preemption: g("preemption"), FairShareWeight: g("fair_share_weight"),
+		PriorityClasses: g("priority_classes"), Signals: g("signals"), ReviewCadenceDays: g("review_cadence_days"),
+		EndDate: g("end_date"), DecommissionCriteria: g("decommission_criteria"), Egress: g("egress"),
+	}, nil
+}
+
+// validationEnv is what the domain's validation needs from the portal.
+func (s *Server) validationEnv(c echo.Context, exclude int64) workflow.ValidationEnv {
+	ctx := c.Request().Context()
+	groups := map[string]bool{}
+	for _, e := range s.opts.KnownOwners {
+		groups[strings.ToLower(e)] = true
+	}
+	for _, gs := range s.opts.Mapping.Roles {
+		for _, g := range gs {
+			groups[strings.ToLower(g)] = true
+		}
+	}
+	for _, tg := range s.opts.Mapping.Teams {
+		for _, g := range append(slices.Clone(tg.Owners), tg.Members...) {
+			groups[strings.ToLower(g)] = true
+		}
+	}
+	return workflow.ValidationEnv{
+		Now: s.opts.Now(),
+		OwnerExists: func(email string) bool {
+			if groups[strings.ToLower(email)] {
+				return true
+			}
+			ok, err := s.opts.DB.UserExists(ctx, email)
+			return err == nil && ok
+		},
+		NamespaceTaken: func(ns string) bool {
+			id, err := s.opts.DB.NamespaceOwner(ctx, ns, exclude)
+			return err != nil || id != 0
+		},
+	}
+}
+
+// checkContract parses and validates the form; errs is nil when it is good.
+func (s *Server) checkContract(c echo.Context, v views.ContractValues, exclude int64) (workflow.Contract, map[string]string) {
+	con, errs := contractFromForm(v)
+	errs = mergeFieldErrors(errs, con.Validate(s.validationEnv(c, exclude)))
+	if len(errs) == 0 {
+		return con, nil
+	}
+	return con, errs
+}
+
+// createRequest stores a new request as a draft, or submits it directly
+// when the user chose "Save and submit" and the contract validates.
+func (s *Server) createRequest(c echo.Context) error {
+	team := c.Param("team")
+	p, err := authorize(c, workflow.ActionCreateRequest, workflow.Object{Team: team})
+	if err != nil {
+		return err
+	}
+	v, err := readForm(c, team)
+	if err != nil {
+		return err
+	}
+	con, errs := s.checkContract(c, v, 0)
+	submit := c.FormValue("intent") == "submit"
+	if errs != nil && (submit || !draftSavable(errs)) {
+		f := s.formPage("New connection request for team "+team, "/teams/"+team+"/connections", "/teams/"+team, 0, v, errs)
+		return render(c, http.StatusUnprocessableEntity, views.ContractFormPage(s.page(c, "New connection request"), f))
+	}
+	ctx := c.Request().Context()
+	conn, err := s.opts.DB.CreateConnection(ctx, con, actor(p), s.opts.Now())
+	if err != nil {
+		return err
+	}
+	if submit {
+		if _, err := s.opts.DB.Transition(ctx, conn.ID, workflow.EventSubmit, actor(p), "", store.Expect{Version: conn.CurrentVersion}, s.opts.Now()); err != nil {
+			return err
+		}
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+// draftSavable: a draft may be incomplete, but never syntactically broken
+// (numbers that are not numbers, malformed lines), because a draft must
+// round-trip through the form without losing what the user typed.
+func draftSavable(errs map[string]string) bool {
+	for _, m := range errs {
+		if strings.Contains(m, "not a whole number") || strings.Contains(m, "line ") && strings.Contains(m, "write ") ||
+			strings.Contains(m, "is not a number") {
+			return false
+		}
+	}
+	return true
+}
+
+// loadConnection loads a connection and the policy object describing it.
+// A connection the principal may not view is reported as not found.
+func (s *Server) loadConnection(c echo.Context) (workflow.Principal, store.Connection, workflow.Object, error) {
+	p, ok := principal(c)
+	if !ok {
+		return p, store.Connection{}, workflow.Object{}, echo.NewHTTPError(http.StatusUnauthorized)
+	}
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return p, store.Connection{}, workflow.Object{}, echo.NewHTTPError(http.StatusNotFound)
+	}
+	ctx := c.Request().Context()
+	conn, err := s.opts.DB.Connection(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return p, conn, workflow.Object{}, echo.NewHTTPError(http.StatusNotFound)
+	}
+	if err != nil {
+		return p, conn, workflow.Object{}, err
+	}
+	obj := workflow.Object{Team: conn.Team, State: conn.State, RequesterID: conn.RequesterID}
+	if d := workflow.Decide(p, workflow.ActionViewConnection, obj); !d.Allowed {
+		return p, conn, obj, &echo.HTTPError{Code: http.StatusNotFound, Internal: errDenied(d.Reason)}
+	}
+	if obj.EditorIDs, err = s.opts.DB.EditorIDs(ctx, id); err != nil {
+		return p, conn, obj, err
+	}
+	if obj.ApproverIDs, err = s.opts.DB.ApproverIDs(ctx, id, conn.CurrentVersion); err != nil {
+		return p, conn, obj, err
+	}
+	v, err := s.opts.DB.Version(ctx, id, conn.CurrentVersion)
+	if err != nil {
+		return p, conn, obj, err
+	}
+	obj.DataClassification = v.Contract.DataClassification
+	return p, conn, obj, nil
+}
+
+// allowed applies a mutation's policy to a connection the user can see:
+// 403 with the policy's reason.
+func allowed(p workflow.Principal, a workflow.Action, obj workflow.Object) error {
+	if d := workflow.Decide(p, a, obj); !d.Allowed {
+		return &userError{page: views.ErrorPage{Status: http.StatusForbidden, Title: "Not allowed",
+			Message: "You cannot do this: " + d.Reason + "."}, err: errDenied(d.Reason)}
+	}
+	return nil
+}
+
+func (s *Server) showConnection(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.detail(c, p, conn, obj)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+}
+
+// detail builds the detail page's view model.
+func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connection, obj workflow.Object) (views.ConnectionDetail, error) {
+	ctx := c.Request().Context()
+	versions, err := s.opts.DB.Versions(ctx, conn.ID)
+	if err != nil {
+		return views.ConnectionDetail{}, err
+	}
+	cur := versions[0]
+	base := fmt.Sprintf("/connections/%d", conn.ID)
+	d := views.ConnectionDetail{
+		ID: conn.ID, Team: conn.Team, State: string(conn.State), StateLabel: conn.State.Label(), Purpose: conn.Purpose,
+		CurrentVersion: conn.CurrentVersion, ApprovedVersion: conn.ApprovedVersion, Hash: cur.Hash,
+	}
+	for _, ch := range workflow.Diff(workflow.Contract{}, cur.Contract) {
+		d.Fields = append(d.Fields, views.FieldRow{Label: ch.Label, Value: ch.New})
+	}
+	// Diff against the last approved version, else the previous version.
+	var against *store.Version
+	for i := range versions {
+		if conn.ApprovedVersion > 0 && versions[i].Version == conn.ApprovedVersion && versions[i].Version != cur.Version {
+			against = &versions[i]
+			d.DiffTitle = fmt.Sprintf("Changes since approved version %d", versions[i].Version)
+		}
+	}
+	if against == nil && len(versions) > 1 {
+		against = &versions[1]
+		d.DiffTitle = fmt.Sprintf("Changes since version %d", versions[1].Version)
+	}
+	if against != nil {
+		for _, ch := range workflow.Diff(against.Contract, cur.Contract) {
+			d.Diff = append(d.Diff, views.ChangeRow{Label: ch.Label, Old: ch.Old, New: ch.New})
+		}
+	}
+	for _, v := range versions {
+		d.Versions = append(d.Versions, views.VersionRow{
+			Version: v.Version, Hash: v.Hash[:12], Author: v.AuthorEmail, At: fmtWhen(v.CreatedAt),
+			Approved: v.Version == conn.ApprovedVersion,
+			JSONURL:  fmt.Sprintf("%s/versions/%d/contract.json", base, v.Version),
+			YAMLURL:  fmt.Sprintf("%s/versions/%d/contract.yaml", base, v.Version),
+		})
+	}
+	decisions, err := s.opts.DB.Decisions(ctx, conn.ID)
+	if err != nil {
+		return d, err
+	}
+	for _, x := range decisions {
+		d.Decisions = append(d.Decisions, views.DecisionView{Kind: strings.ReplaceAll(x.Kind, "_", " "), Actor: x.ActorEmail,
+			Version: x.Version, Reason: x.Reason, At: fmtWhen(x.CreatedAt)})
+	}
+	events, err := s.opts.DB.AuditEvents(ctx, store.AuditFilter{ObjectType: "connection", ObjectID: conn.ID}, 0, 200)
+	if err != nil {
+		return d, err
+	}
+	for _, e := range events {
+		d.Audit = append(d.Audit, views.AuditRow{At: fmtWhen(e.At), Actor: e.Actor, Action: e.Action, Version: e.Version, Reason: e.Reason})
+	}
+	if workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed {
+		d.EditURL = base + "/edit"
+	}
+	if workflow.Decide(p, workflow.ActionSubmitRequest, obj).Allowed {
+		d.SubmitURL = base + "/submit"
+	}
+	if workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed {
+		d.WithdrawURL = base + "/withdraw"
+	}
+	if p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted {
+		d.ApprovalsNeed = workflow.ApprovalsNeeded(cur.Contract.DataClassification)
+		d.ApprovalsHave = len(obj.ApproverIDs)
+		if dec := workflow.Decide(p, workflow.ActionApprove, obj); dec.Allowed {
+			d.DecideURL = base + "/decide"
+		} else {
+			d.DecideNote = "You cannot decide on this request: " + dec.Reason + "."
+		}
+		inv, err := s.opts.DB.Inventory(ctx, cur.Contract.ClusterName)
+		if err != nil {
+			return d, err
+		}
+		committed, err := s.opts.DB.CommittedCapacity(ctx, cur.Contract.ClusterName, conn.ID)
+		if err != nil {
+			return d, err
+		}
+		rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed)
+		d.CapacityOK = rep.OK()
+		for _, r := range rep.Rows {
+			d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity,
+				Committed: r.Committed, Requested: r.Requested, After: r.After, OK: r.OK})
+		}
+		if !d.CapacityOK {
+			d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is blocked: the request does not fit the cluster " +
+				cur.Contract.ClusterName + "'s free capacity (see the table). Ask for changes, or raise the inventory if the cluster grew.")
+		}
+	}
+	return d, nil
+}
+
+func (s *Server) editRequestForm(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if err := allowed(p, workflow.ActionEditRequest, obj); err != nil {
+		return err
+	}
+	v, err := s.opts.DB.Version(c.Request().Context(), conn.ID, conn.CurrentVersion)
+	if err != nil {
+		return err
+	}
+	f := s.formPage(fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, conn.CurrentVersion),
+		fmt.Sprintf("/connections/%d", conn.ID), fmt.Sprintf("/connections/%d", conn.ID), conn.CurrentVersion, formFromContract(v.Contract), nil)
+	return render(c, http.StatusOK, views.ContractFormPage(s.page(c, "Edit connection request"), f))
+}
+
+// updateRequest saves the edited contract as a new version (if it changed)
+// and optionally submits it.
+func (s *Server) updateRequest(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if err := allowed(p, workflow.ActionEditRequest, obj); err != nil {
+		return err
+	}
+	v, err := readForm(c, conn.Team)
+	if err != nil {
+		return err
+	}
+	base, _ := strconv.Atoi(c.FormValue("base_version"))
+	heading := fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, base)
+	action := fmt.Sprintf("/connections/%d", conn.ID)
+	con, errs := s.checkContract(c, v, conn.ID)
+	submit := c.FormValue("intent") == "submit"
+	if errs != nil && (submit || !draftSavable(errs)) {
+		f := s.formPage(heading, action, action, base, v, errs)
+		return render(c, http.StatusUnprocessableEntity, views.ContractFormPage(s.page(c, "Edit connection request"), f))
+	}
+	ctx := c.Request().Context()
+	saved, _, err := s.opts.DB.SaveContract(ctx, conn.ID, base, con, actor(p), s.opts.Now())
+	var stale *store.StaleError
+	if errors.As(err, &stale) {
+		f := s.formPage(heading, action, action, base, v, map[string]string{})
+		f.Notice = fmt.Sprintf("Someone saved version %d of this request while you were editing version %d. Nothing was saved. "+
+			"Open the request to see their changes, then edit again; your input is kept below so you can copy it.", stale.Current.CurrentVersion, base)
+		f.Errors = nil
+		return render(c, http.StatusConflict, views.ContractFormPage(s.page(c, "Edit connection request"), f))
+	}
+	if err != nil {
+		return s.lifecycleError(err)
+	}
+	if submit {
+		if _, err := s.opts.DB.Transition(ctx, conn.ID, workflow.EventSubmit, actor(p), "", store.Expect{Version: saved.CurrentVersion}, s.opts.Now()); err != nil {
+			return s.lifecycleError(err)
+		}
+	}
+	return c.Redirect(http.StatusSeeOther, action)
+}
+
+// lifecycleError turns a refused transition into a clear 409 page.
+func (s *Server) lifecycleError(err error) error {
+	var te *workflow.TransitionError
+	if errors.As(err, &te) {
+		return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "That is no longer possible",
+			Message: "The request changed state: " + te.Error() + ". Reload it to see where it stands.", Action: "Back", ActionURL: "/connections"}, err: err}
+	}
+	return err
+}
+
+// submitRequest sends the current version to the admins, if it validates.
+func (s *Server) submitRequest(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if err := allowed(p, workflow.ActionSubmitRequest, obj); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	v, err := s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion)
+	if err != nil {
+		return err
+	}
+	if fe := v.Contract.Validate(s.validationEnv(c, conn.ID)); len(fe) > 0 {
+		errs := mergeFieldErrors(map[string]string{}, fe)
+		action := fmt.Sprintf("/connections/%d", conn.ID)
+		f := s.formPage(fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, conn.CurrentVersion), action, action, conn.CurrentVersion, formFromContract(v.Contract), errs)
+		f.Notice = "This draft cannot be submitted yet: complete the fields below, then choose \"Save and submit\"."
+		return render(c, http.StatusUnprocessableEntity, views.ContractFormPage(s.page(c, "Edit connection request"), f))
+	}
+	if _, err := s.opts.DB.Transition(ctx, conn.ID, workflow.EventSubmit, actor(p), "", store.Expect{Version: conn.CurrentVersion, Hash: v.Hash}, s.opts.Now()); err != nil {
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+func (s *Server) withdrawRequest(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if err := allowed(p, workflow.ActionWithdrawRequest, obj); err != nil {
+		return err
+	}
+	if _, err := s.opts.DB.Transition(c.Request().Context(), conn.ID, workflow.EventWithdraw, actor(p), "withdrawn by the owner", store.Expect{}, s.opts.Now()); err != nil {
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+// decide records an admin's approval, rejection or change request of the
+// exact version and hash shown on the page.
+func (s *Server) decide(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	decision := c.FormValue("decision")
+	actions := map[string]workflow.Action{"approve": workflow.ActionApprove, "reject": workflow.ActionReject, "request_changes": workflow.ActionRequestChanges}
+	act, ok := actions[decision]
+	if !ok {
+		return echo.NewHTTPError(http.StatusBadRequest)
+	}
+	if err := allowed(p, act, obj); err != nil {
+		return err
+	}
+	version, _ := strconv.Atoi(c.FormValue("version"))
+	hash := c.FormValue("hash")
+	reason := strings.TrimSpace(c.FormValue("reason"))
+	rerender := func(status int, notice, reasonErr string) error {
+		fresh, err := s.opts.DB.Connection(c.Request().Context(), conn.ID)
+		if err != nil {
+			return err
+		}
+		obj.State = fresh.State
+		d, err := s.detail(c, p, fresh, obj)
+		if err != nil {
+			return err
+		}
+		d.Notice, d.ReasonError, d.Reason = notice, reasonErr, reason
+		return render(c, status, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+	}
+	if reason == "" {
+		return rerender(http.StatusUnprocessableEntity, "", "Give a reason: it is recorded with the decision and shown to the requester.")
+	}
+	if len(reason) > 2000 {
+		return rerender(http.StatusUnprocessableEntity, "", "Keep the reason under 2000 characters.")
+	}
+	ctx := c.Request().Context()
+	expect := store.Expect{Version: version, Hash: hash}
+	switch decision {
+	case "approve":
+		cur, err := s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion)
+		if err != nil {
+			return err
+		}
+		check := func(inv map[string]int, committed []workflow.Capacity) error {
+			if rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed); !rep.OK() {
+				return errOverCapacity
+			}
+			if taken := s.takenNamespaces(c, cur.Contract, conn.ID); len(taken) > 0 {
+				return fmt.Errorf("%w: %s", errNamespaceTaken, strings.Join(taken, ", "))
+			}
+			return nil
+		}
+		_, _, err = s.opts.DB.Approve(ctx, conn.ID, actor(p), expect, reason, workflow.ApprovalsNeeded(cur.Contract.DataClassification), check, s.opts.Now())
+	case "reject":
+		_, err = s.opts.DB.Transition(ctx, conn.ID, workflow.EventReject, actor(p), reason, expect, s.opts.Now())
+	case "request_changes":
+		_, err = s.opts.DB.Transition(ctx, conn.ID, workflow.EventRequestChanges, actor(p), reason, expect, s.opts.Now())
+	}
+	var stale *store.StaleError
+	switch {
+	case errors.As(err, &stale):
+		return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, stale), "")
+	case errors.Is(err, errOverCapacity):
+		return rerender(http.StatusConflict, "Not approved: the request no longer fits the cluster's free capacity.", "")
+	case errors.Is(err, errNamespaceTaken):
+		return rerender(http.StatusConflict, "Not approved: "+err.Error()+".", "")
+	case errors.Is(err, store.ErrAlreadyDecided):
+		return rerender(http.StatusConflict, "You already approved this version; it needs another admin's approval.", "")
+	case err != nil:
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+var (
+	errOverCapacity   = errors.New("over capacity")
+	errNamespaceTaken = errors.New("a namespace is already held by another connection")
+)
+
+func (s *Server) takenNamespaces(c echo.Context, con workflow.Contract, exclude int64) []string {
+	var out []string
+	for _, ns := range con.Namespaces {
+		if id, err := s.opts.DB.NamespaceOwner(c.Request().Context(), ns, exclude); err != nil || id != 0 {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// staleNotice says what changed between the version the admin saw and now.
+func (s *Server) staleNotice(c echo.Context, id int64, st *store.StaleError) string {
+	msg := fmt.Sprintf("Nothing was recorded: the contract changed after you opened it (you saw version %d, it is now version %d, %s).",
+		st.WantVersion, st.Current.CurrentVersion, st.Current.State.Label())
+	old, err1 := s.opts.DB.Version(c.Request().Context(), id, st.WantVersion)
+	cur, err2 := s.opts.DB.Version(c.Request().Context(), id, st.Current.CurrentVersion)
+	if err1 == nil && err2 == nil {
+		var parts []string
+		for _, ch := range workflow.Diff(old.Contract, cur.Contract) {
+			parts = append(parts, fmt.Sprintf("%s: %q → %q", ch.Label, ch.Old, ch.New))
+		}
+		if len(parts) > 0 {
+			msg += " What changed: " + strings.Join(parts, "; ") + "."
+		}
+	}
+	return msg + " Review the current version below and decide again."
+}
+
+// exportVersion serves one contract version as JSON or YAML, for IaC
+// repositories; `portal contract import` reads either back.
+func (s *Server) exportVersion(c echo.Context) error {
+	_, conn, _, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(c.Param("v"))
+	if err != nil {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	v, err := s.opts.DB.Version(c.Request().Context(), conn.ID, n)
+	if errors.Is(err, store.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	body := v.Contract.Canonical()
+	name := fmt.Sprintf("connection-%d-v%d", conn.ID, n)
+	c.Response().Header().Set("X-Contract-Hash", v.Hash)
+	switch c.Param("format") {
+	case "contract.json":
+		var pretty json.RawMessage = body
+		out, err := json.MarshalIndent(pretty, "", "  ")
+		if err != nil {
+			return err
+		}
+		c.Response().Header().Set("Content-Disposition", `attachment; filename="`+name+`.json"`)
+		return c.Blob(http.StatusOK, "application/json", append(out, '\n'))
+	case "contract.yaml":
+		out, err := yaml.JSONToYAML(body)
+		if err != nil {
+			return err
+		}
+		c.Response().Header().Set("Content-Disposition", `attachment; filename="`+name+`.yaml"`)
+		return c.Blob(http.StatusOK, "application/yaml", out)
+	}
+	return echo.NewHTTPError(http.StatusNotFound)
+}
+
+// adminQueue is the admin home: submitted requests, oldest first.
+func (s *Server) adminQueue(c echo.Context) error {
+	if _, err := authorize(c, workflow.ActionViewAdminHome, workflow.Object{}); err != nil {
+		return err
+	}
+	conns, err := s.opts.DB.Queue(c.Request().Context(), 200)
+	if err != nil {
+		return err
+	}
+	rows := make([]views.ConnectionRow, 0, len(conns))
+	for _, conn := range conns {
+		rows = append(rows, s.row(conn))
+	}
+	return render(c, http.StatusOK, views.AdminQueuePage(s.page(c, "Admin"), rows))
+}
+
