@@ -561,8 +561,8 @@ func (s *Server) decide(c echo.Context) error {
 	expect := store.Expect{Version: version, Hash: hash}
 	switch decision {
 	case "approve":
-		cur, err := s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion)
-		if err != nil {
+		var cur store.Version
+		if cur, err = s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion); err != nil {
 			return err
 		}
 		check := func(inv map[string]int, committed []workflow.Capacity) error {
@@ -685,4 +685,3 @@ func (s *Server) adminQueue(c echo.Context) error {
 	}
 	return render(c, http.StatusOK, views.AdminQueuePage(s.page(c, "Admin"), rows))
 }
-

@@ -73,7 +73,8 @@ func authorize(c echo.Context, a workflow.Action, o workflow.Object) (workflow.P
 	if d.Allowed {
 		return p, nil
 	}
-	if o.Team != "" {
+	// Outside the team, the team's objects do not exist; inside it, say no.
+	if o.Team != "" && !workflow.Decide(p, workflow.ActionViewTeam, workflow.Object{Team: o.Team}).Allowed {
 		return p, &echo.HTTPError{Code: http.StatusNotFound, Internal: errDenied(d.Reason)}
 	}
 	return p, &echo.HTTPError{Code: http.StatusForbidden, Internal: errDenied(d.Reason)}
