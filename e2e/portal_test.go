@@ -200,6 +200,6 @@ func mustOK(t *testing.T, err error, what string) {
 	}
 }
 
-var expectedStatusRE = regexp.MustCompile(`^Failed to load resource: the server responded with a status of 40[34] `)
+var expectedStatusRE = regexp.MustCompile(`^Failed to load resource: the server responded with a status of (40[349]|422) `)
 
 var _ = context.Background

@@ -132,3 +132,15 @@ func (d *DB) Migrate(ctx context.Context) (SchemaStatus, error) {
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
+// ExecForTest runs raw statements. Tests of other packages use it to tamper
+// with data the way an attacker with file access would; the portal never
+// calls it.
+func (d *DB) ExecForTest(ctx context.Context, stmts ...string) error {
+	for _, s := range stmts {
+		if _, err := d.sql.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("store: exec: %w", err)
+		}
+	}
+	return nil
+}

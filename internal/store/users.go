@@ -70,3 +70,16 @@ FROM users WHERE id = ?`, id).Scan(&u.ID, &u.Issuer, &u.Subject, &u.Email, &u.Na
 	}
 	return u, nil
 }
+
+// UserByEmail returns the most recently seen user with this email.
+func (d *DB) UserByEmail(ctx context.Context, email string) (User, error) {
+	var id int64
+	err := d.sql.QueryRowContext(ctx, `SELECT id FROM users WHERE lower(email) = lower(?) ORDER BY last_login_at DESC LIMIT 1`, email).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return User{}, ErrNotFound
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("store: user by email: %w", err)
+	}
+	return d.UserByID(ctx, id)
+}

@@ -102,7 +102,8 @@ type ContractForm struct {
 	Heading     string
 	Action      string // where the form posts
 	CancelURL   string
-	BaseVersion int // the version being edited (0 for a new request)
+	ExampleURL  string // prefills the form with a complete example
+	BaseVersion int    // the version being edited (0 for a new request)
 	Values      ContractValues
 	Errors      map[string]string // form field name -> message
 	Notice      string            // e.g. someone else saved meanwhile

@@ -141,6 +141,7 @@ func (s *Server) newRequestForm(c echo.Context) error {
 		v = formFromContract(ex)
 	}
 	f := s.formPage("New connection request for team "+team, "/teams/"+team+"/connections", "/teams/"+team, 0, v, nil)
+	f.ExampleURL = "/teams/" + team + "/connections/new?example=1"
 	return render(c, http.StatusOK, views.ContractFormPage(s.page(c, "New connection request"), f))
 }
 
