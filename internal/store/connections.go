@@ -510,6 +510,10 @@ type ListFilter struct {
 // from the newest), at most limit, and the cursor for the next page (0 at
 // the end). Keyset pagination keeps every page an index range scan.
 func (d *DB) ListConnections(ctx context.Context, f ListFilter, before int64, limit int) ([]Connection, int64, error) {
+	if limit < 1 {
+		// The cursor is the last row of a full page: a page of no rows has none.
+		return nil, 0, fmt.Errorf("store: list connections: limit %d, want at least 1", limit)
+	}
 	var where []string
 	var args []any
 	if f.Teams != nil {

@@ -911,6 +911,18 @@ func TestListConnectionsPages(t *testing.T) {
 	}
 }
 
+// A limit below one used to panic (the cursor indexed an empty page).
+func TestListConnectionsRefusesEmptyPages(t *testing.T) {
+	f := newFixture(t, 0)
+	f.create(workflow.ExampleContract())
+	for _, limit := range []int{0, -1, -10} {
+		page, next, err := f.db.ListConnections(t.Context(), store.ListFilter{}, 0, limit)
+		if err == nil || len(page) != 0 || next != 0 {
+			t.Errorf("ListConnections(limit %d) = %d rows, next %d, %v; want an error", limit, len(page), next, err)
+		}
+	}
+}
+
 func TestQueue(t *testing.T) {
 	f := newFixture(t, 1)
 	ctx := t.Context()
@@ -919,9 +931,10 @@ func TestQueue(t *testing.T) {
 	c := f.create(contract("green", "ns-c", ""))
 	d := f.create(contract("red", "ns-d", ""))
 	f.create(contract("red", "ns-draft", ""))
-	// Submitted in the order c, a, d, b; d is then approved, and c is sent
-	// back and resubmitted, so it waits from its resubmission.
-	for _, conn := range []store.Connection{c, a, d, b} {
+	// Submitted in the order c, b, d, a (not the order of their ids); d is
+	// then approved, and c is sent back and resubmitted, so it waits from its
+	// resubmission.
+	for _, conn := range []store.Connection{c, b, d, a} {
 		f.transition(conn.ID, workflow.EventSubmit, f.owner, "")
 	}
 	f.approve(d.ID, f.admins[0], 1)
@@ -932,7 +945,7 @@ func TestQueue(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Queue: %v", err)
 	}
-	if ids, want := connIDs(got), []int64{a.ID, b.ID, c.ID}; !slices.Equal(ids, want) {
+	if ids, want := connIDs(got), []int64{b.ID, a.ID, c.ID}; !slices.Equal(ids, want) {
 		t.Errorf("Queue = %v, want %v", ids, want)
 	}
 	for _, conn := range got {
@@ -940,7 +953,7 @@ func TestQueue(t *testing.T) {
 			t.Errorf("queued %d: state %s submitted_at %v", conn.ID, conn.State, conn.SubmittedAt)
 		}
 	}
-	if got, err := f.db.Queue(ctx, 2); err != nil || !slices.Equal(connIDs(got), []int64{a.ID, b.ID}) {
+	if got, err := f.db.Queue(ctx, 2); err != nil || !slices.Equal(connIDs(got), []int64{b.ID, a.ID}) {
 		t.Errorf("Queue(limit 2) = %v, %v", connIDs(got), err)
 	}
 }

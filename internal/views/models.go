@@ -178,6 +178,10 @@ type DecisionView struct {
 
 // AuditRow is one audit event.
 type AuditRow struct {
+	ID      int64
+	Object  string
+	Href    string
+	Team    string
 	At      string
 	Actor   string
 	Action  string
@@ -224,6 +228,7 @@ type ConnectionDetail struct {
 	Notice        string
 	ReasonError   string
 	Reason        string
+	DiffURL       string // compare any two versions
 }
 
 // InventoryRow is one instance type of a cluster's inventory.
@@ -245,4 +250,27 @@ type Inventory struct {
 // InventoryValues are the inventory form's raw inputs.
 type InventoryValues struct {
 	Cluster, InstanceType, Count string
+}
+
+// AuditPage is the portal-wide audit trail for admins and reviewers.
+type AuditPage struct {
+	Rows      []AuditRow
+	Team      string
+	Action    string
+	Actor     string
+	Object    string
+	NextURL   string
+	CSVURL    string
+	JSONURL   string
+	ChainOK   bool
+	ChainNote string
+}
+
+// VersionDiff compares two versions of one contract.
+type VersionDiff struct {
+	ConnectionID int64
+	From, To     int
+	Versions     []int
+	Changes      []ChangeRow
+	BackURL      string
 }

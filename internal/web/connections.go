@@ -325,6 +325,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	d := views.ConnectionDetail{
 		ID: conn.ID, Team: conn.Team, State: string(conn.State), StateLabel: conn.State.Label(), Purpose: conn.Purpose,
 		CurrentVersion: conn.CurrentVersion, ApprovedVersion: conn.ApprovedVersion, Hash: cur.Hash,
+		DiffURL: fmt.Sprintf("/connections/%d/diff", conn.ID),
 	}
 	for _, ch := range workflow.Diff(workflow.Contract{}, cur.Contract) {
 		d.Fields = append(d.Fields, views.FieldRow{Label: ch.Label, Value: ch.New})

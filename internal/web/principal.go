@@ -129,5 +129,8 @@ func navFor(p workflow.Principal, path string) []views.NavItem {
 	if p.HasRole(workflow.RoleFinance) {
 		add("Cost", "/finance", "nav-finance")
 	}
+	if workflow.Decide(p, workflow.ActionViewAudit, workflow.Object{}).Allowed {
+		add("Audit", "/audit", "nav-audit")
+	}
 	return items
 }

@@ -49,6 +49,8 @@ func (s *Server) routes() {
 	e.POST("/connections/:id/withdraw", s.withdrawRequest, s.requireLogin)
 	e.POST("/connections/:id/decide", s.decide, s.requireLogin)
 	e.GET("/connections/:id/versions/:v/:format", s.exportVersion, s.requireLogin)
+	e.GET("/connections/:id/diff", s.versionDiff, s.requireLogin)
+	e.GET("/audit", s.auditTrail, s.requireLogin)
 
 	if s.opts.DevIdP != nil {
 		h := echo.WrapHandler(s.opts.DevIdP)

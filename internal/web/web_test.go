@@ -57,7 +57,12 @@ func newHarness(t *testing.T, useTLS bool, opts ...harnessOpt) *harness {
 		Issuer: base + "/dev-idp", ClientID: "portal-test", ClientSecret: "test-secret-0123456789",
 		RedirectURIs:           []string{base + "/auth/callback"},
 		PostLogoutRedirectURIs: []string{base + "/signed-out"},
-		Users:                  devidp.DemoUsers(),
+		Users: append(devidp.DemoUsers(),
+			// Test-only accounts: an admin who also owns team red, and a
+			// second admin for two-person approvals.
+			devidp.User{Username: "ownadmin", Name: "Otto Owner-Admin", Email: "ownadmin@example.test", Groups: []string{"platform-admins", "team-red-owners"}},
+			devidp.User{Username: "admin2", Name: "Ada Second", Email: "admin2@example.test", Groups: []string{"platform-admins"}},
+		),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +74,9 @@ func newHarness(t *testing.T, useTLS bool, opts ...harnessOpt) *harness {
 		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		BaseURL: bu, Version: "test", SessionKey: []byte("0123456789abcdef0123456789abcdef"),
 		DevIdP: idp,
+	}
+	for _, u := range devidp.DemoUsers() { // as in --dev: demo users may be named as owners
+		o.KnownOwners = append(o.KnownOwners, u.Email)
 	}
 	var client *http.Client
 	if useTLS {

@@ -1,0 +1,181 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// TestEveryRouteHidesTheOtherTeam walks the whole route table: every route
+// that takes a team or a connection, requested by users outside team red
+// for red's objects, answers 404 and changes nothing. A new route is
+// covered automatically.
+func TestEveryRouteHidesTheOtherTeam(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	if resp, _ := h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract()))); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create = %d", resp.StatusCode)
+	}
+	ctx := context.Background()
+	before, _ := h.db.Connection(ctx, 1)
+	outsiders := map[string]session{"owner.blue": h.signIn("owner.blue"), "finance": h.signIn("finance")}
+	params := strings.NewReplacer(":team", "red", ":id", "1", ":v", "1", ":format", "contract.json")
+	checked := 0
+	for _, r := range h.srv.echo.Routes() {
+		if !strings.Contains(r.Path, ":team") && !strings.Contains(r.Path, ":id") {
+			continue
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodPost {
+			continue
+		}
+		path := params.Replace(r.Path)
+		for name, s := range outsiders {
+			var resp *http.Response
+			var body string
+			if r.Method == http.MethodGet {
+				resp, body = h.get(noRedirect(s.c), path)
+			} else {
+				resp, body = h.postAs(s, path, url.Values{"decision": {"approve"}, "reason": {"x"}, "intent": {"submit"}})
+			}
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s %s %s = %d, want 404", name, r.Method, path, resp.StatusCode)
+			}
+			if strings.Contains(body, "hyperpod-ns-red") || strings.Contains(body, "owner.red@example.test") {
+				t.Errorf("%s %s %s leaks team red's contract", name, r.Method, path)
+			}
+			checked++
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d route×user checks ran; the route table changed?", checked)
+	}
+	after, _ := h.db.Connection(ctx, 1)
+	if after.State != before.State || after.CurrentVersion != before.CurrentVersion {
+		t.Errorf("outsiders changed the connection: %+v -> %+v", before, after)
+	}
+}
+
+func TestNoSelfApprovalAndTwoAdminsForRestricted(t *testing.T) {
+	h := newHarness(t, false)
+	ctx := context.Background()
+	if resp, _ := h.postAs(h.signIn("admin"), "/admin/inventory", url.Values{"cluster": {"shared-hp"}, "instance_type": {"ml.p5.48xlarge"}, "count": {"8"}}); resp.StatusCode != 200 {
+		t.Fatalf("inventory = %d", resp.StatusCode)
+	}
+	// An admin who also owns team red files a restricted-data request.
+	ownadmin := h.signIn("ownadmin")
+	c := workflow.ExampleContract()
+	c.DataClassification = workflow.DataRestricted
+	c.EndDate = "2099-01-01"
+	f := formValues(formFromContract(c))
+	f.Set("intent", "submit")
+	if resp, body := h.postAs(ownadmin, "/teams/red/connections", f); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create = %d\n%s", resp.StatusCode, body)
+	}
+	v, _ := h.db.Version(ctx, 1, 1)
+	decide := func(s session) (*http.Response, string) {
+		return h.postAs(s, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}})
+	}
+	// The filer, although an admin, cannot approve; the page says why.
+	if resp, _ := decide(ownadmin); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("self-approval = %d, want 403", resp.StatusCode)
+	}
+	_, page := h.get(ownadmin.c, "/connections/1")
+	if !strings.Contains(page, `data-testid="decide-note"`) || strings.Contains(page, `data-testid="decide-form"`) {
+		t.Error("the filer's page should explain why they cannot decide, without a decision form")
+	}
+	// Restricted: the first admin's approval is recorded, the state stays.
+	admin := h.signIn("admin")
+	if resp, _ := decide(admin); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("first approval = %d", resp.StatusCode)
+	}
+	if conn, _ := h.db.Connection(ctx, 1); conn.State != workflow.StateSubmitted {
+		t.Errorf("after one of two approvals: %s", conn.State)
+	}
+	_, page = h.get(admin.c, "/connections/1")
+	if !strings.Contains(page, "1 of 2 admin approvals") {
+		t.Error("the page does not show 1 of 2 approvals")
+	}
+	// The same admin again: refused.
+	if resp, _ := decide(admin); resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusConflict {
+		t.Errorf("same admin approving twice = %d", resp.StatusCode)
+	}
+	// A second, distinct admin completes it.
+	if resp, _ := decide(h.signIn("admin2")); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("second approval = %d", resp.StatusCode)
+	}
+	if conn, _ := h.db.Connection(ctx, 1); conn.State != workflow.StateApproved {
+		t.Errorf("after two approvals: %s", conn.State)
+	}
+}
+
+func TestAuditPageAndExports(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
+	h.postAs(owner, "/connections/1/submit", nil)
+	for user, want := range map[string]int{"admin": 200, "reviewer": 200, "owner.red": 403, "member.red": 403, "finance": 403} {
+		s := h.signIn(user)
+		resp, body := h.get(noRedirect(s.c), "/audit?team=red")
+		if resp.StatusCode != want {
+			t.Errorf("%s GET /audit = %d, want %d", user, resp.StatusCode, want)
+		}
+		if want == 200 && (!strings.Contains(body, "connection.submit") || !strings.Contains(body, `data-testid="chain-ok"`)) {
+			t.Errorf("%s: the audit page lacks the submit event or the chain status", user)
+		}
+	}
+	rev := h.signIn("reviewer")
+	resp, csvBody := h.get(rev.c, "/audit?format=csv&team=red")
+	if resp.StatusCode != 200 || !strings.HasPrefix(csvBody, "id,at,actor,action") || !strings.Contains(csvBody, "connection.create") {
+		t.Errorf("CSV export = %d\n%s", resp.StatusCode, csvBody)
+	}
+	resp, jsonBody := h.get(rev.c, "/audit?format=json&action=connection.submit")
+	if resp.StatusCode != 200 || !strings.Contains(jsonBody, `"action": "connection.submit"`) || strings.Contains(jsonBody, "connection.create") {
+		t.Errorf("JSON export with an action filter = %d\n%s", resp.StatusCode, jsonBody)
+	}
+	if got := csvSafe("=HYPERLINK(1)"); got != "'=HYPERLINK(1)" {
+		t.Errorf("csvSafe = %q", got)
+	}
+}
+
+func TestCompareAnyTwoVersions(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
+	for i, w := range []string{"10", "20"} {
+		v := formFromContract(workflow.ExampleContract())
+		v.FairShareWeight = w
+		f := formValues(v)
+		f.Set("base_version", itoa0(i+1))
+		if resp, _ := h.postAs(owner, "/connections/1", f); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("save version %d = %d", i+2, resp.StatusCode)
+		}
+	}
+	_, body := h.get(owner.c, "/connections/1/diff?from=1&to=3")
+	if !strings.Contains(body, "Fair-share weight") || !strings.Contains(body, ">50<") || !strings.Contains(body, ">20<") {
+		t.Errorf("diff 1→3 does not show the weight change:\n%s", body)
+	}
+	_, body = h.get(owner.c, "/connections/1/diff?from=2&to=2")
+	if !strings.Contains(body, `data-testid="no-changes"`) {
+		t.Error("a version compared with itself should have no changes")
+	}
+	if resp, _ := h.get(owner.c, "/connections/1/diff?from=1&to=9"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("diff to a missing version = %d", resp.StatusCode)
+	}
+}
+
+func TestOwnersMustBePortalUsers(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	v := formFromContract(workflow.ExampleContract())
+	v.CostOwner = "ghost@example.test"
+	f := formValues(v)
+	f.Set("intent", "submit")
+	resp, body := h.postAs(owner, "/teams/red/connections", f)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `data-testid="error-cost_owner"`) || !strings.Contains(body, "ghost@example.test") {
+		t.Errorf("unknown cost owner = %d", resp.StatusCode)
+	}
+}
