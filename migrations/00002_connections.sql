@@ -16,6 +16,7 @@ CREATE TABLE connections (
     submitted_at     TEXT
 );
 CREATE INDEX connections_team ON connections (team, id);
+CREATE INDEX connections_team_state ON connections (team, state, id);
 CREATE INDEX connections_state ON connections (state, id);
 CREATE INDEX connections_cluster ON connections (cluster_name, id);
 CREATE INDEX connections_queue ON connections (state, submitted_at, id);

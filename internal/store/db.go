@@ -129,7 +129,11 @@ func (d *DB) Migrate(ctx context.Context) (SchemaStatus, error) {
 
 // now formats a time the way every table stores it: UTC RFC 3339 with
 // nanoseconds, which sorts as text.
-func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// timeLayout is fixed-width (RFC3339Nano drops trailing zeros, so ".55"
+// would sort before ".5" as text).
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
 
