@@ -48,15 +48,43 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	screenshot(t, owner, "11-submitted")
 
 	admin := signIn(t, b, p, "Ada Admin")
-	mustOK(t, admin.GetByTestId("nav-admin").Click(), "open the admin queue")
-	mustOK(t, admin.GetByTestId("queue-1").Locator("a").First().Click(), "open request 1")
-	mustOK(t, admin.GetByTestId("capacity").WaitFor(), "see the capacity math")
+	openFromQueue := func() {
+		t.Helper()
+		mustOK(t, admin.GetByTestId("nav-admin").Click(), "open the admin queue")
+		mustOK(t, admin.GetByTestId("queue-1").Locator("a").First().Click(), "open request 1")
+		mustOK(t, admin.GetByTestId("capacity").WaitFor(), "see the capacity math")
+	}
+	openFromQueue()
 	if got := text(t, admin, "capacity"); !strings.Contains(got, "ml.p5.48xlarge") || !strings.Contains(got, "fits") {
 		t.Errorf("capacity table = %q", got)
 	}
 	screenshot(t, admin, "12-approval-page")
-	mustOK(t, admin.GetByTestId("approve").Click(), "approve without a reason")
+	// The admin asks for changes (a reason is required).
+	mustOK(t, admin.GetByTestId("request-changes").Click(), "request changes without a reason")
 	mustOK(t, admin.GetByTestId("error-reason").WaitFor(), "be asked for a reason")
+	mustOK(t, admin.Locator("#reason").Fill("Lower the borrow limit to 20%."), "give a reason")
+	mustOK(t, admin.GetByTestId("request-changes").Click(), "request changes")
+	mustOK(t, admin.GetByTestId("decisions").WaitFor(), "see the decision recorded")
+
+	// The owner sees why, fixes the contract and resubmits.
+	_, err := owner.Reload()
+	mustOK(t, err, "owner reloads")
+	if got := text(t, owner, "connection-state"); got != "Changes requested" {
+		t.Errorf("owner sees state %q", got)
+	}
+	if got := text(t, owner, "decisions"); !strings.Contains(got, "Lower the borrow limit") {
+		t.Errorf("owner sees decisions %q", got)
+	}
+	mustOK(t, owner.GetByTestId("edit").Click(), "edit")
+	mustOK(t, owner.Locator("#borrow_limit_percent").Fill("20"), "lower the borrow limit")
+	mustOK(t, owner.GetByTestId("save-submit").Click(), "save and resubmit")
+	mustOK(t, owner.WaitForURL("**/connections/1"), "back on the request")
+	if got := text(t, owner, "diff"); !strings.Contains(got, "Borrow limit") {
+		t.Errorf("the diff after the edit = %q", got)
+	}
+
+	// The admin approves version 2.
+	openFromQueue()
 	mustOK(t, admin.Locator("#reason").Fill("Fits the cluster; owners confirmed."), "give a reason")
 	mustOK(t, admin.GetByTestId("approve").Click(), "approve")
 	mustOK(t, admin.WaitForURL("**/connections/1"), "back on the request")
@@ -65,9 +93,41 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	}
 	screenshot(t, admin, "13-approved")
 
-	_, err := owner.Reload()
+	_, err = owner.Reload()
 	mustOK(t, err, "owner reloads")
+	if got := text(t, owner, "connection-state"); got != "Approved" {
+		t.Errorf("owner sees state %q", got)
+	}
 	if got := text(t, owner, "decisions"); !strings.Contains(got, "Fits the cluster") {
 		t.Errorf("owner sees decisions %q", got)
+	}
+	screenshot(t, owner, "14-owner-sees-approval")
+
+	// Team blue files a request; owner.red cannot open it by URL.
+	blue := signIn(t, b, p, "Bianca Owner (Blue)")
+	_, err = blue.Goto(p.URL + "/teams/blue/connections/new?example=1")
+	mustOK(t, err, "blue opens the form")
+	mustOK(t, blue.Locator("#namespaces").Fill("hyperpod-ns-blue"), "blue namespace")
+	mustOK(t, blue.GetByTestId("save-draft").Click(), "blue saves a draft")
+	mustOK(t, blue.WaitForURL("**/connections/2"), "blue's request")
+	resp, err := owner.Goto(p.URL + "/connections/2")
+	mustOK(t, err, "owner.red opens blue's request")
+	if resp.Status() != 404 {
+		t.Errorf("owner.red opening blue's request = %d, want 404", resp.Status())
+	}
+
+	// A crafted approval POST from owner.red's session, with a valid CSRF
+	// token, is refused and changes nothing.
+	_, err = owner.Goto(p.URL + "/connections/1")
+	mustOK(t, err, "owner back on request 1")
+	token, err := owner.Locator(`input[name="_csrf"]`).First().InputValue()
+	mustOK(t, err, "read the CSRF token")
+	r, err := owner.Request().Post(p.URL+"/connections/1/decide", playwright.APIRequestContextPostOptions{
+		Form: map[string]any{"_csrf": token, "decision": "approve", "reason": "self", "version": "2"},
+		MaxRedirects: playwright.Int(0),
+	})
+	mustOK(t, err, "crafted POST")
+	if r.Status() != 403 {
+		t.Errorf("owner.red's crafted approval = %d, want 403", r.Status())
 	}
 }

@@ -1,0 +1,217 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// Outcome is what applying one object did.
+type Outcome string
+
+// Outcomes of a step.
+const (
+	Created    Outcome = "created"    // the object did not exist
+	Configured Outcome = "configured" // it existed and the apply changed it
+	Unchanged  Outcome = "unchanged"  // it existed as desired: nothing was written
+	Failed     Outcome = "failed"     // see StepResult.Err
+	Skipped    Outcome = "skipped"    // not attempted: an earlier step failed
+)
+
+// StepResult is the outcome of one object of a plan, to be recorded.
+type StepResult struct {
+	Kind      string
+	Namespace string
+	Name      string
+	Outcome   Outcome
+	// ResourceVersion is the object's after the step ("" unless applied).
+	ResourceVersion string
+	Err             error
+}
+
+// RESTMapper is the part of meta.RESTMapper that Apply needs: from a kind
+// to its resource and scope. A restmapper.DeferredDiscoveryRESTMapper (see
+// NewApplier) rereads discovery when a kind is unknown, so a CRD installed
+// after the portal started is found.
+type RESTMapper interface {
+	RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error)
+}
+
+// Applier applies plans with server-side apply. Client is client-go's
+// dynamic client (dynamic.Interface is a one-method interface, so a test
+// double fits as well as the real client).
+type Applier struct {
+	Client dynamic.Interface
+	Mapper RESTMapper
+	// FieldManager owns the applied fields; default ManagedBy. Keep it
+	// stable: a second manager would conflict with the first.
+	FieldManager string
+}
+
+// NewApplier builds an Applier on cfg: a dynamic client and a discovery
+// based RESTMapper. Client-side rate limits are cfg's (QPS, Burst).
+func NewApplier(cfg *rest.Config) (*Applier, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("provision: dynamic client: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("provision: discovery client: %w", err)
+	}
+	return &Applier{
+		Client:       dyn,
+		Mapper:       restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+		FieldManager: ManagedBy,
+	}, nil
+}
+
+// Apply server-side applies the plan's objects in order, forcing ownership
+// of the fields the portal sets (the portal's word wins over a hand edit,
+// which drift detection reports). Applying the same plan again writes
+// nothing: every step is Unchanged.
+//
+// It stops at the first failure, because later objects depend on earlier
+// ones and access (RoleBindings) must never land without the guardrails
+// before it; the remaining steps are Skipped. The error names the step and
+// wraps the API error: IsPermanent tells whether retrying can help. Apply
+// does not retry; the job that runs it does, with backoff.
+func (a *Applier) Apply(ctx context.Context, p Plan) ([]StepResult, error) {
+	results := make([]StepResult, len(p.Objects))
+	for i, o := range p.Objects {
+		results[i] = StepResult{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Outcome: Skipped}
+	}
+	for i, o := range p.Objects {
+		rv, outcome, err := a.apply(ctx, o)
+		results[i].Outcome, results[i].ResourceVersion = outcome, rv
+		if err != nil {
+			err = fmt.Errorf("provision: apply %s %s: %w", o.Kind, o.Ref(), err)
+			results[i].Outcome, results[i].Err = Failed, err
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+func (a *Applier) apply(ctx context.Context, o Object) (string, Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return "", Failed, err
+	}
+	if o.Obj == nil {
+		return "", Failed, permanent(errors.New("no object"))
+	}
+	gvk := o.Obj.GroupVersionKind()
+	m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return "", Failed, err
+	}
+	var ri dynamic.ResourceInterface = a.Client.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if o.Namespace == "" {
+			return "", Failed, permanent(fmt.Errorf("%s is namespaced but the object names no namespace", gvk.Kind))
+		}
+		ri = a.Client.Resource(m.Resource).Namespace(o.Namespace)
+	}
+
+	// The resourceVersion before and after tells created, configured and
+	// unchanged apart: the API server does not write (nor bump the version
+	// of) an apply that changes nothing. A status update by a controller
+	// between the two requests would show as configured; that is rare and
+	// harmless.
+	before := ""
+	live, err := ri.Get(ctx, o.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		before = live.GetResourceVersion()
+	case apierrors.IsNotFound(err):
+	default:
+		return "", Failed, err
+	}
+	fm := a.FieldManager
+	if fm == "" {
+		fm = ManagedBy
+	}
+	out, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: true})
+	if err != nil {
+		return "", Failed, err
+	}
+	after := out.GetResourceVersion()
+	switch {
+	case before == "":
+		return after, Created, nil
+	case before == after:
+		return after, Unchanged, nil
+	default:
+		return after, Configured, nil
+	}
+}
+
+// permanentError marks an error of the portal's own making that no retry
+// can fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error { return &permanentError{err} }
+
+// IsPermanent reports whether retrying the step that failed with err cannot
+// help until someone changes the plan, the settings or the cluster:
+//   - the object is invalid (Invalid, BadRequest: a name or a value the API
+//     server or a CRD's schema rejects);
+//   - it is Forbidden (RBAC of the portal's identity, or an admission
+//     webhook or policy), except while its namespace is terminating;
+//   - the kind is not served (a CRD not installed), or the resource path is
+//     NotFound, except for a namespace deleted between steps, which
+//     re-applying the plan recreates;
+//   - the request itself is unacceptable (method, media type, size).
+//
+// Everything else is transient and worth retrying with backoff: timeouts,
+// throttling (429), conflicts (409), server errors (5xx), Unauthorized
+// (credentials may be refreshed), network errors and unknown errors, so
+// that a job is never abandoned on an error nobody classified. A cancelled
+// or expired context is not permanent either.
+func IsPermanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *permanentError
+	if errors.As(err, &pe) {
+		return true
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if meta.IsNoMatchError(err) {
+		return true
+	}
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return false
+	}
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err),
+		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
+		apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err):
+		return true
+	case apierrors.IsNotFound(err):
+		var st apierrors.APIStatus
+		if errors.As(err, &st) {
+			if d := st.Status().Details; d != nil && d.Kind == "namespaces" {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

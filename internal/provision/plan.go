@@ -1,0 +1,737 @@
+package provision
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// Labels and annotations the portal puts on what it provisions. The contract
+// hash is an annotation because a SHA-256 in hex (64 characters) is longer
+// than a label value may be.
+const (
+	LabelTeam              = "portal.hyperpod.io/team"
+	LabelConnection        = "portal.hyperpod.io/connection"
+	LabelContractVersion   = "portal.hyperpod.io/contract-version"
+	LabelManagedBy         = "app.kubernetes.io/managed-by"
+	AnnotationContractHash = "portal.hyperpod.io/contract-hash"
+	// AnnotationPodIdentityRole records the IAM role the workloads'
+	// ServiceAccount is meant to get. It is informational: EKS Pod Identity
+	// is bound on the AWS side (CreatePodIdentityAssociation), not by any
+	// annotation. The IRSA annotation (eks.amazonaws.com/role-arn) is
+	// deliberately not used: it would give pods a second credential path.
+	AnnotationPodIdentityRole = "portal.hyperpod.io/pod-identity-role-arn"
+
+	// ManagedBy is the value of LabelManagedBy and the server-side apply
+	// field manager.
+	ManagedBy = "hyperpod-portal"
+)
+
+// Names of the namespaced objects of a team namespace. Stable names make
+// re-applying a plan an update, never a second object.
+const (
+	NameViewerRole          = "team-viewer"
+	NameSubmitterRole       = "team-submitter"
+	NameViewerBinding       = "team-viewers"
+	NameSubmitterBinding    = "team-submitters"
+	NameResourceQuota       = "team-quota"
+	NameLimitRange          = "team-container-defaults"
+	NamePolicyDefaultDeny   = "default-deny"
+	NamePolicySameNamespace = "allow-same-namespace"
+	NamePolicyDNS           = "allow-dns"
+	NamePolicyPodIdentity   = "allow-eks-pod-identity-agent"
+	// NamePolicyEgressPrefix + the CIDR with '.', ':' and '/' as '-'.
+	NamePolicyEgressPrefix = "allow-egress-"
+)
+
+// ErrSlurm is returned by BuildPlan for a Slurm connection. It is an error
+// rather than an empty plan so that a Slurm connection can never be recorded
+// as provisioned by a plan that did nothing: its scope (Slurm account,
+// partition, QoS, Session Manager run-as) needs a provisioner of its own.
+var ErrSlurm = errors.New("provision: Slurm connections are not provisioned on EKS: this plan covers EKS namespaces only")
+
+// Plan is the desired state of one approved contract version on the
+// cluster: the objects to apply, in the order to apply them, and what the
+// plan cannot do (Warnings). Build it with BuildPlan.
+type Plan struct {
+	ConnectionID    int64
+	ContractVersion int
+	ContractHash    string
+	Team            string
+	Namespace       string
+
+	// Objects in dependency order. Guardrails come before access: the
+	// namespace, then its quota, defaults and network policies, then the
+	// Kueue queues, and only then the ServiceAccount, Roles and
+	// RoleBindings. A partly applied plan never grants access to a
+	// namespace without its limits.
+	Objects []Object
+
+	// Warnings are what the contract asks for that this plan does not
+	// deliver, in words an approver can act on.
+	Warnings []string
+}
+
+// Object is one desired Kubernetes object.
+type Object struct {
+	Kind      string
+	Namespace string // empty for cluster-scoped objects
+	Name      string
+	// Shared objects (WorkloadPriorityClasses, ResourceFlavors) are
+	// cluster-wide and the same for every team, so they carry no team,
+	// connection, version or hash: otherwise applying one team's plan
+	// would rewrite them for every other team.
+	Shared bool
+	// Detail is the object's substance in a few words, for Summary.
+	Detail string
+	Obj    *unstructured.Unstructured
+}
+
+// Ref is "namespace/name" or "name".
+func (o Object) Ref() string {
+	if o.Namespace == "" {
+		return o.Name
+	}
+	return o.Namespace + "/" + o.Name
+}
+
+// Summary is one line per object, in apply order:
+// "ResourceQuota hyperpod-ns-red/team-quota: requests.nvidia.com/gpu=24, ...".
+func (p Plan) Summary() []string {
+	out := make([]string, len(p.Objects))
+	for i, o := range p.Objects {
+		out[i] = o.Kind + " " + o.Ref()
+		if o.Detail != "" {
+			out[i] += ": " + o.Detail
+		}
+	}
+	return out
+}
+
+// YAML renders the objects as a multi-document YAML stream, in apply order,
+// keys sorted, that kubectl apply --server-side would accept.
+func (p Plan) YAML() string {
+	var b strings.Builder
+	for _, o := range p.Objects {
+		y, err := yaml.Marshal(o.Obj.Object)
+		if err != nil {
+			// The objects are JSON values built by BuildPlan.
+			panic("provision: rendering " + o.Kind + " " + o.Ref() + ": " + err.Error())
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	return b.String()
+}
+
+// Hash is the hex SHA-256 of YAML: what an approval records as "the plan I
+// saw". Warnings are not part of it; they follow from the contract, whose
+// own hash the approval records too.
+func (p Plan) Hash() string {
+	sum := sha256.Sum256([]byte(p.YAML()))
+	return hex.EncodeToString(sum[:])
+}
+
+// BuildPlan turns an approved contract version into the desired objects on
+// an EKS cluster. It is pure: the same arguments give the same plan, byte
+// for byte. hash must be the contract's hash (workflow.Contract.Hash), so
+// that a plan can never be built from one version and labelled as another.
+//
+// A Slurm contract gives ErrSlurm. An instance type missing from the
+// settings' Accelerators is an error, since its quota cannot be computed.
+func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s ClusterSettings) (Plan, error) {
+	c = c.Normalize()
+	switch {
+	case c.Orchestrator == workflow.OrchestratorSlurm:
+		return Plan{}, ErrSlurm
+	case c.Orchestrator != workflow.OrchestratorEKS:
+		return Plan{}, fmt.Errorf("provision: orchestrator %q is not %s", c.Orchestrator, workflow.OrchestratorEKS)
+	case connID <= 0:
+		return Plan{}, fmt.Errorf("provision: connection id %d: must be positive", connID)
+	case version <= 0:
+		return Plan{}, fmt.Errorf("provision: contract version %d: must be positive", version)
+	case hash != c.Hash():
+		return Plan{}, fmt.Errorf("provision: hash %q is not the hash of this contract (%s): wrong version?", hash, c.Hash())
+	}
+	if errs := validation.IsDNS1123Label(c.Team); len(errs) > 0 {
+		return Plan{}, fmt.Errorf("provision: team %q: %s", c.Team, strings.Join(errs, "; "))
+	}
+	s = s.withDefaults()
+	if err := s.check(); err != nil {
+		return Plan{}, fmt.Errorf("provision: %w", err)
+	}
+
+	b := &builder{c: c, s: s, plan: Plan{
+		ConnectionID:    connID,
+		ContractVersion: version,
+		ContractHash:    hash,
+		Team:            c.Team,
+		Namespace:       s.NamespacePrefix + c.Team,
+	}}
+	if len(c.Namespaces) > 0 {
+		b.plan.Namespace = c.Namespaces[0]
+		if len(c.Namespaces) > 1 {
+			b.warn("namespaces %s are not provisioned: this plan provisions the team namespace %s only",
+				strings.Join(c.Namespaces[1:], ", "), c.Namespaces[0])
+		}
+	}
+	if errs := validation.IsDNS1123Label(b.plan.Namespace); len(errs) > 0 {
+		return Plan{}, fmt.Errorf("provision: namespace %q: %s", b.plan.Namespace, strings.Join(errs, "; "))
+	}
+	cq := team(s.ClusterQueueNameFormat, c.Team)
+	if errs := validation.IsDNS1123Subdomain(cq); len(errs) > 0 {
+		return Plan{}, fmt.Errorf("provision: ClusterQueue name %q: %s", cq, strings.Join(errs, "; "))
+	}
+	g, err := guarantee(c.Scheduling.Guaranteed, s.Accelerators)
+	if err != nil {
+		return Plan{}, err
+	}
+
+	b.namespace()
+	b.resourceQuota(g)
+	b.limitRange()
+	b.networkPolicies()
+	if s.ClusterQueueManagedByPortal {
+		b.priorityClasses()
+		b.resourceFlavors(g)
+		b.clusterQueue(cq, g)
+	}
+	b.localQueue(cq)
+	b.serviceAccount()
+	b.roles()
+	b.roleBindings()
+	b.checkPriorityClasses()
+	if b.err != nil {
+		return Plan{}, b.err
+	}
+	return b.plan, nil
+}
+
+// builder accumulates a plan. Conversion errors (which would be bugs in the
+// builder) are kept in err, so that each step reads as a list of objects.
+type builder struct {
+	c    workflow.Contract
+	s    ClusterSettings
+	plan Plan
+	err  error
+}
+
+func (b *builder) warn(format string, a ...any) {
+	b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf(format, a...))
+}
+
+// add labels obj and appends it to the plan.
+func (b *builder) add(obj runtime.Object, shared bool, detail string) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		b.err = errors.Join(b.err, fmt.Errorf("provision: %T has no metadata", obj))
+		return
+	}
+	labels := map[string]string{LabelManagedBy: ManagedBy}
+	if !shared {
+		labels[LabelTeam] = b.c.Team
+		labels[LabelConnection] = strconv.FormatInt(b.plan.ConnectionID, 10)
+		labels[LabelContractVersion] = strconv.Itoa(b.plan.ContractVersion)
+		ann := m.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationContractHash] = b.plan.ContractHash
+		m.SetAnnotations(ann)
+	}
+	m.SetLabels(labels)
+	u, err := toUnstructured(obj)
+	if err != nil {
+		b.err = errors.Join(b.err, err)
+		return
+	}
+	b.plan.Objects = append(b.plan.Objects, Object{
+		Kind:      u.GetKind(),
+		Namespace: m.GetNamespace(),
+		Name:      m.GetName(),
+		Shared:    shared,
+		Detail:    detail,
+		Obj:       u,
+	})
+}
+
+// toUnstructured converts a typed object (with its TypeMeta set) into the
+// form server-side apply sends, leaving out what the portal does not own:
+// status, an empty spec and the zero creationTimestamp.
+func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("provision: converting %T: %w", obj, err)
+	}
+	delete(m, "status")
+	if spec, ok := m["spec"].(map[string]any); ok && len(spec) == 0 {
+		delete(m, "spec") // a Namespace's
+	}
+	if md, ok := m["metadata"].(map[string]any); ok && md["creationTimestamp"] == nil {
+		delete(md, "creationTimestamp")
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if u.GetAPIVersion() == "" || u.GetKind() == "" {
+		return nil, fmt.Errorf("provision: %T has no apiVersion or kind", obj)
+	}
+	return u, nil
+}
+
+func (b *builder) meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: b.plan.Namespace}
+}
+
+func (b *builder) namespace() {
+	b.add(&corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: b.plan.Namespace},
+	}, false, "")
+}
+
+// guaranteed is the team's guarantee: per instance type, and summed per
+// resource.
+type guaranteed struct {
+	rows      []guaranteeRow
+	resources []corev1.ResourceName // cpu, memory, then accelerators sorted
+	total     map[corev1.ResourceName]int64
+	instances int64
+}
+
+type guaranteeRow struct {
+	instanceType string
+	count        int64
+	per          ResourcesPerInstance
+}
+
+// amount is what count instances bring of r: cores, GiB or devices.
+func (g guaranteeRow) amount(r corev1.ResourceName) int64 {
+	switch r {
+	case corev1.ResourceCPU:
+		return g.count * int64(g.per.CPU)
+	case corev1.ResourceMemory:
+		return g.count * int64(g.per.MemoryGiB)
+	}
+	if g.per.Accelerators > 0 && corev1.ResourceName(g.per.AcceleratorResource) == r {
+		return g.count * int64(g.per.Accelerators)
+	}
+	return 0
+}
+
+func guarantee(rows []workflow.Capacity, table map[string]ResourcesPerInstance) (guaranteed, error) {
+	g := guaranteed{total: map[corev1.ResourceName]int64{}}
+	if len(rows) == 0 {
+		return g, errors.New("provision: the contract guarantees no capacity: nothing to base the quota on")
+	}
+	var accel []corev1.ResourceName
+	for _, r := range rows {
+		per, ok := table[r.InstanceType]
+		switch {
+		case !ok:
+			return g, fmt.Errorf("provision: instance type %s is not in the cluster settings' accelerator table: its quota cannot be computed", r.InstanceType)
+		case r.Count < 1:
+			return g, fmt.Errorf("provision: instance type %s: count %d must be at least 1", r.InstanceType, r.Count)
+		}
+		g.rows = append(g.rows, guaranteeRow{instanceType: r.InstanceType, count: int64(r.Count), per: per})
+		g.instances += int64(r.Count)
+		if per.Accelerators > 0 && !slices.Contains(accel, corev1.ResourceName(per.AcceleratorResource)) {
+			accel = append(accel, corev1.ResourceName(per.AcceleratorResource))
+		}
+	}
+	slices.Sort(accel)
+	g.resources = append([]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}, accel...)
+	for _, row := range g.rows {
+		for _, r := range g.resources {
+			g.total[r] += row.amount(r)
+		}
+	}
+	return g, nil
+}
+
+// quantity renders an amount of r: memory in GiB, the rest as plain counts.
+func quantity(r corev1.ResourceName, n int64) resource.Quantity {
+	if r == corev1.ResourceMemory {
+		return *resource.NewQuantity(n<<30, resource.BinarySI)
+	}
+	return *resource.NewQuantity(n, resource.DecimalSI)
+}
+
+// borrowPercent is the borrow limit when the team borrows, else 0.
+func (b *builder) borrowPercent() int64 {
+	if b.c.Scheduling.Sharing.Borrows() {
+		return int64(b.c.Scheduling.BorrowLimitPercent)
+	}
+	return 0
+}
+
+// resourceQuota caps what the namespace may request at the guarantee plus
+// what the team may borrow: the hard backstop behind Kueue's admission.
+// Rounded down, since accelerators come in whole devices. Extended
+// resources can only be quota'd on requests (their limits equal them).
+func (b *builder) resourceQuota(g guaranteed) {
+	pct := b.borrowPercent()
+	scale := func(n int64) int64 { return n * (100 + pct) / 100 }
+	hard := corev1.ResourceList{}
+	var parts []string
+	for _, r := range append(slices.Clone(g.resources[2:]), corev1.ResourceCPU, corev1.ResourceMemory) {
+		q := quantity(r, scale(g.total[r]))
+		name := corev1.ResourceName("requests." + string(r))
+		hard[name] = q
+		parts = append(parts, fmt.Sprintf("%s=%s", name, q.String()))
+	}
+	pods := scale(g.instances * int64(b.s.MaxPodsPerInstance))
+	hard[corev1.ResourcePods] = *resource.NewQuantity(pods, resource.DecimalSI)
+	parts = append(parts, fmt.Sprintf("pods=%d", pods))
+	detail := strings.Join(parts, ", ")
+	if pct > 0 {
+		detail += fmt.Sprintf(" (guarantee + %d%% borrowing)", pct)
+	} else {
+		detail += " (the guarantee)"
+	}
+	b.add(&corev1.ResourceQuota{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
+		ObjectMeta: b.meta(NameResourceQuota),
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}, false, detail)
+}
+
+func (b *builder) limitRange() {
+	d := b.s.DefaultLimits
+	item := corev1.LimitRangeItem{Type: corev1.LimitTypeContainer}
+	var parts []string
+	set := func(list *corev1.ResourceList, what string, r corev1.ResourceName, v string) {
+		if v == "" {
+			return
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[r] = resource.MustParse(v) // checked by ClusterSettings.check
+		parts = append(parts, fmt.Sprintf("%s %s=%s", what, r, v))
+	}
+	set(&item.DefaultRequest, "default request", corev1.ResourceCPU, d.RequestCPU)
+	set(&item.DefaultRequest, "default request", corev1.ResourceMemory, d.RequestMemory)
+	set(&item.Default, "default limit", corev1.ResourceCPU, d.LimitCPU)
+	set(&item.Default, "default limit", corev1.ResourceMemory, d.LimitMemory)
+	b.add(&corev1.LimitRange{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
+		ObjectMeta: b.meta(NameLimitRange),
+		Spec:       corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{item}},
+	}, false, "per container: "+strings.Join(parts, ", "))
+}
+
+func (b *builder) networkPolicy(name string, spec networkingv1.NetworkPolicySpec, detail string) {
+	b.add(&networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: b.meta(name),
+		Spec:       spec,
+	}, false, detail)
+}
+
+func ports(proto corev1.Protocol, ps ...int) []networkingv1.NetworkPolicyPort {
+	out := make([]networkingv1.NetworkPolicyPort, len(ps))
+	for i, p := range ps {
+		port := intstr.FromInt32(int32(p))
+		out[i] = networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port}
+	}
+	return out
+}
+
+func joinInts(ps []int) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ", ")
+}
+
+// networkPolicies: deny everything, then allow the namespace itself, DNS,
+// the Pod Identity agent (without which the workloads' ServiceAccount gets
+// no AWS credentials) and each CIDR the contract names. Contract ports are
+// TCP.
+func (b *builder) networkPolicies() {
+	all := metav1.LabelSelector{}
+	both := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
+	egress := []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+
+	b.networkPolicy(NamePolicyDefaultDeny, networkingv1.NetworkPolicySpec{
+		PodSelector: all, PolicyTypes: both,
+	}, "deny all ingress and egress of every pod")
+
+	same := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}
+	b.networkPolicy(NamePolicySameNamespace, networkingv1.NetworkPolicySpec{
+		PodSelector: all,
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: same}},
+		Egress:      []networkingv1.NetworkPolicyEgressRule{{To: same}},
+		PolicyTypes: both,
+	}, "ingress and egress between pods of this namespace")
+
+	b.networkPolicy(NamePolicyDNS, networkingv1.NetworkPolicySpec{
+		PodSelector: all,
+		Egress: []networkingv1.NetworkPolicyEgressRule{{
+			To: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "kube-system"}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+			}},
+			Ports: append(ports(corev1.ProtocolUDP, 53), ports(corev1.ProtocolTCP, 53)...),
+		}},
+		PolicyTypes: egress,
+	}, "egress to kube-system/kube-dns on UDP and TCP 53")
+
+	if len(b.s.PodIdentityAgentCIDRs) > 0 {
+		var to []networkingv1.NetworkPolicyPeer
+		for _, cidr := range b.s.PodIdentityAgentCIDRs {
+			to = append(to, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr}})
+		}
+		b.networkPolicy(NamePolicyPodIdentity, networkingv1.NetworkPolicySpec{
+			PodSelector: all,
+			Egress:      []networkingv1.NetworkPolicyEgressRule{{To: to, Ports: ports(corev1.ProtocolTCP, PodIdentityAgentPort)}},
+			PolicyTypes: egress,
+		}, fmt.Sprintf("egress to the EKS Pod Identity agent %s on TCP %d", strings.Join(b.s.PodIdentityAgentCIDRs, ", "), PodIdentityAgentPort))
+	}
+
+	for _, e := range b.c.EgressAllowances {
+		if !strings.Contains(e.Destination, "/") {
+			b.warn("egress to %s on TCP %s is NOT allowed by this plan: a NetworkPolicy cannot name a DNS destination, "+
+				"so it needs an egress proxy or an FQDN policy (e.g. Cilium toFQDNs); until one exists the namespace's default deny blocks it",
+				e.Destination, joinInts(e.Ports))
+			continue
+		}
+		name := NamePolicyEgressPrefix + strings.NewReplacer(".", "-", ":", "-", "/", "-").Replace(e.Destination)
+		b.networkPolicy(name, networkingv1.NetworkPolicySpec{
+			PodSelector: all,
+			Egress: []networkingv1.NetworkPolicyEgressRule{{
+				To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: e.Destination}}},
+				Ports: ports(corev1.ProtocolTCP, e.Ports...),
+			}},
+			PolicyTypes: egress,
+		}, fmt.Sprintf("egress to %s on TCP %s", e.Destination, joinInts(e.Ports)))
+	}
+}
+
+func kueueTypeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: kind}
+}
+
+// priorityClasses are the cluster's, not the team's: shared objects.
+func (b *builder) priorityClasses() {
+	for _, pc := range b.s.PriorityClasses {
+		b.add(&kueue.WorkloadPriorityClass{
+			TypeMeta:   kueueTypeMeta("WorkloadPriorityClass"),
+			ObjectMeta: metav1.ObjectMeta{Name: pc.Name},
+			Value:      pc.Value,
+		}, true, fmt.Sprintf("value %d (shared by all teams)", pc.Value))
+	}
+}
+
+// resourceFlavors: one per guaranteed instance type, named after it and
+// selecting its nodes by the instance-type label HyperPod nodes carry.
+func (b *builder) resourceFlavors(g guaranteed) {
+	for _, row := range g.rows {
+		b.add(&kueue.ResourceFlavor{
+			TypeMeta:   kueueTypeMeta("ResourceFlavor"),
+			ObjectMeta: metav1.ObjectMeta{Name: row.instanceType},
+			Spec: kueue.ResourceFlavorSpec{
+				NodeLabels: map[string]string{corev1.LabelInstanceTypeStable: row.instanceType},
+			},
+		}, true, fmt.Sprintf("nodes labelled %s=%s (shared by all teams)", corev1.LabelInstanceTypeStable, row.instanceType))
+	}
+}
+
+// clusterQueue maps the contract's scheduling onto Kueue:
+//   - nominal quota per instance type (flavor) and resource: the guarantee;
+//   - borrowingLimit: the borrow percentage of the nominal quota when the
+//     team borrows, else 0; lendingLimit: unset (all of it) when the team
+//     lends, else 0. Both need a cohort; without one they are left out;
+//   - preemption: withinClusterQueue LowerPriority or Never, from the
+//     contract; reclaimWithinCohort Any when the team lends, so that what it
+//     lent comes back when it needs its guarantee (a guarantee that cannot
+//     be reclaimed is not one); borrowWithinCohort is left at Never;
+//   - fair-sharing weight: the contract's (used when Kueue runs fair
+//     sharing);
+//   - namespaceSelector: the team namespace only.
+func (b *builder) clusterQueue(name string, g guaranteed) {
+	sch := b.c.Scheduling
+	cohort := b.s.Cohort
+	if cohort == "" && sch.Sharing != workflow.SharingNeither {
+		b.warn("the cluster settings name no Kueue cohort, so the sharing strategy %q cannot take effect: the team neither lends nor borrows", sch.Sharing)
+	}
+	rg := kueue.ResourceGroup{CoveredResources: g.resources}
+	var flavorParts []string
+	for _, row := range g.rows {
+		fq := kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(row.instanceType)}
+		var rs []string
+		for _, r := range g.resources {
+			n := row.amount(r)
+			q := kueue.ResourceQuota{Name: r, NominalQuota: quantity(r, n)}
+			if cohort != "" {
+				bl := quantity(r, n*b.borrowPercent()/100)
+				q.BorrowingLimit = &bl
+				if !sch.Sharing.Lends() {
+					ll := quantity(r, 0)
+					q.LendingLimit = &ll
+				}
+			}
+			fq.Resources = append(fq.Resources, q)
+			rs = append(rs, fmt.Sprintf("%s=%s", r, q.NominalQuota.String()))
+		}
+		rg.Flavors = append(rg.Flavors, fq)
+		flavorParts = append(flavorParts, fmt.Sprintf("%s × %d (%s)", row.instanceType, row.count, strings.Join(rs, " ")))
+	}
+	within := kueue.PreemptionPolicyNever
+	if sch.Preemption == workflow.PreemptLowerPriority {
+		within = kueue.PreemptionPolicyLowerPriority
+	}
+	reclaim := kueue.PreemptionPolicyNever
+	if cohort != "" && sch.Sharing.Lends() {
+		reclaim = kueue.PreemptionPolicyAny
+	}
+	weight := resource.MustParse(strconv.Itoa(sch.FairShareWeight))
+	spec := kueue.ClusterQueueSpec{
+		ResourceGroups:    []kueue.ResourceGroup{rg},
+		CohortName:        kueue.CohortReference(cohort),
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: b.plan.Namespace}},
+		Preemption: &kueue.ClusterQueuePreemption{
+			WithinClusterQueue:  within,
+			ReclaimWithinCohort: reclaim,
+		},
+		FairSharing: &kueue.FairSharing{Weight: &weight},
+	}
+	sharing := "no cohort: no lending or borrowing"
+	if cohort != "" {
+		lend := "lends none"
+		if sch.Sharing.Lends() {
+			lend = "lends all idle"
+		}
+		sharing = fmt.Sprintf("cohort %s, borrows up to %d%%, %s", cohort, b.borrowPercent(), lend)
+	}
+	b.add(&kueue.ClusterQueue{
+		TypeMeta:   kueueTypeMeta("ClusterQueue"),
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       spec,
+	}, false, fmt.Sprintf("%s; %s; preemption within queue %s, reclaim %s; fair-share weight %d",
+		strings.Join(flavorParts, ", "), sharing, within, reclaim, sch.FairShareWeight))
+}
+
+// localQueue is where the team's jobs queue (label kueue.x-k8s.io/queue-name).
+// When HyperPod task governance manages the ClusterQueue, the add-on may
+// have created the same LocalQueue; applying ours then only adds labels.
+func (b *builder) localQueue(cq string) {
+	owner := "the portal"
+	if !b.s.ClusterQueueManagedByPortal {
+		owner = "HyperPod task governance"
+	}
+	b.add(&kueue.LocalQueue{
+		TypeMeta:   kueueTypeMeta("LocalQueue"),
+		ObjectMeta: b.meta(b.plan.Namespace + "-localqueue"),
+		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)},
+	}, false, fmt.Sprintf("queues to ClusterQueue %s (managed by %s)", cq, owner))
+}
+
+// serviceAccount is the identity of the team's workloads. It mounts no
+// Kubernetes API token by default: training jobs do not call the API
+// server, and Pod Identity brings its own projected token.
+func (b *builder) serviceAccount() {
+	no := false
+	b.add(&corev1.ServiceAccount{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        b.c.Team + "-workloads",
+			Namespace:   b.plan.Namespace,
+			Annotations: map[string]string{AnnotationPodIdentityRole: b.c.WorkloadRoleARN},
+		},
+		AutomountServiceAccountToken: &no,
+	}, false, "for workloads; EKS Pod Identity role "+b.c.WorkloadRoleARN+" (associated on the AWS side)")
+}
+
+var (
+	readVerbs   = []string{"get", "list", "watch"}
+	submitVerbs = []string{"create", "delete", "patch"}
+)
+
+// roles: a viewer Role to see the team's work (Studio's task view needs
+// exactly this) and a submitter Role to start and stop it. Submitters get
+// Jobs and PyTorchJobs only, not Pods: a bare Pod would bypass the Kueue
+// queue and its quota accounting, and the job controllers create the pods
+// under their own identity.
+func (b *builder) roles() {
+	view := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "events"}, Verbs: readVerbs},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: readVerbs},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: readVerbs},
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs"}, Verbs: readVerbs},
+		{APIGroups: []string{kueue.GroupVersion.Group}, Resources: []string{"workloads", "localqueues"}, Verbs: readVerbs},
+	}
+	submit := []rbacv1.PolicyRule{
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: submitVerbs},
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs"}, Verbs: submitVerbs},
+	}
+	for _, r := range []struct {
+		name   string
+		rules  []rbacv1.PolicyRule
+		detail string
+	}{
+		{NameViewerRole, view, "get, list, watch on pods, pods/log, events, jobs, pytorchjobs, kueue workloads and localqueues"},
+		{NameSubmitterRole, submit, "create, delete, patch on jobs and pytorchjobs (no bare pods: they would bypass the queue)"},
+	} {
+		b.add(&rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: b.meta(r.name),
+			Rules:      r.rules,
+		}, false, r.detail)
+	}
+}
+
+// roleBindings: viewers, submitters (who also need to see what they
+// submitted) and the Studio execution role see; submitters submit.
+func (b *builder) roleBindings() {
+	k := b.s.KubernetesGroups
+	viewer := team(k.ViewerGroupFormat, b.c.Team)
+	submitter := team(k.SubmitterGroupFormat, b.c.Team)
+	studio := team(b.s.StudioExecutionRoleGroupFormat, b.c.Team)
+	for _, rb := range []struct {
+		name, role string
+		groups     []string
+	}{
+		{NameViewerBinding, NameViewerRole, []string{viewer, submitter, studio}},
+		{NameSubmitterBinding, NameSubmitterRole, []string{submitter}},
+	} {
+		var subjects []rbacv1.Subject
+		for _, g := range rb.groups {
+			subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
+		}
+		b.add(&rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: b.meta(rb.name),
+			Subjects:   subjects,
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: rb.role},
+		}, false, fmt.Sprintf("Role %s to groups %s", rb.role, strings.Join(rb.groups, ", ")))
+	}
+}
+
+// checkPriorityClasses warns about classes the contract names that the
+// cluster does not define: jobs labelled with them would not be admitted.
+func (b *builder) checkPriorityClasses() {
+	for _, want := range b.c.Scheduling.PriorityClasses {
+		if !slices.ContainsFunc(b.s.PriorityClasses, func(pc PriorityClass) bool { return pc.Name == want }) {
+			b.warn("priority class %s is not one of the cluster's priority classes: jobs using it will not be admitted until it exists", want)
+		}
+	}
+}

@@ -1,0 +1,293 @@
+package provision
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// ClusterSettings are the facts about one shared cluster that a contract does
+// not carry: how the cluster names namespaces, queues and groups, whether the
+// portal or the HyperPod console owns the Kueue ClusterQueues, and what each
+// instance type brings. cmd/portal fills it from configuration; start from
+// DefaultClusterSettings.
+//
+// BuildPlan fills empty fields with the defaults, so a zero value is usable.
+// For the two lists, nil means the default and an empty non-nil slice means
+// none.
+type ClusterSettings struct {
+	// NamespacePrefix names the team namespace (prefix + team) when the
+	// contract names none. HyperPod task governance uses "hyperpod-ns-".
+	NamespacePrefix string
+
+	// ClusterQueueNameFormat names the team's Kueue ClusterQueue; %s is the
+	// team. HyperPod task governance creates "hyperpod-ns-<team>-clusterqueue".
+	ClusterQueueNameFormat string
+
+	// ClusterQueueManagedByPortal: the portal creates the team's ClusterQueue
+	// (and the cluster's WorkloadPriorityClasses and ResourceFlavors) itself.
+	// False (the default) when HyperPod task governance creates them from the
+	// compute quota; then the plan only points a LocalQueue at it.
+	ClusterQueueManagedByPortal bool
+
+	// Cohort is the Kueue cohort of the portal's ClusterQueues. Without one a
+	// team can neither lend nor borrow.
+	Cohort string
+
+	// PriorityClasses are the cluster's workload priority classes. Nil means
+	// DefaultPriorityClasses.
+	PriorityClasses []PriorityClass
+
+	// DefaultLimits fill in the resources of containers that name none, so
+	// that the namespace's ResourceQuota (which requires cpu and memory
+	// requests) does not reject them.
+	DefaultLimits ContainerDefaults
+
+	// StudioExecutionRoleGroupFormat is the Kubernetes group of the team's
+	// SageMaker Studio execution role (its EKS access entry lists it); %s is
+	// the team. Studio shows the team's tasks through it.
+	StudioExecutionRoleGroupFormat string
+
+	// KubernetesGroups are the groups of the team's people, as the EKS access
+	// entries (or the identity provider) give them.
+	KubernetesGroups KubernetesGroups
+
+	// Accelerators is what one instance of each type brings. Nil means
+	// DefaultAccelerators. A guaranteed instance type missing here is an
+	// error: its quota cannot be computed.
+	Accelerators map[string]ResourcesPerInstance
+
+	// MaxPodsPerInstance bounds the pods quota: pods per guaranteed instance.
+	MaxPodsPerInstance int
+
+	// PodIdentityAgentCIDRs are the addresses of the EKS Pod Identity agent,
+	// which the workloads' ServiceAccount needs for AWS credentials once
+	// egress is denied by default. Nil means DefaultPodIdentityAgentCIDRs;
+	// empty means no such NetworkPolicy.
+	PodIdentityAgentCIDRs []string
+}
+
+// PriorityClass is one of the cluster's Kueue WorkloadPriorityClasses.
+type PriorityClass struct {
+	Name  string
+	Value int32
+}
+
+// ContainerDefaults become the namespace's LimitRange: the requests and
+// limits of a container that sets none. Empty fields are left out.
+type ContainerDefaults struct {
+	RequestCPU    string
+	RequestMemory string
+	LimitCPU      string
+	LimitMemory   string
+}
+
+// KubernetesGroups are format strings; %s is the team.
+type KubernetesGroups struct {
+	ViewerGroupFormat    string
+	SubmitterGroupFormat string
+}
+
+// ResourcesPerInstance is what one instance of a type brings to a quota.
+type ResourcesPerInstance struct {
+	// Accelerators is the number of accelerator devices, counted in
+	// AcceleratorResource (default nvidia.com/gpu).
+	Accelerators        int
+	AcceleratorResource string
+	CPU                 int // vCPUs
+	MemoryGiB           int
+}
+
+// Defaults.
+const (
+	DefaultNamespacePrefix        = "hyperpod-ns-"
+	DefaultClusterQueueNameFormat = "hyperpod-ns-%s-clusterqueue"
+	DefaultStudioGroupFormat      = "studio-%s"
+	DefaultViewerGroupFormat      = "team-%s-viewers"
+	DefaultSubmitterGroupFormat   = "team-%s-submitters"
+	// DefaultMaxPodsPerInstance is the EKS default maximum of pods per node.
+	DefaultMaxPodsPerInstance = 110
+
+	ResourceNvidiaGPU = "nvidia.com/gpu"
+	// ResourceNeuron counts Trainium/Inferentia devices (the Neuron device
+	// plugin's resource).
+	ResourceNeuron = "aws.amazon.com/neuron"
+)
+
+// DefaultContainerDefaults: enough for a sidecar or a small tool. No default
+// CPU limit, so that a training container that forgot its limits is not
+// throttled; a default memory limit, so that it cannot take a node down.
+var DefaultContainerDefaults = ContainerDefaults{
+	RequestCPU:    "500m",
+	RequestMemory: "1Gi",
+	LimitMemory:   "4Gi",
+}
+
+// DefaultPriorityClasses are the classes a cluster starts with: serving
+// first, then interactive work, then batch work.
+var DefaultPriorityClasses = []PriorityClass{
+	{Name: "inference", Value: 1000},
+	{Name: "interactive", Value: 800},
+	{Name: "training", Value: 500},
+	{Name: "fine-tuning", Value: 400},
+	{Name: "experiment", Value: 100},
+}
+
+// DefaultPodIdentityAgentCIDRs are the EKS Pod Identity agent's link-local
+// addresses (IPv4 and IPv6); it serves credentials on port 80.
+var DefaultPodIdentityAgentCIDRs = []string{"169.254.170.23/32", "fd00:ec2::23/128"}
+
+// PodIdentityAgentPort is the port the EKS Pod Identity agent serves on.
+const PodIdentityAgentPort = 80
+
+// DefaultAccelerators covers workflow.DefaultInstanceTypes with the figures
+// AWS publishes for each instance type (vCPUs, memory, accelerator devices).
+var DefaultAccelerators = map[string]ResourcesPerInstance{
+	"ml.p4d.24xlarge":       gpu(8, 96, 1152),  // 8 A100 40 GB
+	"ml.p4de.24xlarge":      gpu(8, 96, 1152),  // 8 A100 80 GB
+	"ml.p5.4xlarge":         gpu(1, 16, 256),   // 1 H100
+	"ml.p5.48xlarge":        gpu(8, 192, 2048), // 8 H100
+	"ml.p5e.48xlarge":       gpu(8, 192, 2048), // 8 H200
+	"ml.p5en.48xlarge":      gpu(8, 192, 2048), // 8 H200
+	"ml.p6-b200.48xlarge":   gpu(8, 192, 2048), // 8 B200
+	"ml.p6e-gb200.36xlarge": gpu(4, 144, 960),  // 4 B200 (GB200 superchips)
+	"ml.trn1.32xlarge":      neuron(16, 128, 512),
+	"ml.trn1n.32xlarge":     neuron(16, 128, 512),
+	"ml.trn2.48xlarge":      neuron(16, 192, 2048),
+	// A10G
+	"ml.g5.xlarge": gpu(1, 4, 16), "ml.g5.2xlarge": gpu(1, 8, 32), "ml.g5.4xlarge": gpu(1, 16, 64),
+	"ml.g5.8xlarge": gpu(1, 32, 128), "ml.g5.12xlarge": gpu(4, 48, 192), "ml.g5.16xlarge": gpu(1, 64, 256),
+	"ml.g5.24xlarge": gpu(4, 96, 384), "ml.g5.48xlarge": gpu(8, 192, 768),
+	// L4
+	"ml.g6.xlarge": gpu(1, 4, 16), "ml.g6.2xlarge": gpu(1, 8, 32), "ml.g6.4xlarge": gpu(1, 16, 64),
+	"ml.g6.8xlarge": gpu(1, 32, 128), "ml.g6.12xlarge": gpu(4, 48, 192), "ml.g6.16xlarge": gpu(1, 64, 256),
+	"ml.g6.24xlarge": gpu(4, 96, 384), "ml.g6.48xlarge": gpu(8, 192, 768),
+	// L40S
+	"ml.g6e.xlarge": gpu(1, 4, 32), "ml.g6e.2xlarge": gpu(1, 8, 64), "ml.g6e.4xlarge": gpu(1, 16, 128),
+	"ml.g6e.8xlarge": gpu(1, 32, 256), "ml.g6e.12xlarge": gpu(4, 48, 384), "ml.g6e.16xlarge": gpu(1, 64, 512),
+	"ml.g6e.24xlarge": gpu(4, 96, 768), "ml.g6e.48xlarge": gpu(8, 192, 1536),
+	// CPU only
+	"ml.c5.large": cpu(2, 4), "ml.c5.xlarge": cpu(4, 8), "ml.c5.2xlarge": cpu(8, 16), "ml.c5.4xlarge": cpu(16, 32),
+	"ml.c5.9xlarge": cpu(36, 72), "ml.c5.12xlarge": cpu(48, 96), "ml.c5.18xlarge": cpu(72, 144), "ml.c5.24xlarge": cpu(96, 192),
+	"ml.m5.large": cpu(2, 8), "ml.m5.xlarge": cpu(4, 16), "ml.m5.2xlarge": cpu(8, 32), "ml.m5.4xlarge": cpu(16, 64),
+	"ml.m5.8xlarge": cpu(32, 128), "ml.m5.12xlarge": cpu(48, 192), "ml.m5.16xlarge": cpu(64, 256), "ml.m5.24xlarge": cpu(96, 384),
+	"ml.t3.medium": cpu(2, 4), "ml.t3.large": cpu(2, 8), "ml.t3.xlarge": cpu(4, 16), "ml.t3.2xlarge": cpu(8, 32),
+}
+
+func gpu(n, vcpu, gib int) ResourcesPerInstance {
+	return ResourcesPerInstance{Accelerators: n, AcceleratorResource: ResourceNvidiaGPU, CPU: vcpu, MemoryGiB: gib}
+}
+
+func neuron(n, vcpu, gib int) ResourcesPerInstance {
+	return ResourcesPerInstance{Accelerators: n, AcceleratorResource: ResourceNeuron, CPU: vcpu, MemoryGiB: gib}
+}
+
+func cpu(vcpu, gib int) ResourcesPerInstance { return ResourcesPerInstance{CPU: vcpu, MemoryGiB: gib} }
+
+// DefaultClusterSettings are the settings of a cluster run by HyperPod task
+// governance: its namespace and queue names, ClusterQueues managed by the
+// HyperPod console.
+func DefaultClusterSettings() ClusterSettings {
+	return ClusterSettings{}.withDefaults()
+}
+
+// withDefaults returns s with every empty field set to its default. The
+// maps and slices it returns are copies: a plan never aliases settings.
+func (s ClusterSettings) withDefaults() ClusterSettings {
+	if s.NamespacePrefix == "" {
+		s.NamespacePrefix = DefaultNamespacePrefix
+	}
+	if s.ClusterQueueNameFormat == "" {
+		s.ClusterQueueNameFormat = DefaultClusterQueueNameFormat
+	}
+	if s.PriorityClasses == nil {
+		s.PriorityClasses = DefaultPriorityClasses
+	}
+	s.PriorityClasses = slices.Clone(s.PriorityClasses)
+	if s.DefaultLimits == (ContainerDefaults{}) {
+		s.DefaultLimits = DefaultContainerDefaults
+	}
+	if s.StudioExecutionRoleGroupFormat == "" {
+		s.StudioExecutionRoleGroupFormat = DefaultStudioGroupFormat
+	}
+	if s.KubernetesGroups.ViewerGroupFormat == "" {
+		s.KubernetesGroups.ViewerGroupFormat = DefaultViewerGroupFormat
+	}
+	if s.KubernetesGroups.SubmitterGroupFormat == "" {
+		s.KubernetesGroups.SubmitterGroupFormat = DefaultSubmitterGroupFormat
+	}
+	if s.Accelerators == nil {
+		s.Accelerators = DefaultAccelerators
+	}
+	s.Accelerators = maps.Clone(s.Accelerators)
+	for t, r := range s.Accelerators {
+		if r.Accelerators > 0 && r.AcceleratorResource == "" {
+			r.AcceleratorResource = ResourceNvidiaGPU
+			s.Accelerators[t] = r
+		}
+	}
+	if s.MaxPodsPerInstance == 0 {
+		s.MaxPodsPerInstance = DefaultMaxPodsPerInstance
+	}
+	if s.PodIdentityAgentCIDRs == nil {
+		s.PodIdentityAgentCIDRs = DefaultPodIdentityAgentCIDRs
+	}
+	s.PodIdentityAgentCIDRs = slices.Clone(s.PodIdentityAgentCIDRs)
+	return s
+}
+
+// check reports settings that cannot produce a valid plan. Settings come
+// from configuration, so these are configuration errors, not contract ones.
+func (s ClusterSettings) check() error {
+	for _, f := range []struct{ name, format string }{
+		{"ClusterQueueNameFormat", s.ClusterQueueNameFormat},
+		{"StudioExecutionRoleGroupFormat", s.StudioExecutionRoleGroupFormat},
+		{"KubernetesGroups.ViewerGroupFormat", s.KubernetesGroups.ViewerGroupFormat},
+		{"KubernetesGroups.SubmitterGroupFormat", s.KubernetesGroups.SubmitterGroupFormat},
+	} {
+		if strings.Count(f.format, "%s") != 1 || strings.Count(f.format, "%") != 1 {
+			return fmt.Errorf("settings: %s %q must contain %%s (the team) once and no other %% verb", f.name, f.format)
+		}
+	}
+	seen := map[string]bool{}
+	for _, pc := range s.PriorityClasses {
+		if errs := validation.IsDNS1123Subdomain(pc.Name); len(errs) > 0 || seen[pc.Name] {
+			return fmt.Errorf("settings: priority class %q must be a Kubernetes name, listed once", pc.Name)
+		}
+		seen[pc.Name] = true
+	}
+	if s.Cohort != "" {
+		if errs := validation.IsDNS1123Subdomain(s.Cohort); len(errs) > 0 {
+			return fmt.Errorf("settings: cohort %q: %s", s.Cohort, strings.Join(errs, "; "))
+		}
+	}
+	for _, q := range []struct{ name, v string }{
+		{"DefaultLimits.RequestCPU", s.DefaultLimits.RequestCPU},
+		{"DefaultLimits.RequestMemory", s.DefaultLimits.RequestMemory},
+		{"DefaultLimits.LimitCPU", s.DefaultLimits.LimitCPU},
+		{"DefaultLimits.LimitMemory", s.DefaultLimits.LimitMemory},
+	} {
+		if q.v == "" {
+			continue
+		}
+		if _, err := resource.ParseQuantity(q.v); err != nil {
+			return fmt.Errorf("settings: %s %q: %w", q.name, q.v, err)
+		}
+	}
+	for t, r := range s.Accelerators {
+		if r.Accelerators < 0 || r.CPU < 0 || r.MemoryGiB < 0 {
+			return fmt.Errorf("settings: accelerators of %s must not be negative: %+v", t, r)
+		}
+	}
+	if s.MaxPodsPerInstance < 0 {
+		return fmt.Errorf("settings: MaxPodsPerInstance must not be negative")
+	}
+	return nil
+}
+
+// team substitutes the team into a checked format.
+func team(format, t string) string { return strings.Replace(format, "%s", t, 1) }
