@@ -38,6 +38,18 @@ BEGIN SELECT RAISE(ABORT, 'contract versions are immutable'); END;
 CREATE TRIGGER contract_versions_no_delete BEFORE DELETE ON contract_versions
 BEGIN SELECT RAISE(ABORT, 'contract versions are immutable'); END;
 
+-- The guaranteed capacity of each version, one row per instance type, so
+-- the approval's capacity check is an indexed SUM instead of decoding every
+-- live contract inside the write lock.
+CREATE TABLE version_capacity (
+    connection_id INTEGER NOT NULL,
+    version       INTEGER NOT NULL,
+    instance_type TEXT NOT NULL,
+    count         INTEGER NOT NULL,
+    PRIMARY KEY (connection_id, version, instance_type),
+    FOREIGN KEY (connection_id, version) REFERENCES contract_versions (connection_id, version)
+);
+
 -- Admin decisions on a version: approvals (two distinct admins for
 -- restricted data), rejections and change requests, each with a reason.
 CREATE TABLE decisions (
@@ -91,5 +103,6 @@ CREATE TABLE cluster_inventory (
 DROP TABLE cluster_inventory;
 DROP TABLE audit_events;
 DROP TABLE decisions;
+DROP TABLE version_capacity;
 DROP TABLE contract_versions;
 DROP TABLE connections;

@@ -186,12 +186,17 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 		Team:            c.Team,
 		Namespace:       s.NamespacePrefix + c.Team,
 	}}
-	if len(c.Namespaces) > 0 {
+	// The contract's namespaces are a sorted set (Normalize), so "the
+	// first" is alphabetical, not the one the team wrote first: prefer
+	// prefix+team (the task governance namespace) when the contract lists
+	// it.
+	if len(c.Namespaces) > 0 && !slices.Contains(c.Namespaces, b.plan.Namespace) {
 		b.plan.Namespace = c.Namespaces[0]
-		if len(c.Namespaces) > 1 {
-			b.warn("namespaces %s are not provisioned: this plan provisions the team namespace %s only",
-				strings.Join(c.Namespaces[1:], ", "), c.Namespaces[0])
-		}
+	}
+	if len(c.Namespaces) > 1 {
+		others := slices.DeleteFunc(slices.Clone(c.Namespaces), func(ns string) bool { return ns == b.plan.Namespace })
+		b.warn("the contract's other namespaces (%s) are not provisioned: this plan provisions the team namespace %s only",
+			strings.Join(others, ", "), b.plan.Namespace)
 	}
 	if errs := validation.IsDNS1123Label(b.plan.Namespace); len(errs) > 0 {
 		return Plan{}, fmt.Errorf("provision: namespace %q: %s", b.plan.Namespace, strings.Join(errs, "; "))

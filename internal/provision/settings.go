@@ -20,8 +20,10 @@ import (
 // For the two lists, nil means the default and an empty non-nil slice means
 // none.
 type ClusterSettings struct {
-	// NamespacePrefix names the team namespace (prefix + team) when the
-	// contract names none. HyperPod task governance uses "hyperpod-ns-".
+	// NamespacePrefix names the team namespace: prefix + team when the
+	// contract names none or lists that one among its namespaces, else the
+	// contract's first namespace. HyperPod task governance uses
+	// "hyperpod-ns-".
 	NamespacePrefix string
 
 	// ClusterQueueNameFormat names the team's Kueue ClusterQueue; %s is the

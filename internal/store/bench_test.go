@@ -125,6 +125,11 @@ VALUES (?, 1, ?, ?, ?, ?, ?)`)
 		if _, err := insVer.ExecContext(ctx, id, string(c.Canonical()), hash, strings.Join(c.Namespaces, " "), requester[team], at.Format(time.RFC3339Nano)); err != nil {
 			tb.Fatal(err)
 		}
+		for _, g := range c.Scheduling.Guaranteed {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO version_capacity (connection_id, version, instance_type, count) VALUES (?, 1, ?, ?)`, id, g.InstanceType, g.Count); err != nil {
+				tb.Fatal(err)
+			}
+		}
 		out = append(out, seeded{id, team, state, hash})
 	}
 	if err := tx.Commit(); err != nil {

@@ -685,15 +685,17 @@ func TestApproveCapacityCheck(t *testing.T) {
 		})
 		return cs
 	}
-	wantCommitted := []workflow.Capacity{{InstanceType: g5, Count: 1}, {InstanceType: p5, Count: 2}, {InstanceType: p5, Count: 3}}
+	// Committed capacity is summed per instance type (the approved
+	// connection's g5×1 + p5×3 and the revoking one's p5×2).
+	wantCommitted := []workflow.Capacity{{InstanceType: g5, Count: 1}, {InstanceType: p5, Count: 5}}
 	if got := sortCaps(gotCommitted); !slices.Equal(got, wantCommitted) {
 		t.Errorf("committed = %v, want %v", got, wantCommitted)
 	}
 	if cc, err := f.db.CommittedCapacity(ctx, "shared-hp", 0); err != nil || !slices.Equal(sortCaps(cc), wantCommitted) {
 		t.Errorf("CommittedCapacity = %v, %v; want %v", cc, err, wantCommitted)
 	}
-	if cc, err := f.db.CommittedCapacity(ctx, "shared-hp", approved.ID); err != nil || !slices.Equal(sortCaps(cc), wantCommitted[1:2]) {
-		t.Errorf("CommittedCapacity excluding %d = %v, %v; want %v", approved.ID, cc, err, wantCommitted[1:2])
+	if cc, err := f.db.CommittedCapacity(ctx, "shared-hp", approved.ID); err != nil || !slices.Equal(sortCaps(cc), []workflow.Capacity{{InstanceType: p5, Count: 2}}) {
+		t.Errorf("CommittedCapacity excluding %d = %v, %v; want p5×2", approved.ID, cc, err)
 	}
 
 	// Once the revoking connection is gone, 3 + 6 fits in 10.
