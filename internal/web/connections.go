@@ -59,7 +59,7 @@ func (s *Server) row(c store.Connection) views.ConnectionRow {
 // scopeTeams is the set of teams whose connections p may list: nil for
 // everything (admins and reviewers), else p's own teams.
 func scopeTeams(p workflow.Principal) []string {
-	if workflow.Decide(p, workflow.ActionViewConnection, workflow.Object{Team: "\x00any"}).Allowed {
+	if workflow.SeesAllTeams(p) {
 		return nil
 	}
 	teams := []string{}
@@ -200,14 +200,18 @@ func (s *Server) validationEnv(c echo.Context, exclude int64) workflow.Validatio
 	}
 }
 
-// checkContract parses and validates the form; errs is nil when it is good.
-func (s *Server) checkContract(c echo.Context, v views.ContractValues, exclude int64) (workflow.Contract, map[string]string) {
-	con, errs := contractFromForm(v)
-	errs = mergeFieldErrors(errs, con.Validate(s.validationEnv(c, exclude)))
+// checkContract parses and validates the form. errs is nil when the
+// contract is valid; savable says whether it may still be kept as a draft:
+// a draft may be incomplete, but never syntactically broken (a count that is
+// not a number), because it must round-trip through the form unchanged.
+func (s *Server) checkContract(c echo.Context, v views.ContractValues, exclude int64) (con workflow.Contract, errs map[string]string, savable bool) {
+	con, syntax := contractFromForm(v)
+	savable = len(syntax) == 0
+	errs = mergeFieldErrors(syntax, con.Validate(s.validationEnv(c, exclude)))
 	if len(errs) == 0 {
-		return con, nil
+		return con, nil, true
 	}
-	return con, errs
+	return con, errs, savable
 }
 
 // createRequest stores a new request as a draft, or submits it directly
@@ -222,9 +226,9 @@ func (s *Server) createRequest(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	con, errs := s.checkContract(c, v, 0)
+	con, errs, savable := s.checkContract(c, v, 0)
 	submit := c.FormValue("intent") == "submit"
-	if errs != nil && (submit || !draftSavable(errs)) {
+	if errs != nil && (submit || !savable) {
 		f := s.formPage("New connection request for team "+team, "/teams/"+team+"/connections", "/teams/"+team, 0, v, errs)
 		return render(c, http.StatusUnprocessableEntity, views.ContractFormPage(s.page(c, "New connection request"), f))
 	}
@@ -239,19 +243,6 @@ func (s *Server) createRequest(c echo.Context) error {
 		}
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
-}
-
-// draftSavable: a draft may be incomplete, but never syntactically broken
-// (numbers that are not numbers, malformed lines), because a draft must
-// round-trip through the form without losing what the user typed.
-func draftSavable(errs map[string]string) bool {
-	for _, m := range errs {
-		if strings.Contains(m, "not a whole number") || strings.Contains(m, "line ") && strings.Contains(m, "write ") ||
-			strings.Contains(m, "is not a number") {
-			return false
-		}
-	}
-	return true
 }
 
 // loadConnection loads a connection and the policy object describing it.
@@ -443,9 +434,9 @@ func (s *Server) updateRequest(c echo.Context) error {
 	base, _ := strconv.Atoi(c.FormValue("base_version"))
 	heading := fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, base)
 	action := fmt.Sprintf("/connections/%d", conn.ID)
-	con, errs := s.checkContract(c, v, conn.ID)
+	con, errs, savable := s.checkContract(c, v, conn.ID)
 	submit := c.FormValue("intent") == "submit"
-	if errs != nil && (submit || !draftSavable(errs)) {
+	if errs != nil && (submit || !savable) {
 		f := s.formPage(heading, action, action, base, v, errs)
 		return render(c, http.StatusUnprocessableEntity, views.ContractFormPage(s.page(c, "Edit connection request"), f))
 	}

@@ -226,6 +226,11 @@ func TestConnectionRequestLifecycle(t *testing.T) {
 func TestDraftKeepsIncompleteInputAndSubmitRefusesIt(t *testing.T) {
 	h := newHarness(t, false)
 	owner := h.signIn("owner.red")
+	// A draft may be incomplete but not malformed: it must round-trip.
+	broken := views.ContractValues{Team: "red", FairShareWeight: "lots"}
+	if resp, body := h.postAs(owner, "/teams/red/connections", formValues(broken)); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `value="lots"`) {
+		t.Errorf("saving a malformed draft = %d", resp.StatusCode)
+	}
 	partial := views.ContractValues{Team: "red", BusinessPurpose: "Train ranking models on the shared cluster for the red team."}
 	if resp, body := h.postAs(owner, "/teams/red/connections", formValues(partial)); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("saving an incomplete draft = %d\n%s", resp.StatusCode, body)

@@ -162,13 +162,17 @@ func viewTeam(p Principal, o Object) Decision {
 	if r, ok := p.TeamRole(o.Team); ok {
 		return allow("%s of team %s", r, o.Team)
 	}
-	if p.HasRole(RoleAdmin) {
-		return allow("admin")
-	}
-	if p.HasRole(RoleReviewer) {
-		return allow("reviewer")
+	if SeesAllTeams(p) {
+		return allow("%s: oversees every team", p.Roles)
 	}
 	return deny("not a member of team %s", o.Team)
+}
+
+// SeesAllTeams reports whether p may view every team's connections (admins
+// and reviewers); everyone else sees only their own teams'. Lists use it
+// to scope their queries the same way Decide scopes single objects.
+func SeesAllTeams(p Principal) bool {
+	return p.HasAccess() && (p.HasRole(RoleAdmin) || p.HasRole(RoleReviewer))
 }
 
 // requireTeamOwner: owners act on their own team's requests only. Admin is
