@@ -449,7 +449,7 @@ func TestBuildPlanNamespace(t *testing.T) {
 		t.Errorf("LocalQueue in %s", got)
 	}
 	for _, tc := range []struct {
-		namespaces      []string
+		namespaces       []string
 		want, notPlanned string
 	}{
 		// Normalize sorts the set: "first" is alphabetical.
@@ -477,6 +477,10 @@ func TestBuildPlanErrors(t *testing.T) {
 	badFormat.KubernetesGroups.ViewerGroupFormat = "viewers"
 	badQuantity := DefaultClusterSettings()
 	badQuantity.DefaultLimits.LimitMemory = "lots"
+	// Kueue's CRD schema alone accepts a negative nominalQuota (its webhook
+	// refuses it), so the settings must never let one through.
+	negative := DefaultClusterSettings()
+	negative.Accelerators = map[string]ResourcesPerInstance{"ml.p5.48xlarge": {Accelerators: -8, CPU: 192, MemoryGiB: 2048}}
 	for _, tc := range []struct {
 		name    string
 		connID  int64
@@ -488,6 +492,7 @@ func TestBuildPlanErrors(t *testing.T) {
 		{"no connection", 0, c, DefaultClusterSettings(), "connection id 0"},
 		{"group format without team", 1, c, badFormat, "ViewerGroupFormat"},
 		{"default limit not a quantity", 1, c, badQuantity, "LimitMemory"},
+		{"negative figures", 1, c, negative, "must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := BuildPlan(tc.connID, 1, tc.c.Hash(), tc.c, tc.s)

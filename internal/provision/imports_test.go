@@ -1,0 +1,36 @@
+package provision
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestImportsRunOneWay keeps the package's imports one way (style item 1):
+// provision may import workflow, never the web layer or the store. workflow
+// itself imports none of them (its own rule), so direct imports suffice.
+func TestImportsRunOneWay(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const module = "github.com/hyperpod-governance/portal/"
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		ast, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range ast.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(path, module) && path != module+"internal/workflow" {
+				t.Errorf("%s imports %s: provision may import internal/workflow only", f, path)
+			}
+		}
+	}
+}
