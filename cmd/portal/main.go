@@ -26,6 +26,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/devidp"
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/web"
 )
@@ -187,6 +188,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		BaseURL: baseURL, Version: version, SessionKey: sessionKey,
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime,
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
+		// No cluster connection yet: plans are shown and recorded, not applied.
+		Cluster: provision.DefaultClusterSettings(), DryRun: true,
 	})
 	if err != nil {
 		return err

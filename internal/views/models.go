@@ -229,6 +229,18 @@ type ConnectionDetail struct {
 	ReasonError   string
 	Reason        string
 	DiffURL       string // compare any two versions
+	Plan          *PlanView
+}
+
+// PlanView is the provisioning plan of a contract version: what the
+// provisioner will create on the cluster if it is approved.
+type PlanView struct {
+	Summary  []string
+	Warnings []string
+	YAML     string
+	Hash     string
+	Error    string // why there is no plan (e.g. Slurm, or an invalid draft)
+	DryRun   bool   // no cluster configured: the plan is recorded, not applied
 }
 
 // InventoryRow is one instance type of a cluster's inventory.

@@ -179,3 +179,24 @@ func TestOwnersMustBePortalUsers(t *testing.T) {
 		t.Errorf("unknown cost owner = %d", resp.StatusCode)
 	}
 }
+
+func TestApprovalPageShowsTheProvisioningPlan(t *testing.T) {
+	h := newHarness(t, false, func(o *Options) { o.DryRun = true })
+	owner := h.signIn("owner.red")
+	f := formValues(formFromContract(workflow.ExampleContract()))
+	f.Set("intent", "submit")
+	h.postAs(owner, "/teams/red/connections", f)
+	for _, s := range []session{h.signIn("admin"), owner} {
+		_, body := h.get(s.c, "/connections/1")
+		for _, want := range []string{`data-testid="plan-summary"`, "Namespace hyperpod-ns-red", "ResourceQuota hyperpod-ns-red/", "RoleBinding", "dry-run mode", `data-testid="plan-warnings"`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the plan on the request page lacks %q", want)
+			}
+		}
+	}
+	// Members and outsiders do not get the plan.
+	_, body := h.get(h.signIn("member.red").c, "/connections/1")
+	if strings.Contains(body, `data-testid="plan"`) {
+		t.Error("a team member sees the provisioning plan")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -370,6 +371,10 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed {
 		d.WithdrawURL = base + "/withdraw"
 	}
+	if p.HasRole(workflow.RoleAdmin) || workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed ||
+		(conn.State == workflow.StateSubmitted && workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed) {
+		d.Plan = s.planView(conn.ID, cur)
+	}
 	if p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted {
 		d.ApprovalsNeed = workflow.ApprovalsNeeded(cur.Contract.DataClassification)
 		d.ApprovalsHave = len(obj.ApproverIDs)
@@ -677,4 +682,20 @@ func (s *Server) adminQueue(c echo.Context) error {
 		rows = append(rows, s.row(conn))
 	}
 	return render(c, http.StatusOK, views.AdminQueuePage(s.page(c, "Admin"), rows))
+}
+
+// planView builds the provisioning plan of a version for display.
+func (s *Server) planView(id int64, v store.Version) *views.PlanView {
+	pv := &views.PlanView{DryRun: s.opts.DryRun}
+	if fe := v.Contract.Validate(workflow.ValidationEnv{Now: s.opts.Now()}); len(fe) > 0 {
+		pv.Error = "No plan yet: the contract is incomplete (" + strconv.Itoa(len(fe)) + " field(s) to complete)."
+		return pv
+	}
+	plan, err := provision.BuildPlan(id, v.Version, v.Hash, v.Contract, s.opts.Cluster)
+	if err != nil {
+		pv.Error = "No plan: " + err.Error()
+		return pv
+	}
+	pv.Summary, pv.Warnings, pv.YAML, pv.Hash = plan.Summary(), plan.Warnings, plan.YAML(), plan.Hash()
+	return pv
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hyperpod-governance/portal/internal/auth"
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 )
 
@@ -38,6 +39,11 @@ type Options struct {
 
 	// Registry receives the HTTP metrics; /metrics serves it.
 	Registry *prometheus.Registry
+
+	// Cluster is how plans are built for this cluster; DryRun says that no
+	// cluster is configured, so plans are recorded but not applied.
+	Cluster provision.ClusterSettings
+	DryRun  bool
 
 	// KnownOwners are emails accepted as contract owners even before they
 	// have logged in (the dev provider's demo users).
