@@ -7,5 +7,5 @@ import "embed"
 
 // FS holds the static assets.
 //
-//go:embed *.css
+//go:embed *.css *.js
 var FS embed.FS

@@ -230,6 +230,29 @@ type ConnectionDetail struct {
 	Reason        string
 	DiffURL       string // compare any two versions
 	Plan          *PlanView
+	Progress      *Progress
+}
+
+// Progress is the latest provisioning job of a connection and its steps.
+type Progress struct {
+	RefreshURL string // set while the job is queued or running: the page polls it
+	Kind       string
+	State      string
+	Attempts   int
+	LastError  string
+	DryRun     bool
+	NextTry    string
+	Steps      []StepView
+}
+
+// StepView is one step of a provisioning job.
+type StepView struct {
+	Seq      int
+	Name     string
+	State    string
+	Outcome  string
+	Detail   string
+	Attempts int
 }
 
 // PlanView is the provisioning plan of a contract version: what the

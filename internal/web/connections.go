@@ -362,6 +362,9 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	for _, e := range events {
 		d.Audit = append(d.Audit, views.AuditRow{At: fmtWhen(e.At), Actor: e.Actor, Action: e.Action, Version: e.Version, Reason: e.Reason})
 	}
+	if d.Progress, err = s.progressView(c, conn.ID); err != nil {
+		return d, err
+	}
 	if workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed {
 		d.EditURL = base + "/edit"
 	}
