@@ -338,8 +338,10 @@ type CapacityCheck func(inventory map[string]int, committed []workflow.Capacity)
 // contract needs more approvals (restricted data: two distinct admins) the
 // connection stays submitted; the approval that completes the count moves it
 // to approved. It returns the connection and how many approvals the version
-// now has. Concurrent approvals serialize on the write lock: exactly one
-// completes the transition, the other gets a lifecycle error or StaleError.
+// now has. The approval that completes the count also queues the
+// provisioning job, in the same transaction. Concurrent approvals serialize
+// on the write lock: exactly one completes the transition, the other gets a
+// lifecycle error or StaleError.
 func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, reason string, needed int, check CapacityCheck, now time.Time) (Connection, int, error) {
 	var count int
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
@@ -386,6 +388,13 @@ func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, rea
 			action = "connection.approve"
 			if _, err := tx.ExecContext(ctx, `UPDATE connections SET state = ?, approved_version = ?, updated_at = ? WHERE id = ?`,
 				next, v.Version, fmtTime(now), id); err != nil {
+				return fmt.Errorf("store: approve: %w", err)
+			}
+			// The approval and its provisioning job commit together. The
+			// plan hash is left unpinned: the approval page does not show
+			// the plan yet, so the worker records the hash of the plan it
+			// applies (jobs.applied_plan_hash) instead of checking one.
+			if _, err := enqueueJob(ctx, tx, id, JobProvision, v.Version, "", now); err != nil {
 				return fmt.Errorf("store: approve: %w", err)
 			}
 		}

@@ -1,0 +1,366 @@
+package provision
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// Job is what the worker needs of a claimed job.
+type Job struct {
+	ID           int64
+	ConnectionID int64
+	Kind         string // "provision"; other kinds are not run by this worker yet
+	Version      int
+	// PlanHash is the plan an approver pinned, "" when none was: a pinned
+	// job refuses to apply any other plan.
+	PlanHash      string
+	Attempts      int // claims so far, this one included
+	LastError     string
+	PreviousOwner string // set when the claim took over an expired lease
+}
+
+// JobStore is the durable queue the worker runs on (internal/store.DB in the
+// portal). Every method but ClaimJob checks that owner still holds the job's
+// lease and fails when it does not; the worker then stops without writing
+// anything else, since another worker has taken the job over.
+//
+// StartJob and CompleteJob return a *workflow.TransitionError when the
+// connection is in a state that does not allow the change (revoked while the
+// job waited, say); the worker fails the job with it.
+type JobStore interface {
+	ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (Job, bool, error)
+	ExtendLease(ctx context.Context, jobID int64, owner string, now time.Time, lease time.Duration) error
+	StartJob(ctx context.Context, jobID int64, owner, planHash string, steps []string, dryRun bool, now time.Time) error
+	StepStarted(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time) error
+	StepFinished(ctx context.Context, jobID int64, owner string, seq int, name, outcome, detail string, now time.Time) error
+	StepFailed(ctx context.Context, jobID int64, owner string, seq int, name, errText string, now time.Time) error
+	RetryJob(ctx context.Context, jobID int64, owner string, notBefore time.Time, errText string, now time.Time) error
+	FailJob(ctx context.Context, jobID int64, owner, errText string, now time.Time) error
+	CompleteJob(ctx context.Context, jobID int64, owner string, now time.Time) error
+}
+
+// StepApplier applies one plan object idempotently and says what it did and
+// a detail worth recording. Its errors are classified by IsPermanent.
+type StepApplier interface {
+	ApplyObject(ctx context.Context, o Object) (Outcome, string, error)
+}
+
+// ApplierSteps adapts an Applier to StepApplier: each object is applied as
+// a plan of one, so the outcome and errors are exactly Apply's.
+type ApplierSteps struct{ Applier *Applier }
+
+// ApplyObject applies o with server-side apply.
+func (a ApplierSteps) ApplyObject(ctx context.Context, o Object) (Outcome, string, error) {
+	res, err := a.Applier.Apply(ctx, Plan{Objects: []Object{o}})
+	if len(res) != 1 {
+		return Failed, "", errors.Join(err, fmt.Errorf("provision: apply %s %s: %d results for one object", o.Kind, o.Ref(), len(res)))
+	}
+	detail := ""
+	if res[0].ResourceVersion != "" {
+		detail = "resourceVersion " + res[0].ResourceVersion
+	}
+	return res[0].Outcome, detail, err
+}
+
+// DryRunOutcome is the outcome recorded for every step of a dry run.
+const DryRunOutcome Outcome = "dry-run"
+
+// JobKindProvision is the kind of job this worker runs.
+const JobKindProvision = "provision"
+
+// Permanent marks err as one that retrying cannot fix (IsPermanent reports
+// true), for callers outside this package, e.g. a Plans function whose
+// contract cannot be planned.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent(err)
+}
+
+// PlansFrom is a Worker.Plans that builds the plan of a contract version
+// looked up by version. The plan is pure, so an error building it (a Slurm
+// contract, an instance type missing from the settings) is permanent; an
+// error looking the version up is not.
+func PlansFrom(version func(ctx context.Context, connID int64, version int) (c workflow.Contract, hash string, err error), s ClusterSettings) func(context.Context, int64, int) (Plan, error) {
+	return func(ctx context.Context, connID int64, v int) (Plan, error) {
+		c, hash, err := version(ctx, connID, v)
+		if err != nil {
+			return Plan{}, fmt.Errorf("provision: version %d of connection %d: %w", v, connID, err)
+		}
+		p, err := BuildPlan(connID, v, hash, c, s)
+		if err != nil {
+			return Plan{}, Permanent(err)
+		}
+		return p, nil
+	}
+}
+
+// DefaultOwner names this process for leases: host, pid and a random
+// suffix, so that two workers never share an owner.
+func DefaultOwner() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
+}
+
+// Worker turns queued jobs into applied plans: it claims a job with a
+// lease, builds the plan of the approved version, applies each object in
+// order as one recorded step, and completes the job (the connection becomes
+// active), schedules a retry with backoff (transient errors) or fails it
+// (permanent errors, or too many attempts).
+//
+// Every step is applied on every attempt, including those a crashed attempt
+// already did: server-side apply is idempotent, and the readiness gate then
+// rests on what this attempt saw. A worker that dies leaves its job running
+// with a lease that expires; the next claim resumes it.
+type Worker struct {
+	Store JobStore
+	// Plans builds the plan of a connection's approved contract version.
+	// Wrap errors no retry can fix with Permanent (PlansFrom does).
+	Plans func(ctx context.Context, connID int64, version int) (Plan, error)
+	Apply StepApplier // unused in dry-run mode
+	// DryRun: no cluster calls. Each step records DryRunOutcome and the
+	// object's summary line; the job succeeds and the connection stays
+	// approved (see the store's CompleteJob).
+	DryRun bool
+	Clock  func() time.Time // default time.Now
+	// Owner names this worker in leases; unique per worker (DefaultOwner).
+	Owner string
+	// Lease is how long a claim holds a job without news; it is extended
+	// before every step, and each step gets half of it as a timeout, so it
+	// must be well above the slowest apply. Default 2 minutes.
+	Lease time.Duration
+	// Backoff is the delay before the second attempt, doubled for each
+	// further one up to MaxBackoff. Defaults 10 seconds and 10 minutes.
+	Backoff, MaxBackoff time.Duration
+	// MaxAttempts caps the attempts of a job (default 8); the last
+	// transient error then fails it.
+	MaxAttempts int
+	// PollInterval is how long Run waits when the queue is empty or the
+	// store fails. Default 2 seconds.
+	PollInterval time.Duration
+	Logger       *slog.Logger // default: discard
+	// AfterStep, when set, is called after step seq is recorded. An error
+	// aborts the run at once without another write, as if the process had
+	// died there: a test hook for crash recovery.
+	AfterStep func(seq int) error
+}
+
+func (w *Worker) now() time.Time {
+	if w.Clock != nil {
+		return w.Clock()
+	}
+	return time.Now()
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func (w *Worker) lease() time.Duration { return orDefault(w.Lease, 2*time.Minute) }
+
+func (w *Worker) maxAttempts() int { return orDefault(w.MaxAttempts, 8) }
+
+func (w *Worker) log() *slog.Logger {
+	if w.Logger != nil {
+		return w.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// backoff is the delay after the given (1-based) failed attempt.
+func (w *Worker) backoff(attempt int) time.Duration {
+	d, ceiling := orDefault(w.Backoff, 10*time.Second), orDefault(w.MaxBackoff, 10*time.Minute)
+	for i := 1; i < attempt && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+func (w *Worker) check() error {
+	switch {
+	case w.Store == nil, w.Plans == nil:
+		return errors.New("provision: worker needs a Store and Plans")
+	case w.Apply == nil && !w.DryRun:
+		return errors.New("provision: worker needs an Apply unless it runs dry")
+	case w.Owner == "":
+		return errors.New("provision: worker needs an Owner (see DefaultOwner)")
+	}
+	return nil
+}
+
+// RunOnce claims one due job and runs it until it completes, is scheduled
+// for a retry or fails. It reports whether it claimed a job. An error means
+// the run stopped without settling the job (the store failed, the lease was
+// lost, AfterStep said so): the job's lease expires and a later claim
+// resumes it.
+func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
+	if err := w.check(); err != nil {
+		return false, err
+	}
+	job, ok, err := w.Store.ClaimJob(ctx, w.Owner, w.now(), w.lease())
+	if err != nil || !ok {
+		return false, err
+	}
+	log := w.log().With("job_id", job.ID, "connection_id", job.ConnectionID, "attempt", job.Attempts)
+	if job.PreviousOwner != "" {
+		log.Info("resuming a job whose lease expired", "previous_owner", job.PreviousOwner)
+	}
+	// Bookkeeping outlives a shutdown: once a step has run, its outcome
+	// and the job's fate are recorded even if ctx is cancelled meanwhile.
+	// The database's busy timeout bounds these writes.
+	return true, w.run(ctx, context.WithoutCancel(ctx), job, log)
+}
+
+// stop is how a run ends without a store error.
+type stop struct {
+	retry bool // schedule another attempt; else fail the job
+	err   error
+}
+
+func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error {
+	if job.Kind != JobKindProvision {
+		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
+	}
+	if job.Attempts > w.maxAttempts() {
+		// Claims that never settled (crashes, lost leases) count too: a job
+		// that kills its worker must not loop forever.
+		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: gave up after %d attempts; last error: %s", job.Attempts-1, orNone(job.LastError))})
+	}
+	plan, err := w.Plans(ctx, job.ConnectionID, job.Version)
+	if err != nil {
+		return w.settle(sctx, job, log, stop{retry: !IsPermanent(err), err: err})
+	}
+	hash := plan.Hash()
+	if job.PlanHash != "" && job.PlanHash != hash {
+		return w.settle(sctx, job, log, stop{err: fmt.Errorf(
+			"provision: the plan (%s) is not the one approved (%s): the cluster settings changed since the approval", hash, job.PlanHash)})
+	}
+	names := make([]string, len(plan.Objects))
+	for i, o := range plan.Objects {
+		names[i] = o.Kind + " " + o.Ref()
+	}
+	if err := w.Store.StartJob(sctx, job.ID, w.Owner, hash, names, w.DryRun, w.now()); err != nil {
+		if te := (*workflow.TransitionError)(nil); errors.As(err, &te) {
+			return w.settle(sctx, job, log, stop{err: err})
+		}
+		return err
+	}
+	summary := plan.Summary()
+	for seq, o := range plan.Objects {
+		if ctx.Err() != nil {
+			return w.handBack(sctx, job, log, seq, names[seq])
+		}
+		if err := w.Store.ExtendLease(sctx, job.ID, w.Owner, w.now(), w.lease()); err != nil {
+			return err
+		}
+		if err := w.Store.StepStarted(sctx, job.ID, w.Owner, seq, names[seq], w.now()); err != nil {
+			return err
+		}
+		outcome, detail, applyErr := DryRunOutcome, summary[seq], error(nil)
+		if !w.DryRun {
+			stepCtx, cancel := context.WithTimeout(ctx, w.lease()/2)
+			outcome, detail, applyErr = w.Apply.ApplyObject(stepCtx, o)
+			cancel()
+		}
+		if applyErr != nil {
+			if err := w.Store.StepFailed(sctx, job.ID, w.Owner, seq, names[seq], applyErr.Error(), w.now()); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				// The step was cut short by a shutdown, not by the cluster.
+				return w.handBack(sctx, job, log, seq, names[seq])
+			}
+			return w.settle(sctx, job, log, stop{retry: !IsPermanent(applyErr), err: applyErr})
+		}
+		if err := w.Store.StepFinished(sctx, job.ID, w.Owner, seq, names[seq], string(outcome), detail, w.now()); err != nil {
+			return err
+		}
+		log.Debug("step done", "step", seq, "name", names[seq], "outcome", string(outcome))
+		if w.AfterStep != nil {
+			if err := w.AfterStep(seq); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.Store.CompleteJob(sctx, job.ID, w.Owner, w.now()); err != nil {
+		if te := (*workflow.TransitionError)(nil); errors.As(err, &te) {
+			return w.settle(sctx, job, log, stop{err: err})
+		}
+		return err
+	}
+	log.Info("job succeeded", "steps", len(plan.Objects), "dry_run", w.DryRun, "plan_hash", hash)
+	return nil
+}
+
+// settle records how an attempt ended: a retry with backoff for a transient
+// error with attempts left, else the job's failure.
+func (w *Worker) settle(sctx context.Context, job Job, log *slog.Logger, s stop) error {
+	now := w.now()
+	if s.retry && job.Attempts < w.maxAttempts() {
+		at := now.Add(w.backoff(job.Attempts))
+		log.Warn("attempt failed; retrying", "error", s.err.Error(), "not_before", at)
+		return w.Store.RetryJob(sctx, job.ID, w.Owner, at, s.err.Error(), now)
+	}
+	msg := s.err.Error()
+	if s.retry {
+		msg = fmt.Sprintf("gave up after %d attempts: %s", job.Attempts, msg)
+	}
+	log.Error("job failed", "error", msg)
+	return w.Store.FailJob(sctx, job.ID, w.Owner, msg, now)
+}
+
+// handBack returns a job to the queue, due now, when the worker stops
+// before step seq: the next worker resumes it at once. The attempt counts.
+func (w *Worker) handBack(sctx context.Context, job Job, log *slog.Logger, seq int, name string) error {
+	log.Info("worker stopping; job handed back", "next_step", seq)
+	now := w.now()
+	return w.Store.RetryJob(sctx, job.ID, w.Owner, now, fmt.Sprintf("interrupted at step %d (%s): the worker stopped", seq+1, name), now)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none recorded"
+	}
+	return s
+}
+
+// Run claims and runs jobs until ctx is done, waiting PollInterval when the
+// queue is empty or the store fails. A cancelled ctx stops it between steps:
+// the current job is handed back to the queue.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	poll := orDefault(w.PollInterval, 2*time.Second)
+	for ctx.Err() == nil {
+		did, err := w.RunOnce(ctx)
+		if err != nil {
+			w.log().Error("provisioning worker", "error", err.Error())
+		}
+		if did && err == nil {
+			continue // drain the queue before waiting
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+	return nil
+}

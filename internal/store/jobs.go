@@ -1,0 +1,555 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// JobKind is what a job does to a connection's objects.
+type JobKind string
+
+// The job kinds. Approval queues provision; revoke and reapply are queued by
+// the revocation and drift features.
+const (
+	JobProvision JobKind = "provision"
+	JobRevoke    JobKind = "revoke"
+	JobReapply   JobKind = "reapply"
+)
+
+// JobState is where a job is in the queue.
+type JobState string
+
+// The job states. succeeded and failed are final.
+const (
+	JobQueued    JobState = "queued"
+	JobRunning   JobState = "running"
+	JobSucceeded JobState = "succeeded"
+	JobFailed    JobState = "failed"
+)
+
+// StepState is where one step of a job is.
+type StepState string
+
+// The step states.
+const (
+	StepPending StepState = "pending"
+	StepRunning StepState = "running"
+	StepDone    StepState = "done"
+	StepFailed  StepState = "failed"
+)
+
+// Job is one durable unit of provisioning work on a connection.
+type Job struct {
+	ID           int64
+	ConnectionID int64
+	Kind         JobKind
+	Version      int // the contract version the job applies
+	// PlanHash is the plan an approver pinned; "" when not pinned (see
+	// Approve). AppliedPlanHash is the plan the last attempt ran.
+	PlanHash        string
+	AppliedPlanHash string
+	State           JobState
+	Attempts        int // claims so far, this one included
+	Steps           int // steps of the applied plan
+	LeaseOwner      string
+	LeaseUntil      time.Time // zero unless running
+	NotBefore       time.Time
+	LastError       string
+	DryRun          bool
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	// PreviousOwner is set by ClaimJob only: the worker whose expired
+	// lease this claim took over ("" for a queued job).
+	PreviousOwner string
+}
+
+// JobStep is one step of a job: one plan object, in apply order.
+type JobStep struct {
+	JobID      int64
+	Seq        int
+	Name       string
+	State      StepState
+	Outcome    string
+	Detail     string
+	Attempts   int
+	StartedAt  time.Time // zero until first started
+	FinishedAt time.Time // zero unless done or failed
+}
+
+// ErrLeaseLost is returned by every write on a job the caller does not hold:
+// its lease was taken over by another worker after it expired, or the job is
+// no longer running. The caller must stop without writing anything else.
+var ErrLeaseLost = errors.New("store: job lease lost")
+
+// ErrJobOpen is returned when a connection already has an unfinished job of
+// the kind being queued.
+var ErrJobOpen = errors.New("store: the connection already has an unfinished job of this kind")
+
+// ErrStepsNotDone is the readiness gate: a job completes only when every
+// step of its plan is done.
+var ErrStepsNotDone = errors.New("store: complete job: not every step is done")
+
+// provisioner is the actor of the audit events the worker causes.
+const provisioner = "provisioner"
+
+const jobCols = `id, connection_id, kind, version, plan_hash, applied_plan_hash, state, attempts, steps,
+	lease_owner, lease_until, not_before, last_error, dry_run, created_at, updated_at`
+
+func scanJob(sc interface{ Scan(...any) error }) (Job, error) {
+	var j Job
+	var leaseUntil, notBefore, created, updated string
+	if err := sc.Scan(&j.ID, &j.ConnectionID, &j.Kind, &j.Version, &j.PlanHash, &j.AppliedPlanHash, &j.State, &j.Attempts, &j.Steps,
+		&j.LeaseOwner, &leaseUntil, &notBefore, &j.LastError, &j.DryRun, &created, &updated); err != nil {
+		return j, err
+	}
+	for _, f := range []struct {
+		s string
+		t *time.Time
+	}{{leaseUntil, &j.LeaseUntil}, {notBefore, &j.NotBefore}, {created, &j.CreatedAt}, {updated, &j.UpdatedAt}} {
+		if f.s == "" {
+			continue
+		}
+		t, err := parseTime(f.s)
+		if err != nil {
+			return j, fmt.Errorf("job %d: %w", j.ID, err)
+		}
+		*f.t = t
+	}
+	return j, nil
+}
+
+func getJob(ctx context.Context, q queryer, id int64) (Job, error) {
+	j, err := scanJob(q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Job{}, ErrNotFound
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("store: job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+// Job returns one job or ErrNotFound.
+func (d *DB) Job(ctx context.Context, id int64) (Job, error) { return getJob(ctx, d.sql, id) }
+
+// enqueueJob queues a job inside the caller's transaction, due at now.
+func enqueueJob(ctx context.Context, tx *sql.Tx, connID int64, kind JobKind, version int, planHash string, now time.Time) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, `
+INSERT INTO jobs (connection_id, kind, version, plan_hash, state, not_before, created_at, updated_at)
+VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
+		connID, kind, version, planHash, fmtTime(now), fmtTime(now), fmtTime(now)).Scan(&id)
+	if err != nil {
+		if strings.Contains(err.Error(), "UNIQUE") {
+			return 0, ErrJobOpen
+		}
+		return 0, fmt.Errorf("store: enqueue %s job: %w", kind, err)
+	}
+	return id, nil
+}
+
+// EnqueueProvisioning queues a new provisioning job for an approved
+// connection's approved version, with an audit event: the way to try again
+// after a job failed (the connection is back in approved) or after a dry run
+// once a cluster is configured. Approve queues the first job itself.
+func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by Actor, reason string, now time.Time) (Job, error) {
+	var id int64
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		c, err := getConn(ctx, tx, connID)
+		if err != nil {
+			return err
+		}
+		// Only an approved connection can start provisioning (the
+		// lifecycle allows start_provisioning from approved alone).
+		if c.State != workflow.StateApproved {
+			return &workflow.TransitionError{From: c.State, Event: workflow.EventStartProvisioning}
+		}
+		if id, err = enqueueJob(ctx, tx, connID, JobProvision, c.ApprovedVersion, "", now); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "provisioning.enqueue",
+			ObjectType: "connection", ObjectID: connID, Team: c.Team, Version: c.ApprovedVersion,
+			Reason: fmt.Sprintf("job %d; %s", id, reason)})
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("store: enqueue provisioning: %w", err)
+	}
+	return d.Job(ctx, id)
+}
+
+// ClaimJob takes the next job for owner and leases it until now+lease:
+// first a running job whose lease has expired (its worker crashed or was
+// stopped: it is the oldest work), else the queued job that has been due the
+// longest. It counts the attempt. ok is false when nothing is due.
+//
+// Claims are exclusive: the read and the update run in one BEGIN IMMEDIATE
+// transaction, so concurrent claimers serialize on the write lock and each
+// sees the previous claim. owner must be unique per worker: it is what every
+// later write is checked against.
+func (d *DB) ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (Job, bool, error) {
+	if owner == "" || lease <= 0 {
+		return Job{}, false, fmt.Errorf("store: claim job: need an owner and a positive lease (got %q, %s)", owner, lease)
+	}
+	ts := fmtTime(now)
+	const (
+		expired = `SELECT id, lease_owner FROM jobs WHERE state = 'running' AND lease_until <= ? ORDER BY lease_until, id LIMIT 1`
+		due     = `SELECT id, '' FROM jobs WHERE state = 'queued' AND not_before <= ? ORDER BY not_before, id LIMIT 1`
+	)
+	// An idle poll should not take the write lock: look first, outside a
+	// transaction, and claim only when something is there.
+	var candidates int
+	err := d.sql.QueryRowContext(ctx, `SELECT EXISTS (`+expired+`) OR EXISTS (`+due+`)`, ts, ts).Scan(&candidates)
+	if err != nil {
+		return Job{}, false, fmt.Errorf("store: claim job: %w", err)
+	}
+	if candidates == 0 {
+		return Job{}, false, nil
+	}
+	var j Job
+	found := false
+	err = d.inTx(ctx, func(tx *sql.Tx) error {
+		var id int64
+		var prev string
+		err := tx.QueryRowContext(ctx, expired, ts).Scan(&id, &prev)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, due, ts).Scan(&id, &prev)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // another worker was faster
+		}
+		if err != nil {
+			return fmt.Errorf("store: claim job: %w", err)
+		}
+		// The claim re-checks what the select saw, so that it stays
+		// exclusive even if this ran outside a write-locked transaction.
+		res, err := tx.ExecContext(ctx, `
+UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+WHERE id = ? AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' AND lease_until <= ?))`,
+			owner, fmtTime(now.Add(lease)), ts, id, ts, ts)
+		if err != nil {
+			return fmt.Errorf("store: claim job: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("store: claim job: %w", err)
+		} else if n == 0 {
+			return nil // claimed by someone else after all
+		}
+		if j, err = getJob(ctx, tx, id); err != nil {
+			return err
+		}
+		j.PreviousOwner, found = prev, true
+		return nil
+	})
+	if err != nil {
+		return Job{}, false, err
+	}
+	return j, found, nil
+}
+
+// leased loads a job inside tx and checks that owner holds its lease.
+func leased(ctx context.Context, tx *sql.Tx, jobID int64, owner string) (Job, error) {
+	j, err := getJob(ctx, tx, jobID)
+	if err != nil {
+		return Job{}, err
+	}
+	if j.State != JobRunning || j.LeaseOwner != owner {
+		return Job{}, fmt.Errorf("%w: job %d is %s, leased to %q, not %q", ErrLeaseLost, jobID, j.State, j.LeaseOwner, owner)
+	}
+	return j, nil
+}
+
+// ExtendLease moves the lease of a job owner holds to now+lease.
+func (d *DB) ExtendLease(ctx context.Context, jobID int64, owner string, now time.Time, lease time.Duration) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := leased(ctx, tx, jobID, owner); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_until = ?, updated_at = ? WHERE id = ?`,
+			fmtTime(now.Add(lease)), fmtTime(now), jobID); err != nil {
+			return fmt.Errorf("store: extend lease: %w", err)
+		}
+		return nil
+	})
+}
+
+// StartJob begins an attempt of a job owner holds: it records the plan the
+// attempt runs (its hash and step names, each step pending) and, for a
+// provisioning job that is not a dry run, moves the connection from approved
+// to provisioning with an audit event, all in one transaction.
+//
+// A resumed attempt (the connection is already provisioning) transitions
+// nothing. Steps are reset to pending, keeping their attempt counts, so that
+// the readiness gate sees only what this attempt did; rows beyond the plan's
+// length (a plan that shrank since) are removed.
+//
+// A connection in any other state (revoked while the job waited, say) gives
+// the lifecycle's *workflow.TransitionError and writes nothing: the caller
+// fails the job.
+func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash string, steps []string, dryRun bool, now time.Time) error {
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		j, err := leased(ctx, tx, jobID, owner)
+		if err != nil {
+			return err
+		}
+		c, err := getConn(ctx, tx, j.ConnectionID)
+		if err != nil {
+			return err
+		}
+		transition := false
+		switch {
+		case c.State == workflow.StateProvisioning:
+		case c.State == workflow.StateApproved && !dryRun:
+			transition = true
+		case c.State == workflow.StateApproved: // a dry run leaves the connection approved
+		default:
+			return &workflow.TransitionError{From: c.State, Event: workflow.EventStartProvisioning}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET applied_plan_hash = ?, steps = ?, dry_run = ?, updated_at = ? WHERE id = ?`,
+			appliedPlanHash, len(steps), dryRun, fmtTime(now), jobID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM job_steps WHERE job_id = ? AND seq >= ?`, jobID, len(steps)); err != nil {
+			return err
+		}
+		for seq, name := range steps {
+			if _, err := tx.ExecContext(ctx, `
+INSERT INTO job_steps (job_id, seq, name, state) VALUES (?, ?, ?, 'pending')
+ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'pending', outcome = '', detail = '', started_at = '', finished_at = ''`,
+				jobID, seq, name); err != nil {
+				return err
+			}
+		}
+		if !transition {
+			return nil
+		}
+		next, err := workflow.Transition(c.State, workflow.EventStartProvisioning, now)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE connections SET state = ?, updated_at = ? WHERE id = ?`, next, fmtTime(now), c.ID); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: "provisioning.start",
+			ObjectType: "connection", ObjectID: c.ID, Team: c.Team, Version: j.Version,
+			Reason: fmt.Sprintf("job %d: %d steps, plan %s", jobID, len(steps), appliedPlanHash)})
+	})
+	if err != nil {
+		return fmt.Errorf("store: start job %d: %w", jobID, err)
+	}
+	return nil
+}
+
+// StepStarted marks step seq of a job owner holds as running and counts the
+// run. A step re-run by a later attempt updates its row.
+func (d *DB) StepStarted(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time) error {
+	return d.step(ctx, jobID, owner, seq, name, StepRunning, "", "", now)
+}
+
+// StepFinished marks step seq done with what the apply did.
+func (d *DB) StepFinished(ctx context.Context, jobID int64, owner string, seq int, name, outcome, detail string, now time.Time) error {
+	return d.step(ctx, jobID, owner, seq, name, StepDone, outcome, detail, now)
+}
+
+// StepFailed marks step seq failed with the error's text.
+func (d *DB) StepFailed(ctx context.Context, jobID int64, owner string, seq int, name, errText string, now time.Time) error {
+	return d.step(ctx, jobID, owner, seq, name, StepFailed, "failed", errText, now)
+}
+
+func (d *DB) step(ctx context.Context, jobID int64, owner string, seq int, name string, st StepState, outcome, detail string, now time.Time) error {
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := leased(ctx, tx, jobID, owner); err != nil {
+			return err
+		}
+		ts := fmtTime(now)
+		var err error
+		if st == StepRunning {
+			_, err = tx.ExecContext(ctx, `
+INSERT INTO job_steps (job_id, seq, name, state, attempts, started_at) VALUES (?, ?, ?, 'running', 1, ?)
+ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'running', outcome = '', detail = '',
+	attempts = job_steps.attempts + 1, started_at = excluded.started_at, finished_at = ''`, jobID, seq, name, ts)
+		} else {
+			_, err = tx.ExecContext(ctx, `
+INSERT INTO job_steps (job_id, seq, name, state, outcome, detail, attempts, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)
+ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = excluded.state, outcome = excluded.outcome,
+	detail = excluded.detail, finished_at = excluded.finished_at`, jobID, seq, name, st, outcome, detail, ts, ts)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE jobs SET updated_at = ? WHERE id = ?`, ts, jobID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: job %d step %d: %w", jobID, seq, err)
+	}
+	return nil
+}
+
+// RetryJob gives a job owner holds back to the queue, due at notBefore,
+// with the error that stopped this attempt. The connection stays
+// provisioning: retries happen inside that state.
+func (d *DB) RetryJob(ctx context.Context, jobID int64, owner string, notBefore time.Time, errText string, now time.Time) error {
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := leased(ctx, tx, jobID, owner); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `
+UPDATE jobs SET state = 'queued', lease_owner = '', lease_until = '', not_before = ?, last_error = ?, updated_at = ? WHERE id = ?`,
+			fmtTime(notBefore), errText, fmtTime(now), jobID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: retry job %d: %w", jobID, err)
+	}
+	return nil
+}
+
+// FailJob gives up on a job owner holds: the job fails with errText, a
+// provisioning connection returns to approved (the approval stands; a new
+// job can try again), and the audit trail records why, in one transaction.
+func (d *DB) FailJob(ctx context.Context, jobID int64, owner, errText string, now time.Time) error {
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		j, err := leased(ctx, tx, jobID, owner)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `
+UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error = ?, updated_at = ? WHERE id = ?`,
+			errText, fmtTime(now), jobID); err != nil {
+			return err
+		}
+		c, err := getConn(ctx, tx, j.ConnectionID)
+		if err != nil {
+			return err
+		}
+		if c.State == workflow.StateProvisioning {
+			next, err := workflow.Transition(c.State, workflow.EventProvisioningFailed, now)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE connections SET state = ?, updated_at = ? WHERE id = ?`, next, fmtTime(now), c.ID); err != nil {
+				return err
+			}
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: "provisioning.failed",
+			ObjectType: "connection", ObjectID: c.ID, Team: c.Team, Version: j.Version,
+			Reason: fmt.Sprintf("job %d, attempt %d: %s", jobID, j.Attempts, errText)})
+	})
+	if err != nil {
+		return fmt.Errorf("store: fail job %d: %w", jobID, err)
+	}
+	return nil
+}
+
+// CompleteJob finishes a job owner holds, only when every step of its plan
+// is done (ErrStepsNotDone otherwise: the readiness gate). The job succeeds
+// and the connection moves from provisioning to active, with an audit
+// event, in one transaction.
+//
+// A dry run is different: nothing was applied, so the connection must not
+// become active. The job succeeds (its steps are the recorded plan), the
+// connection stays approved and the audit trail says "provisioning.dry_run".
+// (Should a real attempt have moved it to provisioning before the worker
+// was restarted in dry-run mode, it goes back to approved.)
+func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now time.Time) error {
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		j, err := leased(ctx, tx, jobID, owner)
+		if err != nil {
+			return err
+		}
+		var done int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM job_steps WHERE job_id = ? AND state = 'done' AND seq < ?`,
+			jobID, j.Steps).Scan(&done); err != nil {
+			return err
+		}
+		if j.Steps == 0 || done != j.Steps {
+			return fmt.Errorf("%w: %d of %d steps done", ErrStepsNotDone, done, j.Steps)
+		}
+		c, err := getConn(ctx, tx, j.ConnectionID)
+		if err != nil {
+			return err
+		}
+		ev, action := workflow.EventProvisioningSucceeded, "provisioning.succeeded"
+		reason := fmt.Sprintf("job %d, attempt %d: %d steps applied, plan %s", jobID, j.Attempts, j.Steps, j.AppliedPlanHash)
+		if j.DryRun {
+			ev, action = workflow.EventProvisioningFailed, "provisioning.dry_run"
+			reason = fmt.Sprintf("job %d: dry run, nothing applied: the plan (%d steps, %s) is recorded; the connection stays approved",
+				jobID, j.Steps, j.AppliedPlanHash)
+		}
+		if !j.DryRun || c.State == workflow.StateProvisioning {
+			next, err := workflow.Transition(c.State, ev, now)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE connections SET state = ?, updated_at = ? WHERE id = ?`, next, fmtTime(now), c.ID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `
+UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_error = '', updated_at = ? WHERE id = ?`,
+			fmtTime(now), jobID); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: action,
+			ObjectType: "connection", ObjectID: c.ID, Team: c.Team, Version: j.Version, Reason: reason})
+	})
+	if err != nil {
+		return fmt.Errorf("store: complete job %d: %w", jobID, err)
+	}
+	return nil
+}
+
+// JobsFor returns a connection's jobs, newest first.
+func (d *DB) JobsFor(ctx context.Context, connectionID int64) ([]Job, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE connection_id = ? ORDER BY id DESC`, connectionID)
+	if err != nil {
+		return nil, fmt.Errorf("store: jobs of connection %d: %w", connectionID, err)
+	}
+	defer rows.Close()
+	var out []Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: jobs of connection %d: %w", connectionID, err)
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// JobSteps returns a job's steps in order.
+func (d *DB) JobSteps(ctx context.Context, jobID int64) ([]JobStep, error) {
+	rows, err := d.sql.QueryContext(ctx, `
+SELECT job_id, seq, name, state, outcome, detail, attempts, started_at, finished_at FROM job_steps WHERE job_id = ? ORDER BY seq`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("store: steps of job %d: %w", jobID, err)
+	}
+	defer rows.Close()
+	var out []JobStep
+	for rows.Next() {
+		var s JobStep
+		var started, finished string
+		if err := rows.Scan(&s.JobID, &s.Seq, &s.Name, &s.State, &s.Outcome, &s.Detail, &s.Attempts, &started, &finished); err != nil {
+			return nil, fmt.Errorf("store: steps of job %d: %w", jobID, err)
+		}
+		for _, f := range []struct {
+			s string
+			t *time.Time
+		}{{started, &s.StartedAt}, {finished, &s.FinishedAt}} {
+			if f.s == "" {
+				continue
+			}
+			if *f.t, err = parseTime(f.s); err != nil {
+				return nil, fmt.Errorf("store: steps of job %d: %w", jobID, err)
+			}
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
