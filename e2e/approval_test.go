@@ -92,6 +92,17 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 		t.Errorf("state after approval = %q", got)
 	}
 	screenshot(t, admin, "13-approved")
+	// No cluster is configured in `serve --dev`: the provisioner runs the
+	// plan as a dry run, and the page follows it live.
+	mustOK(t, admin.GetByTestId("progress").WaitFor(), "see the provisioning panel")
+	mustOK(t, admin.Locator(`[data-testid="job-state"]:text("succeeded")`).WaitFor(playwright.LocatorWaitForOptions{Timeout: playwright.Float(20000)}), "see the dry run finish")
+	if got := text(t, admin, "dry-run"); !strings.Contains(got, "Dry run") {
+		t.Errorf("dry-run notice = %q", got)
+	}
+	if n, _ := admin.Locator(`[data-testid="job-steps"] tr.step-done`).Count(); n < 10 {
+		t.Errorf("only %d plan steps done", n)
+	}
+	screenshot(t, admin, "13b-dry-run-progress")
 
 	_, err = owner.Reload()
 	mustOK(t, err, "owner reloads")

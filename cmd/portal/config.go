@@ -33,6 +33,7 @@ type Config struct {
 	Dev                  bool
 	DevAllowRemote       bool
 	ShutdownTimeout      time.Duration
+	Kubeconfig           string
 }
 
 // flagSpec describes one setting: its flag, its environment variable, its
@@ -72,6 +73,7 @@ var specs = []flagSpec{
 	{"log-level", "PORTAL_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data", true},
 	{"dev-allow-remote", "PORTAL_DEV_ALLOW_REMOTE", "false", "let --dev listen on a non-loopback address (anyone reaching it can sign in as any demo user)", true},
+	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
 	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish", false},
 }
 
@@ -136,6 +138,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		Dev:                  boolean("dev"),
 		DevAllowRemote:       boolean("dev-allow-remote"),
 		ShutdownTimeout:      dur("shutdown-timeout"),
+		Kubeconfig:           strings.TrimSpace(*vals["kubeconfig"]),
 	}
 	for _, s := range strings.Split(*vals["oidc-scopes"], ",") {
 		if s = strings.TrimSpace(s); s != "" {

@@ -181,6 +181,16 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		}
 	}
 
+	kube, err := kubeConfig(cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cluster := provision.DefaultClusterSettings()
+	worker, err := newWorker(db, kube, cluster, logger)
+	if err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := web.New(web.Options{
@@ -188,8 +198,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		BaseURL: baseURL, Version: version, SessionKey: sessionKey,
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime,
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
-		// No cluster connection yet: plans are shown and recorded, not applied.
-		Cluster: provision.DefaultClusterSettings(), DryRun: true,
+		Cluster: cluster, DryRun: kube == nil,
 	})
 	if err != nil {
 		return err
@@ -209,6 +218,16 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); srv.CleanupSessions(workCtx, 10*time.Minute) }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := worker.Run(workCtx); err != nil && workCtx.Err() == nil {
+			logger.Error("provisioner stopped", "err", err)
+		}
+	}()
+	if kube == nil {
+		logger.Info("provisioner in dry-run mode: no --kubeconfig, plans are recorded and nothing is applied")
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()

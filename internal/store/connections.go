@@ -247,6 +247,9 @@ func versionHash(ctx context.Context, q queryer, id int64, v int) (string, error
 type Expect struct {
 	Version int
 	Hash    string
+	// PlanHash, on an approval, is the provisioning plan the admin saw; the
+	// queued job carries it and the worker refuses to apply another plan.
+	PlanHash string
 }
 
 func checkExpect(ctx context.Context, tx *sql.Tx, cur Connection, e Expect) error {
@@ -391,10 +394,9 @@ func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, rea
 				return fmt.Errorf("store: approve: %w", err)
 			}
 			// The approval and its provisioning job commit together. The
-			// plan hash is left unpinned: the approval page does not show
-			// the plan yet, so the worker records the hash of the plan it
-			// applies (jobs.applied_plan_hash) instead of checking one.
-			if _, err := enqueueJob(ctx, tx, id, JobProvision, v.Version, "", now); err != nil {
+			// plan hash is the one the approver saw (empty when approved
+			// without a plan page, e.g. by tests); the worker checks it.
+			if _, err := enqueueJob(ctx, tx, id, JobProvision, v.Version, expect.PlanHash, now); err != nil {
 				return fmt.Errorf("store: approve: %w", err)
 			}
 		}

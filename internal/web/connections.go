@@ -559,7 +559,7 @@ func (s *Server) decide(c echo.Context) error {
 		return rerender(http.StatusUnprocessableEntity, "", "Keep the reason under 2000 characters.")
 	}
 	ctx := c.Request().Context()
-	expect := store.Expect{Version: version, Hash: hash}
+	expect := store.Expect{Version: version, Hash: hash, PlanHash: c.FormValue("plan_hash")}
 	switch decision {
 	case "approve":
 		var cur store.Version
