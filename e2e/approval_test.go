@@ -112,6 +112,15 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	if got := text(t, owner, "decisions"); !strings.Contains(got, "Fits the cluster") {
 		t.Errorf("owner sees decisions %q", got)
 	}
+	if got := text(t, owner, "access-namespace"); got != "hyperpod-ns-red" {
+		t.Errorf("owner sees namespace %q", got)
+	}
+	if got := text(t, owner, "access-queue"); got != "hyperpod-ns-red-localqueue" {
+		t.Errorf("owner sees queue %q", got)
+	}
+	if n, _ := owner.GetByTestId("snippet").Count(); n < 3 {
+		t.Errorf("owner sees %d command snippets, want 3", n)
+	}
 	screenshot(t, owner, "14-owner-sees-approval")
 
 	// Team blue files a request; owner.red cannot open it by URL.
@@ -134,7 +143,7 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	token, err := owner.Locator(`input[name="_csrf"]`).First().InputValue()
 	mustOK(t, err, "read the CSRF token")
 	r, err := owner.Request().Post(p.URL+"/connections/1/decide", playwright.APIRequestContextPostOptions{
-		Form: map[string]any{"_csrf": token, "decision": "approve", "reason": "self", "version": "2"},
+		Form:         map[string]any{"_csrf": token, "decision": "approve", "reason": "self", "version": "2"},
 		MaxRedirects: playwright.Int(0),
 	})
 	mustOK(t, err, "crafted POST")

@@ -231,6 +231,7 @@ type ConnectionDetail struct {
 	DiffURL       string // compare any two versions
 	Plan          *PlanView
 	Progress      *Progress
+	Access        *Access
 }
 
 // Progress is the latest provisioning job of a connection and its steps.
@@ -308,4 +309,20 @@ type VersionDiff struct {
 	Versions     []int
 	Changes      []ChangeRow
 	BackURL      string
+}
+
+// Access tells the team how to use its connection: where its work runs and
+// ready-to-paste commands.
+type Access struct {
+	Namespace  string
+	LocalQueue string
+	Quota      string
+	Live       bool // provisioned on the cluster (false: approved, dry run)
+	Commands   []Snippet
+}
+
+// Snippet is one command with what it does.
+type Snippet struct {
+	Title string
+	Code  string
 }

@@ -365,6 +365,13 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if d.Progress, err = s.progressView(c, conn.ID); err != nil {
 		return d, err
 	}
+	if conn.ApprovedVersion > 0 && conn.State.Committed() && conn.State != workflow.StateRevoking {
+		for _, v := range versions {
+			if v.Version == conn.ApprovedVersion {
+				d.Access = s.accessView(conn, v)
+			}
+		}
+	}
 	if workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed {
 		d.EditURL = base + "/edit"
 	}

@@ -197,6 +197,14 @@ func TestConnectionRequestLifecycle(t *testing.T) {
 	if conn.State != workflow.StateApproved || conn.ApprovedVersion != 2 {
 		t.Errorf("after approval: %s, approved version %d", conn.State, conn.ApprovedVersion)
 	}
+	// The team sees where its work runs and how to submit it.
+	_, mb := h.get(member.c, "/connections/1")
+	for _, want := range []string{`data-testid="access-namespace">hyperpod-ns-red<`, `data-testid="access-queue">hyperpod-ns-red-localqueue<`,
+		"aws eks update-kubeconfig --name shared-hp-eks", "kueue.x-k8s.io/queue-name: hyperpod-ns-red-localqueue"} {
+		if !strings.Contains(mb, want) {
+			t.Errorf("member's view of the approved connection lacks %q", want)
+		}
+	}
 	// Approved: the owner can no longer edit or withdraw.
 	if resp, _ := h.postAs(owner, "/connections/1/withdraw", nil); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("withdraw after approval = %d, want 403", resp.StatusCode)

@@ -1,0 +1,76 @@
+package web
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// accessView tells the team how to use an approved connection, from the
+// plan of its approved version, so names always match what is provisioned.
+func (s *Server) accessView(conn store.Connection, approved store.Version) *views.Access {
+	plan, err := provision.BuildPlan(conn.ID, approved.Version, approved.Hash, approved.Contract, s.opts.Cluster)
+	if err != nil {
+		return nil
+	}
+	c := approved.Contract
+	a := &views.Access{Namespace: plan.Namespace, Live: conn.State == workflow.StateActive}
+	for _, o := range plan.Objects {
+		switch o.Kind {
+		case "LocalQueue":
+			a.LocalQueue = o.Name
+		case "ResourceQuota":
+			a.Quota = o.Detail
+		}
+	}
+	var guarantee []string
+	for _, g := range c.Scheduling.Guaranteed {
+		guarantee = append(guarantee, g.String())
+	}
+	priority := "training"
+	if len(c.Scheduling.PriorityClasses) > 0 {
+		priority = c.Scheduling.PriorityClasses[0]
+	}
+	a.Commands = []views.Snippet{
+		{Title: "Connect kubectl (as your team's access role)", Code: fmt.Sprintf(
+			"aws eks update-kubeconfig --name %s --region %s \\\n  --role-arn %s --alias %s",
+			c.EKSClusterName, c.Region, c.AccessRoleARN, plan.Namespace)},
+		{Title: "See your team's work", Code: fmt.Sprintf(
+			"kubectl -n %s get jobs,pytorchjobs,workloads.kueue.x-k8s.io,pods", plan.Namespace)},
+		{Title: "Submit a job to your queue (guaranteed: " + strings.Join(guarantee, ", ") + ")", Code: fmt.Sprintf(`kubectl -n %[1]s create -f - <<'EOF'
+apiVersion: batch/v1
+kind: Job
+metadata:
+  generateName: train-
+  labels:
+    kueue.x-k8s.io/queue-name: %[2]s
+    kueue.x-k8s.io/priority-class: %[3]s
+spec:
+  suspend: true   # Kueue admits it when your quota allows
+  template:
+    spec:
+      serviceAccountName: %[4]s
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: <your training image>
+        resources:
+          requests: {nvidia.com/gpu: 1}
+          limits: {nvidia.com/gpu: 1}
+EOF`, plan.Namespace, a.LocalQueue, priority, serviceAccount(plan))},
+	}
+	return a
+}
+
+func serviceAccount(p provision.Plan) string {
+	for _, o := range p.Objects {
+		if o.Kind == "ServiceAccount" {
+			return o.Name
+		}
+	}
+	return "default"
+}
