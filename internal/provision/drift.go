@@ -1,0 +1,190 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// DriftItem is one difference between the cluster and the approved plan.
+type DriftItem struct {
+	Kind   string
+	Ref    string
+	What   string   // "changed", "deleted" or "extra"
+	Fields []string // for changed: the paths that differ, e.g. spec.hard
+	Detail string
+}
+
+func (d DriftItem) String() string {
+	s := fmt.Sprintf("%s %s %s", d.Kind, d.Ref, d.What)
+	if len(d.Fields) > 0 {
+		s += ": " + strings.Join(d.Fields, ", ")
+	}
+	if d.Detail != "" {
+		s += " (" + d.Detail + ")"
+	}
+	return s
+}
+
+func (a *Applier) resource(o Object) (dynamic.ResourceInterface, error) {
+	gvk := o.Obj.GroupVersionKind()
+	m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return a.Client.Resource(m.Resource).Namespace(o.Namespace), nil
+	}
+	return a.Client.Resource(m.Resource), nil
+}
+
+var roleBindings = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
+
+// Drift compares the live cluster with the plan, writing nothing: an object
+// that is gone, an object whose portal-managed fields differ from the plan
+// (found with a server-side apply dry run, so defaults and formatting
+// never show as drift), and RoleBindings in the team namespace that the
+// plan does not contain, since those grant access the contract does not.
+func (a *Applier) Drift(ctx context.Context, p Plan) ([]DriftItem, error) {
+	var out []DriftItem
+	fm := a.FieldManager
+	if fm == "" {
+		fm = ManagedBy
+	}
+	planned := map[string]bool{}
+	for _, o := range p.Objects {
+		if o.Kind == "RoleBinding" {
+			planned[o.Namespace+"/"+o.Name] = true
+		}
+		ri, err := a.resource(o)
+		if err != nil {
+			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
+		}
+		live, err := ri.Get(ctx, o.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"})
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
+		}
+		want, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: true, DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
+		}
+		if fields := differences(live.Object, want.Object); len(fields) > 0 {
+			out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: fields})
+		}
+	}
+	if p.Namespace != "" {
+		list, err := a.Client.Resource(roleBindings).Namespace(p.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("provision: drift: list role bindings: %w", err)
+		}
+		if list != nil {
+			for _, rb := range list.Items {
+				if planned[p.Namespace+"/"+rb.GetName()] {
+					continue
+				}
+				out = append(out, DriftItem{Kind: "RoleBinding", Ref: p.Namespace + "/" + rb.GetName(), What: "extra", Detail: bindingSummary(rb)})
+			}
+		}
+	}
+	return out, nil
+}
+
+// PruneExtraBindings deletes the RoleBindings in the team namespace that the
+// plan does not contain, and returns their refs. Re-applying a plan calls it
+// so that access granted by hand is taken back.
+func (a *Applier) PruneExtraBindings(ctx context.Context, p Plan) ([]string, error) {
+	planned := map[string]bool{}
+	for _, o := range p.Objects {
+		if o.Kind == "RoleBinding" {
+			planned[o.Name] = true
+		}
+	}
+	ri := a.Client.Resource(roleBindings).Namespace(p.Namespace)
+	list, err := ri.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("provision: prune: list role bindings: %w", err)
+	}
+	var pruned []string
+	for _, rb := range list.Items {
+		if planned[rb.GetName()] {
+			continue
+		}
+		if err := ri.Delete(ctx, rb.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return pruned, fmt.Errorf("provision: prune %s/%s: %w", p.Namespace, rb.GetName(), err)
+		}
+		pruned = append(pruned, p.Namespace+"/"+rb.GetName())
+	}
+	return pruned, nil
+}
+
+func bindingSummary(rb unstructured.Unstructured) string {
+	role, _, _ := unstructured.NestedString(rb.Object, "roleRef", "name")
+	subjects, _, _ := unstructured.NestedSlice(rb.Object, "subjects")
+	var who []string
+	for _, s := range subjects {
+		if m, ok := s.(map[string]any); ok {
+			who = append(who, fmt.Sprintf("%v %v", m["kind"], m["name"]))
+		}
+	}
+	return fmt.Sprintf("grants %s to %s", role, strings.Join(who, ", "))
+}
+
+// ignored are fields that change without anyone changing the object's
+// substance.
+var ignored = []string{"metadata.managedFields", "metadata.resourceVersion", "metadata.generation",
+	"metadata.creationTimestamp", "metadata.uid", "metadata.selfLink", "status"}
+
+// differences lists the dotted paths where live and want differ, ignoring
+// bookkeeping fields, at most a few levels deep.
+func differences(live, want map[string]any) []string {
+	var out []string
+	var walk func(path string, a, b any, depth int)
+	walk = func(path string, a, b any, depth int) {
+		if slices.Contains(ignored, path) {
+			return
+		}
+		am, aok := a.(map[string]any)
+		bm, bok := b.(map[string]any)
+		if aok && bok && depth < 3 {
+			keys := map[string]bool{}
+			for k := range am {
+				keys[k] = true
+			}
+			for k := range bm {
+				keys[k] = true
+			}
+			sorted := make([]string, 0, len(keys))
+			for k := range keys {
+				sorted = append(sorted, k)
+			}
+			sort.Strings(sorted)
+			for _, k := range sorted {
+				p := k
+				if path != "" {
+					p = path + "." + k
+				}
+				walk(p, am[k], bm[k], depth+1)
+			}
+			return
+		}
+		if !reflect.DeepEqual(a, b) {
+			out = append(out, path)
+		}
+	}
+	walk("", live, want, 0)
+	return out
+}
