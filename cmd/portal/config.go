@@ -34,6 +34,7 @@ type Config struct {
 	DevAllowRemote       bool
 	ShutdownTimeout      time.Duration
 	Kubeconfig           string
+	OnRevoke             string // "lock" or "delete": what revocation does with a team namespace
 }
 
 // flagSpec describes one setting: its flag, its environment variable, its
@@ -74,6 +75,7 @@ var specs = []flagSpec{
 	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data", true},
 	{"dev-allow-remote", "PORTAL_DEV_ALLOW_REMOTE", "false", "let --dev listen on a non-loopback address (anyone reaching it can sign in as any demo user)", true},
 	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
+	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
 	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish", false},
 }
 
@@ -139,6 +141,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		DevAllowRemote:       boolean("dev-allow-remote"),
 		ShutdownTimeout:      dur("shutdown-timeout"),
 		Kubeconfig:           strings.TrimSpace(*vals["kubeconfig"]),
+		OnRevoke:             strings.TrimSpace(*vals["on-revoke"]),
 	}
 	for _, s := range strings.Split(*vals["oidc-scopes"], ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -170,6 +173,9 @@ func (c Config) validate(cmd string) []error {
 	}
 	if c.DB == "" {
 		errs = append(errs, errors.New("--db: a database file is required"))
+	}
+	if c.OnRevoke != "lock" && c.OnRevoke != "delete" {
+		errs = append(errs, fmt.Errorf("--on-revoke: %q must be lock or delete", c.OnRevoke))
 	}
 	if cmd != "serve" {
 		return errs

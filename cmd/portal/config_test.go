@@ -66,6 +66,7 @@ func TestParseConfig(t *testing.T) {
 					SessionKeyFile: "data/session.key", OIDCGroupsClaim: "groups", Dev: true,
 					OIDCScopes:         []string{"openid", "email", "profile", "groups"},
 					SessionIdleTimeout: 30 * time.Minute, SessionLifetime: 12 * time.Hour, ShutdownTimeout: 20 * time.Second,
+					OnRevoke: "lock",
 				}
 				if !reflect.DeepEqual(c, want) {
 					return "got " + fmtConfig(c) + ", want " + fmtConfig(want)
@@ -244,6 +245,18 @@ func TestParseConfig(t *testing.T) {
 			name:    "base URL not absolute",
 			args:    prod("base-url", "portal.example.com"),
 			wantErr: []string{"--base-url: \"portal.example.com\" must be an absolute http(s) URL"},
+		},
+		{
+			name:    "unknown revocation mode",
+			args:    prod("on-revoke", "shred"),
+			wantErr: []string{`--on-revoke: "shred" must be lock or delete`},
+		},
+		{
+			name: "revocation deletes namespaces",
+			args: prod("on-revoke", "delete"),
+			check: func(c Config) string {
+				return map[bool]string{true: "", false: "OnRevoke " + c.OnRevoke}[c.OnRevoke == "delete"]
+			},
 		},
 		{
 			name:    "base URL with a query",

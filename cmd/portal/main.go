@@ -186,10 +186,14 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		return err
 	}
 	cluster := provision.DefaultClusterSettings()
-	worker, err := newWorker(db, kube, cluster, logger)
-	if err != nil {
-		return err
+	cluster.OnRevoke = provision.RevokeMode(cfg.OnRevoke)
+	var applier *provision.Applier
+	if kube != nil {
+		if applier, err = provision.NewApplier(kube); err != nil {
+			return err
+		}
 	}
+	worker := newWorker(db, applier, cluster, logger)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -227,6 +231,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}()
 	if kube == nil {
 		logger.Info("provisioner in dry-run mode: no --kubeconfig, plans are recorded and nothing is applied")
+	} else {
+		drift := newDriftChecker(db, applier, cluster, logger)
+		wg.Add(1)
+		go func() { defer wg.Done(); drift.Run(workCtx) }()
 	}
 
 	serveErr := make(chan error, 1)

@@ -52,26 +52,51 @@ func kubeConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// newWorker builds the provisioning worker: real server-side apply when a
-// cluster is configured, dry run otherwise.
-func newWorker(db *store.DB, kube *rest.Config, settings provision.ClusterSettings, logger *slog.Logger) (*provision.Worker, error) {
-	lookup := func(ctx context.Context, connID int64, v int) (workflow.Contract, string, error) {
+func planLookup(db *store.DB) func(ctx context.Context, connID int64, v int) (workflow.Contract, string, error) {
+	return func(ctx context.Context, connID int64, v int) (workflow.Contract, string, error) {
 		ver, err := db.Version(ctx, connID, v)
 		return ver.Contract, ver.Hash, err
 	}
+}
+
+// newWorker builds the provisioning worker: real server-side apply when a
+// cluster is configured (a is non-nil), dry run otherwise.
+func newWorker(db *store.DB, a *provision.Applier, settings provision.ClusterSettings, logger *slog.Logger) *provision.Worker {
 	w := &provision.Worker{
 		Store:  jobStore{db},
-		Plans:  provision.PlansFrom(lookup, settings),
-		DryRun: kube == nil,
+		Plans:  provision.PlansFrom(planLookup(db), settings),
+		DryRun: a == nil,
 		Owner:  provision.DefaultOwner(),
 		Logger: logger.With("component", "provisioner"),
 	}
-	if kube != nil {
-		a, err := provision.NewApplier(kube)
-		if err != nil {
-			return nil, err
-		}
+	if a != nil {
 		w.Apply = provision.ApplierSteps{Applier: a}
 	}
-	return w, nil
+	return w
+}
+
+// newDriftChecker compares every provisioned connection with its approved
+// plan on the cluster every interval.
+func newDriftChecker(db *store.DB, a *provision.Applier, settings provision.ClusterSettings, logger *slog.Logger) *provision.DriftChecker {
+	return &provision.DriftChecker{
+		List: func(ctx context.Context) ([]provision.ConnVersion, error) {
+			ps, err := db.Provisioned(ctx)
+			out := make([]provision.ConnVersion, len(ps))
+			for i, p := range ps {
+				out[i] = provision.ConnVersion{ConnectionID: p.ConnectionID, Version: p.Version}
+			}
+			return out, err
+		},
+		Plans: provision.PlansFrom(planLookup(db), settings),
+		Check: a.Drift,
+		Save: func(ctx context.Context, id int64, items []provision.DriftItem, checkErr string, now time.Time) error {
+			recs := make([]store.DriftRecord, len(items))
+			for i, it := range items {
+				recs[i] = store.DriftRecord{Kind: it.Kind, Ref: it.Ref, What: it.What, Fields: it.Fields, Detail: it.Detail}
+			}
+			return db.SaveDrift(ctx, id, recs, checkErr, now)
+		},
+		Interval: 5 * time.Minute,
+		Logger:   logger.With("component", "drift"),
+	}
 }

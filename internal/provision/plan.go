@@ -88,6 +88,11 @@ type Plan struct {
 	// Warnings are what the contract asks for that this plan does not
 	// deliver, in words an approver can act on.
 	Warnings []string
+
+	// OnRevoke is what revoking this plan does with the namespace (the
+	// settings'); see RevocationPlan. It is not part of Hash: it changes
+	// nothing that is applied.
+	OnRevoke RevokeMode
 }
 
 // Object is one desired Kubernetes object.
@@ -185,6 +190,7 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 		ContractHash:    hash,
 		Team:            c.Team,
 		Namespace:       s.NamespacePrefix + c.Team,
+		OnRevoke:        s.OnRevoke,
 	}}
 	// The contract's namespaces are a sorted set (Normalize), so "the
 	// first" is alphabetical, not the one the team wrote first: prefer

@@ -71,6 +71,12 @@ type ClusterSettings struct {
 	// egress is denied by default. Nil means DefaultPodIdentityAgentCIDRs;
 	// empty means no such NetworkPolicy.
 	PodIdentityAgentCIDRs []string
+
+	// OnRevoke is what revocation does with the team namespace once the
+	// team's access, queues, quotas and network allowances are gone:
+	// RevokeLock (the default) keeps it locked, RevokeDelete deletes it
+	// with everything in it.
+	OnRevoke RevokeMode
 }
 
 // PriorityClass is one of the cluster's Kueue WorkloadPriorityClasses.
@@ -239,6 +245,9 @@ func (s ClusterSettings) withDefaults() ClusterSettings {
 		s.PodIdentityAgentCIDRs = DefaultPodIdentityAgentCIDRs
 	}
 	s.PodIdentityAgentCIDRs = slices.Clone(s.PodIdentityAgentCIDRs)
+	if s.OnRevoke == "" {
+		s.OnRevoke = RevokeLock
+	}
 	return s
 }
 
@@ -284,6 +293,9 @@ func (s ClusterSettings) check() error {
 		if r.Accelerators < 0 || r.CPU < 0 || r.MemoryGiB < 0 {
 			return fmt.Errorf("settings: accelerators of %s must not be negative: %+v", t, r)
 		}
+	}
+	if s.OnRevoke != RevokeLock && s.OnRevoke != RevokeDelete {
+		return fmt.Errorf("settings: OnRevoke %q must be %q or %q", s.OnRevoke, RevokeLock, RevokeDelete)
 	}
 	if s.MaxPodsPerInstance < 0 {
 		return fmt.Errorf("settings: MaxPodsPerInstance must not be negative")

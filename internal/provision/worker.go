@@ -18,7 +18,7 @@ import (
 type Job struct {
 	ID           int64
 	ConnectionID int64
-	Kind         string // "provision"; other kinds are not run by this worker yet
+	Kind         string // JobKindProvision or JobKindRevoke; other kinds are not run by this worker yet
 	Version      int
 	// PlanHash is the plan an approver pinned, "" when none was: a pinned
 	// job refuses to apply any other plan.
@@ -74,8 +74,14 @@ func (a ApplierSteps) ApplyObject(ctx context.Context, o Object) (Outcome, strin
 // DryRunOutcome is the outcome recorded for every step of a dry run.
 const DryRunOutcome Outcome = "dry-run"
 
-// JobKindProvision is the kind of job this worker runs.
-const JobKindProvision = "provision"
+// The kinds of job this worker runs.
+const (
+	JobKindProvision = "provision"
+	// JobKindRevoke jobs run the RevocationPlan of the approved version's
+	// plan: the store moved the connection to revoking when it queued one,
+	// and completing it moves it to revoked.
+	JobKindRevoke = "revoke"
+)
 
 // Permanent marks err as one that retrying cannot fix (IsPermanent reports
 // true), for callers outside this package, e.g. a Plans function whose
@@ -120,6 +126,12 @@ func DefaultOwner() string {
 // active), schedules a retry with backoff (transient errors) or fails it
 // (permanent errors, or too many attempts).
 //
+// Revocation jobs run the same way, with the same leases, recording,
+// retries and dry run: their steps are the RevocationPlan of the approved
+// version's plan, run through Apply's RevocationApplier side (ApplierSteps
+// has one). Every step is idempotent (a delete of what is gone is Absent),
+// so a resumed revocation simply runs them all again.
+//
 // Every step is applied on every attempt, including those a crashed attempt
 // already did: server-side apply is idempotent, and the readiness gate then
 // rests on what this attempt saw. A worker that dies leaves its job running
@@ -132,7 +144,9 @@ type Worker struct {
 	Apply StepApplier // unused in dry-run mode
 	// DryRun: no cluster calls. Each step records DryRunOutcome and the
 	// object's summary line; the job succeeds and the connection stays
-	// approved (see the store's CompleteJob).
+	// approved (see the store's CompleteJob). A revocation's dry run
+	// records its steps the same way; the store decides whether the
+	// connection may be called revoked.
 	DryRun bool
 	Clock  func() time.Time // default time.Now
 	// Owner names this worker in leases; unique per worker (DefaultOwner).
@@ -233,7 +247,7 @@ type stop struct {
 }
 
 func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error {
-	if job.Kind != JobKindProvision {
+	if job.Kind != JobKindProvision && job.Kind != JobKindRevoke {
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
 	}
 	if job.Attempts > w.maxAttempts() {
@@ -241,18 +255,13 @@ func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error
 		// that kills its worker must not loop forever.
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: gave up after %d attempts; last error: %s", job.Attempts-1, orNone(job.LastError))})
 	}
-	plan, err := w.Plans(ctx, job.ConnectionID, job.Version)
+	steps, hash, err := w.steps(ctx, job)
 	if err != nil {
 		return w.settle(sctx, job, log, stop{retry: !IsPermanent(err), err: err})
 	}
-	hash := plan.Hash()
-	if job.PlanHash != "" && job.PlanHash != hash {
-		return w.settle(sctx, job, log, stop{err: fmt.Errorf(
-			"provision: the plan (%s) is not the one approved (%s): the cluster settings changed since the approval", hash, job.PlanHash)})
-	}
-	names := make([]string, len(plan.Objects))
-	for i, o := range plan.Objects {
-		names[i] = o.Kind + " " + o.Ref()
+	names := make([]string, len(steps))
+	for i, st := range steps {
+		names[i] = st.Name()
 	}
 	if err := w.Store.StartJob(sctx, job.ID, w.Owner, hash, names, w.DryRun, w.now()); err != nil {
 		if te := (*workflow.TransitionError)(nil); errors.As(err, &te) {
@@ -260,8 +269,7 @@ func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error
 		}
 		return err
 	}
-	summary := plan.Summary()
-	for seq, o := range plan.Objects {
+	for seq, st := range steps {
 		if ctx.Err() != nil {
 			return w.handBack(sctx, job, log, seq, names[seq])
 		}
@@ -271,10 +279,10 @@ func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error
 		if err := w.Store.StepStarted(sctx, job.ID, w.Owner, seq, names[seq], w.now()); err != nil {
 			return err
 		}
-		outcome, detail, applyErr := DryRunOutcome, summary[seq], error(nil)
+		outcome, detail, applyErr := DryRunOutcome, st.Detail, error(nil)
 		if !w.DryRun {
 			stepCtx, cancel := context.WithTimeout(ctx, w.lease()/2)
-			outcome, detail, applyErr = w.Apply.ApplyObject(stepCtx, o)
+			outcome, detail, applyErr = w.runStep(stepCtx, job, st)
 			cancel()
 		}
 		if applyErr != nil {
@@ -303,8 +311,54 @@ func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error
 		}
 		return err
 	}
-	log.Info("job succeeded", "steps", len(plan.Objects), "dry_run", w.DryRun, "plan_hash", hash)
+	log.Info("job succeeded", "kind", job.Kind, "steps", len(steps), "dry_run", w.DryRun, "plan_hash", hash)
 	return nil
+}
+
+// steps are what a job does, and the hash recorded as the plan it ran: a
+// provisioning job applies the plan of the approved version (only the one
+// an approver pinned, when one was); a revocation job runs the plan's
+// RevocationPlan, in the settings' mode.
+func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
+	plan, err := w.Plans(ctx, job.ConnectionID, job.Version)
+	if job.Kind == JobKindRevoke {
+		if errors.Is(err, ErrSlurm) {
+			// Nothing was ever provisioned on EKS for it; the one step
+			// says so, so the revocation completes with a record.
+			s := []Step{{Action: ActionNone, Detail: err.Error()}}
+			return s, StepsHash(s), nil
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		s := RevocationPlan(plan, plan.OnRevoke)
+		return s, StepsHash(s), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	hash := plan.Hash()
+	if job.PlanHash != "" && job.PlanHash != hash {
+		return nil, "", permanent(fmt.Errorf(
+			"provision: the plan (%s) is not the one approved (%s): the cluster settings changed since the approval", hash, job.PlanHash))
+	}
+	return ApplySteps(plan), hash, nil
+}
+
+// runStep runs one step on the cluster: an apply with Apply, any other
+// action with Apply's RevocationApplier side.
+func (w *Worker) runStep(ctx context.Context, job Job, st Step) (Outcome, string, error) {
+	switch st.Action {
+	case ActionApply:
+		return w.Apply.ApplyObject(ctx, st.Object)
+	case ActionNone:
+		return Absent, st.Detail, nil
+	}
+	r, ok := w.Apply.(RevocationApplier)
+	if !ok {
+		return Failed, "", permanent(fmt.Errorf("provision: job %d: the worker's applier (%T) cannot %s objects", job.ID, w.Apply, st.Action))
+	}
+	return r.RunStep(ctx, st)
 }
 
 // settle records how an attempt ended: a retry with backoff for a transient

@@ -288,6 +288,10 @@ func (d *DB) ExtendLease(ctx context.Context, jobID int64, owner string, now tim
 // the readiness gate sees only what this attempt did; rows beyond the plan's
 // length (a plan that shrank since) are removed.
 //
+// A revoke job transitions nothing either (the connection moved to revoking
+// when it was queued) but must find the connection revoking; its first
+// attempt is audited as "revocation.start".
+//
 // A connection in any other state (revoked while the job waited, say) gives
 // the lifecycle's *workflow.TransitionError and writes nothing: the caller
 // fails the job.
@@ -303,6 +307,10 @@ func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash s
 		}
 		transition := false
 		switch {
+		case j.Kind == JobRevoke:
+			if c.State != workflow.StateRevoking {
+				return &workflow.TransitionError{From: c.State, Event: workflow.EventRevocationDone}
+			}
 		case c.State == workflow.StateProvisioning:
 		case c.State == workflow.StateApproved && !dryRun:
 			transition = true
@@ -324,6 +332,9 @@ ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'pending',
 				jobID, seq, name); err != nil {
 				return err
 			}
+		}
+		if j.Kind == JobRevoke {
+			return startRevocation(ctx, tx, j, c, appliedPlanHash, len(steps), dryRun, now)
 		}
 		if !transition {
 			return nil
@@ -413,6 +424,8 @@ UPDATE jobs SET state = 'queued', lease_owner = '', lease_until = '', not_before
 // FailJob gives up on a job owner holds: the job fails with errText, a
 // provisioning connection returns to approved (the approval stands; a new
 // job can try again), and the audit trail records why, in one transaction.
+// A failed revoke job leaves the connection revoking, never back to where
+// it was: "revocation.failed" says why, and EnqueueRevocation tries again.
 func (d *DB) FailJob(ctx context.Context, jobID int64, owner, errText string, now time.Time) error {
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		j, err := leased(ctx, tx, jobID, owner)
@@ -437,7 +450,13 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 				return err
 			}
 		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: "provisioning.failed",
+		action := "provisioning.failed"
+		if j.Kind == JobRevoke {
+			// The connection stays revoking: what the job did not remove
+			// may still be on the cluster.
+			action = "revocation.failed"
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: action,
 			ObjectType: "connection", ObjectID: c.ID, Team: c.Team, Version: j.Version,
 			Reason: fmt.Sprintf("job %d, attempt %d: %s", jobID, j.Attempts, errText)})
 	})
@@ -457,6 +476,9 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 // connection stays approved and the audit trail says "provisioning.dry_run".
 // (Should a real attempt have moved it to provisioning before the worker
 // was restarted in dry-run mode, it goes back to approved.)
+//
+// A revoke job moves the connection from revoking to revoked
+// ("revocation.done"); see completeRevocation for its dry run.
 func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now time.Time) error {
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		j, err := leased(ctx, tx, jobID, owner)
@@ -477,12 +499,16 @@ func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now tim
 		}
 		ev, action := workflow.EventProvisioningSucceeded, "provisioning.succeeded"
 		reason := fmt.Sprintf("job %d, attempt %d: %d steps applied, plan %s", jobID, j.Attempts, j.Steps, j.AppliedPlanHash)
-		if j.DryRun {
+		if j.Kind == JobRevoke {
+			if action, reason, err = completeRevocation(ctx, tx, j, c, now); err != nil {
+				return err
+			}
+		} else if j.DryRun {
 			ev, action = workflow.EventProvisioningFailed, "provisioning.dry_run"
 			reason = fmt.Sprintf("job %d: dry run, nothing applied: the plan (%d steps, %s) is recorded; the connection stays approved",
 				jobID, j.Steps, j.AppliedPlanHash)
 		}
-		if !j.DryRun || c.State == workflow.StateProvisioning {
+		if j.Kind != JobRevoke && (!j.DryRun || c.State == workflow.StateProvisioning) {
 			next, err := workflow.Transition(c.State, ev, now)
 			if err != nil {
 				return err

@@ -232,6 +232,14 @@ type ConnectionDetail struct {
 	Plan          *PlanView
 	Progress      *Progress
 	Access        *Access
+	Drift         *DriftView
+
+	// Revocation, for admins while the state allows it: the form's action,
+	// what revoking will do, and the reason with its error on a re-render.
+	RevokeURL    string
+	RevokeNote   string
+	RevokeReason string
+	RevokeError  string
 }
 
 // Progress is the latest provisioning job of a connection and its steps.
@@ -325,4 +333,15 @@ type Access struct {
 type Snippet struct {
 	Title string
 	Code  string
+}
+
+// DriftView is the last drift check of a connection.
+type DriftView struct {
+	ConnectionID int64
+	Href         string
+	Team         string
+	CheckedAt    string
+	Error        string
+	Items        []string
+	ReapplyURL   string // admins: re-apply the approved plan
 }

@@ -365,6 +365,9 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if d.Progress, err = s.progressView(c, conn.ID); err != nil {
 		return d, err
 	}
+	if d.Drift, err = s.connectionDrift(c, conn); err != nil {
+		return d, err
+	}
 	if conn.ApprovedVersion > 0 && conn.State.Committed() && conn.State != workflow.StateRevoking {
 		for _, v := range versions {
 			if v.Version == conn.ApprovedVersion {
@@ -381,6 +384,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed {
 		d.WithdrawURL = base + "/withdraw"
 	}
+	s.revokeForm(p, obj, &d)
 	if p.HasRole(workflow.RoleAdmin) || workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed ||
 		(conn.State == workflow.StateSubmitted && workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed) {
 		d.Plan = s.planView(conn.ID, cur)

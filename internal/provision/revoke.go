@@ -1,0 +1,427 @@
+package provision
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// RevokeMode is what revocation does with the team namespace once the
+// team's access, queues, quotas and network allowances are gone.
+type RevokeMode string
+
+const (
+	// RevokeLock keeps the namespace and what the team left in it
+	// (volumes, config, evidence for an investigation) but locks it: every
+	// RoleBinding is gone, a ResourceQuota named NameRevokedQuota allows
+	// zero pods and zero accelerators, only the default-deny NetworkPolicy
+	// stays, and the namespace is labelled LabelRevoked=true. It is the
+	// default because it destroys nothing that cannot be recreated; a
+	// locked namespace can still be deleted by hand.
+	RevokeLock RevokeMode = "lock"
+	// RevokeDelete deletes the namespace and everything in it.
+	RevokeDelete RevokeMode = "delete"
+)
+
+// LabelRevoked marks a namespace locked by revocation.
+const LabelRevoked = "portal.hyperpod.io/revoked"
+
+// NameRevokedQuota is the zero ResourceQuota of a locked namespace.
+const NameRevokedQuota = "revoked"
+
+// StepAction is what a step does with its object.
+type StepAction string
+
+// The step actions. Provisioning steps apply; revocation steps delete,
+// sweep and lock.
+const (
+	// ActionApply server-side applies the object (creates or updates it).
+	ActionApply StepAction = "apply"
+	// ActionDelete deletes the object if it exists and carries this
+	// connection's label (see Applier.Delete).
+	ActionDelete StepAction = "delete"
+	// ActionDeleteAll deletes every object of the kind in the namespace,
+	// whoever made it, when the namespace is this connection's: it removes
+	// access granted by hand as well as the portal's own.
+	ActionDeleteAll StepAction = "delete-all"
+	// ActionLock applies the object, but only into this connection's
+	// namespace while it exists: locking never creates a namespace.
+	ActionLock StepAction = "lock"
+	// ActionNone records that there is nothing to do (a Slurm connection
+	// has nothing on EKS to remove).
+	ActionNone StepAction = "none"
+)
+
+// More outcomes of a step, for revocation.
+const (
+	Deleted Outcome = "deleted" // the object was deleted (a namespace: it is terminating)
+	Absent  Outcome = "absent"  // nothing to do: the object (or its namespace) does not exist
+	Kept    Outcome = "kept"    // left alone: it is not this connection's
+)
+
+// Step is one recorded step of a job: an action on one object.
+type Step struct {
+	Action StepAction
+	Object Object
+	// Detail says what the step is for, in a few words; a dry run records
+	// it.
+	Detail string
+}
+
+// Name is the step's name as recorded: "Kind ref" for an apply (as
+// provisioning has always named its steps), the action first otherwise.
+func (s Step) Name() string {
+	o := s.Object
+	switch s.Action {
+	case ActionApply:
+		return o.Kind + " " + o.Ref()
+	case ActionDeleteAll:
+		return "delete every " + o.Kind + " left in " + o.Namespace
+	case ActionNone:
+		return "nothing to remove"
+	}
+	return string(s.Action) + " " + o.Kind + " " + o.Ref()
+}
+
+// ApplySteps are the steps that provision p: each object applied, in order.
+func ApplySteps(p Plan) []Step {
+	summary := p.Summary()
+	steps := make([]Step, len(p.Objects))
+	for i, o := range p.Objects {
+		steps[i] = Step{Action: ActionApply, Object: o, Detail: summary[i]}
+	}
+	return steps
+}
+
+// StepsHash identifies a list of steps as the plan's Hash identifies a
+// plan: what a revocation job records as the plan it ran.
+func StepsHash(steps []Step) string {
+	h := sha256.New()
+	for _, s := range steps {
+		fmt.Fprintf(h, "%s\n", s.Name())
+		if s.Action == ActionApply || s.Action == ActionLock {
+			fmt.Fprintf(h, "%v\n", s.Object.Obj.Object)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// revocationOrder is the order revocation removes kinds in: access first
+// (a revoked team must lose it before anything else changes under it),
+// then the queues, then the quota and the defaults, then the network
+// policies. The namespace comes last; kinds not listed here come just
+// before it.
+var revocationOrder = []string{"RoleBinding", "Role", "ServiceAccount", "LocalQueue", "ClusterQueue", "ResourceQuota", "LimitRange", "NetworkPolicy"}
+
+// RevocationPlan is the reverse of p: the steps that take a team's
+// connection off the cluster, in a safe order (see revocationOrder). Both
+// modes delete the RoleBindings, then every other RoleBinding in the
+// namespace, the Roles, the ServiceAccount, the LocalQueue and the
+// ClusterQueue when p has one (the portal manages it), the quota, the
+// LimitRange and the NetworkPolicies; then:
+//
+//   - RevokeDelete deletes the namespace;
+//   - RevokeLock first puts a zero ResourceQuota in place (before the team
+//     quota goes, so there is never a moment without a quota), keeps the
+//     default-deny NetworkPolicy (whatever still runs there stays cut
+//     off), and labels the namespace LabelRevoked=true.
+//
+// Shared objects (WorkloadPriorityClasses, ResourceFlavors) are never in
+// it: other teams use them. An empty mode is RevokeLock. RevocationPlan is
+// pure, like BuildPlan.
+func RevocationPlan(p Plan, mode RevokeMode) []Step {
+	if mode == "" {
+		mode = RevokeLock
+	}
+	var ns *Object
+	groups := map[string][]Object{}
+	var others []Object
+	for i := len(p.Objects) - 1; i >= 0; i-- { // reverse apply order within a kind
+		o := p.Objects[i]
+		switch {
+		case o.Shared:
+		case o.Kind == "Namespace":
+			ns = &p.Objects[i]
+		case slices.Contains(revocationOrder, o.Kind):
+			groups[o.Kind] = append(groups[o.Kind], o)
+		default:
+			others = append(others, o)
+		}
+	}
+	var steps []Step
+	del := func(o Object, why string) {
+		steps = append(steps, Step{Action: ActionDelete, Object: o, Detail: why + ": " + o.Detail})
+	}
+	for _, kind := range revocationOrder {
+		for _, o := range groups[kind] {
+			switch {
+			case kind == "ResourceQuota" && mode == RevokeLock:
+				steps = append(steps, Step{Action: ActionLock, Object: revokedQuota(o),
+					Detail: "lock: zero pods, zero accelerators, before the team quota goes"})
+				del(o, "quota")
+			case kind == "NetworkPolicy" && mode == RevokeLock && o.Name == NamePolicyDefaultDeny:
+				// Kept: it isolates whatever is left in the locked namespace.
+			default:
+				del(o, map[string]string{"RoleBinding": "access", "Role": "access", "ServiceAccount": "access",
+					"LocalQueue": "queue", "ClusterQueue": "queue", "ResourceQuota": "quota", "LimitRange": "defaults",
+					"NetworkPolicy": "network"}[kind])
+			}
+		}
+		if kind == "RoleBinding" && p.Namespace != "" {
+			steps = append(steps, Step{Action: ActionDeleteAll, Object: sweepObject(p, ns, "rbac.authorization.k8s.io/v1", "RoleBinding"),
+				Detail: "access: RoleBindings made by hand in the team namespace"})
+		}
+	}
+	for _, o := range others {
+		del(o, "other")
+	}
+	if ns != nil {
+		if mode == RevokeDelete {
+			del(*ns, "namespace, with everything left in it")
+		} else {
+			locked := *ns
+			locked.Obj = ns.Obj.DeepCopy()
+			labels := locked.Obj.GetLabels()
+			labels[LabelRevoked] = "true"
+			locked.Obj.SetLabels(labels)
+			steps = append(steps, Step{Action: ActionLock, Object: locked,
+				Detail: "namespace kept, labelled " + LabelRevoked + "=true"})
+		}
+	}
+	return steps
+}
+
+// sweepObject is the object of an ActionDeleteAll step: the kind, the
+// namespace, and the namespace's labels, which say whose it must be.
+func sweepObject(p Plan, ns *Object, apiVersion, kind string) Object {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(p.Namespace)
+	if ns != nil {
+		u.SetLabels(ns.Obj.GetLabels())
+	}
+	return Object{Kind: kind, Namespace: p.Namespace, Obj: u}
+}
+
+// revokedQuota is the zero quota of a locked namespace: every resource of
+// the team quota, and pods, at zero.
+func revokedQuota(team Object) Object {
+	hard := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}
+	m, _, _ := unstructured.NestedMap(team.Obj.Object, "spec", "hard")
+	for r := range m {
+		hard[corev1.ResourceName(r)] = resource.MustParse("0")
+	}
+	labels := team.Obj.GetLabels()
+	labels[LabelRevoked] = "true"
+	q := &corev1.ResourceQuota{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
+		ObjectMeta: metav1.ObjectMeta{Name: NameRevokedQuota, Namespace: team.Namespace, Labels: labels, Annotations: team.Obj.GetAnnotations()},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}
+	u, err := toUnstructured(q)
+	if err != nil {
+		panic("provision: revoked quota: " + err.Error()) // a typed object with its TypeMeta always converts
+	}
+	keys := make([]string, 0, len(hard))
+	for r := range hard {
+		keys = append(keys, string(r)+"=0")
+	}
+	slices.Sort(keys)
+	return Object{Kind: "ResourceQuota", Namespace: team.Namespace, Name: NameRevokedQuota, Obj: u, Detail: strings.Join(keys, ", ")}
+}
+
+// RevocationApplier runs the steps of a revocation; ApplierSteps is one.
+// The worker uses its Apply for revocations when it implements this.
+type RevocationApplier interface {
+	RunStep(ctx context.Context, s Step) (Outcome, string, error)
+}
+
+// RunStep runs one step with the Applier.
+func (a ApplierSteps) RunStep(ctx context.Context, s Step) (Outcome, string, error) {
+	switch s.Action {
+	case ActionApply:
+		return a.ApplyObject(ctx, s.Object)
+	case ActionDelete:
+		return a.Applier.Delete(ctx, s.Object)
+	case ActionDeleteAll:
+		return a.Applier.DeleteAll(ctx, s.Object)
+	case ActionLock:
+		return a.Applier.Lock(ctx, s.Object)
+	case ActionNone:
+		return Absent, s.Detail, nil
+	}
+	return Failed, "", permanent(fmt.Errorf("provision: unknown step action %q", s.Action))
+}
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// resourceOf is the client of o's kind, in o's namespace when namespaced.
+func (a *Applier) resourceOf(o Object) (dynamic.ResourceInterface, error) {
+	if o.Obj == nil {
+		return nil, permanent(errors.New("no object"))
+	}
+	gvk := o.Obj.GroupVersionKind()
+	m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if o.Namespace == "" {
+			return nil, permanent(fmt.Errorf("%s is namespaced but the object names no namespace", gvk.Kind))
+		}
+		return a.Client.Resource(m.Resource).Namespace(o.Namespace), nil
+	}
+	return a.Client.Resource(m.Resource), nil
+}
+
+// whose says why live is not the object o describes, "" when it is: a
+// revocation deletes only what the portal made for this connection, never
+// an object that happens to have the same name.
+func whose(live *unstructured.Unstructured, o Object) string {
+	want := o.Obj.GetLabels()[LabelConnection]
+	l := live.GetLabels()
+	if l[LabelManagedBy] != ManagedBy || l[LabelConnection] != want {
+		return fmt.Sprintf("left alone: not this connection's (managed-by %q, connection %q; want %q, %q)",
+			l[LabelManagedBy], l[LabelConnection], ManagedBy, want)
+	}
+	return ""
+}
+
+// deleteLive deletes live, only if it is still the object that was read
+// (its UID): something recreated under the same name in between is not
+// deleted unseen. NotFound counts as deleted.
+func deleteLive(ctx context.Context, ri dynamic.ResourceInterface, live *unstructured.Unstructured) error {
+	uid := live.GetUID()
+	bg := metav1.DeletePropagationBackground
+	err := ri.Delete(ctx, live.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &bg})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// Delete deletes o if it exists and carries o's connection label and the
+// portal's managed-by label. It is idempotent: an object already gone is
+// Absent, which is success. An object of that name that is not this
+// connection's is Kept, with the reason as detail. Shared objects are
+// refused: other teams use them.
+func (a *Applier) Delete(ctx context.Context, o Object) (Outcome, string, error) {
+	if err := ctx.Err(); err != nil {
+		return Failed, "", err
+	}
+	if o.Shared || o.Obj == nil || o.Obj.GetLabels()[LabelConnection] == "" {
+		return Failed, "", permanent(fmt.Errorf("provision: delete %s %s: refused: a shared object, or one without a connection label", o.Kind, o.Ref()))
+	}
+	ri, err := a.resourceOf(o)
+	if err != nil {
+		return Failed, "", fmt.Errorf("provision: delete %s %s: %w", o.Kind, o.Ref(), err)
+	}
+	live, err := ri.Get(ctx, o.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return Absent, "already gone", nil
+	case err != nil:
+		return Failed, "", fmt.Errorf("provision: delete %s %s: %w", o.Kind, o.Ref(), err)
+	}
+	if why := whose(live, o); why != "" {
+		return Kept, why, nil
+	}
+	if err := deleteLive(ctx, ri, live); err != nil {
+		return Failed, "", fmt.Errorf("provision: delete %s %s: %w", o.Kind, o.Ref(), err)
+	}
+	if o.Kind == "Namespace" {
+		return Deleted, "terminating: the namespace controller removes what is left in it", nil
+	}
+	return Deleted, "uid " + string(live.GetUID()), nil
+}
+
+// ownNamespace checks that ns exists and is this connection's (o's
+// labels say which): ok, or the outcome that ends the step.
+func (a *Applier) ownNamespace(ctx context.Context, ns string, o Object) (Outcome, string, bool, error) {
+	live, err := a.Client.Resource(namespacesGVR).Get(ctx, ns, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return Absent, "namespace " + ns + " is gone", false, nil
+	case err != nil:
+		return Failed, "", false, err
+	}
+	if why := whose(live, o); why != "" {
+		return Kept, "namespace " + ns + " " + why, false, nil
+	}
+	return "", "", true, nil
+}
+
+// DeleteAll deletes every object of o's kind in o's namespace, whoever
+// made it, when the namespace is this connection's: Deleted with their
+// names, Absent when there were none (or no namespace), Kept when the
+// namespace is not the portal's for this connection.
+func (a *Applier) DeleteAll(ctx context.Context, o Object) (Outcome, string, error) {
+	fail := func(err error) (Outcome, string, error) {
+		return Failed, "", fmt.Errorf("provision: delete every %s in %s: %w", o.Kind, o.Namespace, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	if out, detail, ok, err := a.ownNamespace(ctx, o.Namespace, o); !ok {
+		if err != nil {
+			return fail(err)
+		}
+		return out, detail, nil
+	}
+	ri, err := a.resourceOf(o)
+	if err != nil {
+		return fail(err)
+	}
+	list, err := ri.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fail(err)
+	}
+	var names []string
+	var errs []error
+	for i := range list.Items {
+		if err := deleteLive(ctx, ri, &list.Items[i]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", list.Items[i].GetName(), err))
+			continue
+		}
+		names = append(names, list.Items[i].GetName())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fail(err)
+	}
+	if len(names) == 0 {
+		return Absent, "none left", nil
+	}
+	slices.Sort(names)
+	return Deleted, strings.Join(names, ", "), nil
+}
+
+// Lock applies o into its namespace (or, for a Namespace, to itself) only
+// while that namespace exists and is this connection's: Absent when it is
+// gone, Kept when it is not the portal's; else Apply's outcome.
+func (a *Applier) Lock(ctx context.Context, o Object) (Outcome, string, error) {
+	ns := o.Namespace
+	if o.Kind == "Namespace" {
+		ns = o.Name
+	}
+	if out, detail, ok, err := a.ownNamespace(ctx, ns, o); !ok {
+		if err != nil {
+			return Failed, "", fmt.Errorf("provision: lock %s %s: %w", o.Kind, o.Ref(), err)
+		}
+		return out, detail, nil
+	}
+	return ApplierSteps{Applier: a}.ApplyObject(ctx, o)
+}

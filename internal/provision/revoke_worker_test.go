@@ -1,0 +1,349 @@
+package provision_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// RunStep makes fakeCluster a RevocationApplier: it records the step's
+// name and fails as told, by object name.
+func (f *fakeCluster) RunStep(ctx context.Context, s provision.Step) (provision.Outcome, string, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, s.Name())
+	var err error
+	if errs := f.fail[s.Object.Name]; len(errs) > 0 && s.Object.Name != "" {
+		err, f.fail[s.Object.Name] = errs[0], errs[1:]
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return provision.Failed, "", fmt.Errorf("provision: %s: %w", s.Name(), err)
+	}
+	return provision.Deleted, "", nil
+}
+
+var _ provision.RevocationApplier = (*fakeCluster)(nil)
+
+// provisioned runs the bed's provisioning job on cluster: the connection
+// is active.
+func (b *bed) provisioned(cluster *fakeCluster) {
+	b.t.Helper()
+	b.runOnce(b.worker("provisioner", cluster))
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		b.t.Fatalf("connection %s after provisioning, want active", s)
+	}
+	cluster.mu.Lock()
+	cluster.calls = nil
+	cluster.mu.Unlock()
+}
+
+// revoke revokes the bed's connection and returns the revoke job.
+func (b *bed) revoke() store.Job {
+	b.t.Helper()
+	_, j, err := b.db.Revoke(b.t.Context(), b.conn.ID, store.Actor{Email: "admin@example.test"}, "end of project", b.clock.Now())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return j
+}
+
+// revocationNames are the step names the bed's revocation runs.
+func (b *bed) revocationNames() []string {
+	var out []string
+	for _, s := range provision.RevocationPlan(b.plan, b.plan.OnRevoke) {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+func (b *bed) assertRevocationSteps(jobID int64, outcome string, attempts func(int) int) {
+	b.t.Helper()
+	names := b.revocationNames()
+	ss := b.steps(jobID)
+	if len(ss) != len(names) {
+		b.t.Fatalf("%d step rows, want %d", len(ss), len(names))
+	}
+	for i, s := range ss {
+		if s.Name != names[i] || s.State != store.StepDone || s.Outcome != outcome || s.Attempts != attempts(i) {
+			b.t.Errorf("step %d = %s %s %s attempts %d; want %s done %s attempts %d", i, s.Name, s.State, s.Outcome, s.Attempts, names[i], outcome, attempts(i))
+		}
+	}
+}
+
+var revoked = append(slices.Clone(provisioned), "connection.revoke", "revocation.start", "revocation.done")
+
+func TestWorkerRevokes(t *testing.T) {
+	b := newBed(t)
+	cluster := &fakeCluster{}
+	b.provisioned(cluster)
+	j := b.revoke()
+	w := b.worker("w1", cluster)
+	b.runOnce(w)
+
+	names := b.revocationNames()
+	if !slices.Equal(cluster.calls, names) {
+		t.Errorf("ran %v, want the revocation in order %v", cluster.calls, names)
+	}
+	// Access goes first: every RoleBinding step comes before any other.
+	lastBinding, firstOther := -1, len(cluster.calls)
+	for i, c := range cluster.calls {
+		if strings.Contains(c, "RoleBinding") {
+			lastBinding = i
+		} else if i < firstOther {
+			firstOther = i
+		}
+	}
+	if lastBinding < 0 || lastBinding > firstOther {
+		t.Errorf("steps %v: the RoleBindings are not removed before everything else", cluster.calls)
+	}
+	if got := cluster.calls[len(cluster.calls)-1]; !strings.HasPrefix(got, "lock Namespace ") {
+		t.Errorf("last step %q, want the namespace locked (the default mode)", got)
+	}
+	if got := b.jobNow(j.ID); got.State != store.JobSucceeded || got.Steps != len(names) || got.AppliedPlanHash == "" || got.DryRun {
+		t.Errorf("job = %+v, want succeeded with %d steps", got, len(names))
+	}
+	b.assertRevocationSteps(j.ID, string(provision.Deleted), once)
+	if s := b.state(b.conn.ID); s != workflow.StateRevoked {
+		t.Errorf("connection %s, want revoked", s)
+	}
+	if acts := actions(b.audit(b.conn.ID)); !slices.Equal(acts, revoked) {
+		t.Errorf("audit = %v, want %v", acts, revoked)
+	}
+	b.verifyAudit()
+	b.idle(w, "with the queue empty")
+}
+
+func TestWorkerRevocationRetriesAndFails(t *testing.T) {
+	b := newBed(t)
+	cluster := &fakeCluster{}
+	b.provisioned(cluster)
+	j := b.revoke()
+	gr := schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"}
+	cluster.fail = map[string][]error{
+		provision.NameViewerRole: {apierrors.NewServiceUnavailable("apiserver restarting"), apierrors.NewForbidden(gr, provision.NameViewerRole, errors.New("the portal may not delete roles"))},
+	}
+	w := b.worker("w1", cluster)
+
+	b.runOnce(w) // transient: retried with backoff, still revoking
+	if got := b.jobNow(j.ID); got.State != store.JobQueued || !strings.Contains(got.LastError, "apiserver restarting") || !got.NotBefore.Equal(b.clock.Now().Add(10*time.Second)) {
+		t.Errorf("after a transient error: job %+v, want queued 10s later", got)
+	}
+	if s := b.state(b.conn.ID); s != workflow.StateRevoking {
+		t.Errorf("connection %s during retries, want revoking", s)
+	}
+	b.clock.Add(10 * time.Second)
+	b.runOnce(w) // permanent: failed, still revoking, the server's message recorded
+	got := b.jobNow(j.ID)
+	if got.State != store.JobFailed || !strings.Contains(got.LastError, "the portal may not delete roles") || got.Attempts != 2 {
+		t.Errorf("after a permanent error: job %+v, want failed with the server's message", got)
+	}
+	if s := b.state(b.conn.ID); s != workflow.StateRevoking {
+		t.Errorf("connection %s after a failed revocation, want revoking: never back to active", s)
+	}
+	evs := b.audit(b.conn.ID)
+	if last := evs[len(evs)-1]; last.Action != "revocation.failed" || !strings.Contains(last.Reason, "may not delete roles") {
+		t.Errorf("last audit event %s %q, want revocation.failed with the reason", last.Action, last.Reason)
+	}
+
+	// An admin fixes the cause and queues the revocation again.
+	again, err := b.db.EnqueueRevocation(t.Context(), b.conn.ID, store.Actor{Email: "admin@example.test"}, "RBAC fixed", b.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.runOnce(w)
+	if got := b.jobNow(again.ID); got.State != store.JobSucceeded {
+		t.Errorf("retried revocation = %+v, want succeeded", got)
+	}
+	if s := b.state(b.conn.ID); s != workflow.StateRevoked {
+		t.Errorf("connection %s, want revoked", s)
+	}
+	b.verifyAudit()
+}
+
+func TestWorkerRevocationDryRun(t *testing.T) {
+	t.Run("nothing was ever applied", func(t *testing.T) {
+		b := newBed(t)
+		dry := b.worker("dry", nil)
+		dry.DryRun = true
+		b.runOnce(dry) // the provisioning dry run: the connection stays approved
+		j := b.revoke()
+		b.runOnce(dry)
+		got := b.jobNow(j.ID)
+		if got.State != store.JobSucceeded || !got.DryRun {
+			t.Errorf("job = %+v, want a succeeded dry run", got)
+		}
+		b.assertRevocationSteps(j.ID, string(provision.DryRunOutcome), once)
+		steps := provision.RevocationPlan(b.plan, b.plan.OnRevoke)
+		for i, s := range b.steps(j.ID) {
+			if s.Detail != steps[i].Detail || s.Detail == "" {
+				t.Errorf("step %d detail %q, want %q", i, s.Detail, steps[i].Detail)
+			}
+		}
+		if s := b.state(b.conn.ID); s != workflow.StateRevoked {
+			t.Errorf("connection %s, want revoked: there was nothing to remove", s)
+		}
+	})
+	t.Run("the connection was provisioned for real", func(t *testing.T) {
+		b := newBed(t)
+		b.provisioned(&fakeCluster{})
+		b.revoke()
+		dry := b.worker("dry", nil)
+		dry.DryRun = true
+		b.runOnce(dry)
+		if s := b.state(b.conn.ID); s != workflow.StateRevoking {
+			t.Errorf("connection %s after a dry run, want revoking: its objects were never removed", s)
+		}
+		b.verifyAudit()
+	})
+}
+
+// A worker dies after revocation step k (for every k); another resumes the
+// job once the lease has expired and runs every step again.
+func TestWorkerRevocationResumesAfterACrash(t *testing.T) {
+	probe := newBed(t)
+	for crash := range len(probe.revocationNames()) {
+		t.Run(fmt.Sprintf("after step %d", crash), func(t *testing.T) {
+			b := newBed(t)
+			cluster := &fakeCluster{}
+			b.provisioned(cluster)
+			j := b.revoke()
+			dying := b.worker("dying", cluster)
+			dying.AfterStep = func(seq int) error {
+				if seq == crash {
+					return errCrash
+				}
+				return nil
+			}
+			if did, err := dying.RunOnce(t.Context()); !did || !errors.Is(err, errCrash) {
+				t.Fatalf("RunOnce = %v, %v; want the crash", did, err)
+			}
+			if s := b.state(b.conn.ID); s != workflow.StateRevoking {
+				t.Errorf("connection %s mid-revocation, want revoking", s)
+			}
+			next := b.worker("next", cluster)
+			b.clock.Add(59 * time.Second)
+			b.idle(next, "while the lease holds")
+			b.clock.Add(time.Second)
+			b.runOnce(next)
+
+			if got := b.jobNow(j.ID); got.State != store.JobSucceeded || got.Attempts != 2 {
+				t.Errorf("job = %+v, want succeeded at attempt 2", got)
+			}
+			b.assertRevocationSteps(j.ID, string(provision.Deleted), func(seq int) int {
+				if seq <= crash {
+					return 2
+				}
+				return 1
+			})
+			for i, name := range b.revocationNames() {
+				want := 1
+				if i <= crash {
+					want = 2
+				}
+				if n := cluster.count(name); n != want {
+					t.Errorf("%s run %d times, want %d", name, n, want)
+				}
+			}
+			if s := b.state(b.conn.ID); s != workflow.StateRevoked {
+				t.Errorf("connection %s, want revoked", s)
+			}
+			if acts := actions(b.audit(b.conn.ID)); !slices.Equal(acts, revoked) {
+				t.Errorf("audit = %v, want %v (one start, one done)", acts, revoked)
+			}
+			b.verifyAudit()
+		})
+	}
+}
+
+// Revoking while the provisioning job runs: that job's worker stops at its
+// next write, and the revocation starts only once its lease has expired,
+// so the two never touch the cluster at once.
+func TestWorkerRevocationWaitsForARunningProvisioning(t *testing.T) {
+	b := newBed(t)
+	cluster := &fakeCluster{}
+	var rj store.Job
+	slow := b.worker("slow", cluster)
+	slow.AfterStep = func(seq int) error {
+		if seq == 2 {
+			rj = b.revoke()
+		}
+		return nil
+	}
+	if did, err := slow.RunOnce(t.Context()); !did || !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("RunOnce = %v, %v; want the provisioning worker stopped by ErrLeaseLost", did, err)
+	}
+	if n := len(cluster.calls); n != 3 {
+		t.Errorf("provisioning applied %d objects, want 3: nothing after the revocation", n)
+	}
+	if got := b.jobNow(b.job.ID); got.State != store.JobFailed || !strings.Contains(got.LastError, "being revoked") {
+		t.Errorf("provisioning job = %+v, want failed as cancelled", got)
+	}
+	w := b.worker("w1", cluster)
+	b.clock.Add(time.Minute - time.Nanosecond)
+	b.idle(w, "before the provisioning lease expires")
+	b.clock.Add(time.Nanosecond)
+	b.runOnce(w)
+	if got := b.jobNow(rj.ID); got.State != store.JobSucceeded {
+		t.Errorf("revoke job = %+v, want succeeded", got)
+	}
+	if s := b.state(b.conn.ID); s != workflow.StateRevoked {
+		t.Errorf("connection %s, want revoked", s)
+	}
+	want := []string{"connection.create", "connection.submit", "connection.approve", "provisioning.start",
+		"connection.revoke", "provisioning.cancelled", "revocation.start", "revocation.done"}
+	if acts := actions(b.audit(b.conn.ID)); !slices.Equal(acts, want) {
+		t.Errorf("audit = %v, want %v", acts, want)
+	}
+	b.verifyAudit()
+}
+
+// A Slurm connection has nothing on EKS: its revocation records that and
+// completes.
+func TestWorkerRevokesASlurmConnection(t *testing.T) {
+	b := newBed(t)
+	j := b.revoke()
+	cluster := &fakeCluster{}
+	w := b.worker("w1", cluster)
+	w.Plans = func(context.Context, int64, int) (provision.Plan, error) {
+		return provision.Plan{}, provision.Permanent(provision.ErrSlurm)
+	}
+	b.runOnce(w)
+	ss := b.steps(j.ID)
+	if got := b.jobNow(j.ID); got.State != store.JobSucceeded || len(ss) != 1 || ss[0].Name != "nothing to remove" || !strings.Contains(ss[0].Detail, "Slurm") {
+		t.Errorf("job = %+v, steps %+v; want one recorded step saying there is nothing to remove", got, ss)
+	}
+	if s := b.state(b.conn.ID); s != workflow.StateRevoked {
+		t.Errorf("connection %s, want revoked", s)
+	}
+}
+
+// An applier that cannot delete fails a revocation at once instead of
+// pretending.
+func TestWorkerRevocationNeedsARevocationApplier(t *testing.T) {
+	b := newBed(t)
+	j := b.revoke()
+	b.runOnce(b.worker("w1", applyOnly{}))
+	if got := b.jobNow(j.ID); got.State != store.JobFailed || !strings.Contains(got.LastError, "cannot delete") {
+		t.Errorf("job = %+v, want failed: the applier cannot delete", got)
+	}
+	if s := b.state(b.conn.ID); s != workflow.StateRevoking {
+		t.Errorf("connection %s, want revoking", s)
+	}
+}
+
+type applyOnly struct{}
+
+func (applyOnly) ApplyObject(context.Context, provision.Object) (provision.Outcome, string, error) {
+	return provision.Created, "", nil
+}

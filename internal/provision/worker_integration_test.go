@@ -1,0 +1,972 @@
+package provision_test
+
+// These tests run the worker end to end with nothing faked: the real store
+// (SQLite in a temporary directory), the real Applier and the test bed's
+// real kube-apiserver (with kube-controller-manager and the Kueue CRDs).
+// They skip without the test bed (PORTAL_TEST_KUBECONFIG unset).
+//
+// Each test gets a team of its own ("wint" + random hex) and so a namespace
+// and ClusterQueue of its own; cluster-scoped objects shared by every team
+// (WorkloadPriorityClasses, ResourceFlavors) may already exist, so their
+// outcome is created or unchanged. Connection ids restart at 1 in each test's
+// database, so objects are always selected by team and connection together.
+//
+// The jobStore adapter and the manual clock are worker_test.go's.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// The provision package's own tests define -tenants; this flag is distinct
+// because both packages' tests link into one test binary.
+var workerTenants = flag.Int("worker-tenants", 20, "number of tenants BenchmarkProvisionTenants provisions per iteration")
+
+// itCluster is the name the test contracts give their HyperPod cluster.
+const itCluster = "shared-hp"
+
+// wintCounter counts the requests through a transport by method, and the
+// writes: non-GET requests whose successful response carries a
+// resourceVersion other than the last one seen for that path. A server-side
+// apply that changes nothing returns the object's current resourceVersion
+// (the API server does not write it), so it is a request but not a write.
+type wintCounter struct {
+	mu       sync.Mutex
+	byMethod map[string]int
+	writes   int
+	rv       map[string]string
+}
+
+func wintCounting(cfg *rest.Config) (*rest.Config, *wintCounter) {
+	c := &wintCounter{byMethod: map[string]int{}, rv: map[string]string{}}
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return wintRoundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				return resp, err
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			if err != nil {
+				return resp, err
+			}
+			c.observe(req, resp.StatusCode, body)
+			return resp, nil
+		})
+	})
+	return out, c
+}
+
+type wintRoundTripper func(*http.Request) (*http.Response, error)
+
+func (f wintRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func (c *wintCounter) observe(req *http.Request, status int, body []byte) {
+	var obj struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(body, &obj) // discovery and errors have none
+	rv := obj.Metadata.ResourceVersion
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byMethod[req.Method]++
+	path := req.URL.Path
+	if req.Method != http.MethodGet && status < 300 && rv != "" && rv != c.rv[path] {
+		c.writes++
+	}
+	if status < 300 && rv != "" {
+		c.rv[path] = rv
+	}
+}
+
+// reset starts a new count; the resourceVersions seen are kept.
+func (c *wintCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byMethod, c.writes = map[string]int{}, 0
+}
+
+// counts returns the requests by method, their total, the non-GET requests
+// and the writes since the last reset.
+func (c *wintCounter) counts() (byMethod map[string]int, total, nonGet, writes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for m, n := range c.byMethod {
+		total += n
+		if m != http.MethodGet {
+			nonGet += n
+		}
+	}
+	return maps.Clone(c.byMethod), total, nonGet, c.writes
+}
+
+func wintRandom(tb testing.TB) string {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		tb.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// wbed is one test's portal: a migrated database, a manual clock and an
+// admin, and the test bed's API server reached through a counted Applier
+// (the worker's) and an uncounted one (the test's eyes).
+type wbed struct {
+	tb       testing.TB
+	db       *store.DB
+	clock    *clock
+	admin    store.Actor
+	settings provision.ClusterSettings
+	plans    func(context.Context, int64, int) (provision.Plan, error)
+	applier  *provision.Applier // counted; the worker applies through it
+	counter  *wintCounter
+	look     *provision.Applier // uncounted: Client and Mapper for checks
+}
+
+// wintTenant is one approved connection, its queued job and the plan the
+// approver saw (and pinned).
+type wintTenant struct {
+	team  string
+	conn  store.Connection
+	job   store.Job
+	plan  provision.Plan
+	names []string // step names, "Kind ref"
+}
+
+func newWBed(tb testing.TB) *wbed {
+	tb.Helper()
+	kubeconfig := testenv.Require(tb, "PORTAL_TEST_KUBECONFIG")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		tb.Fatalf("load %s: %v", kubeconfig, err)
+	}
+	// Client-side limits high enough that the figures measure the API
+	// server, not client-go's default of 5 requests per second.
+	cfg.QPS, cfg.Burst = 1000, 2000
+	counted, counter := wintCounting(cfg)
+	applier, err := provision.NewApplier(counted)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	look, err := provision.NewApplier(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(tb.TempDir(), "portal.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	b := &wbed{
+		tb: tb, db: db, clock: &clock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)},
+		applier: applier, counter: counter, look: look,
+	}
+	// The portal manages the ClusterQueues, so that the plan holds every
+	// kind (Kueue's included); a cohort per bed keeps its queues apart.
+	b.settings = provision.DefaultClusterSettings()
+	b.settings.ClusterQueueManagedByPortal = true
+	b.settings.Cohort = "wint-" + wintRandom(tb)
+	b.plans = provision.PlansFrom(func(ctx context.Context, id int64, v int) (workflow.Contract, string, error) {
+		ver, err := db.Version(ctx, id, v)
+		return ver.Contract, ver.Hash, err
+	}, b.settings)
+
+	u, err := db.RecordLogin(ctx, "https://idp.example.test", "admin", "admin@example.test", "Admin", []string{"portal-admins"}, b.clock.Now())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b.admin = store.Actor{ID: u.ID, Email: u.Email}
+	return b
+}
+
+// contract is the example contract for team, its namespace, owners and
+// roles renamed consistently.
+func wintContract(team string) workflow.Contract {
+	c := workflow.ExampleContract()
+	c.Team = team
+	c.Namespaces = []string{provision.DefaultNamespacePrefix + team}
+	c.BusinessOwner = "owner." + team + "@example.test"
+	c.CostOwner, c.ExceptionOwner = c.BusinessOwner, c.BusinessOwner
+	c.OperationsOwner = "member." + team + "@example.test"
+	for i := range c.Signals {
+		c.Signals[i].Owner = c.OperationsOwner
+	}
+	c.ProjectRoleARN = "arn:aws:iam::111122223333:role/" + team + "-project"
+	c.AccessRoleARN = "arn:aws:iam::111122223333:role/" + team + "-access"
+	c.WorkloadRoleARN = "arn:aws:iam::111122223333:role/" + team + "-workload"
+	return c
+}
+
+// approve runs the approval workflow for team as the portal does: the
+// owners sign in, the owner creates and submits a valid contract, the admin
+// sees the plan built by plans and approves the version with that plan's
+// hash pinned, which queues the job. The team's namespace and ClusterQueue
+// are deleted when the test ends.
+func (b *wbed) approve(ctx context.Context, team string, plans func(context.Context, int64, int) (provision.Plan, error)) wintTenant {
+	b.tb.Helper()
+	c := wintContract(team)
+	var owner store.Actor
+	for _, email := range []string{c.BusinessOwner, c.OperationsOwner} {
+		u, err := b.db.RecordLogin(ctx, "https://idp.example.test", email, email, email, nil, b.clock.Now())
+		if err != nil {
+			b.tb.Fatal(err)
+		}
+		if email == c.BusinessOwner {
+			owner = store.Actor{ID: u.ID, Email: u.Email}
+		}
+	}
+	env := workflow.ValidationEnv{
+		Now: b.clock.Now(),
+		OwnerExists: func(email string) bool {
+			ok, err := b.db.UserExists(ctx, email)
+			return err == nil && ok
+		},
+		NamespaceTaken: func(ns string) bool {
+			id, err := b.db.NamespaceOwner(ctx, ns, 0)
+			return err != nil || id != 0
+		},
+	}
+	if errs := c.Validate(env); len(errs) > 0 {
+		b.tb.Fatalf("contract of %s: %v", team, errs)
+	}
+	conn, err := b.db.CreateConnection(ctx, c, owner, b.clock.Now())
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	if conn, err = b.db.Transition(ctx, conn.ID, workflow.EventSubmit, owner, "", store.Expect{}, b.clock.Now()); err != nil {
+		b.tb.Fatal(err)
+	}
+	ver, err := b.db.Version(ctx, conn.ID, conn.CurrentVersion)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	plan, err := plans(ctx, conn.ID, ver.Version)
+	if err != nil {
+		b.tb.Fatalf("plan of %s: %v", team, err)
+	}
+	b.deleteAfter(plan)
+	check := func(inv map[string]int, committed []workflow.Capacity) error {
+		if rep := workflow.CheckCapacity(inv, committed, ver.Contract.Scheduling.Guaranteed); !rep.OK() {
+			return fmt.Errorf("over capacity: %+v", rep.Rows)
+		}
+		return nil
+	}
+	expect := store.Expect{Version: ver.Version, Hash: ver.Hash, PlanHash: plan.Hash()}
+	conn, _, err = b.db.Approve(ctx, conn.ID, b.admin, expect, "fits the cluster", workflow.ApprovalsNeeded(c.DataClassification), check, b.clock.Now())
+	if err != nil {
+		b.tb.Fatalf("approve %s: %v", team, err)
+	}
+	if conn.State != workflow.StateApproved {
+		b.tb.Fatalf("%s is %s after the approval, want approved", team, conn.State)
+	}
+	jobs, err := b.db.JobsFor(ctx, conn.ID)
+	if err != nil || len(jobs) != 1 || jobs[0].State != store.JobQueued || jobs[0].PlanHash != plan.Hash() {
+		b.tb.Fatalf("JobsFor = %+v, %v; want the queued job of the approval, pinned to plan %s", jobs, err, plan.Hash())
+	}
+	tn := wintTenant{team: team, conn: conn, job: jobs[0], plan: plan}
+	for _, o := range plan.Objects {
+		tn.names = append(tn.names, o.Kind+" "+o.Ref())
+	}
+	return tn
+}
+
+// setInventory gives the cluster room for n tenants of the example
+// contract.
+func (b *wbed) setInventory(ctx context.Context, n int) {
+	b.tb.Helper()
+	for _, g := range workflow.ExampleContract().Scheduling.Guaranteed {
+		if err := b.db.SetInventory(ctx, itCluster, g.InstanceType, g.Count*n, b.admin, b.clock.Now()); err != nil {
+			b.tb.Fatal(err)
+		}
+	}
+}
+
+// deleteAfter removes the plan's namespace and non-shared cluster-scoped
+// objects when the test ends, without waiting for the namespace to finish
+// terminating. Shared objects stay: other tests' plans use them too.
+func (b *wbed) deleteAfter(p provision.Plan) {
+	b.tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, o := range p.Objects {
+			if o.Shared || o.Namespace != "" {
+				continue
+			}
+			ri, err := b.resource(o)
+			if err != nil {
+				b.tb.Errorf("cleanup: %v", err)
+				continue
+			}
+			if err := ri.Delete(ctx, o.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				b.tb.Errorf("cleanup: delete %s %s: %v", o.Kind, o.Name, err)
+			}
+		}
+	})
+}
+
+func (b *wbed) mapping(o provision.Object) (*meta.RESTMapping, error) {
+	gvk := o.Obj.GroupVersionKind()
+	return b.look.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+// resource is the uncounted client of o's resource, in o's namespace.
+func (b *wbed) resource(o provision.Object) (dynamic.ResourceInterface, error) {
+	m, err := b.mapping(o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Namespace == "" {
+		return b.look.Client.Resource(m.Resource), nil
+	}
+	return b.look.Client.Resource(m.Resource).Namespace(o.Namespace), nil
+}
+
+func (b *wbed) live(ctx context.Context, o provision.Object) (*unstructured.Unstructured, error) {
+	ri, err := b.resource(o)
+	if err != nil {
+		return nil, err
+	}
+	return ri.Get(ctx, o.Name, metav1.GetOptions{})
+}
+
+// labelled lists, for every kind of the tenant's plan, the objects in the
+// whole cluster labelled with its team and connection: "Kind ref" -> how
+// many (an object listed twice would show as 2).
+func (b *wbed) labelled(ctx context.Context, tn wintTenant) map[string]int {
+	b.tb.Helper()
+	sel := labels.SelectorFromSet(labels.Set{
+		provision.LabelTeam:       tn.team,
+		provision.LabelConnection: strconv.FormatInt(tn.conn.ID, 10),
+	}).String()
+	out := map[string]int{}
+	seen := map[schema.GroupVersionResource]bool{}
+	for _, o := range tn.plan.Objects {
+		if o.Shared {
+			continue
+		}
+		m, err := b.mapping(o)
+		if err != nil {
+			b.tb.Fatal(err)
+		}
+		if seen[m.Resource] {
+			continue
+		}
+		seen[m.Resource] = true
+		list, err := b.look.Client.Resource(m.Resource).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			b.tb.Fatalf("list %s: %v", m.Resource, err)
+		}
+		for _, item := range list.Items {
+			ref := item.GetName()
+			if ns := item.GetNamespace(); ns != "" {
+				ref = ns + "/" + ref
+			}
+			out[item.GetKind()+" "+ref]++
+		}
+	}
+	return out
+}
+
+// wantLabelled is labelled's expectation: each non-shared object of the
+// plan whose index passes keep, once.
+func wantLabelled(tn wintTenant, keep func(seq int) bool) map[string]int {
+	out := map[string]int{}
+	for i, o := range tn.plan.Objects {
+		if !o.Shared && keep(i) {
+			out[tn.names[i]] = 1
+		}
+	}
+	return out
+}
+
+func wintAll(int) bool { return true }
+
+// assertLive checks that every object of the plan exists with the portal's
+// labels and, unless shared, the contract hash annotation, and that the
+// cluster holds exactly one of each and nothing else with the tenant's
+// labels.
+func (b *wbed) assertLive(ctx context.Context, tn wintTenant) {
+	b.tb.Helper()
+	want := map[string]string{
+		provision.LabelManagedBy:       provision.ManagedBy,
+		provision.LabelTeam:            tn.team,
+		provision.LabelConnection:      strconv.FormatInt(tn.conn.ID, 10),
+		provision.LabelContractVersion: strconv.Itoa(tn.plan.ContractVersion),
+	}
+	for i, o := range tn.plan.Objects {
+		live, err := b.live(ctx, o)
+		if err != nil {
+			b.tb.Errorf("%s: %v", tn.names[i], err)
+			continue
+		}
+		if o.Shared {
+			if live.GetLabels()[provision.LabelManagedBy] != provision.ManagedBy {
+				b.tb.Errorf("%s (shared): labels %v, want %s=%s", tn.names[i], live.GetLabels(), provision.LabelManagedBy, provision.ManagedBy)
+			}
+			continue
+		}
+		for k, v := range want {
+			if got := live.GetLabels()[k]; got != v {
+				b.tb.Errorf("%s: label %s = %q, want %q", tn.names[i], k, got, v)
+			}
+		}
+		if got := live.GetAnnotations()[provision.AnnotationContractHash]; got != tn.plan.ContractHash || got == "" {
+			b.tb.Errorf("%s: annotation %s = %q, want %q", tn.names[i], provision.AnnotationContractHash, got, tn.plan.ContractHash)
+		}
+	}
+	if got, want := b.labelled(ctx, tn), wantLabelled(tn, wintAll); !maps.Equal(got, want) {
+		b.tb.Errorf("objects labelled for %s:\n got %v\nwant %v", tn.team, got, want)
+	}
+}
+
+// settleQuota waits until kube-controller-manager has written the status
+// of the tenant's ResourceQuota, if it exists: that status update bumps
+// its resourceVersion, which an apply in flight at that moment would report
+// as configured rather than unchanged.
+func (b *wbed) settleQuota(ctx context.Context, tn wintTenant) {
+	b.tb.Helper()
+	for _, o := range tn.plan.Objects {
+		if o.Kind != "ResourceQuota" {
+			continue
+		}
+		for {
+			live, err := b.live(ctx, o)
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			if err == nil {
+				if hard, _, _ := unstructured.NestedMap(live.Object, "status", "hard"); len(hard) > 0 {
+					return
+				}
+			}
+			if ctx.Err() != nil {
+				b.tb.Fatalf("the status of %s was never computed (is kube-controller-manager running?): %v", o.Ref(), err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func (b *wbed) worker(owner string) *provision.Worker {
+	return &provision.Worker{
+		Store:      jobStore{b.db},
+		Plans:      b.plans,
+		Apply:      provision.ApplierSteps{Applier: b.applier},
+		Clock:      b.clock.Now,
+		Owner:      owner,
+		Lease:      time.Minute,
+		Backoff:    10 * time.Second,
+		MaxBackoff: 15 * time.Second,
+	}
+}
+
+func (b *wbed) runOnce(ctx context.Context, w *provision.Worker) {
+	b.tb.Helper()
+	if did, err := w.RunOnce(ctx); err != nil || !did {
+		b.tb.Fatalf("RunOnce = %v, %v; want a job run", did, err)
+	}
+}
+
+func (b *wbed) idle(ctx context.Context, w *provision.Worker, why string) {
+	b.tb.Helper()
+	if did, err := w.RunOnce(ctx); did || err != nil {
+		b.tb.Errorf("RunOnce %s = %v, %v; want no job", why, did, err)
+	}
+}
+
+func (b *wbed) job(ctx context.Context, id int64) store.Job {
+	b.tb.Helper()
+	j, err := b.db.Job(ctx, id)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	return j
+}
+
+func (b *wbed) steps(ctx context.Context, id int64) []store.JobStep {
+	b.tb.Helper()
+	ss, err := b.db.JobSteps(ctx, id)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	return ss
+}
+
+func (b *wbed) state(ctx context.Context, id int64) workflow.State {
+	b.tb.Helper()
+	c, err := b.db.Connection(ctx, id)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	return c.State
+}
+
+// auditOf returns the connection's audit events, oldest first.
+func (b *wbed) auditOf(ctx context.Context, connID int64) []store.AuditEvent {
+	b.tb.Helper()
+	evs, err := b.db.AuditEvents(ctx, store.AuditFilter{ObjectType: "connection", ObjectID: connID}, 0, 100)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	slices.Reverse(evs)
+	return evs
+}
+
+func auditActions(evs []store.AuditEvent) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Action
+	}
+	return out
+}
+
+func (b *wbed) verifyAudit(ctx context.Context) {
+	b.tb.Helper()
+	if n, brk, err := b.db.VerifyAudit(ctx); err != nil || brk != nil || n == 0 {
+		b.tb.Errorf("VerifyAudit = %d, %+v, %v; want an intact chain", n, brk, err)
+	}
+}
+
+var wintProvisioned = []string{"connection.create", "connection.submit", "connection.approve", "provisioning.start", "provisioning.succeeded"}
+
+// firstOutcome accepts the outcomes an object's first apply may have: created,
+// or for a shared object possibly unchanged (another team's plan, or an
+// earlier run, applied it first).
+func firstOutcome(o provision.Object, outcome string) bool {
+	return outcome == string(provision.Created) || o.Shared && outcome == string(provision.Unchanged)
+}
+
+// assertSucceeded checks the job, its steps (one row per plan object, in
+// order, done, with an outcome outcomeOK accepts and the attempts given),
+// the connection (active) and its audit trail.
+func (b *wbed) assertSucceeded(ctx context.Context, tn wintTenant, attempts int, outcomeOK func(seq int, outcome string) bool, stepAttempts func(seq int) int) {
+	b.tb.Helper()
+	j := b.job(ctx, tn.job.ID)
+	if j.State != store.JobSucceeded || j.Attempts != attempts || j.AppliedPlanHash != tn.plan.Hash() || j.Steps != len(tn.names) || j.DryRun || j.LastError != "" {
+		b.tb.Errorf("job = %+v; want succeeded at attempt %d, %d steps of plan %s", j, attempts, len(tn.names), tn.plan.Hash())
+	}
+	ss := b.steps(ctx, tn.job.ID)
+	if len(ss) != len(tn.names) {
+		b.tb.Fatalf("%d step rows, want one per plan object (%d): %+v", len(ss), len(tn.names), ss)
+	}
+	for i, s := range ss {
+		if s.Seq != i || s.Name != tn.names[i] || s.State != store.StepDone || !outcomeOK(i, s.Outcome) ||
+			s.Attempts != stepAttempts(i) || !strings.HasPrefix(s.Detail, "resourceVersion ") || s.FinishedAt.IsZero() {
+			b.tb.Errorf("step %d = %d %q %s %q %q attempts %d; want %q done, attempts %d",
+				i, s.Seq, s.Name, s.State, s.Outcome, s.Detail, s.Attempts, tn.names[i], stepAttempts(i))
+		}
+	}
+	if s := b.state(ctx, tn.conn.ID); s != workflow.StateActive {
+		b.tb.Errorf("connection %s, want active", s)
+	}
+	if acts := auditActions(b.auditOf(ctx, tn.conn.ID)); !slices.Equal(acts, wintProvisioned) {
+		b.tb.Errorf("audit = %v, want %v", acts, wintProvisioned)
+	}
+	b.verifyAudit(ctx)
+}
+
+func (b *wbed) logCounts(what string, elapsed time.Duration) {
+	b.tb.Helper()
+	byMethod, total, nonGet, writes := b.counter.counts()
+	b.tb.Logf("%s in %v: %d requests %v, %d non-GET, %d writes", what, elapsed.Round(100*time.Microsecond), total, byMethod, nonGet, writes)
+}
+
+// warm loads discovery for every kind of p, so that the request counts of
+// the tests are those of the applies.
+func (b *wbed) warm(p provision.Plan) {
+	b.tb.Helper()
+	for _, o := range p.Objects {
+		gvk := o.Obj.GroupVersionKind()
+		if _, err := b.applier.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			b.tb.Fatal(err)
+		}
+	}
+}
+
+// Approve -> the worker provisions on the real API server -> active.
+func TestWorkerProvisionsIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	b.setInventory(ctx, 1)
+	tn := b.approve(ctx, "wint"+wintRandom(t), b.plans)
+	b.warm(tn.plan)
+
+	b.counter.reset()
+	start := time.Now()
+	w := b.worker("w1")
+	b.runOnce(ctx, w)
+	b.logCounts(fmt.Sprintf("provisioning %d objects", len(tn.names)), time.Since(start))
+
+	b.assertSucceeded(ctx, tn, 1, func(seq int, outcome string) bool { return firstOutcome(tn.plan.Objects[seq], outcome) }, once)
+	b.assertLive(ctx, tn)
+	b.idle(ctx, w, "with the queue empty")
+}
+
+var errWorkerDied = errors.New("simulated crash: the worker process died")
+
+// A worker dies after the first, a middle and the last step; once its lease
+// has expired another worker resumes the job on the real cluster.
+func TestWorkerCrashRecoveryIntegration(t *testing.T) {
+	probe := newWBed(t)
+	c := wintContract("probe")
+	p, err := provision.BuildPlan(1, 1, c.Hash(), c, probe.settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(p.Objects)
+	for _, crash := range []int{0, n / 2, n - 1} {
+		t.Run(fmt.Sprintf("after step %d of %d", crash, n), func(t *testing.T) {
+			b := newWBed(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			b.setInventory(ctx, 1)
+			tn := b.approve(ctx, "wint"+wintRandom(t), b.plans)
+			b.warm(tn.plan)
+
+			dying := b.worker("dying")
+			dying.AfterStep = func(seq int) error {
+				if seq == crash {
+					return errWorkerDied
+				}
+				return nil
+			}
+			if did, err := dying.RunOnce(ctx); !did || !errors.Is(err, errWorkerDied) {
+				t.Fatalf("RunOnce = %v, %v; want the crash", did, err)
+			}
+			if j := b.job(ctx, tn.job.ID); j.State != store.JobRunning || j.LeaseOwner != "dying" || j.Attempts != 1 {
+				t.Fatalf("job after the crash = %+v, want running under the dead worker", j)
+			}
+			if s := b.state(ctx, tn.conn.ID); s != workflow.StateProvisioning {
+				t.Errorf("connection %s after the crash, want provisioning", s)
+			}
+			// The history matches the cluster: what was recorded done
+			// exists, what is pending does not.
+			for i, s := range b.steps(ctx, tn.job.ID) {
+				want := store.StepDone
+				if i > crash {
+					want = store.StepPending
+				}
+				if s.State != want {
+					t.Errorf("step %d (%s) %s after the crash, want %s", i, s.Name, s.State, want)
+				}
+			}
+			upTo := func(seq int) bool { return seq <= crash }
+			if got, want := b.labelled(ctx, tn), wantLabelled(tn, upTo); !maps.Equal(got, want) {
+				t.Errorf("objects after the crash:\n got %v\nwant %v", got, want)
+			}
+
+			b.settleQuota(ctx, tn)
+			next := b.worker("next")
+			b.clock.Add(59 * time.Second)
+			b.idle(ctx, next, "while the lease holds")
+			b.clock.Add(time.Second)
+			b.counter.reset()
+			start := time.Now()
+			b.runOnce(ctx, next)
+			b.logCounts(fmt.Sprintf("resuming after step %d", crash), time.Since(start))
+
+			// Steps the dead worker did are applied again and change
+			// nothing; the others are created.
+			reapplied := func(seq int, outcome string) bool {
+				if seq <= crash {
+					return outcome == string(provision.Unchanged)
+				}
+				return firstOutcome(tn.plan.Objects[seq], outcome)
+			}
+			b.assertSucceeded(ctx, tn, 2, reapplied, func(seq int) int {
+				if seq <= crash {
+					return 2
+				}
+				return 1
+			})
+			b.assertLive(ctx, tn)
+			changed := 0
+			for _, s := range b.steps(ctx, tn.job.ID) {
+				if s.Outcome != string(provision.Unchanged) {
+					changed++
+				}
+			}
+			if _, _, nonGet, writes := b.counter.counts(); writes != changed || nonGet != n {
+				t.Errorf("resumed attempt: %d writes, %d non-GET requests; want %d writes (the steps not unchanged), %d applies", writes, nonGet, changed, n)
+			}
+			if j := b.job(ctx, tn.job.ID); j.Attempts != 2 {
+				t.Errorf("job attempts %d, want 2", j.Attempts)
+			}
+		})
+	}
+}
+
+// Applying a provisioned plan again writes nothing. The lifecycle does not
+// let an active connection be queued for provisioning again, so the
+// worker's step applier is run on the same plan directly.
+func TestWorkerReapplyWritesNothingIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	b.setInventory(ctx, 1)
+	tn := b.approve(ctx, "wint"+wintRandom(t), b.plans)
+	b.runOnce(ctx, b.worker("w1"))
+	if s := b.state(ctx, tn.conn.ID); s != workflow.StateActive {
+		t.Fatalf("connection %s, want active", s)
+	}
+
+	_, err := b.db.EnqueueProvisioning(ctx, tn.conn.ID, b.admin, "again", b.clock.Now())
+	if te := (*workflow.TransitionError)(nil); !errors.As(err, &te) {
+		t.Fatalf("EnqueueProvisioning of an active connection = %v; want the lifecycle's refusal", err)
+	}
+
+	b.settleQuota(ctx, tn)
+	before := map[string]string{}
+	for i, o := range tn.plan.Objects {
+		live, err := b.live(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[tn.names[i]] = live.GetResourceVersion()
+	}
+	steps := provision.ApplierSteps{Applier: b.applier}
+	b.counter.reset()
+	start := time.Now()
+	for i, o := range tn.plan.Objects {
+		out, detail, err := steps.ApplyObject(ctx, o)
+		if err != nil || out != provision.Unchanged || detail != "resourceVersion "+before[tn.names[i]] {
+			t.Errorf("re-apply %s = %s, %q, %v; want unchanged at resourceVersion %s", tn.names[i], out, detail, err, before[tn.names[i]])
+		}
+	}
+	elapsed := time.Since(start)
+	byMethod, total, nonGet, writes := b.counter.counts()
+	b.logCounts(fmt.Sprintf("re-applying %d objects", len(tn.names)), elapsed)
+	if writes != 0 {
+		t.Errorf("re-apply wrote %d times, want 0", writes)
+	}
+	// One GET and one apply (PATCH) per object, nothing else.
+	if n := len(tn.names); byMethod[http.MethodGet] != n || byMethod[http.MethodPatch] != n || total != 2*n || nonGet != n {
+		t.Errorf("re-apply requests %v, want %d GET and %d PATCH", byMethod, n, n)
+	}
+	for i, o := range tn.plan.Objects {
+		live, err := b.live(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rv := live.GetResourceVersion(); rv != before[tn.names[i]] {
+			t.Errorf("%s: resourceVersion %s after re-apply, was %s", tn.names[i], rv, before[tn.names[i]])
+		}
+	}
+}
+
+// A plan object the API server rejects fails the job at once with the
+// server's message; what was applied before it is recorded as done, and
+// nothing after it is applied.
+func TestWorkerPermanentErrorIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	b.setInventory(ctx, 1)
+
+	// The first namespaced, team-owned object from the middle of the plan
+	// on gets a name the API server rejects. The approver saw (and the job
+	// pins) this broken plan, so the worker applies it.
+	const badName = "Not_A_Valid_Name"
+	at := -1
+	broken := func(ctx context.Context, id int64, v int) (provision.Plan, error) {
+		p, err := b.plans(ctx, id, v)
+		if err != nil {
+			return p, err
+		}
+		for i := len(p.Objects) / 2; i < len(p.Objects); i++ {
+			if o := p.Objects[i]; !o.Shared && o.Namespace != "" {
+				o.Obj = o.Obj.DeepCopy()
+				o.Obj.SetName(badName)
+				o.Name = badName
+				p.Objects[i], at = o, i
+				return p, nil
+			}
+		}
+		return p, errors.New("no namespaced object in the second half of the plan")
+	}
+	tn := b.approve(ctx, "wint"+wintRandom(t), broken)
+	if at < 1 {
+		t.Fatalf("broken object at %d", at)
+	}
+	w := b.worker("w1")
+	w.Plans = broken
+	b.counter.reset()
+	b.runOnce(ctx, w)
+
+	// The API server's own words for this object, asked directly.
+	bad := tn.plan.Objects[at]
+	ri, err := b.resource(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, serverErr := ri.Apply(ctx, bad.Name, bad.Obj, metav1.ApplyOptions{FieldManager: provision.ManagedBy, Force: true})
+	if !apierrors.IsInvalid(serverErr) {
+		t.Fatalf("applying %s directly: %v; want Invalid", tn.names[at], serverErr)
+	}
+	msg := serverErr.Error()
+	t.Logf("the API server says: %s", msg)
+
+	j := b.job(ctx, tn.job.ID)
+	if j.State != store.JobFailed || j.Attempts != 1 || !strings.Contains(j.LastError, msg) || !strings.Contains(j.LastError, bad.Ref()) {
+		t.Errorf("job = %+v; want failed at attempt 1 with the server's message %q", j, msg)
+	}
+	if s := b.state(ctx, tn.conn.ID); s != workflow.StateApproved {
+		t.Errorf("connection %s, want back to approved", s)
+	}
+	ss := b.steps(ctx, tn.job.ID)
+	if len(ss) != len(tn.names) {
+		t.Fatalf("%d step rows, want %d", len(ss), len(tn.names))
+	}
+	for i, s := range ss {
+		switch {
+		case i < at:
+			if s.State != store.StepDone || !firstOutcome(tn.plan.Objects[i], s.Outcome) || s.Attempts != 1 {
+				t.Errorf("step %d (%s) = %s %s attempts %d; want done: it was applied", i, s.Name, s.State, s.Outcome, s.Attempts)
+			}
+		case i == at:
+			if s.State != store.StepFailed || s.Outcome != string(provision.Failed) || !strings.Contains(s.Detail, msg) || s.Attempts != 1 {
+				t.Errorf("step %d (%s) = %s %s %q attempts %d; want failed with the server's message", i, s.Name, s.State, s.Outcome, s.Detail, s.Attempts)
+			}
+		default:
+			if s.State != store.StepPending || s.Attempts != 0 {
+				t.Errorf("step %d (%s) = %s attempts %d; want pending, never started", i, s.Name, s.State, s.Attempts)
+			}
+		}
+	}
+	// Nothing half-applied is unreported: the cluster holds exactly the
+	// objects of the steps recorded done.
+	before := func(seq int) bool { return seq < at }
+	if got, want := b.labelled(ctx, tn), wantLabelled(tn, before); !maps.Equal(got, want) {
+		t.Errorf("objects in the cluster:\n got %v\nwant the done steps' %v", got, want)
+	}
+	if _, _, nonGet, _ := b.counter.counts(); nonGet != at+1 {
+		t.Errorf("%d applies, want %d: nothing after the failed step", nonGet, at+1)
+	}
+	evs := b.auditOf(ctx, tn.conn.ID)
+	if last := evs[len(evs)-1]; last.Action != "provisioning.failed" || !strings.Contains(last.Reason, msg) {
+		t.Errorf("last audit event %s %q; want provisioning.failed with the server's message", last.Action, last.Reason)
+	}
+	b.verifyAudit(ctx)
+	b.clock.Add(time.Hour)
+	b.idle(ctx, w, "after a permanent failure: no retry")
+}
+
+// BenchmarkProvisionTenants provisions -worker-tenants tenants through the
+// worker (approval, queue, real applies), then re-applies every plan with
+// nothing changed and reports the writes of that pass (expected 0) and the
+// wall time per tenant of both passes. Each iteration provisions new
+// tenants; run it with -benchtime=1x:
+//
+//	go test -run '^$' -bench ProvisionTenants -benchtime=1x ./internal/provision/ -worker-tenants=100
+func BenchmarkProvisionTenants(b *testing.B) {
+	bed := newWBed(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	n := *workerTenants
+	bed.setInventory(ctx, n*(b.N+1))
+	var provisionTime, reapplyTime time.Duration
+	var provisionRequests, reapplyRequests, reapplyWrites, objects int
+	b.ResetTimer()
+	for iter := range b.N {
+		b.StopTimer()
+		run := wintRandom(b)
+		tenants := make([]wintTenant, n)
+		for i := range tenants {
+			tenants[i] = bed.approve(ctx, fmt.Sprintf("wb%s-%d-%03d", run, iter, i), bed.plans)
+		}
+		bed.warm(tenants[0].plan)
+		w := bed.worker("bench")
+		bed.counter.reset()
+		b.StartTimer()
+
+		start := time.Now()
+		for range tenants {
+			bed.runOnce(ctx, w)
+		}
+		provisionTime += time.Since(start)
+
+		b.StopTimer()
+		_, total, _, _ := bed.counter.counts()
+		provisionRequests += total
+		for _, tn := range tenants {
+			if s := bed.state(ctx, tn.conn.ID); s != workflow.StateActive {
+				b.Fatalf("%s is %s after provisioning, want active", tn.team, s)
+			}
+			objects += len(tn.plan.Objects)
+			bed.settleQuota(ctx, tn)
+		}
+		bed.counter.reset()
+		steps := provision.ApplierSteps{Applier: bed.applier}
+		b.StartTimer()
+
+		start = time.Now()
+		for _, tn := range tenants {
+			for i, o := range tn.plan.Objects {
+				if out, _, err := steps.ApplyObject(ctx, o); err != nil || out != provision.Unchanged {
+					b.Errorf("re-apply %s of %s = %s, %v; want unchanged", tn.names[i], tn.team, out, err)
+				}
+			}
+		}
+		reapplyTime += time.Since(start)
+
+		b.StopTimer()
+		_, total, _, writes := bed.counter.counts()
+		reapplyRequests += total
+		reapplyWrites += writes
+		b.StartTimer()
+	}
+	b.StopTimer()
+	if reapplyWrites != 0 {
+		b.Errorf("re-apply wrote %d times, want 0", reapplyWrites)
+	}
+	tenantsDone := float64(n * b.N)
+	b.ReportMetric(float64(provisionTime.Microseconds())/1000/tenantsDone, "ms/tenant-provision")
+	b.ReportMetric(float64(reapplyTime.Microseconds())/1000/tenantsDone, "ms/tenant-reapply")
+	b.ReportMetric(float64(provisionRequests)/tenantsDone, "requests/tenant-provision")
+	b.ReportMetric(float64(reapplyRequests)/tenantsDone, "requests/tenant-reapply")
+	b.ReportMetric(float64(reapplyWrites), "reapply-writes")
+	b.ReportMetric(float64(objects)/tenantsDone, "objects/tenant")
+	b.Logf("%d tenants × %d iterations, %d objects: provision %v, re-apply %v (%d requests, %d writes)",
+		n, b.N, objects, provisionTime.Round(time.Millisecond), reapplyTime.Round(time.Millisecond), reapplyRequests, reapplyWrites)
+}

@@ -1,0 +1,73 @@
+package store_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+func TestSaveDriftAuditsAppearanceAndResolution(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	u, _ := db.RecordLogin(ctx, "iss", "owner", "owner.red@example.test", "", nil, now)
+	conn, err := db.CreateConnection(ctx, workflow.ExampleContract(), store.Actor{ID: u.ID, Email: u.Email}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Drift(ctx, conn.ID); err != store.ErrNotFound {
+		t.Errorf("no check yet: %v", err)
+	}
+	items := []store.DriftRecord{{Kind: "RoleBinding", Ref: "hyperpod-ns-red/x", What: "extra", Detail: "grants admin"}}
+	steps := []struct {
+		items   []store.DriftRecord
+		err     string
+		actions []string // audit actions added by this save
+	}{
+		{nil, "", nil},
+		{items, "", []string{"drift.detected"}},
+		{items, "", nil}, // still drifted: no new event
+		{nil, "cluster unreachable", nil},
+		{nil, "", []string{"drift.resolved"}},
+	}
+	for i, st := range steps {
+		before, _ := db.AuditEvents(ctx, store.AuditFilter{ObjectID: conn.ID}, 0, 100)
+		if err := db.SaveDrift(ctx, conn.ID, st.items, st.err, now.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		after, _ := db.AuditEvents(ctx, store.AuditFilter{ObjectID: conn.ID}, 0, 100)
+		var added []string
+		for _, e := range after[:len(after)-len(before)] {
+			added = append(added, e.Action)
+		}
+		if len(added) != len(st.actions) || (len(added) > 0 && added[0] != st.actions[0]) {
+			t.Errorf("step %d: audit added %v, want %v", i, added, st.actions)
+		}
+		r, err := db.Drift(ctx, conn.ID)
+		wantItems := len(st.items)
+		if st.err != "" {
+			wantItems = len(steps[i-1].items) // a failed check keeps the last known drift
+		}
+		if err != nil || len(r.Items) != wantItems || r.Error != st.err {
+			t.Errorf("step %d: report %+v, %v", i, r, err)
+		}
+		ov, _ := db.DriftOverview(ctx)
+		if want := len(st.items) > 0 || st.err != ""; (len(ov) == 1) != want {
+			t.Errorf("step %d: overview has %d rows", i, len(ov))
+		}
+	}
+	if n, brk, err := db.VerifyAudit(ctx); err != nil || brk != nil || n == 0 {
+		t.Errorf("audit chain: %d, %+v, %v", n, brk, err)
+	}
+}

@@ -1,0 +1,59 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+func driftView(r store.DriftReport) views.DriftView {
+	v := views.DriftView{ConnectionID: r.ConnectionID, Href: fmt.Sprintf("/connections/%d", r.ConnectionID),
+		Team: r.Team, CheckedAt: fmtWhen(r.CheckedAt), Error: r.Error}
+	for _, it := range r.Items {
+		s := it.Kind + " " + it.Ref + " " + it.What
+		if len(it.Fields) > 0 {
+			s += ": " + strings.Join(it.Fields, ", ")
+		}
+		if it.Detail != "" {
+			s += " (" + it.Detail + ")"
+		}
+		v.Items = append(v.Items, s)
+	}
+	return v
+}
+
+// connectionDrift is the drift panel of a connection, or nil before any check.
+func (s *Server) connectionDrift(c echo.Context, conn store.Connection) (*views.DriftView, error) {
+	r, err := s.opts.DB.Drift(c.Request().Context(), conn.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	v := driftView(r)
+	return &v, nil
+}
+
+// driftOverview lists the connections with drift, for admins.
+func (s *Server) driftOverview(c echo.Context) error {
+	if _, err := authorize(c, workflow.ActionViewAdminHome, workflow.Object{}); err != nil {
+		return err
+	}
+	reports, err := s.opts.DB.DriftOverview(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	rows := make([]views.DriftView, 0, len(reports))
+	for _, r := range reports {
+		rows = append(rows, driftView(r))
+	}
+	return render(c, http.StatusOK, views.DriftOverviewPage(s.page(c, "Drift"), rows, !s.opts.DryRun))
+}

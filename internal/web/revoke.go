@@ -1,0 +1,62 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// revokeForm offers the revocation form to an admin while the
+// connection's state allows it, saying what it will do on the cluster.
+func (s *Server) revokeForm(p workflow.Principal, obj workflow.Object, d *views.ConnectionDetail) {
+	if !workflow.Decide(p, workflow.ActionRevoke, obj).Allowed {
+		return
+	}
+	d.RevokeURL = fmt.Sprintf("/connections/%d/revoke", d.ID)
+	namespace := "kept and locked (zero quota, labelled " + provision.LabelRevoked + "=true), with what the team left in it"
+	if s.opts.Cluster.OnRevoke == provision.RevokeDelete {
+		namespace = "deleted, with everything in it"
+	}
+	d.RevokeNote = "Revoking removes the team's access first (RoleBindings, Roles, ServiceAccount), then its queue, quota and " +
+		"network policies; the namespace is " + namespace + ". Every step is recorded; the connection ends revoked, its history kept."
+	if s.opts.DryRun {
+		d.RevokeNote += " No cluster is configured: the steps are recorded in dry-run mode and nothing is removed."
+	}
+}
+
+// revoke starts an admin's revocation of a connection, with a reason.
+func (s *Server) revoke(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if err := allowed(p, workflow.ActionRevoke, obj); err != nil {
+		return err
+	}
+	reason := strings.TrimSpace(c.FormValue("reason"))
+	msg := ""
+	switch {
+	case reason == "":
+		msg = "Give a reason: it is recorded in the connection's history and shown to the team."
+	case len(reason) > 2000:
+		msg = "Keep the reason under 2000 characters."
+	}
+	if msg != "" {
+		d, err := s.detail(c, p, conn, obj)
+		if err != nil {
+			return err
+		}
+		d.RevokeReason, d.RevokeError = reason, msg
+		return render(c, http.StatusUnprocessableEntity, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+	}
+	if _, _, err := s.opts.DB.Revoke(c.Request().Context(), conn.ID, actor(p), reason, s.opts.Now()); err != nil {
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
