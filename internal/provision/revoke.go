@@ -60,6 +60,9 @@ const (
 	// ActionLock applies the object, but only into this connection's
 	// namespace while it exists: locking never creates a namespace.
 	ActionLock StepAction = "lock"
+	// ActionPrune deletes the RoleBindings of the namespace that are not
+	// in Keep: re-applying a plan takes back access granted by hand.
+	ActionPrune StepAction = "prune"
 	// ActionNone records that there is nothing to do (a Slurm connection
 	// has nothing on EKS to remove).
 	ActionNone StepAction = "none"
@@ -79,6 +82,17 @@ type Step struct {
 	// Detail says what the step is for, in a few words; a dry run records
 	// it.
 	Detail string
+	// Keep, for ActionPrune, are the RoleBinding names the plan contains.
+	Keep []string
+}
+
+// keep is Keep as plan objects, for PruneExtraBindings.
+func (s Step) keep() []Object {
+	out := make([]Object, len(s.Keep))
+	for i, n := range s.Keep {
+		out[i] = Object{Kind: "RoleBinding", Namespace: s.Object.Namespace, Name: n}
+	}
+	return out
 }
 
 // Name is the step's name as recorded: "Kind ref" for an apply (as
@@ -92,8 +106,24 @@ func (s Step) Name() string {
 		return "delete every " + o.Kind + " left in " + o.Namespace
 	case ActionNone:
 		return "nothing to remove"
+	case ActionPrune:
+		return "remove role bindings beyond the plan in " + o.Namespace
 	}
 	return string(s.Action) + " " + o.Kind + " " + o.Ref()
+}
+
+// ReapplySteps re-apply p and then remove RoleBindings p does not contain:
+// the fix for drift.
+func ReapplySteps(p Plan) []Step {
+	steps := ApplySteps(p)
+	var keep []string
+	for _, o := range p.Objects {
+		if o.Kind == "RoleBinding" {
+			keep = append(keep, o.Name)
+		}
+	}
+	return append(steps, Step{Action: ActionPrune, Object: Object{Kind: "RoleBinding", Namespace: p.Namespace},
+		Keep: keep, Detail: "remove RoleBindings in " + p.Namespace + " other than " + strings.Join(keep, ", ")})
 }
 
 // ApplySteps are the steps that provision p: each object applied, in order.
@@ -261,6 +291,15 @@ func (a ApplierSteps) RunStep(ctx context.Context, s Step) (Outcome, string, err
 		return a.Applier.DeleteAll(ctx, s.Object)
 	case ActionLock:
 		return a.Applier.Lock(ctx, s.Object)
+	case ActionPrune:
+		pruned, err := a.Applier.PruneExtraBindings(ctx, Plan{Namespace: s.Object.Namespace, Objects: s.keep()})
+		if err != nil {
+			return Failed, "", err
+		}
+		if len(pruned) == 0 {
+			return Unchanged, "no role binding beyond the plan's", nil
+		}
+		return Deleted, "removed " + strings.Join(pruned, ", "), nil
 	case ActionNone:
 		return Absent, s.Detail, nil
 	}

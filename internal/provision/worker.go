@@ -81,6 +81,9 @@ const (
 	// plan: the store moved the connection to revoking when it queued one,
 	// and completing it moves it to revoked.
 	JobKindRevoke = "revoke"
+	// JobKindReapply jobs re-apply the approved version's plan to a live
+	// connection and prune RoleBindings beyond it (the fix for drift).
+	JobKindReapply = "reapply"
 )
 
 // Permanent marks err as one that retrying cannot fix (IsPermanent reports
@@ -247,7 +250,7 @@ type stop struct {
 }
 
 func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error {
-	if job.Kind != JobKindProvision && job.Kind != JobKindRevoke {
+	if job.Kind != JobKindProvision && job.Kind != JobKindRevoke && job.Kind != JobKindReapply {
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
 	}
 	if job.Attempts > w.maxAttempts() {
@@ -341,6 +344,9 @@ func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
 	if job.PlanHash != "" && job.PlanHash != hash {
 		return nil, "", permanent(fmt.Errorf(
 			"provision: the plan (%s) is not the one approved (%s): the cluster settings changed since the approval", hash, job.PlanHash))
+	}
+	if job.Kind == JobKindReapply {
+		return ReapplySteps(plan), hash, nil
 	}
 	return ApplySteps(plan), hash, nil
 }

@@ -183,6 +183,32 @@ func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by Actor, re
 	return d.Job(ctx, id)
 }
 
+// EnqueueReapply queues a job that re-applies the approved plan of a live
+// connection and removes RoleBindings the plan does not contain: the fix
+// for drift. The connection's state does not change.
+func (d *DB) EnqueueReapply(ctx context.Context, connID int64, by Actor, reason string, now time.Time) (Job, error) {
+	var id int64
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		c, err := getConn(ctx, tx, connID)
+		if err != nil {
+			return err
+		}
+		if c.State != workflow.StateActive && c.State != workflow.StateUnderReview {
+			return &workflow.TransitionError{From: c.State, Event: workflow.EventStartProvisioning}
+		}
+		if id, err = enqueueJob(ctx, tx, connID, JobReapply, c.ApprovedVersion, "", now); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "reapply.enqueue",
+			ObjectType: "connection", ObjectID: connID, Team: c.Team, Version: c.ApprovedVersion,
+			Reason: fmt.Sprintf("job %d; %s", id, reason)})
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("store: enqueue re-apply: %w", err)
+	}
+	return d.Job(ctx, id)
+}
+
 // ClaimJob takes the next job for owner and leases it until now+lease:
 // first a running job whose lease has expired (its worker crashed or was
 // stopped: it is the oldest work), else the queued job that has been due the
@@ -310,6 +336,11 @@ func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash s
 		case j.Kind == JobRevoke:
 			if c.State != workflow.StateRevoking {
 				return &workflow.TransitionError{From: c.State, Event: workflow.EventRevocationDone}
+			}
+		case j.Kind == JobReapply:
+			// Re-applying fixes drift on a live connection; it changes no state.
+			if c.State != workflow.StateActive && c.State != workflow.StateUnderReview {
+				return &workflow.TransitionError{From: c.State, Event: workflow.EventStartProvisioning}
 			}
 		case c.State == workflow.StateProvisioning:
 		case c.State == workflow.StateApproved && !dryRun:
@@ -451,6 +482,9 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 			}
 		}
 		action := "provisioning.failed"
+		if j.Kind == JobReapply {
+			action = "reapply.failed"
+		}
 		if j.Kind == JobRevoke {
 			// The connection stays revoking: what the job did not remove
 			// may still be on the cluster.
@@ -503,12 +537,15 @@ func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now tim
 			if action, reason, err = completeRevocation(ctx, tx, j, c, now); err != nil {
 				return err
 			}
+		} else if j.Kind == JobReapply {
+			action = "reapply.succeeded"
+			reason = fmt.Sprintf("job %d, attempt %d: %d steps, plan %s re-applied, extra role bindings removed", jobID, j.Attempts, j.Steps, j.AppliedPlanHash)
 		} else if j.DryRun {
 			ev, action = workflow.EventProvisioningFailed, "provisioning.dry_run"
 			reason = fmt.Sprintf("job %d: dry run, nothing applied: the plan (%d steps, %s) is recorded; the connection stays approved",
 				jobID, j.Steps, j.AppliedPlanHash)
 		}
-		if j.Kind != JobRevoke && (!j.DryRun || c.State == workflow.StateProvisioning) {
+		if j.Kind == JobProvision && (!j.DryRun || c.State == workflow.StateProvisioning) {
 			next, err := workflow.Transition(c.State, ev, now)
 			if err != nil {
 				return err

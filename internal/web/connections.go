@@ -365,7 +365,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if d.Progress, err = s.progressView(c, conn.ID); err != nil {
 		return d, err
 	}
-	if d.Drift, err = s.connectionDrift(c, conn); err != nil {
+	if d.Drift, err = s.connectionDrift(c, p, conn, obj); err != nil {
 		return d, err
 	}
 	if conn.ApprovedVersion > 0 && conn.State.Committed() && conn.State != workflow.StateRevoking {

@@ -30,7 +30,7 @@ func driftView(r store.DriftReport) views.DriftView {
 }
 
 // connectionDrift is the drift panel of a connection, or nil before any check.
-func (s *Server) connectionDrift(c echo.Context, conn store.Connection) (*views.DriftView, error) {
+func (s *Server) connectionDrift(c echo.Context, p workflow.Principal, conn store.Connection, obj workflow.Object) (*views.DriftView, error) {
 	r, err := s.opts.DB.Drift(c.Request().Context(), conn.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -39,6 +39,9 @@ func (s *Server) connectionDrift(c echo.Context, conn store.Connection) (*views.
 		return nil, err
 	}
 	v := driftView(r)
+	if len(v.Items) > 0 && workflow.Decide(p, workflow.ActionReapply, obj).Allowed {
+		v.ReapplyURL = fmt.Sprintf("/connections/%d/reapply", conn.ID)
+	}
 	return &v, nil
 }
 
@@ -56,4 +59,26 @@ func (s *Server) driftOverview(c echo.Context) error {
 		rows = append(rows, driftView(r))
 	}
 	return render(c, http.StatusOK, views.DriftOverviewPage(s.page(c, "Drift"), rows, !s.opts.DryRun))
+}
+
+// reapply queues a job that re-applies the approved plan and removes role
+// bindings beyond it.
+func (s *Server) reapply(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if err := allowed(p, workflow.ActionReapply, obj); err != nil {
+		return err
+	}
+	_, err = s.opts.DB.EnqueueReapply(c.Request().Context(), conn.ID, actor(p), "re-apply requested to fix drift", s.opts.Now())
+	if errors.Is(err, store.ErrJobOpen) {
+		return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "A job is already running",
+			Message: "This connection already has a provisioning job in progress; wait for it to finish, then check the drift again.",
+			Action: "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
+	}
+	if err != nil {
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
 }

@@ -38,3 +38,42 @@ func TestDriftIsShownToTheTeamAndAdmins(t *testing.T) {
 		t.Errorf("owner.blue sees red's drift: %d", resp.StatusCode)
 	}
 }
+
+func TestReapplyFromTheDriftPanel(t *testing.T) {
+	h := newHarness(t, false)
+	ctx := context.Background()
+	owner := h.signIn("owner.red")
+	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
+	// Pretend the connection was provisioned (no cluster in this test).
+	if err := h.db.ExecForTest(ctx, `UPDATE connections SET state = 'active', approved_version = 1 WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.db.SaveDrift(ctx, 1, []store.DriftRecord{{Kind: "ResourceQuota", Ref: "hyperpod-ns-red/team-quota", What: "changed", Fields: []string{"spec.hard"}}}, "", h.srv.opts.Now()); err != nil {
+		t.Fatal(err)
+	}
+	admin := h.signIn("admin")
+	_, body := h.get(admin.c, "/connections/1")
+	if !strings.Contains(body, `data-testid="reapply"`) {
+		t.Fatal("the admin has no re-apply button on a drifted connection")
+	}
+	_, body = h.get(owner.c, "/connections/1")
+	if strings.Contains(body, `data-testid="reapply"`) {
+		t.Error("the owner gets a re-apply button")
+	}
+	if resp, _ := h.postAs(owner, "/connections/1/reapply", nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("owner re-apply = %d, want 403", resp.StatusCode)
+	}
+	if resp, _ := h.postAs(h.signIn("owner.blue"), "/connections/1/reapply", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("outsider re-apply = %d, want 404", resp.StatusCode)
+	}
+	if resp, _ := h.postAs(admin, "/connections/1/reapply", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("admin re-apply = %d", resp.StatusCode)
+	}
+	jobs, _ := h.db.JobsFor(ctx, 1)
+	if len(jobs) != 1 || jobs[0].Kind != store.JobReapply || jobs[0].State != store.JobQueued {
+		t.Errorf("jobs after re-apply = %+v", jobs)
+	}
+	if resp, body := h.postAs(admin, "/connections/1/reapply", nil); resp.StatusCode != http.StatusConflict || !strings.Contains(body, "already") {
+		t.Errorf("a second re-apply while one is queued = %d", resp.StatusCode)
+	}
+}

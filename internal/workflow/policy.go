@@ -31,6 +31,7 @@ const (
 	ActionReview          Action = "connection.review"       // start and decide lifecycle reviews
 	ActionViewCosts       Action = "costs.view"              // usage and cost, portal-wide or of a team
 	ActionEditInventory   Action = "inventory.edit"          // the cluster's instance inventory
+	ActionReapply         Action = "connection.reapply"      // re-apply the approved plan to fix drift
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -91,6 +92,16 @@ func Decide(p Principal, a Action, o Object) Decision {
 		return adminDecision(p, o, EventReject)
 	case ActionRequestChanges:
 		return adminDecision(p, o, EventRequestChanges)
+	case ActionReapply:
+		// Re-applying restores what an admin already approved; it grants
+		// nothing new, so any admin may do it on a live connection.
+		if d := requireRole(p, RoleAdmin); !d.Allowed {
+			return d
+		}
+		if o.State != StateActive && o.State != StateUnderReview {
+			return deny("only a live (active or under review) connection can be re-applied, not %s", statePhrases[o.State])
+		}
+		return allow("admin, live connection")
 	case ActionRevoke:
 		// Revocation makes things safer, so any admin may do it, even on
 		// their own team's connection.

@@ -123,6 +123,10 @@ var policyTable = []struct {
 	{ActionViewCosts, Object{}, [8]bool{false, false, false, false, false, true, false, false}},
 
 	{ActionEditInventory, Object{}, [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionReapply, redRequest(StateActive), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionReapply, redRequest(StateUnderReview), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionReapply, redRequest(StateApproved), [8]bool{}},
+	{ActionReapply, redRequest(StateRevoking), [8]bool{}},
 	{ActionEditInventory, Object{Team: "red"}, [8]bool{false, false, false, true, false, false, false, true}},
 }
 
