@@ -75,7 +75,7 @@ func (s *Server) reapply(c echo.Context) error {
 	if errors.Is(err, store.ErrJobOpen) {
 		return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "A job is already running",
 			Message: "This connection already has a provisioning job in progress; wait for it to finish, then check the drift again.",
-			Action: "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
+			Action:  "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
 	}
 	if err != nil {
 		return s.lifecycleError(err)
