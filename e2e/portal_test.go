@@ -62,12 +62,13 @@ var readyRE = regexp.MustCompile(`ready: open (http://[0-9.:]+)/`)
 
 // startPortal runs the real binary in dev mode on a free loopback port with
 // its own data directory, and stops it (SIGTERM) when the test ends.
-func startPortal(t *testing.T) *portal {
+func startPortal(t *testing.T, extra ...string) *portal {
 	t.Helper()
 	bin := portalBinary(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "serve", "--dev", "--listen", "127.0.0.1:0",
-		"--db", filepath.Join(dir, "portal.db"), "--session-key-file", filepath.Join(dir, "session.key"))
+	args := append([]string{"serve", "--dev", "--listen", "127.0.0.1:0",
+		"--db", filepath.Join(dir, "portal.db"), "--session-key-file", filepath.Join(dir, "session.key")}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	out := &testenv.Buffer{}
 	stdout, err := cmd.StdoutPipe()
