@@ -27,7 +27,9 @@ func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	admin := signIn(t, b, p, "Ada Admin")
 	_, err = admin.Goto(p.URL + "/connections/1")
 	mustOK(t, err, "admin opens the request")
-	if got := text(t, admin, "plan-summary"); !strings.Contains(got, "Namespace hyperpod-ns-red") {
+	// Compared with the live cluster: everything of the team is new.
+	if got := text(t, admin, "plan-summary"); !strings.Contains(got, "create · Namespace hyperpod-ns-red") ||
+		!strings.Contains(got, "create · RoleBinding hyperpod-ns-red/team-viewers") {
 		t.Errorf("plan = %q", got)
 	}
 	if n, _ := admin.GetByText("dry-run mode").Count(); n != 0 {

@@ -202,7 +202,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		BaseURL: baseURL, Version: version, SessionKey: sessionKey,
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime,
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
-		Cluster: cluster, DryRun: kube == nil,
+		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
 	})
 	if err != nil {
 		return err

@@ -100,3 +100,13 @@ func newDriftChecker(db *store.DB, a *provision.Applier, settings provision.Clus
 		Logger:   logger.With("component", "drift"),
 	}
 }
+
+// liveOrNil keeps a nil *Applier from becoming a non-nil interface.
+func liveOrNil(a *provision.Applier) interface {
+	Drift(context.Context, provision.Plan) ([]provision.DriftItem, error)
+} {
+	if a == nil {
+		return nil
+	}
+	return a
+}

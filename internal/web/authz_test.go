@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -198,5 +199,28 @@ func TestApprovalPageShowsTheProvisioningPlan(t *testing.T) {
 	_, body := h.get(h.signIn("member.red").c, "/connections/1")
 	if strings.Contains(body, `data-testid="plan"`) {
 		t.Error("a team member sees the provisioning plan")
+	}
+}
+
+type fakeLive struct{ items []provision.DriftItem }
+
+func (f fakeLive) Drift(context.Context, provision.Plan) ([]provision.DriftItem, error) { return f.items, nil }
+
+func TestPlanIsComparedWithTheCluster(t *testing.T) {
+	live := fakeLive{items: []provision.DriftItem{
+		{Kind: "Namespace", Ref: "hyperpod-ns-red", What: "deleted"},
+		{Kind: "ResourceQuota", Ref: "hyperpod-ns-red/team-quota", What: "changed", Fields: []string{"spec.hard"}},
+		{Kind: "RoleBinding", Ref: "hyperpod-ns-red/old", What: "extra", Detail: "grants admin to Group x"},
+	}}
+	h := newHarness(t, false, func(o *Options) { o.Live = live })
+	owner := h.signIn("owner.red")
+	f := formValues(formFromContract(workflow.ExampleContract()))
+	f.Set("intent", "submit")
+	h.postAs(owner, "/teams/red/connections", f)
+	_, body := h.get(h.signIn("admin").c, "/connections/1")
+	for _, want := range []string{"create · Namespace hyperpod-ns-red", "update spec.hard · ResourceQuota", "unchanged · LimitRange", "RoleBinding hyperpod-ns-red/old (grants admin to Group x)"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the plan lacks %q", want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -387,7 +388,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	s.revokeForm(p, obj, &d)
 	if p.HasRole(workflow.RoleAdmin) || workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed ||
 		(conn.State == workflow.StateSubmitted && workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed) {
-		d.Plan = s.planView(conn.ID, cur)
+		d.Plan = s.planView(c.Request().Context(), conn, cur)
 	}
 	if p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted {
 		d.ApprovalsNeed = workflow.ApprovalsNeeded(cur.Contract.DataClassification)
@@ -699,7 +700,8 @@ func (s *Server) adminQueue(c echo.Context) error {
 }
 
 // planView builds the provisioning plan of a version for display.
-func (s *Server) planView(id int64, v store.Version) *views.PlanView {
+func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Version) *views.PlanView {
+	id := conn.ID
 	pv := &views.PlanView{DryRun: s.opts.DryRun}
 	if fe := v.Contract.Validate(workflow.ValidationEnv{Now: s.opts.Now()}); len(fe) > 0 {
 		pv.Error = "No plan yet: the contract is incomplete (" + strconv.Itoa(len(fe)) + " field(s) to complete)."
@@ -711,5 +713,36 @@ func (s *Server) planView(id int64, v store.Version) *views.PlanView {
 		return pv
 	}
 	pv.Summary, pv.Warnings, pv.YAML, pv.Hash = plan.Summary(), plan.Warnings, plan.YAML(), plan.Hash()
+	// Before approval, say what each object would do on the cluster as it
+	// is now: create, update (which fields), or nothing.
+	if s.opts.Live != nil && !conn.State.Committed() {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		items, err := s.opts.Live.Drift(cctx, plan)
+		if err != nil {
+			pv.Warnings = append(pv.Warnings, "Could not compare the plan with the cluster: "+err.Error())
+			return pv
+		}
+		byRef := map[string]provision.DriftItem{}
+		for _, it := range items {
+			byRef[it.Kind+" "+it.Ref] = it
+		}
+		for i, o := range plan.Objects {
+			it, ok := byRef[o.Kind+" "+o.Ref()]
+			switch {
+			case !ok:
+				pv.Summary[i] = "unchanged · " + pv.Summary[i]
+			case it.What == "deleted":
+				pv.Summary[i] = "create · " + pv.Summary[i]
+			default:
+				pv.Summary[i] = "update " + strings.Join(it.Fields, ", ") + " · " + pv.Summary[i]
+			}
+		}
+		for _, it := range items {
+			if it.What == "extra" {
+				pv.Warnings = append(pv.Warnings, "The namespace already has "+it.Kind+" "+it.Ref+" ("+it.Detail+"), which this plan does not contain.")
+			}
+		}
+	}
 	return pv
 }

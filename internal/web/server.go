@@ -44,6 +44,11 @@ type Options struct {
 	// cluster is configured, so plans are recorded but not applied.
 	Cluster provision.ClusterSettings
 	DryRun  bool
+	// Live compares a plan with the cluster (nil in dry-run mode), so the
+	// approval page shows what each object would create or change.
+	Live interface {
+		Drift(ctx context.Context, p provision.Plan) ([]provision.DriftItem, error)
+	}
 
 	// KnownOwners are emails accepted as contract owners even before they
 	// have logged in (the dev provider's demo users).
