@@ -204,7 +204,9 @@ func TestApprovalPageShowsTheProvisioningPlan(t *testing.T) {
 
 type fakeLive struct{ items []provision.DriftItem }
 
-func (f fakeLive) Drift(context.Context, provision.Plan) ([]provision.DriftItem, error) { return f.items, nil }
+func (f fakeLive) Drift(context.Context, provision.Plan) ([]provision.DriftItem, error) {
+	return f.items, nil
+}
 
 func TestPlanIsComparedWithTheCluster(t *testing.T) {
 	live := fakeLive{items: []provision.DriftItem{
