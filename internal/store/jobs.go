@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,26 +160,35 @@ VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
 // after a job failed (the connection is back in approved) or after a dry run
 // once a cluster is configured. Approve queues the first job itself.
 func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by Actor, reason string, now time.Time) (Job, error) {
+	// Only an approved connection can start provisioning (the lifecycle
+	// allows start_provisioning from approved alone).
+	return d.enqueueFor(ctx, connID, JobProvision, []workflow.State{workflow.StateApproved},
+		workflow.EventStartProvisioning, "provisioning.enqueue", by, reason, now)
+}
+
+// enqueueFor queues a job of kind for a connection in one of the states,
+// with an audit event action, in one transaction. A connection in another
+// state gives a *workflow.TransitionError for refusal.
+func (d *DB) enqueueFor(ctx context.Context, connID int64, kind JobKind, states []workflow.State, refusal workflow.Event,
+	action string, by Actor, reason string, now time.Time) (Job, error) {
 	var id int64
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		c, err := getConn(ctx, tx, connID)
 		if err != nil {
 			return err
 		}
-		// Only an approved connection can start provisioning (the
-		// lifecycle allows start_provisioning from approved alone).
-		if c.State != workflow.StateApproved {
-			return &workflow.TransitionError{From: c.State, Event: workflow.EventStartProvisioning}
+		if !slices.Contains(states, c.State) {
+			return &workflow.TransitionError{From: c.State, Event: refusal}
 		}
-		if id, err = enqueueJob(ctx, tx, connID, JobProvision, c.ApprovedVersion, "", now); err != nil {
+		if id, err = enqueueJob(ctx, tx, connID, kind, c.ApprovedVersion, "", now); err != nil {
 			return err
 		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "provisioning.enqueue",
+		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: action,
 			ObjectType: "connection", ObjectID: connID, Team: c.Team, Version: c.ApprovedVersion,
 			Reason: fmt.Sprintf("job %d; %s", id, reason)})
 	})
 	if err != nil {
-		return Job{}, fmt.Errorf("store: enqueue provisioning: %w", err)
+		return Job{}, fmt.Errorf("store: enqueue %s job: %w", kind, err)
 	}
 	return d.Job(ctx, id)
 }
@@ -187,26 +197,8 @@ func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by Actor, re
 // connection and removes RoleBindings the plan does not contain: the fix
 // for drift. The connection's state does not change.
 func (d *DB) EnqueueReapply(ctx context.Context, connID int64, by Actor, reason string, now time.Time) (Job, error) {
-	var id int64
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		c, err := getConn(ctx, tx, connID)
-		if err != nil {
-			return err
-		}
-		if c.State != workflow.StateActive && c.State != workflow.StateUnderReview {
-			return &workflow.TransitionError{From: c.State, Event: workflow.EventStartProvisioning}
-		}
-		if id, err = enqueueJob(ctx, tx, connID, JobReapply, c.ApprovedVersion, "", now); err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "reapply.enqueue",
-			ObjectType: "connection", ObjectID: connID, Team: c.Team, Version: c.ApprovedVersion,
-			Reason: fmt.Sprintf("job %d; %s", id, reason)})
-	})
-	if err != nil {
-		return Job{}, fmt.Errorf("store: enqueue re-apply: %w", err)
-	}
-	return d.Job(ctx, id)
+	return d.enqueueFor(ctx, connID, JobReapply, []workflow.State{workflow.StateActive, workflow.StateUnderReview},
+		workflow.EventStartProvisioning, "reapply.enqueue", by, reason, now)
 }
 
 // ClaimJob takes the next job for owner and leases it until now+lease:

@@ -129,26 +129,8 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 // failed (the connection stays revoking: its objects may still be there),
 // or after a dry run of a connection that was provisioned for real.
 func (d *DB) EnqueueRevocation(ctx context.Context, id int64, by Actor, reason string, now time.Time) (Job, error) {
-	var jobID int64
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		c, err := getConn(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if c.State != workflow.StateRevoking {
-			return &workflow.TransitionError{From: c.State, Event: workflow.EventRevocationDone}
-		}
-		if jobID, err = enqueueJob(ctx, tx, id, JobRevoke, c.ApprovedVersion, "", now); err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "revocation.enqueue",
-			ObjectType: "connection", ObjectID: id, Team: c.Team, Version: c.ApprovedVersion,
-			Reason: fmt.Sprintf("job %d; %s", jobID, reason)})
-	})
-	if err != nil {
-		return Job{}, fmt.Errorf("store: enqueue revocation: %w", err)
-	}
-	return d.Job(ctx, jobID)
+	return d.enqueueFor(ctx, id, JobRevoke, []workflow.State{workflow.StateRevoking},
+		workflow.EventRevocationDone, "revocation.enqueue", by, reason, now)
 }
 
 // startRevocation is StartJob's part for a revoke job of a revoking
