@@ -1,21 +1,15 @@
 package provision
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,77 +59,9 @@ func userConfig(t *testing.T, cfg *rest.Config, user string) *rest.Config {
 	return u
 }
 
-// requestCounter counts the requests through a transport, and the writes:
-// non-GET requests whose response carries a resourceVersion other than the
-// last one seen for that path (a 404 GET leaves none, so a create counts).
-type requestCounter struct {
-	mu       sync.Mutex
-	byMethod map[string]int
-	writes   int
-	rv       map[string]string
-}
-
-func countRequests(cfg *rest.Config) (*rest.Config, *requestCounter) {
-	c := &requestCounter{byMethod: map[string]int{}, rv: map[string]string{}}
-	out := rest.CopyConfig(cfg)
-	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
-			if err != nil {
-				return resp, err
-			}
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			resp.Body = io.NopCloser(bytes.NewReader(body))
-			if err != nil {
-				return resp, err
-			}
-			c.observe(req, resp.StatusCode, body)
-			return resp, nil
-		})
-	})
-	return out, c
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-func (c *requestCounter) observe(req *http.Request, status int, body []byte) {
-	var obj struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(body, &obj) // discovery and errors have none
-	rv := obj.Metadata.ResourceVersion
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.byMethod[req.Method]++
-	path := req.URL.Path
-	if req.Method != http.MethodGet && status < 300 && rv != "" && rv != c.rv[path] {
-		c.writes++
-	}
-	if status < 300 && rv != "" {
-		c.rv[path] = rv
-	}
-}
-
-// reset starts a new count; the resourceVersions seen are kept.
-func (c *requestCounter) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.byMethod, c.writes = map[string]int{}, 0
-}
-
-func (c *requestCounter) snapshot() (map[string]int, int, int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	total := 0
-	for _, n := range c.byMethod {
-		total += n
-	}
-	return maps.Clone(c.byMethod), total, c.writes
+// countRequests counts the requests of a client (see testenv.RequestCounter).
+func countRequests(cfg *rest.Config) (*rest.Config, *testenv.RequestCounter) {
+	return testenv.CountRequests(cfg)
 }
 
 func runID(t *testing.T) string {
@@ -279,7 +205,7 @@ func TestProvisionIntegration(t *testing.T) {
 	})
 
 	t.Run("applying again writes nothing", func(t *testing.T) {
-		counter.reset()
+		counter.Reset()
 		var results []StepResult
 		for _, p := range []Plan{red, blue} {
 			rs, err := a.Apply(ctx, p)
@@ -288,7 +214,7 @@ func TestProvisionIntegration(t *testing.T) {
 			}
 			results = append(results, rs...)
 		}
-		byMethod, total, writes := counter.snapshot()
+		byMethod, total, writes := counterSnapshot(counter)
 		if got := outcomes(results); got[Unchanged] != len(results) {
 			t.Errorf("re-apply outcomes %v, want all %d unchanged", got, len(results))
 		}
@@ -533,7 +459,7 @@ func TestApplyManyTenants(t *testing.T) {
 	}
 
 	pass := func(name string) (map[Outcome]int, time.Duration) {
-		counter.reset()
+		counter.Reset()
 		start := time.Now()
 		all := map[Outcome]int{}
 		for _, p := range plans {
@@ -546,7 +472,7 @@ func TestApplyManyTenants(t *testing.T) {
 			}
 		}
 		elapsed := time.Since(start)
-		byMethod, total, writes := counter.snapshot()
+		byMethod, total, writes := counterSnapshot(counter)
 		t.Logf("%s: %d tenants, %d objects in %v (%.1f ms per tenant): outcomes %v; %d requests %v; %d writes",
 			name, len(plans), objects, elapsed.Round(time.Millisecond), float64(elapsed.Microseconds())/1000/float64(len(plans)), all, total, byMethod, writes)
 		return all, elapsed
@@ -560,7 +486,13 @@ func TestApplyManyTenants(t *testing.T) {
 	if second[Unchanged] != objects {
 		t.Errorf("re-apply outcomes %v, want all %d unchanged", second, objects)
 	}
-	if _, _, writes := counter.snapshot(); writes != 0 {
+	if _, _, writes := counterSnapshot(counter); writes != 0 {
 		t.Errorf("re-apply wrote %d times, want 0", writes)
 	}
+}
+
+// counterSnapshot is the requests by method, their total and the writes.
+func counterSnapshot(c *testenv.RequestCounter) (map[string]int, int, int) {
+	byMethod, total, _, writes := c.Counts()
+	return byMethod, total, writes
 }

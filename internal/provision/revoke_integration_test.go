@@ -80,11 +80,11 @@ func TestRevocationIntegration(t *testing.T) {
 			}
 
 			steps := RevocationPlan(p, p.OnRevoke)
-			counter.reset()
+			counter.Reset()
 			start := time.Now()
 			outcomes := runRevocation(ctx, t, a, steps)
 			elapsed := time.Since(start)
-			byMethod, total, _ := counter.snapshot()
+			byMethod, total, _ := counterSnapshot(counter)
 			t.Logf("%s revocation: %d steps in %v, %d requests %v", mode, len(steps), elapsed.Round(time.Millisecond), total, byMethod)
 			for i, st := range steps {
 				if st.Action == ActionDelete && outcomes[i] != Deleted {

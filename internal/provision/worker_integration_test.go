@@ -14,22 +14,18 @@ package provision_test
 // The jobStore adapter and the manual clock are worker_test.go's.
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,7 +36,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -55,85 +50,6 @@ var workerTenants = flag.Int("worker-tenants", 20, "number of tenants BenchmarkP
 
 // itCluster is the name the test contracts give their HyperPod cluster.
 const itCluster = "shared-hp"
-
-// wintCounter counts the requests through a transport by method, and the
-// writes: non-GET requests whose successful response carries a
-// resourceVersion other than the last one seen for that path. A server-side
-// apply that changes nothing returns the object's current resourceVersion
-// (the API server does not write it), so it is a request but not a write.
-type wintCounter struct {
-	mu       sync.Mutex
-	byMethod map[string]int
-	writes   int
-	rv       map[string]string
-}
-
-func wintCounting(cfg *rest.Config) (*rest.Config, *wintCounter) {
-	c := &wintCounter{byMethod: map[string]int{}, rv: map[string]string{}}
-	out := rest.CopyConfig(cfg)
-	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return wintRoundTripper(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
-			if err != nil {
-				return resp, err
-			}
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			resp.Body = io.NopCloser(bytes.NewReader(body))
-			if err != nil {
-				return resp, err
-			}
-			c.observe(req, resp.StatusCode, body)
-			return resp, nil
-		})
-	})
-	return out, c
-}
-
-type wintRoundTripper func(*http.Request) (*http.Response, error)
-
-func (f wintRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-func (c *wintCounter) observe(req *http.Request, status int, body []byte) {
-	var obj struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(body, &obj) // discovery and errors have none
-	rv := obj.Metadata.ResourceVersion
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.byMethod[req.Method]++
-	path := req.URL.Path
-	if req.Method != http.MethodGet && status < 300 && rv != "" && rv != c.rv[path] {
-		c.writes++
-	}
-	if status < 300 && rv != "" {
-		c.rv[path] = rv
-	}
-}
-
-// reset starts a new count; the resourceVersions seen are kept.
-func (c *wintCounter) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.byMethod, c.writes = map[string]int{}, 0
-}
-
-// counts returns the requests by method, their total, the non-GET requests
-// and the writes since the last reset.
-func (c *wintCounter) counts() (byMethod map[string]int, total, nonGet, writes int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for m, n := range c.byMethod {
-		total += n
-		if m != http.MethodGet {
-			nonGet += n
-		}
-	}
-	return maps.Clone(c.byMethod), total, nonGet, c.writes
-}
 
 func wintRandom(tb testing.TB) string {
 	b := make([]byte, 3)
@@ -154,7 +70,7 @@ type wbed struct {
 	settings provision.ClusterSettings
 	plans    func(context.Context, int64, int) (provision.Plan, error)
 	applier  *provision.Applier // counted; the worker applies through it
-	counter  *wintCounter
+	counter  *testenv.RequestCounter
 	look     *provision.Applier // uncounted: Client and Mapper for checks
 }
 
@@ -178,7 +94,7 @@ func newWBed(tb testing.TB) *wbed {
 	// Client-side limits high enough that the figures measure the API
 	// server, not client-go's default of 5 requests per second.
 	cfg.QPS, cfg.Burst = 1000, 2000
-	counted, counter := wintCounting(cfg)
+	counted, counter := testenv.CountRequests(cfg)
 	applier, err := provision.NewApplier(counted)
 	if err != nil {
 		tb.Fatal(err)
@@ -607,7 +523,7 @@ func (b *wbed) assertSucceeded(ctx context.Context, tn wintTenant, attempts int,
 
 func (b *wbed) logCounts(what string, elapsed time.Duration) {
 	b.tb.Helper()
-	byMethod, total, nonGet, writes := b.counter.counts()
+	byMethod, total, nonGet, writes := b.counter.Counts()
 	b.tb.Logf("%s in %v: %d requests %v, %d non-GET, %d writes", what, elapsed.Round(100*time.Microsecond), total, byMethod, nonGet, writes)
 }
 
@@ -632,7 +548,7 @@ func TestWorkerProvisionsIntegration(t *testing.T) {
 	tn := b.approve(ctx, "wint"+wintRandom(t), b.plans)
 	b.warm(tn.plan)
 
-	b.counter.reset()
+	b.counter.Reset()
 	start := time.Now()
 	w := b.worker("w1")
 	b.runOnce(ctx, w)
@@ -701,7 +617,7 @@ func TestWorkerCrashRecoveryIntegration(t *testing.T) {
 			b.clock.Add(59 * time.Second)
 			b.idle(ctx, next, "while the lease holds")
 			b.clock.Add(time.Second)
-			b.counter.reset()
+			b.counter.Reset()
 			start := time.Now()
 			b.runOnce(ctx, next)
 			b.logCounts(fmt.Sprintf("resuming after step %d", crash), time.Since(start))
@@ -727,7 +643,7 @@ func TestWorkerCrashRecoveryIntegration(t *testing.T) {
 					changed++
 				}
 			}
-			if _, _, nonGet, writes := b.counter.counts(); writes != changed || nonGet != n {
+			if _, _, nonGet, writes := b.counter.Counts(); writes != changed || nonGet != n {
 				t.Errorf("resumed attempt: %d writes, %d non-GET requests; want %d writes (the steps not unchanged), %d applies", writes, nonGet, changed, n)
 			}
 			if j := b.job(ctx, tn.job.ID); j.Attempts != 2 {
@@ -766,7 +682,7 @@ func TestWorkerReapplyWritesNothingIntegration(t *testing.T) {
 		before[tn.names[i]] = live.GetResourceVersion()
 	}
 	steps := provision.ApplierSteps{Applier: b.applier}
-	b.counter.reset()
+	b.counter.Reset()
 	start := time.Now()
 	for i, o := range tn.plan.Objects {
 		out, detail, err := steps.ApplyObject(ctx, o)
@@ -775,7 +691,7 @@ func TestWorkerReapplyWritesNothingIntegration(t *testing.T) {
 		}
 	}
 	elapsed := time.Since(start)
-	byMethod, total, nonGet, writes := b.counter.counts()
+	byMethod, total, nonGet, writes := b.counter.Counts()
 	b.logCounts(fmt.Sprintf("re-applying %d objects", len(tn.names)), elapsed)
 	if writes != 0 {
 		t.Errorf("re-apply wrote %d times, want 0", writes)
@@ -831,7 +747,7 @@ func TestWorkerPermanentErrorIntegration(t *testing.T) {
 	}
 	w := b.worker("w1")
 	w.Plans = broken
-	b.counter.reset()
+	b.counter.Reset()
 	b.runOnce(ctx, w)
 
 	// The API server's own words for this object, asked directly.
@@ -880,7 +796,7 @@ func TestWorkerPermanentErrorIntegration(t *testing.T) {
 	if got, want := b.labelled(ctx, tn), wantLabelled(tn, before); !maps.Equal(got, want) {
 		t.Errorf("objects in the cluster:\n got %v\nwant the done steps' %v", got, want)
 	}
-	if _, _, nonGet, _ := b.counter.counts(); nonGet != at+1 {
+	if _, _, nonGet, _ := b.counter.Counts(); nonGet != at+1 {
 		t.Errorf("%d applies, want %d: nothing after the failed step", nonGet, at+1)
 	}
 	evs := b.auditOf(ctx, tn.conn.ID)
@@ -917,7 +833,7 @@ func BenchmarkProvisionTenants(b *testing.B) {
 		}
 		bed.warm(tenants[0].plan)
 		w := bed.worker("bench")
-		bed.counter.reset()
+		bed.counter.Reset()
 		b.StartTimer()
 
 		start := time.Now()
@@ -927,7 +843,7 @@ func BenchmarkProvisionTenants(b *testing.B) {
 		provisionTime += time.Since(start)
 
 		b.StopTimer()
-		_, total, _, _ := bed.counter.counts()
+		_, total, _, _ := bed.counter.Counts()
 		provisionRequests += total
 		for _, tn := range tenants {
 			if s := bed.state(ctx, tn.conn.ID); s != workflow.StateActive {
@@ -936,7 +852,7 @@ func BenchmarkProvisionTenants(b *testing.B) {
 			objects += len(tn.plan.Objects)
 			bed.settleQuota(ctx, tn)
 		}
-		bed.counter.reset()
+		bed.counter.Reset()
 		steps := provision.ApplierSteps{Applier: bed.applier}
 		b.StartTimer()
 
@@ -951,7 +867,7 @@ func BenchmarkProvisionTenants(b *testing.B) {
 		reapplyTime += time.Since(start)
 
 		b.StopTimer()
-		_, total, _, writes := bed.counter.counts()
+		_, total, _, writes := bed.counter.Counts()
 		reapplyRequests += total
 		reapplyWrites += writes
 		b.StartTimer()
