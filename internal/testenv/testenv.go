@@ -4,7 +4,9 @@
 // Without the test bed a plain `go test ./...` skips those tests with a
 // message naming `make test`; with PORTAL_TESTBED_REQUIRED=1 (set by
 // `make test` and therefore by CI) a missing variable fails the test instead,
-// so CI can never pass by skipping. It must not import any portal package.
+// so CI can never pass by skipping. RequestCounter counts a Kubernetes
+// client's requests and writes, for the provisioner's zero-write checks.
+// It must not import any portal package.
 package testenv
 
 import (
