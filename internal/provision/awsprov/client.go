@@ -1,0 +1,380 @@
+package awsprov
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+	smithy "github.com/aws/smithy-go"
+)
+
+// SageMakerAPI is the part of the SageMaker API the compute quota steps call.
+// *sagemaker.Client satisfies it; so does a client pointed at a test endpoint.
+// Every method here must appear in Actions (actions_test.go checks).
+type SageMakerAPI interface {
+	CreateComputeQuota(context.Context, *sagemaker.CreateComputeQuotaInput, ...func(*sagemaker.Options)) (*sagemaker.CreateComputeQuotaOutput, error)
+	DescribeComputeQuota(context.Context, *sagemaker.DescribeComputeQuotaInput, ...func(*sagemaker.Options)) (*sagemaker.DescribeComputeQuotaOutput, error)
+	UpdateComputeQuota(context.Context, *sagemaker.UpdateComputeQuotaInput, ...func(*sagemaker.Options)) (*sagemaker.UpdateComputeQuotaOutput, error)
+	ListComputeQuotas(context.Context, *sagemaker.ListComputeQuotasInput, ...func(*sagemaker.Options)) (*sagemaker.ListComputeQuotasOutput, error)
+	DeleteComputeQuota(context.Context, *sagemaker.DeleteComputeQuotaInput, ...func(*sagemaker.Options)) (*sagemaker.DeleteComputeQuotaOutput, error)
+}
+
+var _ SageMakerAPI = (*sagemaker.Client)(nil)
+
+// Action says what EnsureComputeQuota did.
+type Action string
+
+// Actions of EnsureComputeQuota.
+const (
+	Created   Action = "created"
+	Updated   Action = "updated"
+	Unchanged Action = "unchanged"
+)
+
+// Result is the compute quota after EnsureComputeQuota, to record in the DB.
+type Result struct {
+	ID      string
+	ARN     string
+	Version int32
+	Action  Action
+}
+
+// PollConfig says how EnsureComputeQuota waits for the quota to settle.
+// Zero values get defaults: Interval 5s, Timeout 10m, Sleep a context-aware
+// timer.
+type PollConfig struct {
+	Interval time.Duration
+	Timeout  time.Duration
+	// Sleep waits d or until ctx ends; tests replace it to run without delay.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (p PollConfig) withDefaults() PollConfig {
+	if p.Interval <= 0 {
+		p.Interval = 5 * time.Second
+	}
+	if p.Timeout <= 0 {
+		p.Timeout = 10 * time.Minute
+	}
+	if p.Sleep == nil {
+		p.Sleep = sleepCtx
+	}
+	return p
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// FailedError is a compute quota that HyperPod failed to create or update.
+// It is permanent: retrying the same request fails the same way.
+type FailedError struct {
+	ID     string
+	Status types.SchedulerResourceStatus
+	Reason string
+}
+
+func (e *FailedError) Error() string {
+	reason := e.Reason
+	if reason == "" {
+		reason = "no failure reason given"
+	}
+	return fmt.Sprintf("compute quota %s: %s: %s", e.ID, e.Status, reason)
+}
+
+// TimeoutError is a compute quota still not settled after PollConfig.Timeout.
+// It is transient: a later run picks the quota up where it is.
+type TimeoutError struct {
+	ID     string
+	Status types.SchedulerResourceStatus
+	After  time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("compute quota %s: still %s after %s", e.ID, e.Status, e.After)
+}
+
+// EnsureComputeQuota makes the cluster's compute quota named desired.Name
+// match desired, and waits until HyperPod has applied it. It is idempotent:
+// it finds the quota by exact name on the cluster (ListComputeQuotas), creates
+// it when missing, updates it (TargetVersion = the version it read) when its
+// config, target or activation state differ, and does nothing otherwise.
+// Tags are set only on create: UpdateComputeQuota cannot change them.
+//
+// A create that races another, or whose response was lost and was retried by
+// the SDK (ConflictException / ResourceInUse), is resolved by looking the
+// quota up again, so a quota is never created twice.
+func EnsureComputeQuota(ctx context.Context, api SageMakerAPI, desired *sagemaker.CreateComputeQuotaInput, poll PollConfig) (Result, error) {
+	poll = poll.withDefaults()
+	name, cluster := aws.ToString(desired.Name), aws.ToString(desired.ClusterArn)
+	if name == "" || cluster == "" {
+		return Result{}, errors.New("compute quota: desired has no name or cluster ARN")
+	}
+
+	id, err := findComputeQuota(ctx, api, name, cluster)
+	if err != nil {
+		return Result{}, err
+	}
+	if id == "" {
+		out, cerr := api.CreateComputeQuota(ctx, desired)
+		switch {
+		case cerr == nil:
+			d, err := waitComputeQuota(ctx, api, aws.ToString(out.ComputeQuotaId), poll)
+			if err != nil {
+				return Result{}, err
+			}
+			return resultOf(d, Created), nil
+		case hasCode(cerr, "ConflictException", "ResourceInUse"):
+			if id, err = findComputeQuota(ctx, api, name, cluster); err != nil {
+				return Result{}, err
+			}
+			if id == "" {
+				return Result{}, fmt.Errorf("compute quota %s: create conflicted but no quota has that name: %w", name, cerr)
+			}
+		default:
+			return Result{}, fmt.Errorf("compute quota %s: create: %w", name, cerr)
+		}
+	}
+
+	// It exists: let any change in flight settle, then compare.
+	cur, err := waitComputeQuota(ctx, api, id, poll)
+	var failed *FailedError
+	if errors.As(err, &failed) && failed.Status == types.SchedulerResourceStatusUpdateFailed {
+		// A failed update leaves the quota in place; try ours.
+		cur, err = describe(ctx, api, id)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if !differs(desired, cur) {
+		return resultOf(cur, Unchanged), nil
+	}
+	_, err = api.UpdateComputeQuota(ctx, &sagemaker.UpdateComputeQuotaInput{
+		ComputeQuotaId:     aws.String(id),
+		TargetVersion:      cur.ComputeQuotaVersion,
+		ComputeQuotaConfig: desired.ComputeQuotaConfig,
+		ComputeQuotaTarget: desired.ComputeQuotaTarget,
+		ActivationState:    activation(desired.ActivationState),
+		Description:        desired.Description,
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("compute quota %s: update from version %d: %w", id, aws.ToInt32(cur.ComputeQuotaVersion), err)
+	}
+	d, err := waitComputeQuota(ctx, api, id, poll)
+	if err != nil {
+		return Result{}, err
+	}
+	return resultOf(d, Updated), nil
+}
+
+// DeleteComputeQuota deletes the cluster's compute quota named name. A quota
+// that does not exist (never created, or already deleted) is not an error.
+func DeleteComputeQuota(ctx context.Context, api SageMakerAPI, name, clusterARN string) error {
+	id, err := findComputeQuota(ctx, api, name, clusterARN)
+	if err != nil || id == "" {
+		return err
+	}
+	_, err = api.DeleteComputeQuota(ctx, &sagemaker.DeleteComputeQuotaInput{ComputeQuotaId: aws.String(id)})
+	if err != nil && !hasCode(err, "ResourceNotFound") {
+		return fmt.Errorf("compute quota %s: delete: %w", id, err)
+	}
+	return nil
+}
+
+// findComputeQuota returns the id of the quota named exactly name on the
+// cluster, or "" when there is none. NameContains is a substring filter, so
+// the name and the cluster are matched again here. Quotas being deleted, or
+// whose deletion failed, do not count as present.
+func findComputeQuota(ctx context.Context, api SageMakerAPI, name, cluster string) (string, error) {
+	in := &sagemaker.ListComputeQuotasInput{
+		ClusterArn:   aws.String(cluster),
+		NameContains: aws.String(name),
+		MaxResults:   aws.Int32(100),
+	}
+	for {
+		out, err := api.ListComputeQuotas(ctx, in)
+		if err != nil {
+			return "", fmt.Errorf("compute quota %s: list: %w", name, err)
+		}
+		for _, q := range out.ComputeQuotaSummaries {
+			if aws.ToString(q.Name) != name || (q.ClusterArn != nil && *q.ClusterArn != cluster) {
+				continue
+			}
+			if q.Status == types.SchedulerResourceStatusDeleting {
+				return "", fmt.Errorf("compute quota %s: is being deleted; retry later", name)
+			}
+			return aws.ToString(q.ComputeQuotaId), nil
+		}
+		if aws.ToString(out.NextToken) == "" {
+			return "", nil
+		}
+		in.NextToken = out.NextToken
+	}
+}
+
+func describe(ctx context.Context, api SageMakerAPI, id string) (*sagemaker.DescribeComputeQuotaOutput, error) {
+	d, err := api.DescribeComputeQuota(ctx, &sagemaker.DescribeComputeQuotaInput{ComputeQuotaId: aws.String(id)})
+	if err != nil {
+		return nil, fmt.Errorf("compute quota %s: describe: %w", id, err)
+	}
+	return d, nil
+}
+
+// waitComputeQuota polls Describe until the quota is Created or Updated, and
+// fails with the FailureReason when it failed, or with a TimeoutError.
+func waitComputeQuota(ctx context.Context, api SageMakerAPI, id string, poll PollConfig) (*sagemaker.DescribeComputeQuotaOutput, error) {
+	// Time waited is counted in intervals slept, not read from the clock, so
+	// a test's Sleep that returns at once still ends at the timeout.
+	var waited time.Duration
+	for {
+		d, err := describe(ctx, api, id)
+		if err != nil {
+			return nil, err
+		}
+		switch d.Status {
+		case types.SchedulerResourceStatusCreated, types.SchedulerResourceStatusUpdated:
+			return d, nil
+		case types.SchedulerResourceStatusCreateFailed, types.SchedulerResourceStatusCreateRollbackFailed,
+			types.SchedulerResourceStatusUpdateFailed, types.SchedulerResourceStatusUpdateRollbackFailed,
+			types.SchedulerResourceStatusDeleteFailed, types.SchedulerResourceStatusDeleteRollbackFailed:
+			return d, &FailedError{ID: id, Status: d.Status, Reason: aws.ToString(d.FailureReason)}
+		}
+		if waited+poll.Interval > poll.Timeout {
+			return nil, &TimeoutError{ID: id, Status: d.Status, After: waited}
+		}
+		if err := poll.Sleep(ctx, poll.Interval); err != nil {
+			return nil, fmt.Errorf("compute quota %s: waiting: %w", id, err)
+		}
+		waited += poll.Interval
+	}
+}
+
+func resultOf(d *sagemaker.DescribeComputeQuotaOutput, a Action) Result {
+	return Result{ID: aws.ToString(d.ComputeQuotaId), ARN: aws.ToString(d.ComputeQuotaArn), Version: aws.ToInt32(d.ComputeQuotaVersion), Action: a}
+}
+
+func activation(s types.ActivationState) types.ActivationState {
+	if s == "" {
+		return types.ActivationStateEnabled
+	}
+	return s
+}
+
+// differs reports whether the quota as described differs from desired in
+// anything UpdateComputeQuota can change. Absent fields compare as the API's
+// defaults, and resources compare regardless of order.
+func differs(desired *sagemaker.CreateComputeQuotaInput, cur *sagemaker.DescribeComputeQuotaOutput) bool {
+	if activation(desired.ActivationState) != activation(cur.ActivationState) {
+		return true
+	}
+	dt, ct := desired.ComputeQuotaTarget, cur.ComputeQuotaTarget
+	if dt == nil {
+		dt = &types.ComputeQuotaTarget{}
+	}
+	if ct == nil {
+		ct = &types.ComputeQuotaTarget{}
+	}
+	if aws.ToString(dt.TeamName) != aws.ToString(ct.TeamName) || aws.ToInt32(dt.FairShareWeight) != aws.ToInt32(ct.FairShareWeight) {
+		return true
+	}
+	return configKey(desired.ComputeQuotaConfig) != configKey(cur.ComputeQuotaConfig)
+}
+
+// configKey is a canonical string of the parts of a quota config we set.
+func configKey(c *types.ComputeQuotaConfig) string {
+	if c == nil {
+		c = &types.ComputeQuotaConfig{}
+	}
+	preempt := c.PreemptTeamTasks
+	if preempt == "" {
+		preempt = types.PreemptTeamTasksLowerpriority // the API's default
+	}
+	strategy, limit := types.ResourceSharingStrategyLendandborrow, int32(DefaultBorrowLimitPercent) // the API's defaults
+	if r := c.ResourceSharingConfig; r != nil {
+		if r.Strategy != "" {
+			strategy = r.Strategy
+		}
+		if r.BorrowLimit != nil {
+			limit = *r.BorrowLimit
+		}
+	}
+	if strategy != types.ResourceSharingStrategyLendandborrow {
+		limit = 0 // only borrowing uses it
+	}
+	rows := make([]string, 0, len(c.ComputeQuotaResources))
+	for _, r := range c.ComputeQuotaResources {
+		rows = append(rows, fmt.Sprintf("%s=%d/%d/%g/%g", r.InstanceType, aws.ToInt32(r.Count), aws.ToInt32(r.Accelerators), aws.ToFloat32(r.VCpu), aws.ToFloat32(r.MemoryInGiB)))
+	}
+	slices.Sort(rows)
+	return fmt.Sprintf("%s|%s|%d|%s", preempt, strategy, limit, strings.Join(rows, ","))
+}
+
+// Error codes that retrying the same request cannot fix.
+var permanentCodes = map[string]bool{
+	"ValidationException":         true,
+	"AccessDeniedException":       true,
+	"AccessDenied":                true,
+	"ResourceLimitExceeded":       true,
+	"UnrecognizedClientException": true,
+	"InvalidSignatureException":   true,
+	"IncompleteSignature":         true,
+	"MissingAuthenticationToken":  true,
+	"InvalidClientTokenId":        true,
+	"NotAuthorized":               true,
+	"OptInRequired":               true,
+	"UnknownOperationException":   true,
+}
+
+// IsPermanent reports whether err will recur if the same step is retried, so
+// the job should stop and show the message, rather than retry later.
+//
+// Permanent: the codes above (bad input, missing permissions, account limits),
+// a quota HyperPod failed to create or update (FailedError), and contracts
+// this package cannot map (ErrBorrowOnly and other mapping errors are checked
+// by the caller before any call). Transient: throttling, 5xx, timeouts,
+// network errors, ConflictException (a stale TargetVersion or a change in
+// flight: the next run reads the current version and tries again) and
+// ResourceInUse. Unknown error codes are treated as transient, but with the
+// step's retry budget bounding them.
+func IsPermanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrBorrowOnly) {
+		return true
+	}
+	var failed *FailedError
+	if errors.As(err, &failed) {
+		return true
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() >= http.StatusInternalServerError {
+		return false
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return permanentCodes[ae.ErrorCode()]
+	}
+	return false
+}
+
+// hasCode reports whether err is an API error with one of codes.
+func hasCode(err error, codes ...string) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && slices.Contains(codes, ae.ErrorCode())
+}
