@@ -252,6 +252,8 @@ type Progress struct {
 	DryRun     bool
 	NextTry    string
 	Steps      []StepView
+	RetryURL   string // admins: queue the job again after a failure
+	CSRFToken  string
 }
 
 // StepView is one step of a provisioning job.

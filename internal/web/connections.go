@@ -363,7 +363,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	for _, e := range events {
 		d.Audit = append(d.Audit, views.AuditRow{At: fmtWhen(e.At), Actor: e.Actor, Action: e.Action, Version: e.Version, Reason: e.Reason})
 	}
-	if d.Progress, err = s.progressView(c, conn.ID); err != nil {
+	if d.Progress, err = s.progressViewFor(c, conn.ID, &obj); err != nil {
 		return d, err
 	}
 	if d.Drift, err = s.connectionDrift(c, p, conn, obj); err != nil {

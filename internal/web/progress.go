@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -8,11 +9,18 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // progressView is the latest provisioning job of a connection, or nil when
 // it has none.
 func (s *Server) progressView(c echo.Context, connID int64) (*views.Progress, error) {
+	return s.progressViewFor(c, connID, nil)
+}
+
+// progressViewFor also offers admins a retry of a failed job, when obj (the
+// connection's policy object) is given.
+func (s *Server) progressViewFor(c echo.Context, connID int64, obj *workflow.Object) (*views.Progress, error) {
 	ctx := c.Request().Context()
 	jobs, err := s.opts.DB.JobsFor(ctx, connID)
 	if err != nil || len(jobs) == 0 {
@@ -28,6 +36,12 @@ func (s *Server) progressView(c echo.Context, connID int64) (*views.Progress, er
 		pr.RefreshURL = fmt.Sprintf("/connections/%d/progress", connID)
 		if j.State == store.JobQueued && j.NotBefore.After(s.opts.Now()) {
 			pr.NextTry = fmtWhen(j.NotBefore)
+		}
+	}
+	if obj != nil && j.State == store.JobFailed {
+		if p, ok := principal(c); ok && workflow.Decide(p, workflow.ActionRetryJob, *obj).Allowed {
+			pr.RetryURL = fmt.Sprintf("/connections/%d/retry", connID)
+			pr.CSRFToken = s.csrfToken(c)
 		}
 	}
 	for _, st := range steps {
@@ -52,4 +66,31 @@ func (s *Server) progress(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return render(c, http.StatusOK, views.ProgressPanel(*pr))
+}
+
+// retryJob queues provisioning (an approved connection) or revocation (a
+// revoking one) again after its job failed.
+func (s *Server) retryJob(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if err := allowed(p, workflow.ActionRetryJob, obj); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if conn.State == workflow.StateRevoking {
+		_, err = s.opts.DB.EnqueueRevocation(ctx, conn.ID, actor(p), "retry after a failed revocation", s.opts.Now())
+	} else {
+		_, err = s.opts.DB.EnqueueProvisioning(ctx, conn.ID, actor(p), "retry after a failed provisioning job", s.opts.Now())
+	}
+	if errors.Is(err, store.ErrJobOpen) {
+		return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "A job is already queued",
+			Message: "This connection already has an unfinished job; follow it on the connection page.",
+			Action:  "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
+	}
+	if err != nil {
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
 }

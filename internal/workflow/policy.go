@@ -32,6 +32,7 @@ const (
 	ActionViewCosts       Action = "costs.view"              // usage and cost, portal-wide or of a team
 	ActionEditInventory   Action = "inventory.edit"          // the cluster's instance inventory
 	ActionReapply         Action = "connection.reapply"      // re-apply the approved plan to fix drift
+	ActionRetryJob        Action = "connection.retry"        // queue provisioning or revocation again after a failure
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -92,6 +93,16 @@ func Decide(p Principal, a Action, o Object) Decision {
 		return adminDecision(p, o, EventReject)
 	case ActionRequestChanges:
 		return adminDecision(p, o, EventRequestChanges)
+	case ActionRetryJob:
+		// Trying again carries out a decision already taken (an approval or
+		// a revocation), so any admin may, in the state that decision left.
+		if d := requireRole(p, RoleAdmin); !d.Allowed {
+			return d
+		}
+		if o.State != StateApproved && o.State != StateRevoking {
+			return deny("only an approved connection (provisioning) or a revoking one can be retried, not %s", statePhrases[o.State])
+		}
+		return allow("admin, %s", o.State)
 	case ActionReapply:
 		// Re-applying restores what an admin already approved; it grants
 		// nothing new, so any admin may do it on a live connection.

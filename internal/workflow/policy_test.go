@@ -124,6 +124,10 @@ var policyTable = []struct {
 
 	{ActionEditInventory, Object{}, [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionReapply, redRequest(StateActive), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRetryJob, redRequest(StateApproved), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRetryJob, redRequest(StateRevoking), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRetryJob, redRequest(StateActive), [8]bool{}},
+	{ActionRetryJob, redRequest(StateSubmitted), [8]bool{}},
 	{ActionReapply, redRequest(StateUnderReview), [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionReapply, redRequest(StateApproved), [8]bool{}},
 	{ActionReapply, redRequest(StateRevoking), [8]bool{}},
