@@ -72,13 +72,5 @@ func (s *Server) reapply(c echo.Context) error {
 		return err
 	}
 	_, err = s.opts.DB.EnqueueReapply(c.Request().Context(), conn.ID, actor(p), "re-apply requested to fix drift", s.opts.Now())
-	if errors.Is(err, store.ErrJobOpen) {
-		return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "A job is already running",
-			Message: "This connection already has a provisioning job in progress; wait for it to finish, then check the drift again.",
-			Action:  "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
-	}
-	if err != nil {
-		return s.lifecycleError(err)
-	}
-	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+	return s.afterEnqueue(c, conn.ID, err)
 }

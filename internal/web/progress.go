@@ -84,13 +84,19 @@ func (s *Server) retryJob(c echo.Context) error {
 	} else {
 		_, err = s.opts.DB.EnqueueProvisioning(ctx, conn.ID, actor(p), "retry after a failed provisioning job", s.opts.Now())
 	}
+	return s.afterEnqueue(c, conn.ID, err)
+}
+
+// afterEnqueue answers a request that queued a job: back to the connection,
+// or a clear page when a job is already open or the state forbids it.
+func (s *Server) afterEnqueue(c echo.Context, connID int64, err error) error {
 	if errors.Is(err, store.ErrJobOpen) {
 		return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "A job is already queued",
-			Message: "This connection already has an unfinished job; follow it on the connection page.",
-			Action:  "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
+			Message: "This connection already has an unfinished job; follow it on the connection page, then try again if needed.",
+			Action:  "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", connID)}, err: err}
 	}
 	if err != nil {
 		return s.lifecycleError(err)
 	}
-	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", connID))
 }
