@@ -410,24 +410,32 @@ func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, rea
 	return c, count, err
 }
 
-func getVersion(ctx context.Context, q queryer, id int64, v int) (Version, error) {
+const versionCols = `cv.connection_id, cv.version, cv.body, cv.hash, cv.author_id, u.email, cv.created_at
+FROM contract_versions cv JOIN users u ON u.id = cv.author_id`
+
+func scanVersion(sc interface{ Scan(...any) error }) (Version, error) {
 	var out Version
 	var body, created string
-	err := q.QueryRowContext(ctx, `
-SELECT cv.connection_id, cv.version, cv.body, cv.hash, cv.author_id, u.email, cv.created_at
-FROM contract_versions cv JOIN users u ON u.id = cv.author_id
-WHERE cv.connection_id = ? AND cv.version = ?`, id, v).Scan(&out.ConnectionID, &out.Version, &body, &out.Hash, &out.AuthorID, &out.AuthorEmail, &created)
+	if err := sc.Scan(&out.ConnectionID, &out.Version, &body, &out.Hash, &out.AuthorID, &out.AuthorEmail, &created); err != nil {
+		return Version{}, err
+	}
+	var err error
+	if out.Contract, err = workflow.DecodeContract([]byte(body)); err != nil {
+		return Version{}, err
+	}
+	if out.CreatedAt, err = parseTime(created); err != nil {
+		return Version{}, err
+	}
+	return out, nil
+}
+
+func getVersion(ctx context.Context, q queryer, id int64, v int) (Version, error) {
+	out, err := scanVersion(q.QueryRowContext(ctx, `SELECT `+versionCols+` WHERE cv.connection_id = ? AND cv.version = ?`, id, v))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Version{}, ErrNotFound
 	}
 	if err != nil {
 		return Version{}, fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
-	}
-	if out.Contract, err = workflow.DecodeContract([]byte(body)); err != nil {
-		return Version{}, fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
-	}
-	if out.CreatedAt, err = parseTime(created); err != nil {
-		return Version{}, err
 	}
 	return out, nil
 }
@@ -437,31 +445,22 @@ func (d *DB) Version(ctx context.Context, id int64, v int) (Version, error) {
 	return getVersion(ctx, d.sql, id, v)
 }
 
-// Versions returns every version of a connection, newest first.
+// Versions returns every version of a connection, newest first, in one query.
 func (d *DB) Versions(ctx context.Context, id int64) ([]Version, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT version FROM contract_versions WHERE connection_id = ? ORDER BY version DESC`, id)
+	rows, err := d.sql.QueryContext(ctx, `SELECT `+versionCols+` WHERE cv.connection_id = ? ORDER BY cv.version DESC`, id)
 	if err != nil {
 		return nil, fmt.Errorf("store: versions: %w", err)
 	}
-	var nums []int
+	defer rows.Close()
+	var out []Version
 	for rows.Next() {
-		var n int
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: versions: %w", err)
-		}
-		nums = append(nums, n)
-	}
-	rows.Close()
-	out := make([]Version, 0, len(nums))
-	for _, n := range nums {
-		v, err := d.Version(ctx, id, n)
+		v, err := scanVersion(rows)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("store: versions of connection %d: %w", id, err)
 		}
 		out = append(out, v)
 	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // Decisions returns the admin decisions on a connection, oldest first.
