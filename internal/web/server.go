@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -67,6 +68,11 @@ type Server struct {
 	sessions *scs.SessionManager
 	store    *store.SessionStore
 	tls      bool
+
+	// auditMu guards audited, how far the audit page has verified the
+	// chain: each view checks only what was appended since.
+	auditMu sync.Mutex
+	audited store.AuditCheckpoint
 }
 
 func init() {
