@@ -110,17 +110,7 @@ func contractCmd(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	env := workflow.ValidationEnv{
-		Now: time.Now(),
-		OwnerExists: func(email string) bool {
-			ok, err := db.UserExists(ctx, email)
-			return err == nil && ok
-		},
-		NamespaceTaken: func(ns string) bool {
-			id, err := db.NamespaceOwner(ctx, ns, 0)
-			return err != nil || id != 0
-		},
-	}
+	env := db.ValidationEnv(ctx, time.Now(), 0, nil)
 	if fe := c.Validate(env); len(fe) > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s: %d problem(s), nothing was imported:", file, len(fe))

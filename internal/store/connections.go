@@ -734,3 +734,24 @@ func (d *DB) UserExists(ctx context.Context, email string) (bool, error) {
 	}
 	return n > 0, nil
 }
+
+// ValidationEnv is what contract validation needs from the database: owners
+// must be portal users (or one of known, lower-case: mapped group names, demo
+// users), and a namespace must not be claimed by another connection than
+// exclude. Every place that saves, imports or approves a contract uses it.
+func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
+	return workflow.ValidationEnv{
+		Now: now,
+		OwnerExists: func(email string) bool {
+			if known[strings.ToLower(email)] {
+				return true
+			}
+			ok, err := d.UserExists(ctx, email)
+			return err == nil && ok
+		},
+		NamespaceTaken: func(ns string) bool {
+			id, err := d.NamespaceOwner(ctx, ns, exclude)
+			return err != nil || id != 0
+		},
+	}
+}

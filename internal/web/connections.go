@@ -171,35 +171,7 @@ func readForm(c echo.Context, team string) (views.ContractValues, error) {
 
 // validationEnv is what the domain's validation needs from the portal.
 func (s *Server) validationEnv(c echo.Context, exclude int64) workflow.ValidationEnv {
-	ctx := c.Request().Context()
-	groups := map[string]bool{}
-	for _, e := range s.opts.KnownOwners {
-		groups[strings.ToLower(e)] = true
-	}
-	for _, gs := range s.opts.Mapping.Roles {
-		for _, g := range gs {
-			groups[strings.ToLower(g)] = true
-		}
-	}
-	for _, tg := range s.opts.Mapping.Teams {
-		for _, g := range append(slices.Clone(tg.Owners), tg.Members...) {
-			groups[strings.ToLower(g)] = true
-		}
-	}
-	return workflow.ValidationEnv{
-		Now: s.opts.Now(),
-		OwnerExists: func(email string) bool {
-			if groups[strings.ToLower(email)] {
-				return true
-			}
-			ok, err := s.opts.DB.UserExists(ctx, email)
-			return err == nil && ok
-		},
-		NamespaceTaken: func(ns string) bool {
-			id, err := s.opts.DB.NamespaceOwner(ctx, ns, exclude)
-			return err != nil || id != 0
-		},
-	}
+	return s.opts.DB.ValidationEnv(c.Request().Context(), s.opts.Now(), exclude, s.knownOwners)
 }
 
 // checkContract parses and validates the form. errs is nil when the
@@ -578,11 +550,13 @@ func (s *Server) decide(c echo.Context) error {
 		if cur, err = s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion); err != nil {
 			return err
 		}
+		env := s.validationEnv(c, conn.ID)
 		check := func(inv map[string]int, committed []workflow.Capacity) error {
 			if rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed); !rep.OK() {
 				return errOverCapacity
 			}
-			if taken := s.takenNamespaces(c, cur.Contract, conn.ID); len(taken) > 0 {
+			taken := slices.DeleteFunc(slices.Clone(cur.Contract.Namespaces), func(ns string) bool { return !env.NamespaceTaken(ns) })
+			if len(taken) > 0 {
 				return fmt.Errorf("%w: %s", errNamespaceTaken, strings.Join(taken, ", "))
 			}
 			return nil
@@ -613,16 +587,6 @@ var (
 	errOverCapacity   = errors.New("over capacity")
 	errNamespaceTaken = errors.New("a namespace is already held by another connection")
 )
-
-func (s *Server) takenNamespaces(c echo.Context, con workflow.Contract, exclude int64) []string {
-	var out []string
-	for _, ns := range con.Namespaces {
-		if id, err := s.opts.DB.NamespaceOwner(c.Request().Context(), ns, exclude); err != nil || id != 0 {
-			out = append(out, ns)
-		}
-	}
-	return out
-}
 
 // staleNotice says what changed between the version the admin saw and now.
 func (s *Server) staleNotice(c echo.Context, id int64, st *store.StaleError) string {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,6 +70,10 @@ type Server struct {
 	store    *store.SessionStore
 	tls      bool
 
+	// knownOwners are the lower-case names accepted as contract owners
+	// without a login: mapped group names and Options.KnownOwners.
+	knownOwners map[string]bool
+
 	// auditMu guards audited, how far the audit page has verified the
 	// chain: each view checks only what was appended since.
 	auditMu sync.Mutex
@@ -104,7 +109,20 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, store: st, tls: o.BaseURL.Scheme == "https"}
+	s := &Server{opts: o, store: st, tls: o.BaseURL.Scheme == "https", knownOwners: map[string]bool{}}
+	for _, e := range o.KnownOwners {
+		s.knownOwners[strings.ToLower(e)] = true
+	}
+	for _, gs := range o.Mapping.Roles {
+		for _, g := range gs {
+			s.knownOwners[strings.ToLower(g)] = true
+		}
+	}
+	for _, tg := range o.Mapping.Teams {
+		for _, g := range append(slices.Clone(tg.Owners), tg.Members...) {
+			s.knownOwners[strings.ToLower(g)] = true
+		}
+	}
 
 	sm := scs.New()
 	sm.Store = st
