@@ -92,7 +92,7 @@ func newDriftChecker(db *store.DB, a *provision.Applier, settings provision.Clus
 		Save: func(ctx context.Context, id int64, items []provision.DriftItem, checkErr string, now time.Time) error {
 			recs := make([]store.DriftRecord, len(items))
 			for i, it := range items {
-				recs[i] = store.DriftRecord{Kind: it.Kind, Ref: it.Ref, What: it.What, Fields: it.Fields, Detail: it.Detail}
+				recs[i] = store.DriftRecord(it)
 			}
 			return db.SaveDrift(ctx, id, recs, checkErr, now)
 		},

@@ -108,20 +108,9 @@ func (a *Applier) apply(ctx context.Context, o Object) (string, Outcome, error) 
 	if err := ctx.Err(); err != nil {
 		return "", Failed, err
 	}
-	if o.Obj == nil {
-		return "", Failed, permanent(errors.New("no object"))
-	}
-	gvk := o.Obj.GroupVersionKind()
-	m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	ri, err := a.resourceOf(o)
 	if err != nil {
 		return "", Failed, err
-	}
-	var ri dynamic.ResourceInterface = a.Client.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		if o.Namespace == "" {
-			return "", Failed, permanent(fmt.Errorf("%s is namespaced but the object names no namespace", gvk.Kind))
-		}
-		ri = a.Client.Resource(m.Resource).Namespace(o.Namespace)
 	}
 
 	// The resourceVersion before and after tells created, configured and

@@ -9,11 +9,9 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 )
 
 // DriftItem is one difference between the cluster and the approved plan.
@@ -36,18 +34,6 @@ func (d DriftItem) String() string {
 	return s
 }
 
-func (a *Applier) resource(o Object) (dynamic.ResourceInterface, error) {
-	gvk := o.Obj.GroupVersionKind()
-	m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return nil, err
-	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		return a.Client.Resource(m.Resource).Namespace(o.Namespace), nil
-	}
-	return a.Client.Resource(m.Resource), nil
-}
-
 var roleBindings = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
 
 // Drift compares the live cluster with the plan, writing nothing: an object
@@ -66,7 +52,7 @@ func (a *Applier) Drift(ctx context.Context, p Plan) ([]DriftItem, error) {
 		if o.Kind == "RoleBinding" {
 			planned[o.Namespace+"/"+o.Name] = true
 		}
-		ri, err := a.resource(o)
+		ri, err := a.resourceOf(o)
 		if err != nil {
 			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
 		}

@@ -127,15 +127,11 @@ func deleteAfter(t *testing.T, dyn dynamic.Interface, plans ...Plan) {
 }
 
 func liveObject(ctx context.Context, a *Applier, o Object) (*unstructured.Unstructured, error) {
-	gvk := o.Obj.GroupVersionKind()
-	m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	ri, err := a.resourceOf(o)
 	if err != nil {
 		return nil, err
 	}
-	if o.Namespace == "" {
-		return a.Client.Resource(m.Resource).Get(ctx, o.Name, metav1.GetOptions{})
-	}
-	return a.Client.Resource(m.Resource).Namespace(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	return ri.Get(ctx, o.Name, metav1.GetOptions{})
 }
 
 func outcomes(rs []StepResult) map[Outcome]int {

@@ -51,7 +51,7 @@ func TestDriftReapplyIntegration(t *testing.T) {
 		Save: func(ctx context.Context, id int64, items []provision.DriftItem, checkErr string, now time.Time) error {
 			recs := make([]store.DriftRecord, len(items))
 			for i, it := range items {
-				recs[i] = store.DriftRecord{Kind: it.Kind, Ref: it.Ref, What: it.What, Fields: it.Fields, Detail: it.Detail}
+				recs[i] = store.DriftRecord(it)
 			}
 			return b.db.SaveDrift(ctx, id, recs, checkErr, now)
 		},

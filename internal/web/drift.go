@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -17,14 +17,7 @@ func driftView(r store.DriftReport) views.DriftView {
 	v := views.DriftView{ConnectionID: r.ConnectionID, Href: fmt.Sprintf("/connections/%d", r.ConnectionID),
 		Team: r.Team, CheckedAt: fmtWhen(r.CheckedAt), Error: r.Error}
 	for _, it := range r.Items {
-		s := it.Kind + " " + it.Ref + " " + it.What
-		if len(it.Fields) > 0 {
-			s += ": " + strings.Join(it.Fields, ", ")
-		}
-		if it.Detail != "" {
-			s += " (" + it.Detail + ")"
-		}
-		v.Items = append(v.Items, s)
+		v.Items = append(v.Items, provision.DriftItem(it).String())
 	}
 	return v
 }
