@@ -565,21 +565,9 @@ func (d *DB) ListConnections(ctx context.Context, f ListFilter, before int64, li
 	}
 	q += " ORDER BY c.id DESC LIMIT ?"
 	args = append(args, limit+1)
-	rows, err := d.sql.QueryContext(ctx, q, args...)
+	out, err := d.queryConns(ctx, "list connections", q, args...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("store: list connections: %w", err)
-	}
-	defer rows.Close()
-	var out []Connection
-	for rows.Next() {
-		c, err := scanConn(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: list connections: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("store: list connections: %w", err)
+		return nil, 0, err
 	}
 	var next int64
 	if len(out) > limit {
@@ -595,21 +583,29 @@ func likeEscape(s string) string {
 
 // Queue returns submitted connections, the longest waiting first.
 func (d *DB) Queue(ctx context.Context, limit int) ([]Connection, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
+	return d.queryConns(ctx, "queue", `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
 WHERE c.state = ? ORDER BY c.submitted_at, c.id LIMIT ?`, workflow.StateSubmitted, limit)
+}
+
+// queryConns runs a query selecting connCols and scans every row.
+func (d *DB) queryConns(ctx context.Context, op, q string, args ...any) ([]Connection, error) {
+	rows, err := d.sql.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: queue: %w", err)
+		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
 	defer rows.Close()
 	var out []Connection
 	for rows.Next() {
 		c, err := scanConn(rows)
 		if err != nil {
-			return nil, fmt.Errorf("store: queue: %w", err)
+			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
 		out = append(out, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return out, nil
 }
 
 // liveStates are the states whose contracts hold namespaces and capacity.
