@@ -13,8 +13,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	smithy "github.com/aws/smithy-go"
 
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
+
+// smClient is a real SageMaker client pointed at the test endpoint, with
+// maxAttempts SDK attempts per call and no backoff.
+func smClient(f *awstest.SageMaker, maxAttempts int) *sagemaker.Client {
+	return sagemaker.NewFromConfig(awstest.Config(maxAttempts), func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(f.URL()) })
+}
 
 // fastPoll polls without sleeping and records how often it would have slept.
 func fastPoll(slept *int) PollConfig {
@@ -44,8 +51,8 @@ func ensure(t *testing.T, api SageMakerAPI, c workflow.Contract) Result {
 }
 
 func TestEnsureCreatesPollsThenIsUnchanged(t *testing.T) {
-	f := newFakeSageMaker(t)
-	api := f.client(1)
+	f := awstest.NewSageMaker(t)
+	api := smClient(f, 1)
 	var slept int
 	res, err := EnsureComputeQuota(context.Background(), api, desired(t, testContract()), fastPoll(&slept))
 	if err != nil {
@@ -54,13 +61,13 @@ func TestEnsureCreatesPollsThenIsUnchanged(t *testing.T) {
 	if res.Action != Created || res.Version != 1 || res.ID == "" || !strings.HasSuffix(res.ARN, "/"+res.ID) {
 		t.Errorf("result = %+v", res)
 	}
-	if f.count("created") != 1 {
-		t.Errorf("created %d quotas, want 1", f.count("created"))
+	if f.Count("created:compute-quota") != 1 {
+		t.Errorf("created %d quotas, want 1", f.Count("created:compute-quota"))
 	}
-	if slept != f.settleAfter-1 || f.count("DescribeComputeQuota") != f.settleAfter {
-		t.Errorf("slept %d times over %d describes; the quota settles after %d", slept, f.count("DescribeComputeQuota"), f.settleAfter)
+	if slept != f.SettleAfter-1 || f.Count("DescribeComputeQuota") != f.SettleAfter {
+		t.Errorf("slept %d times over %d describes; the quota settles after %d", slept, f.Count("DescribeComputeQuota"), f.SettleAfter)
 	}
-	q := f.quota(res.ID)
+	q := f.Quota(res.ID)
 	if q.Status != "Created" || *q.Target.TeamName != "ml-research" || *q.Config.ResourceSharingConfig.Strategy != "LendAndBorrow" ||
 		len(q.Tags) != 2 || q.Activation != "Enabled" {
 		t.Errorf("stored quota = %+v", q)
@@ -70,9 +77,9 @@ func TestEnsureCreatesPollsThenIsUnchanged(t *testing.T) {
 	if again.Action != Unchanged || again.ID != res.ID || again.Version != 1 {
 		t.Errorf("second ensure = %+v, want unchanged %s v1", again, res.ID)
 	}
-	if f.count("CreateComputeQuota") != 1 || f.count("UpdateComputeQuota") != 0 {
+	if f.Count("CreateComputeQuota") != 1 || f.Count("UpdateComputeQuota") != 0 {
 		t.Errorf("second ensure called create %d, update %d times; want 1, 0 in all",
-			f.count("CreateComputeQuota"), f.count("UpdateComputeQuota"))
+			f.Count("CreateComputeQuota"), f.Count("UpdateComputeQuota"))
 	}
 }
 
@@ -81,12 +88,12 @@ func TestEnsureCreatesPollsThenIsUnchanged(t *testing.T) {
 func TestEnsureIsUnchangedForEveryPolicy(t *testing.T) {
 	for _, sharing := range []workflow.Sharing{workflow.SharingLend, workflow.SharingNeither, workflow.SharingLendAndBorrow} {
 		for _, preempt := range workflow.AllPreemptions {
-			f := newFakeSageMaker(t)
+			f := awstest.NewSageMaker(t)
 			c := testContract()
 			c.Scheduling.Sharing, c.Scheduling.Preemption, c.Scheduling.BorrowLimitPercent = sharing, preempt, 0
 			c.Scheduling.FairShareWeight = 0
-			ensure(t, f.client(1), c)
-			if res := ensure(t, f.client(1), c); res.Action != Unchanged {
+			ensure(t, smClient(f, 1), c)
+			if res := ensure(t, smClient(f, 1), c); res.Action != Unchanged {
 				t.Errorf("%s/%s: second ensure %s", sharing, preempt, res.Action)
 			}
 		}
@@ -94,8 +101,8 @@ func TestEnsureIsUnchangedForEveryPolicy(t *testing.T) {
 }
 
 func TestEnsureUpdatesWithTargetVersion(t *testing.T) {
-	f := newFakeSageMaker(t)
-	api := f.client(1)
+	f := awstest.NewSageMaker(t)
+	api := smClient(f, 1)
 	first := ensure(t, api, testContract())
 
 	c := testContract()
@@ -105,7 +112,7 @@ func TestEnsureUpdatesWithTargetVersion(t *testing.T) {
 	if res.Action != Updated || res.ID != first.ID || res.Version != 2 {
 		t.Errorf("update = %+v, want updated %s v2", res, first.ID)
 	}
-	q := f.quota(first.ID)
+	q := f.Quota(first.ID)
 	if *q.Config.ComputeQuotaResources[0].Count != 8 || *q.Target.FairShareWeight != 80 || q.Status != "Updated" {
 		t.Errorf("stored quota after update: resources %+v, target %+v, status %s", q.Config.ComputeQuotaResources, q.Target, q.Status)
 	}
@@ -114,11 +121,11 @@ func TestEnsureUpdatesWithTargetVersion(t *testing.T) {
 	if res := ensure(t, api, c); res.Action != Updated || res.Version != 3 {
 		t.Errorf("second update = %+v, want updated v3", res)
 	}
-	if *f.quota(first.ID).Config.ResourceSharingConfig.Strategy != "DontLend" {
+	if *f.Quota(first.ID).Config.ResourceSharingConfig.Strategy != "DontLend" {
 		t.Errorf("strategy not updated")
 	}
-	if f.count("created") != 1 || f.count("updated") != 2 {
-		t.Errorf("created %d, updated %d; want 1, 2", f.count("created"), f.count("updated"))
+	if f.Count("created:compute-quota") != 1 || f.Count("updated:compute-quota") != 2 {
+		t.Errorf("created %d, updated %d; want 1, 2", f.Count("created:compute-quota"), f.Count("updated:compute-quota"))
 	}
 
 	// A stale TargetVersion is a ConflictException, which is transient: the
@@ -134,22 +141,22 @@ func TestEnsureUpdatesWithTargetVersion(t *testing.T) {
 
 func TestEnsureSurvivesThrottlingStorm(t *testing.T) {
 	t.Run("SDK retries", func(t *testing.T) {
-		f := newFakeSageMaker(t)
-		f.set(func(f *fakeSageMaker) { f.throttleNext = 3 })
-		res := ensure(t, f.client(5), testContract())
-		if res.Action != Created || f.count("created") != 1 || f.stored() != 1 {
-			t.Errorf("result %+v, created %d, stored %d; want exactly one", res, f.count("created"), f.stored())
+		f := awstest.NewSageMaker(t)
+		f.Throttle(3)
+		res := ensure(t, smClient(f, 5), testContract())
+		if res.Action != Created || f.Count("created:compute-quota") != 1 || f.Quotas() != 1 {
+			t.Errorf("result %+v, created %d, stored %d; want exactly one", res, f.Count("created:compute-quota"), f.Quotas())
 		}
-		if f.count("ListComputeQuotas") != 4 {
-			t.Errorf("list called %d times, want 3 throttled + 1", f.count("ListComputeQuotas"))
+		if f.Count("ListComputeQuotas") != 4 {
+			t.Errorf("list called %d times, want 3 throttled + 1", f.Count("ListComputeQuotas"))
 		}
 	})
 	t.Run("job retries", func(t *testing.T) {
 		// Without SDK retries each throttled call fails the step with a
 		// transient error, and the job runs it again.
-		f := newFakeSageMaker(t)
-		f.set(func(f *fakeSageMaker) { f.throttleNext = 3 })
-		api := f.client(1)
+		f := awstest.NewSageMaker(t)
+		f.Throttle(3)
+		api := smClient(f, 1)
 		var res Result
 		var err error
 		runs := 0
@@ -163,21 +170,21 @@ func TestEnsureSurvivesThrottlingStorm(t *testing.T) {
 				t.Fatalf("run %d: %v, want a transient throttling error", runs, err)
 			}
 		}
-		if err != nil || runs != 4 || res.Action != Created || f.count("created") != 1 {
-			t.Errorf("after %d runs: %+v, %v, created %d; want created once on run 4", runs, res, err, f.count("created"))
+		if err != nil || runs != 4 || res.Action != Created || f.Count("created:compute-quota") != 1 {
+			t.Errorf("after %d runs: %+v, %v, created %d; want created once on run 4", runs, res, err, f.Count("created:compute-quota"))
 		}
 	})
 	t.Run("throttled while polling", func(t *testing.T) {
-		f := newFakeSageMaker(t)
-		f.set(func(f *fakeSageMaker) { f.settleAfter = 5 })
-		api := f.client(1)
+		f := awstest.NewSageMaker(t)
+		f.Set(func(f *awstest.SageMaker) { f.SettleAfter = 5 })
+		api := smClient(f, 1)
 		var slept int
 		_, err := EnsureComputeQuota(context.Background(), api, desired(t, testContract()), PollConfig{
 			Interval: time.Second, Timeout: time.Minute,
 			Sleep: func(context.Context, time.Duration) error {
 				slept++
 				if slept == 2 {
-					f.set(func(f *fakeSageMaker) { f.throttleNext = 1 })
+					f.Throttle(1)
 				}
 				return nil
 			},
@@ -185,18 +192,18 @@ func TestEnsureSurvivesThrottlingStorm(t *testing.T) {
 		if err == nil || IsPermanent(err) {
 			t.Fatalf("err = %v, want transient", err)
 		}
-		if res := ensure(t, api, testContract()); res.Action != Unchanged || f.count("created") != 1 {
-			t.Errorf("rerun = %+v, created %d; want unchanged, 1", res, f.count("created"))
+		if res := ensure(t, api, testContract()); res.Action != Unchanged || f.Count("created:compute-quota") != 1 {
+			t.Errorf("rerun = %+v, created %d; want unchanged, 1", res, f.Count("created:compute-quota"))
 		}
 	})
 }
 
 func TestEnsureLostCreateResponseCreatesOnce(t *testing.T) {
-	f := newFakeSageMaker(t)
-	f.set(func(f *fakeSageMaker) { f.loseCreateResponses = 1 })
-	res := ensure(t, f.client(3), testContract())
-	if f.count("created") != 1 || f.count("CreateComputeQuota") != 2 || f.stored() != 1 {
-		t.Errorf("create calls %d, created %d, stored %d; want 2, 1, 1", f.count("CreateComputeQuota"), f.count("created"), f.stored())
+	f := awstest.NewSageMaker(t)
+	f.Set(func(f *awstest.SageMaker) { f.LoseCreateResponses = 1 })
+	res := ensure(t, smClient(f, 3), testContract())
+	if f.Count("created:compute-quota") != 1 || f.Count("CreateComputeQuota") != 2 || f.Quotas() != 1 {
+		t.Errorf("create calls %d, created %d, stored %d; want 2, 1, 1", f.Count("CreateComputeQuota"), f.Count("created:compute-quota"), f.Quotas())
 	}
 	if res.Version != 1 || res.ID == "" {
 		t.Errorf("result = %+v", res)
@@ -204,10 +211,10 @@ func TestEnsureLostCreateResponseCreatesOnce(t *testing.T) {
 }
 
 func TestEnsureCreateFailedReportsReason(t *testing.T) {
-	f := newFakeSageMaker(t)
+	f := awstest.NewSageMaker(t)
 	const reason = "Insufficient capacity: instance group has 2 ml.p5.48xlarge, quota asks for 4"
-	f.set(func(f *fakeSageMaker) { f.createFailure = reason })
-	api := f.client(1)
+	f.Set(func(f *awstest.SageMaker) { f.CreateFailure = reason })
+	api := smClient(f, 1)
 	for run := 1; run <= 2; run++ {
 		var slept int
 		_, err := EnsureComputeQuota(context.Background(), api, desired(t, testContract()), fastPoll(&slept))
@@ -217,17 +224,17 @@ func TestEnsureCreateFailedReportsReason(t *testing.T) {
 			t.Errorf("run %d: err = %v, want a permanent CreateFailed error with the reason", run, err)
 		}
 	}
-	if f.count("created") != 1 {
-		t.Errorf("created %d, want 1: a failed quota is reported, not created again", f.count("created"))
+	if f.Count("created:compute-quota") != 1 {
+		t.Errorf("created %d, want 1: a failed quota is reported, not created again", f.Count("created:compute-quota"))
 	}
 }
 
 func TestEnsureRejectedIsPermanent(t *testing.T) {
-	f := newFakeSageMaker(t)
+	f := awstest.NewSageMaker(t)
 	c := testContract()
 	c.Scheduling.Guaranteed[0].InstanceType = "ml.bogus.xlarge"
 	var slept int
-	_, err := EnsureComputeQuota(context.Background(), f.client(3), desired(t, c), fastPoll(&slept))
+	_, err := EnsureComputeQuota(context.Background(), smClient(f, 3), desired(t, c), fastPoll(&slept))
 	var ae smithy.APIError
 	if !errors.As(err, &ae) || ae.ErrorCode() != "ValidationException" || !IsPermanent(err) {
 		t.Fatalf("err = %v, want a permanent ValidationException", err)
@@ -235,16 +242,16 @@ func TestEnsureRejectedIsPermanent(t *testing.T) {
 	if !strings.Contains(err.Error(), "ml.bogus.xlarge") {
 		t.Errorf("err = %v: lacks the service's message", err)
 	}
-	if f.count("CreateComputeQuota") != 1 || f.count("created") != 0 {
-		t.Errorf("create called %d times (created %d); a permanent error is not retried", f.count("CreateComputeQuota"), f.count("created"))
+	if f.Count("CreateComputeQuota") != 1 || f.Count("created:compute-quota") != 0 {
+		t.Errorf("create called %d times (created %d); a permanent error is not retried", f.Count("CreateComputeQuota"), f.Count("created:compute-quota"))
 	}
 }
 
 func TestEnsurePollTimeout(t *testing.T) {
-	f := newFakeSageMaker(t)
-	f.set(func(f *fakeSageMaker) { f.settleAfter = 1000 })
+	f := awstest.NewSageMaker(t)
+	f.Set(func(f *awstest.SageMaker) { f.SettleAfter = 1000 })
 	var slept int
-	_, err := EnsureComputeQuota(context.Background(), f.client(1), desired(t, testContract()), PollConfig{
+	_, err := EnsureComputeQuota(context.Background(), smClient(f, 1), desired(t, testContract()), PollConfig{
 		Interval: 10 * time.Second, Timeout: time.Minute,
 		Sleep: func(context.Context, time.Duration) error { slept++; return nil },
 	})
@@ -258,8 +265,8 @@ func TestEnsurePollTimeout(t *testing.T) {
 }
 
 func TestDeleteComputeQuotaIsIdempotent(t *testing.T) {
-	f := newFakeSageMaker(t)
-	api := f.client(1)
+	f := awstest.NewSageMaker(t)
+	api := smClient(f, 1)
 	ctx := context.Background()
 	name := QuotaName(testContract().Team)
 
@@ -272,8 +279,8 @@ func TestDeleteComputeQuotaIsIdempotent(t *testing.T) {
 			t.Fatalf("delete %d: %v", i+1, err)
 		}
 	}
-	if f.stored() != 0 || f.count("deleted") != 1 {
-		t.Errorf("stored %d, deleted %d; want 0, 1", f.stored(), f.count("deleted"))
+	if f.Quotas() != 0 || f.Count("deleted:compute-quota") != 1 {
+		t.Errorf("stored %d, deleted %d; want 0, 1", f.Quotas(), f.Count("deleted:compute-quota"))
 	}
 
 	// The service's ResourceNotFound reaches us as the SDK's typed error.
@@ -291,8 +298,8 @@ func TestDeleteComputeQuotaIsIdempotent(t *testing.T) {
 
 // Only the quota with exactly the team's name on this cluster is ours.
 func TestEnsureMatchesExactNameAndCluster(t *testing.T) {
-	f := newFakeSageMaker(t)
-	api := f.client(1)
+	f := awstest.NewSageMaker(t)
+	api := smClient(f, 1)
 	other := testContract()
 	other.Team = "ml-research-2" // its quota name contains ours
 	ensure(t, api, other)
@@ -301,8 +308,8 @@ func TestEnsureMatchesExactNameAndCluster(t *testing.T) {
 	ensure(t, api, elsewhere)
 
 	res := ensure(t, api, testContract())
-	if res.Action != Created || f.count("created") != 3 {
-		t.Errorf("result %+v, created %d; want a third quota", res, f.count("created"))
+	if res.Action != Created || f.Count("created:compute-quota") != 3 {
+		t.Errorf("result %+v, created %d; want a third quota", res, f.Count("created:compute-quota"))
 	}
 }
 
@@ -330,9 +337,9 @@ func TestIsPermanent(t *testing.T) {
 	}
 
 	// A 5xx from the service, through the real client, is transient.
-	f := newFakeSageMaker(t)
-	f.set(func(f *fakeSageMaker) { f.failNext = 1 })
-	_, err := f.client(1).ListComputeQuotas(context.Background(), &sagemaker.ListComputeQuotasInput{})
+	f := awstest.NewSageMaker(t)
+	f.Fail(1)
+	_, err := smClient(f, 1).ListComputeQuotas(context.Background(), &sagemaker.ListComputeQuotasInput{})
 	if err == nil || IsPermanent(err) {
 		t.Errorf("5xx: err = %v, want transient", err)
 	}
