@@ -35,6 +35,14 @@ type Config struct {
 	ShutdownTimeout      time.Duration
 	Kubeconfig           string
 	OnRevoke             string // "lock" or "delete": what revocation does with a team namespace
+
+	// Users' groups from IAM Identity Center's identity store at login
+	// (off when IdentityStoreID is empty), and the AWS settings it needs.
+	IdentityStoreID            string
+	IdentityStoreUserAttribute string // email, preferred_username or subject
+	IdentityStoreCacheTTL      time.Duration
+	AWSRegion                  string
+	AWSEndpointIdentityStore   string
 }
 
 // flagSpec describes one setting: its flag, its environment variable, its
@@ -77,6 +85,13 @@ var specs = []flagSpec{
 	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
 	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
 	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish", false},
+
+	// IAM Identity Center groups at login (and the AWS settings they need).
+	{"identity-store-id", "PORTAL_IDENTITY_STORE_ID", "", "IAM Identity Center identity store id (d-xxxxxxxxxx): users' groups are looked up there at login and replace the token's; empty: groups come from the OIDC provider", false},
+	{"identity-store-user-attribute", "PORTAL_IDENTITY_STORE_USER_ATTRIBUTE", "email", "claim holding the user's Identity Center userName: email, preferred_username or subject", false},
+	{"identity-store-cache-ttl", "PORTAL_IDENTITY_STORE_CACHE_TTL", "5m", "how long a user's identity store groups are reused before asking again", false},
+	{"aws-region", "PORTAL_AWS_REGION", "", "AWS region for the portal's AWS calls (default: the SDK's, e.g. AWS_REGION)", false},
+	{"aws-endpoint-identitystore", "PORTAL_AWS_ENDPOINT_IDENTITYSTORE", "", "identity store endpoint URL instead of the region's (a VPC endpoint, or a test endpoint)", false},
 }
 
 // parseConfig reads args (after the subcommand) and env into a Config and
@@ -142,6 +157,12 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		ShutdownTimeout:      dur("shutdown-timeout"),
 		Kubeconfig:           strings.TrimSpace(*vals["kubeconfig"]),
 		OnRevoke:             strings.TrimSpace(*vals["on-revoke"]),
+
+		IdentityStoreID:            strings.TrimSpace(*vals["identity-store-id"]),
+		IdentityStoreUserAttribute: strings.TrimSpace(*vals["identity-store-user-attribute"]),
+		IdentityStoreCacheTTL:      dur("identity-store-cache-ttl"),
+		AWSRegion:                  strings.TrimSpace(*vals["aws-region"]),
+		AWSEndpointIdentityStore:   strings.TrimRight(strings.TrimSpace(*vals["aws-endpoint-identitystore"]), "/"),
 	}
 	for _, s := range strings.Split(*vals["oidc-scopes"], ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -177,6 +198,7 @@ func (c Config) validate(cmd string) []error {
 	if c.OnRevoke != "lock" && c.OnRevoke != "delete" {
 		errs = append(errs, fmt.Errorf("--on-revoke: %q must be lock or delete", c.OnRevoke))
 	}
+	errs = append(errs, c.validateIdentityStore()...)
 	if cmd != "serve" {
 		return errs
 	}

@@ -66,7 +66,8 @@ func TestParseConfig(t *testing.T) {
 					SessionKeyFile: "data/session.key", OIDCGroupsClaim: "groups", Dev: true,
 					OIDCScopes:         []string{"openid", "email", "profile", "groups"},
 					SessionIdleTimeout: 30 * time.Minute, SessionLifetime: 12 * time.Hour, ShutdownTimeout: 20 * time.Second,
-					OnRevoke: "lock",
+					OnRevoke:                   "lock",
+					IdentityStoreUserAttribute: "email", IdentityStoreCacheTTL: 5 * time.Minute,
 				}
 				if !reflect.DeepEqual(c, want) {
 					return "got " + fmtConfig(c) + ", want " + fmtConfig(want)

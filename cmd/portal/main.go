@@ -197,6 +197,16 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}
 	worker := newWorker(db, applier, cluster, logger)
 
+	groups, err := identityStoreGroups(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if groups != nil {
+		logger.Info("users' groups come from the IAM Identity Center identity store",
+			"identity_store_id", cfg.IdentityStoreID, "user_attribute", cfg.IdentityStoreUserAttribute,
+			"cache_ttl", cfg.IdentityStoreCacheTTL.String())
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := web.New(web.Options{
@@ -205,6 +215,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime,
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
+		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 	})
 	if err != nil {
 		return err

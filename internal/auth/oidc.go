@@ -126,9 +126,13 @@ type Identity struct {
 	Issuer  string
 	Subject string
 	Email   string
-	Name    string
-	Groups  []string
-	IDToken string // raw, kept server-side for the end-session hint only
+	// EmailUnverified: the provider said email_verified is false. Absent
+	// means verified, as many providers fronting a directory never send it.
+	EmailUnverified   bool
+	Name              string
+	PreferredUsername string
+	Groups            []string
+	IDToken           string // raw, kept server-side for the end-session hint only
 }
 
 type claims struct {
@@ -205,6 +209,13 @@ func (id *Identity) merge(cl claims, all map[string]any, groupsClaim string) {
 	}
 	if id.Name == "" {
 		id.Name = cl.PreferredUsername
+	}
+	if id.PreferredUsername == "" {
+		id.PreferredUsername = cl.PreferredUsername
+	}
+	// Some providers send email_verified as the string "false".
+	if v, ok := all["email_verified"]; ok && (v == false || v == "false") {
+		id.EmailUnverified = true
 	}
 	switch gs := all[groupsClaim].(type) {
 	case []any:

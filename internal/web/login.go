@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -83,6 +84,13 @@ func (s *Server) callback(c echo.Context) error {
 	case err != nil:
 		return s.providerDown(err)
 	}
+	groupsSeen := "Groups the identity provider sent: "
+	if s.opts.Groups != nil {
+		if id.Groups, err = s.directoryGroups(c, id); err != nil {
+			return err
+		}
+		groupsSeen = "Your groups in the directory (IAM Identity Center): "
+	}
 
 	u, err := s.opts.DB.RecordLogin(ctx, id.Issuer, id.Subject, id.Email, id.Name, id.Groups, s.opts.Now())
 	if err != nil {
@@ -93,9 +101,9 @@ func (s *Server) callback(c echo.Context) error {
 	if !p.HasAccess() {
 		detail := []string{"Signed in as: " + p.DisplayName()}
 		if len(id.Groups) == 0 {
-			detail = append(detail, "Groups the identity provider sent: none")
+			detail = append(detail, groupsSeen+"none")
 		} else {
-			detail = append(detail, "Groups the identity provider sent: "+strings.Join(id.Groups, ", "))
+			detail = append(detail, groupsSeen+strings.Join(id.Groups, ", "))
 		}
 		return &userError{page: views.ErrorPage{
 			Status:  http.StatusForbidden,
@@ -119,6 +127,42 @@ func (s *Server) callback(c echo.Context) error {
 	s.opts.Logger.InfoContext(ctx, "login", "request_id", requestID(c), "user_id", u.ID,
 		"roles", len(p.Roles), "teams", len(p.Memberships))
 	return c.Redirect(http.StatusSeeOther, safeNext(next))
+}
+
+// directoryGroups asks Options.Groups for the user's groups, which replace
+// the token's. A failure ends the login: letting the user in with the
+// token's groups instead would grant what the directory may have revoked.
+// The pages name no internals; the log has the cause and the request id.
+func (s *Server) directoryGroups(c echo.Context, id auth.Identity) ([]string, error) {
+	ctx := c.Request().Context()
+	name, err := s.opts.GroupsUser.UserName(id)
+	if err != nil {
+		s.opts.Logger.WarnContext(ctx, "login refused: no directory user name", "request_id", requestID(c),
+			"issuer", id.Issuer, "subject", id.Subject, "user_attribute", string(s.opts.GroupsUser), "reason", err.Error())
+		return nil, loginError(http.StatusForbidden, "Your sign-in cannot be matched to a directory account",
+			"The portal looks up your groups in the organisation's directory, but "+err.Error()+". Ask the platform team to check the sign-in setup, and give them the request id.",
+			err)
+	}
+	gs, err := s.opts.Groups.Groups(ctx, name)
+	switch {
+	case errors.Is(err, auth.ErrUserNotInDirectory):
+		s.opts.Logger.WarnContext(ctx, "login refused: user not in the directory", "request_id", requestID(c),
+			"issuer", id.Issuer, "subject", id.Subject, "user_attribute", string(s.opts.GroupsUser))
+		return nil, &userError{page: views.ErrorPage{
+			Status:  http.StatusForbidden,
+			Title:   "Your account is not in the directory",
+			Message: "You signed in, but the organisation's directory (IAM Identity Center) has no user named " + name + ", so the portal cannot tell which teams you belong to. Ask the platform team to check your account, and give them the request id.",
+			Action:  "Back to the start page", ActionURL: "/",
+		}, err: err}
+	case err != nil:
+		return nil, &userError{page: views.ErrorPage{
+			Status:  http.StatusServiceUnavailable,
+			Title:   "Your groups could not be looked up",
+			Message: "You signed in, but the portal could not look up your teams in the organisation's directory (IAM Identity Center), so it did not let you in. Try again in a minute; if it keeps happening, tell the platform team the request id below.",
+			Action:  "Try again", ActionURL: "/login",
+		}, err: fmt.Errorf("directory groups: %w", err)}
+	}
+	return gs, nil
 }
 
 func loginError(status int, title, msg string, err error) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/gob"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -30,6 +31,13 @@ type Options struct {
 	Logger  *slog.Logger
 	BaseURL *url.URL
 	Version string
+
+	// Groups, when set, is where a user's groups come from at login (IAM
+	// Identity Center's identity store, cached): they replace the groups in
+	// the token before Mapping resolves them. GroupsUser says which claim is
+	// the user's name there (default email).
+	Groups     auth.GroupSource
+	GroupsUser auth.UserAttribute
 
 	SessionKey         []byte
 	SessionIdleTimeout time.Duration
@@ -89,6 +97,9 @@ func init() {
 func New(o Options) (*Server, error) {
 	if o.DB == nil || o.OIDC == nil || o.Logger == nil || o.BaseURL == nil {
 		return nil, errors.New("web: DB, OIDC, Logger and BaseURL are required")
+	}
+	if o.Groups != nil && o.GroupsUser != "" && !o.GroupsUser.Valid() {
+		return nil, fmt.Errorf("web: GroupsUser %q is not one of %v", o.GroupsUser, auth.UserAttributes)
 	}
 	if o.Now == nil {
 		o.Now = time.Now

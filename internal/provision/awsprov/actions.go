@@ -3,7 +3,8 @@ package awsprov
 // Actions is every IAM action the steps in this package call: the single
 // source the portal's least-privilege IAM policy is generated from (`portal
 // iam-policy`). Add an action here in the same change that first calls it;
-// actions_test.go checks that every method of SageMakerAPI is listed.
+// actions_test.go checks that every method of each *API interface here
+// (SageMakerAPI, EKSAPI, ...) is listed.
 var Actions = []string{
 	"sagemaker:CreateComputeQuota",
 	"sagemaker:DescribeComputeQuota",
@@ -12,4 +13,52 @@ var Actions = []string{
 	"sagemaker:DeleteComputeQuota",
 	// CreateComputeQuota sends Tags, which IAM authorizes as AddTags.
 	"sagemaker:AddTags",
+	// IdentityStoreAPI: users' groups at login, teams' groups by name.
+	"identitystore:GetUserId",
+	"identitystore:GetGroupId",
+	"identitystore:ListGroupMembershipsForMember",
+	"identitystore:DescribeGroup",
+	// DataZoneAPI: the Unified Studio project's HyperPod connection.
+	"datazone:ListEnvironments",
+	"datazone:ListConnections",
+	"datazone:GetConnection",
+	"datazone:CreateConnection",
+	"datazone:UpdateConnection",
+	"datazone:DeleteConnection",
+	// SageMakerDomainAPI: the team's Studio domain. CreateDomain sends Tags
+	// (sagemaker:AddTags, above), and Create/UpdateDomain hand the team's
+	// execution role to SageMaker (iam:PassRole, below).
+	"sagemaker:CreateDomain",
+	"sagemaker:DescribeDomain",
+	"sagemaker:ListDomains",
+	"sagemaker:UpdateDomain",
+	"sagemaker:DeleteDomain",
+	// An SSO domain's Identity Center application is made and removed by
+	// SageMaker on the caller's behalf, with the caller's permissions.
+	"sso:CreateManagedApplicationInstance",
+	"sso:DeleteManagedApplicationInstance",
+	"sso:DescribeRegisteredRegions",
+	// SSOAdminAPI: the team's group on its domain's application.
+	"sso:CreateApplicationAssignment",
+	"sso:DescribeApplicationAssignment",
+	"sso:DeleteApplicationAssignment",
+	// EKSAPI: teams' access entries and Pod Identity associations.
+	"eks:CreateAccessEntry",
+	"eks:DescribeAccessEntry",
+	"eks:UpdateAccessEntry",
+	"eks:DeleteAccessEntry",
+	"eks:AssociateAccessPolicy",
+	"eks:DisassociateAccessPolicy",
+	"eks:ListAssociatedAccessPolicies",
+	"eks:CreatePodIdentityAssociation",
+	"eks:DescribePodIdentityAssociation",
+	"eks:UpdatePodIdentityAssociation",
+	"eks:DeletePodIdentityAssociation",
+	"eks:ListPodIdentityAssociations",
+	// CreateAccessEntry and CreatePodIdentityAssociation send tags, which
+	// IAM authorizes as TagResource.
+	"eks:TagResource",
+	// Create/UpdatePodIdentityAssociation hand the team's role to EKS; the
+	// generated policy should scope it to the portal's team roles.
+	"iam:PassRole",
 }

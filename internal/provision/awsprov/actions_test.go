@@ -25,3 +25,62 @@ func TestActionsListEveryCalledMethod(t *testing.T) {
 		seen[a] = true
 	}
 }
+
+func TestActionsListEveryIdentityStoreMethod(t *testing.T) {
+	api := reflect.TypeFor[IdentityStoreAPI]()
+	if api.NumMethod() == 0 {
+		t.Fatal("IdentityStoreAPI has no methods")
+	}
+	for i := range api.NumMethod() {
+		action := "identitystore:" + api.Method(i).Name
+		if !slices.Contains(Actions, action) {
+			t.Errorf("Actions lacks %s, which IdentityStoreAPI calls", action)
+		}
+	}
+}
+
+func TestActionsListEveryDataZoneMethod(t *testing.T) {
+	api := reflect.TypeFor[DataZoneAPI]()
+	if api.NumMethod() == 0 {
+		t.Fatal("DataZoneAPI has no methods")
+	}
+	for i := range api.NumMethod() {
+		action := "datazone:" + api.Method(i).Name
+		if !slices.Contains(Actions, action) {
+			t.Errorf("Actions lacks %s, which DataZoneAPI calls", action)
+		}
+	}
+}
+
+func TestActionsListEveryEKSMethod(t *testing.T) {
+	api := reflect.TypeFor[EKSAPI]()
+	if api.NumMethod() == 0 {
+		t.Fatal("EKSAPI has no methods")
+	}
+	for i := range api.NumMethod() {
+		action := "eks:" + api.Method(i).Name
+		if !slices.Contains(Actions, action) {
+			t.Errorf("Actions lacks %s, which EKSAPI calls", action)
+		}
+	}
+}
+
+func TestActionsListEveryDomainMethod(t *testing.T) {
+	for _, tc := range []struct {
+		api    reflect.Type
+		prefix string
+	}{
+		{reflect.TypeFor[SageMakerDomainAPI](), "sagemaker:"},
+		{reflect.TypeFor[SSOAdminAPI](), "sso:"}, // ssoadmin's IAM prefix
+	} {
+		if tc.api.NumMethod() == 0 {
+			t.Fatalf("%s has no methods", tc.api.Name())
+		}
+		for i := range tc.api.NumMethod() {
+			action := tc.prefix + tc.api.Method(i).Name
+			if !slices.Contains(Actions, action) {
+				t.Errorf("Actions lacks %s, which %s calls", action, tc.api.Name())
+			}
+		}
+	}
+}

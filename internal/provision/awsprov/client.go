@@ -338,13 +338,30 @@ var permanentCodes = map[string]bool{
 	"NotAuthorized":               true,
 	"OptInRequired":               true,
 	"UnknownOperationException":   true,
+	// DataZone's names for missing permissions and account limits.
+	"UnauthorizedException":         true,
+	"ServiceQuotaExceededException": true,
+	// EKS: a malformed or refused parameter (a group starting with
+	// "system:", a bad ARN or scope), a request the cluster's state refuses
+	// (authentication mode CONFIG_MAP, so no access entries: an operator has
+	// to change it), a client-side fault, and account limits. EKS's
+	// ResourceNotFoundException is not here: see ClusterNotFoundError.
+	"InvalidParameterException":      true,
+	"InvalidRequestException":        true,
+	"ClientException":                true,
+	"ResourceLimitExceededException": true,
 }
 
 // IsPermanent reports whether err will recur if the same step is retried, so
 // the job should stop and show the message, rather than retry later.
 //
 // Permanent: the codes above (bad input, missing permissions, account limits),
-// a quota HyperPod failed to create or update (FailedError), and contracts
+// a quota HyperPod failed to create or update (FailedError), a DataZone
+// domain, project or environment that is missing or unusable
+// (DataZoneSetupError: ResourceNotFoundException alone stays transient, as
+// it also means a resource deleted between two calls), an EKS cluster that
+// does not exist (ClusterNotFoundError: EKS's ResourceNotFoundException
+// alone stays transient for the same reason), and contracts
 // this package cannot map (ErrBorrowOnly and other mapping errors are checked
 // by the caller before any call). Transient: throttling, 5xx, timeouts,
 // network errors, ConflictException (a stale TargetVersion or a change in
@@ -358,8 +375,22 @@ func IsPermanent(err error) bool {
 	if errors.Is(err, ErrBorrowOnly) {
 		return true
 	}
+	// Errors of this package that know they are permanent, such as
+	// GroupNotFoundError.
+	var marked interface{ Permanent() bool }
+	if errors.As(err, &marked) && marked.Permanent() {
+		return true
+	}
 	var failed *FailedError
 	if errors.As(err, &failed) {
+		return true
+	}
+	var setup *DataZoneSetupError
+	if errors.As(err, &setup) {
+		return true
+	}
+	var noCluster *ClusterNotFoundError
+	if errors.As(err, &noCluster) {
 		return true
 	}
 	var re *awshttp.ResponseError

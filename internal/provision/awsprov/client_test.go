@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	smithy "github.com/aws/smithy-go"
@@ -330,6 +331,26 @@ func TestIsPermanent(t *testing.T) {
 		{fmt.Errorf("compute quota: %w", ErrBorrowOnly), true},
 		{fmt.Errorf("wrapped: %w", &FailedError{Status: types.SchedulerResourceStatusCreateFailed}), true},
 		{&TimeoutError{}, false},
+		{&smithy.GenericAPIError{Code: "UnauthorizedException"}, true},
+		{&smithy.GenericAPIError{Code: "ServiceQuotaExceededException"}, true},
+		// A connection deleted between two calls: a rerun resolves it.
+		{&smithy.GenericAPIError{Code: "ResourceNotFoundException"}, false},
+		{fmt.Errorf("step: %w", &DataZoneSetupError{Reason: "no environment", Err: &smithy.GenericAPIError{Code: "ResourceNotFoundException"}}), true},
+		// EKS: bad input, a cluster state an operator must change, limits.
+		{&ekstypes.InvalidParameterException{}, true},
+		{&ekstypes.InvalidRequestException{}, true},
+		{&ekstypes.ClientException{}, true},
+		{&ekstypes.ResourceLimitExceededException{}, true},
+		{&ekstypes.AccessDeniedException{}, true},
+		// A conflict (a create racing another, or its lost response retried)
+		// and throttling resolve on a rerun.
+		{&ekstypes.ResourceInUseException{}, false},
+		{&ekstypes.ThrottlingException{}, false},
+		{&ekstypes.ServerException{}, false},
+		// Missing entry or association, deleted between two calls: transient;
+		// a missing cluster, known from a create, is permanent.
+		{&ekstypes.ResourceNotFoundException{}, false},
+		{fmt.Errorf("step: %w", &ClusterNotFoundError{Cluster: "c", Err: &ekstypes.ResourceNotFoundException{}}), true},
 	} {
 		if got := IsPermanent(tc.err); got != tc.want {
 			t.Errorf("IsPermanent(%v) = %v, want %v", tc.err, got, tc.want)

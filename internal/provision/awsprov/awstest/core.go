@@ -51,13 +51,16 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// Fields are further members of an awsJson1_1 error body, such as an
+	// identity store's ResourceType.
+	Fields map[string]any
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
 
 // Errorf is an error answer with the given HTTP status and code.
 func Errorf(status int, code, format string, args ...any) *Error {
-	return &Error{status, code, fmt.Sprintf(format, args...)}
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // BadRequest is an HTTP 400 error answer.
@@ -237,7 +240,11 @@ func (c *Core) serveJSON11(prefix string, ops map[string]handler) {
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 		if aerr != nil {
 			w.WriteHeader(aerr.Status)
-			_ = json.NewEncoder(w).Encode(map[string]string{"__type": aerr.Code, "message": aerr.Message})
+			body := map[string]any{"__type": aerr.Code, "message": aerr.Message}
+			for k, v := range aerr.Fields {
+				body[k] = v
+			}
+			_ = json.NewEncoder(w).Encode(body)
 			return
 		}
 		_ = json.NewEncoder(w).Encode(res)

@@ -22,6 +22,7 @@ type SageMaker struct {
 	*Core
 	quotas map[string]*Quota // by id
 	nextID int
+	dom    *smDomains // sagemaker_domain.go
 
 	// SettleAfter is how many Describes a quota stays Creating / Updating.
 	SettleAfter int
@@ -31,6 +32,9 @@ type SageMaker struct {
 	// CreateFailure, when set, makes new quotas end in CreateFailed with it
 	// as the FailureReason.
 	CreateFailure string
+	// DomainFailure, when set, makes new domains end in Failed with it as
+	// the FailureReason.
+	DomainFailure string
 }
 
 // NewSageMaker starts a SageMaker endpoint, closed when tb ends.
@@ -120,7 +124,7 @@ type (
 	quotaConfig struct {
 		ComputeQuotaResources []quotaResource `json:",omitempty"`
 		ResourceSharingConfig *quotaSharing   `json:",omitempty"`
-		PreemptTeamTasks      *string      `json:",omitempty"`
+		PreemptTeamTasks      *string         `json:",omitempty"`
 	}
 	quotaResource struct {
 		InstanceType         *string         `json:",omitempty"`
@@ -131,8 +135,8 @@ type (
 		AcceleratorPartition json.RawMessage `json:",omitempty"`
 	}
 	quotaSharing struct {
-		Strategy             *string      `json:",omitempty"`
-		BorrowLimit          *int32       `json:",omitempty"`
+		Strategy             *string         `json:",omitempty"`
+		BorrowLimit          *int32          `json:",omitempty"`
 		AbsoluteBorrowLimits []quotaResource `json:",omitempty"`
 	}
 	quotaTarget struct {
