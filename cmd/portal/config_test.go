@@ -66,7 +66,8 @@ func TestParseConfig(t *testing.T) {
 					SessionKeyFile: "data/session.key", OIDCGroupsClaim: "groups", Dev: true,
 					OIDCScopes:         []string{"openid", "email", "profile", "groups"},
 					SessionIdleTimeout: 30 * time.Minute, SessionLifetime: 12 * time.Hour, ShutdownTimeout: 20 * time.Second,
-					OnRevoke: "lock",
+					OnRevoke: "lock", AWSEndpoints: map[string]string{},
+					AWSPollInterval: 5 * time.Second, AWSPollTimeout: 50 * time.Second,
 				}
 				if !reflect.DeepEqual(c, want) {
 					return "got " + fmtConfig(c) + ", want " + fmtConfig(want)

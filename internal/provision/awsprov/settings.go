@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sigs.k8s.io/yaml"
 	"slices"
 	"strings"
 )
@@ -19,7 +20,7 @@ import (
 type Settings struct {
 	// Enabled puts the AWS steps in every EKS plan. Off, plans are
 	// Kubernetes only (a cluster whose AWS side is managed elsewhere).
-	Enabled bool `json:"enabled"`
+	Enabled bool `json:"-"`
 
 	// Region and AccountID are the shared cluster's. A contract naming
 	// another region or account is refused before any call: the portal
@@ -220,4 +221,30 @@ func (s Settings) Check() error {
 	}
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
+}
+
+// ParseSettings reads settings from YAML (or JSON), strictly: an unknown key
+// is an error, so that a typo never silently falls back to a default.
+// Settings read from a file are enabled.
+func ParseSettings(b []byte) (Settings, error) {
+	var s Settings
+	if err := yaml.UnmarshalStrict(b, &s); err != nil {
+		return Settings{}, err
+	}
+	s.Enabled = true
+	return s, s.WithDefaults().Check()
+}
+
+// DevSettings are example settings matching workflow.ExampleContract's
+// account and region: `portal serve --dev` plans (and dry-runs) the AWS
+// calls with them, and they are a template for a real settings file.
+func DevSettings() Settings {
+	return Settings{
+		Enabled: true, Region: "us-east-1", AccountID: "111122223333",
+		Studio: StudioSettings{
+			VpcID: "vpc-0example", SubnetIDs: []string{"subnet-0example1", "subnet-0example2"},
+			SecurityGroupIDs: []string{"sg-0example"},
+		},
+		IdentityStoreID: "d-1234567890",
+	}
 }
