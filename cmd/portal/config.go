@@ -41,9 +41,16 @@ type Config struct {
 	IdentityStoreID            string
 	IdentityStoreUserAttribute string // email, preferred_username or subject
 	IdentityStoreCacheTTL      time.Duration
-	AWSRegion                  string
-	AWSEndpointIdentityStore   string
+	// AWS side of provisioning (see aws.go).
+	AWSSettingsFile string
+	AWSRegion       string
+	AWSEndpoints    map[string]string // service -> URL
+	AWSPollInterval time.Duration
+	AWSPollTimeout  time.Duration
 }
+
+// awsServices are the services with an --aws-endpoint-<service> flag.
+var awsServices = []string{"sagemaker", "eks", "ssoadmin", "identitystore", "datazone"}
 
 // flagSpec describes one setting: its flag, its environment variable, its
 // default and help. The README's configuration table lists the same.
@@ -90,8 +97,15 @@ var specs = []flagSpec{
 	{"identity-store-id", "PORTAL_IDENTITY_STORE_ID", "", "IAM Identity Center identity store id (d-xxxxxxxxxx): users' groups are looked up there at login and replace the token's; empty: groups come from the OIDC provider", false},
 	{"identity-store-user-attribute", "PORTAL_IDENTITY_STORE_USER_ATTRIBUTE", "email", "claim holding the user's Identity Center userName: email, preferred_username or subject", false},
 	{"identity-store-cache-ttl", "PORTAL_IDENTITY_STORE_CACHE_TTL", "5m", "how long a user's identity store groups are reused before asking again", false},
-	{"aws-region", "PORTAL_AWS_REGION", "", "AWS region for the portal's AWS calls (default: the SDK's, e.g. AWS_REGION)", false},
-	{"aws-endpoint-identitystore", "PORTAL_AWS_ENDPOINT_IDENTITYSTORE", "", "identity store endpoint URL instead of the region's (a VPC endpoint, or a test endpoint)", false},
+	{"aws-settings", "PORTAL_AWS_SETTINGS", "", "YAML file of the AWS side of provisioning (Studio network, identity store, access policies; see the README); empty: plans have no AWS steps (with --dev and no --kubeconfig: built-in example settings, dry run)", false},
+	{"aws-region", "PORTAL_AWS_REGION", "", "AWS region of the shared cluster (default: the settings file's region, else AWS_REGION)", false},
+	{"aws-endpoint-sagemaker", "PORTAL_AWS_ENDPOINT_SAGEMAKER", "", "SageMaker endpoint URL override (a VPC endpoint); empty: the region's default", false},
+	{"aws-endpoint-eks", "PORTAL_AWS_ENDPOINT_EKS", "", "EKS endpoint URL override", false},
+	{"aws-endpoint-ssoadmin", "PORTAL_AWS_ENDPOINT_SSOADMIN", "", "IAM Identity Center (ssoadmin) endpoint URL override", false},
+	{"aws-endpoint-identitystore", "PORTAL_AWS_ENDPOINT_IDENTITYSTORE", "", "Identity Store endpoint URL override", false},
+	{"aws-endpoint-datazone", "PORTAL_AWS_ENDPOINT_DATAZONE", "", "DataZone (Unified Studio) endpoint URL override", false},
+	{"aws-poll-interval", "PORTAL_AWS_POLL_INTERVAL", "5s", "how often a step polls a resource that is being created (compute quota, domain)", false},
+	{"aws-poll-timeout", "PORTAL_AWS_POLL_TIMEOUT", "50s", "how long one step waits for it before the job retries later (must stay under half the job lease, 1m)", false},
 }
 
 // parseConfig reads args (after the subcommand) and env into a Config and
@@ -161,8 +175,16 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		IdentityStoreID:            strings.TrimSpace(*vals["identity-store-id"]),
 		IdentityStoreUserAttribute: strings.TrimSpace(*vals["identity-store-user-attribute"]),
 		IdentityStoreCacheTTL:      dur("identity-store-cache-ttl"),
+		AWSSettingsFile:            strings.TrimSpace(*vals["aws-settings"]),
 		AWSRegion:                  strings.TrimSpace(*vals["aws-region"]),
-		AWSEndpointIdentityStore:   strings.TrimRight(strings.TrimSpace(*vals["aws-endpoint-identitystore"]), "/"),
+		AWSEndpoints:               map[string]string{},
+		AWSPollInterval:            dur("aws-poll-interval"),
+		AWSPollTimeout:             dur("aws-poll-timeout"),
+	}
+	for _, svc := range awsServices {
+		if v := strings.TrimRight(strings.TrimSpace(*vals["aws-endpoint-"+svc]), "/"); v != "" {
+			c.AWSEndpoints[svc] = v
+		}
 	}
 	for _, s := range strings.Split(*vals["oidc-scopes"], ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -199,6 +221,19 @@ func (c Config) validate(cmd string) []error {
 		errs = append(errs, fmt.Errorf("--on-revoke: %q must be lock or delete", c.OnRevoke))
 	}
 	errs = append(errs, c.validateIdentityStore()...)
+	for _, svc := range awsServices {
+		if v, ok := c.AWSEndpoints[svc]; ok {
+			if u, err := url.Parse(v); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
+				errs = append(errs, fmt.Errorf("--aws-endpoint-%s: %q must be an https URL (http only on loopback, for test endpoints)", svc, v))
+			}
+		}
+	}
+	if c.AWSPollTimeout > 55*time.Second {
+		errs = append(errs, fmt.Errorf("--aws-poll-timeout: %s is longer than a step may run (under 1m): a longer wait is the job's retry", c.AWSPollTimeout))
+	}
+	if c.AWSPollInterval > 0 && c.AWSPollTimeout > 0 && c.AWSPollInterval > c.AWSPollTimeout {
+		errs = append(errs, errors.New("--aws-poll-interval: must not be longer than --aws-poll-timeout"))
+	}
 	if cmd != "serve" {
 		return errs
 	}

@@ -68,6 +68,7 @@ func TestParseConfig(t *testing.T) {
 					SessionIdleTimeout: 30 * time.Minute, SessionLifetime: 12 * time.Hour, ShutdownTimeout: 20 * time.Second,
 					OnRevoke:                   "lock",
 					IdentityStoreUserAttribute: "email", IdentityStoreCacheTTL: 5 * time.Minute,
+					AWSEndpoints: map[string]string{}, AWSPollInterval: 5 * time.Second, AWSPollTimeout: 50 * time.Second,
 				}
 				if !reflect.DeepEqual(c, want) {
 					return "got " + fmtConfig(c) + ", want " + fmtConfig(want)

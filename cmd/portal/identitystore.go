@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/identitystore"
 
 	"github.com/hyperpod-governance/portal/internal/auth"
@@ -35,15 +33,6 @@ func (c Config) validateIdentityStore() []error {
 	if c.AWSRegion != "" && !regionRE.MatchString(c.AWSRegion) {
 		errs = append(errs, fmt.Errorf("--aws-region: %q is not a region name such as us-east-1", c.AWSRegion))
 	}
-	if e := c.AWSEndpointIdentityStore; e != "" {
-		u, err := url.Parse(e)
-		switch {
-		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
-			errs = append(errs, fmt.Errorf("--aws-endpoint-identitystore: %q must be an absolute http(s) URL", e))
-		case c.IdentityStoreID == "":
-			errs = append(errs, errors.New("--aws-endpoint-identitystore: has no effect without --identity-store-id"))
-		}
-	}
 	return errs
 }
 
@@ -56,20 +45,13 @@ func identityStoreGroups(ctx context.Context, cfg Config) (auth.GroupSource, err
 	if cfg.IdentityStoreID == "" {
 		return nil, nil
 	}
-	var opts []func(*awsconfig.LoadOptions) error
-	if cfg.AWSRegion != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.AWSRegion))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := loadAWSConfig(ctx, cfg.AWSRegion)
 	if err != nil {
-		return nil, fmt.Errorf("--identity-store-id: loading the AWS configuration: %w", err)
-	}
-	if awsCfg.Region == "" {
-		return nil, errors.New("--aws-region: required with --identity-store-id (or set AWS_REGION): the region of the IAM Identity Center instance")
+		return nil, fmt.Errorf("--identity-store-id: %w", err)
 	}
 	api := identitystore.NewFromConfig(awsCfg, func(o *identitystore.Options) {
-		if cfg.AWSEndpointIdentityStore != "" {
-			o.BaseEndpoint = aws.String(cfg.AWSEndpointIdentityStore)
+		if ep := cfg.AWSEndpoints["identitystore"]; ep != "" {
+			o.BaseEndpoint = aws.String(ep)
 		}
 	})
 	return &auth.GroupCache{Lookup: identityStoreLookup(api, cfg.IdentityStoreID), TTL: cfg.IdentityStoreCacheTTL}, nil

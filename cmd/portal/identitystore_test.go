@@ -26,7 +26,7 @@ func TestParseConfigIdentityStore(t *testing.T) {
 			args: prod(),
 			check: func(c Config) string {
 				if c.IdentityStoreID != "" || c.IdentityStoreUserAttribute != "email" || c.IdentityStoreCacheTTL != 5*time.Minute ||
-					c.AWSRegion != "" || c.AWSEndpointIdentityStore != "" {
+					c.AWSRegion != "" || c.AWSEndpoints["identitystore"] != "" {
 					return "got " + fmtConfig(c)
 				}
 				return ""
@@ -38,7 +38,7 @@ func TestParseConfigIdentityStore(t *testing.T) {
 				"identity-store-cache-ttl", "90s", "aws-region", "eu-west-1", "aws-endpoint-identitystore", "https://vpce.example.com/"),
 			check: func(c Config) string {
 				if c.IdentityStoreID != "d-1234567890" || c.IdentityStoreUserAttribute != "preferred_username" || c.IdentityStoreCacheTTL != 90*time.Second ||
-					c.AWSRegion != "eu-west-1" || c.AWSEndpointIdentityStore != "https://vpce.example.com" {
+					c.AWSRegion != "eu-west-1" || c.AWSEndpoints["identitystore"] != "https://vpce.example.com" {
 					return "got " + fmtConfig(c)
 				}
 				return ""
@@ -52,7 +52,7 @@ func TestParseConfigIdentityStore(t *testing.T) {
 				"PORTAL_AWS_REGION": "us-east-1", "PORTAL_AWS_ENDPOINT_IDENTITYSTORE": "http://127.0.0.1:4566"},
 			check: func(c Config) string {
 				if !strings.HasPrefix(c.IdentityStoreID, "arn:") || c.IdentityStoreUserAttribute != "subject" || c.IdentityStoreCacheTTL != time.Minute ||
-					c.AWSRegion != "us-east-1" || c.AWSEndpointIdentityStore != "http://127.0.0.1:4566" {
+					c.AWSRegion != "us-east-1" || c.AWSEndpoints["identitystore"] != "http://127.0.0.1:4566" {
 					return "got " + fmtConfig(c)
 				}
 				return ""
@@ -72,12 +72,7 @@ func TestParseConfigIdentityStore(t *testing.T) {
 		{
 			name:    "endpoint not a URL",
 			args:    prod("identity-store-id", "d-1234567890", "aws-endpoint-identitystore", "vpce.example.com"),
-			wantErr: []string{`--aws-endpoint-identitystore: "vpce.example.com" must be an absolute http(s) URL`},
-		},
-		{
-			name:    "endpoint without a store",
-			args:    prod("aws-endpoint-identitystore", "https://vpce.example.com"),
-			wantErr: []string{"--aws-endpoint-identitystore: has no effect without --identity-store-id"},
+			wantErr: []string{`--aws-endpoint-identitystore: "vpce.example.com" must be an https URL`},
 		},
 		{
 			name: "with dev",
@@ -166,7 +161,7 @@ func TestIdentityStoreGroupsFromConfig(t *testing.T) {
 	}
 
 	c.IdentityStoreID, c.AWSRegion = f.StoreID(), ""
-	if _, err := identityStoreGroups(ctx, c); err == nil || !strings.Contains(err.Error(), "--aws-region: required") {
+	if _, err := identityStoreGroups(ctx, c); err == nil || !strings.Contains(err.Error(), "no AWS region: set --aws-region") {
 		t.Errorf("no region anywhere: %v", err)
 	}
 	t.Setenv("AWS_REGION", awstest.Region)

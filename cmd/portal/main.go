@@ -189,6 +189,14 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}
 	cluster := provision.DefaultClusterSettings()
 	cluster.OnRevoke = provision.RevokeMode(cfg.OnRevoke)
+	side, err := loadAWS(ctx, cfg, mapping, kube == nil, logger)
+	if err != nil {
+		return err
+	}
+	cluster.AWS = side.Settings
+	if err := cluster.Check(); err != nil {
+		return err
+	}
 	var applier *provision.Applier
 	if kube != nil {
 		if applier, err = provision.NewApplier(kube); err != nil {
@@ -196,6 +204,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		}
 	}
 	worker := newWorker(db, applier, cluster, logger)
+	if side.Runner != nil {
+		worker.AWS = side.Runner
+	}
 
 	groups, err := identityStoreGroups(ctx, cfg)
 	if err != nil {

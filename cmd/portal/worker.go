@@ -110,3 +110,13 @@ func liveOrNil(a *provision.Applier) interface {
 	}
 	return a
 }
+
+// RecordAWSResource keeps what an AWS step did (provision.AWSRecorder).
+func (s jobStore) RecordAWSResource(ctx context.Context, jobID int64, owner string, r provision.AWSRecord) error {
+	return s.DB.RecordAWSResource(ctx, jobID, owner, store.AWSResource{
+		ConnectionID: r.ConnectionID, Kind: r.Kind, Name: r.Name, ResourceID: r.ResourceID,
+		ARN: r.ARN, Version: r.Version, Action: r.Action,
+	}, time.Now())
+}
+
+var _ provision.AWSRecorder = jobStore{}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,6 +90,10 @@ type Plan struct {
 	// deliver, in words an approver can act on.
 	Warnings []string
 
+	// AWS are the plan's AWS calls (awsprov.PlanFor): Guardrail ones are
+	// made before Objects, Access ones after.
+	AWS []awsprov.Call
+
 	// OnRevoke is what revoking this plan does with the namespace (the
 	// settings'); see RevocationPlan. It is not part of Hash: it changes
 	// nothing that is applied.
@@ -150,9 +155,16 @@ func (p Plan) YAML() string {
 // Hash is the hex SHA-256 of YAML: what an approval records as "the plan I
 // saw". Warnings are not part of it; they follow from the contract, whose
 // own hash the approval records too.
+//
+// The AWS calls are part of it (their canonical text after the YAML); a
+// plan without AWS calls hashes as it always has.
 func (p Plan) Hash() string {
-	sum := sha256.Sum256([]byte(p.YAML()))
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	h.Write([]byte(p.YAML()))
+	for _, c := range p.AWS {
+		fmt.Fprintf(h, "# aws: %s\n", c.Canonical())
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // BuildPlan turns an approved contract version into the desired objects on
@@ -233,6 +245,19 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 	if b.err != nil {
 		return Plan{}, b.err
 	}
+	aws := s.AWS
+	aws.ComputeQuota = !s.ClusterQueueManagedByPortal
+	calls, warnings, err := awsprov.PlanFor(c, awsprov.Target{
+		ConnectionID: connID, Namespace: b.plan.Namespace, ServiceAccount: ServiceAccountName(c.Team),
+		StudioGroup:    team(s.StudioExecutionRoleGroupFormat, c.Team),
+		SubmitterGroup: team(s.KubernetesGroups.SubmitterGroupFormat, c.Team),
+		ViewerGroup:    team(s.KubernetesGroups.ViewerGroupFormat, c.Team),
+	}, aws)
+	if err != nil {
+		return Plan{}, fmt.Errorf("provision: %w", err)
+	}
+	b.plan.AWS = calls
+	b.plan.Warnings = append(b.plan.Warnings, warnings...)
 	return b.plan, nil
 }
 
@@ -659,12 +684,16 @@ func (b *builder) localQueue(cq string) {
 // serviceAccount is the identity of the team's workloads. It mounts no
 // Kubernetes API token by default: training jobs do not call the API
 // server, and Pod Identity brings its own projected token.
+// ServiceAccountName is the team's workload ServiceAccount, which EKS Pod
+// Identity associates with the contract's workload role.
+func ServiceAccountName(team string) string { return team + "-workloads" }
+
 func (b *builder) serviceAccount() {
 	no := false
 	b.add(&corev1.ServiceAccount{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        b.c.Team + "-workloads",
+			Name:        ServiceAccountName(b.c.Team),
 			Namespace:   b.plan.Namespace,
 			Annotations: map[string]string{AnnotationPodIdentityRole: b.c.WorkloadRoleARN},
 		},

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"slices"
 	"strings"
 
@@ -84,6 +85,8 @@ type Step struct {
 	Detail string
 	// Keep, for ActionPrune, are the RoleBinding names the plan contains.
 	Keep []string
+	// AWS is the call of an ActionAWSEnsure or ActionAWSRemove step.
+	AWS *awsprov.Call
 }
 
 // keep is Keep as plan objects, for PruneExtraBindings.
@@ -108,6 +111,13 @@ func (s Step) Name() string {
 		return "nothing to remove"
 	case ActionPrune:
 		return "remove role bindings beyond the plan in " + o.Namespace
+	case ActionAWSEnsure:
+		return s.AWS.Title()
+	case ActionAWSRemove:
+		if s.AWS.KeepOnRevoke {
+			return "keep " + s.AWS.Title()
+		}
+		return "remove " + s.AWS.Title()
 	}
 	return string(s.Action) + " " + o.Kind + " " + o.Ref()
 }
@@ -126,14 +136,16 @@ func ReapplySteps(p Plan) []Step {
 		Keep: keep, Detail: "remove RoleBindings in " + p.Namespace + " other than " + strings.Join(keep, ", ")})
 }
 
-// ApplySteps are the steps that provision p: each object applied, in order.
+// ApplySteps are the steps that provision p: the AWS guardrail calls (the
+// compute quota), each object applied in order, then the AWS access calls
+// (Studio, access entries, Pod Identity).
 func ApplySteps(p Plan) []Step {
 	summary := p.Summary()
-	steps := make([]Step, len(p.Objects))
+	steps := awsSteps(p.AWS, awsprov.Guardrail)
 	for i, o := range p.Objects {
-		steps[i] = Step{Action: ActionApply, Object: o, Detail: summary[i]}
+		steps = append(steps, Step{Action: ActionApply, Object: o, Detail: summary[i]})
 	}
-	return steps
+	return append(steps, awsSteps(p.AWS, awsprov.Access)...)
 }
 
 // StepsHash identifies a list of steps as the plan's Hash identifies a
@@ -144,6 +156,9 @@ func StepsHash(steps []Step) string {
 		fmt.Fprintf(h, "%s\n", s.Name())
 		if s.Action == ActionApply || s.Action == ActionLock {
 			fmt.Fprintf(h, "%v\n", s.Object.Obj.Object)
+		}
+		if s.AWS != nil {
+			fmt.Fprintf(h, "%s\n", s.AWS.Canonical())
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -191,7 +206,11 @@ func RevocationPlan(p Plan, mode RevokeMode) []Step {
 			others = append(others, o)
 		}
 	}
+	awsFirst, awsLast := awsprov.RevocationOrder(p.AWS)
 	var steps []Step
+	for i := range awsFirst {
+		steps = append(steps, awsStep(ActionAWSRemove, &awsFirst[i]))
+	}
 	del := func(o Object, why string) {
 		steps = append(steps, Step{Action: ActionDelete, Object: o, Detail: why + ": " + o.Detail})
 	}
@@ -230,6 +249,9 @@ func RevocationPlan(p Plan, mode RevokeMode) []Step {
 			steps = append(steps, Step{Action: ActionLock, Object: locked,
 				Detail: "namespace kept, labelled " + LabelRevoked + "=true"})
 		}
+	}
+	for i := range awsLast {
+		steps = append(steps, awsStep(ActionAWSRemove, &awsLast[i]))
 	}
 	return steps
 }

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"fmt"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"maps"
 	"slices"
 	"strings"
@@ -77,6 +78,10 @@ type ClusterSettings struct {
 	// RevokeLock (the default) keeps it locked, RevokeDelete deletes it
 	// with everything in it.
 	OnRevoke RevokeMode
+
+	// AWS are the settings of the plan's AWS half (compute quota, Studio,
+	// EKS access entries, Pod Identity). Off unless AWS.Enabled.
+	AWS awsprov.Settings
 }
 
 // PriorityClass is one of the cluster's Kueue WorkloadPriorityClasses.
@@ -253,7 +258,14 @@ func (s ClusterSettings) withDefaults() ClusterSettings {
 
 // check reports settings that cannot produce a valid plan. Settings come
 // from configuration, so these are configuration errors, not contract ones.
+// Check reports whether BuildPlan would refuse these settings, so that the
+// portal stops at start on a bad settings file rather than at the first job.
+func (s ClusterSettings) Check() error { return s.withDefaults().check() }
+
 func (s ClusterSettings) check() error {
+	if err := s.AWS.WithDefaults().Check(); err != nil {
+		return fmt.Errorf("settings: aws: %w", err)
+	}
 	for _, f := range []struct{ name, format string }{
 		{"ClusterQueueNameFormat", s.ClusterQueueNameFormat},
 		{"StudioExecutionRoleGroupFormat", s.StudioExecutionRoleGroupFormat},

@@ -145,6 +145,9 @@ type Worker struct {
 	// Wrap errors no retry can fix with Permanent (PlansFrom does).
 	Plans func(ctx context.Context, connID int64, version int) (Plan, error)
 	Apply StepApplier // unused in dry-run mode
+	// AWS makes the plans' AWS calls (unused in dry-run mode). Nil: a plan
+	// with AWS calls fails at its first one, saying AWS is not configured.
+	AWS AWSRunner
 	// DryRun: no cluster calls. Each step records DryRunOutcome and the
 	// object's summary line; the job succeeds and the connection stays
 	// approved (see the store's CompleteJob). A revocation's dry run
@@ -283,9 +286,14 @@ func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error
 			return err
 		}
 		outcome, detail, applyErr := DryRunOutcome, st.Detail, error(nil)
+		var rec *AWSRecord
 		if !w.DryRun {
 			stepCtx, cancel := context.WithTimeout(ctx, w.lease()/2)
-			outcome, detail, applyErr = w.runStep(stepCtx, job, st)
+			if st.AWS != nil {
+				outcome, detail, rec, applyErr = w.runAWS(stepCtx, st)
+			} else {
+				outcome, detail, applyErr = w.runStep(stepCtx, job, st)
+			}
 			cancel()
 		}
 		if applyErr != nil {
@@ -297,6 +305,12 @@ func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error
 				return w.handBack(sctx, job, log, seq, names[seq])
 			}
 			return w.settle(sctx, job, log, stop{retry: !IsPermanent(applyErr), err: applyErr})
+		}
+		if r, ok := w.Store.(AWSRecorder); ok && rec != nil {
+			rec.ConnectionID = job.ConnectionID
+			if err := r.RecordAWSResource(sctx, job.ID, w.Owner, *rec); err != nil {
+				return err
+			}
 		}
 		if err := w.Store.StepFinished(sctx, job.ID, w.Owner, seq, names[seq], string(outcome), detail, w.now()); err != nil {
 			return err

@@ -230,6 +230,7 @@ type ConnectionDetail struct {
 	Reason        string
 	DiffURL       string // compare any two versions
 	Plan          *PlanView
+	AWSResources  []AWSResourceRow
 	Progress      *Progress
 	Access        *Access
 	Drift         *DriftView
@@ -269,7 +270,12 @@ type StepView struct {
 // PlanView is the provisioning plan of a contract version: what the
 // provisioner will create on the cluster if it is approved.
 type PlanView struct {
-	Summary  []string
+	// AWSBefore are the AWS calls made before the Kubernetes objects
+	// (the compute quota), AWSAfter those made after them (Studio, EKS
+	// access entries, Pod Identity).
+	AWSBefore []AWSCallView
+	AWSAfter  []AWSCallView
+	Summary   []string
 	Warnings []string
 	YAML     string
 	Hash     string
@@ -346,4 +352,21 @@ type DriftView struct {
 	Error        string
 	Items        []string
 	ReapplyURL   string // admins: re-apply the approved plan
+}
+
+// AWSCallView is one AWS call of a plan.
+type AWSCallView struct {
+	Service    string
+	Kind       string
+	Name       string
+	Operations string
+	Fields     [][2]string
+}
+
+// AWSResourceRow is an AWS resource provisioning made for a connection.
+type AWSResourceRow struct {
+	Kind, Name, ID, ARN string
+	Version             int
+	Action              string
+	At                  string
 }

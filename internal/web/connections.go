@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"net/http"
 	"slices"
 	"strconv"
@@ -348,6 +349,14 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 			}
 		}
 	}
+	resources, err := s.opts.DB.AWSResources(ctx, conn.ID)
+	if err != nil {
+		return d, err
+	}
+	for _, r := range resources {
+		d.AWSResources = append(d.AWSResources, views.AWSResourceRow{Kind: r.Kind, Name: r.Name, ID: r.ResourceID, ARN: r.ARN,
+			Version: r.Version, Action: r.Action, At: fmtWhen(r.UpdatedAt)})
+	}
 	if workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed {
 		d.EditURL = base + "/edit"
 	}
@@ -677,6 +686,17 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 		return pv
 	}
 	pv.Summary, pv.Warnings, pv.YAML, pv.Hash = plan.Summary(), plan.Warnings, plan.YAML(), plan.Hash()
+	for _, call := range plan.AWS {
+		cv := views.AWSCallView{Service: call.Service, Kind: string(call.Kind), Name: call.Name, Operations: call.Operations}
+		for _, f := range call.Fields {
+			cv.Fields = append(cv.Fields, [2]string{f.Name, f.Value})
+		}
+		if call.Phase == awsprov.Guardrail {
+			pv.AWSBefore = append(pv.AWSBefore, cv)
+		} else {
+			pv.AWSAfter = append(pv.AWSAfter, cv)
+		}
+	}
 	// Before approval, say what each object would do on the cluster as it
 	// is now: create, update (which fields), or nothing.
 	if s.opts.Live != nil && !conn.State.Committed() {

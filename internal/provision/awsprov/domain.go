@@ -313,6 +313,16 @@ func DeleteDomain(ctx context.Context, api SageMakerDomainAPI, name string, poll
 // none. ListDomains has no name filter, so every page is read. Two domains
 // with the name (SageMaker does not promise names are unique) is permanent:
 // someone has to say which one is the team's.
+// FindDomain returns the id of the domain named exactly name, or "" when
+// there is none.
+func FindDomain(ctx context.Context, api SageMakerDomainAPI, name string) (string, error) {
+	d, err := findDomain(ctx, api, name)
+	if err != nil || d == nil {
+		return "", err
+	}
+	return aws.ToString(d.DomainId), nil
+}
+
 func findDomain(ctx context.Context, api SageMakerDomainAPI, name string) (*types.DomainDetails, error) {
 	in := &sagemaker.ListDomainsInput{MaxResults: aws.Int32(100)}
 	var found []types.DomainDetails

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/hyperpod-governance/portal/internal/auth"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+)
+
+// awsSide is the AWS half of provisioning as configured: the settings that
+// go into every plan, and the runner that makes the calls (nil when plans
+// have no AWS steps or the worker runs dry).
+type awsSide struct {
+	Settings awsprov.Settings
+	Runner   *awsprov.Runner
+}
+
+// loadAWS reads --aws-settings and builds the clients. Without a settings
+// file plans have no AWS steps, except in --dev without a cluster, where the
+// built-in example settings show (and dry-run) them. The team groups that
+// get Studio come from the groups file: the owners' and members' groups of
+// each team.
+func loadAWS(ctx context.Context, cfg Config, mapping auth.Mapping, dryRun bool, logger *slog.Logger) (awsSide, error) {
+	var s awsprov.Settings
+	switch {
+	case cfg.AWSSettingsFile != "":
+		b, err := os.ReadFile(cfg.AWSSettingsFile)
+		if err != nil {
+			return awsSide{}, fmt.Errorf("--aws-settings: %w", err)
+		}
+		if s, err = awsprov.ParseSettings(b); err != nil {
+			return awsSide{}, fmt.Errorf("--aws-settings %s: %w", cfg.AWSSettingsFile, err)
+		}
+	case cfg.Dev && dryRun:
+		s = awsprov.DevSettings()
+		logger.Info("AWS steps planned with the built-in example settings (dry run: nothing is called)")
+	default:
+		logger.Info("no --aws-settings: plans have no AWS steps (compute quota, Studio, EKS access entries and Pod Identity are left to you)")
+		return awsSide{}, nil
+	}
+	if s.IdentityStoreID == "" {
+		s.IdentityStoreID = cfg.IdentityStoreID
+	}
+	s.TeamGroups = map[string][]string{}
+	for team, g := range mapping.Teams {
+		s.TeamGroups[team] = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(g.Owners), g.Members...))))
+	}
+	side := awsSide{Settings: s}
+	if dryRun {
+		return side, nil
+	}
+	region := cfg.AWSRegion
+	if region == "" {
+		region = s.Region
+	}
+	ac, err := loadAWSConfig(ctx, region)
+	if err != nil {
+		return awsSide{}, fmt.Errorf("--aws-settings: %w", err)
+	}
+	if s.Region != "" && ac.Region != s.Region {
+		return awsSide{}, fmt.Errorf("aws: --aws-region %s is not the settings' region %s", ac.Region, s.Region)
+	}
+	ep := cfg.AWSEndpoints
+	side.Runner = &awsprov.Runner{
+		Clients: awsprov.NewClients(ac, awsprov.Endpoints{
+			SageMaker: ep["sagemaker"], EKS: ep["eks"], SSOAdmin: ep["ssoadmin"], IdentityStore: ep["identitystore"], DataZone: ep["datazone"],
+		}),
+		Poll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
+	}
+	logger.Info("AWS provisioning on", "region", ac.Region, "endpoint_overrides", len(ep))
+	return side, nil
+}
+
+// loadAWSConfig loads the SDK's default configuration (credentials from the
+// default chain: in a cluster, the Pod Identity of the portal's own
+// ServiceAccount) in region, or the chain's region when region is empty.
+func loadAWSConfig(ctx context.Context, region string) (aws.Config, error) {
+	var opts []func(*awsconfig.LoadOptions) error
+	if region != "" {
+		opts = append(opts, awsconfig.WithRegion(region))
+	}
+	ac, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	if ac.Region == "" {
+		return aws.Config{}, errors.New("no AWS region: set --aws-region (or the settings' region, or AWS_REGION)")
+	}
+	ac.AppID = "hyperpod-portal"
+	return ac, nil
+}

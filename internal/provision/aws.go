@@ -1,0 +1,96 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+)
+
+// AWS step actions: the plan's AWS calls (awsprov.Call) made by the
+// worker's AWS runner.
+const (
+	// ActionAWSEnsure creates or updates the call's resource.
+	ActionAWSEnsure StepAction = "aws-ensure"
+	// ActionAWSRemove deletes it (or keeps it, when the call says so).
+	ActionAWSRemove StepAction = "aws-remove"
+)
+
+// AWSRunner makes AWS calls; *awsprov.Runner is one.
+type AWSRunner interface {
+	Ensure(ctx context.Context, c awsprov.Call) (awsprov.Result, error)
+	Remove(ctx context.Context, c awsprov.Call) (awsprov.Result, error)
+}
+
+// AWSRecord is what the worker records of an AWS resource after a step: its
+// ids and ARN, for the connection page and for whoever cleans up by hand.
+type AWSRecord struct {
+	ConnectionID int64
+	Kind         string
+	Name         string
+	ResourceID   string
+	ARN          string
+	Version      int
+	Action       string // created, updated, unchanged, deleted, kept
+}
+
+// AWSRecorder is a JobStore that also keeps AWSRecords; the worker records
+// each AWS step's resource when its store is one. Like every JobStore
+// method, it fails when owner no longer holds the job's lease.
+type AWSRecorder interface {
+	RecordAWSResource(ctx context.Context, jobID int64, owner string, r AWSRecord) error
+}
+
+func awsSteps(calls []awsprov.Call, phase awsprov.Phase) []Step {
+	var out []Step
+	for i := range calls {
+		if calls[i].Phase == phase {
+			out = append(out, awsStep(ActionAWSEnsure, &calls[i]))
+		}
+	}
+	return out
+}
+
+func awsStep(a StepAction, c *awsprov.Call) Step {
+	detail := c.Summary()
+	if a == ActionAWSRemove {
+		detail = "remove " + detail
+		if c.KeepOnRevoke {
+			detail = "keep " + c.Summary() + " (settings: studio.on_revoke keep)"
+		}
+	}
+	return Step{Action: a, AWS: c, Detail: detail}
+}
+
+// runAWS makes an AWS step's call and says what it did. Errors the call
+// cannot recover from by retrying (awsprov.IsPermanent) are marked
+// permanent, so the job stops with the service's message.
+func (w *Worker) runAWS(ctx context.Context, st Step) (Outcome, string, *AWSRecord, error) {
+	if w.AWS == nil {
+		return Failed, "", nil, permanent(fmt.Errorf("provision: step %s: AWS provisioning is not configured in this portal (see --aws-mode)", st.Name()))
+	}
+	run := w.AWS.Ensure
+	if st.Action == ActionAWSRemove {
+		run = w.AWS.Remove
+	}
+	res, err := run(ctx, *st.AWS)
+	if err != nil {
+		if awsprov.IsPermanent(err) {
+			err = permanent(err)
+		}
+		return Failed, "", nil, err
+	}
+	var d []string
+	if res.ID != "" && res.ID != st.AWS.Name {
+		d = append(d, "id "+res.ID)
+	}
+	if res.ARN != "" {
+		d = append(d, res.ARN)
+	}
+	if res.Version > 0 {
+		d = append(d, fmt.Sprintf("version %d", res.Version))
+	}
+	rec := &AWSRecord{Kind: string(st.AWS.Kind), Name: st.AWS.Name, ResourceID: res.ID, ARN: res.ARN, Version: int(res.Version), Action: string(res.Action)}
+	return Outcome(res.Action), strings.Join(d, ", "), rec, nil
+}

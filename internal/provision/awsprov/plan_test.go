@@ -1,0 +1,209 @@
+package awsprov
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+func planTarget() Target {
+	return Target{ConnectionID: 7, Namespace: "hyperpod-ns-red", ServiceAccount: "red-workloads",
+		StudioGroup: "studio-red", SubmitterGroup: "team-red-submitters", ViewerGroup: "team-red-viewers"}
+}
+
+func planSettings() Settings {
+	s := DevSettings()
+	s.ComputeQuota = true
+	s.TeamGroups = map[string][]string{"red": {"team-red-members", "team-red-owners"}}
+	return s
+}
+
+func kinds(calls []Call) []string {
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = string(c.Kind) + " " + c.Name
+	}
+	return out
+}
+
+func TestPlanForTeamDomain(t *testing.T) {
+	c := workflow.ExampleContract()
+	calls, warnings, err := PlanFor(c, planTarget(), planSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"compute-quota red-quota",
+		"studio-domain red-studio",
+		"studio-assignment team-red-members",
+		"studio-assignment team-red-owners",
+		"access-entry " + c.ProjectRoleARN,
+		"access-entry " + c.AccessRoleARN,
+		"pod-identity hyperpod-ns-red/red-workloads",
+	}
+	if got := kinds(calls); !slices.Equal(got, want) {
+		t.Fatalf("calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings = %q", warnings)
+	}
+	if calls[0].Phase != Guardrail || slices.ContainsFunc(calls[1:], func(c Call) bool { return c.Phase != Access }) {
+		t.Error("only the compute quota goes before the Kubernetes objects")
+	}
+	q := calls[0].Quota
+	if aws.ToString(q.ClusterArn) != c.ClusterARN || aws.ToInt32(q.ComputeQuotaConfig.ComputeQuotaResources[0].Count) != 2 {
+		t.Errorf("quota = %+v", q)
+	}
+	d := calls[1].Domain
+	if d.ExecutionRoleARN != c.ProjectRoleARN || d.VpcID != "vpc-0example" || len(d.SubnetIDs) != 2 || d.Tags[TagConnection] != "7" || !calls[1].KeepOnRevoke {
+		t.Errorf("domain = %+v keep=%t", d, calls[1].KeepOnRevoke)
+	}
+	a := calls[2].Assignment
+	if a.Domain != d || a.IdentityStoreID != "d-1234567890" || a.Group != "team-red-members" {
+		t.Errorf("assignment = %+v", a)
+	}
+	studio := calls[4].AccessEntry
+	if studio.ClusterName != "shared-hp-eks" || !slices.Equal(studio.KubernetesGroups, []string{"studio-red"}) || len(studio.Policies) != 3 {
+		t.Errorf("studio access entry = %+v", studio)
+	}
+	for _, e := range []*AccessEntry{studio, calls[5].AccessEntry} {
+		for _, p := range e.Policies {
+			if !strings.HasPrefix(p.PolicyARN, AccessPolicyARNPrefix+"AmazonSagemakerHyperpod") || !slices.Equal(p.Namespaces, []string{"hyperpod-ns-red"}) {
+				t.Errorf("%s: policy %+v is not a HyperPod policy scoped to the team namespace", e.PrincipalARN, p)
+			}
+		}
+	}
+	if sub := calls[5].AccessEntry; !slices.Equal(sub.KubernetesGroups, []string{"team-red-submitters"}) || len(sub.Policies) != 2 {
+		t.Errorf("submitter access entry = %+v", sub)
+	}
+	if p := calls[6].PodIdentity; p.RoleARN != c.WorkloadRoleARN || p.Namespace != "hyperpod-ns-red" || p.ServiceAccount != "red-workloads" {
+		t.Errorf("pod identity = %+v", p)
+	}
+	// The summary shows the key fields an approver needs.
+	if s := calls[0].Summary(); !strings.Contains(s, "ml.p5.48xlarge×2") || !strings.Contains(s, "LendAndBorrow (borrow up to 50%)") {
+		t.Errorf("quota summary = %s", s)
+	}
+}
+
+func TestPlanForVariants(t *testing.T) {
+	t.Run("disabled", func(t *testing.T) {
+		calls, _, err := PlanFor(workflow.ExampleContract(), planTarget(), Settings{})
+		if err != nil || calls != nil {
+			t.Errorf("disabled settings planned %v, %v", calls, err)
+		}
+	})
+	t.Run("portal-managed queues: no compute quota", func(t *testing.T) {
+		s := planSettings()
+		s.ComputeQuota = false
+		calls, _, _ := PlanFor(workflow.ExampleContract(), planTarget(), s)
+		if slices.ContainsFunc(calls, func(c Call) bool { return c.Kind == KindComputeQuota }) {
+			t.Error("compute quota planned although the portal manages the ClusterQueue")
+		}
+	})
+	t.Run("unified studio", func(t *testing.T) {
+		c := workflow.ExampleContract()
+		c.StudioMode, c.UnifiedDomainID, c.UnifiedProjectID = workflow.StudioUnified, "dzd_abc123", "proj1"
+		calls, _, err := PlanFor(c, planTarget(), planSettings())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(calls, func(c Call) bool { return c.Kind == KindDataZone })
+		if i < 0 || slices.ContainsFunc(calls, func(c Call) bool { return c.Kind == KindDomain || c.Kind == KindAssignment }) {
+			t.Fatalf("calls = %q", kinds(calls))
+		}
+		dz := calls[i].DataZone
+		if dz.DomainID != "dzd_abc123" || dz.ProjectID != "proj1" || dz.ClusterName != "shared-hp" || dz.Name != "hyperpod-shared-hp" {
+			t.Errorf("datazone = %+v", dz)
+		}
+	})
+	t.Run("shared domain", func(t *testing.T) {
+		s := planSettings()
+		s.Studio.SharedDomainID = "d-shared123456"
+		calls, warnings, err := PlanFor(workflow.ExampleContract(), planTarget(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(calls, func(c Call) bool { return c.Kind == KindDomain }) {
+			t.Error("a team domain is planned although a shared one is configured")
+		}
+		if a := calls[1].Assignment; a == nil || a.SharedDomainID != "d-shared123456" || a.Domain != nil {
+			t.Errorf("assignment = %+v", calls[1])
+		}
+		if len(warnings) != 1 || !strings.Contains(warnings[0], "task visibility") {
+			t.Errorf("warnings = %q", warnings)
+		}
+	})
+	t.Run("viewer role and no groups", func(t *testing.T) {
+		s := planSettings()
+		s.TeamGroups = nil
+		s.Access.ViewerRoleARNFormat = "arn:aws:iam::111122223333:role/%s-viewer"
+		calls, warnings, err := PlanFor(workflow.ExampleContract(), planTarget(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(calls, func(c Call) bool { return c.Name == "arn:aws:iam::111122223333:role/red-viewer" })
+		if i < 0 || calls[i].AccessEntry.Policies[0].PolicyARN != AccessPolicyARNPrefix+PolicyEKSView || calls[i].AccessEntry.KubernetesGroups[0] != "team-red-viewers" {
+			t.Fatalf("viewer entry missing or wrong: %q", kinds(calls))
+		}
+		if len(warnings) != 1 || !strings.Contains(warnings[0], "nobody is assigned") {
+			t.Errorf("warnings = %q", warnings)
+		}
+	})
+	for name, mutate := range map[string]func(*workflow.Contract){
+		"other region":    func(c *workflow.Contract) { c.Region = "eu-west-1" },
+		"other account":   func(c *workflow.Contract) { c.AccountID = "999988887777" },
+		"no EKS cluster":  func(c *workflow.Contract) { c.EKSClusterName = "" },
+		"borrow only":     func(c *workflow.Contract) { c.Scheduling.Sharing = workflow.SharingBorrow },
+		"no project role": func(c *workflow.Contract) { c.ProjectRoleARN = "" },
+	} {
+		t.Run("refused: "+name, func(t *testing.T) {
+			c := workflow.ExampleContract()
+			mutate(&c)
+			if calls, _, err := PlanFor(c, planTarget(), planSettings()); err == nil {
+				t.Errorf("planned %q, want an error", kinds(calls))
+			}
+		})
+	}
+}
+
+func TestRevocationOrder(t *testing.T) {
+	calls, _, err := PlanFor(workflow.ExampleContract(), planTarget(), planSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := RevocationOrder(calls)
+	var got []string
+	for _, c := range append(first, last...) {
+		got = append(got, string(c.Kind))
+	}
+	want := []string{"pod-identity", "access-entry", "access-entry", "compute-quota", "studio-assignment", "studio-assignment", "studio-domain"}
+	if !slices.Equal(got, want) {
+		t.Errorf("revocation order %q, want %q", got, want)
+	}
+	if len(first) != 3 {
+		t.Errorf("%d calls before the Kubernetes steps, want pod identity and both access entries", len(first))
+	}
+}
+
+func TestSettingsCheck(t *testing.T) {
+	if err := DevSettings().WithDefaults().Check(); err != nil {
+		t.Fatalf("dev settings: %v", err)
+	}
+	_, err := ParseSettings([]byte("studio:\n  vpc_id: vpc-1\n  subnet_ids: [subnet-1]\n  on_revoke: burn\nidentity_store_id: nope\naccess:\n  studio_policies: [\"bad policy\"]\n"))
+	for _, want := range []string{"on_revoke", "identity_store_id", "bad policy"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not mention %s", err, want)
+		}
+	}
+	if _, err := ParseSettings([]byte("studio:\n  vpcid: vpc-1\n")); err == nil || !strings.Contains(err.Error(), "vpcid") {
+		t.Errorf("unknown key: %v", err)
+	}
+	s, err := ParseSettings([]byte("identity_store_id: d-1234567890\nstudio:\n  shared_domain_id: d-abc123def456\n"))
+	if err != nil || !s.Enabled {
+		t.Errorf("shared-domain settings: %+v, %v", s, err)
+	}
+}
