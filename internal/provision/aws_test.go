@@ -34,7 +34,7 @@ func TestPlanWithAWSCalls(t *testing.T) {
 	}
 	// The approval pins the AWS half too: another VPC is another plan.
 	other := awsSettings()
-	other.AWS.Studio.VpcID = "vpc-0other"
+	other.AWS.Studio.VpcID = "vpc-0a1b2c3d4e5f69999"
 	q, err := BuildPlan(7, 3, c.Hash(), c, other)
 	if err != nil || q.Hash() == p.Hash() {
 		t.Errorf("changing the domain's VPC kept the hash (%v)", err)

@@ -44,6 +44,17 @@ func (s jobStore) ClaimJob(ctx context.Context, owner string, now time.Time, lea
 
 var _ provision.JobStore = jobStore{}
 
+// RecordAWSResource is the adapter's provision.AWSRecorder side, as in
+// cmd/portal.
+func (s jobStore) RecordAWSResource(ctx context.Context, jobID int64, owner string, r provision.AWSRecord) error {
+	return s.DB.RecordAWSResource(ctx, jobID, owner, store.AWSResource{
+		ConnectionID: r.ConnectionID, Kind: r.Kind, Name: r.Name, ResourceID: r.ResourceID,
+		ARN: r.ARN, Version: r.Version, Action: r.Action,
+	}, time.Now())
+}
+
+var _ provision.AWSRecorder = jobStore{}
+
 // clock is a manual clock shared by the workers of a test.
 type clock struct {
 	mu sync.Mutex
@@ -100,18 +111,25 @@ func (f *fakeCluster) count(ref string) int {
 // bed is a migrated database with one approved connection and its queued
 // job, the plan that job will apply, and a worker factory.
 type bed struct {
-	t     *testing.T
-	db    *store.DB
-	clock *clock
-	conn  store.Connection
-	job   store.Job
-	plan  provision.Plan
-	names []string
+	t        *testing.T
+	settings provision.ClusterSettings
+	db       *store.DB
+	clock    *clock
+	conn     store.Connection
+	job      store.Job
+	plan     provision.Plan
+	names    []string
 }
 
 var settings = provision.DefaultClusterSettings()
 
 func newBed(t *testing.T) *bed {
+	t.Helper()
+	return newBedWith(t, settings)
+}
+
+// newBedWith is newBed with other cluster settings.
+func newBedWith(t *testing.T, settings provision.ClusterSettings) *bed {
 	t.Helper()
 	ctx := t.Context()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
@@ -122,7 +140,7 @@ func newBed(t *testing.T) *bed {
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := &bed{t: t, db: db, clock: &clock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}}
+	b := &bed{t: t, settings: settings, db: db, clock: &clock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}}
 	b.conn, b.job = b.approve("red")
 	ver, err := db.Version(ctx, b.conn.ID, 1)
 	if err != nil {
@@ -174,7 +192,7 @@ func (b *bed) worker(owner string, apply provision.StepApplier) *provision.Worke
 		Plans: provision.PlansFrom(func(ctx context.Context, id int64, v int) (workflow.Contract, string, error) {
 			ver, err := b.db.Version(ctx, id, v)
 			return ver.Contract, ver.Hash, err
-		}, settings),
+		}, b.settings),
 		Apply:      apply,
 		Clock:      b.clock.Now,
 		Owner:      owner,

@@ -59,7 +59,7 @@ func TestPlanForTeamDomain(t *testing.T) {
 		t.Errorf("quota = %+v", q)
 	}
 	d := calls[1].Domain
-	if d.ExecutionRoleARN != c.ProjectRoleARN || d.VpcID != "vpc-0example" || len(d.SubnetIDs) != 2 || d.Tags[TagConnection] != "7" || !calls[1].KeepOnRevoke {
+	if d.ExecutionRoleARN != c.ProjectRoleARN || d.VpcID != "vpc-0a1b2c3d4e5f60718" || len(d.SubnetIDs) != 2 || d.Tags[TagConnection] != "7" || !calls[1].KeepOnRevoke {
 		t.Errorf("domain = %+v keep=%t", d, calls[1].KeepOnRevoke)
 	}
 	a := calls[2].Assignment
@@ -193,7 +193,11 @@ func TestSettingsCheck(t *testing.T) {
 	if err := DevSettings().WithDefaults().Check(); err != nil {
 		t.Fatalf("dev settings: %v", err)
 	}
-	_, err := ParseSettings([]byte("studio:\n  vpc_id: vpc-1\n  subnet_ids: [subnet-1]\n  on_revoke: burn\nidentity_store_id: nope\naccess:\n  studio_policies: [\"bad policy\"]\n"))
+	bad, err := ParseSettings([]byte("studio:\n  vpc_id: vpc-1\n  subnet_ids: [subnet-12345678]\n  on_revoke: burn\nidentity_store_id: nope\naccess:\n  studio_policies: [\"bad policy\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bad.WithDefaults().Check()
 	for _, want := range []string{"on_revoke", "identity_store_id", "bad policy"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not mention %s", err, want)
@@ -203,6 +207,9 @@ func TestSettingsCheck(t *testing.T) {
 		t.Errorf("unknown key: %v", err)
 	}
 	s, err := ParseSettings([]byte("identity_store_id: d-1234567890\nstudio:\n  shared_domain_id: d-abc123def456\n"))
+	if err == nil {
+		err = s.WithDefaults().Check()
+	}
 	if err != nil || !s.Enabled {
 		t.Errorf("shared-domain settings: %+v, %v", s, err)
 	}

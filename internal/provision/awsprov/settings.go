@@ -144,9 +144,10 @@ func (s Settings) WithDefaults() Settings {
 }
 
 var (
-	vpcIDPattern    = regexp.MustCompile(`^vpc-[-0-9a-zA-Z]+$`)
-	subnetPattern   = regexp.MustCompile(`^subnet-[0-9a-z]+$`)
-	sgPattern       = regexp.MustCompile(`^sg-[0-9a-z]+$`)
+	// EC2 ids: 8 or 17 hex digits after the prefix.
+	vpcIDPattern  = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	subnetPattern = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	sgPattern     = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
 	domainIDPattern = regexp.MustCompile(`^d-(-*[a-z0-9]){1,61}$`)
 	storeIDPattern  = regexp.MustCompile(`^(d-[0-9a-f]{10}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
 	policyPattern   = regexp.MustCompile(`^[A-Za-z0-9]+$`)
@@ -181,7 +182,7 @@ func (s Settings) Check() error {
 	}
 	if st.SharedDomainID == "" {
 		if !vpcIDPattern.MatchString(st.VpcID) {
-			bad("studio.vpc_id %q: a VPC id such as vpc-0abc is required for team domains", st.VpcID)
+			bad("studio.vpc_id %q: a VPC id such as vpc-0a1b2c3d4e5f60718 is required for team domains", st.VpcID)
 		}
 		if len(st.SubnetIDs) == 0 {
 			bad("studio.subnet_ids: at least one subnet is required for team domains")
@@ -189,12 +190,12 @@ func (s Settings) Check() error {
 	}
 	for _, id := range st.SubnetIDs {
 		if !subnetPattern.MatchString(id) {
-			bad("studio.subnet_ids: %q is not a subnet id such as subnet-0abc", id)
+			bad("studio.subnet_ids: %q is not a subnet id such as subnet-0a1b2c3d4e5f60718", id)
 		}
 	}
 	for _, id := range st.SecurityGroupIDs {
 		if !sgPattern.MatchString(id) {
-			bad("studio.security_group_ids: %q is not a security group id such as sg-0abc", id)
+			bad("studio.security_group_ids: %q is not a security group id such as sg-0a1b2c3d4e5f60718", id)
 		}
 	}
 	if st.AppNetworkAccessType != appNetworkVpcOnly && st.AppNetworkAccessType != appNetworkPublicInternet {
@@ -225,14 +226,14 @@ func (s Settings) Check() error {
 
 // ParseSettings reads settings from YAML (or JSON), strictly: an unknown key
 // is an error, so that a typo never silently falls back to a default.
-// Settings read from a file are enabled.
+// Settings read from a file are enabled. Check them once complete.
 func ParseSettings(b []byte) (Settings, error) {
 	var s Settings
 	if err := yaml.UnmarshalStrict(b, &s); err != nil {
 		return Settings{}, err
 	}
 	s.Enabled = true
-	return s, s.WithDefaults().Check()
+	return s, nil
 }
 
 // DevSettings are example settings matching workflow.ExampleContract's
@@ -242,8 +243,8 @@ func DevSettings() Settings {
 	return Settings{
 		Enabled: true, Region: "us-east-1", AccountID: "111122223333",
 		Studio: StudioSettings{
-			VpcID: "vpc-0example", SubnetIDs: []string{"subnet-0example1", "subnet-0example2"},
-			SecurityGroupIDs: []string{"sg-0example"},
+			VpcID: "vpc-0a1b2c3d4e5f60718", SubnetIDs: []string{"subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"},
+			SecurityGroupIDs: []string{"sg-0a1b2c3d4e5f60718"},
 		},
 		IdentityStoreID: "d-1234567890",
 	}

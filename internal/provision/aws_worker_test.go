@@ -1,0 +1,379 @@
+package provision_test
+
+// The worker with its AWS half: the real awsprov.Runner and aws-sdk-go-v2
+// clients against the local endpoints of awstest (strict, stateful,
+// counting every create), the real store, and a scripted cluster for the
+// Kubernetes steps (the Kubernetes side has its own tests on a real API
+// server).
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/datazone"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/identitystore"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/aws/aws-sdk-go-v2/service/ssoadmin"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+var teamGroups = []string{"team-red-members", "team-red-owners"}
+
+// awsBed is a bed whose plans have AWS calls, and the endpoints they go to.
+type awsBed struct {
+	*bed
+	stack  *awstest.Stack
+	runner *awsprov.Runner
+}
+
+func newAWSBed(t *testing.T, maxAttempts int) *awsBed {
+	t.Helper()
+	stack := awstest.NewStack(t, workflow.ExampleContract().EKSClusterName, teamGroups...)
+	s := provision.DefaultClusterSettings()
+	s.AWS = awsprov.DevSettings()
+	s.AWS.IdentityStoreID = stack.IdentityStore.StoreID()
+	s.AWS.TeamGroups = map[string][]string{"red": teamGroups}
+	b := newBedWith(t, s)
+	cfg := awstest.Config(maxAttempts)
+	base := func(c *awstest.Core) *string { return aws.String(c.URL()) }
+	sm := sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = base(stack.SageMaker.Core) })
+	runner := &awsprov.Runner{
+		Clients: awsprov.Clients{
+			SageMaker: sm, Domains: sm,
+			SSOAdmin:      ssoadmin.NewFromConfig(cfg, func(o *ssoadmin.Options) { o.BaseEndpoint = base(stack.SSOAdmin.Core) }),
+			IdentityStore: identitystore.NewFromConfig(cfg, func(o *identitystore.Options) { o.BaseEndpoint = base(stack.IdentityStore.Core) }),
+			EKS:           eks.NewFromConfig(cfg, func(o *eks.Options) { o.BaseEndpoint = base(stack.EKS.Core) }),
+			DataZone:      datazone.NewFromConfig(cfg, func(o *datazone.Options) { o.BaseEndpoint = base(stack.DataZone.Core) }),
+		},
+		Poll: awsprov.PollConfig{Interval: time.Second, Timeout: time.Minute, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
+	}
+	return &awsBed{bed: b, stack: stack, runner: runner}
+}
+
+func (b *awsBed) worker(owner string, cluster *fakeCluster) *provision.Worker {
+	w := b.bed.worker(owner, cluster)
+	w.AWS = b.runner
+	return w
+}
+
+// runUntilSettled runs jobs until none is due, moving the clock past each
+// backoff; it returns how many attempts it took.
+func (b *awsBed) runUntilSettled(w *provision.Worker) int {
+	b.t.Helper()
+	for n := 1; n <= 30; n++ {
+		did, err := w.RunOnce(b.t.Context())
+		if err != nil {
+			b.t.Fatalf("RunOnce: %v", err)
+		}
+		if !did {
+			return n - 1
+		}
+		b.clock.Add(time.Hour)
+	}
+	b.t.Fatal("jobs never settled")
+	return 0
+}
+
+// assertProvisioned checks every AWS resource of the example contract on
+// the endpoints, and that each was created exactly once.
+func (b *awsBed) assertProvisioned() {
+	t := b.t
+	t.Helper()
+	c := workflow.ExampleContract()
+	st := b.stack
+	if got := st.Creates(); got["compute-quota"] != 1 || got["domain"] != 1 || got["assignment"] != 2 ||
+		got["access-entry"] != 2 || got["access-policy"] != 5 || got["pod-identity"] != 1 {
+		t.Errorf("created %v; want 1 quota, 1 domain, 2 assignments, 2 access entries with 3+2 policies, 1 pod identity", got)
+	}
+	if st.SageMaker.Quotas() != 1 {
+		t.Errorf("%d compute quotas", st.SageMaker.Quotas())
+	}
+	for _, role := range []struct {
+		arn, group string
+		policies   int
+	}{{c.ProjectRoleARN, "studio-red", 3}, {c.AccessRoleARN, "team-red-submitters", 2}} {
+		e := st.EKS.AccessEntry(c.EKSClusterName, role.arn)
+		if !slices.Equal(e.KubernetesGroups, []string{role.group}) {
+			t.Errorf("access entry %s: groups %v, want [%s]", role.arn, e.KubernetesGroups, role.group)
+		}
+		ps := st.EKS.Policies(c.EKSClusterName, role.arn)
+		if len(ps) != role.policies {
+			t.Errorf("access entry %s: %d policies, want %d", role.arn, len(ps), role.policies)
+		}
+		for _, p := range ps {
+			if p.Scope != "namespace" || !slices.Equal(p.Namespaces, []string{"hyperpod-ns-red"}) {
+				t.Errorf("access entry %s: policy %s scoped %s %v, want the team namespace only", role.arn, p.PolicyARN, p.Scope, p.Namespaces)
+			}
+		}
+	}
+	pods := st.EKS.PodIdentities(c.EKSClusterName)
+	if len(pods) != 1 || pods[0].Namespace != "hyperpod-ns-red" || pods[0].ServiceAccount != "red-workloads" || pods[0].RoleARN != c.WorkloadRoleARN {
+		t.Errorf("pod identities = %+v", pods)
+	}
+	want := []string{"GROUP:" + st.GroupIDs[teamGroups[0]], "GROUP:" + st.GroupIDs[teamGroups[1]]}
+	slices.Sort(want)
+	if got := st.Assignments(); !slices.Equal(got, want) {
+		t.Errorf("assignments = %v, want the two team groups %v", got, want)
+	}
+}
+
+func TestWorkerProvisionsAWS(t *testing.T) {
+	b := newAWSBed(t, 1)
+	cluster := &fakeCluster{}
+	b.runOnce(b.worker("w1", cluster))
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		t.Fatalf("connection %s, want active; job %+v", s, b.jobNow(b.job.ID))
+	}
+	b.assertProvisioned()
+	steps := b.steps(b.job.ID)
+	if len(steps) != len(b.plan.Objects)+len(b.plan.AWS) {
+		t.Fatalf("%d steps for %d objects and %d AWS calls", len(steps), len(b.plan.Objects), len(b.plan.AWS))
+	}
+	if steps[0].Name != "SageMaker compute quota red-quota" || steps[0].Outcome != "created" || !strings.Contains(steps[0].Detail, "arn:aws:sagemaker:") {
+		t.Errorf("first step = %+v, want the compute quota created with its ARN", steps[0])
+	}
+	recs, err := b.db.AWSResources(t.Context(), b.conn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(b.plan.AWS) {
+		t.Fatalf("recorded %d AWS resources, want %d: %+v", len(recs), len(b.plan.AWS), recs)
+	}
+	for _, r := range recs {
+		if r.Action != "created" || (r.ResourceID == "" && r.ARN == "") {
+			t.Errorf("recorded %+v, want created with an id or ARN", r)
+		}
+	}
+
+	// Re-applying the same plan writes nothing on AWS.
+	before := b.stack.Creates()
+	if _, err := b.db.EnqueueReapply(t.Context(), b.conn.ID, store.Actor{Email: "admin@example.test"}, "check", b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.runOnce(b.worker("w2", cluster))
+	if after := b.stack.Creates(); !equalCounts(before, after) {
+		t.Errorf("re-apply created more: %v -> %v", before, after)
+	}
+	for _, op := range []string{"UpdateComputeQuota", "UpdateDomain"} {
+		if n := b.stack.SageMaker.Count(op); n != 0 {
+			t.Errorf("re-apply called %s %d times", op, n)
+		}
+	}
+	for _, op := range []string{"UpdateAccessEntry", "UpdatePodIdentityAssociation", "DisassociateAccessPolicy"} {
+		if n := b.stack.EKS.Count(op); n != 0 {
+			t.Errorf("re-apply called %s %d times", op, n)
+		}
+	}
+}
+
+func equalCounts(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// A changed contract (what a newly approved version brings) updates the
+// compute quota in place with its TargetVersion; nothing is created again.
+func TestWorkerUpdatesComputeQuota(t *testing.T) {
+	b := newAWSBed(t, 1)
+	cluster := &fakeCluster{}
+	b.runOnce(b.worker("w1", cluster))
+	recs, _ := b.db.AWSResources(t.Context(), b.conn.ID)
+	quotaID := recs[0].ResourceID
+
+	w := b.worker("w2", cluster)
+	w.Plans = func(ctx context.Context, id int64, v int) (provision.Plan, error) {
+		ver, err := b.db.Version(ctx, id, v)
+		if err != nil {
+			return provision.Plan{}, err
+		}
+		c := ver.Contract
+		c.Scheduling.Guaranteed[0].Count = 3
+		c.Scheduling.Sharing = workflow.SharingNeither
+		return provision.BuildPlan(id, v, c.Hash(), c, b.settings)
+	}
+	if _, err := b.db.EnqueueReapply(t.Context(), b.conn.ID, store.Actor{Email: "admin@example.test"}, "new version", b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.runOnce(w)
+	q := b.stack.SageMaker.Quota(quotaID)
+	if q.Version != 2 || *q.Config.ComputeQuotaResources[0].Count != 3 || *q.Config.ResourceSharingConfig.Strategy != "DontLend" {
+		t.Errorf("quota after the change: version %d, %+v", q.Version, q.Config)
+	}
+	if n := b.stack.SageMaker.Count("updated:compute-quota"); n != 1 {
+		t.Errorf("%d quota updates, want 1", n)
+	}
+	if got := b.stack.Creates()["compute-quota"]; got != 1 {
+		t.Errorf("%d quotas created, want 1", got)
+	}
+	recs, _ = b.db.AWSResources(t.Context(), b.conn.ID)
+	if recs[0].Action != "updated" || recs[0].Version != 2 {
+		t.Errorf("recorded quota %+v, want updated to version 2", recs[0])
+	}
+}
+
+func TestWorkerRevokesAWS(t *testing.T) {
+	b := newAWSBed(t, 1)
+	cluster := &fakeCluster{}
+	b.runOnce(b.worker("w1", cluster))
+	j := b.revoke()
+	b.runOnce(b.worker("w2", cluster))
+	if s := b.state(b.conn.ID); s != workflow.StateRevoked {
+		t.Fatalf("connection %s after revocation, want revoked; job %+v", s, b.jobNow(j.ID))
+	}
+	c := workflow.ExampleContract()
+	st := b.stack
+	if st.SageMaker.Quotas() != 0 || st.EKS.AccessEntries(c.EKSClusterName) != 0 || len(st.EKS.PodIdentities(c.EKSClusterName)) != 0 || len(st.Assignments()) != 0 {
+		t.Errorf("left after revocation: %d quotas, %d access entries, %d pod identities, %d assignments",
+			st.SageMaker.Quotas(), st.EKS.AccessEntries(c.EKSClusterName), len(st.EKS.PodIdentities(c.EKSClusterName)), len(st.Assignments()))
+	}
+	if n := st.SageMaker.Count("deleted:domain"); n != 0 {
+		t.Errorf("the domain was deleted %d times; on_revoke keep keeps it", n)
+	}
+	steps := b.steps(j.ID)
+	var names []string
+	for _, s := range steps {
+		names = append(names, s.Name+" → "+s.Outcome)
+	}
+	if !strings.HasPrefix(names[0], "remove EKS pod identity") || !strings.HasSuffix(names[len(names)-1], "keep SageMaker studio domain red-studio → kept") {
+		t.Errorf("revocation steps:\n%s", strings.Join(names, "\n"))
+	}
+	recs, _ := b.db.AWSResources(t.Context(), b.conn.ID)
+	for _, r := range recs {
+		if (r.Kind == "studio-domain") != (r.Action == "kept") || (r.Kind != "studio-domain" && r.Action != "deleted") {
+			t.Errorf("recorded after revocation: %+v", r)
+		}
+		if r.ResourceID == "" && r.ARN == "" {
+			t.Errorf("revocation lost the ids recorded at provisioning: %+v", r)
+		}
+	}
+}
+
+// A worker dies after any step; the next one resumes and nothing on AWS is
+// created twice.
+func TestWorkerAWSResumesAfterACrashBetweenAnySteps(t *testing.T) {
+	probe := newAWSBed(t, 1)
+	n := len(provision.ApplySteps(probe.plan))
+	for crash := range n - 1 {
+		b := newAWSBed(t, 1)
+		cluster := &fakeCluster{}
+		dying := b.worker("dying", cluster)
+		dying.AfterStep = func(seq int) error {
+			if seq == crash {
+				return errCrash
+			}
+			return nil
+		}
+		if did, err := dying.RunOnce(t.Context()); !did || !errors.Is(err, errCrash) {
+			t.Fatalf("crash after step %d: RunOnce = %v, %v", crash, did, err)
+		}
+		b.clock.Add(2 * time.Minute) // the lease expires
+		b.runOnce(b.worker("next", cluster))
+		if s := b.state(b.conn.ID); s != workflow.StateActive {
+			t.Fatalf("crash after step %d: connection %s, want active", crash, s)
+		}
+		b.assertProvisioned()
+		if t.Failed() {
+			t.Fatalf("crash after step %d", crash)
+		}
+	}
+}
+
+// Every endpoint throttles in bursts, and the SDK makes one attempt per
+// call: the job retries with backoff until it gets through, and creates
+// each resource once.
+func TestWorkerAWSThrottlingStorm(t *testing.T) {
+	b := newAWSBed(t, 1)
+	cluster := &fakeCluster{}
+	w := b.worker("w1", cluster)
+	w.MaxAttempts = 30
+	storms := 0
+	w.AfterStep = func(seq int) error {
+		if seq%3 == 0 && storms < 8 {
+			storms++
+			for _, c := range b.stack.Cores() {
+				c.Throttle(2)
+			}
+		}
+		return nil
+	}
+	attempts := b.runUntilSettled(w)
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		t.Fatalf("connection %s after the storm, want active; job %+v", s, b.jobNow(b.job.ID))
+	}
+	if attempts < 2 {
+		t.Errorf("%d attempts: the storm never hit", attempts)
+	}
+	b.assertProvisioned()
+	t.Logf("%d storms, %d attempts", storms, attempts)
+}
+
+// AccessDenied stops the job with the service's message; the steps before
+// it are recorded done, the failed one with the message.
+func TestWorkerAWSPermanentErrorStopsTheJob(t *testing.T) {
+	b := newAWSBed(t, 1)
+	b.stack.EKS.Deny("CreatePodIdentityAssociation", -1)
+	cluster := &fakeCluster{}
+	b.runOnce(b.worker("w1", cluster))
+	j := b.jobNow(b.job.ID)
+	if j.State != store.JobFailed || !strings.Contains(j.LastError, "not authorized to perform: eks:CreatePodIdentityAssociation") {
+		t.Fatalf("job = %+v, want failed with the service's message", j)
+	}
+	steps := b.steps(b.job.ID)
+	last := steps[len(steps)-1]
+	if last.State != store.StepFailed || !strings.HasPrefix(last.Name, "EKS pod identity") {
+		t.Errorf("last step %+v, want the pod identity step failed", last)
+	}
+	for _, s := range steps[:len(steps)-1] {
+		if s.State != store.StepDone {
+			t.Errorf("step %s is %s, want done", s.Name, s.State)
+		}
+	}
+	if b.stack.EKS.Count("CreatePodIdentityAssociation") != 1 {
+		t.Errorf("a permanent error was retried: %d calls", b.stack.EKS.Count("CreatePodIdentityAssociation"))
+	}
+}
+
+// The Unified Studio mode makes a DataZone connection instead of a domain.
+func TestWorkerAWSUnifiedStudio(t *testing.T) {
+	b := newAWSBed(t, 1)
+	w := b.worker("w1", &fakeCluster{})
+	w.Plans = func(ctx context.Context, id int64, v int) (provision.Plan, error) {
+		ver, err := b.db.Version(ctx, id, v)
+		if err != nil {
+			return provision.Plan{}, err
+		}
+		c := ver.Contract
+		c.StudioMode, c.UnifiedDomainID, c.UnifiedProjectID = workflow.StudioUnified, awstest.UnifiedDomainID, awstest.UnifiedProjectID
+		return provision.BuildPlan(id, v, c.Hash(), c, b.settings)
+	}
+	b.runOnce(w)
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		t.Fatalf("connection %s, want active; job %+v", s, b.jobNow(b.job.ID))
+	}
+	got := b.stack.Creates()
+	if got["datazone-connection"] != 1 || got["domain"] != 0 || got["assignment"] != 0 {
+		t.Errorf("created %v; want one DataZone connection and no domain", got)
+	}
+	conns := b.stack.DataZone.Connections()
+	if len(conns) != 1 || conns[0].Name != "hyperpod-shared-hp" {
+		t.Errorf("connections = %+v", conns)
+	}
+}

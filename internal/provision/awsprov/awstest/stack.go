@@ -1,0 +1,84 @@
+package awstest
+
+import "testing"
+
+// Stack is every endpoint the provisioner calls, wired together (SSO
+// domains register their application with SSOAdmin) and seeded for a
+// cluster: its EKS cluster exists, the groups exist in the identity store,
+// and a Unified Studio domain has a project with one environment.
+type Stack struct {
+	SageMaker     *SageMaker
+	SSOAdmin      *SSOAdmin
+	IdentityStore *IdentityStore
+	EKS           *EKS
+	DataZone      *DataZone
+	// GroupIDs are the identity store ids of the seeded groups, by name.
+	GroupIDs map[string]string
+}
+
+// Unified Studio fixtures of a Stack.
+const (
+	UnifiedDomainID      = "dzd_portaltest1"
+	UnifiedProjectID     = "proj_portal1"
+	UnifiedEnvironmentID = "env_portal1"
+)
+
+// NewStack starts the endpoints, closed when tb ends, with eksCluster
+// registered and groups in the identity store.
+func NewStack(tb testing.TB, eksCluster string, groups ...string) *Stack {
+	s := &Stack{
+		SageMaker: NewSageMaker(tb), SSOAdmin: NewSSOAdmin(tb), IdentityStore: NewIdentityStore(tb),
+		EKS: NewEKS(tb), DataZone: NewDataZone(tb), GroupIDs: map[string]string{},
+	}
+	s.SageMaker.LinkSSOAdmin(s.SSOAdmin)
+	s.EKS.AddCluster(eksCluster)
+	for _, g := range groups {
+		s.GroupIDs[g] = s.IdentityStore.AddGroup(g)
+	}
+	s.DataZone.AddDomain(UnifiedDomainID)
+	s.DataZone.AddProject(UnifiedDomainID, UnifiedProjectID)
+	s.DataZone.AddEnvironment(UnifiedDomainID, UnifiedProjectID, UnifiedEnvironmentID, "Tooling")
+	return s
+}
+
+// Cores are the endpoints' shared parts, for fault injection and counts
+// across all of them.
+func (s *Stack) Cores() map[string]*Core {
+	return map[string]*Core{
+		"sagemaker": s.SageMaker.Core, "ssoadmin": s.SSOAdmin.Core, "identitystore": s.IdentityStore.Core,
+		"eks": s.EKS.Core, "datazone": s.DataZone.Core,
+	}
+}
+
+// Flags are the portal's --aws-endpoint-* flags for the stack.
+func (s *Stack) Flags() []string {
+	var out []string
+	for svc, c := range s.Cores() {
+		out = append(out, "--aws-endpoint-"+svc+"="+c.URL())
+	}
+	return out
+}
+
+// Creates is how many resources of every kind the endpoints created
+// ("created:<kind>" counts), to prove nothing was created twice.
+func (s *Stack) Creates() map[string]int {
+	out := map[string]int{}
+	for _, c := range s.Cores() {
+		for k, v := range c.Counts() {
+			if len(k) > 8 && k[:8] == "created:" {
+				out[k[8:]] += v
+			}
+		}
+	}
+	return out
+}
+
+// Assignments are every application assignment on the SSO side, as
+// "GROUP:<id>", over all applications.
+func (s *Stack) Assignments() []string {
+	var out []string
+	for _, app := range s.SSOAdmin.Applications() {
+		out = append(out, s.SSOAdmin.Assignments(app)...)
+	}
+	return out
+}
