@@ -276,11 +276,11 @@ type PlanView struct {
 	AWSBefore []AWSCallView
 	AWSAfter  []AWSCallView
 	Summary   []string
-	Warnings []string
-	YAML     string
-	Hash     string
-	Error    string // why there is no plan (e.g. Slurm, or an invalid draft)
-	DryRun   bool   // no cluster configured: the plan is recorded, not applied
+	Warnings  []string
+	YAML      string
+	Hash      string
+	Error     string // why there is no plan (e.g. Slurm, or an invalid draft)
+	DryRun    bool   // no cluster configured: the plan is recorded, not applied
 }
 
 // InventoryRow is one instance type of a cluster's inventory.

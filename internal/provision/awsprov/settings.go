@@ -145,9 +145,9 @@ func (s Settings) WithDefaults() Settings {
 
 var (
 	// EC2 ids: 8 or 17 hex digits after the prefix.
-	vpcIDPattern  = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	subnetPattern = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	sgPattern     = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	vpcIDPattern    = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	subnetPattern   = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	sgPattern       = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
 	domainIDPattern = regexp.MustCompile(`^d-(-*[a-z0-9]){1,61}$`)
 	storeIDPattern  = regexp.MustCompile(`^(d-[0-9a-f]{10}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
 	policyPattern   = regexp.MustCompile(`^[A-Za-z0-9]+$`)
