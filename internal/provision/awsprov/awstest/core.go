@@ -82,11 +82,10 @@ func Enum[T ~string](v *string, values []T) bool {
 // fault injection and the httptest server. Service types embed it; every
 // exported method locks.
 type Core struct {
-	tb      testing.TB
-	name    string
-	srv     *httptest.Server
-	json11  bool
-	errCode map[int]string // restJson1: the service's name for throttling etc.
+	tb     testing.TB
+	name   string
+	srv    *httptest.Server
+	json11 bool
 
 	mu sync.Mutex
 	// Calls by operation (rejected calls included), and by event: services
