@@ -53,37 +53,105 @@ type policyDoc struct {
 }
 
 type statement struct {
-	Sid      string   `json:"Sid"`
-	Effect   string   `json:"Effect"`
-	Action   []string `json:"Action"`
-	Resource []string `json:"Resource"`
+	Sid       string                    `json:"Sid"`
+	Effect    string                    `json:"Effect"`
+	Action    []string                  `json:"Action"`
+	Resource  []string                  `json:"Resource"`
+	Condition map[string]map[string]any `json:"Condition,omitempty"`
 }
 
-// iamPolicy builds the policy: List* calls cannot be narrowed to a
-// resource in IAM, everything else is limited to the account and region's
-// compute quotas and HyperPod clusters when they are given.
+// serviceScope is how far one service's actions can be narrowed: the
+// resources the portal touches there, as ARN patterns ({region} the region,
+// {account} the account).
+type serviceScope struct {
+	sid       string
+	resources []string
+}
+
+var serviceScopes = map[string]serviceScope{
+	"sagemaker": {"SageMakerComputeQuotasAndDomains", []string{
+		"arn:aws:sagemaker:{region}:{account}:compute-quota/*",
+		"arn:aws:sagemaker:{region}:{account}:cluster/*",
+		"arn:aws:sagemaker:{region}:{account}:domain/*",
+	}},
+	"eks": {"EKSAccessEntriesAndPodIdentity", []string{
+		"arn:aws:eks:{region}:{account}:cluster/*",
+		"arn:aws:eks:{region}:{account}:access-entry/*",
+		"arn:aws:eks:{region}:{account}:podidentityassociation/*",
+		"arn:aws:eks::aws:cluster-access-policy/*",
+	}},
+	"sso": {"IdentityCenterStudioAssignments", []string{
+		"arn:aws:sso::{account}:application/*",
+		"arn:aws:sso:::instance/*",
+	}},
+	"identitystore": {"IdentityStoreGroups", []string{
+		"arn:aws:identitystore::{account}:identitystore/*",
+		"arn:aws:identitystore:::user/*",
+		"arn:aws:identitystore:::group/*",
+		"arn:aws:identitystore:::membership/*",
+	}},
+	"datazone": {"UnifiedStudioConnections", []string{
+		"arn:aws:datazone:{region}:{account}:domain/*",
+	}},
+	"iam": {"PassTeamRolesToSageMakerAndEKS", []string{
+		"arn:aws:iam::{account}:role/*",
+	}},
+}
+
+// unscoped are actions IAM authorizes on "*" only (List* calls, and a
+// region lookup SageMaker makes for SSO domains).
+func unscoped(a string) bool {
+	return strings.Contains(a, ":List") || a == "sso:DescribeRegisteredRegions"
+}
+
+// iamPolicy builds the policy: one statement per service, limited to the
+// resource types the portal touches in the account and region when they
+// are given; the actions IAM cannot narrow in one statement on "*"; and
+// iam:PassRole only towards SageMaker (domain execution roles) and EKS Pod
+// Identity (workload roles).
 func iamPolicy(account, region string) policyDoc {
-	resources := []string{"*"}
-	if account != "" {
-		resources = []string{
-			fmt.Sprintf("arn:aws:sagemaker:%s:%s:compute-quota/*", region, account),
-			fmt.Sprintf("arn:aws:sagemaker:%s:%s:cluster/*", region, account),
-		}
-	}
-	var listing, scoped []string
+	byService := map[string][]string{}
+	var listing []string
 	for _, a := range awsprov.Actions {
-		if strings.Contains(a, ":List") {
+		if unscoped(a) {
 			listing = append(listing, a)
-		} else {
-			scoped = append(scoped, a)
+			continue
 		}
+		svc, _, _ := strings.Cut(a, ":")
+		byService[svc] = append(byService[svc], a)
 	}
-	sort.Strings(listing)
-	sort.Strings(scoped)
+	services := make([]string, 0, len(byService))
+	for svc := range byService {
+		services = append(services, svc)
+	}
+	sort.Strings(services)
 	doc := policyDoc{Version: "2012-10-17"}
-	doc.Statement = append(doc.Statement, statement{Sid: "HyperPodTaskGovernance", Effect: "Allow", Action: scoped, Resource: resources})
+	for _, svc := range services {
+		actions := byService[svc]
+		sort.Strings(actions)
+		scope, ok := serviceScopes[svc]
+		if !ok {
+			// A new service without a scope still gets its actions, on
+			// "*", and the test below fails until one is written.
+			scope = serviceScope{sid: "Unscoped" + svc}
+		}
+		resources := []string{"*"}
+		if account != "" && len(scope.resources) > 0 {
+			resources = nil
+			fill := strings.NewReplacer("{region}", region, "{account}", account)
+			for _, r := range scope.resources {
+				resources = append(resources, fill.Replace(r))
+			}
+		}
+		st := statement{Sid: scope.sid, Effect: "Allow", Action: actions, Resource: resources}
+		if svc == "iam" {
+			st.Condition = map[string]map[string]any{"StringEquals": {"iam:PassedToService": []string{"sagemaker.amazonaws.com", "pods.eks.amazonaws.com"}}}
+		}
+		doc.Statement = append(doc.Statement, st)
+	}
 	if len(listing) > 0 {
-		doc.Statement = append(doc.Statement, statement{Sid: "HyperPodTaskGovernanceList", Effect: "Allow", Action: listing, Resource: []string{"*"}})
+		sort.Strings(listing)
+		doc.Statement = append(doc.Statement, statement{Sid: "ListAndLookup", Effect: "Allow", Action: listing, Resource: []string{"*"}})
 	}
 	return doc
 }

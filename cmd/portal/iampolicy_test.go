@@ -24,7 +24,10 @@ func TestIAMPolicyCoversEveryActionAndNarrowsResources(t *testing.T) {
 	for _, st := range doc.Statement {
 		all = append(all, st.Action...)
 		for _, r := range st.Resource {
-			if r == "*" && !strings.HasSuffix(st.Sid, "List") {
+			if strings.ContainsAny(r, "{}%") || strings.Contains(r, "::us-east-1") {
+				t.Errorf("statement %s: resource %q is not filled in for the account", st.Sid, r)
+			}
+			if r == "*" && st.Sid != "ListAndLookup" {
 				t.Errorf("statement %s is not narrowed: %v", st.Sid, st.Resource)
 			}
 		}
@@ -32,6 +35,14 @@ func TestIAMPolicyCoversEveryActionAndNarrowsResources(t *testing.T) {
 	for _, a := range awsprov.Actions {
 		if !slices.Contains(all, a) {
 			t.Errorf("policy lacks %s", a)
+		}
+	}
+	for _, st := range doc.Statement {
+		if slices.Contains(st.Action, "iam:PassRole") && st.Condition["StringEquals"]["iam:PassedToService"] == nil {
+			t.Errorf("iam:PassRole without an iam:PassedToService condition: %+v", st)
+		}
+		if strings.HasPrefix(st.Sid, "Unscoped") {
+			t.Errorf("statement %s: a service without a resource scope in serviceScopes", st.Sid)
 		}
 	}
 	if len(all) != len(awsprov.Actions) {
