@@ -559,6 +559,12 @@ func (s *Server) decide(c echo.Context) error {
 		if cur, err = s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion); err != nil {
 			return err
 		}
+		// A version whose plan cannot be built would only fail its job:
+		// refuse it here, with the reason the plan page shows. (Slurm has
+		// no EKS plan by design; its job records that.)
+		if _, perr := provision.BuildPlan(conn.ID, cur.Version, cur.Hash, cur.Contract, s.opts.Cluster); perr != nil && !errors.Is(perr, provision.ErrSlurm) {
+			return rerender(http.StatusConflict, "Not approved: this version cannot be provisioned on this cluster: "+perr.Error()+". Request changes instead.", "")
+		}
 		env := s.validationEnv(c, conn.ID)
 		check := func(inv map[string]int, committed []workflow.Capacity) error {
 			if rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed); !rep.OK() {

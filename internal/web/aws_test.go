@@ -1,0 +1,108 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+func withAWS(o *Options) {
+	o.DryRun = true
+	o.Cluster = provision.DefaultClusterSettings()
+	o.Cluster.AWS = awsprov.DevSettings()
+	o.Cluster.AWS.TeamGroups = map[string][]string{"red": {"team-red-members", "team-red-owners"}}
+}
+
+func TestPlanListsTheAWSCalls(t *testing.T) {
+	h := newHarness(t, false, withAWS)
+	owner := h.signIn("owner.red")
+	f := formValues(formFromContract(workflow.ExampleContract()))
+	f.Set("intent", "submit")
+	h.postAs(owner, "/teams/red/connections", f)
+	_, body := h.get(h.signIn("admin").c, "/connections/1")
+	before := strings.Index(body, `data-testid="plan-aws-before"`)
+	objects := strings.Index(body, `data-testid="plan-summary"`)
+	after := strings.Index(body, `data-testid="plan-aws-after"`)
+	if before < 0 || objects < before || after < objects {
+		t.Fatalf("plan sections out of order or missing: AWS before %d, objects %d, AWS after %d", before, objects, after)
+	}
+	for _, want := range []string{
+		`data-testid="aws-call-compute-quota"`, "red-quota", "ml.p5.48xlarge×2", "LendAndBorrow (borrow up to 50%)", "CreateComputeQuota",
+		`data-testid="aws-call-studio-domain"`, "red-studio", "vpc-0a1b2c3d4e5f60718",
+		`data-testid="aws-call-studio-assignment"`, "team-red-owners",
+		`data-testid="aws-call-access-entry"`, "arn:aws:iam::111122223333:role/red-project", "AmazonSagemakerHyperpodTrainingPolicy", "namespace hyperpod-ns-red",
+		`data-testid="aws-call-pod-identity"`, "hyperpod-ns-red/red-workloads", "arn:aws:iam::111122223333:role/red-workload",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the plan lacks %q", want)
+		}
+	}
+}
+
+// Borrow-only sharing has no HyperPod strategy: with the AWS side on, the
+// plan page says so and the approval is refused before any job exists.
+func TestBorrowOnlyIsRefusedBeforeApproval(t *testing.T) {
+	h := newHarness(t, false, withAWS)
+	owner := h.signIn("owner.red")
+	c := workflow.ExampleContract()
+	c.Scheduling.Sharing = workflow.SharingBorrow
+	f := formValues(formFromContract(c))
+	f.Set("intent", "submit")
+	h.postAs(owner, "/teams/red/connections", f)
+	admin := h.signIn("admin")
+	_, body := h.get(admin.c, "/connections/1")
+	if !strings.Contains(body, `data-testid="plan-error"`) || !strings.Contains(body, "no borrow-only strategy") {
+		t.Errorf("the plan page does not flag borrow-only sharing")
+	}
+	v, err := h.db.Version(context.Background(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"looks fine"}, "version": {"1"}, "hash": {v.Hash}})
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "cannot be provisioned on this cluster") {
+		t.Errorf("approving a borrow-only contract = %d, want 409 with the reason", resp.StatusCode)
+	}
+	if jobs, _ := h.db.JobsFor(context.Background(), 1); len(jobs) != 0 {
+		t.Errorf("a job was queued: %+v", jobs)
+	}
+	if conn, _ := h.db.Connection(context.Background(), 1); conn.State != workflow.StateSubmitted {
+		t.Errorf("state %s, want still submitted", conn.State)
+	}
+}
+
+func TestConnectionPageListsAWSResources(t *testing.T) {
+	h := newHarness(t, false, withAWS)
+	owner, admin := h.signIn("owner.red"), h.signIn("admin")
+	approvedConnection(t, h, owner, admin)
+	ctx := context.Background()
+	j, ok, err := h.db.ClaimJob(ctx, "w", time.Now(), time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	arn := "arn:aws:sagemaker:us-east-1:111122223333:compute-quota/q00000000001"
+	if err := h.db.RecordAWSResource(ctx, j.ID, "w", store.AWSResource{ConnectionID: 1, Kind: "compute-quota", Name: "red-quota",
+		ResourceID: "q00000000001", ARN: arn, Version: 2, Action: "updated"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.db.RecordAWSResource(ctx, j.ID, "someone-else", store.AWSResource{ConnectionID: 1, Kind: "pod-identity", Name: "x", Action: "created"}, time.Now()); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("a write without the lease = %v, want ErrLeaseLost", err)
+	}
+	for name, s := range map[string]session{"owner.red": owner, "member.red": h.signIn("member.red"), "admin": admin} {
+		_, body := h.get(s.c, "/connections/1")
+		if !strings.Contains(body, `data-testid="aws-resource-compute-quota"`) || !strings.Contains(body, arn) || !strings.Contains(body, "q00000000001") {
+			t.Errorf("%s does not see the recorded compute quota", name)
+		}
+	}
+	if resp, body := h.get(h.signIn("owner.blue").c, "/connections/1"); resp.StatusCode != http.StatusNotFound || strings.Contains(body, arn) {
+		t.Errorf("another team's owner gets %d", resp.StatusCode)
+	}
+}
