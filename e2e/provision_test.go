@@ -1,22 +1,45 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/playwright-community/playwright-go"
 
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
 	"github.com/hyperpod-governance/portal/internal/testenv"
 )
 
 // TestApprovalProvisionsOnTheCluster runs the portal against the test bed's
-// real kube-apiserver: the admin approves in the browser and watches the
-// provisioning steps reach active; the owner then sees the namespace, the
-// queue and ready-to-paste commands.
+// real kube-apiserver and the local AWS endpoints (awstest, in this test's
+// process; the portal's real SDK clients reach them through the
+// --aws-endpoint-* flags, signed with test credentials from the
+// environment): the admin sees the AWS calls in the plan, approves in the
+// browser and watches the Kubernetes and AWS steps reach active; the owner
+// then sees the namespace, the queue, ready-to-paste commands and the AWS
+// resources.
 func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	kubeconfig := testenv.Require(t, "PORTAL_TEST_KUBECONFIG")
+	stack := awstest.NewStack(t, "shared-hp-eks", "team-red-owners", "team-red-members")
+	settings := filepath.Join(t.TempDir(), "aws.yaml")
+	if err := os.WriteFile(settings, []byte(`region: us-east-1
+account_id: "111122223333"
+identity_store_id: `+stack.IdentityStore.StoreID()+`
+studio:
+  vpc_id: vpc-0a1b2c3d4e5f60718
+  subnet_ids: [subnet-0a1b2c3d4e5f60001]
+  security_group_ids: [sg-0a1b2c3d4e5f60718]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", awstest.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", awstest.SecretAccessKey)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	b := browser(t)
-	p := startPortal(t, "--kubeconfig", kubeconfig)
+	p := startPortal(t, append([]string{"--kubeconfig", kubeconfig, "--aws-settings", settings, "--aws-region", "us-east-1",
+		"--aws-poll-interval", "200ms"}, stack.Flags()...)...)
 
 	owner := signIn(t, b, p, "Olivia Owner (Red)")
 	_, err := owner.Goto(p.URL + "/teams/red/connections/new?example=1")
@@ -35,6 +58,14 @@ func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	if n, _ := admin.GetByText("dry-run mode").Count(); n != 0 {
 		t.Error("with a cluster configured the plan must not say dry run")
 	}
+	if got := text(t, admin, "plan-aws-before"); !strings.Contains(got, "red-quota") || !strings.Contains(got, "ml.p5.48xlarge×2") {
+		t.Errorf("AWS calls before the objects = %q", got)
+	}
+	if got := text(t, admin, "plan-aws-after"); !strings.Contains(got, "red-studio") || !strings.Contains(got, "arn:aws:iam::111122223333:role/red-project") ||
+		!strings.Contains(got, "hyperpod-ns-red/red-workloads") {
+		t.Errorf("AWS calls after the objects = %q", got)
+	}
+	screenshot(t, admin, "19-plan-with-aws-calls")
 	mustOK(t, admin.Locator("#reason").Fill("Fits; provision it."), "give a reason")
 	mustOK(t, admin.GetByTestId("approve").Click(), "approve")
 	mustOK(t, admin.GetByTestId("progress").WaitFor(), "see the provisioning panel")
@@ -49,6 +80,18 @@ func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	}
 	if n, _ := admin.GetByTestId("dry-run").Count(); n != 0 {
 		t.Error("a real provisioning run is labelled dry run")
+	}
+	steps, err := admin.Locator(`[data-testid="job-steps"] tr.step-done`).AllTextContents()
+	mustOK(t, err, "read the steps")
+	all := strings.Join(steps, "\n")
+	for _, want := range []string{"SageMaker compute quota red-quota", "SageMaker studio domain red-studio", "IAM Identity Center studio assignment team-red-owners",
+		"EKS access entry arn:aws:iam::111122223333:role/red-access", "EKS pod identity hyperpod-ns-red/red-workloads"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no finished step %q among:\n%s", want, all)
+		}
+	}
+	if got := stack.Creates(); got["compute-quota"] != 1 || got["domain"] != 1 || got["assignment"] != 2 || got["access-entry"] != 2 || got["pod-identity"] != 1 {
+		t.Errorf("the AWS endpoints saw these creates: %v", got)
 	}
 	screenshot(t, admin, "20-provisioned-active")
 
@@ -67,6 +110,10 @@ func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	mustOK(t, err, "read the snippets")
 	if len(snippets) < 3 || !strings.Contains(strings.Join(snippets, "\n"), "kubectl -n hyperpod-ns-red") {
 		t.Errorf("snippets = %q", snippets)
+	}
+	if got := text(t, owner, "aws-resources"); !strings.Contains(got, "arn:aws:sagemaker:us-east-1:111122223333:compute-quota/") ||
+		!strings.Contains(got, "pod-identity") {
+		t.Errorf("the owner's AWS resources = %q", got)
 	}
 	screenshot(t, owner, "21-owner-active")
 }
