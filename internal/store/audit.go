@@ -200,3 +200,11 @@ func (d *DB) VerifyAuditFrom(ctx context.Context, from AuditCheckpoint) (AuditCh
 	}
 	return cp, nil, rows.Err()
 }
+
+// RecordClusterEvent appends an audit event about the shared cluster itself
+// (not a connection): e.g. reconciling its scheduler config.
+func (d *DB) RecordClusterEvent(ctx context.Context, action string, by Actor, reason string, now time.Time) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: action, ObjectType: "cluster", Reason: reason})
+	})
+}

@@ -33,6 +33,7 @@ const (
 	ActionEditInventory   Action = "inventory.edit"          // the cluster's instance inventory
 	ActionReapply         Action = "connection.reapply"      // re-apply the approved plan to fix drift
 	ActionRetryJob        Action = "connection.retry"        // queue provisioning or revocation again after a failure
+	ActionEditScheduler   Action = "cluster.scheduler"       // reconcile the cluster's task-governance scheduler config
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -147,7 +148,7 @@ func Decide(p Principal, a Action, o Object) Decision {
 			return allow("owner of team %s", o.Team)
 		}
 		return deny("needs the %s role or ownership of the team", RoleFinance)
-	case ActionEditInventory:
+	case ActionEditInventory, ActionEditScheduler:
 		return requireRole(p, RoleAdmin)
 	case ActionViewAdminHome:
 		return requireRole(p, RoleAdmin)

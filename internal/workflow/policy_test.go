@@ -132,6 +132,7 @@ var policyTable = []struct {
 	{ActionReapply, redRequest(StateApproved), [8]bool{}},
 	{ActionReapply, redRequest(StateRevoking), [8]bool{}},
 	{ActionEditInventory, Object{Team: "red"}, [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionEditScheduler, Object{}, [8]bool{false, false, false, true, false, false, false, true}},
 }
 
 // redRequest is a request of team red filed and edited by ownerRed (id 1).
