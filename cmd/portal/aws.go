@@ -97,3 +97,12 @@ func loadAWSConfig(ctx context.Context, region string) (aws.Config, error) {
 	ac.AppID = "hyperpod-portal"
 	return ac, nil
 }
+
+// scheduler is the client for the scheduler config page, or nil (an
+// untyped nil: the page then records dry runs) without real AWS calls.
+func (a awsSide) scheduler() awsprov.SchedulerAPI {
+	if a.Runner == nil {
+		return nil
+	}
+	return a.Runner.Clients.Scheduler
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/devidp"
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/web"
 )
@@ -226,6 +227,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime,
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
+		Scheduler: side.scheduler(), AWSPoll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
 		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 	})
 	if err != nil {

@@ -94,3 +94,23 @@ func (w *Worker) runAWS(ctx context.Context, st Step) (Outcome, string, *AWSReco
 	rec := &AWSRecord{Kind: string(st.AWS.Kind), Name: st.AWS.Name, ResourceID: res.ID, ARN: res.ARN, Version: int(res.Version), Action: string(res.Action)}
 	return Outcome(res.Action), strings.Join(d, ", "), rec, nil
 }
+
+// SchedulerClasses are the cluster's priority classes as HyperPod task
+// governance weights (0-100): proportional to their Kueue values, the
+// highest getting 100, so that the order and the ratios survive.
+func (s ClusterSettings) SchedulerClasses() []awsprov.SchedulerPriorityClass {
+	s = s.withDefaults()
+	var top int32
+	for _, pc := range s.PriorityClasses {
+		top = max(top, pc.Value)
+	}
+	out := make([]awsprov.SchedulerPriorityClass, len(s.PriorityClasses))
+	for i, pc := range s.PriorityClasses {
+		w := 0
+		if top > 0 && pc.Value > 0 {
+			w = max(1, int((int64(pc.Value)*100+int64(top)/2)/int64(top)))
+		}
+		out[i] = awsprov.SchedulerPriorityClass{Name: pc.Name, Weight: w}
+	}
+	return out
+}

@@ -370,3 +370,24 @@ type AWSResourceRow struct {
 	Action              string
 	At                  string
 }
+
+// SchedulerView is the cluster's task-governance scheduler config as the
+// portal's settings want it, and what reconciling it did.
+type SchedulerView struct {
+	Unavailable string // why it cannot be reconciled here (AWS off, no cluster ARN)
+	DryRun      bool
+	Name        string
+	ClusterARN  string
+	FairShare   bool
+	Classes     []SchedulerClassRow
+	Notice      string // the outcome of the last reconcile from this page
+	Error       string
+	History     []AuditRow
+}
+
+// SchedulerClassRow is one priority class.
+type SchedulerClassRow struct {
+	Name   string
+	Value  int
+	Weight int
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -68,6 +69,11 @@ type Options struct {
 	BodyLimit string
 
 	Now func() time.Time
+	// Scheduler makes the cluster's task-governance scheduler config calls
+	// (the admins' /admin/scheduler page); nil records dry runs instead.
+	Scheduler awsprov.SchedulerAPI
+	// AWSPoll is how the page waits for HyperPod to apply it.
+	AWSPoll awsprov.PollConfig
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.

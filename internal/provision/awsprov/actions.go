@@ -61,4 +61,9 @@ var Actions = []string{
 	// Create/UpdatePodIdentityAssociation hand the team's role to EKS; the
 	// generated policy should scope it to the portal's team roles.
 	"iam:PassRole",
+	// SchedulerAPI: the cluster's task governance scheduler config.
+	"sagemaker:CreateClusterSchedulerConfig",
+	"sagemaker:DescribeClusterSchedulerConfig",
+	"sagemaker:UpdateClusterSchedulerConfig",
+	"sagemaker:ListClusterSchedulerConfigs",
 }

@@ -84,3 +84,16 @@ func TestActionsListEveryDomainMethod(t *testing.T) {
 		}
 	}
 }
+
+func TestActionsListEverySchedulerMethod(t *testing.T) {
+	api := reflect.TypeFor[SchedulerAPI]()
+	if api.NumMethod() == 0 {
+		t.Fatal("SchedulerAPI has no methods")
+	}
+	for i := range api.NumMethod() {
+		action := "sagemaker:" + api.Method(i).Name
+		if !slices.Contains(Actions, action) {
+			t.Errorf("Actions lacks %s, which SchedulerAPI calls", action)
+		}
+	}
+}

@@ -126,6 +126,8 @@ func PlanFor(c workflow.Contract, t Target, s Settings) ([]Call, []string, error
 		return nil, nil, fmt.Errorf("aws: the contract's region %s is not the cluster's (%s)", c.Region, s.Region)
 	case s.AccountID != "" && c.AccountID != s.AccountID:
 		return nil, nil, fmt.Errorf("aws: the contract's account %s is not the cluster's (%s)", c.AccountID, s.AccountID)
+	case s.ClusterARN != "" && c.ClusterARN != s.ClusterARN:
+		return nil, nil, fmt.Errorf("aws: the contract's cluster %s is not the portal's cluster (%s)", c.ClusterARN, s.ClusterARN)
 	case c.EKSClusterName == "":
 		return nil, nil, fmt.Errorf("aws: the contract names no EKS cluster: access entries and Pod Identity need it")
 	}

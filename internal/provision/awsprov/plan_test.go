@@ -154,8 +154,11 @@ func TestPlanForVariants(t *testing.T) {
 		}
 	})
 	for name, mutate := range map[string]func(*workflow.Contract){
-		"other region":    func(c *workflow.Contract) { c.Region = "eu-west-1" },
-		"other account":   func(c *workflow.Contract) { c.AccountID = "999988887777" },
+		"other region":  func(c *workflow.Contract) { c.Region = "eu-west-1" },
+		"other account": func(c *workflow.Contract) { c.AccountID = "999988887777" },
+		"other cluster": func(c *workflow.Contract) {
+			c.ClusterARN = "arn:aws:sagemaker:us-east-1:111122223333:cluster/zzzzzzzzzzzz"
+		},
 		"no EKS cluster":  func(c *workflow.Contract) { c.EKSClusterName = "" },
 		"borrow only":     func(c *workflow.Contract) { c.Scheduling.Sharing = workflow.SharingBorrow },
 		"no project role": func(c *workflow.Contract) { c.ProjectRoleARN = "" },

@@ -23,6 +23,7 @@ const (
 type Clients struct {
 	SageMaker     SageMakerAPI
 	Domains       SageMakerDomainAPI
+	Scheduler     SchedulerAPI
 	SSOAdmin      SSOAdminAPI
 	IdentityStore IdentityStoreAPI
 	EKS           EKSAPI
@@ -49,6 +50,7 @@ func NewClients(cfg aws.Config, ep Endpoints) Clients {
 	return Clients{
 		SageMaker:     sm,
 		Domains:       sm,
+		Scheduler:     sm,
 		SSOAdmin:      ssoadmin.NewFromConfig(cfg, func(o *ssoadmin.Options) { o.BaseEndpoint = base(ep.SSOAdmin) }),
 		IdentityStore: identitystore.NewFromConfig(cfg, func(o *identitystore.Options) { o.BaseEndpoint = base(ep.IdentityStore) }),
 		EKS:           eks.NewFromConfig(cfg, func(o *eks.Options) { o.BaseEndpoint = base(ep.EKS) }),

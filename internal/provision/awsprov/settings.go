@@ -28,6 +28,14 @@ type Settings struct {
 	Region    string `json:"region,omitempty"`
 	AccountID string `json:"account_id,omitempty"`
 
+	// ClusterARN is the shared HyperPod cluster: contracts naming another
+	// are refused, and admins reconcile its scheduler config (priority
+	// classes with weights, fair share) from the portal's settings.
+	ClusterARN string `json:"cluster_arn,omitempty"`
+	// FairShare: idle compute is lent by fair-share weight (default true)
+	// rather than first come, first served.
+	FairShare *bool `json:"fair_share,omitempty"`
+
 	// ComputeQuota: create the team's HyperPod task governance compute
 	// quota. provision.BuildPlan turns it off when the portal manages the
 	// Kueue ClusterQueues itself (the two would fight over them).
@@ -140,19 +148,24 @@ func (s Settings) WithDefaults() Settings {
 		t := true
 		s.PodIdentity = &t
 	}
+	if s.FairShare == nil {
+		t := true
+		s.FairShare = &t
+	}
 	return s
 }
 
 var (
 	// EC2 ids: 8 or 17 hex digits after the prefix.
-	vpcIDPattern    = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	subnetPattern   = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	sgPattern       = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	domainIDPattern = regexp.MustCompile(`^d-(-*[a-z0-9]){1,61}$`)
-	storeIDPattern  = regexp.MustCompile(`^(d-[0-9a-f]{10}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
-	policyPattern   = regexp.MustCompile(`^[A-Za-z0-9]+$`)
-	regionPattern   = regexp.MustCompile(`^[a-z]{2}(-gov)?-[a-z]+-[0-9]$`)
-	accountPattern  = regexp.MustCompile(`^[0-9]{12}$`)
+	vpcIDPattern       = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	subnetPattern      = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	sgPattern          = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	domainIDPattern    = regexp.MustCompile(`^d-(-*[a-z0-9]){1,61}$`)
+	storeIDPattern     = regexp.MustCompile(`^(d-[0-9a-f]{10}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
+	policyPattern      = regexp.MustCompile(`^[A-Za-z0-9]+$`)
+	regionPattern      = regexp.MustCompile(`^[a-z]{2}(-gov)?-[a-z]+-[0-9]$`)
+	accountPattern     = regexp.MustCompile(`^[0-9]{12}$`)
+	hyperPodClusterARN = regexp.MustCompile(`^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:cluster/[a-z0-9]{12}$`)
 )
 
 // Check reports every problem with enabled settings at once (after
@@ -169,6 +182,9 @@ func (s Settings) Check() error {
 	}
 	if s.AccountID != "" && !accountPattern.MatchString(s.AccountID) {
 		bad("account_id %q is not 12 digits", s.AccountID)
+	}
+	if s.ClusterARN != "" && !hyperPodClusterARN.MatchString(s.ClusterARN) {
+		bad("cluster_arn %q is not a HyperPod cluster ARN such as arn:aws:sagemaker:us-east-1:111122223333:cluster/a1b2c3d4e5f6", s.ClusterARN)
 	}
 	st := s.Studio
 	if strings.Count(st.DomainNameFormat, "%s") != 1 {
@@ -242,6 +258,7 @@ func ParseSettings(b []byte) (Settings, error) {
 func DevSettings() Settings {
 	return Settings{
 		Enabled: true, Region: "us-east-1", AccountID: "111122223333",
+		ClusterARN: "arn:aws:sagemaker:us-east-1:111122223333:cluster/a1b2c3d4e5f6",
 		Studio: StudioSettings{
 			VpcID: "vpc-0a1b2c3d4e5f60718", SubnetIDs: []string{"subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"},
 			SecurityGroupIDs: []string{"sg-0a1b2c3d4e5f60718"},

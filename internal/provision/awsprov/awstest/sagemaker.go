@@ -3,6 +3,7 @@ package awstest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -22,7 +23,8 @@ type SageMaker struct {
 	*Core
 	quotas map[string]*Quota // by id
 	nextID int
-	dom    *smDomains // sagemaker_domain.go
+	dom    *smDomains    // sagemaker_domain.go
+	sched  *smSchedulers // sagemaker_scheduler.go
 
 	// SettleAfter is how many Describes a quota stays Creating / Updating.
 	SettleAfter int
@@ -53,6 +55,7 @@ func (f *SageMaker) Set(fn func(*SageMaker)) {
 
 func (f *SageMaker) ops() map[string]handler {
 	ops := f.domainOps()
+	maps.Copy(ops, f.schedulerOps())
 	for op, h := range f.quotaOps() {
 		ops[op] = h
 	}
