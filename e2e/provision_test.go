@@ -26,6 +26,7 @@ func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	settings := filepath.Join(t.TempDir(), "aws.yaml")
 	if err := os.WriteFile(settings, []byte(`region: us-east-1
 account_id: "111122223333"
+cluster_arn: arn:aws:sagemaker:us-east-1:111122223333:cluster/a1b2c3d4e5f6
 identity_store_id: `+stack.IdentityStore.StoreID()+`
 studio:
   vpc_id: vpc-0a1b2c3d4e5f60718
