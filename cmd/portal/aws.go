@@ -49,6 +49,9 @@ func loadAWS(ctx context.Context, cfg Config, mapping auth.Mapping, dryRun bool,
 	if s.IdentityStoreID == "" {
 		s.IdentityStoreID = cfg.IdentityStoreID
 	}
+	if err := s.WithDefaults().Check(); err != nil {
+		return awsSide{}, fmt.Errorf("--aws-settings %s: every problem at once:\n%w", cfg.AWSSettingsFile, err)
+	}
 	s.TeamGroups = map[string][]string{}
 	for team, g := range mapping.Teams {
 		s.TeamGroups[team] = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(g.Owners), g.Members...))))

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hyperpod-governance/portal/internal/auth"
+)
+
+func TestLoadAWS(t *testing.T) {
+	ctx := t.Context()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	write := func(body string) string {
+		p := filepath.Join(t.TempDir(), "aws.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	side, err := loadAWS(ctx, Config{}, auth.DevMapping(), false, logger)
+	if err != nil || side.Settings.Enabled || side.Runner != nil {
+		t.Errorf("no settings: %+v, %v; want AWS off", side, err)
+	}
+	side, err = loadAWS(ctx, Config{Dev: true}, auth.DevMapping(), true, logger)
+	if err != nil || !side.Settings.Enabled || side.Runner != nil || side.scheduler() != nil {
+		t.Errorf("dev dry run: %+v, %v; want the example settings and no runner", side, err)
+	}
+	if got := side.Settings.TeamGroups["red"]; strings.Join(got, ",") != "team-red-members,team-red-owners" {
+		t.Errorf("team red's Studio groups = %v", got)
+	}
+
+	_, err = loadAWS(ctx, Config{AWSSettingsFile: write("studio:\n  vpc_id: vpc-1\n")}, auth.DevMapping(), false, logger)
+	for _, want := range []string{"identity_store_id is required", "studio.vpc_id", "studio.subnet_ids"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad settings: %v; want it to mention %s", err, want)
+		}
+	}
+
+	good := write("region: us-east-1\nstudio:\n  vpc_id: vpc-0a1b2c3d4e5f60718\n  subnet_ids: [subnet-0a1b2c3d4e5f60001]\n  security_group_ids: [sg-0a1b2c3d4e5f60718]\n")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	cfg := Config{AWSSettingsFile: good, IdentityStoreID: "d-1234567890", AWSEndpoints: map[string]string{"eks": "http://127.0.0.1:1"}}
+	side, err = loadAWS(ctx, cfg, auth.DevMapping(), false, logger)
+	if err != nil || side.Runner == nil || side.scheduler() == nil {
+		t.Fatalf("real settings: %+v, %v; want a runner", side, err)
+	}
+	if side.Settings.IdentityStoreID != "d-1234567890" {
+		t.Errorf("identity store %q, want --identity-store-id's", side.Settings.IdentityStoreID)
+	}
+	cfg.AWSRegion = "eu-west-1"
+	if _, err := loadAWS(ctx, cfg, auth.DevMapping(), false, logger); err == nil || !strings.Contains(err.Error(), "is not the settings' region") {
+		t.Errorf("region mismatch: %v", err)
+	}
+}
