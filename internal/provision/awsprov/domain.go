@@ -283,6 +283,12 @@ func DeleteDomain(ctx context.Context, api SageMakerDomainAPI, name string, poll
 		if hasCode(err, "ResourceNotFound") {
 			return nil
 		}
+		if hasCode(err, "ResourceInUse") && found.Status == types.DomainStatusInService {
+			// Not a change in flight: the domain still has user profiles,
+			// spaces or apps (every SSO user gets a profile at first
+			// sign-in). Retrying cannot help; people have to decide.
+			return &DomainInUseError{Name: name, ID: id, Err: err}
+		}
 		if err != nil {
 			return fmt.Errorf("domain %s (%s): delete: %w", name, id, err)
 		}
@@ -309,10 +315,6 @@ func DeleteDomain(ctx context.Context, api SageMakerDomainAPI, name string, poll
 	}
 }
 
-// findDomain returns the domain named exactly name, or nil when there is
-// none. ListDomains has no name filter, so every page is read. Two domains
-// with the name (SageMaker does not promise names are unique) is permanent:
-// someone has to say which one is the team's.
 // FindDomain returns the id of the domain named exactly name, or "" when
 // there is none.
 func FindDomain(ctx context.Context, api SageMakerDomainAPI, name string) (string, error) {
@@ -322,6 +324,30 @@ func FindDomain(ctx context.Context, api SageMakerDomainAPI, name string) (strin
 	}
 	return aws.ToString(d.DomainId), nil
 }
+
+// DomainInUseError is a domain revocation was asked to delete that still
+// has user profiles, spaces or apps. It is permanent: the portal does not
+// delete people's profiles and spaces on its own; an admin removes them
+// (the home EFS volume is retained) or sets studio.on_revoke: keep, then
+// tries the revocation again.
+type DomainInUseError struct {
+	Name, ID string
+	Err      error
+}
+
+func (e *DomainInUseError) Error() string {
+	return fmt.Sprintf("domain %s (%s) still has user profiles, spaces or apps, so it cannot be deleted: remove them in the SageMaker console (home directories are retained) or set studio.on_revoke to keep, then try again: %v", e.Name, e.ID, e.Err)
+}
+
+func (e *DomainInUseError) Unwrap() error { return e.Err }
+
+// Permanent: retrying cannot remove the profiles.
+func (e *DomainInUseError) Permanent() bool { return true }
+
+// findDomain returns the domain named exactly name, or nil when there is
+// none. ListDomains has no name filter, so every page is read. Two domains
+// with the name (SageMaker does not promise names are unique) is permanent:
+// someone has to say which one is the team's.
 
 func findDomain(ctx context.Context, api SageMakerDomainAPI, name string) (*types.DomainDetails, error) {
 	in := &sagemaker.ListDomainsInput{MaxResults: aws.Int32(100)}

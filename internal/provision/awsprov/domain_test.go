@@ -590,3 +590,25 @@ func TestDomainEndpointsAreStrict(t *testing.T) {
 		t.Errorf("list instances: %v, %+v (application %s)", err, inst, app)
 	}
 }
+
+// A domain with user profiles cannot be deleted: the revocation stops with
+// a message saying what to do, rather than retrying until it gives up.
+func TestDeleteDomainWithUserProfilesIsPermanent(t *testing.T) {
+	f, _ := newDomainEndpoints(t)
+	api := smClient(f, 1)
+	var slept int
+	ensureDomain(t, api, testDomainSpec())
+	f.Set(func(f *awstest.SageMaker) { f.DomainUserProfiles = 3 })
+	err := DeleteDomain(context.Background(), api, "ml-research", fastPoll(&slept))
+	var inUse *DomainInUseError
+	if !errors.As(err, &inUse) || !IsPermanent(err) || !strings.Contains(err.Error(), "has 3 user profiles") || !strings.Contains(err.Error(), "on_revoke") {
+		t.Fatalf("err = %v, want a permanent DomainInUseError with the service's message and what to do", err)
+	}
+	if f.Domains() != 1 || f.Count("deleted:domain") != 0 {
+		t.Errorf("domains %d, deleted %d; want it still there", f.Domains(), f.Count("deleted:domain"))
+	}
+	f.Set(func(f *awstest.SageMaker) { f.DomainUserProfiles = 0 })
+	if err := DeleteDomain(context.Background(), api, "ml-research", fastPoll(&slept)); err != nil {
+		t.Errorf("after the profiles are gone: %v", err)
+	}
+}

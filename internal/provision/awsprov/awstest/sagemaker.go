@@ -37,6 +37,10 @@ type SageMaker struct {
 	// DomainFailure, when set, makes new domains end in Failed with it as
 	// the FailureReason.
 	DomainFailure string
+	// DomainUserProfiles, when set, is how many user profiles every domain
+	// has (SSO users get one at their first sign-in): DeleteDomain is then
+	// refused with ResourceInUse, as the service does.
+	DomainUserProfiles int
 }
 
 // NewSageMaker starts a SageMaker endpoint, closed when tb ends.

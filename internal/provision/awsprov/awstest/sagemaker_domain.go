@@ -521,6 +521,9 @@ func (f *SageMaker) deleteDomain(in smDomainDeleteIn) (any, *Error) {
 	if d.Status == "Pending" || d.Status == "Updating" || d.Status == "Deleting" {
 		return nil, BadRequest("ResourceInUse", "Domain %s is %s", d.ID, d.Status)
 	}
+	if f.DomainUserProfiles > 0 {
+		return nil, BadRequest("ResourceInUse", "Domain %s has %d user profiles; delete them (and their spaces and apps) before deleting the domain", d.ID, f.DomainUserProfiles)
+	}
 	d.HomeEfsRetention = retention
 	d.Status, d.Pending, d.Final, d.FailureReason = "Deleting", f.SettleAfter, "Deleted", ""
 	d.Modified = time.Now()
