@@ -39,7 +39,7 @@ func TestPlanListsTheAWSCalls(t *testing.T) {
 		`data-testid="aws-call-compute-quota"`, "red-quota", "ml.p5.48xlarge×2", "LendAndBorrow (borrow up to 50%)", "CreateComputeQuota",
 		`data-testid="aws-call-studio-domain"`, "red-studio", "vpc-0a1b2c3d4e5f60718",
 		`data-testid="aws-call-studio-assignment"`, "team-red-owners",
-		`data-testid="aws-call-access-entry"`, "arn:aws:iam::111122223333:role/red-project", "AmazonSagemakerHyperpodTrainingPolicy", "namespace hyperpod-ns-red",
+		`data-testid="aws-call-access-entry"`, "arn:aws:iam::111122223333:role/red-project", "AmazonSagemakerHyperpodTrainingPolicy", "namespace hyperpod-ns-red", "taskVisibility",
 		`data-testid="aws-call-pod-identity"`, "hyperpod-ns-red/red-workloads", "arn:aws:iam::111122223333:role/red-workload",
 	} {
 		if !strings.Contains(body, want) {

@@ -188,10 +188,16 @@ func PlanFor(c workflow.Contract, t Target, s Settings) ([]Call, []string, error
 		}
 		seen[r.arn] = true
 		e := &AccessEntry{ClusterName: c.EKSClusterName, PrincipalARN: r.arn, KubernetesGroups: []string{r.group}, Policies: policies(r.policies), Tags: tags}
+		fields := []Field{{"cluster", c.EKSClusterName}, {"kubernetesGroups", r.group}, {"policies", strings.Join(r.policies, " ")}, {"scope", "namespace " + t.Namespace}, {"for", r.why}}
+		if r.arn == c.ProjectRoleARN {
+			// Task visibility: the plan says how it is achieved.
+			fields = append(fields, Field{"taskVisibility", "Studio acts as this role: its access policies are scoped to " + t.Namespace +
+				" and its group " + r.group + " is bound to the namespace's viewer Role only, so Studio lists and runs this team's tasks and no other team's"})
+		}
 		calls = append(calls, Call{
 			Kind: KindAccessEntry, Phase: Access, Name: r.arn, Service: "EKS",
 			Operations:  "DescribeAccessEntry, CreateAccessEntry or UpdateAccessEntry, ListAssociatedAccessPolicies, AssociateAccessPolicy, DisassociateAccessPolicy",
-			Fields:      []Field{{"cluster", c.EKSClusterName}, {"kubernetesGroups", r.group}, {"policies", strings.Join(r.policies, " ")}, {"scope", "namespace " + t.Namespace}, {"for", r.why}},
+			Fields:      fields,
 			AccessEntry: e,
 		})
 	}
