@@ -271,7 +271,7 @@ func TestWorkerRevokesAWS(t *testing.T) {
 func TestWorkerAWSResumesAfterACrashBetweenAnySteps(t *testing.T) {
 	probe := newAWSBed(t, 1)
 	n := len(provision.ApplySteps(probe.plan))
-	for crash := range n - 1 {
+	for crash := range n {
 		b := newAWSBed(t, 1)
 		cluster := &fakeCluster{}
 		dying := b.worker("dying", cluster)
