@@ -1,11 +1,6 @@
-// Package awsprov holds the AWS half of provisioning: the steps that create,
-// update and delete a team's AWS resources through the real aws-sdk-go-v2
-// clients. Each step is idempotent (look up, then create or update) so that a
-// job retried after a crash or a throttling storm never creates a resource
-// twice.
-//
 // This file maps a contract's scheduling policy to a HyperPod task governance
 // compute quota; client.go applies it.
+
 package awsprov
 
 import (
