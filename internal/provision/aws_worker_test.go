@@ -377,3 +377,26 @@ func TestWorkerAWSUnifiedStudio(t *testing.T) {
 		t.Errorf("connections = %+v", conns)
 	}
 }
+
+// A contract naming a role that already has an access entry made outside
+// the portal (a platform admin's role, say) stops the job: the entry keeps
+// its groups and policies.
+func TestWorkerAWSDoesNotTakeOverAnAccessEntry(t *testing.T) {
+	b := newAWSBed(t, 1)
+	c := workflow.ExampleContract()
+	admin := awsprov.AccessEntry{ClusterName: c.EKSClusterName, PrincipalARN: c.AccessRoleARN, KubernetesGroups: []string{"platform-admins"},
+		Policies: []awsprov.AccessPolicy{{PolicyARN: awsprov.AccessPolicyARNPrefix + "AmazonEKSClusterAdminPolicy"}}}
+	if _, err := awsprov.EnsureAccessEntry(t.Context(), b.runner.Clients.EKS, admin); err != nil {
+		t.Fatal(err)
+	}
+	b.runOnce(b.worker("w1", &fakeCluster{}))
+	j := b.jobNow(b.job.ID)
+	if j.State != store.JobFailed || !strings.Contains(j.LastError, "does not take over access it did not grant") {
+		t.Fatalf("job = %+v, want failed with the ownership message", j)
+	}
+	e := b.stack.EKS.AccessEntry(c.EKSClusterName, c.AccessRoleARN)
+	ps := b.stack.EKS.Policies(c.EKSClusterName, c.AccessRoleARN)
+	if !slices.Equal(e.KubernetesGroups, []string{"platform-admins"}) || len(ps) != 1 || !strings.HasSuffix(ps[0].PolicyARN, "AmazonEKSClusterAdminPolicy") {
+		t.Errorf("the admin's entry was changed: %+v, %+v", e, ps)
+	}
+}

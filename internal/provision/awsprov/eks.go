@@ -119,6 +119,9 @@ func EnsureAccessEntry(ctx context.Context, api EKSAPI, want AccessEntry) (Resul
 	if err != nil {
 		return fail("describe", err)
 	}
+	if owner := want.Tags[TagConnection]; cur != nil && owner != "" && cur.Tags[TagConnection] != owner {
+		return Result{}, &NotOursError{What: "access entry", Name: principal, Cluster: cluster, Owner: cur.Tags[TagConnection]}
+	}
 	if cur == nil {
 		out, cerr := api.CreateAccessEntry(ctx, &eks.CreateAccessEntryInput{
 			ClusterName:      aws.String(cluster),
@@ -213,7 +216,24 @@ func EnsureAccessEntry(ctx context.Context, api EKSAPI, want AccessEntry) (Resul
 // access entry on the cluster, then deletes the entry. An entry that does not
 // exist (never created, already deleted, or its cluster gone) is not an
 // error.
-func DeleteAccessEntry(ctx context.Context, api EKSAPI, cluster, principalARN string) error {
+//
+// owner, when not empty, is the connection id the entry must be tagged with
+// (TagConnection): an entry someone else made is left alone and reported as
+// a *NotOursError, so revoking one team never removes access the portal did
+// not grant it.
+func DeleteAccessEntry(ctx context.Context, api EKSAPI, cluster, principalARN, owner string) error {
+	if owner != "" {
+		cur, err := describeAccessEntry(ctx, api, cluster, principalARN)
+		if err != nil {
+			return fmt.Errorf("access entry %s on %s: describe: %w", principalARN, cluster, err)
+		}
+		if cur == nil {
+			return nil
+		}
+		if cur.Tags[TagConnection] != owner {
+			return &NotOursError{What: "access entry", Name: principalARN, Cluster: cluster, Owner: cur.Tags[TagConnection]}
+		}
+	}
 	have, err := associatedPolicies(ctx, api, cluster, principalARN)
 	if hasCode(err, notFoundCode) {
 		return nil
@@ -232,6 +252,28 @@ func DeleteAccessEntry(ctx context.Context, api EKSAPI, cluster, principalARN st
 	}
 	return nil
 }
+
+// NotOursError is an AWS resource the step would change or delete that
+// this connection did not make (its portal:connection-id tag is another
+// connection's, or missing: made by hand). The portal never takes over
+// access it did not grant: a contract naming a role that already has an
+// access entry (a platform admin's, another team's) stops with this error
+// instead of rewriting that entry's groups and policies. It is permanent.
+type NotOursError struct {
+	What, Name, Cluster string
+	Owner               string // the connection id it is tagged with; "" for none
+}
+
+func (e *NotOursError) Error() string {
+	owner := "no portal connection (made outside the portal)"
+	if e.Owner != "" {
+		owner = "connection " + e.Owner
+	}
+	return fmt.Sprintf("%s %s on %s belongs to %s, not to this connection: the portal does not take over access it did not grant; name another role in the contract, or remove that %s first", e.What, e.Name, e.Cluster, owner, e.What)
+}
+
+// Permanent: retrying cannot change whose it is.
+func (e *NotOursError) Permanent() bool { return true }
 
 // EnsurePodIdentity makes want's service account have exactly one Pod
 // Identity association, with want's role. It is idempotent: it finds the

@@ -359,7 +359,7 @@ func TestEKSUnknownClusterIsPermanent(t *testing.T) {
 	}
 
 	// Deleting from a cluster that does not exist has nothing to do.
-	if err := DeleteAccessEntry(context.Background(), api, hyperpodName, teamRoleARN); err != nil {
+	if err := DeleteAccessEntry(context.Background(), api, hyperpodName, teamRoleARN, ""); err != nil {
 		t.Errorf("delete access entry: %v", err)
 	}
 	if err := DeletePodIdentity(context.Background(), api, hyperpodName, "ml-research", "trainer"); err != nil {
@@ -371,12 +371,12 @@ func TestDeleteAccessEntryIsIdempotent(t *testing.T) {
 	e := newEKS(t)
 	api := eksClient(e, 1)
 	ctx := context.Background()
-	if err := DeleteAccessEntry(ctx, api, testEKSCluster, teamRoleARN); err != nil {
+	if err := DeleteAccessEntry(ctx, api, testEKSCluster, teamRoleARN, ""); err != nil {
 		t.Fatalf("delete before create: %v", err)
 	}
 	first := ensureEntry(t, api, teamEntry())
 	for i := range 2 {
-		if err := DeleteAccessEntry(ctx, api, testEKSCluster, teamRoleARN); err != nil {
+		if err := DeleteAccessEntry(ctx, api, testEKSCluster, teamRoleARN, ""); err != nil {
 			t.Fatalf("delete %d: %v", i+1, err)
 		}
 	}
@@ -566,5 +566,51 @@ func TestEKSEndpointErrorCodes(t *testing.T) {
 	out, err := api.ListAccessEntries(ctx, &eks.ListAccessEntriesInput{ClusterName: cluster, AssociatedPolicyArn: aws.String(userPolicy)})
 	if err != nil || !slices.Equal(out.AccessEntries, []string{teamRoleARN}) {
 		t.Errorf("ListAccessEntries by policy = %v, %v", out, err)
+	}
+}
+
+// A role that already has an access entry this connection did not make
+// (another connection's, or one made by hand, say a platform admin's) is
+// never rewritten, and revoking the connection never deletes it.
+func TestAccessEntryOfAnotherOwnerIsNeverTakenOver(t *testing.T) {
+	e := newEKS(t)
+	api := eksClient(e, 1)
+	ctx := context.Background()
+	admin := AccessEntry{ClusterName: testEKSCluster, PrincipalARN: teamRoleARN, KubernetesGroups: []string{"platform-admins"},
+		Policies: []AccessPolicy{{PolicyARN: userPolicy}}}
+	ensureEntry(t, api, admin) // made outside the portal: no connection tag
+
+	for name, owner := range map[string]string{"made by hand": "", "another connection's": "8"} {
+		if owner != "" {
+			if err := DeleteAccessEntry(ctx, api, testEKSCluster, teamRoleARN, ""); err != nil {
+				t.Fatal(err)
+			}
+			other := teamEntry()
+			other.Tags = map[string]string{TagTeam: "blue", TagConnection: owner}
+			ensureEntry(t, api, other)
+		}
+		before := e.AccessEntry(testEKSCluster, teamRoleARN)
+		updates, assoc := e.Count("UpdateAccessEntry"), e.Count("AssociateAccessPolicy")
+		_, err := EnsureAccessEntry(ctx, api, teamEntry()) // connection 7
+		var notOurs *NotOursError
+		if !errors.As(err, &notOurs) || !IsPermanent(err) || notOurs.Owner != owner || !strings.Contains(err.Error(), "does not take over") {
+			t.Errorf("%s: err = %v, want a permanent NotOursError naming owner %q", name, err, owner)
+		}
+		if e.Count("UpdateAccessEntry") != updates || e.Count("AssociateAccessPolicy") != assoc ||
+			!slices.Equal(e.AccessEntry(testEKSCluster, teamRoleARN).KubernetesGroups, before.KubernetesGroups) {
+			t.Errorf("%s: the entry was changed", name)
+		}
+		err = DeleteAccessEntry(ctx, api, testEKSCluster, teamRoleARN, "7")
+		if !errors.As(err, &notOurs) || e.AccessEntries(testEKSCluster) != 1 {
+			t.Errorf("%s: revoking connection 7 = %v, %d entries left; want it kept", name, err, e.AccessEntries(testEKSCluster))
+		}
+	}
+	// Its own entry, connection 7 deletes.
+	if err := DeleteAccessEntry(ctx, api, testEKSCluster, teamRoleARN, ""); err != nil {
+		t.Fatal(err)
+	}
+	ensureEntry(t, api, teamEntry())
+	if err := DeleteAccessEntry(ctx, api, testEKSCluster, teamRoleARN, "7"); err != nil || e.AccessEntries(testEKSCluster) != 0 {
+		t.Errorf("own entry: %v, %d left", err, e.AccessEntries(testEKSCluster))
 	}
 }

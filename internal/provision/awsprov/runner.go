@@ -114,7 +114,11 @@ func (r *Runner) Remove(ctx context.Context, c Call) (Result, error) {
 	case c.DataZone != nil:
 		err = DeleteHyperPodConnection(ctx, r.Clients.DataZone, c.DataZone.DomainID, c.DataZone.ProjectID, c.DataZone.Name)
 	case c.AccessEntry != nil:
-		err = DeleteAccessEntry(ctx, r.Clients.EKS, c.AccessEntry.ClusterName, c.AccessEntry.PrincipalARN)
+		err = DeleteAccessEntry(ctx, r.Clients.EKS, c.AccessEntry.ClusterName, c.AccessEntry.PrincipalARN, c.AccessEntry.Tags[TagConnection])
+		var notOurs *NotOursError
+		if errors.As(err, &notOurs) {
+			return Result{ID: c.Name, Action: Kept}, nil
+		}
 	case c.PodIdentity != nil:
 		p := c.PodIdentity
 		err = DeletePodIdentity(ctx, r.Clients.EKS, p.ClusterName, p.Namespace, p.ServiceAccount)
