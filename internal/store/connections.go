@@ -749,5 +749,29 @@ func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, kn
 			id, err := d.NamespaceOwner(ctx, ns, exclude)
 			return err != nil || id != 0
 		},
+		RoleTaken: func(arn string) bool {
+			id, err := d.RoleOwner(ctx, arn, exclude)
+			return err != nil || id != 0
+		},
 	}
+}
+
+// RoleOwner returns the id of a live connection other than exclude whose
+// current version names role arn (project, access or workload role), or 0.
+// Like NamespaceOwner it reads every live contract (a JSON scan): it runs
+// when a contract is saved or approved, not on page views.
+func (d *DB) RoleOwner(ctx context.Context, arn string, exclude int64) (int64, error) {
+	var id int64
+	err := d.sql.QueryRowContext(ctx, `
+SELECT c.id FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = c.current_version
+WHERE c.id != ? AND c.state NOT IN ('rejected', 'withdrawn', 'revoked')
+  AND ? IN (json_extract(cv.body, '$.project_role_arn'), json_extract(cv.body, '$.access_role_arn'), json_extract(cv.body, '$.workload_role_arn'))
+LIMIT 1`, exclude, arn).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: role owner: %w", err)
+	}
+	return id, nil
 }

@@ -106,3 +106,25 @@ func TestConnectionPageListsAWSResources(t *testing.T) {
 		t.Errorf("another team's owner gets %d", resp.StatusCode)
 	}
 }
+
+// Another team cannot name red's roles: the form says which field and why,
+// and keeps what was typed.
+func TestRolesOfAnotherConnectionAreRefused(t *testing.T) {
+	h := newHarness(t, false)
+	owner, admin := h.signIn("owner.red"), h.signIn("admin")
+	approvedConnection(t, h, owner, admin)
+	c := workflow.ExampleContract()
+	c.Team, c.Namespaces = "blue", []string{"hyperpod-ns-blue"}
+	c.ProjectRoleARN = "arn:aws:iam::111122223333:role/blue-project"
+	c.WorkloadRoleARN = "arn:aws:iam::111122223333:role/blue-workload" // access role: still red's
+	f := formValues(formFromContract(c))
+	f.Set("intent", "submit")
+	resp, body := h.postAs(h.signIn("owner.blue"), "/teams/blue/connections", f)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `data-testid="error-access_role_arn"`) ||
+		!strings.Contains(body, "already named by another connection") || !strings.Contains(body, "role/blue-project") {
+		t.Errorf("naming red's access role = %d; want the field error with the input kept", resp.StatusCode)
+	}
+	if strings.Contains(body, `data-testid="error-project_role_arn"`) {
+		t.Error("blue's own project role was refused")
+	}
+}

@@ -574,6 +574,11 @@ func (s *Server) decide(c echo.Context) error {
 			if len(taken) > 0 {
 				return fmt.Errorf("%w: %s", errNamespaceTaken, strings.Join(taken, ", "))
 			}
+			k := cur.Contract
+			roles := slices.DeleteFunc([]string{k.ProjectRoleARN, k.AccessRoleARN, k.WorkloadRoleARN}, func(r string) bool { return r == "" || !env.RoleTaken(r) })
+			if len(roles) > 0 {
+				return fmt.Errorf("%w: %s", errRoleTaken, strings.Join(roles, ", "))
+			}
 			return nil
 		}
 		_, _, err = s.opts.DB.Approve(ctx, conn.ID, actor(p), expect, reason, workflow.ApprovalsNeeded(cur.Contract.DataClassification), check, s.opts.Now())
@@ -588,7 +593,7 @@ func (s *Server) decide(c echo.Context) error {
 		return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, stale), "")
 	case errors.Is(err, errOverCapacity):
 		return rerender(http.StatusConflict, "Not approved: the request no longer fits the cluster's free capacity.", "")
-	case errors.Is(err, errNamespaceTaken):
+	case errors.Is(err, errNamespaceTaken), errors.Is(err, errRoleTaken):
 		return rerender(http.StatusConflict, "Not approved: "+err.Error()+".", "")
 	case errors.Is(err, store.ErrAlreadyDecided):
 		return rerender(http.StatusConflict, "You already approved this version; it needs another admin's approval.", "")
@@ -601,6 +606,7 @@ func (s *Server) decide(c echo.Context) error {
 var (
 	errOverCapacity   = errors.New("over capacity")
 	errNamespaceTaken = errors.New("a namespace is already held by another connection")
+	errRoleTaken      = errors.New("a role is already named by another connection")
 )
 
 // staleNotice says what changed between the version the admin saw and now.

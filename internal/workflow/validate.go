@@ -26,6 +26,11 @@ type ValidationEnv struct {
 	// connection, one whose State is Committed. Nil skips the check: pass
 	// one wherever a contract is saved and when it is approved.
 	NamespaceTaken func(ns string) bool
+	// RoleTaken reports whether an IAM role is named by another live
+	// connection (as its project, access or workload role). A team's roles
+	// are its own: its EKS access entries and Pod Identity association
+	// belong to one connection. Nil skips the check.
+	RoleTaken func(arn string) bool
 }
 
 // FieldError is a problem with one field of a contract, in words the person
@@ -354,6 +359,9 @@ func (v *validator) roleARN(field, s, what string) {
 		return
 	}
 	v.sameAccountAndRegion(field, a, false)
+	if v.env.RoleTaken != nil && v.env.RoleTaken(s) {
+		v.add(field, "is already named by another connection: each team's roles must be its own (the cluster's access entry and Pod Identity association for a role belong to one team)")
+	}
 }
 
 func (v *validator) workloads() {
