@@ -139,9 +139,7 @@ func (s *Server) newRequestForm(c echo.Context) error {
 	}
 	v := views.ContractValues{Team: team}
 	if c.QueryParam("example") == "1" {
-		ex := workflow.ExampleContract()
-		ex.Team = team
-		v = formFromContract(ex)
+		v = formFromContract(workflow.ExampleContractFor(team))
 	}
 	f := s.formPage("New connection request for team "+team, "/teams/"+team+"/connections", "/teams/"+team, 0, v, nil)
 	f.ExampleURL = "/teams/" + team + "/connections/new?example=1"

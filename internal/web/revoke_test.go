@@ -44,9 +44,7 @@ func TestRevoke(t *testing.T) {
 
 	approvedConnection(t, h, owner, admin)
 	// A submitted request is not revoked: it is rejected or withdrawn.
-	ex := workflow.ExampleContract()
-	ex.Team, ex.Namespaces = "blue", []string{"hyperpod-ns-blue"}
-	ex.ProjectRoleARN, ex.AccessRoleARN, ex.WorkloadRoleARN = "arn:aws:iam::111122223333:role/blue-project", "arn:aws:iam::111122223333:role/blue-access", "arn:aws:iam::111122223333:role/blue-workload"
+	ex := workflow.ExampleContractFor("blue")
 	f := formValues(formFromContract(ex))
 	f.Set("intent", "submit")
 	if resp, _ := h.postAs(blue, "/teams/blue/connections", f); resp.StatusCode != http.StatusSeeOther {

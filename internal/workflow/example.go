@@ -66,3 +66,17 @@ func ExampleContract() Contract {
 		},
 	}
 }
+
+// ExampleContractFor is ExampleContract for another team: its own name,
+// namespace and roles (a team's roles are its own), the same cluster.
+func ExampleContractFor(team string) Contract {
+	c := ExampleContract()
+	if team == "" || team == c.Team {
+		return c
+	}
+	c.Team, c.Namespaces = team, []string{"hyperpod-ns-" + team}
+	c.ProjectRoleARN = "arn:aws:iam::111122223333:role/" + team + "-project"
+	c.AccessRoleARN = "arn:aws:iam::111122223333:role/" + team + "-access"
+	c.WorkloadRoleARN = "arn:aws:iam::111122223333:role/" + team + "-workload"
+	return c
+}
