@@ -59,7 +59,8 @@ studio:
 	if n, _ := admin.GetByText("dry-run mode").Count(); n != 0 {
 		t.Error("with a cluster configured the plan must not say dry run")
 	}
-	if got := text(t, admin, "plan-aws-before"); !strings.Contains(got, "red-quota") || !strings.Contains(got, "ml.p5.48xlarge×2") {
+	if got := text(t, admin, "plan-aws-before"); !strings.Contains(got, "red-quota") || !strings.Contains(got, "ml.p5.48xlarge×2") ||
+		!strings.Contains(got, "create") {
 		t.Errorf("AWS calls before the objects = %q", got)
 	}
 	if got := text(t, admin, "plan-aws-after"); !strings.Contains(got, "red-studio") || !strings.Contains(got, "arn:aws:iam::111122223333:role/red-project") ||

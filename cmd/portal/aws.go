@@ -109,3 +109,14 @@ func (a awsSide) scheduler() awsprov.SchedulerAPI {
 	}
 	return a.Runner.Clients.Scheduler
 }
+
+// preview looks up what a plan's AWS calls would do, or is nil without
+// real AWS calls.
+func (a awsSide) preview() interface {
+	Preview(context.Context, awsprov.Call) awsprov.Preview
+} {
+	if a.Runner == nil {
+		return nil
+	}
+	return a.Runner
+}

@@ -228,7 +228,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
 		Scheduler: side.scheduler(), AWSPoll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
-		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
+		AWSPreview: side.preview(),
+		Groups:     groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 	})
 	if err != nil {
 		return err

@@ -356,11 +356,15 @@ type DriftView struct {
 
 // AWSCallView is one AWS call of a plan.
 type AWSCallView struct {
-	Service    string
-	Kind       string
-	Name       string
-	Operations string
-	Fields     [][2]string
+	// Now is what the call would do on AWS as it is (create, update,
+	// unchanged, would stop, ...), empty when not looked up; NowDetail
+	// says more.
+	Now, NowDetail string
+	Service        string
+	Kind           string
+	Name           string
+	Operations     string
+	Fields         [][2]string
 }
 
 // AWSResourceRow is an AWS resource provisioning made for a connection.

@@ -9,8 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -126,5 +131,38 @@ func TestRolesOfAnotherConnectionAreRefused(t *testing.T) {
 	}
 	if strings.Contains(body, `data-testid="error-project_role_arn"`) {
 		t.Error("blue's own project role was refused")
+	}
+}
+
+// Before approval, each AWS call says what it would do on AWS as it is
+// now; one that would stop (a role whose access entry someone else made)
+// is a warning the approver reads before deciding.
+func TestPlanPreviewsTheAWSCalls(t *testing.T) {
+	c := workflow.ExampleContract()
+	st := awstest.NewStack(t, c.EKSClusterName, "team-red-members", "team-red-owners")
+	cfg := awstest.Config(1)
+	runner := &awsprov.Runner{Clients: awsprov.Clients{
+		SageMaker: sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(st.SageMaker.URL()) }),
+		EKS:       eks.NewFromConfig(cfg, func(o *eks.Options) { o.BaseEndpoint = aws.String(st.EKS.URL()) }),
+	}}
+	runner.Clients.Domains = runner.Clients.SageMaker.(*sagemaker.Client)
+	// The platform admins' role already has an entry, made by hand.
+	if _, err := awsprov.EnsureAccessEntry(context.Background(), runner.Clients.EKS, awsprov.AccessEntry{
+		ClusterName: c.EKSClusterName, PrincipalARN: c.AccessRoleARN, KubernetesGroups: []string{"platform-admins"}}); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, false, withAWS, func(o *Options) { o.AWSPreview = runner })
+	owner := h.signIn("owner.red")
+	f := formValues(formFromContract(c))
+	f.Set("intent", "submit")
+	h.postAs(owner, "/teams/red/connections", f)
+	_, body := h.get(h.signIn("admin").c, "/connections/1")
+	for _, want := range []string{`data-testid="aws-now"`, ">create<", ">would stop<", "does not take over access it did not grant", "checked when it runs"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the previewed plan lacks %q", want)
+		}
+	}
+	if st.Creates()["access-entry"] != 1 || st.EKS.Count("UpdateAccessEntry") != 0 {
+		t.Error("previewing changed something on AWS")
 	}
 }

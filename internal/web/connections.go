@@ -696,8 +696,24 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 		return pv
 	}
 	pv.Summary, pv.Warnings, pv.YAML, pv.Hash = plan.Summary(), plan.Warnings, plan.YAML(), plan.Hash()
+	var actx context.Context
+	if s.opts.AWSPreview != nil && !conn.State.Committed() {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
 	for _, call := range plan.AWS {
 		cv := views.AWSCallView{Service: call.Service, Kind: string(call.Kind), Name: call.Name, Operations: call.Operations}
+		if actx != nil {
+			now := s.opts.AWSPreview.Preview(actx, call)
+			cv.Now, cv.NowDetail = now.State, now.Detail
+			switch now.State {
+			case awsprov.PreviewStops:
+				pv.Warnings = append(pv.Warnings, "On AWS now, "+call.Title()+" would stop the job: "+now.Detail)
+			case awsprov.PreviewUnknown:
+				pv.Warnings = append(pv.Warnings, "Could not look up "+call.Title()+" on AWS: "+now.Detail)
+			}
+		}
 		for _, f := range call.Fields {
 			cv.Fields = append(cv.Fields, [2]string{f.Name, f.Value})
 		}

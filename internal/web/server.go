@@ -74,6 +74,11 @@ type Options struct {
 	Scheduler awsprov.SchedulerAPI
 	// AWSPoll is how the page waits for HyperPod to apply it.
 	AWSPoll awsprov.PollConfig
+	// AWSPreview, when set, looks up what each AWS call of a plan would do
+	// before approval (read-only); nil leaves the plan uncompared.
+	AWSPreview interface {
+		Preview(context.Context, awsprov.Call) awsprov.Preview
+	}
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.

@@ -1,0 +1,121 @@
+package awsprov
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+)
+
+// Preview is what a call would do on AWS as it is now, for the plan an
+// approver reads: read-only, it makes no change.
+type Preview struct {
+	// State is "create", "update", "unchanged", "would stop" (the
+	// resource is someone else's, or cannot change that way: Detail says
+	// why), "checked when it runs" (the call depends on an earlier step) or
+	// "unknown" (the lookup failed: Detail has the error).
+	State  string
+	Detail string
+}
+
+// The preview states.
+const (
+	PreviewCreate    = "create"
+	PreviewUpdate    = "update"
+	PreviewUnchanged = "unchanged"
+	PreviewStops     = "would stop"
+	PreviewLater     = "checked when it runs"
+	PreviewUnknown   = "unknown"
+)
+
+// Preview looks up c's resource with the same reads the step makes first,
+// and says whether the step would create, update or leave it, or stop.
+func (r *Runner) Preview(ctx context.Context, c Call) Preview {
+	p, err := r.preview(ctx, c)
+	if err != nil {
+		return Preview{State: PreviewUnknown, Detail: err.Error()}
+	}
+	return p
+}
+
+func (r *Runner) preview(ctx context.Context, c Call) (Preview, error) {
+	switch {
+	case c.Quota != nil:
+		id, err := findComputeQuota(ctx, r.Clients.SageMaker, aws.ToString(c.Quota.Name), aws.ToString(c.Quota.ClusterArn))
+		if err != nil || id == "" {
+			return Preview{State: PreviewCreate}, err
+		}
+		cur, err := describe(ctx, r.Clients.SageMaker, id)
+		if err != nil {
+			return Preview{}, err
+		}
+		if differs(c.Quota, cur) {
+			return Preview{State: PreviewUpdate, Detail: fmt.Sprintf("%s version %d", id, aws.ToInt32(cur.ComputeQuotaVersion))}, nil
+		}
+		return Preview{State: PreviewUnchanged, Detail: id}, nil
+	case c.Domain != nil:
+		found, err := findDomain(ctx, r.Clients.Domains, c.Domain.Name)
+		if err != nil || found == nil {
+			return Preview{State: PreviewCreate}, err
+		}
+		id := aws.ToString(found.DomainId)
+		cur, err := r.Clients.Domains.DescribeDomain(ctx, &sagemaker.DescribeDomainInput{DomainId: aws.String(id)})
+		if err != nil {
+			return Preview{}, err
+		}
+		want, err := c.Domain.normalized()
+		if err != nil {
+			return Preview{}, err
+		}
+		if err := immutableDiff(want, cur); err != nil {
+			return Preview{State: PreviewStops, Detail: err.Error()}, nil
+		}
+		if domainUpdate(want, cur) != nil {
+			return Preview{State: PreviewUpdate, Detail: id}, nil
+		}
+		return Preview{State: PreviewUnchanged, Detail: id}, nil
+	case c.AccessEntry != nil:
+		e := c.AccessEntry
+		cur, err := describeAccessEntry(ctx, r.Clients.EKS, e.ClusterName, e.PrincipalARN)
+		if err != nil || cur == nil {
+			return Preview{State: PreviewCreate}, err
+		}
+		if owner := e.Tags[TagConnection]; owner != "" && cur.Tags[TagConnection] != owner {
+			return Preview{State: PreviewStops, Detail: (&NotOursError{What: "access entry", Name: e.PrincipalARN, Cluster: e.ClusterName, Owner: cur.Tags[TagConnection]}).Error()}, nil
+		}
+		have, err := associatedPolicies(ctx, r.Clients.EKS, e.ClusterName, e.PrincipalARN)
+		if err != nil {
+			return Preview{}, err
+		}
+		same := sameSet(e.KubernetesGroups, cur.KubernetesGroups) && len(have) == len(e.Policies)
+		for _, p := range e.Policies {
+			if s, ok := have[p.PolicyARN]; !ok || scopeKey(s) != scopeKey(p.scope()) {
+				same = false
+			}
+		}
+		if !same {
+			return Preview{State: PreviewUpdate}, nil
+		}
+		return Preview{State: PreviewUnchanged}, nil
+	case c.PodIdentity != nil:
+		p := c.PodIdentity
+		id, err := findPodIdentity(ctx, r.Clients.EKS, p.ClusterName, p.Namespace, p.ServiceAccount)
+		if err != nil || id == "" {
+			return Preview{State: PreviewCreate}, err
+		}
+		cur, err := r.Clients.EKS.DescribePodIdentityAssociation(ctx, &eks.DescribePodIdentityAssociationInput{ClusterName: aws.String(p.ClusterName), AssociationId: aws.String(id)})
+		if err != nil {
+			return Preview{}, err
+		}
+		if cur.Association == nil || aws.ToString(cur.Association.RoleArn) != p.RoleARN {
+			return Preview{State: PreviewUpdate, Detail: id}, nil
+		}
+		return Preview{State: PreviewUnchanged, Detail: id}, nil
+	case c.Assignment != nil, c.DataZone != nil:
+		return Preview{State: PreviewLater}, nil
+	}
+	return Preview{}, errors.New("aws: nothing to preview")
+}
