@@ -81,34 +81,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// FailedError is a compute quota that HyperPod failed to create or update.
-// It is permanent: retrying the same request fails the same way.
-type FailedError struct {
-	ID     string
-	Status types.SchedulerResourceStatus
-	Reason string
-}
-
-func (e *FailedError) Error() string {
-	reason := e.Reason
-	if reason == "" {
-		reason = "no failure reason given"
-	}
-	return fmt.Sprintf("compute quota %s: %s: %s", e.ID, e.Status, reason)
-}
-
-// TimeoutError is a compute quota still not settled after PollConfig.Timeout.
-// It is transient: a later run picks the quota up where it is.
-type TimeoutError struct {
-	ID     string
-	Status types.SchedulerResourceStatus
-	After  time.Duration
-}
-
-func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("compute quota %s: still %s after %s", e.ID, e.Status, e.After)
-}
-
 // EnsureComputeQuota makes the cluster's compute quota named desired.Name
 // match desired, and waits until HyperPod has applied it. It is idempotent:
 // it finds the quota by exact name on the cluster (ListComputeQuotas), creates
@@ -134,7 +106,7 @@ func EnsureComputeQuota(ctx context.Context, api SageMakerAPI, desired *sagemake
 		out, cerr := api.CreateComputeQuota(ctx, desired)
 		switch {
 		case cerr == nil:
-			d, err := waitComputeQuota(ctx, api, aws.ToString(out.ComputeQuotaId), poll)
+			d, err := waitComputeQuota(ctx, api, name, aws.ToString(out.ComputeQuotaId), poll)
 			if err != nil {
 				return Result{}, err
 			}
@@ -152,9 +124,9 @@ func EnsureComputeQuota(ctx context.Context, api SageMakerAPI, desired *sagemake
 	}
 
 	// It exists: let any change in flight settle, then compare.
-	cur, err := waitComputeQuota(ctx, api, id, poll)
+	cur, err := waitComputeQuota(ctx, api, name, id, poll)
 	var failed *FailedError
-	if errors.As(err, &failed) && failed.Status == types.SchedulerResourceStatusUpdateFailed {
+	if errors.As(err, &failed) && failed.Status == string(types.SchedulerResourceStatusUpdateFailed) {
 		// A failed update leaves the quota in place; try ours.
 		cur, err = describe(ctx, api, id)
 	}
@@ -175,7 +147,7 @@ func EnsureComputeQuota(ctx context.Context, api SageMakerAPI, desired *sagemake
 	if err != nil {
 		return Result{}, fmt.Errorf("compute quota %s: update from version %d: %w", id, aws.ToInt32(cur.ComputeQuotaVersion), err)
 	}
-	d, err := waitComputeQuota(ctx, api, id, poll)
+	d, err := waitComputeQuota(ctx, api, name, id, poll)
 	if err != nil {
 		return Result{}, err
 	}
@@ -237,32 +209,27 @@ func describe(ctx context.Context, api SageMakerAPI, id string) (*sagemaker.Desc
 
 // waitComputeQuota polls Describe until the quota is Created or Updated, and
 // fails with the FailureReason when it failed, or with a TimeoutError.
-func waitComputeQuota(ctx context.Context, api SageMakerAPI, id string, poll PollConfig) (*sagemaker.DescribeComputeQuotaOutput, error) {
-	// Time waited is counted in intervals slept, not read from the clock, so
-	// a test's Sleep that returns at once still ends at the timeout.
-	var waited time.Duration
-	for {
-		d, err := describe(ctx, api, id)
-		if err != nil {
-			return nil, err
-		}
-		switch d.Status {
-		case types.SchedulerResourceStatusCreated, types.SchedulerResourceStatusUpdated:
-			return d, nil
-		case types.SchedulerResourceStatusCreateFailed, types.SchedulerResourceStatusCreateRollbackFailed,
-			types.SchedulerResourceStatusUpdateFailed, types.SchedulerResourceStatusUpdateRollbackFailed,
-			types.SchedulerResourceStatusDeleteFailed, types.SchedulerResourceStatusDeleteRollbackFailed:
-			return d, &FailedError{ID: id, Status: d.Status, Reason: aws.ToString(d.FailureReason)}
-		}
-		if waited+poll.Interval > poll.Timeout {
-			return nil, &TimeoutError{ID: id, Status: d.Status, After: waited}
-		}
-		if err := poll.Sleep(ctx, poll.Interval); err != nil {
-			return nil, fmt.Errorf("compute quota %s: waiting: %w", id, err)
-		}
-		waited += poll.Interval
-	}
+func waitComputeQuota(ctx context.Context, api SageMakerAPI, name, id string, poll PollConfig) (*sagemaker.DescribeComputeQuotaOutput, error) {
+	return waitFor(ctx, poll, settling{kind: "compute quota", name: name, id: id, done: schedulerDone, failed: schedulerFailed},
+		func(ctx context.Context) (*sagemaker.DescribeComputeQuotaOutput, string, string, error) {
+			d, err := describe(ctx, api, id)
+			if err != nil {
+				return nil, "", "", err
+			}
+			return d, string(d.Status), aws.ToString(d.FailureReason), nil
+		})
 }
+
+// The statuses of HyperPod task governance resources (compute quotas,
+// scheduler configs) that end a wait.
+var (
+	schedulerDone   = []string{string(types.SchedulerResourceStatusCreated), string(types.SchedulerResourceStatusUpdated)}
+	schedulerFailed = []string{
+		string(types.SchedulerResourceStatusCreateFailed), string(types.SchedulerResourceStatusCreateRollbackFailed),
+		string(types.SchedulerResourceStatusUpdateFailed), string(types.SchedulerResourceStatusUpdateRollbackFailed),
+		string(types.SchedulerResourceStatusDeleteFailed), string(types.SchedulerResourceStatusDeleteRollbackFailed),
+	}
+)
 
 func resultOf(d *sagemaker.DescribeComputeQuotaOutput, a Action) Result {
 	return Result{ID: aws.ToString(d.ComputeQuotaId), ARN: aws.ToString(d.ComputeQuotaArn), Version: aws.ToInt32(d.ComputeQuotaVersion), Action: a}
@@ -356,7 +323,8 @@ var permanentCodes = map[string]bool{
 // the job should stop and show the message, rather than retry later.
 //
 // Permanent: the codes above (bad input, missing permissions, account limits),
-// a quota HyperPod failed to create or update (FailedError), a DataZone
+// a resource the service failed to create, update or delete (FailedError:
+// a quota, domain or scheduler config with its FailureReason), a DataZone
 // domain, project or environment that is missing or unusable
 // (DataZoneSetupError: ResourceNotFoundException alone stays transient, as
 // it also means a resource deleted between two calls), an EKS cluster that
@@ -375,22 +343,10 @@ func IsPermanent(err error) bool {
 	if errors.Is(err, ErrBorrowOnly) {
 		return true
 	}
-	// Errors of this package that know they are permanent, such as
-	// GroupNotFoundError.
+	// Errors of this package that know they are permanent: FailedError,
+	// DataZoneSetupError, ClusterNotFoundError, NotOursError, ...
 	var marked interface{ Permanent() bool }
 	if errors.As(err, &marked) && marked.Permanent() {
-		return true
-	}
-	var failed *FailedError
-	if errors.As(err, &failed) {
-		return true
-	}
-	var setup *DataZoneSetupError
-	if errors.As(err, &setup) {
-		return true
-	}
-	var noCluster *ClusterNotFoundError
-	if errors.As(err, &noCluster) {
 		return true
 	}
 	var re *awshttp.ResponseError

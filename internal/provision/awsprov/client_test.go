@@ -220,7 +220,7 @@ func TestEnsureCreateFailedReportsReason(t *testing.T) {
 		var slept int
 		_, err := EnsureComputeQuota(context.Background(), api, desired(t, testContract()), fastPoll(&slept))
 		var failed *FailedError
-		if !errors.As(err, &failed) || failed.Status != types.SchedulerResourceStatusCreateFailed ||
+		if !errors.As(err, &failed) || failed.Status != string(types.SchedulerResourceStatusCreateFailed) ||
 			!strings.Contains(err.Error(), reason) || !IsPermanent(err) {
 			t.Errorf("run %d: err = %v, want a permanent CreateFailed error with the reason", run, err)
 		}
@@ -257,7 +257,7 @@ func TestEnsurePollTimeout(t *testing.T) {
 		Sleep: func(context.Context, time.Duration) error { slept++; return nil },
 	})
 	var timeout *TimeoutError
-	if !errors.As(err, &timeout) || timeout.Status != types.SchedulerResourceStatusCreating || IsPermanent(err) {
+	if !errors.As(err, &timeout) || timeout.Status != string(types.SchedulerResourceStatusCreating) || IsPermanent(err) {
 		t.Fatalf("err = %v, want a transient timeout while Creating", err)
 	}
 	if slept != 6 {
@@ -329,7 +329,7 @@ func TestIsPermanent(t *testing.T) {
 		{&types.ConflictException{}, false},
 		{&types.ResourceNotFound{}, false},
 		{fmt.Errorf("compute quota: %w", ErrBorrowOnly), true},
-		{fmt.Errorf("wrapped: %w", &FailedError{Status: types.SchedulerResourceStatusCreateFailed}), true},
+		{fmt.Errorf("wrapped: %w", &FailedError{Status: string(types.SchedulerResourceStatusCreateFailed)}), true},
 		{&TimeoutError{}, false},
 		{&smithy.GenericAPIError{Code: "UnauthorizedException"}, true},
 		{&smithy.GenericAPIError{Code: "ServiceQuotaExceededException"}, true},

@@ -85,6 +85,10 @@ func (e *DataZoneSetupError) Error() string {
 
 func (e *DataZoneSetupError) Unwrap() error { return e.Err }
 
+// Permanent marks the error for IsPermanent: a setup problem someone has to
+// fix in DataZone.
+func (e *DataZoneSetupError) Permanent() bool { return true }
+
 // EnsureHyperPodConnection makes the project's connection named want.Name a
 // HyperPod connection to want.ClusterName. It is idempotent: it finds the
 // connection by exact name in the project (ListConnections, every page),

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
@@ -79,38 +78,6 @@ type DomainResult struct {
 // to be deleted (DeleteDomain) and provisioned again, which drops every
 // user's apps and spaces, so EnsureDomain never does it on its own.
 var ErrDomainRecreate = errors.New("SageMaker cannot change this on an existing domain: delete the domain and provision it again")
-
-// DomainFailedError is a domain SageMaker failed to create, update or
-// delete. It is permanent: retrying the same step fails the same way until
-// someone looks at the FailureReason.
-type DomainFailedError struct {
-	Name, ID string
-	Status   types.DomainStatus
-	Reason   string
-}
-
-func (e *DomainFailedError) Error() string {
-	reason := e.Reason
-	if reason == "" {
-		reason = "no failure reason given"
-	}
-	return fmt.Sprintf("domain %s (%s): %s: %s", e.Name, e.ID, e.Status, reason)
-}
-
-// Permanent marks the error for IsPermanent.
-func (e *DomainFailedError) Permanent() bool { return true }
-
-// DomainTimeoutError is a domain still not settled after PollConfig.Timeout.
-// It is transient: a later run picks the domain up where it is.
-type DomainTimeoutError struct {
-	Name, ID string
-	Status   types.DomainStatus
-	After    time.Duration
-}
-
-func (e *DomainTimeoutError) Error() string {
-	return fmt.Sprintf("domain %s (%s): still %s after %s", e.Name, e.ID, e.Status, e.After)
-}
 
 // permanentError marks err as one that retrying the same step cannot fix
 // (IsPermanent), keeping it for errors.As and its message.
@@ -185,8 +152,8 @@ func (s DomainSpec) createInput() *sagemaker.CreateDomainInput {
 // has running apps, which the service reports), but not the VPC, the KMS key
 // or the authentication mode: a domain that differs in those is left alone
 // and reported with an error wrapping ErrDomainRecreate, which is permanent.
-// A domain that failed (Failed) is a permanent DomainFailedError; one still
-// settling after poll.Timeout is a transient DomainTimeoutError.
+// A domain that failed (Failed) is a permanent FailedError; one still
+// settling after poll.Timeout is a transient TimeoutError.
 //
 // A create that races another, or whose response was lost and was retried by
 // the SDK (ResourceInUse: the name is taken), is resolved by looking the
@@ -232,8 +199,8 @@ func EnsureDomain(ctx context.Context, api SageMakerDomainAPI, want DomainSpec, 
 
 	// It exists: let any change in flight settle, then compare.
 	cur, err := waitDomain(ctx, api, want.Name, id, poll)
-	var failed *DomainFailedError
-	if errors.As(err, &failed) && failed.Status == types.DomainStatusUpdateFailed {
+	var failed *FailedError
+	if errors.As(err, &failed) && failed.Status == string(types.DomainStatusUpdateFailed) {
 		// A failed update leaves the domain in service as it was; try ours.
 		cur, err = describeDomain(ctx, api, want.Name, id)
 	}
@@ -293,26 +260,18 @@ func DeleteDomain(ctx context.Context, api SageMakerDomainAPI, name string, poll
 			return fmt.Errorf("domain %s (%s): delete: %w", name, id, err)
 		}
 	}
-	var waited time.Duration
-	for {
-		d, err := api.DescribeDomain(ctx, &sagemaker.DescribeDomainInput{DomainId: aws.String(id)})
-		if hasCode(err, "ResourceNotFound") {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("domain %s (%s): describe: %w", name, id, err)
-		}
-		if d.Status == types.DomainStatusDeleteFailed {
-			return &DomainFailedError{Name: name, ID: id, Status: d.Status, Reason: aws.ToString(d.FailureReason)}
-		}
-		if waited+poll.Interval > poll.Timeout {
-			return &DomainTimeoutError{Name: name, ID: id, Status: d.Status, After: waited}
-		}
-		if err := poll.Sleep(ctx, poll.Interval); err != nil {
-			return fmt.Errorf("domain %s (%s): waiting for deletion: %w", name, id, err)
-		}
-		waited += poll.Interval
-	}
+	_, err = waitFor(ctx, poll, settling{kind: "domain", name: name, id: id, done: []string{gone}, failed: []string{string(types.DomainStatusDeleteFailed)}},
+		func(ctx context.Context) (struct{}, string, string, error) {
+			d, err := api.DescribeDomain(ctx, &sagemaker.DescribeDomainInput{DomainId: aws.String(id)})
+			switch {
+			case hasCode(err, "ResourceNotFound"):
+				return struct{}{}, gone, "", nil
+			case err != nil:
+				return struct{}{}, "", "", fmt.Errorf("domain %s (%s): describe: %w", name, id, err)
+			}
+			return struct{}{}, string(d.Status), aws.ToString(d.FailureReason), nil
+		})
+	return err
 }
 
 // FindDomain returns the id of the domain named exactly name, or "" when
@@ -388,32 +347,24 @@ func describeDomain(ctx context.Context, api SageMakerDomainAPI, name, id string
 	return d, nil
 }
 
+// gone is the status waitFor is given for a resource Describe no longer
+// finds.
+const gone = "(gone)"
+
 // waitDomain polls Describe until the domain is InService, and fails with
-// the FailureReason when it failed, or with a DomainTimeoutError.
+// the FailureReason when it failed, or with a TimeoutError.
 func waitDomain(ctx context.Context, api SageMakerDomainAPI, name, id string, poll PollConfig) (*sagemaker.DescribeDomainOutput, error) {
-	// As in waitComputeQuota, time is counted in intervals slept.
-	var waited time.Duration
-	for {
+	return waitFor(ctx, poll, settling{kind: "domain", name: name, id: id,
+		done:   []string{string(types.DomainStatusInService)},
+		failed: []string{string(types.DomainStatusFailed), string(types.DomainStatusUpdateFailed), string(types.DomainStatusDeleteFailed)},
+		abort:  map[string]string{string(types.DomainStatusDeleting): "is being deleted; retry later"},
+	}, func(ctx context.Context) (*sagemaker.DescribeDomainOutput, string, string, error) {
 		d, err := describeDomain(ctx, api, name, id)
 		if err != nil {
-			return nil, err
+			return nil, "", "", err
 		}
-		switch d.Status {
-		case types.DomainStatusInService:
-			return d, nil
-		case types.DomainStatusFailed, types.DomainStatusUpdateFailed, types.DomainStatusDeleteFailed:
-			return d, &DomainFailedError{Name: name, ID: id, Status: d.Status, Reason: aws.ToString(d.FailureReason)}
-		case types.DomainStatusDeleting:
-			return nil, fmt.Errorf("domain %s (%s): is being deleted; retry later", name, id)
-		}
-		if waited+poll.Interval > poll.Timeout {
-			return nil, &DomainTimeoutError{Name: name, ID: id, Status: d.Status, After: waited}
-		}
-		if err := poll.Sleep(ctx, poll.Interval); err != nil {
-			return nil, fmt.Errorf("domain %s (%s): waiting: %w", name, id, err)
-		}
-		waited += poll.Interval
-	}
+		return d, string(d.Status), aws.ToString(d.FailureReason), nil
+	})
 }
 
 func domainResultOf(d *sagemaker.DescribeDomainOutput, a Action) DomainResult {

@@ -170,8 +170,8 @@ func TestEnsureDomainFailedReportsReason(t *testing.T) {
 	for run := 1; run <= 2; run++ {
 		var slept int
 		_, err := EnsureDomain(context.Background(), api, testDomainSpec(), fastPoll(&slept))
-		var failed *DomainFailedError
-		if !errors.As(err, &failed) || failed.Status != types.DomainStatusFailed ||
+		var failed *FailedError
+		if !errors.As(err, &failed) || failed.Status != string(types.DomainStatusFailed) ||
 			!strings.Contains(err.Error(), reason) || !IsPermanent(err) {
 			t.Errorf("run %d: err = %v, want a permanent Failed error with the reason", run, err)
 		}
@@ -257,8 +257,8 @@ func TestEnsureDomainPollTimeout(t *testing.T) {
 		Interval: 10 * time.Second, Timeout: time.Minute,
 		Sleep: func(context.Context, time.Duration) error { slept++; return nil },
 	})
-	var timeout *DomainTimeoutError
-	if !errors.As(err, &timeout) || timeout.Status != types.DomainStatusPending || IsPermanent(err) {
+	var timeout *TimeoutError
+	if !errors.As(err, &timeout) || timeout.Status != string(types.DomainStatusPending) || IsPermanent(err) {
 		t.Fatalf("err = %v, want a transient timeout while Pending", err)
 	}
 	if slept != 6 {
@@ -404,8 +404,8 @@ func TestDeleteDomainWaitsForDeletion(t *testing.T) {
 		Interval: 10 * time.Second, Timeout: time.Minute,
 		Sleep: func(context.Context, time.Duration) error { slept++; return nil },
 	})
-	var timeout *DomainTimeoutError
-	if !errors.As(err, &timeout) || timeout.Status != types.DomainStatusDeleting || IsPermanent(err) {
+	var timeout *TimeoutError
+	if !errors.As(err, &timeout) || timeout.Status != string(types.DomainStatusDeleting) || IsPermanent(err) {
 		t.Fatalf("err = %v, want a transient timeout while Deleting", err)
 	}
 	// Ensure does not recreate a domain being deleted, and a later delete

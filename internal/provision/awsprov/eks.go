@@ -81,6 +81,10 @@ func (e *ClusterNotFoundError) Error() string {
 
 func (e *ClusterNotFoundError) Unwrap() error { return e.Err }
 
+// Permanent marks the error for IsPermanent: a wrong cluster name stays
+// wrong.
+func (e *ClusterNotFoundError) Permanent() bool { return true }
+
 const notFoundCode = "ResourceNotFoundException"
 
 // EnsureAccessEntry makes want's principal have exactly want's access entry

@@ -151,7 +151,7 @@ func (r *Runner) assignmentParts(ctx context.Context, a *Assignment) (app, group
 	}
 	app = aws.ToString(d.SingleSignOnApplicationArn)
 	if app == "" {
-		return "", "", &FailedError{ID: id, Status: "NoSSOApplication", Reason: "the domain has no IAM Identity Center application: it must use AuthMode SSO"}
+		return "", "", permanentf("studio domain %s has no IAM Identity Center application: it must use AuthMode SSO", id)
 	}
 	group, err = GroupID(ctx, r.Clients.IdentityStore, a.IdentityStoreID, a.Group)
 	return app, group, err

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
@@ -139,38 +138,6 @@ func (s SchedulerSpec) priorityClasses() []types.PriorityClass {
 	return out
 }
 
-// SchedulerFailedError is a scheduler config HyperPod failed to create or
-// update. It is permanent: retrying the same step fails the same way until
-// someone looks at the FailureReason (a config that failed to create has to
-// be deleted before another can be created on the cluster).
-type SchedulerFailedError struct {
-	Name, ID string
-	Status   types.SchedulerResourceStatus
-	Reason   string
-}
-
-func (e *SchedulerFailedError) Error() string {
-	reason := e.Reason
-	if reason == "" {
-		reason = "no failure reason given"
-	}
-	return fmt.Sprintf("scheduler config %s (%s): %s: %s", e.Name, e.ID, e.Status, reason)
-}
-
-// Permanent marks the error for IsPermanent.
-func (e *SchedulerFailedError) Permanent() bool { return true }
-
-// SchedulerTimeoutError is a scheduler config still not settled after
-// PollConfig.Timeout. It is transient: a later run picks it up where it is.
-type SchedulerTimeoutError struct {
-	Name, ID string
-	Status   types.SchedulerResourceStatus
-	After    time.Duration
-}
-
-func (e *SchedulerTimeoutError) Error() string {
-	return fmt.Sprintf("scheduler config %s (%s): still %s after %s", e.Name, e.ID, e.Status, e.After)
-}
 
 // EnsureSchedulerConfig makes the scheduler config of the cluster
 // want.ClusterARN have want's priority classes and fair-share setting, and
@@ -193,10 +160,10 @@ func (e *SchedulerTimeoutError) Error() string {
 // again, so the portal never makes a second config.
 //
 // A spec that fails validation is refused before any call (permanent). A
-// config that failed (CreateFailed, ...) is a permanent SchedulerFailedError,
+// config that failed (CreateFailed, ...) is a permanent FailedError,
 // except UpdateFailed, which leaves the config in place and is updated
 // again; one still settling after poll.Timeout is a transient
-// SchedulerTimeoutError.
+// TimeoutError.
 func EnsureSchedulerConfig(ctx context.Context, api SchedulerAPI, want SchedulerSpec, poll PollConfig) (Result, error) {
 	poll = poll.withDefaults()
 	if err := want.validate(); err != nil {
@@ -238,8 +205,8 @@ func EnsureSchedulerConfig(ctx context.Context, api SchedulerAPI, want Scheduler
 	// It exists: let any change in flight settle, then compare.
 	name, id := aws.ToString(found.Name), aws.ToString(found.ClusterSchedulerConfigId)
 	cur, err := waitSchedulerConfig(ctx, api, name, id, poll)
-	var failed *SchedulerFailedError
-	if errors.As(err, &failed) && failed.Status == types.SchedulerResourceStatusUpdateFailed {
+	var failed *FailedError
+	if errors.As(err, &failed) && failed.Status == string(types.SchedulerResourceStatusUpdateFailed) {
 		err = nil // a failed update leaves the config in place; try ours
 	}
 	if err != nil {
@@ -306,33 +273,17 @@ func findSchedulerConfig(ctx context.Context, api SchedulerAPI, want SchedulerSp
 }
 
 // waitSchedulerConfig polls Describe until the config is Created or
-// Updated, and fails with the FailureReason when it failed (returning the
-// description too), or with a SchedulerTimeoutError.
+// Updated, and fails with the FailureReason when it failed, or with a
+// TimeoutError.
 func waitSchedulerConfig(ctx context.Context, api SchedulerAPI, name, id string, poll PollConfig) (*sagemaker.DescribeClusterSchedulerConfigOutput, error) {
-	// Time waited is counted in intervals slept, not read from the clock, so
-	// a test's Sleep that returns at once still ends at the timeout.
-	var waited time.Duration
-	for {
-		d, err := api.DescribeClusterSchedulerConfig(ctx, &sagemaker.DescribeClusterSchedulerConfigInput{ClusterSchedulerConfigId: aws.String(id)})
-		if err != nil {
-			return nil, fmt.Errorf("scheduler config %s (%s): describe: %w", name, id, err)
-		}
-		switch d.Status {
-		case types.SchedulerResourceStatusCreated, types.SchedulerResourceStatusUpdated:
-			return d, nil
-		case types.SchedulerResourceStatusCreateFailed, types.SchedulerResourceStatusCreateRollbackFailed,
-			types.SchedulerResourceStatusUpdateFailed, types.SchedulerResourceStatusUpdateRollbackFailed,
-			types.SchedulerResourceStatusDeleteFailed, types.SchedulerResourceStatusDeleteRollbackFailed:
-			return d, &SchedulerFailedError{Name: name, ID: id, Status: d.Status, Reason: aws.ToString(d.FailureReason)}
-		}
-		if waited+poll.Interval > poll.Timeout {
-			return nil, &SchedulerTimeoutError{Name: name, ID: id, Status: d.Status, After: waited}
-		}
-		if err := poll.Sleep(ctx, poll.Interval); err != nil {
-			return nil, fmt.Errorf("scheduler config %s (%s): waiting: %w", name, id, err)
-		}
-		waited += poll.Interval
-	}
+	return waitFor(ctx, poll, settling{kind: "scheduler config", name: name, id: id, done: schedulerDone, failed: schedulerFailed},
+		func(ctx context.Context) (*sagemaker.DescribeClusterSchedulerConfigOutput, string, string, error) {
+			d, err := api.DescribeClusterSchedulerConfig(ctx, &sagemaker.DescribeClusterSchedulerConfigInput{ClusterSchedulerConfigId: aws.String(id)})
+			if err != nil {
+				return nil, "", "", fmt.Errorf("scheduler config %s (%s): describe: %w", name, id, err)
+			}
+			return d, string(d.Status), aws.ToString(d.FailureReason), nil
+		})
 }
 
 func schedulerResult(d *sagemaker.DescribeClusterSchedulerConfigOutput, a Action) Result {

@@ -302,8 +302,8 @@ func TestEnsureSchedulerCreateFailedReportsReason(t *testing.T) {
 	for run := 1; run <= 2; run++ {
 		var slept int
 		_, err := EnsureSchedulerConfig(context.Background(), api, schedulerSpec(t, testClasses(), true), fastPoll(&slept))
-		var failed *SchedulerFailedError
-		if !errors.As(err, &failed) || failed.Status != types.SchedulerResourceStatusCreateFailed ||
+		var failed *FailedError
+		if !errors.As(err, &failed) || failed.Status != string(types.SchedulerResourceStatusCreateFailed) ||
 			!strings.Contains(err.Error(), reason) || !IsPermanent(err) {
 			t.Errorf("run %d: err = %v, want a permanent CreateFailed error with the reason", run, err)
 		}
@@ -370,8 +370,8 @@ func TestEnsureSchedulerPollTimeout(t *testing.T) {
 		Interval: 10 * time.Second, Timeout: time.Minute,
 		Sleep: func(context.Context, time.Duration) error { slept++; return nil },
 	})
-	var timeout *SchedulerTimeoutError
-	if !errors.As(err, &timeout) || timeout.Status != types.SchedulerResourceStatusCreating || IsPermanent(err) {
+	var timeout *TimeoutError
+	if !errors.As(err, &timeout) || timeout.Status != string(types.SchedulerResourceStatusCreating) || IsPermanent(err) {
 		t.Fatalf("err = %v, want a transient timeout while Creating", err)
 	}
 	if slept != 6 {
