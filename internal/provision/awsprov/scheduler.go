@@ -138,7 +138,6 @@ func (s SchedulerSpec) priorityClasses() []types.PriorityClass {
 	return out
 }
 
-
 // EnsureSchedulerConfig makes the scheduler config of the cluster
 // want.ClusterARN have want's priority classes and fair-share setting, and
 // waits until HyperPod has applied it (Created or Updated). It is
