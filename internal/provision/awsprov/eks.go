@@ -104,15 +104,15 @@ func EnsureAccessEntry(ctx context.Context, api EKSAPI, want AccessEntry) (Resul
 	if cluster == "" || principal == "" {
 		return Result{}, errors.New("access entry: no cluster name or principal ARN")
 	}
-	wantScopes := map[string]types.AccessScope{}
+	seen := map[string]bool{}
 	for _, p := range want.Policies {
 		if p.PolicyARN == "" {
 			return Result{}, fmt.Errorf("access entry %s: a policy has no ARN", principal)
 		}
-		if _, dup := wantScopes[p.PolicyARN]; dup {
+		if seen[p.PolicyARN] {
 			return Result{}, fmt.Errorf("access entry %s: policy %s is wanted twice", principal, p.PolicyARN)
 		}
-		wantScopes[p.PolicyARN] = p.scope()
+		seen[p.PolicyARN] = true
 	}
 	fail := func(what string, err error) (Result, error) {
 		return Result{}, fmt.Errorf("access entry %s on %s: %s: %w", principal, cluster, what, err)
@@ -123,8 +123,8 @@ func EnsureAccessEntry(ctx context.Context, api EKSAPI, want AccessEntry) (Resul
 	if err != nil {
 		return fail("describe", err)
 	}
-	if owner := want.Tags[TagConnection]; cur != nil && owner != "" && cur.Tags[TagConnection] != owner {
-		return Result{}, &NotOursError{What: "access entry", Name: principal, Cluster: cluster, Owner: cur.Tags[TagConnection]}
+	if err := checkOwner(cur, cluster, principal, want.Tags[TagConnection]); err != nil {
+		return Result{}, err
 	}
 	if cur == nil {
 		out, cerr := api.CreateAccessEntry(ctx, &eks.CreateAccessEntryInput{
@@ -181,11 +181,9 @@ func EnsureAccessEntry(ctx context.Context, api EKSAPI, want AccessEntry) (Resul
 	// Associate before disassociating, so that a principal whose policies
 	// change never passes through having none. Associating a policy the entry
 	// has replaces its scope.
-	for _, p := range want.Policies {
-		scope := wantScopes[p.PolicyARN]
-		if s, ok := have[p.PolicyARN]; ok && scopeKey(s) == scopeKey(scope) {
-			continue
-		}
+	associate, drop := policyChanges(want.Policies, have)
+	for _, p := range associate {
+		scope := p.scope()
 		if _, err := api.AssociateAccessPolicy(ctx, &eks.AssociateAccessPolicyInput{
 			ClusterName:  aws.String(cluster),
 			PrincipalArn: aws.String(principal),
@@ -196,10 +194,7 @@ func EnsureAccessEntry(ctx context.Context, api EKSAPI, want AccessEntry) (Resul
 		}
 		changed = true
 	}
-	for _, arn := range slices.Sorted(maps.Keys(have)) {
-		if _, ok := wantScopes[arn]; ok {
-			continue
-		}
+	for _, arn := range drop {
 		if err := disassociate(ctx, api, cluster, principal, arn); err != nil {
 			return fail("disassociate "+arn, err)
 		}
@@ -234,8 +229,8 @@ func DeleteAccessEntry(ctx context.Context, api EKSAPI, cluster, principalARN, o
 		if cur == nil {
 			return nil
 		}
-		if cur.Tags[TagConnection] != owner {
-			return &NotOursError{What: "access entry", Name: principalARN, Cluster: cluster, Owner: cur.Tags[TagConnection]}
+		if err := checkOwner(cur, cluster, principalARN, owner); err != nil {
+			return err
 		}
 	}
 	have, err := associatedPolicies(ctx, api, cluster, principalARN)
@@ -278,6 +273,34 @@ func (e *NotOursError) Error() string {
 
 // Permanent: retrying cannot change whose it is.
 func (e *NotOursError) Permanent() bool { return true }
+
+// checkOwner returns a *NotOursError when the existing entry cur is not
+// tagged as connection owner's ("" checks nothing; nil cur is nobody's).
+func checkOwner(cur *types.AccessEntry, cluster, principal, owner string) error {
+	if cur == nil || owner == "" || cur.Tags[TagConnection] == owner {
+		return nil
+	}
+	return &NotOursError{What: "access entry", Name: principal, Cluster: cluster, Owner: cur.Tags[TagConnection]}
+}
+
+// policyChanges compares the wanted policies with those the entry has (by
+// ARN, with their scopes): which to associate (missing, or scoped
+// otherwise) and which ARNs to disassociate (not wanted), sorted.
+func policyChanges(want []AccessPolicy, have map[string]types.AccessScope) (associate []AccessPolicy, disassociate []string) {
+	wanted := map[string]bool{}
+	for _, p := range want {
+		wanted[p.PolicyARN] = true
+		if s, ok := have[p.PolicyARN]; !ok || scopeKey(s) != scopeKey(p.scope()) {
+			associate = append(associate, p)
+		}
+	}
+	for _, arn := range slices.Sorted(maps.Keys(have)) {
+		if !wanted[arn] {
+			disassociate = append(disassociate, arn)
+		}
+	}
+	return associate, disassociate
+}
 
 // EnsurePodIdentity makes want's service account have exactly one Pod
 // Identity association, with want's role. It is idempotent: it finds the

@@ -83,20 +83,15 @@ func (r *Runner) preview(ctx context.Context, c Call) (Preview, error) {
 		if err != nil || cur == nil {
 			return Preview{State: PreviewCreate}, err
 		}
-		if owner := e.Tags[TagConnection]; owner != "" && cur.Tags[TagConnection] != owner {
-			return Preview{State: PreviewStops, Detail: (&NotOursError{What: "access entry", Name: e.PrincipalARN, Cluster: e.ClusterName, Owner: cur.Tags[TagConnection]}).Error()}, nil
+		if err := checkOwner(cur, e.ClusterName, e.PrincipalARN, e.Tags[TagConnection]); err != nil {
+			return Preview{State: PreviewStops, Detail: err.Error()}, nil
 		}
 		have, err := associatedPolicies(ctx, r.Clients.EKS, e.ClusterName, e.PrincipalARN)
 		if err != nil {
 			return Preview{}, err
 		}
-		same := sameSet(e.KubernetesGroups, cur.KubernetesGroups) && len(have) == len(e.Policies)
-		for _, p := range e.Policies {
-			if s, ok := have[p.PolicyARN]; !ok || scopeKey(s) != scopeKey(p.scope()) {
-				same = false
-			}
-		}
-		if !same {
+		associate, drop := policyChanges(e.Policies, have)
+		if !sameSet(e.KubernetesGroups, cur.KubernetesGroups) || len(associate)+len(drop) > 0 {
 			return Preview{State: PreviewUpdate}, nil
 		}
 		return Preview{State: PreviewUnchanged}, nil
