@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -113,4 +114,23 @@ func (s ClusterSettings) SchedulerClasses() []awsprov.SchedulerPriorityClass {
 		out[i] = awsprov.SchedulerPriorityClass{Name: pc.Name, Weight: w}
 	}
 	return out
+}
+
+// SchedulerSpec is the cluster scheduler config the settings want: the
+// priority classes as weights (SchedulerClasses) and fair share, for the
+// settings' cluster. The error says why there is none (AWS off, no
+// cluster_arn, invalid classes), in words for the admins' page.
+func (s ClusterSettings) SchedulerSpec() (awsprov.SchedulerSpec, error) {
+	a := s.AWS.WithDefaults()
+	switch {
+	case !a.Enabled:
+		return awsprov.SchedulerSpec{}, errors.New("the AWS side of provisioning is not configured (--aws-settings), so the portal does not manage the cluster's scheduler config")
+	case a.ClusterARN == "":
+		return awsprov.SchedulerSpec{}, errors.New("the AWS settings name no cluster: set cluster_arn to the HyperPod cluster's ARN")
+	}
+	spec, err := awsprov.SchedulerSpecFor(a.ClusterARN, s.SchedulerClasses(), *a.FairShare)
+	if err != nil {
+		return spec, fmt.Errorf("the cluster settings give no valid scheduler config: %w", err)
+	}
+	return spec, nil
 }

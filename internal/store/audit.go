@@ -85,7 +85,9 @@ type AuditFilter struct {
 	ObjectType string
 	ObjectID   int64
 	Action     string
-	Actor      string
+	// ActionPrefix matches actions starting with it, e.g. "scheduler.".
+	ActionPrefix string
+	Actor        string
 }
 
 // AuditEvents returns events newest first, with id < before (0: from the
@@ -104,6 +106,9 @@ func (d *DB) AuditEvents(ctx context.Context, f AuditFilter, before int64, limit
 	}
 	if f.Action != "" {
 		where, args = append(where, "action = ?"), append(args, f.Action)
+	}
+	if f.ActionPrefix != "" {
+		where, args = append(where, "action LIKE ? ESCAPE '\\'"), append(args, likeEscape(f.ActionPrefix)+"%")
 	}
 	if f.Actor != "" {
 		where, args = append(where, "actor = ?"), append(args, f.Actor)

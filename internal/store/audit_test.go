@@ -211,6 +211,8 @@ func TestAuditEvents(t *testing.T) {
 		{"object", store.AuditFilter{ObjectType: "connection", ObjectID: blue}, 0, 100, []int64{6, 3}},
 		{"object id", store.AuditFilter{ObjectID: red}, 0, 100, []int64{4, 2, 1}},
 		{"action", store.AuditFilter{Action: "connection.create"}, 0, 100, []int64{3, 1}},
+		{"action prefix", store.AuditFilter{ActionPrefix: "connection."}, 0, 100, []int64{6, 4, 3, 2, 1}},
+		{"action prefix is not a pattern", store.AuditFilter{ActionPrefix: "connection_"}, 0, 100, nil},
 		{"actor", store.AuditFilter{Actor: f.admins[0].Email}, 0, 100, []int64{5, 4}},
 		{"actor and action", store.AuditFilter{Actor: f.owner.Email, Action: "connection.withdraw"}, 0, 100, []int64{6}},
 		{"no match", store.AuditFilter{Team: "green"}, 0, 100, nil},

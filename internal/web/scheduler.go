@@ -17,32 +17,18 @@ import (
 
 // Audit actions of the scheduler page.
 const (
+	auditSchedulerPrefix    = "scheduler."
 	auditSchedulerReconcile = "scheduler.reconcile"
 	auditSchedulerFailed    = "scheduler.reconcile_failed"
 	auditSchedulerDryRun    = "scheduler.dry_run"
 )
 
-// schedulerSpec is the scheduler config the settings want, or why there is
-// none to reconcile.
-func (s *Server) schedulerSpec() (awsprov.SchedulerSpec, string, error) {
-	a := s.opts.Cluster.AWS.WithDefaults()
-	switch {
-	case !a.Enabled:
-		return awsprov.SchedulerSpec{}, "The AWS side of provisioning is not configured (--aws-settings), so the portal does not manage the cluster's scheduler config.", nil
-	case a.ClusterARN == "":
-		return awsprov.SchedulerSpec{}, "The AWS settings name no cluster: set cluster_arn to the HyperPod cluster's ARN.", nil
-	}
-	spec, err := awsprov.SchedulerSpecFor(a.ClusterARN, s.opts.Cluster.SchedulerClasses(), *a.FairShare)
-	return spec, "", err
-}
-
 func (s *Server) schedulerView(ctx context.Context) (views.SchedulerView, error) {
-	spec, unavailable, err := s.schedulerSpec()
-	v := views.SchedulerView{Unavailable: unavailable, DryRun: s.opts.Scheduler == nil}
+	spec, err := s.opts.Cluster.SchedulerSpec()
+	v := views.SchedulerView{DryRun: s.opts.Scheduler == nil}
 	if err != nil {
-		v.Unavailable = "The cluster settings give no valid scheduler config: " + err.Error()
-	}
-	if v.Unavailable == "" {
+		v.Unavailable = sentence(err.Error())
+	} else {
 		v.Name, v.ClusterARN, v.FairShare = spec.Name, spec.ClusterARN, spec.FairShare
 		values := map[string]int32{}
 		for _, pc := range s.opts.Cluster.PriorityClasses {
@@ -52,20 +38,12 @@ func (s *Server) schedulerView(ctx context.Context) (views.SchedulerView, error)
 			v.Classes = append(v.Classes, views.SchedulerClassRow{Name: c.Name, Value: int(values[c.Name]), Weight: c.Weight})
 		}
 	}
-	for _, action := range []string{auditSchedulerReconcile, auditSchedulerFailed, auditSchedulerDryRun} {
-		evs, err := s.opts.DB.AuditEvents(ctx, store.AuditFilter{ObjectType: "cluster", Action: action}, 0, 10)
-		if err != nil {
-			return v, err
-		}
-		for _, e := range evs {
-			v.History = append(v.History, views.AuditRow{At: fmtWhen(e.At), Actor: e.Actor, Action: e.Action, Reason: e.Reason})
-		}
+	evs, err := s.opts.DB.AuditEvents(ctx, store.AuditFilter{ObjectType: "cluster", ActionPrefix: auditSchedulerPrefix}, 0, 20)
+	if err != nil {
+		return v, err
 	}
-	// Newest first across the three actions (fmtWhen sorts as text).
-	for i := 1; i < len(v.History); i++ {
-		for j := i; j > 0 && v.History[j].At > v.History[j-1].At; j-- {
-			v.History[j], v.History[j-1] = v.History[j-1], v.History[j]
-		}
+	for _, e := range evs {
+		v.History = append(v.History, views.AuditRow{At: fmtWhen(e.At), Actor: e.Actor, Action: e.Action, Reason: e.Reason})
 	}
 	return v, nil
 }
@@ -92,7 +70,7 @@ func (s *Server) reconcileScheduler(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	spec, unavailable, err := s.schedulerSpec()
+	spec, err := s.opts.Cluster.SchedulerSpec()
 	rerender := func(status int, notice, errText string) error {
 		v, verr := s.schedulerView(ctx)
 		if verr != nil {
@@ -101,7 +79,7 @@ func (s *Server) reconcileScheduler(c echo.Context) error {
 		v.Notice, v.Error = notice, errText
 		return render(c, status, views.SchedulerPage(s.page(c, "Scheduler config"), v))
 	}
-	if unavailable != "" || err != nil {
+	if err != nil {
 		return rerender(http.StatusConflict, "", "Nothing to reconcile: see below.")
 	}
 	var classes []string
@@ -132,4 +110,12 @@ func (s *Server) reconcileScheduler(c echo.Context) error {
 		return err
 	}
 	return rerender(http.StatusOK, "Scheduler config "+string(res.Action)+" (version "+fmt.Sprint(res.Version)+").", "")
+}
+
+// sentence capitalizes a message's first letter and ends it with a period.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
