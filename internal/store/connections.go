@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -489,27 +490,28 @@ FROM decisions d JOIN users u ON u.id = d.actor_id WHERE d.connection_id = ? ORD
 
 // EditorIDs returns everyone who authored a version of the connection.
 func (d *DB) EditorIDs(ctx context.Context, id int64) ([]int64, error) {
-	return ids(ctx, d.sql, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ? ORDER BY author_id`, id)
+	return column[int64](ctx, d.sql, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ? ORDER BY author_id`, id)
 }
 
 // ApproverIDs returns the admins who approved the given version.
 func (d *DB) ApproverIDs(ctx context.Context, id int64, version int) ([]int64, error) {
-	return ids(ctx, d.sql, `SELECT actor_id FROM decisions WHERE connection_id = ? AND version = ? AND kind = 'approve' ORDER BY id`, id, version)
+	return column[int64](ctx, d.sql, `SELECT actor_id FROM decisions WHERE connection_id = ? AND version = ? AND kind = 'approve' ORDER BY id`, id, version)
 }
 
-func ids(ctx context.Context, q queryer, query string, args ...any) ([]int64, error) {
+// column runs a query of one column and returns its values in order.
+func column[T any](ctx context.Context, q queryer, query string, args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: ids: %w", err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	defer rows.Close()
-	var out []int64
+	var out []T
 	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
-			return nil, fmt.Errorf("store: ids: %w", err)
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
 		}
-		out = append(out, n)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
@@ -615,9 +617,7 @@ var liveStates = []workflow.State{workflow.StateApproved, workflow.StateProvisio
 // (not rejected, withdrawn or revoked) whose latest version claims ns, or 0.
 func (d *DB) NamespaceOwner(ctx context.Context, ns string, exclude int64) (int64, error) {
 	var id int64
-	err := d.sql.QueryRowContext(ctx, `
-SELECT c.id FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = c.current_version
-WHERE c.id != ? AND c.state NOT IN ('rejected', 'withdrawn', 'revoked')
+	err := d.sql.QueryRowContext(ctx, `SELECT c.id`+otherLiveVersions+`
   AND (' ' || cv.namespaces || ' ') LIKE ? ESCAPE '\' LIMIT 1`, exclude, "% "+likeEscape(ns)+" %").Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
@@ -706,20 +706,7 @@ ON CONFLICT (cluster_name, instance_type) DO UPDATE SET count = excluded.count, 
 
 // Clusters lists the cluster names that have an inventory.
 func (d *DB) Clusters(ctx context.Context) ([]string, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT DISTINCT cluster_name FROM cluster_inventory ORDER BY cluster_name`)
-	if err != nil {
-		return nil, fmt.Errorf("store: clusters: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("store: clusters: %w", err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return column[string](ctx, d.sql, `SELECT DISTINCT cluster_name FROM cluster_inventory ORDER BY cluster_name`)
 }
 
 // UserExists reports whether someone with this email has logged in.
@@ -736,6 +723,11 @@ func (d *DB) UserExists(ctx context.Context, email string) (bool, error) {
 // users), and a namespace must not be claimed by another connection than
 // exclude. Every place that saves, imports or approves a contract uses it.
 func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
+	var (
+		rolesOnce sync.Once
+		roles     map[string]bool
+		rolesErr  error
+	)
 	return workflow.ValidationEnv{
 		Now: now,
 		OwnerExists: func(email string) bool {
@@ -750,28 +742,35 @@ func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, kn
 			return err != nil || id != 0
 		},
 		RoleTaken: func(arn string) bool {
-			id, err := d.RoleOwner(ctx, arn, exclude)
-			return err != nil || id != 0
+			// One read of every live contract's roles per environment,
+			// however many roles the contract names.
+			rolesOnce.Do(func() { roles, rolesErr = d.rolesInUse(ctx, exclude) })
+			return rolesErr != nil || roles[arn]
 		},
 	}
 }
 
-// RoleOwner returns the id of a live connection other than exclude whose
-// current version names role arn (project, access or workload role), or 0.
-// Like NamespaceOwner it reads every live contract (a JSON scan): it runs
-// when a contract is saved or approved, not on page views.
-func (d *DB) RoleOwner(ctx context.Context, arn string, exclude int64) (int64, error) {
-	var id int64
-	err := d.sql.QueryRowContext(ctx, `
-SELECT c.id FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = c.current_version
-WHERE c.id != ? AND c.state NOT IN ('rejected', 'withdrawn', 'revoked')
-  AND ? IN (json_extract(cv.body, '$.project_role_arn'), json_extract(cv.body, '$.access_role_arn'), json_extract(cv.body, '$.workload_role_arn'))
-LIMIT 1`, exclude, arn).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
+// otherLiveVersions selects the current version (cv) of every live
+// connection (c) but the one given as the first argument.
+const otherLiveVersions = ` FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = c.current_version
+WHERE c.id != ? AND c.state NOT IN ('rejected', 'withdrawn', 'revoked')`
+
+// rolesInUse is the set of IAM roles (project, access or workload) that the
+// current versions of live connections other than exclude name. It reads
+// every live contract (a JSON scan), so ValidationEnv runs it at most once,
+// when a contract is saved or approved, never on page views.
+func (d *DB) rolesInUse(ctx context.Context, exclude int64) (map[string]bool, error) {
+	arns, err := column[sql.NullString](ctx, d.sql, `SELECT j.value FROM (
+SELECT json_extract(cv.body, '$.project_role_arn') AS p, json_extract(cv.body, '$.access_role_arn') AS a, json_extract(cv.body, '$.workload_role_arn') AS w`+otherLiveVersions+`
+) AS t, json_each(json_array(t.p, t.a, t.w)) AS j`, exclude)
 	if err != nil {
-		return 0, fmt.Errorf("store: role owner: %w", err)
+		return nil, fmt.Errorf("store: roles in use: %w", err)
 	}
-	return id, nil
+	set := make(map[string]bool, len(arns))
+	for _, a := range arns {
+		if a.Valid && a.String != "" {
+			set[a.String] = true
+		}
+	}
+	return set, nil
 }

@@ -1019,3 +1019,30 @@ func TestUserExists(t *testing.T) {
 		}
 	}
 }
+
+func TestValidationEnvKnowsTakenNamespacesAndRoles(t *testing.T) {
+	f := newFixture(t, 1)
+	red := f.create(workflow.ExampleContract())
+	blue := f.create(workflow.ExampleContractFor("blue"))
+	gone := workflow.ExampleContractFor("green")
+	g := f.create(gone)
+	f.transition(g.ID, workflow.EventSubmit, f.owner, "")
+	f.transition(g.ID, workflow.EventWithdraw, f.owner, "")
+	ex := workflow.ExampleContract()
+
+	env := f.db.ValidationEnv(t.Context(), f.now, blue.ID, nil)
+	for _, r := range []string{ex.ProjectRoleARN, ex.AccessRoleARN, ex.WorkloadRoleARN} {
+		if !env.RoleTaken(r) {
+			t.Errorf("red's %s is not seen as taken from blue's connection", r)
+		}
+	}
+	if env.RoleTaken(workflow.ExampleContractFor("blue").AccessRoleARN) || env.RoleTaken(gone.AccessRoleARN) {
+		t.Error("blue's own role, or a withdrawn connection's, is seen as taken")
+	}
+	if !env.NamespaceTaken("hyperpod-ns-red") || env.NamespaceTaken("hyperpod-ns-blue") || env.NamespaceTaken("hyperpod-ns-green") {
+		t.Error("namespaces taken wrongly")
+	}
+	if self := f.db.ValidationEnv(t.Context(), f.now, red.ID, nil); self.RoleTaken(ex.AccessRoleARN) {
+		t.Error("a connection's own role is seen as taken by itself")
+	}
+}
