@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -334,3 +335,47 @@ func Config(maxAttempts int) aws.Config {
 // epoch is a time as the services' JSON protocols write it: seconds since
 // the epoch, with milliseconds.
 func epoch(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
+
+// window cuts one page out of a listing of n items, the way every endpoint
+// here pages: the token is the offset of the page's first item ("" for 0),
+// the next token the offset after its last ("" when it is the last page).
+// bad is the service's error for a token that is not such an offset.
+func window(n, max int, token string, bad func(format string, args ...any) *Error) (start, end int, next string, e *Error) {
+	if token != "" {
+		s, err := strconv.Atoi(token)
+		if err != nil || s < 0 || s > n {
+			return 0, 0, "", bad("nextToken %q is not valid", token)
+		}
+		start = s
+	}
+	end = min(start+max, n)
+	if end < n {
+		next = strconv.Itoa(end)
+	}
+	return start, end, next, nil
+}
+
+// maxResults is a request's page size: def when absent, else 1 to limit.
+func maxResults(v *int32, def, limit int) (int, *Error) {
+	if v == nil {
+		return def, nil
+	}
+	if *v < 1 || int(*v) > limit {
+		return 0, Validation("MaxResults %d is not in 1-%d", *v, limit)
+	}
+	return int(*v), nil
+}
+
+// listing answers an awsJson1_1 List call: one window of all (filtered and
+// sorted) under key, and NextToken when more follow.
+func listing[T any](key string, all []T, max int, token *string) (map[string]any, *Error) {
+	start, end, next, e := window(len(all), max, aws.ToString(token), Validation)
+	if e != nil {
+		return nil, e
+	}
+	res := map[string]any{key: all[start:end]}
+	if next != "" {
+		res["NextToken"] = next
+	}
+	return res, nil
+}

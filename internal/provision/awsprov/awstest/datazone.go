@@ -310,18 +310,7 @@ func page(q url.Values, n, def int) (start, end int, next string, e *Error) {
 		}
 		max = m
 	}
-	if v, ok := q["nextToken"]; ok {
-		s, err := strconv.Atoi(v[0])
-		if err != nil || s < 1 || s >= n {
-			return 0, 0, "", Validation("nextToken %q is not valid", v[0])
-		}
-		start = s
-	}
-	end = min(start+max, n)
-	if end < n {
-		next = strconv.Itoa(end)
-	}
-	return start, end, next, nil
+	return window(n, max, q.Get("nextToken"), Validation)
 }
 
 func (f *DataZone) listEnvironments(r *http.Request, decode func(any) *Error) (any, *Error) {

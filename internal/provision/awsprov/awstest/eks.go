@@ -303,21 +303,6 @@ func eksQuery(r *http.Request, allowed ...string) (url.Values, int, *Error) {
 	return q, max, nil
 }
 
-// eksPage cuts one page of n items from the nextToken in q.
-func eksPage(q url.Values, n, max int) (start, end int, next string, err *Error) {
-	if t := q.Get("nextToken"); t != "" {
-		s, cerr := strconv.Atoi(t)
-		if cerr != nil || s < 0 || s > n {
-			return 0, 0, "", eksInvalid("nextToken %q is not valid", t)
-		}
-		start = s
-	}
-	end = min(start+max, n)
-	if end < n {
-		next = strconv.Itoa(end)
-	}
-	return start, end, next, nil
-}
 
 func eksCheckTags(tags map[string]string) *Error {
 	if len(tags) > 50 {
@@ -498,7 +483,7 @@ func (e *EKS) listEntries(r *http.Request, decode func(any) *Error) (any, *Error
 		}
 	}
 	slices.Sort(all)
-	start, end, next, err := eksPage(q, len(all), max)
+	start, end, next, err := window(len(all), max, q.Get("nextToken"), eksInvalid)
 	if err != nil {
 		return nil, err
 	}
@@ -574,7 +559,7 @@ func (e *EKS) listPolicies(r *http.Request, decode func(any) *Error) (any, *Erro
 		return nil, err
 	}
 	arns := slices.Sorted(maps.Keys(a.policies))
-	start, end, next, err := eksPage(q, len(arns), max)
+	start, end, next, err := window(len(arns), max, q.Get("nextToken"), eksInvalid)
 	if err != nil {
 		return nil, err
 	}
@@ -762,7 +747,7 @@ func (e *EKS) listPods(r *http.Request, decode func(any) *Error) (any, *Error) {
 		}
 	}
 	slices.SortFunc(all, func(a, b *PodIdentity) int { return strings.Compare(a.ID, b.ID) })
-	start, end, next, err := eksPage(q, len(all), max)
+	start, end, next, err := window(len(all), max, q.Get("nextToken"), eksInvalid)
 	if err != nil {
 		return nil, err
 	}

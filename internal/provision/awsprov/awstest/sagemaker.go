@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -414,12 +413,9 @@ func (f *SageMaker) update(in quotaUpdateIn) (any, *Error) {
 }
 
 func (f *SageMaker) list(in quotaListIn) (any, *Error) {
-	max := 10
-	if in.MaxResults != nil {
-		if *in.MaxResults < 1 || *in.MaxResults > 100 {
-			return nil, Validation("MaxResults %d is not in 1-100", *in.MaxResults)
-		}
-		max = int(*in.MaxResults)
+	max, e := maxResults(in.MaxResults, 10, 100)
+	if e != nil {
+		return nil, e
 	}
 	if in.ClusterArn != nil && !clusterARNPattern.MatchString(*in.ClusterArn) {
 		return nil, Validation("ClusterArn %q does not match %s", *in.ClusterArn, clusterARNPattern)
@@ -437,23 +433,10 @@ func (f *SageMaker) list(in quotaListIn) (any, *Error) {
 		all = append(all, q.out())
 	}
 	slices.SortFunc(all, func(a, b quotaOut) int { return strings.Compare(a.ComputeQuotaId, b.ComputeQuotaId) })
-	start := 0
-	if in.NextToken != nil {
-		n, err := strconv.Atoi(*in.NextToken)
-		if err != nil || n < 0 || n > len(all) {
-			return nil, Validation("NextToken %q is not valid", *in.NextToken)
-		}
-		start = n
+	for i := range all {
+		all[i].FailureReason = "" // not a member of ComputeQuotaSummary
 	}
-	end := min(start+max, len(all))
-	res := map[string]any{"ComputeQuotaSummaries": all[start:end]}
-	for i := range all[start:end] {
-		all[start+i].FailureReason = "" // not a member of ComputeQuotaSummary
-	}
-	if end < len(all) {
-		res["NextToken"] = strconv.Itoa(end)
-	}
-	return res, nil
+	return listing("ComputeQuotaSummaries", all, max, in.NextToken)
 }
 
 func (f *SageMaker) delete(in quotaDeleteIn) (any, *Error) {

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -414,12 +413,9 @@ func (f *SageMaker) describeDomain(in smDomainIDIn) (any, *Error) {
 }
 
 func (f *SageMaker) listDomains(in smDomainListIn) (any, *Error) {
-	max := 10
-	if in.MaxResults != nil {
-		if *in.MaxResults < 1 || *in.MaxResults > 100 {
-			return nil, Validation("MaxResults %d is not in 1-100", *in.MaxResults)
-		}
-		max = int(*in.MaxResults)
+	max, e := maxResults(in.MaxResults, 10, 100)
+	if e != nil {
+		return nil, e
 	}
 	var all []smDomainSummary
 	for _, d := range f.dom.byID {
@@ -429,20 +425,7 @@ func (f *SageMaker) listDomains(in smDomainListIn) (any, *Error) {
 		})
 	}
 	slices.SortFunc(all, func(a, b smDomainSummary) int { return strings.Compare(a.DomainId, b.DomainId) })
-	start := 0
-	if in.NextToken != nil {
-		n, err := strconv.Atoi(*in.NextToken)
-		if err != nil || n < 0 || n > len(all) {
-			return nil, Validation("NextToken %q is not valid", *in.NextToken)
-		}
-		start = n
-	}
-	end := min(start+max, len(all))
-	res := map[string]any{"Domains": all[start:end]}
-	if end < len(all) {
-		res["NextToken"] = strconv.Itoa(end)
-	}
-	return res, nil
+	return listing("Domains", all, max, in.NextToken)
 }
 
 // merge sets every member of in that was sent, as UpdateDomain does: what

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -361,12 +360,9 @@ func (f *SageMaker) updateScheduler(in smSchedUpdateIn) (any, *Error) {
 }
 
 func (f *SageMaker) listSchedulers(in smSchedListIn) (any, *Error) {
-	max := 10
-	if in.MaxResults != nil {
-		if *in.MaxResults < 1 || *in.MaxResults > 100 {
-			return nil, Validation("MaxResults %d is not in 1-100", *in.MaxResults)
-		}
-		max = int(*in.MaxResults)
+	max, e := maxResults(in.MaxResults, 10, 100)
+	if e != nil {
+		return nil, e
 	}
 	switch {
 	case in.ClusterArn != nil && !clusterARNPattern.MatchString(*in.ClusterArn):
@@ -394,20 +390,7 @@ func (f *SageMaker) listSchedulers(in smSchedListIn) (any, *Error) {
 	slices.SortFunc(all, func(a, b smSchedSummary) int {
 		return strings.Compare(a.ClusterSchedulerConfigId, b.ClusterSchedulerConfigId)
 	})
-	start := 0
-	if in.NextToken != nil {
-		n, err := strconv.Atoi(*in.NextToken)
-		if err != nil || n < 0 || n > len(all) {
-			return nil, Validation("NextToken %q is not valid", *in.NextToken)
-		}
-		start = n
-	}
-	end := min(start+max, len(all))
-	res := map[string]any{"ClusterSchedulerConfigSummaries": all[start:end]}
-	if end < len(all) {
-		res["NextToken"] = strconv.Itoa(end)
-	}
-	return res, nil
+	return listing("ClusterSchedulerConfigSummaries", all, max, in.NextToken)
 }
 
 func (f *SageMaker) deleteScheduler(in smSchedDeleteIn) (any, *Error) {

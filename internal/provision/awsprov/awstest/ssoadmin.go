@@ -2,10 +2,10 @@ package awstest
 
 import (
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -190,26 +190,12 @@ func (s *SSOAdmin) deleteAssignment(in ssoAssignmentIn) (any, *Error) {
 
 // ssoPage is the part of n items a MaxResults/NextToken pair asks for, and the
 // next token ("" at the end).
-func ssoPage(n int, maxResults *int32, token *string) (start, end int, next string, e *Error) {
-	max := 100
-	if maxResults != nil {
-		if *maxResults < 1 || *maxResults > 100 {
-			return 0, 0, "", Validation("MaxResults %d is not in 1-100", *maxResults)
-		}
-		max = int(*maxResults)
+func ssoPage(n int, size *int32, token *string) (start, end int, next string, e *Error) {
+	max, e := maxResults(size, 100, 100)
+	if e != nil {
+		return 0, 0, "", e
 	}
-	if token != nil {
-		i, err := strconv.Atoi(*token)
-		if err != nil || i < 0 || i > n {
-			return 0, 0, "", Validation("NextToken %q is not valid", *token)
-		}
-		start = i
-	}
-	end = min(start+max, n)
-	if end < n {
-		next = strconv.Itoa(end)
-	}
-	return start, end, next, nil
+	return window(n, max, aws.ToString(token), Validation)
 }
 
 func (s *SSOAdmin) listAssignments(in ssoAssignmentListIn) (any, *Error) {
