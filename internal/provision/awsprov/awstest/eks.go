@@ -303,7 +303,6 @@ func eksQuery(r *http.Request, allowed ...string) (url.Values, int, *Error) {
 	return q, max, nil
 }
 
-
 func eksCheckTags(tags map[string]string) *Error {
 	if len(tags) > 50 {
 		return eksInvalid("a resource can have at most 50 tags, got %d", len(tags))
