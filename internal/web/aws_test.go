@@ -166,3 +166,34 @@ func TestPlanPreviewsTheAWSCalls(t *testing.T) {
 		t.Error("previewing changed something on AWS")
 	}
 }
+
+// A request filed meanwhile (here straight into the store, as a race would)
+// that names the same role makes the approval refuse, inside its
+// transaction.
+func TestApprovalRefusesARoleClaimedMeanwhile(t *testing.T) {
+	h := newHarness(t, false)
+	owner, admin := h.signIn("owner.red"), h.signIn("admin")
+	f := formValues(formFromContract(workflow.ExampleContract()))
+	f.Set("intent", "submit")
+	h.postAs(owner, "/teams/red/connections", f)
+	if resp, _ := h.postAs(admin, "/admin/inventory", url.Values{"cluster": {"shared-hp"}, "instance_type": {"ml.p5.48xlarge"}, "count": {"8"}}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("set inventory = %d", resp.StatusCode)
+	}
+	blue := workflow.ExampleContractFor("blue")
+	blue.AccessRoleARN = workflow.ExampleContract().AccessRoleARN
+	u, err := h.db.RecordLogin(context.Background(), "https://idp.example.test", "blue", "owner.blue@example.test", "Blue", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.db.CreateConnection(context.Background(), blue, store.Actor{ID: u.ID, Email: u.Email}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := h.db.Version(context.Background(), 1, 1)
+	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}})
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "Not approved: role arn:aws:iam::111122223333:role/red-access is already named by another connection") {
+		t.Errorf("approve = %d; want 409 naming the role", resp.StatusCode)
+	}
+	if conn, _ := h.db.Connection(context.Background(), 1); conn.State != workflow.StateSubmitted {
+		t.Errorf("state %s, want submitted", conn.State)
+	}
+}

@@ -568,14 +568,8 @@ func (s *Server) decide(c echo.Context) error {
 			if rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed); !rep.OK() {
 				return errOverCapacity
 			}
-			taken := slices.DeleteFunc(slices.Clone(cur.Contract.Namespaces), func(ns string) bool { return !env.NamespaceTaken(ns) })
-			if len(taken) > 0 {
-				return fmt.Errorf("%w: %s", errNamespaceTaken, strings.Join(taken, ", "))
-			}
-			k := cur.Contract
-			roles := slices.DeleteFunc([]string{k.ProjectRoleARN, k.AccessRoleARN, k.WorkloadRoleARN}, func(r string) bool { return r == "" || !env.RoleTaken(r) })
-			if len(roles) > 0 {
-				return fmt.Errorf("%w: %s", errRoleTaken, strings.Join(roles, ", "))
+			if taken := cur.Contract.ClaimConflicts(env); len(taken) > 0 {
+				return fmt.Errorf("%w: %s", errClaimTaken, strings.Join(taken, "; "))
 			}
 			return nil
 		}
@@ -591,8 +585,8 @@ func (s *Server) decide(c echo.Context) error {
 		return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, stale), "")
 	case errors.Is(err, errOverCapacity):
 		return rerender(http.StatusConflict, "Not approved: the request no longer fits the cluster's free capacity.", "")
-	case errors.Is(err, errNamespaceTaken), errors.Is(err, errRoleTaken):
-		return rerender(http.StatusConflict, "Not approved: "+err.Error()+".", "")
+	case errors.Is(err, errClaimTaken):
+		return rerender(http.StatusConflict, "Not approved: "+strings.TrimPrefix(err.Error(), errClaimTaken.Error()+": ")+".", "")
 	case errors.Is(err, store.ErrAlreadyDecided):
 		return rerender(http.StatusConflict, "You already approved this version; it needs another admin's approval.", "")
 	case err != nil:
@@ -602,9 +596,8 @@ func (s *Server) decide(c echo.Context) error {
 }
 
 var (
-	errOverCapacity   = errors.New("over capacity")
-	errNamespaceTaken = errors.New("a namespace is already held by another connection")
-	errRoleTaken      = errors.New("a role is already named by another connection")
+	errOverCapacity = errors.New("over capacity")
+	errClaimTaken   = errors.New("claimed by another connection")
 )
 
 // staleNotice says what changed between the version the admin saw and now.

@@ -23,3 +23,19 @@ func TestExampleContractForAnotherTeamIsValidAndItsOwn(t *testing.T) {
 		t.Error("red's example changed")
 	}
 }
+
+func TestClaimConflicts(t *testing.T) {
+	c := ExampleContract()
+	env := ValidationEnv{
+		NamespaceTaken: func(ns string) bool { return ns == "hyperpod-ns-red" },
+		RoleTaken:      func(r string) bool { return r == c.AccessRoleARN },
+	}
+	got := c.ClaimConflicts(env)
+	want := []string{"namespace hyperpod-ns-red is already held by another connection", "role " + c.AccessRoleARN + " is already named by another connection"}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("conflicts = %q, want %q", got, want)
+	}
+	if got := c.ClaimConflicts(ValidationEnv{}); got != nil {
+		t.Errorf("without checks: %q", got)
+	}
+}

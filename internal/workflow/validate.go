@@ -691,3 +691,27 @@ func joinValues[T ~string](all []T) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// ClaimConflicts are what c claims that another live connection already
+// holds: its namespaces and its roles (a team's own, see
+// ValidationEnv.RoleTaken), as sentences. Validate reports the same per
+// field; approval checks it again inside its transaction, where a request
+// filed meanwhile may have taken them.
+func (c Contract) ClaimConflicts(env ValidationEnv) []string {
+	var out []string
+	if env.NamespaceTaken != nil {
+		for _, ns := range c.Namespaces {
+			if ns != "" && env.NamespaceTaken(ns) {
+				out = append(out, "namespace "+ns+" is already held by another connection")
+			}
+		}
+	}
+	if env.RoleTaken != nil {
+		for _, r := range []string{c.ProjectRoleARN, c.AccessRoleARN, c.WorkloadRoleARN} {
+			if r != "" && env.RoleTaken(r) {
+				out = append(out, "role "+r+" is already named by another connection")
+			}
+		}
+	}
+	return out
+}
