@@ -197,3 +197,25 @@ func TestApprovalRefusesARoleClaimedMeanwhile(t *testing.T) {
 		t.Errorf("state %s, want submitted", conn.State)
 	}
 }
+
+// The owner's view of the same request makes no AWS lookups.
+func TestPlanPreviewIsForApproversOnly(t *testing.T) {
+	c := workflow.ExampleContract()
+	st := awstest.NewStack(t, c.EKSClusterName)
+	sm := sagemaker.NewFromConfig(awstest.Config(1), func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(st.SageMaker.URL()) })
+	runner := &awsprov.Runner{Clients: awsprov.Clients{SageMaker: sm, Domains: sm,
+		EKS: eks.NewFromConfig(awstest.Config(1), func(o *eks.Options) { o.BaseEndpoint = aws.String(st.EKS.URL()) })}}
+	h := newHarness(t, false, withAWS, func(o *Options) { o.AWSPreview = runner })
+	owner := h.signIn("owner.red")
+	f := formValues(formFromContract(c))
+	f.Set("intent", "submit")
+	h.postAs(owner, "/teams/red/connections", f)
+	_, body := h.get(owner.c, "/connections/1")
+	if strings.Contains(body, `data-testid="aws-now"`) || st.SageMaker.Count("ListComputeQuotas")+st.EKS.Count("DescribeAccessEntry") != 0 {
+		t.Error("the owner's view looked up AWS")
+	}
+	_, body = h.get(h.signIn("admin").c, "/connections/1")
+	if !strings.Contains(body, `data-testid="aws-now"`) || st.SageMaker.Count("ListComputeQuotas") == 0 {
+		t.Error("the approver's view did not look up AWS")
+	}
+}

@@ -367,7 +367,10 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	s.revokeForm(p, obj, &d)
 	if p.HasRole(workflow.RoleAdmin) || workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed ||
 		(conn.State == workflow.StateSubmitted && workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed) {
-		d.Plan = s.planView(c.Request().Context(), conn, cur)
+		// Only the approvers of a submitted version get the AWS lookups: they
+		// cost a few AWS reads per view, and drafts change anyway.
+		preview := p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted
+		d.Plan = s.planView(c.Request().Context(), conn, cur, preview)
 	}
 	if p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted {
 		d.ApprovalsNeed = workflow.ApprovalsNeeded(cur.Contract.DataClassification)
@@ -675,8 +678,9 @@ func (s *Server) adminQueue(c echo.Context) error {
 	return render(c, http.StatusOK, views.AdminQueuePage(s.page(c, "Admin"), rows))
 }
 
-// planView builds the provisioning plan of a version for display.
-func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Version) *views.PlanView {
+// planView builds the provisioning plan of a version for display; with
+// preview, each AWS call is looked up on AWS (Options.AWSPreview).
+func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Version, preview bool) *views.PlanView {
 	id := conn.ID
 	pv := &views.PlanView{DryRun: s.opts.DryRun}
 	if fe := v.Contract.Validate(workflow.ValidationEnv{Now: s.opts.Now()}); len(fe) > 0 {
@@ -690,7 +694,7 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 	}
 	pv.Summary, pv.Warnings, pv.YAML, pv.Hash = plan.Summary(), plan.Warnings, plan.YAML(), plan.Hash()
 	var actx context.Context
-	if s.opts.AWSPreview != nil && !conn.State.Committed() {
+	if s.opts.AWSPreview != nil && preview {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
