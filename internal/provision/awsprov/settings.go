@@ -105,18 +105,17 @@ type AccessSettings struct {
 
 // Default settings.
 const (
-	DefaultDomainNameFormat    = "%s-studio"
-	DefaultConnectionFormat    = "hyperpod-%s"
-	DomainKeep                 = "keep"
-	DomainDelete               = "delete"
-	AccessPolicyARNPrefix      = "arn:aws:eks::aws:cluster-access-policy/"
-	PolicyHyperPodTraining     = "AmazonSagemakerHyperpodTrainingPolicy"
-	PolicyHyperPodInference    = "AmazonSagemakerHyperpodInferencePolicy"
-	PolicyHyperPodSpace        = "AmazonSagemakerHyperpodSpacePolicy"
-	PolicyEKSView              = "AmazonEKSViewPolicy"
-	appNetworkVpcOnly          = "VpcOnly"
-	appNetworkPublicInternet   = "PublicInternetOnly"
-	defaultAppNetworkAccessTyp = appNetworkVpcOnly
+	DefaultDomainNameFormat  = "%s-studio"
+	DefaultConnectionFormat  = "hyperpod-%s"
+	DomainKeep               = "keep"
+	DomainDelete             = "delete"
+	AccessPolicyARNPrefix    = "arn:aws:eks::aws:cluster-access-policy/"
+	PolicyHyperPodTraining   = "AmazonSagemakerHyperpodTrainingPolicy"
+	PolicyHyperPodInference  = "AmazonSagemakerHyperpodInferencePolicy"
+	PolicyHyperPodSpace      = "AmazonSagemakerHyperpodSpacePolicy"
+	PolicyEKSView            = "AmazonEKSViewPolicy"
+	appNetworkVpcOnly        = "VpcOnly"
+	appNetworkPublicInternet = "PublicInternetOnly"
 )
 
 // WithDefaults fills empty fields.
@@ -129,7 +128,7 @@ func (s Settings) WithDefaults() Settings {
 		st.UnifiedConnectionNameFormat = DefaultConnectionFormat
 	}
 	if st.AppNetworkAccessType == "" {
-		st.AppNetworkAccessType = defaultAppNetworkAccessTyp
+		st.AppNetworkAccessType = appNetworkVpcOnly // the default
 	}
 	if st.OnRevoke == "" {
 		st.OnRevoke = DomainKeep
