@@ -580,7 +580,10 @@ func TestAccessEntryOfAnotherOwnerIsNeverTakenOver(t *testing.T) {
 		Policies: []AccessPolicy{{PolicyARN: userPolicy}}}
 	ensureEntry(t, api, admin) // made outside the portal: no connection tag
 
-	for name, owner := range map[string]string{"made by hand": "", "another connection's": "8"} {
+	// In this order: the entry made by hand first, then another
+	// connection's in its place.
+	for _, o := range []struct{ name, owner string }{{"made by hand", ""}, {"another connection's", "8"}} {
+		name, owner := o.name, o.owner
 		if owner != "" {
 			if err := DeleteAccessEntry(ctx, api, testEKSCluster, teamRoleARN, ""); err != nil {
 				t.Fatal(err)
