@@ -13,6 +13,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov/sdkhttp"
 )
 
 // awsSide is the AWS half of provisioning as configured: the settings that
@@ -98,6 +99,8 @@ func loadAWSConfig(ctx context.Context, region string) (aws.Config, error) {
 		return aws.Config{}, errors.New("no AWS region: set --aws-region (or the settings' region, or AWS_REGION)")
 	}
 	ac.AppID = "hyperpod-portal"
+	ac.HTTPClient = sdkhttp.Client() // see sdkhttp: smithy-go closes request bodies early
+
 	return ac, nil
 }
 

@@ -38,7 +38,7 @@ type Endpoints struct {
 
 // NewClients builds the real clients from cfg (credentials from the default
 // chain in the portal: in a cluster, the Pod Identity of its own
-// ServiceAccount) with the endpoint overrides.
+// ServiceAccount; HTTP client sdkhttp.Client) with the endpoint overrides.
 func NewClients(cfg aws.Config, ep Endpoints) Clients {
 	base := func(url string) *string {
 		if url == "" {

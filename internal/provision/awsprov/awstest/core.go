@@ -35,6 +35,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov/sdkhttp"
 )
 
 // Test credentials: every endpoint refuses a request not signed with
@@ -239,15 +241,14 @@ func (c *Core) serveJSON11(prefix string, ops map[string]handler) {
 		c.finish(op, aerr)
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 		if aerr != nil {
-			w.WriteHeader(aerr.Status)
 			body := map[string]any{"__type": aerr.Code, "message": aerr.Message}
 			for k, v := range aerr.Fields {
 				body[k] = v
 			}
-			_ = json.NewEncoder(w).Encode(body)
+			reply(w, aerr.Status, body)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(res)
+		reply(w, http.StatusOK, res)
 	}))
 	c.tb.Cleanup(c.srv.Close)
 }
@@ -285,18 +286,16 @@ func (c *Core) serveREST(routes []route) {
 			w.Header().Set("Content-Type", "application/json")
 			if aerr != nil {
 				w.Header().Set("X-Amzn-ErrorType", aerr.Code)
-				w.WriteHeader(aerr.Status)
-				_ = json.NewEncoder(w).Encode(map[string]string{"message": aerr.Message})
+				reply(w, aerr.Status, map[string]string{"message": aerr.Message})
 				return
 			}
-			_ = json.NewEncoder(w).Encode(res)
+			reply(w, http.StatusOK, res)
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.finish(r.Method+" "+r.URL.Path, BadRequest("UnknownOperationException", "no route"))
 		w.Header().Set("X-Amzn-ErrorType", "UnknownOperationException")
-		w.WriteHeader(http.StatusNotFound)
-		_ = json.NewEncoder(w).Encode(map[string]string{"message": "no route for " + r.Method + " " + r.URL.Path})
+		reply(w, http.StatusNotFound, map[string]string{"message": "no route for " + r.Method + " " + r.URL.Path})
 	})
 	c.srv = httptest.NewServer(mux)
 	c.tb.Cleanup(c.srv.Close)
@@ -320,6 +319,7 @@ func (c *Core) finish(op string, aerr *Error) {
 // and ValidationException are not).
 func Config(maxAttempts int) aws.Config {
 	return aws.Config{
+		HTTPClient:  sdkhttp.Client(), // as the portal's clients have (awsprov.NewClients)
 		Region:      Region,
 		Credentials: credentials.NewStaticCredentialsProvider(AccessKeyID, SecretAccessKey, ""),
 		Retryer: func() aws.Retryer {
@@ -378,4 +378,18 @@ func listing[T any](key string, all []T, max int, token *string) (map[string]any
 		res["NextToken"] = next
 	}
 	return res, nil
+}
+
+// reply writes v as the services do: one JSON document with its
+// Content-Length, no trailing newline, not chunked. (A chunked body with a
+// newline after the document made the SDK's decoder for big listings fail
+// now and then with "use of closed network connection".)
+func reply(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"__type":"InternalFailure","message":"test endpoint could not encode its answer"}`)
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
