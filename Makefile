@@ -39,7 +39,9 @@ check-generated: ## fail when committed *_templ.go files differ from templ gener
 	done; \
 	[ $$stale = 0 ] && echo "templ: generated files are current"
 
-lint: ## go vet + staticcheck (pinned in go.mod)
+lint: ## go mod tidy check + go vet + staticcheck (pinned in go.mod)
+	@# -diff prints what tidy would change in go.mod/go.sum and exits non-zero, changing nothing
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
