@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -57,7 +58,7 @@ func openMigrated(ctx context.Context, cfg Config) (*store.DB, error) {
 // contract exported as JSON or YAML and creates a draft with the same
 // validation as the form, on behalf of an existing portal user.
 func contractCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	const usage = "usage: portal contract import FILE --as EMAIL [--db FILE]"
+	const usage = "usage: portal contract import FILE --as EMAIL [--db FILE] [--groups-file FILE | --dev]"
 	if len(args) < 2 || args[0] != "import" || strings.HasPrefix(args[1], "-") {
 		return errors.New(usage)
 	}
@@ -110,6 +111,25 @@ func contractCmd(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
+	// The same authorization as the form: the user's roles and teams as the
+	// groups file maps the groups recorded at their last login.
+	var mapping auth.Mapping
+	switch {
+	case cfg.GroupsFile != "":
+		if mapping, err = auth.LoadMapping(cfg.GroupsFile); err != nil {
+			return err
+		}
+	case cfg.Dev:
+		mapping = auth.DevMapping()
+	default:
+		return errors.New("--groups-file: required, to check that --as " + as + " may file a request for the contract's team (or --dev for the demo groups). " + usage)
+	}
+	roles, ms := mapping.Resolve(user.Groups)
+	p := workflow.NewPrincipal(user.ID, user.Subject, user.Email, user.Name, roles, ms)
+	if d := workflow.Decide(p, workflow.ActionCreateRequest, workflow.Object{Team: c.Team}); !d.Allowed {
+		return fmt.Errorf("--as %s may not file a request for team %q (%s; groups at their last login on %s: %s): nothing was imported",
+			as, c.Team, d.Reason, user.LastLogin.UTC().Format(time.RFC3339), groupList(user.Groups))
+	}
 	env := db.ValidationEnv(ctx, time.Now(), 0, nil)
 	if fe := c.Validate(env); len(fe) > 0 {
 		var b strings.Builder
@@ -125,4 +145,11 @@ func contractCmd(ctx context.Context, args []string, getenv func(string) string,
 	}
 	fmt.Fprintf(stdout, "imported %s as draft connection #%d for team %s (version 1, hash %s)\n", file, conn.ID, conn.Team, c.Hash())
 	return nil
+}
+
+func groupList(gs []string) string {
+	if len(gs) == 0 {
+		return "none"
+	}
+	return strings.Join(gs, ", ")
 }

@@ -26,8 +26,13 @@ func TestContractImportAndAuditVerify(t *testing.T) {
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []string{"owner.red@example.test", "member.red@example.test"} {
-		if _, err := db.RecordLogin(ctx, "https://idp.test", e, e, e, nil, time.Now()); err != nil {
+	for e, groups := range map[string][]string{
+		"owner.red@example.test":  {"team-red-owners"},
+		"member.red@example.test": {"team-red-members"},
+		"owner.blue@example.test": {"team-blue-owners"},
+		"admin@example.test":      {"platform-admins"},
+	} {
+		if _, err := db.RecordLogin(ctx, "https://idp.test", e, e, e, groups, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,11 +52,30 @@ func TestContractImportAndAuditVerify(t *testing.T) {
 	unknown := filepath.Join(dir, "unknown.json")
 	os.WriteFile(unknown, []byte(`{"team":"red","surprise":1}`), 0o600)
 
-	env := func(string) string { return "" }
+	groupsFile := filepath.Join(dir, "groups.yaml")
+	os.WriteFile(groupsFile, []byte("roles:\n  admin: [platform-admins]\nteams:\n  red:\n    owners: [team-red-owners]\n    members: [team-red-members]\n  blue:\n    owners: [team-blue-owners]\n"), 0o600)
+	env := func(k string) string {
+		if k == "PORTAL_GROUPS_FILE" {
+			return groupsFile
+		}
+		return ""
+	}
 	runCmd := func(args ...string) (string, error) {
 		var out, errb bytes.Buffer
 		err := run(ctx, args, env, &out, &errb)
 		return out.String() + errb.String(), err
+	}
+
+	// Only an owner of the contract's team may file it, as in the form: a
+	// member, another team's owner and an admin are refused, nothing is
+	// written.
+	for _, as := range []string{"member.red@example.test", "owner.blue@example.test", "admin@example.test"} {
+		if out, err := runCmd("contract", "import", good, "--as", as, "--db", dbPath); err == nil || !strings.Contains(err.Error(), "may not file a request for team \"red\"") || !strings.Contains(err.Error(), "nothing was imported") {
+			t.Errorf("import as %s: %v\n%s", as, err, out)
+		}
+	}
+	if _, err := runCmd("contract", "import", good, "--as", "owner.red@example.test", "--db", dbPath, "--groups-file="); err == nil || !strings.Contains(err.Error(), "--groups-file: required") {
+		t.Errorf("import without a groups file: %v", err)
 	}
 
 	out, err := runCmd("contract", "import", good, "--as", "owner.red@example.test", "--db", dbPath)
