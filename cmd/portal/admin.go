@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -16,13 +17,35 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// auditCmd runs `portal audit verify`: it walks the hash chain and names the
-// first broken row.
+// auditCmd runs `portal audit verify [--head HASH]`, which walks the hash
+// chain and names the first broken row, and `portal audit head`, which
+// prints the chain's head to be kept where the database's writers cannot
+// change it.
 func auditCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "verify" {
-		return errors.New("usage: portal audit verify [--db FILE]")
+	const usage = "usage: portal audit verify [--head HASH] [--db FILE] | portal audit head [--db FILE]"
+	if len(args) == 0 || (args[0] != "verify" && args[0] != "head") {
+		return errors.New(usage)
 	}
-	cfg, err := parseConfig("audit verify", args[1:], getenv, stderr)
+	var head string
+	var flags []string
+	for i := 1; i < len(args); i++ {
+		switch a := args[i]; {
+		case args[0] == "verify" && (a == "--head" || a == "-head"):
+			if i+1 >= len(args) {
+				return errors.New("--head needs the hash `portal audit head` printed: " + usage)
+			}
+			head, i = args[i+1], i+1
+		case args[0] == "verify" && strings.HasPrefix(a, "--head="):
+			head = strings.TrimPrefix(a, "--head=")
+		default:
+			flags = append(flags, a)
+		}
+	}
+	head = strings.ToLower(strings.TrimSpace(head))
+	if head != "" && !isSHA256Hex(head) {
+		return fmt.Errorf("--head: %q is not a SHA-256 hash (64 hex digits, as `portal audit head` prints)", head)
+	}
+	cfg, err := parseConfig("audit "+args[0], flags, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -31,6 +54,14 @@ func auditCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer db.Close()
+	if args[0] == "head" {
+		h, err := db.AuditHead(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "audit head: %d events, newest #%d, hash %s\n", h.Count, h.ID, h.Hash)
+		return nil
+	}
 	n, brk, err := db.VerifyAudit(ctx)
 	if err != nil {
 		return err
@@ -38,8 +69,69 @@ func auditCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if brk != nil {
 		return fmt.Errorf("audit chain BROKEN at event %d (%s); %d events before it verified", brk.ID, brk.Reason, n)
 	}
-	fmt.Fprintf(stdout, "audit chain OK: %d events verified\n", n)
+	if head != "" {
+		// The chain verifies, so it is intact up to its newest event; what
+		// it cannot show is that events after that were removed. The
+		// published head must be one of its events.
+		at, err := db.AuditHeadAt(ctx, head)
+		if errors.Is(err, store.ErrNotFound) {
+			now, err := db.AuditHead(ctx)
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("audit chain TRUNCATED: the published head %s is not in the trail. The trail verifies up to its newest event #%d (hash %s, %d events), so the events after #%d up to the published head were removed (or this is another portal's database)",
+				head, now.ID, now.Hash, now.Count, now.ID)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "audit chain OK: %d events verified; the published head is event #%d (%d events then), %d appended since\n", n, at.ID, at.Count, n-at.Count)
+		return nil
+	}
+	fmt.Fprintf(stdout, "audit chain OK: %d events verified (give --head HASH from `portal audit head` to detect removed newest events)\n", n)
 	return nil
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// logAuditHeads logs the chain's head at start and then, checking every
+// tick, the head at every store.AuditHeadLogEvery-th event, until ctx ends.
+func logAuditHeads(ctx context.Context, db *store.DB, logger *slog.Logger, tick <-chan time.Time) {
+	h, err := db.AuditHead(ctx)
+	if err != nil {
+		logger.Error("audit head", "err", err)
+	} else {
+		logger.Info("audit chain head", "events", h.Count, "event_id", h.ID, "hash", h.Hash)
+	}
+	last := h.ID - h.ID%store.AuditHeadLogEvery
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+		heads, err := db.AuditHeadsEvery(ctx, last, store.AuditHeadLogEvery)
+		if err != nil {
+			if ctx.Err() == nil {
+				logger.Error("audit head", "err", err)
+			}
+			continue
+		}
+		for _, h := range heads {
+			logger.Info("audit chain head", "events", h.Count, "event_id", h.ID, "hash", h.Hash)
+			last = h.ID
+		}
+	}
 }
 
 func openMigrated(ctx context.Context, cfg Config) (*store.DB, error) {

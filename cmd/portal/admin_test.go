@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"regexp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,5 +115,133 @@ func TestContractImportAndAuditVerify(t *testing.T) {
 	_, err = runCmd("audit", "verify", "--db", dbPath)
 	if err == nil || !strings.Contains(err.Error(), "BROKEN at event 1") {
 		t.Errorf("verify after tampering: %v", err)
+	}
+}
+
+// A hash chain cannot show that its newest events were removed; the head
+// published by `portal audit head` can.
+func TestAuditHeadDetectsARemovedTail(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "portal.db")
+	db, err := store.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := db.RecordClusterEvent(ctx, "test.event", store.Actor{Email: "admin@example.test"}, fmt.Sprint("event ", i+1), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	env := func(string) string { return "" }
+	runCmd := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(ctx, args, env, &out, &errb)
+		return out.String() + errb.String(), err
+	}
+	out, err := runCmd("audit", "head", "--db", dbPath)
+	m := regexp.MustCompile(`^audit head: 5 events, newest #5, hash ([0-9a-f]{64})\n$`).FindStringSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("audit head: %v\n%q", err, out)
+	}
+	head := m[1]
+	if out, err := runCmd("audit", "verify", "--head", head, "--db", dbPath); err != nil || !strings.Contains(out, "audit chain OK: 5 events verified; the published head is event #5") {
+		t.Fatalf("verify --head on the intact chain: %v\n%s", err, out)
+	}
+	if _, err := runCmd("audit", "verify", "--head", "abc", "--db", dbPath); err == nil || !strings.Contains(err.Error(), "not a SHA-256 hash") {
+		t.Errorf("verify --head abc: %v", err)
+	}
+
+	// Remove the two newest events behind the triggers' back: the chain
+	// that remains verifies, the published head does not.
+	db, err = store.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ExecForTest(ctx, `DROP TRIGGER audit_no_delete`, `DELETE FROM audit_events WHERE id > 3`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if out, err := runCmd("audit", "verify", "--db", dbPath); err != nil || !strings.Contains(out, "audit chain OK: 3 events") {
+		t.Fatalf("plain verify after the truncation (cannot see it): %v\n%s", err, out)
+	}
+	_, err = runCmd("audit", "verify", "--head", head, "--db", dbPath)
+	if err == nil || !strings.Contains(err.Error(), "TRUNCATED") || !strings.Contains(err.Error(), head) ||
+		!strings.Contains(err.Error(), "newest event #3") || !strings.Contains(err.Error(), "events after #3 up to the published head were removed") {
+		t.Errorf("verify --head after the truncation: %v", err)
+	}
+	// Events appended after the truncation do not hide it.
+	db, err = store.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := db.RecordClusterEvent(ctx, "test.event", store.Actor{Email: "admin@example.test"}, "later", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	if _, err = runCmd("audit", "verify", "--head", head, "--db", dbPath); err == nil || !strings.Contains(err.Error(), "TRUNCATED") {
+		t.Errorf("verify --head after truncation and new events: %v", err)
+	}
+}
+
+// serve logs the head at start and at every store.AuditHeadLogEvery-th
+// event, so the log store keeps it.
+func TestLogAuditHeads(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	add := func(n int) {
+		for range n {
+			if err := db.RecordClusterEvent(ctx, "test.event", store.Actor{Email: "a@example.test"}, "", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add(3)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	tick := make(chan time.Time)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); logAuditHeads(runCtx, db, logger, tick) }()
+	tick <- time.Time{} // the start line is written before the first tick is taken
+	add(2*store.AuditHeadLogEvery - 3 + 1)
+	tick <- time.Time{}
+	tick <- time.Time{} // taken only once the previous tick's lines are written
+	cancel()
+	<-done
+	var heads []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["msg"] == "audit chain head" {
+			heads = append(heads, m)
+		}
+	}
+	want := []float64{3, store.AuditHeadLogEvery, 2 * store.AuditHeadLogEvery}
+	if len(heads) != len(want) {
+		t.Fatalf("head lines %v, want events %v", heads, want)
+	}
+	for i, h := range heads {
+		if h["events"] != want[i] || len(h["hash"].(string)) != 64 {
+			t.Errorf("head line %d = %v, want %v events", i, h, want[i])
+		}
+	}
+	h, _ := db.AuditHeadAt(ctx, heads[2]["hash"].(string))
+	if h.Count != 2*store.AuditHeadLogEvery {
+		t.Errorf("the logged hash is event %+v", h)
 	}
 }

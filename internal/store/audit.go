@@ -213,3 +213,98 @@ func (d *DB) RecordClusterEvent(ctx context.Context, action string, by Actor, re
 		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: action, ObjectType: "cluster", Reason: reason})
 	})
 }
+
+// EachAuditEvent calls fn for every event matching f with id < before (0:
+// from the newest), newest first, reading batches of a fixed size by keyset,
+// so an export of any length takes constant memory and never holds a read
+// transaction while the client is slow. Events appended meanwhile have
+// higher ids than the first batch and are not included.
+func (d *DB) EachAuditEvent(ctx context.Context, f AuditFilter, before int64, fn func(AuditEvent) error) error {
+	const batch = 500
+	for {
+		events, err := d.AuditEvents(ctx, f, before, batch)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(events) < batch {
+			return nil
+		}
+		before = events[len(events)-1].ID
+	}
+}
+
+// AuditHead is the newest event of the chain: publishing its hash somewhere
+// the database's writers cannot reach is what lets a later verification see
+// that events at the end were removed, which the chain alone cannot show.
+type AuditHead struct {
+	Count int   // events in the trail
+	ID    int64 // the newest event's id (0 for an empty trail)
+	Hash  string
+}
+
+// AuditHead returns the chain's current head. Hash is the genesis hash of
+// an empty trail.
+func (d *DB) AuditHead(ctx context.Context) (AuditHead, error) {
+	h := AuditHead{Hash: genesisHash}
+	err := d.sql.QueryRowContext(ctx, `SELECT id, hash, (SELECT COUNT(*) FROM audit_events) FROM audit_events ORDER BY id DESC LIMIT 1`).Scan(&h.ID, &h.Hash, &h.Count)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return h, fmt.Errorf("store: audit head: %w", err)
+	}
+	return h, nil
+}
+
+// AuditHeadAt returns the head the chain had when the event with this hash
+// was the newest (its id, and the number of events up to it), or
+// ErrNotFound when no event has it: the events up to that published head
+// are gone.
+func (d *DB) AuditHeadAt(ctx context.Context, hash string) (AuditHead, error) {
+	h := AuditHead{Hash: hash}
+	if hash == genesisHash {
+		return h, nil
+	}
+	err := d.sql.QueryRowContext(ctx, `SELECT id, (SELECT COUNT(*) FROM audit_events a WHERE a.id <= e.id) FROM audit_events e WHERE hash = ? ORDER BY id LIMIT 1`, hash).Scan(&h.ID, &h.Count)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, ErrNotFound
+	}
+	if err != nil {
+		return h, fmt.Errorf("store: audit head at %s: %w", hash, err)
+	}
+	return h, nil
+}
+
+// AuditHeadLogEvery is how many appended events apart `portal serve` logs
+// the chain's head, so that a log store outside the database keeps it.
+const AuditHeadLogEvery = 1000
+
+// AuditHeadsEvery returns the heads the chain had at every multiple of
+// every events, after the event afterID, oldest first: the milestones
+// `portal serve` logs so that the log store keeps the chain's head.
+func (d *DB) AuditHeadsEvery(ctx context.Context, afterID int64, every int) ([]AuditHead, error) {
+	if every <= 0 {
+		return nil, errors.New("store: audit heads: every must be positive")
+	}
+	// Events are never deleted (triggers), so an event's id is the count of
+	// events up to it; ids are checked anyway, a gap would show as a count
+	// that differs from the id.
+	rows, err := d.sql.QueryContext(ctx, `
+SELECT id, hash, (SELECT COUNT(*) FROM audit_events a WHERE a.id <= e.id)
+FROM audit_events e WHERE id > ? AND id % ? = 0 ORDER BY id`, afterID, every)
+	if err != nil {
+		return nil, fmt.Errorf("store: audit heads: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditHead
+	for rows.Next() {
+		var h AuditHead
+		if err := rows.Scan(&h.ID, &h.Hash, &h.Count); err != nil {
+			return nil, fmt.Errorf("store: audit heads: %w", err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}

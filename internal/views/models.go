@@ -316,6 +316,13 @@ type AuditPage struct {
 	JSONURL   string
 	ChainOK   bool
 	ChainNote string
+	// The chain's head: publish it elsewhere (`portal audit head`) so that
+	// `portal audit verify --head` can tell when newest events were removed.
+	HeadCount int
+	HeadID    int64
+	HeadHash  string
+	// HeadLogEvery: the portal logs the head every this many events.
+	HeadLogEvery int
 }
 
 // VersionDiff compares two versions of one contract.

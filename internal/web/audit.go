@@ -1,9 +1,11 @@
 package web
 
 import (
+	"bufio"
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,8 +18,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
-
-const auditExportMax = 10000
 
 func auditFilter(c echo.Context) store.AuditFilter {
 	f := store.AuditFilter{
@@ -52,52 +52,16 @@ func (s *Server) auditTrail(c echo.Context) error {
 	ctx := c.Request().Context()
 	f := auditFilter(c)
 	before, _ := strconv.ParseInt(c.QueryParam("before"), 10, 64)
-	format := c.QueryParam("format")
-	limit := pageSize
-	if format != "" {
-		limit = auditExportMax
+	switch c.QueryParam("format") {
+	case "csv":
+		return s.exportAuditCSV(c, f, before)
+	case "json":
+		return s.exportAuditJSON(c, f, before)
 	}
+	limit := pageSize
 	events, err := s.opts.DB.AuditEvents(ctx, f, before, limit)
 	if err != nil {
 		return err
-	}
-	switch format {
-	case "csv":
-		c.Response().Header().Set("Content-Disposition", `attachment; filename="audit.csv"`)
-		c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-		c.Response().WriteHeader(http.StatusOK)
-		w := csv.NewWriter(c.Response())
-		_ = w.Write([]string{"id", "at", "actor", "action", "object_type", "object_id", "team", "version", "reason", "prev_hash", "hash"})
-		for _, e := range events {
-			_ = w.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format("2006-01-02T15:04:05.000000000Z"), csvSafe(e.Actor), e.Action,
-				e.ObjectType, strconv.FormatInt(e.ObjectID, 10), csvSafe(e.Team), strconv.Itoa(e.Version), csvSafe(e.Reason), e.PrevHash, e.Hash})
-		}
-		w.Flush()
-		return w.Error()
-	case "json":
-		type row struct {
-			ID         int64  `json:"id"`
-			At         string `json:"at"`
-			Actor      string `json:"actor"`
-			Action     string `json:"action"`
-			ObjectType string `json:"object_type"`
-			ObjectID   int64  `json:"object_id"`
-			Team       string `json:"team"`
-			Version    int    `json:"version"`
-			Reason     string `json:"reason"`
-			PrevHash   string `json:"prev_hash"`
-			Hash       string `json:"hash"`
-		}
-		out := make([]row, 0, len(events))
-		for _, e := range events {
-			out = append(out, row{e.ID, e.At.UTC().Format("2006-01-02T15:04:05.000000000Z"), e.Actor, e.Action, e.ObjectType, e.ObjectID, e.Team, e.Version, e.Reason, e.PrevHash, e.Hash})
-		}
-		c.Response().Header().Set("Content-Disposition", `attachment; filename="audit.json"`)
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		return c.Blob(http.StatusOK, "application/json", append(b, '\n'))
 	}
 	n, brk, err := s.verifyAuditSinceLastLook(ctx)
 	if err != nil {
@@ -108,6 +72,11 @@ func (s *Server) auditTrail(c echo.Context) error {
 	if f.ObjectID > 0 {
 		a.Object = strconv.FormatInt(f.ObjectID, 10)
 	}
+	head, err := s.opts.DB.AuditHead(ctx)
+	if err != nil {
+		return err
+	}
+	a.HeadCount, a.HeadID, a.HeadHash, a.HeadLogEvery = head.Count, head.ID, head.Hash, store.AuditHeadLogEvery
 	if brk != nil {
 		a.ChainNote = fmt.Sprintf("The hash chain is BROKEN at event %d: %s. Treat the trail after it as untrusted and restore from a backup.", brk.ID, brk.Reason)
 	}
@@ -129,6 +98,70 @@ func (s *Server) auditTrail(c echo.Context) error {
 	jq.Set("format", "json")
 	a.CSVURL, a.JSONURL = "/audit?"+cq.Encode(), "/audit?"+jq.Encode()
 	return render(c, http.StatusOK, views.AuditTrailPage(s.page(c, "Audit trail"), a))
+}
+
+const auditTimeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// exportAuditCSV streams every matching event, newest first: rows go to the
+// client as they are read, so memory stays constant at any length.
+func (s *Server) exportAuditCSV(c echo.Context, f store.AuditFilter, before int64) error {
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="audit.csv"`)
+	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	c.Response().WriteHeader(http.StatusOK)
+	w := csv.NewWriter(c.Response())
+	_ = w.Write([]string{"id", "at", "actor", "action", "object_type", "object_id", "team", "version", "reason", "prev_hash", "hash"})
+	err := s.opts.DB.EachAuditEvent(c.Request().Context(), f, before, func(e store.AuditEvent) error {
+		return w.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(auditTimeLayout), csvSafe(e.Actor), e.Action,
+			e.ObjectType, strconv.FormatInt(e.ObjectID, 10), csvSafe(e.Team), strconv.Itoa(e.Version), csvSafe(e.Reason), e.PrevHash, e.Hash})
+	})
+	w.Flush()
+	// The status is sent: a failure now can only cut the download short,
+	// and the error handler logs it.
+	return errors.Join(err, w.Error())
+}
+
+type auditJSONRow struct {
+	ID         int64  `json:"id"`
+	At         string `json:"at"`
+	Actor      string `json:"actor"`
+	Action     string `json:"action"`
+	ObjectType string `json:"object_type"`
+	ObjectID   int64  `json:"object_id"`
+	Team       string `json:"team"`
+	Version    int    `json:"version"`
+	Reason     string `json:"reason"`
+	PrevHash   string `json:"prev_hash"`
+	Hash       string `json:"hash"`
+}
+
+// exportAuditJSON streams every matching event as one JSON array, newest
+// first, an element at a time.
+func (s *Server) exportAuditJSON(c echo.Context, f store.AuditFilter, before int64) error {
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="audit.json"`)
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	c.Response().WriteHeader(http.StatusOK)
+	bw := bufio.NewWriter(c.Response())
+	sep := "[\n  "
+	err := s.opts.DB.EachAuditEvent(c.Request().Context(), f, before, func(e store.AuditEvent) error {
+		b, err := json.MarshalIndent(auditJSONRow{e.ID, e.At.UTC().Format(auditTimeLayout), e.Actor, e.Action, e.ObjectType, e.ObjectID, e.Team, e.Version, e.Reason, e.PrevHash, e.Hash}, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		if _, err := bw.WriteString(sep); err != nil {
+			return err
+		}
+		sep = ",\n  "
+		_, err = bw.Write(b)
+		return err
+	})
+	if err == nil {
+		if sep == "[\n  " {
+			_, err = bw.WriteString("[]\n")
+		} else {
+			_, err = bw.WriteString("\n]\n")
+		}
+	}
+	return errors.Join(err, bw.Flush())
 }
 
 // csvSafe defuses spreadsheet formula injection in user-controlled cells.
