@@ -107,6 +107,7 @@ type ContractForm struct {
 	Values      ContractValues
 	Errors      map[string]string // form field name -> message
 	Notice      string            // e.g. someone else saved meanwhile
+	SlurmNotice string            // the orchestrator is Slurm, which the portal does not set up
 
 	StudioModes, Orchestrators, WorkloadTypes, DataClasses, Sharings, Preemptions []Choice
 }
@@ -199,6 +200,19 @@ type CapacityRowView struct {
 	OK           bool
 }
 
+// SlurmView says why a Slurm contract cannot be approved and what setting
+// it up by hand would take.
+type SlurmView struct {
+	Reason string
+	Steps  []SlurmStepView
+}
+
+// SlurmStepView is one manual step.
+type SlurmStepView struct {
+	What    string
+	Command string
+}
+
 // ConnectionDetail is one connection: contract, history, decisions, actions.
 type ConnectionDetail struct {
 	ID              int64
@@ -234,6 +248,7 @@ type ConnectionDetail struct {
 	Progress      *Progress
 	Access        *Access
 	Drift         *DriftView
+	Slurm         *SlurmView // a Slurm contract: what the portal does not do
 
 	// Revocation, for admins while the state allows it: the form's action,
 	// what revoking will do, and the reason with its error on a re-render.

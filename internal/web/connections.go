@@ -124,12 +124,16 @@ func (s *Server) listConnections(c echo.Context) error {
 
 // formPage builds the contract form's view model.
 func (s *Server) formPage(heading, action, cancel string, base int, v views.ContractValues, errs map[string]string) views.ContractForm {
-	return views.ContractForm{
+	f := views.ContractForm{
 		Heading: heading, Action: action, CancelURL: cancel, BaseVersion: base, Values: v, Errors: errs,
 		StudioModes: choicesOf(workflow.StudioModeChoices()), Orchestrators: choicesOf(workflow.OrchestratorChoices()),
 		WorkloadTypes: choicesOf(workflow.WorkloadTypeChoices()), DataClasses: choicesOf(workflow.DataClassificationChoices()),
 		Sharings: choicesOf(workflow.SharingChoices()), Preemptions: choicesOf(workflow.PreemptionChoices()),
 	}
+	if strings.TrimSpace(v.Orchestrator) == string(workflow.OrchestratorSlurm) {
+		f.SlurmNotice = "Slurm: " + workflow.SlurmNotSupported + ". You can save and submit it, but an admin will have to request changes or reject it."
+	}
+	return f
 }
 
 func (s *Server) newRequestForm(c echo.Context) error {
@@ -372,6 +376,9 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		preview := p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted
 		d.Plan = s.planView(c.Request().Context(), conn, cur, preview)
 	}
+	if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
+		d.Slurm = slurmView(cur.Contract)
+	}
 	if p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted {
 		d.ApprovalsNeed = workflow.ApprovalsNeeded(cur.Contract.DataClassification)
 		d.ApprovalsHave = len(obj.ApproverIDs)
@@ -393,6 +400,9 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		for _, r := range rep.Rows {
 			d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity,
 				Committed: r.Committed, Requested: r.Requested, After: r.After, OK: r.OK})
+		}
+		if d.Slurm != nil {
+			d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is refused: " + workflow.SlurmNotSupported + " (see \"Slurm\" below for what it would take).")
 		}
 		if !d.CapacityOK {
 			d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is blocked: the request does not fit the cluster " +
@@ -560,10 +570,16 @@ func (s *Server) decide(c echo.Context) error {
 		if cur, err = s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion); err != nil {
 			return err
 		}
+		// The portal sets up nothing for Slurm: an approval would queue a
+		// job that can only fail. The version and hash are checked again
+		// inside the approval's transaction and a version never changes,
+		// so its orchestrator cannot change after this check.
+		if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
+			return rerender(http.StatusConflict, "Not approved: "+workflow.SlurmNotSupported+". The steps it would take are listed below; request changes or reject.", "")
+		}
 		// A version whose plan cannot be built would only fail its job:
-		// refuse it here, with the reason the plan page shows. (Slurm has
-		// no EKS plan by design; its job records that.)
-		if _, perr := provision.BuildPlan(conn.ID, cur.Version, cur.Hash, cur.Contract, s.opts.Cluster); perr != nil && !errors.Is(perr, provision.ErrSlurm) {
+		// refuse it here, with the reason the plan page shows.
+		if _, perr := provision.BuildPlan(conn.ID, cur.Version, cur.Hash, cur.Contract, s.opts.Cluster); perr != nil {
 			return rerender(http.StatusConflict, "Not approved: this version cannot be provisioned on this cluster: "+perr.Error()+". Request changes instead.", "")
 		}
 		env := s.validationEnv(c, conn.ID)
@@ -596,6 +612,15 @@ func (s *Server) decide(c echo.Context) error {
 		return s.lifecycleError(err)
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+// slurmView says what the portal does not do for a Slurm contract.
+func slurmView(c workflow.Contract) *views.SlurmView {
+	v := &views.SlurmView{Reason: workflow.SlurmNotSupported}
+	for _, st := range workflow.SlurmManualSteps(c) {
+		v.Steps = append(v.Steps, views.SlurmStepView{What: st.What, Command: st.Command})
+	}
+	return v
 }
 
 var (
