@@ -150,7 +150,7 @@ func openMigrated(ctx context.Context, cfg Config) (*store.DB, error) {
 // contract exported as JSON or YAML and creates a draft with the same
 // validation as the form, on behalf of an existing portal user.
 func contractCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	const usage = "usage: portal contract import FILE --as EMAIL [--db FILE] [--groups-file FILE | --dev]"
+	const usage = "usage: portal contract import FILE --as EMAIL [--db FILE] [--groups-file FILE | --dev] [--cluster-settings FILE]"
 	if len(args) < 2 || args[0] != "import" || strings.HasPrefix(args[1], "-") {
 		return errors.New(usage)
 	}
@@ -222,7 +222,12 @@ func contractCmd(ctx context.Context, args []string, getenv func(string) string,
 		return fmt.Errorf("--as %s may not file a request for team %q (%s; groups at their last login on %s: %s): nothing was imported",
 			as, c.Team, d.Reason, user.LastLogin.UTC().Format(time.RFC3339), groupList(user.Groups))
 	}
+	cluster, err := loadCluster(cfg)
+	if err != nil {
+		return err
+	}
 	env := db.ValidationEnv(ctx, time.Now(), 0, nil)
+	env.InstanceTypes = cluster.AllowedInstanceTypes()
 	if fe := c.Validate(env); len(fe) > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s: %d problem(s), nothing was imported:", file, len(fe))

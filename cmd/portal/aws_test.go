@@ -57,3 +57,36 @@ func TestLoadAWS(t *testing.T) {
 		t.Errorf("region mismatch: %v", err)
 	}
 }
+
+func TestLoadCluster(t *testing.T) {
+	write := func(body string) string {
+		p := filepath.Join(t.TempDir(), "cluster.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	s, err := loadCluster(Config{OnRevoke: "delete"})
+	if err != nil || s.NamespacePrefix != "hyperpod-ns-" || s.ClusterQueueManagedByPortal || s.OnRevoke != "delete" || len(s.AllowedInstanceTypes()) == 0 {
+		t.Errorf("no file: %+v, %v; want the defaults", s, err)
+	}
+	s, err = loadCluster(Config{OnRevoke: "lock", ClusterSettingsFile: write("namespace_prefix: ml-\ncluster_queue: {managed_by_portal: true}\npriority_classes: [{name: urgent, value: 10}]\ninstance_types: [ml.g5.8xlarge]\n")})
+	if err != nil || s.NamespacePrefix != "ml-" || !s.ClusterQueueManagedByPortal || len(s.PriorityClasses) != 1 ||
+		strings.Join(s.AllowedInstanceTypes(), ",") != "ml.g5.8xlarge" || s.OnRevoke != "lock" || s.MaxPodsPerInstance == 0 {
+		t.Errorf("file: %+v, %v", s, err)
+	}
+	bad := write("namespace_prefix: BAD\nsurprise: true\n")
+	if _, err := loadCluster(Config{OnRevoke: "lock", ClusterSettingsFile: bad}); err == nil || !strings.Contains(err.Error(), "--cluster-settings "+bad) || !strings.Contains(err.Error(), "surprise") {
+		t.Errorf("unknown key: %v", err)
+	}
+	bad = write("namespace_prefix: BAD\nmax_pods_per_instance: -1\n")
+	_, err = loadCluster(Config{OnRevoke: "lock", ClusterSettingsFile: bad})
+	for _, want := range []string{"--cluster-settings " + bad + ": every problem at once", "namespace_prefix", "max_pods_per_instance"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad file: %v; want it to mention %q", err, want)
+		}
+	}
+	if _, err := loadCluster(Config{OnRevoke: "lock", ClusterSettingsFile: filepath.Join(t.TempDir(), "missing.yaml")}); err == nil || !strings.Contains(err.Error(), "--cluster-settings") {
+		t.Errorf("missing file: %v", err)
+	}
+}

@@ -35,6 +35,7 @@ type Config struct {
 	ShutdownTimeout      time.Duration
 	Kubeconfig           string
 	OnRevoke             string // "lock" or "delete": what revocation does with a team namespace
+	ClusterSettingsFile  string // YAML: namespace prefix, priority classes, ClusterQueue mode, accelerators, instance types
 
 	// Users' groups from IAM Identity Center's identity store at login
 	// (off when IdentityStoreID is empty), and the AWS settings it needs.
@@ -91,6 +92,7 @@ var specs = []flagSpec{
 	{"dev-allow-remote", "PORTAL_DEV_ALLOW_REMOTE", "false", "let --dev listen on a non-loopback address (anyone reaching it can sign in as any demo user)", true},
 	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
 	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
+	{"cluster-settings", "PORTAL_CLUSTER_SETTINGS", "", "YAML file of the shared cluster's settings: namespace prefix, priority classes, ClusterQueue mode, accelerator table, instance types (see the README); empty: the HyperPod task governance defaults", false},
 	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish", false},
 
 	// IAM Identity Center groups at login (and the AWS settings they need).
@@ -171,6 +173,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		ShutdownTimeout:      dur("shutdown-timeout"),
 		Kubeconfig:           strings.TrimSpace(*vals["kubeconfig"]),
 		OnRevoke:             strings.TrimSpace(*vals["on-revoke"]),
+		ClusterSettingsFile:  strings.TrimSpace(*vals["cluster-settings"]),
 
 		IdentityStoreID:            strings.TrimSpace(*vals["identity-store-id"]),
 		IdentityStoreUserAttribute: strings.TrimSpace(*vals["identity-store-user-attribute"]),

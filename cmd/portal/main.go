@@ -188,8 +188,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
-	cluster := provision.DefaultClusterSettings()
-	cluster.OnRevoke = provision.RevokeMode(cfg.OnRevoke)
+	cluster, err := loadCluster(cfg)
+	if err != nil {
+		return err
+	}
 	side, err := loadAWS(ctx, cfg, mapping, kube == nil, logger)
 	if err != nil {
 		return err

@@ -502,21 +502,3 @@ func TestBuildPlanErrors(t *testing.T) {
 		})
 	}
 }
-
-func TestDefaultAcceleratorsCoverDefaultInstanceTypes(t *testing.T) {
-	for _, it := range workflow.DefaultInstanceTypes {
-		r, ok := DefaultAccelerators[it]
-		if !ok {
-			t.Errorf("%s is a default instance type without figures in DefaultAccelerators", it)
-			continue
-		}
-		if r.CPU <= 0 || r.MemoryGiB <= 0 || (r.Accelerators > 0) != (r.AcceleratorResource != "") {
-			t.Errorf("%s: implausible figures %+v", it, r)
-		}
-	}
-	for it := range DefaultAccelerators {
-		if !slices.Contains(workflow.DefaultInstanceTypes, it) {
-			t.Errorf("DefaultAccelerators has %s, which no contract can name", it)
-		}
-	}
-}

@@ -64,6 +64,11 @@ type ClusterSettings struct {
 	// error: its quota cannot be computed.
 	Accelerators map[string]ResourcesPerInstance
 
+	// InstanceTypes are the ml.* types a contract may name. Nil means every
+	// HyperPod cluster instance type the SDK knows (ClusterInstanceTypes)
+	// that Accelerators describes. Each must be in Accelerators.
+	InstanceTypes []string
+
 	// MaxPodsPerInstance bounds the pods quota: pods per guaranteed instance.
 	MaxPodsPerInstance int
 
@@ -157,8 +162,10 @@ var DefaultPodIdentityAgentCIDRs = []string{"169.254.170.23/32", "fd00:ec2::23/1
 // PodIdentityAgentPort is the port the EKS Pod Identity agent serves on.
 const PodIdentityAgentPort = 80
 
-// DefaultAccelerators covers workflow.DefaultInstanceTypes with the figures
-// AWS publishes for each instance type (vCPUs, memory, accelerator devices).
+// DefaultAccelerators covers the accelerated and CPU HyperPod instance
+// types teams share a cluster for, with the figures AWS publishes for each
+// instance type (vCPUs, memory, accelerator devices). Every key is a
+// ClusterInstanceTypes value (checked by a test).
 var DefaultAccelerators = map[string]ResourcesPerInstance{
 	"ml.p4d.24xlarge":       gpu(8, 96, 1152),  // 8 A100 40 GB
 	"ml.p4de.24xlarge":      gpu(8, 96, 1152),  // 8 A100 80 GB
@@ -208,6 +215,10 @@ func DefaultClusterSettings() ClusterSettings {
 	return ClusterSettings{}.withDefaults()
 }
 
+// WithDefaults returns s with every empty field set to its default, as
+// BuildPlan sees it.
+func (s ClusterSettings) WithDefaults() ClusterSettings { return s.withDefaults() }
+
 // withDefaults returns s with every empty field set to its default. The
 // maps and slices it returns are copies: a plan never aliases settings.
 func (s ClusterSettings) withDefaults() ClusterSettings {
@@ -243,6 +254,14 @@ func (s ClusterSettings) withDefaults() ClusterSettings {
 			s.Accelerators[t] = r
 		}
 	}
+	if s.InstanceTypes == nil {
+		for _, t := range ClusterInstanceTypes() {
+			if _, ok := s.Accelerators[t]; ok {
+				s.InstanceTypes = append(s.InstanceTypes, t)
+			}
+		}
+	}
+	s.InstanceTypes = slices.Clone(s.InstanceTypes)
 	if s.MaxPodsPerInstance == 0 {
 		s.MaxPodsPerInstance = DefaultMaxPodsPerInstance
 	}
@@ -306,6 +325,11 @@ func (s ClusterSettings) check() error {
 			return fmt.Errorf("settings: accelerators of %s must not be negative: %+v", t, r)
 		}
 	}
+	for _, t := range s.InstanceTypes {
+		if _, ok := s.Accelerators[t]; !ok {
+			return fmt.Errorf("settings: instance type %s has no accelerators entry: its quota cannot be computed", t)
+		}
+	}
 	if s.OnRevoke != RevokeLock && s.OnRevoke != RevokeDelete {
 		return fmt.Errorf("settings: OnRevoke %q must be %q or %q", s.OnRevoke, RevokeLock, RevokeDelete)
 	}
@@ -314,6 +338,10 @@ func (s ClusterSettings) check() error {
 	}
 	return nil
 }
+
+// AllowedInstanceTypes are the instance types a contract may name on this
+// cluster: InstanceTypes, or its default.
+func (s ClusterSettings) AllowedInstanceTypes() []string { return s.withDefaults().InstanceTypes }
 
 // team substitutes the team into a checked format.
 func team(format, t string) string { return strings.Replace(format, "%s", t, 1) }

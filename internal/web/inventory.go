@@ -66,7 +66,7 @@ func (s *Server) setInventory(c echo.Context) error {
 	if !clusterNameRE.MatchString(v.Cluster) {
 		errs["cluster"] = "Give the HyperPod cluster's name (letters, digits and '-', at most 63 characters)."
 	}
-	if !slices.Contains(workflow.DefaultInstanceTypes, v.InstanceType) {
+	if !slices.Contains(s.opts.Cluster.AllowedInstanceTypes(), v.InstanceType) {
 		errs["instance_type"] = "Not a known instance type; use one of the ml.* types HyperPod offers, e.g. ml.p5.48xlarge."
 	}
 	n, err := strconv.Atoi(v.Count)

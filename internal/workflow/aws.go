@@ -33,28 +33,6 @@ var Regions = []string{
 	"us-west-1", "us-west-2",
 }
 
-// DefaultInstanceTypes are the HyperPod (ml.*) instance types a contract may
-// name when the deployment configures no list of its own: the accelerated
-// types teams share a cluster for, and the CPU types used for controllers
-// and interactive spaces.
-var DefaultInstanceTypes = []string{
-	"ml.p4d.24xlarge", "ml.p4de.24xlarge",
-	"ml.p5.4xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge",
-	"ml.p6-b200.48xlarge", "ml.p6e-gb200.36xlarge",
-	"ml.trn1.32xlarge", "ml.trn1n.32xlarge", "ml.trn2.48xlarge",
-	"ml.g5.xlarge", "ml.g5.2xlarge", "ml.g5.4xlarge", "ml.g5.8xlarge",
-	"ml.g5.12xlarge", "ml.g5.16xlarge", "ml.g5.24xlarge", "ml.g5.48xlarge",
-	"ml.g6.xlarge", "ml.g6.2xlarge", "ml.g6.4xlarge", "ml.g6.8xlarge",
-	"ml.g6.12xlarge", "ml.g6.16xlarge", "ml.g6.24xlarge", "ml.g6.48xlarge",
-	"ml.g6e.xlarge", "ml.g6e.2xlarge", "ml.g6e.4xlarge", "ml.g6e.8xlarge",
-	"ml.g6e.12xlarge", "ml.g6e.16xlarge", "ml.g6e.24xlarge", "ml.g6e.48xlarge",
-	"ml.c5.large", "ml.c5.xlarge", "ml.c5.2xlarge", "ml.c5.4xlarge",
-	"ml.c5.9xlarge", "ml.c5.12xlarge", "ml.c5.18xlarge", "ml.c5.24xlarge",
-	"ml.m5.large", "ml.m5.xlarge", "ml.m5.2xlarge", "ml.m5.4xlarge",
-	"ml.m5.8xlarge", "ml.m5.12xlarge", "ml.m5.16xlarge", "ml.m5.24xlarge",
-	"ml.t3.medium", "ml.t3.large", "ml.t3.xlarge", "ml.t3.2xlarge",
-}
-
 // ARN is an Amazon Resource Name split into its parts:
 // arn:partition:service:region:account:resource.
 type ARN struct {
@@ -66,7 +44,10 @@ type ARN struct {
 }
 
 // ParseARN splits s into its parts. It checks the shape only; what a valid
-// ARN for a given use is, Validate decides.
+// ARN for a given use is, Validate decides. workflow imports no AWS package
+// (doc.go; cmd/portal/imports_test.go forbids github.com/aws/aws-sdk-go-v2
+// and everything under it), so it cannot call the SDK's aws/arn.Parse;
+// provision's TestParseARNAgreesWithTheSDK checks that both split alike.
 func ParseARN(s string) (ARN, error) {
 	parts := strings.SplitN(s, ":", 6)
 	if len(parts) != 6 || parts[0] != "arn" {

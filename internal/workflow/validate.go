@@ -16,8 +16,11 @@ import (
 type ValidationEnv struct {
 	// Now is the current time; end dates must fall after its date.
 	Now time.Time
-	// InstanceTypes are the ml.* types a contract may name. Nil means
-	// DefaultInstanceTypes.
+	// InstanceTypes are the ml.* types a contract may name on the cluster
+	// (the deployment's list, from the SDK's ClusterInstanceType enum and
+	// the cluster settings: workflow imports no AWS package, so it comes in
+	// as data). Nil skips the check: pass it wherever a contract is saved
+	// or approved.
 	InstanceTypes []string
 	// OwnerExists reports whether an email (lower-case) is a portal user or
 	// group. Nil skips the check: pass one wherever a contract is saved.
@@ -124,9 +127,6 @@ var (
 // the user wrote them and may have meant something else.
 func (c Contract) Validate(env ValidationEnv) FieldErrors {
 	v := &validator{c: c.tidy(), env: env, owners: map[string]bool{}}
-	if v.env.InstanceTypes == nil {
-		v.env.InstanceTypes = DefaultInstanceTypes
-	}
 	v.purposeAndOwners()
 	v.studio()
 	v.cluster()
@@ -454,7 +454,7 @@ func (v *validator) scheduling() {
 		switch {
 		case g.InstanceType == "":
 			v.add(f+".instance_type", "required: an instance type, e.g. ml.p5.48xlarge")
-		case !slices.ContainsFunc(v.env.InstanceTypes, func(t string) bool { return strings.EqualFold(strings.TrimSpace(t), g.InstanceType) }):
+		case v.env.InstanceTypes != nil && !slices.ContainsFunc(v.env.InstanceTypes, func(t string) bool { return strings.EqualFold(strings.TrimSpace(t), g.InstanceType) }):
 			v.add(f+".instance_type", "%q is not an instance type of this cluster's inventory, e.g. ml.p5.48xlarge", g.InstanceType)
 		case seen[g.InstanceType]:
 			v.add(f+".instance_type", "%s is listed twice: put the total in one row", g.InstanceType)

@@ -21,8 +21,13 @@ func testEnv() ValidationEnv {
 		Now:            testNow,
 		OwnerExists:    func(email string) bool { return knownOwners[email] },
 		NamespaceTaken: func(ns string) bool { return ns == "blue-shared" },
+		InstanceTypes:  testInstanceTypes,
 	}
 }
+
+// testInstanceTypes stand for the deployment's list (cmd/portal passes the
+// SDK's ClusterInstanceType values the cluster settings describe).
+var testInstanceTypes = []string{"ml.p5.48xlarge", "ml.g5.8xlarge", "ml.trn1.32xlarge", "ml.c5.xlarge"}
 
 func slurmContract() Contract {
 	c := ExampleContract()
@@ -205,6 +210,7 @@ var validationTable = []struct {
 	{name: "capacity type not in configured list", env: func(e *ValidationEnv) { e.InstanceTypes = []string{"ml.p6.96xlarge"} }, change: func(c *Contract) {}, want: []string{"scheduling.guaranteed[0].instance_type"}, msg: "not an instance type"},
 	{name: "capacity max count", change: func(c *Contract) { c.Scheduling.Guaranteed[0].Count = MaxInstanceCount }},
 	{name: "capacity missing", change: func(c *Contract) { c.Scheduling.Guaranteed = nil }, want: []string{"scheduling.guaranteed"}, msg: "at least one row"},
+	{name: "capacity type unchecked without a configured list", env: func(e *ValidationEnv) { e.InstanceTypes = nil }, change: func(c *Contract) { c.Scheduling.Guaranteed[0].InstanceType = "ml.x9.huge" }},
 	{name: "capacity type missing", change: func(c *Contract) { c.Scheduling.Guaranteed[0].InstanceType = "" }, want: []string{"scheduling.guaranteed[0].instance_type"}, msg: "required"},
 	{name: "capacity type unknown", change: func(c *Contract) { c.Scheduling.Guaranteed[0].InstanceType = "ml.x9.huge" }, want: []string{"scheduling.guaranteed[0].instance_type"}, msg: "not an instance type"},
 	{name: "capacity type without ml", change: func(c *Contract) { c.Scheduling.Guaranteed[0].InstanceType = "p5.48xlarge" }, want: []string{"scheduling.guaranteed[0].instance_type"}, msg: "not an instance type"},
@@ -440,18 +446,13 @@ func TestParseARN(t *testing.T) {
 }
 
 func TestDefaultListsAreClean(t *testing.T) {
-	for name, list := range map[string][]string{"Regions": Regions, "DefaultInstanceTypes": DefaultInstanceTypes} {
+	for name, list := range map[string][]string{"Regions": Regions} {
 		seen := map[string]bool{}
 		for _, v := range list {
 			if v != strings.ToLower(strings.TrimSpace(v)) || seen[v] {
 				t.Errorf("%s: %q is not lower-case and trimmed, or is listed twice", name, v)
 			}
 			seen[v] = true
-		}
-	}
-	for _, it := range DefaultInstanceTypes {
-		if !strings.HasPrefix(it, "ml.") {
-			t.Errorf("DefaultInstanceTypes: %q is not an ml.* type", it)
 		}
 	}
 	for _, r := range []string{"us-east-1", "eu-west-1", "ap-southeast-2"} {

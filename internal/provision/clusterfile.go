@@ -1,0 +1,211 @@
+package provision
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	sagemakertypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// ClusterInstanceTypes are the instance types a HyperPod cluster's
+// instance groups can have, as the SDK's enum lists them
+// (aws-sdk-go-v2 service/sagemaker/types/enums.go, ClusterInstanceType,
+// the InstanceType of CreateCluster's ClusterInstanceGroupSpecification).
+// Taking them from the SDK keeps the list current with each SDK update
+// instead of a hand-written copy.
+func ClusterInstanceTypes() []string {
+	vals := sagemakertypes.ClusterInstanceType("").Values()
+	out := make([]string, 0, len(vals))
+	for _, v := range vals {
+		out = append(out, string(v))
+	}
+	return out
+}
+
+// clusterFile is the YAML of --cluster-settings. Every key is optional; an
+// absent key keeps the default. Unknown keys are errors.
+type clusterFile struct {
+	// NamespacePrefix: the team namespace is prefix + team.
+	NamespacePrefix *string `json:"namespace_prefix"`
+	ClusterQueue    struct {
+		// ManagedByPortal: the portal creates the team's ClusterQueue (and
+		// the shared WorkloadPriorityClasses and ResourceFlavors) itself,
+		// instead of HyperPod task governance making it from the compute
+		// quota.
+		ManagedByPortal bool   `json:"managed_by_portal"`
+		NameFormat      string `json:"name_format"`
+		Cohort          string `json:"cohort"`
+	} `json:"cluster_queue"`
+	PriorityClasses  *[]filePriorityClass       `json:"priority_classes"`
+	Accelerators     map[string]fileAccelerator `json:"accelerators"`
+	InstanceTypes    *[]string                  `json:"instance_types"`
+	KubernetesGroups struct {
+		Studio     string `json:"studio"`
+		Viewers    string `json:"viewers"`
+		Submitters string `json:"submitters"`
+	} `json:"kubernetes_groups"`
+	MaxPodsPerInstance *int `json:"max_pods_per_instance"`
+}
+
+type filePriorityClass struct {
+	Name  string `json:"name"`
+	Value *int32 `json:"value"`
+}
+
+type fileAccelerator struct {
+	Accelerators int    `json:"accelerators"`
+	Resource     string `json:"resource"`
+	VCPU         int    `json:"vcpu"`
+	MemoryGiB    int    `json:"memory_gib"`
+}
+
+// namespacePrefixRe: prefix + team must stay a DNS-1123 label, so the
+// prefix is lower-case letters, digits and '-', starting with a letter or
+// digit.
+var namespacePrefixRe = regexp.MustCompile(`^[a-z0-9][-a-z0-9]*$`)
+
+// ParseClusterSettings reads a --cluster-settings file over the defaults
+// and reports every problem at once. Accelerators entries are added to (or
+// replace) the default table; the other lists replace their default.
+func ParseClusterSettings(b []byte) (ClusterSettings, error) {
+	var f clusterFile
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		return ClusterSettings{}, err
+	}
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	known := ClusterInstanceTypes()
+	var s ClusterSettings
+
+	if f.NamespacePrefix != nil {
+		p := *f.NamespacePrefix
+		switch {
+		case !namespacePrefixRe.MatchString(p):
+			bad("namespace_prefix: %q must be lower-case letters, digits and '-', starting with a letter or digit (prefix + team is the namespace name)", p)
+		case len(p) > 22:
+			// Teams are at most 40 characters; a namespace at most 63.
+			bad("namespace_prefix: %q is longer than 22 characters: with a 40-character team name the namespace would pass 63", p)
+		}
+		s.NamespacePrefix = p
+	}
+
+	cq := f.ClusterQueue
+	s.ClusterQueueManagedByPortal = cq.ManagedByPortal
+	if cq.NameFormat != "" {
+		if !oneTeamVerb(cq.NameFormat) {
+			bad("cluster_queue.name_format: %q must contain %%s (the team) once and no other %% verb", cq.NameFormat)
+		} else if errs := validation.IsDNS1123Subdomain(team(cq.NameFormat, "team")); len(errs) > 0 {
+			bad("cluster_queue.name_format: %q does not make a Kubernetes name: %s", cq.NameFormat, strings.Join(errs, "; "))
+		}
+		s.ClusterQueueNameFormat = cq.NameFormat
+	}
+	if cq.Cohort != "" {
+		if !cq.ManagedByPortal {
+			bad("cluster_queue.cohort: only with managed_by_portal: true (HyperPod task governance sets the cohort of the ClusterQueues it makes)")
+		}
+		if errs := validation.IsDNS1123Subdomain(cq.Cohort); len(errs) > 0 {
+			bad("cluster_queue.cohort: %q: %s", cq.Cohort, strings.Join(errs, "; "))
+		}
+		s.Cohort = cq.Cohort
+	}
+
+	if f.PriorityClasses != nil {
+		s.PriorityClasses = []PriorityClass{}
+		seen := map[string]bool{}
+		for i, pc := range *f.PriorityClasses {
+			where := fmt.Sprintf("priority_classes[%d]", i)
+			if errs := validation.IsDNS1123Label(pc.Name); len(errs) > 0 {
+				bad("%s.name: %q must be a DNS-1123 label: %s", where, pc.Name, strings.Join(errs, "; "))
+			} else if seen[pc.Name] {
+				bad("%s.name: %q is listed twice", where, pc.Name)
+			}
+			seen[pc.Name] = true
+			if pc.Value == nil {
+				bad("%s.value: required (the Kueue priority; higher runs first)", where)
+				continue
+			}
+			s.PriorityClasses = append(s.PriorityClasses, PriorityClass{Name: pc.Name, Value: *pc.Value})
+		}
+	}
+
+	if f.Accelerators != nil {
+		s.Accelerators = DefaultClusterSettings().Accelerators
+		for _, t := range slices.Sorted(maps.Keys(f.Accelerators)) {
+			a := f.Accelerators[t]
+			where := "accelerators." + t
+			if !slices.Contains(known, t) {
+				bad("%s: %q is not a HyperPod cluster instance type (the SDK's ClusterInstanceType)", where, t)
+			}
+			if a.Accelerators < 0 || a.VCPU <= 0 || a.MemoryGiB <= 0 {
+				bad("%s: vcpu and memory_gib must be positive and accelerators not negative", where)
+			}
+			switch {
+			case a.Accelerators == 0 && a.Resource != "":
+				bad("%s.resource: only with accelerators", where)
+			case a.Resource != "" && len(validation.IsQualifiedName(a.Resource)) > 0:
+				bad("%s.resource: %q is not a Kubernetes resource name such as %s or %s", where, a.Resource, ResourceNvidiaGPU, ResourceNeuron)
+			}
+			s.Accelerators[t] = ResourcesPerInstance{Accelerators: a.Accelerators, AcceleratorResource: a.Resource, CPU: a.VCPU, MemoryGiB: a.MemoryGiB}
+		}
+	}
+
+	if f.InstanceTypes != nil {
+		table := s.Accelerators
+		if table == nil {
+			table = DefaultAccelerators
+		}
+		s.InstanceTypes = []string{}
+		for i, t := range *f.InstanceTypes {
+			where := fmt.Sprintf("instance_types[%d]", i)
+			switch _, described := table[t]; {
+			case !slices.Contains(known, t):
+				bad("%s: %q is not a HyperPod cluster instance type (the SDK's ClusterInstanceType)", where, t)
+			case slices.Contains(s.InstanceTypes, t):
+				bad("%s: %q is listed twice", where, t)
+			case !described:
+				bad("%s: %q has no accelerators entry (add one under accelerators: its quota cannot be computed without)", where, t)
+			}
+			s.InstanceTypes = append(s.InstanceTypes, t)
+		}
+	}
+
+	g := f.KubernetesGroups
+	for _, fm := range []struct {
+		key string
+		v   string
+		to  *string
+	}{
+		{"studio", g.Studio, &s.StudioExecutionRoleGroupFormat},
+		{"viewers", g.Viewers, &s.KubernetesGroups.ViewerGroupFormat},
+		{"submitters", g.Submitters, &s.KubernetesGroups.SubmitterGroupFormat},
+	} {
+		if fm.v == "" {
+			continue
+		}
+		if !oneTeamVerb(fm.v) {
+			bad("kubernetes_groups.%s: %q must contain %%s (the team) once and no other %% verb", fm.key, fm.v)
+		}
+		*fm.to = fm.v
+	}
+
+	if f.MaxPodsPerInstance != nil {
+		if *f.MaxPodsPerInstance <= 0 {
+			bad("max_pods_per_instance: must be positive")
+		}
+		s.MaxPodsPerInstance = *f.MaxPodsPerInstance
+	}
+	if len(errs) > 0 {
+		return ClusterSettings{}, errors.Join(errs...)
+	}
+	return s, nil
+}
+
+func oneTeamVerb(format string) bool {
+	return strings.Count(format, "%s") == 1 && strings.Count(format, "%") == 1
+}
