@@ -261,6 +261,13 @@ func TestParseConfig(t *testing.T) {
 			},
 		},
 		{
+			name: "cluster settings file",
+			args: prod("cluster-settings", " /etc/portal/cluster.yaml "),
+			check: func(c Config) string {
+				return map[bool]string{true: "", false: "ClusterSettingsFile " + c.ClusterSettingsFile}[c.ClusterSettingsFile == "/etc/portal/cluster.yaml"]
+			},
+		},
+		{
 			name:    "base URL with a query",
 			args:    prod("base-url", "https://portal.example.com/?x=1"),
 			wantErr: []string{"must not have a query or fragment"},
