@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
 
 	sagemakertypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
@@ -51,6 +53,15 @@ type clusterFile struct {
 		Submitters string `json:"submitters"`
 	} `json:"kubernetes_groups"`
 	MaxPodsPerInstance *int `json:"max_pods_per_instance"`
+	// ContainerDefaults are the requests of a container that names none
+	// (the namespace's LimitRange).
+	ContainerDefaults struct {
+		RequestCPU    string `json:"request_cpu"`
+		RequestMemory string `json:"request_memory"`
+	} `json:"container_defaults"`
+	// PodIdentityAgentCIDRs: where the EKS Pod Identity agent answers;
+	// an empty list drops the NetworkPolicy that lets workloads reach it.
+	PodIdentityAgentCIDRs *[]string `json:"pod_identity_agent_cidrs"`
 }
 
 type filePriorityClass struct {
@@ -199,6 +210,35 @@ func ParseClusterSettings(b []byte) (ClusterSettings, error) {
 			bad("max_pods_per_instance: must be positive")
 		}
 		s.MaxPodsPerInstance = *f.MaxPodsPerInstance
+	}
+	cd := f.ContainerDefaults
+	for _, q := range []struct {
+		key, v string
+		to     *string
+	}{{"request_cpu", cd.RequestCPU, &s.DefaultLimits.RequestCPU}, {"request_memory", cd.RequestMemory, &s.DefaultLimits.RequestMemory}} {
+		if q.v == "" {
+			continue
+		}
+		if _, err := resource.ParseQuantity(q.v); err != nil {
+			bad("container_defaults.%s: %q is not a Kubernetes quantity such as 500m or 1Gi", q.key, q.v)
+		}
+		*q.to = q.v
+	}
+	if (cd.RequestCPU == "") != (cd.RequestMemory == "") {
+		// An empty ContainerDefaults means the defaults: a half-set one
+		// would leave the other request out, and the ResourceQuota then
+		// rejects containers that name none.
+		bad("container_defaults: give both request_cpu and request_memory, or neither")
+	}
+
+	if f.PodIdentityAgentCIDRs != nil {
+		s.PodIdentityAgentCIDRs = []string{}
+		for i, c := range *f.PodIdentityAgentCIDRs {
+			if _, _, err := net.ParseCIDR(c); err != nil {
+				bad("pod_identity_agent_cidrs[%d]: %q is not a CIDR such as 169.254.170.23/32", i, c)
+			}
+			s.PodIdentityAgentCIDRs = append(s.PodIdentityAgentCIDRs, c)
+		}
 	}
 	if len(errs) > 0 {
 		return ClusterSettings{}, errors.Join(errs...)

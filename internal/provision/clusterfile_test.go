@@ -26,6 +26,8 @@ accelerators:
 instance_types: [ml.p5.48xlarge, ml.g6.8xlarge]
 kubernetes_groups: {studio: "sm-%s", viewers: "%s-view", submitters: "%s-submit"}
 max_pods_per_instance: 250
+container_defaults: {request_cpu: 250m, request_memory: 512Mi}
+pod_identity_agent_cidrs: []
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +43,8 @@ max_pods_per_instance: 250
 		s.ClusterQueueNameFormat != want.ClusterQueueNameFormat || s.Cohort != want.Cohort ||
 		!slices.Equal(s.PriorityClasses, want.PriorityClasses) || !slices.Equal(s.InstanceTypes, want.InstanceTypes) ||
 		s.StudioExecutionRoleGroupFormat != want.StudioExecutionRoleGroupFormat || s.KubernetesGroups != want.KubernetesGroups ||
-		s.MaxPodsPerInstance != want.MaxPodsPerInstance {
+		s.MaxPodsPerInstance != want.MaxPodsPerInstance ||
+		s.DefaultLimits != (ContainerDefaults{RequestCPU: "250m", RequestMemory: "512Mi"}) || s.PodIdentityAgentCIDRs == nil || len(s.PodIdentityAgentCIDRs) != 0 {
 		t.Errorf("parsed %+v", s)
 	}
 	// Accelerator entries change or add to the default table.
@@ -87,6 +90,8 @@ accelerators:
 instance_types: [ml.p5.48xlarge, ml.p5.48xlarge, ml.nope, ml.c6i.large]
 kubernetes_groups: {viewers: "viewers"}
 max_pods_per_instance: 0
+container_defaults: {request_cpu: lots}
+pod_identity_agent_cidrs: [169.254.170.23]
 `))
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -99,6 +104,7 @@ max_pods_per_instance: 0
 		"instance_types[1]: \"ml.p5.48xlarge\" is listed twice", "instance_types[2]: \"ml.nope\" is not a HyperPod cluster instance type",
 		"instance_types[3]: \"ml.c6i.large\" has no accelerators entry",
 		"kubernetes_groups.viewers", "max_pods_per_instance",
+		"container_defaults.request_cpu: \"lots\"", "container_defaults: give both", "pod_identity_agent_cidrs[0]",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not mention %q:\n%v", want, err)
