@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -163,5 +164,25 @@ func TestParseARNAgreesWithTheSDK(t *testing.T) {
 			got.Account != want.AccountID || got.Resource != want.Resource):
 			t.Errorf("%q: ParseARN %+v, the SDK %+v", s, got, want)
 		}
+	}
+}
+
+// The README's example file is a valid settings file.
+func TestReadmeClusterSettingsExampleParses(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```yaml\n# --cluster-settings: unknown keys are errors\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no --cluster-settings example")
+	}
+	s, err := ParseClusterSettings([]byte(example))
+	if err != nil {
+		t.Fatalf("the README's example: %v", err)
+	}
+	if err := s.Check(); err != nil {
+		t.Errorf("the README's example: %v", err)
 	}
 }
