@@ -566,14 +566,16 @@ func kueueTypeMeta(kind string) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: kind}
 }
 
-// priorityClasses are the cluster's, not the team's: shared objects.
+// priorityClasses are the cluster's, not the team's: shared objects. They
+// carry the names HyperPod task governance would give them
+// (KueuePriorityClass), so that jobs label them the same in both modes.
 func (b *builder) priorityClasses() {
 	for _, pc := range b.s.PriorityClasses {
 		b.add(&kueue.WorkloadPriorityClass{
 			TypeMeta:   kueueTypeMeta("WorkloadPriorityClass"),
-			ObjectMeta: metav1.ObjectMeta{Name: pc.Name},
+			ObjectMeta: metav1.ObjectMeta{Name: b.s.KueuePriorityClass(pc.Name)},
 			Value:      pc.Value,
-		}, true, fmt.Sprintf("value %d (shared by all teams)", pc.Value))
+		}, true, fmt.Sprintf("priority class %s, value %d (shared by all teams)", pc.Name, pc.Value))
 	}
 }
 
@@ -771,7 +773,7 @@ func (b *builder) roleBindings() {
 func (b *builder) checkPriorityClasses() {
 	for _, want := range b.c.Scheduling.PriorityClasses {
 		if !slices.ContainsFunc(b.s.PriorityClasses, func(pc PriorityClass) bool { return pc.Name == want }) {
-			b.warn("priority class %s is not one of the cluster's priority classes: jobs using it will not be admitted until it exists", want)
+			b.warn("priority class %s is not one of the cluster's priority classes: jobs labelled kueue.x-k8s.io/priority-class: %s will not be admitted until it exists", want, b.s.KueuePriorityClass(want))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package provision
 import (
 	"fmt"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 	"maps"
 	"slices"
 	"strings"
@@ -84,7 +85,9 @@ type ClusterSettings struct {
 	AWS awsprov.Settings
 }
 
-// PriorityClass is one of the cluster's Kueue WorkloadPriorityClasses.
+// PriorityClass is one of the cluster's priority classes: a class of the
+// SageMaker cluster scheduler config, which is the Kueue
+// WorkloadPriorityClass KueuePriorityClass(Name) on the cluster.
 type PriorityClass struct {
 	Name  string
 	Value int32
@@ -278,8 +281,13 @@ func (s ClusterSettings) check() error {
 	}
 	seen := map[string]bool{}
 	for _, pc := range s.PriorityClasses {
-		if errs := validation.IsDNS1123Subdomain(pc.Name); len(errs) > 0 || seen[pc.Name] {
-			return fmt.Errorf("settings: priority class %q must be a Kubernetes name, listed once", pc.Name)
+		// A scheduler-config class name (workflow.MaxPriorityClassLen) whose
+		// Kueue name is a valid label value.
+		if errs := validation.IsDNS1123Label(pc.Name); len(errs) > 0 || len(pc.Name) > workflow.MaxPriorityClassLen || seen[pc.Name] {
+			return fmt.Errorf("settings: priority class %q must be a name of at most %d lower-case letters, digits and '-', listed once", pc.Name, workflow.MaxPriorityClassLen)
+		}
+		if errs := validation.IsValidLabelValue(s.KueuePriorityClass(pc.Name)); len(errs) > 0 {
+			return fmt.Errorf("settings: priority class %q: its Kueue class %s is not a label value: %s", pc.Name, s.KueuePriorityClass(pc.Name), strings.Join(errs, "; "))
 		}
 		seen[pc.Name] = true
 	}
@@ -313,6 +321,16 @@ func (s ClusterSettings) check() error {
 		return fmt.Errorf("settings: MaxPodsPerInstance must not be negative")
 	}
 	return nil
+}
+
+// KueuePriorityClass is the name of the Kueue WorkloadPriorityClass that
+// the configured priority class name has on the cluster: what a job's
+// kueue.x-k8s.io/priority-class label must say. HyperPod task governance
+// names it name+"-priority" (workflow.PriorityClassSuffix); when the portal
+// manages the ClusterQueues it creates the WorkloadPriorityClasses under the
+// same names, so a snippet and a check are right in both modes.
+func (s ClusterSettings) KueuePriorityClass(name string) string {
+	return name + workflow.PriorityClassSuffix
 }
 
 // team substitutes the team into a checked format.
