@@ -78,7 +78,7 @@ func TestRevocationPlanWithAWSCalls(t *testing.T) {
 		"remove EKS pod identity hyperpod-ns-red/red-workloads",
 		"remove EKS access entry " + c.AccessRoleARN,
 		"remove EKS access entry " + c.ProjectRoleARN,
-		"delete ClusterRoleBinding hyperpod-portal-red-queue-reader",
+		"delete ClusterRoleBinding hyperpod-portal-hyperpod-ns-red-queue-reader",
 		"delete RoleBinding hyperpod-ns-red/team-submitters",
 	}
 	if !slices.Equal(names[:5], want) {

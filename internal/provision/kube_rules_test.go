@@ -161,7 +161,7 @@ func TestQueueReaderIsTheTeamsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := roleRules(t, p, "ClusterRole", QueueReaderName("red"))
+	rules := roleRules(t, p, "ClusterRole", QueueReaderName("hyperpod-ns-red"))
 	if !allows(rules, "get", "", "namespaces", "hyperpod-ns-red") || allows(rules, "get", "", "namespaces", "hyperpod-ns-blue") {
 		t.Errorf("queue reader rules %v: want get on namespace hyperpod-ns-red only", rules)
 	}
@@ -171,7 +171,7 @@ func TestQueueReaderIsTheTeamsOwn(t *testing.T) {
 	if allows(rules, "list", "", "namespaces", "") || allows(rules, "list", "kueue.x-k8s.io", "clusterqueues", "") {
 		t.Errorf("queue reader rules %v list namespaces or ClusterQueues: every team's would show", rules)
 	}
-	crb := find(t, p, "ClusterRoleBinding", QueueReaderName("red"))
+	crb := find(t, p, "ClusterRoleBinding", QueueReaderName("hyperpod-ns-red"))
 	subjects, _, _ := unstructured.NestedSlice(crb.Object, "subjects")
 	if len(subjects) != 1 || subjects[0].(map[string]any)["name"] != "team-red-submitters" {
 		t.Errorf("queue reader bound to %v, want group team-red-submitters", subjects)

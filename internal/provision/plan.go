@@ -828,8 +828,10 @@ func (b *builder) roleBindings() {
 }
 
 // QueueReaderName names the ClusterRole and ClusterRoleBinding that let the
-// team's access role read its own queue's cluster-scoped half.
-func QueueReaderName(team string) string { return "hyperpod-portal-" + team + "-queue-reader" }
+// team's access role read its own queue's cluster-scoped half. It is named
+// after the team namespace, which one live connection holds at a time on a
+// cluster, so two connections never share (or revoke) one.
+func QueueReaderName(namespace string) string { return "hyperpod-portal-" + namespace + "-queue-reader" }
 
 // queueReader lets the team's submitters (the access role's group) read
 // what the HyperPod CLI reads to show their queue: `hyp list-cluster
@@ -846,7 +848,7 @@ func QueueReaderName(team string) string { return "hyperpod-portal-" + team + "-
 // AmazonSagemakerHyperpodUserClusterPolicy grants Studio users anyway.
 // Revocation deletes both objects first (revocationOrder).
 func (b *builder) queueReader(cq string) {
-	name := QueueReaderName(b.c.Team)
+	name := QueueReaderName(b.plan.Namespace)
 	b.add(&rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -30,11 +30,11 @@ func TestRevocationPlanLock(t *testing.T) {
 	steps := RevocationPlan(p, p.OnRevoke)
 	ns := "hyperpod-ns-red"
 	want := []string{
-		"delete ClusterRoleBinding hyperpod-portal-red-queue-reader",
+		"delete ClusterRoleBinding hyperpod-portal-hyperpod-ns-red-queue-reader",
 		"delete RoleBinding " + ns + "/team-submitters",
 		"delete RoleBinding " + ns + "/team-viewers",
 		"delete every RoleBinding left in " + ns,
-		"delete ClusterRole hyperpod-portal-red-queue-reader",
+		"delete ClusterRole hyperpod-portal-hyperpod-ns-red-queue-reader",
 		"delete Role " + ns + "/team-submitter",
 		"delete Role " + ns + "/team-viewer",
 		"delete ServiceAccount " + ns + "/red-workloads",
