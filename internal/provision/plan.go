@@ -831,7 +831,9 @@ func (b *builder) roleBindings() {
 // team's access role read its own queue's cluster-scoped half. It is named
 // after the team namespace, which one live connection holds at a time on a
 // cluster, so two connections never share (or revoke) one.
-func QueueReaderName(namespace string) string { return "hyperpod-portal-" + namespace + "-queue-reader" }
+func QueueReaderName(namespace string) string {
+	return "hyperpod-portal-" + namespace + "-queue-reader"
+}
 
 // queueReader lets the team's submitters (the access role's group) read
 // what the HyperPod CLI reads to show their queue: `hyp list-cluster
