@@ -675,19 +675,6 @@ func validDNSName(s string) bool {
 	return err != nil
 }
 
-// validDNSSubdomain is a Kubernetes object name (RFC 1123 subdomain).
-func validDNSSubdomain(s string) bool {
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for _, l := range strings.Split(s, ".") {
-		if len(l) > 63 || !dnsLabelRe.MatchString(l) {
-			return false
-		}
-	}
-	return true
-}
-
 // hasControl reports control characters; multi-line text may hold newlines
 // and tabs.
 func hasControl(s string, multiline bool) bool {
