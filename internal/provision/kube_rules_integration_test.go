@@ -104,10 +104,11 @@ func TestTeamNamespaceOnHyperPodIntegration(t *testing.T) {
 				}},
 			},
 		}
-		big, err = admin.CoreV1().Pods(red.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		created, err := admin.CoreV1().Pods(red.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("pod requesting 200Gi memory without a limit: %v", err)
 		}
+		big = created
 		res := big.Spec.Containers[0].Resources
 		if got := res.Requests.Memory().String(); got != "200Gi" {
 			t.Errorf("memory request %s, want 200Gi kept", got)
@@ -160,6 +161,7 @@ func TestTeamNamespaceOnHyperPodIntegration(t *testing.T) {
 		if apierrors.IsForbidden(err) {
 			t.Errorf("submitter-red reading its pod's logs: %v, want authorized", err)
 		}
+		t.Logf("submitter-red reading logs of an unscheduled pod: %v", err)
 		_, err = users["viewer-blue"].CoreV1().Pods(red.Namespace).GetLogs(big.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("viewer-blue reading red's pod logs: %v, want Forbidden", err)
