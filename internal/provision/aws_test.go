@@ -78,10 +78,11 @@ func TestRevocationPlanWithAWSCalls(t *testing.T) {
 		"remove EKS pod identity hyperpod-ns-red/red-workloads",
 		"remove EKS access entry " + c.AccessRoleARN,
 		"remove EKS access entry " + c.ProjectRoleARN,
+		"delete ClusterRoleBinding hyperpod-portal-hyperpod-ns-red-queue-reader",
 		"delete RoleBinding hyperpod-ns-red/team-submitters",
 	}
-	if !slices.Equal(names[:4], want) {
-		t.Errorf("revocation starts with %q, want access removed first: %q", names[:4], want)
+	if !slices.Equal(names[:5], want) {
+		t.Errorf("revocation starts with %q, want access removed first: %q", names[:5], want)
 	}
 	tail := []string{
 		"lock Namespace hyperpod-ns-red",

@@ -59,6 +59,12 @@ const (
 	NamePolicySameNamespace = "allow-same-namespace"
 	NamePolicyDNS           = "allow-dns"
 	NamePolicyPodIdentity   = "allow-eks-pod-identity-agent"
+	// NamePolicyTrainingOperator lets HyperPod's training operator reach
+	// the pods it manages and them reach it (NetworkPolicy).
+	NamePolicyTrainingOperator = "allow-hyperpod-training-operator"
+	// NamePolicyObservability lets the observability collectors of
+	// ClusterSettings.ObservabilityNamespaces scrape the team's pods.
+	NamePolicyObservability = "allow-observability-scrapers"
 	// NamePolicyEgressPrefix + the CIDR with '.', ':' and '/' as '-'.
 	NamePolicyEgressPrefix = "allow-egress-"
 )
@@ -240,8 +246,10 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 	b.localQueue(cq)
 	b.serviceAccount()
 	b.roles()
+	b.queueReader(cq)
 	b.roleBindings()
 	b.checkPriorityClasses()
+	b.warnBarePodPolicies()
 	if b.err != nil {
 		return Plan{}, b.err
 	}
@@ -464,13 +472,13 @@ func (b *builder) limitRange() {
 	}
 	set(&item.DefaultRequest, "default request", corev1.ResourceCPU, d.RequestCPU)
 	set(&item.DefaultRequest, "default request", corev1.ResourceMemory, d.RequestMemory)
-	set(&item.Default, "default limit", corev1.ResourceCPU, d.LimitCPU)
-	set(&item.Default, "default limit", corev1.ResourceMemory, d.LimitMemory)
+	// No default limits (ClusterSettings.check refuses them): a default
+	// limit below a container's request makes the pod invalid.
 	b.add(&corev1.LimitRange{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
 		ObjectMeta: b.meta(NameLimitRange),
 		Spec:       corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{item}},
-	}, false, "per container: "+strings.Join(parts, ", "))
+	}, false, "per container: "+strings.Join(parts, ", ")+"; no default limits, so a container requesting more is never rejected")
 }
 
 func (b *builder) networkPolicy(name string, spec networkingv1.NetworkPolicySpec, detail string) {
@@ -500,8 +508,8 @@ func joinInts(ps []int) string {
 
 // networkPolicies: deny everything, then allow the namespace itself, DNS,
 // the Pod Identity agent (without which the workloads' ServiceAccount gets
-// no AWS credentials) and each CIDR the contract names. Contract ports are
-// TCP.
+// no AWS credentials), HyperPod's training operator, the observability
+// collectors, and each CIDR the contract names. Contract ports are TCP.
 func (b *builder) networkPolicies() {
 	all := metav1.LabelSelector{}
 	both := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
@@ -543,6 +551,35 @@ func (b *builder) networkPolicies() {
 		}, fmt.Sprintf("egress to the EKS Pod Identity agent %s on TCP %d", strings.Join(b.s.PodIdentityAgentCIDRs, ", "), PodIdentityAgentPort))
 	}
 
+	operator := networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: TrainingOperatorNamespace}},
+		PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: TrainingOperatorLabel, Operator: metav1.LabelSelectorOpExists},
+		}},
+	}
+	b.networkPolicy(NamePolicyTrainingOperator, networkingv1.NetworkPolicySpec{
+		PodSelector: all,
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{operator}}},
+		Egress:      []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{operator}}},
+		PolicyTypes: both,
+	}, fmt.Sprintf("ingress from and egress to HyperPod's training operator (pods labelled %s in %s), which manages HyperPodPyTorchJobs through the elastic agent in each pod; default deny would cut it off",
+		TrainingOperatorLabel, TrainingOperatorNamespace))
+
+	if len(b.s.ObservabilityNamespaces) > 0 {
+		var from []networkingv1.NetworkPolicyPeer
+		for _, ns := range b.s.ObservabilityNamespaces {
+			from = append(from, networkingv1.NetworkPolicyPeer{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			})
+		}
+		b.networkPolicy(NamePolicyObservability, networkingv1.NetworkPolicySpec{
+			PodSelector: all,
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: from}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		}, fmt.Sprintf("ingress from the metrics collectors in %s (HyperPod observability, CloudWatch Container Insights); collectors in other namespaces are blocked by the default deny",
+			strings.Join(b.s.ObservabilityNamespaces, ", ")))
+	}
+
 	for _, e := range b.c.EgressAllowances {
 		if !strings.Contains(e.Destination, "/") {
 			b.warn("egress to %s on TCP %s is NOT allowed by this plan: a NetworkPolicy cannot name a DNS destination, "+
@@ -566,14 +603,16 @@ func kueueTypeMeta(kind string) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: kind}
 }
 
-// priorityClasses are the cluster's, not the team's: shared objects.
+// priorityClasses are the cluster's, not the team's: shared objects. They
+// carry the names HyperPod task governance would give them
+// (KueuePriorityClass), so that jobs label them the same in both modes.
 func (b *builder) priorityClasses() {
 	for _, pc := range b.s.PriorityClasses {
 		b.add(&kueue.WorkloadPriorityClass{
 			TypeMeta:   kueueTypeMeta("WorkloadPriorityClass"),
-			ObjectMeta: metav1.ObjectMeta{Name: pc.Name},
+			ObjectMeta: metav1.ObjectMeta{Name: b.s.KueuePriorityClass(pc.Name)},
 			Value:      pc.Value,
-		}, true, fmt.Sprintf("value %d (shared by all teams)", pc.Value))
+		}, true, fmt.Sprintf("priority class %s, value %d (shared by all teams)", pc.Name, pc.Value))
 	}
 }
 
@@ -704,32 +743,54 @@ func (b *builder) serviceAccount() {
 var (
 	readVerbs   = []string{"get", "list", "watch"}
 	submitVerbs = []string{"create", "delete", "patch"}
+	// execVerbs: kubectl exec POSTs (create) over SPDY and GETs over
+	// WebSockets, which API servers authorize as get on pods/exec unless
+	// their AuthorizePodWebsocketUpgradeCreatePermission gate asks for
+	// create; both verbs grant the same thing, exec into the team's pods.
+	execVerbs = []string{"create", "get"}
+)
+
+// HyperPod's own job type, HyperPodPyTorchJob: group sagemaker.amazonaws.com,
+// resource hyperpodpytorchjobs (github:aws/sagemaker-hyperpod-cli,
+// src/sagemaker/hyperpod/training/hyperpod_pytorch_job.py: TRAINING_GROUP,
+// PLURAL; and constants/pytorch_constants.py: HYPERPOD_PYTORCH_CRD_NAME
+// "hyperpodpytorchjobs.sagemaker.amazonaws.com").
+const (
+	HyperPodJobGroup    = "sagemaker.amazonaws.com"
+	HyperPodJobResource = "hyperpodpytorchjobs"
 )
 
 // roles: a viewer Role to see the team's work (Studio's task view needs
 // exactly this) and a submitter Role to start and stop it. Submitters get
-// Jobs and PyTorchJobs only, not Pods: a bare Pod would bypass the Kueue
-// queue and its quota accounting, and the job controllers create the pods
-// under their own identity.
+// Jobs, PyTorchJobs and HyperPodPyTorchJobs, and exec into the team's pods
+// (the HyperPod CLI's `hyp exec` uses connect_get_namespaced_pod_exec), but
+// not Pods: a bare Pod would bypass the Kueue queue and its quota
+// accounting, and the job controllers create the pods under their own
+// identity. Pod logs are read access (viewers and submitters, who are
+// bound to the viewer Role too): they are the team's own output, and the
+// CLI's `hyp get-logs` reads them (read_namespaced_pod_log).
 func (b *builder) roles() {
 	view := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "events"}, Verbs: readVerbs},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: readVerbs},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: readVerbs},
 		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs"}, Verbs: readVerbs},
+		{APIGroups: []string{HyperPodJobGroup}, Resources: []string{HyperPodJobResource}, Verbs: readVerbs},
 		{APIGroups: []string{kueue.GroupVersion.Group}, Resources: []string{"workloads", "localqueues"}, Verbs: readVerbs},
 	}
 	submit := []rbacv1.PolicyRule{
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: submitVerbs},
 		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs"}, Verbs: submitVerbs},
+		{APIGroups: []string{HyperPodJobGroup}, Resources: []string{HyperPodJobResource}, Verbs: submitVerbs},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: execVerbs},
 	}
 	for _, r := range []struct {
 		name   string
 		rules  []rbacv1.PolicyRule
 		detail string
 	}{
-		{NameViewerRole, view, "get, list, watch on pods, pods/log, events, jobs, pytorchjobs, kueue workloads and localqueues"},
-		{NameSubmitterRole, submit, "create, delete, patch on jobs and pytorchjobs (no bare pods: they would bypass the queue)"},
+		{NameViewerRole, view, "get, list, watch on pods, pods/log, events, jobs, pytorchjobs, hyperpodpytorchjobs, kueue workloads and localqueues"},
+		{NameSubmitterRole, submit, "create, delete, patch on jobs, pytorchjobs and hyperpodpytorchjobs; exec into pods (no bare pods: they would bypass the queue)"},
 	} {
 		b.add(&rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
@@ -766,12 +827,104 @@ func (b *builder) roleBindings() {
 	}
 }
 
+// QueueReaderName names the ClusterRole and ClusterRoleBinding that let the
+// team's access role read its own queue's cluster-scoped half. It is named
+// after the team namespace, which one live connection holds at a time on a
+// cluster, so two connections never share (or revoke) one.
+func QueueReaderName(namespace string) string {
+	return "hyperpod-portal-" + namespace + "-queue-reader"
+}
+
+// queueReader lets the team's submitters (the access role's group) read
+// what the HyperPod CLI reads to show their queue: `hyp list-cluster
+// --namespace` lists the HyperPod nodes (list nodes, label selector
+// sagemaker.amazonaws.com/cluster-name), reads the namespace's labels
+// (read_namespace) and then gets the ClusterQueue named after them
+// (get_cluster_custom_object clusterqueues) (github:aws/sagemaker-hyperpod-cli,
+// src/sagemaker/hyperpod/cli/commands/cluster.py rate_limited_operation,
+// cli/clients/kubernetes_client.py get_sagemaker_managed_namespace,
+// get_cluster_queue, list_node_with_temp_config). The namespace and the
+// ClusterQueue are named (resourceNames): the team reads its own, never
+// another team's. Nodes are listed, which resourceNames cannot narrow:
+// the node list is the cluster's inventory, which
+// AmazonSagemakerHyperpodUserClusterPolicy grants Studio users anyway.
+// Revocation deletes both objects first (revocationOrder).
+func (b *builder) queueReader(cq string) {
+	name := QueueReaderName(b.plan.Namespace)
+	b.add(&rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{b.plan.Namespace}, Verbs: []string{"get"}},
+			{APIGroups: []string{kueue.GroupVersion.Group}, Resources: []string{"clusterqueues"}, ResourceNames: []string{cq}, Verbs: []string{"get"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}},
+		},
+	}, false, fmt.Sprintf("get namespace %s and ClusterQueue %s, list nodes: what the HyperPod CLI reads to show the team's queue (hyp list-cluster)", b.plan.Namespace, cq))
+	submitter := team(b.s.KubernetesGroups.SubmitterGroupFormat, b.c.Team)
+	b.add(&rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: submitter}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+	}, false, fmt.Sprintf("ClusterRole %s to group %s", name, submitter))
+}
+
+// BarePodPolicies are the EKS access policies that allow creating bare
+// pods, which bypass the Kueue queue and its quota accounting (only the
+// namespace's ResourceQuota still caps them). "Full access (get, list,
+// watch, create, update, patch, delete) ... to Kubernetes jobs and pods"
+// (Training) and "... and to pods" (Inference); the Space policy only
+// reads pods (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-studio-setup-eks.html,
+// "Restrict with a cluster-access policy").
+var BarePodPolicies = []string{awsprov.PolicyHyperPodTraining, awsprov.PolicyHyperPodInference}
+
+// warnBarePodPolicies says, for each of the team's roles, which of the
+// EKS access policies the plan associates with it let it create bare
+// pods: the portal's own RBAC never does, but an access policy does,
+// whatever the Roles say.
+func (b *builder) warnBarePodPolicies() {
+	a := b.s.AWS.WithDefaults()
+	if !a.Enabled {
+		return
+	}
+	type role struct {
+		who      string
+		policies []string
+	}
+	roles := []role{
+		{"the Studio execution role (project role)", a.Access.StudioPolicies},
+		{"the team's access role", a.Access.SubmitterPolicies},
+	}
+	if a.Access.ViewerRoleARNFormat != "" {
+		roles = append(roles, role{"the team's read-only role", a.Access.ViewerPolicies})
+	}
+	for _, r := range roles {
+		var bare []string
+		for _, p := range r.policies {
+			if slices.Contains(BarePodPolicies, p) {
+				bare = append(bare, p)
+			}
+		}
+		if len(bare) > 0 {
+			b.warn("%s gets the EKS access %s %s in %s, which %s it create bare pods: they bypass the Kueue queue and its fair sharing, and only the namespace's ResourceQuota still caps them",
+				r.who, plural(len(bare), "policy", "policies"), strings.Join(bare, " and "), b.plan.Namespace, plural(len(bare), "lets", "let"))
+		}
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // checkPriorityClasses warns about classes the contract names that the
 // cluster does not define: jobs labelled with them would not be admitted.
 func (b *builder) checkPriorityClasses() {
 	for _, want := range b.c.Scheduling.PriorityClasses {
 		if !slices.ContainsFunc(b.s.PriorityClasses, func(pc PriorityClass) bool { return pc.Name == want }) {
-			b.warn("priority class %s is not one of the cluster's priority classes: jobs using it will not be admitted until it exists", want)
+			b.warn("priority class %s is not one of the cluster's priority classes: jobs labelled kueue.x-k8s.io/priority-class: %s will not be admitted until it exists", want, b.s.KueuePriorityClass(want))
 		}
 	}
 }

@@ -215,7 +215,8 @@ func TestBuildPlanLabelsNamesAndOrder(t *testing.T) {
 			if got := o.Obj.GetAnnotations()[AnnotationContractHash]; got != c.Hash() {
 				t.Errorf("%s: contract hash annotation = %q, want %q", key, got, c.Hash())
 			}
-			if o.Kind != "Namespace" && o.Kind != "ClusterQueue" && o.Namespace != p.Namespace {
+			clusterScoped := map[string]bool{"Namespace": true, "ClusterQueue": true, "ClusterRole": true, "ClusterRoleBinding": true}
+			if !clusterScoped[o.Kind] && o.Namespace != p.Namespace {
 				t.Errorf("%s: not in the team namespace %s", key, p.Namespace)
 			}
 		}
@@ -394,7 +395,8 @@ func TestNetworkPoliciesFromEgress(t *testing.T) {
 			policies = append(policies, o.Name)
 		}
 	}
-	want := []string{NamePolicyDefaultDeny, NamePolicySameNamespace, NamePolicyDNS, NamePolicyPodIdentity, "allow-egress-10-20-0-0-16", "allow-egress-2001-db8---32"}
+	want := []string{NamePolicyDefaultDeny, NamePolicySameNamespace, NamePolicyDNS, NamePolicyPodIdentity,
+		NamePolicyTrainingOperator, NamePolicyObservability, "allow-egress-10-20-0-0-16", "allow-egress-2001-db8---32"}
 	if !slices.Equal(policies, want) {
 		t.Errorf("network policies %v, want %v", policies, want)
 	}

@@ -15,6 +15,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -115,6 +116,8 @@ func deleteAfter(t *testing.T, dyn dynamic.Interface, plans ...Plan) {
 					gvr = corev1.SchemeGroupVersion.WithResource("namespaces")
 				case "ClusterQueue":
 					gvr = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "clusterqueues"}
+				case "ClusterRole", "ClusterRoleBinding": // named after the run's namespace
+					gvr = rbacv1.SchemeGroupVersion.WithResource(strings.ToLower(o.Kind) + "s")
 				default:
 					continue
 				}

@@ -169,7 +169,9 @@ func StepsHash(steps []Step) string {
 // then the queues, then the quota and the defaults, then the network
 // policies. The namespace comes last; kinds not listed here come just
 // before it.
-var revocationOrder = []string{"RoleBinding", "Role", "ServiceAccount", "LocalQueue", "ClusterQueue", "ResourceQuota", "LimitRange", "NetworkPolicy"}
+// The team's cluster-scoped access (its queue reader, see queueReader) goes
+// with the rest of its access, first.
+var revocationOrder = []string{"ClusterRoleBinding", "RoleBinding", "ClusterRole", "Role", "ServiceAccount", "LocalQueue", "ClusterQueue", "ResourceQuota", "LimitRange", "NetworkPolicy"}
 
 // RevocationPlan is the reverse of p: the steps that take a team's
 // connection off the cluster, in a safe order (see revocationOrder). Both
@@ -224,7 +226,7 @@ func RevocationPlan(p Plan, mode RevokeMode) []Step {
 			case kind == "NetworkPolicy" && mode == RevokeLock && o.Name == NamePolicyDefaultDeny:
 				// Kept: it isolates whatever is left in the locked namespace.
 			default:
-				del(o, map[string]string{"RoleBinding": "access", "Role": "access", "ServiceAccount": "access",
+				del(o, map[string]string{"ClusterRoleBinding": "access", "ClusterRole": "access", "RoleBinding": "access", "Role": "access", "ServiceAccount": "access",
 					"LocalQueue": "queue", "ClusterQueue": "queue", "ResourceQuota": "quota", "LimitRange": "defaults",
 					"NetworkPolicy": "network"}[kind])
 			}

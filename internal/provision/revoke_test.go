@@ -30,9 +30,11 @@ func TestRevocationPlanLock(t *testing.T) {
 	steps := RevocationPlan(p, p.OnRevoke)
 	ns := "hyperpod-ns-red"
 	want := []string{
+		"delete ClusterRoleBinding hyperpod-portal-hyperpod-ns-red-queue-reader",
 		"delete RoleBinding " + ns + "/team-submitters",
 		"delete RoleBinding " + ns + "/team-viewers",
 		"delete every RoleBinding left in " + ns,
+		"delete ClusterRole hyperpod-portal-hyperpod-ns-red-queue-reader",
 		"delete Role " + ns + "/team-submitter",
 		"delete Role " + ns + "/team-viewer",
 		"delete ServiceAccount " + ns + "/red-workloads",
@@ -40,6 +42,8 @@ func TestRevocationPlanLock(t *testing.T) {
 		"lock ResourceQuota " + ns + "/revoked",
 		"delete ResourceQuota " + ns + "/team-quota",
 		"delete LimitRange " + ns + "/team-container-defaults",
+		"delete NetworkPolicy " + ns + "/allow-observability-scrapers",
+		"delete NetworkPolicy " + ns + "/allow-hyperpod-training-operator",
 		"delete NetworkPolicy " + ns + "/allow-eks-pod-identity-agent",
 		"delete NetworkPolicy " + ns + "/allow-dns",
 		"delete NetworkPolicy " + ns + "/allow-same-namespace",
@@ -49,7 +53,7 @@ func TestRevocationPlanLock(t *testing.T) {
 		t.Errorf("lock revocation:\n got %q\nwant %q", got, want)
 	}
 
-	quota := steps[7].Object
+	quota := steps[9].Object
 	hard, _, _ := unstructured.NestedStringMap(quota.Obj.Object, "spec", "hard")
 	for _, r := range []string{"pods", "requests.nvidia.com/gpu", "requests.cpu", "requests.memory"} {
 		if hard[r] != "0" {
@@ -105,7 +109,7 @@ func TestRevocationPlanDelete(t *testing.T) {
 	}
 	// Safe order: bindings, roles and the ServiceAccount, queues, quota
 	// and defaults, network policies, the namespace last.
-	rank := map[string]int{"RoleBinding": 0, "Role": 1, "ServiceAccount": 1, "LocalQueue": 2, "ClusterQueue": 2,
+	rank := map[string]int{"ClusterRoleBinding": 0, "RoleBinding": 0, "ClusterRole": 1, "Role": 1, "ServiceAccount": 1, "LocalQueue": 2, "ClusterQueue": 2,
 		"ResourceQuota": 3, "LimitRange": 3, "NetworkPolicy": 4, "Namespace": 5}
 	for i := 1; i < len(steps); i++ {
 		if rank[steps[i].Object.Kind] < rank[steps[i-1].Object.Kind] {

@@ -3,6 +3,7 @@ package provision
 import (
 	"fmt"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 	"maps"
 	"slices"
 	"strings"
@@ -45,9 +46,10 @@ type ClusterSettings struct {
 	// DefaultPriorityClasses.
 	PriorityClasses []PriorityClass
 
-	// DefaultLimits fill in the resources of containers that name none, so
+	// DefaultLimits fill in the requests of containers that name none, so
 	// that the namespace's ResourceQuota (which requires cpu and memory
-	// requests) does not reject them.
+	// requests) does not reject them. Only default requests: see
+	// ContainerDefaults.
 	DefaultLimits ContainerDefaults
 
 	// StudioExecutionRoleGroupFormat is the Kubernetes group of the team's
@@ -78,6 +80,12 @@ type ClusterSettings struct {
 	// empty means no such NetworkPolicy.
 	PodIdentityAgentCIDRs []string
 
+	// ObservabilityNamespaces are the namespaces whose pods may scrape the
+	// team's pods (NetworkPolicy NamePolicyObservability): once ingress is
+	// denied by default, metrics collectors elsewhere see nothing. Nil
+	// means DefaultObservabilityNamespaces; empty means no such policy.
+	ObservabilityNamespaces []string
+
 	// OnRevoke is what revocation does with the team namespace once the
 	// team's access, queues, quotas and network allowances are gone:
 	// RevokeLock (the default) keeps it locked, RevokeDelete deletes it
@@ -89,14 +97,23 @@ type ClusterSettings struct {
 	AWS awsprov.Settings
 }
 
-// PriorityClass is one of the cluster's Kueue WorkloadPriorityClasses.
+// PriorityClass is one of the cluster's priority classes: a class of the
+// SageMaker cluster scheduler config, which is the Kueue
+// WorkloadPriorityClass KueuePriorityClass(Name) on the cluster.
 type PriorityClass struct {
 	Name  string
 	Value int32
 }
 
-// ContainerDefaults become the namespace's LimitRange: the requests and
-// limits of a container that sets none. Empty fields are left out.
+// ContainerDefaults become the namespace's LimitRange: the requests of a
+// container that sets none. Empty fields are left out.
+//
+// LimitCPU and LimitMemory must stay empty (Check refuses them): the
+// LimitRange admission gives a container without a limit the default limit
+// even when it requests more, and the API server then rejects the pod
+// (request above limit). GPU training containers request hundreds of GiB
+// without a limit, so any fixed default limit rejects some of them. The
+// ResourceQuota constrains requests only, so no limit is needed for it.
 type ContainerDefaults struct {
 	RequestCPU    string
 	RequestMemory string
@@ -136,13 +153,13 @@ const (
 	ResourceNeuron = "aws.amazon.com/neuron"
 )
 
-// DefaultContainerDefaults: enough for a sidecar or a small tool. No default
-// CPU limit, so that a training container that forgot its limits is not
-// throttled; a default memory limit, so that it cannot take a node down.
+// DefaultContainerDefaults: requests enough for a sidecar or a small tool,
+// and no default limits (see ContainerDefaults): a container that names
+// none is not throttled, and one that requests 200Gi without a limit is
+// admitted.
 var DefaultContainerDefaults = ContainerDefaults{
 	RequestCPU:    "500m",
 	RequestMemory: "1Gi",
-	LimitMemory:   "4Gi",
 }
 
 // DefaultPriorityClasses are the classes a cluster starts with: serving
@@ -158,6 +175,35 @@ var DefaultPriorityClasses = []PriorityClass{
 // DefaultPodIdentityAgentCIDRs are the EKS Pod Identity agent's link-local
 // addresses (IPv4 and IPv6); it serves credentials on port 80.
 var DefaultPodIdentityAgentCIDRs = []string{"169.254.170.23/32", "fd00:ec2::23/128"}
+
+// DefaultObservabilityNamespaces are where AWS's collectors run:
+//   - hyperpod-observability: "All the pods that the SageMaker HyperPod
+//     observability add-on creates are in the hyperpod-observability
+//     namespace" (https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-troubleshooting.html,
+//     "Review all observability pods"); its collectors scrape task and
+//     inference metrics from the pods for Amazon Managed Prometheus;
+//   - amazon-cloudwatch: the CloudWatch agent of the Amazon CloudWatch
+//     Observability EKS add-on (Container Insights) runs there ("Verify
+//     that the CloudWatch agent pods are running in the amazon-cloudwatch
+//     namespace", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/container-insights-eks-classic-setup.html,
+//     step 5).
+//
+// A self-managed Prometheus runs wherever it was installed: add its
+// namespace in the settings.
+var DefaultObservabilityNamespaces = []string{"hyperpod-observability", "amazon-cloudwatch"}
+
+// HyperPod's training operator runs in namespace aws-hyperpod, its pods
+// labelled hp-training-control-plane (github:aws/sagemaker-hyperpod-cli,
+// src/sagemaker/hyperpod/training/hyperpod_pytorch_job.py:
+// TRAINING_OPERATOR_NAMESPACE, TRAINING_OPERATOR_LABEL, used as a label
+// selector to find the operator pod). The operator talks to the HyperPod
+// elastic agent inside each training pod ("communicates with the HyperPod
+// training operator", https://pypi.org/project/hyperpod-elastic-agent/),
+// so a default-deny namespace must let the two reach each other.
+const (
+	TrainingOperatorNamespace = "aws-hyperpod"
+	TrainingOperatorLabel     = "hp-training-control-plane"
+)
 
 // PodIdentityAgentPort is the port the EKS Pod Identity agent serves on.
 const PodIdentityAgentPort = 80
@@ -269,6 +315,10 @@ func (s ClusterSettings) withDefaults() ClusterSettings {
 		s.PodIdentityAgentCIDRs = DefaultPodIdentityAgentCIDRs
 	}
 	s.PodIdentityAgentCIDRs = slices.Clone(s.PodIdentityAgentCIDRs)
+	if s.ObservabilityNamespaces == nil {
+		s.ObservabilityNamespaces = DefaultObservabilityNamespaces
+	}
+	s.ObservabilityNamespaces = slices.Clone(s.ObservabilityNamespaces)
 	if s.OnRevoke == "" {
 		s.OnRevoke = RevokeLock
 	}
@@ -297,10 +347,20 @@ func (s ClusterSettings) check() error {
 	}
 	seen := map[string]bool{}
 	for _, pc := range s.PriorityClasses {
-		if errs := validation.IsDNS1123Subdomain(pc.Name); len(errs) > 0 || seen[pc.Name] {
-			return fmt.Errorf("settings: priority class %q must be a Kubernetes name, listed once", pc.Name)
+		// A scheduler-config class name (workflow.MaxPriorityClassLen) whose
+		// Kueue name is a valid label value.
+		if errs := validation.IsDNS1123Label(pc.Name); len(errs) > 0 || len(pc.Name) > workflow.MaxPriorityClassLen || seen[pc.Name] {
+			return fmt.Errorf("settings: priority class %q must be a name of at most %d lower-case letters, digits and '-', listed once", pc.Name, workflow.MaxPriorityClassLen)
+		}
+		if errs := validation.IsValidLabelValue(s.KueuePriorityClass(pc.Name)); len(errs) > 0 {
+			return fmt.Errorf("settings: priority class %q: its Kueue class %s is not a label value: %s", pc.Name, s.KueuePriorityClass(pc.Name), strings.Join(errs, "; "))
 		}
 		seen[pc.Name] = true
+	}
+	for _, ns := range s.ObservabilityNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("settings: ObservabilityNamespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
 	}
 	if s.Cohort != "" {
 		if errs := validation.IsDNS1123Subdomain(s.Cohort); len(errs) > 0 {
@@ -319,6 +379,10 @@ func (s ClusterSettings) check() error {
 		if _, err := resource.ParseQuantity(q.v); err != nil {
 			return fmt.Errorf("settings: %s %q: %w", q.name, q.v, err)
 		}
+	}
+	if d := s.DefaultLimits; d.LimitCPU != "" || d.LimitMemory != "" {
+		return fmt.Errorf("settings: DefaultLimits.LimitCPU and DefaultLimits.LimitMemory must be empty: a default limit makes the API server reject " +
+			"every container that requests more without a limit (GPU training pods request hundreds of GiB); set default requests only")
 	}
 	for t, r := range s.Accelerators {
 		if r.Accelerators < 0 || r.CPU < 0 || r.MemoryGiB < 0 {
@@ -342,6 +406,16 @@ func (s ClusterSettings) check() error {
 // AllowedInstanceTypes are the instance types a contract may name on this
 // cluster: InstanceTypes, or its default.
 func (s ClusterSettings) AllowedInstanceTypes() []string { return s.withDefaults().InstanceTypes }
+
+// KueuePriorityClass is the name of the Kueue WorkloadPriorityClass that
+// the configured priority class name has on the cluster: what a job's
+// kueue.x-k8s.io/priority-class label must say. HyperPod task governance
+// names it name+"-priority" (workflow.PriorityClassSuffix); when the portal
+// manages the ClusterQueues it creates the WorkloadPriorityClasses under the
+// same names, so a snippet and a check are right in both modes.
+func (s ClusterSettings) KueuePriorityClass(name string) string {
+	return name + workflow.PriorityClassSuffix
+}
 
 // team substitutes the team into a checked format.
 func team(format, t string) string { return strings.Replace(format, "%s", t, 1) }

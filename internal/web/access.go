@@ -35,6 +35,10 @@ func (s *Server) accessView(conn store.Connection, approved store.Version) *view
 	if len(c.Scheduling.PriorityClasses) > 0 {
 		priority = c.Scheduling.PriorityClasses[0]
 	}
+	// The label names the Kueue class the cluster has ("training-priority"),
+	// not the configured class ("training"): a job naming an unknown class
+	// fails to submit.
+	priority = s.opts.Cluster.KueuePriorityClass(priority)
 	a.Commands = []views.Snippet{
 		{Title: "Connect kubectl (as your team's access role)", Code: fmt.Sprintf(
 			"aws eks update-kubeconfig --name %s --region %s \\\n  --role-arn %s --alias %s",

@@ -105,6 +105,24 @@ const (
 	MaxFairShareWeight = 100 // HyperPod ComputeQuotaTarget.FairShareWeight
 	MinReviewCadence   = 7
 	MaxReviewCadence   = 365
+
+	// MaxPriorityClassLen caps a priority class name. The class is a
+	// SageMaker ClusterSchedulerConfig PriorityClass, whose Name follows
+	// ^[a-z0-9]([-a-z0-9]*[a-z0-9]){0,39}?$ (a DNS label of at most 40
+	// characters: AWS::SageMaker::ClusterSchedulerConfig PriorityClass,
+	// https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-sagemaker-clusterschedulerconfig-priorityclass.html).
+	// Task governance names its Kueue WorkloadPriorityClass name+"-priority"
+	// (PriorityClassSuffix), which jobs carry as the label value
+	// kueue.x-k8s.io/priority-class; a label value is at most 63
+	// characters, so 40 + 9 fits.
+	MaxPriorityClassLen = 40
+	// PriorityClassSuffix is what HyperPod task governance appends to a
+	// scheduler-config class to name its Kueue WorkloadPriorityClass: the
+	// class "training" is the Kueue class "training-priority"
+	// (github:aws/sagemaker-hyperpod-cli,
+	// examples/end_to_end_walkthrough/03-task-governance/00-task-governance.md:
+	// JOB_PRIO=training-priority for the cluster policy's class training).
+	PriorityClassSuffix = "-priority"
 )
 
 // reservedNamespaces belong to the cluster's own components.
@@ -494,8 +512,8 @@ func (v *validator) scheduling() {
 	for i, pc := range s.PriorityClasses {
 		f := fmt.Sprintf("scheduling.priority_classes[%d]", i)
 		switch {
-		case !validDNSSubdomain(pc):
-			v.add(f, "%q must be a Kubernetes name: lower-case letters, digits, '-' and '.', e.g. training", pc)
+		case len(pc) > MaxPriorityClassLen || !dnsLabelRe.MatchString(pc):
+			v.add(f, "%q must be a priority class name of at most %d lower-case letters, digits and '-', e.g. training", pc, MaxPriorityClassLen)
 		case seenPC[pc]:
 			v.add(f, "%s is listed twice", pc)
 		}
@@ -655,19 +673,6 @@ func validDNSName(s string) bool {
 	}
 	_, err := strconv.Atoi(labels[len(labels)-1])
 	return err != nil
-}
-
-// validDNSSubdomain is a Kubernetes object name (RFC 1123 subdomain).
-func validDNSSubdomain(s string) bool {
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for _, l := range strings.Split(s, ".") {
-		if len(l) > 63 || !dnsLabelRe.MatchString(l) {
-			return false
-		}
-	}
-	return true
 }
 
 // hasControl reports control characters; multi-line text may hold newlines

@@ -242,8 +242,10 @@ var validationTable = []struct {
 	{name: "fair share negative", change: func(c *Contract) { c.Scheduling.FairShareWeight = -1 }, want: []string{"scheduling.fair_share_weight"}, msg: "between 0 and 100"},
 	{name: "fair share 101", change: func(c *Contract) { c.Scheduling.FairShareWeight = 101 }, want: []string{"scheduling.fair_share_weight"}, msg: "between 0 and 100"},
 	{name: "priority classes none", change: func(c *Contract) { c.Scheduling.PriorityClasses = nil }},
-	{name: "priority class dotted", change: func(c *Contract) { c.Scheduling.PriorityClasses = []string{"high.priority"} }},
-	{name: "priority class invalid", change: func(c *Contract) { c.Scheduling.PriorityClasses = []string{"training", "high_priority"} }, want: []string{"scheduling.priority_classes[1]"}, msg: "Kubernetes name"},
+	{name: "priority class dotted", change: func(c *Contract) { c.Scheduling.PriorityClasses = []string{"high.priority"} }, want: []string{"scheduling.priority_classes[0]"}, msg: "priority class name"},
+	{name: "priority class invalid", change: func(c *Contract) { c.Scheduling.PriorityClasses = []string{"training", "high_priority"} }, want: []string{"scheduling.priority_classes[1]"}, msg: "priority class name"},
+	{name: "priority class 40", change: func(c *Contract) { c.Scheduling.PriorityClasses = []string{strings.Repeat("p", MaxPriorityClassLen)} }},
+	{name: "priority class 41", change: func(c *Contract) { c.Scheduling.PriorityClasses = []string{strings.Repeat("p", MaxPriorityClassLen+1)} }, want: []string{"scheduling.priority_classes[0]"}, msg: "at most 40"},
 	{name: "priority class twice", change: func(c *Contract) { c.Scheduling.PriorityClasses = []string{"training", "TRAINING"} }, want: []string{"scheduling.priority_classes[1]"}, msg: "listed twice"},
 
 	// signals
