@@ -58,13 +58,31 @@ func (a *Applier) Drift(ctx context.Context, p Plan) ([]DriftItem, error) {
 		}
 		live, err := ri.Get(ctx, o.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"})
+			it := DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"}
+			if o.Owner != OwnerPortal {
+				it.Detail = "HyperPod task governance owns it and has not created it (or removed it)"
+			}
+			out = append(out, it)
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
 		}
-		want, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: true, DryRun: []string{metav1.DryRunAll}})
+		if o.Owner == OwnerHyperPodChecked {
+			// HyperPod's: the portal only reads where it queues to.
+			want, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "clusterQueue")
+			got, _, _ := unstructured.NestedString(live.Object, "spec", "clusterQueue")
+			if want != got {
+				out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: []string{"spec.clusterQueue"},
+					Detail: fmt.Sprintf("HyperPod's queue points at %q, not %q", got, want)})
+			}
+			continue
+		}
+		want, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: o.Owner == OwnerPortal, DryRun: []string{metav1.DryRunAll}})
+		if apierrors.IsConflict(err) && o.Owner == OwnerHyperPod {
+			out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Detail: "HyperPod manages a field the portal sets: " + err.Error()})
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
 		}

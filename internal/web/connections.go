@@ -170,7 +170,9 @@ func readForm(c echo.Context, team string) (views.ContractValues, error) {
 
 // validationEnv is what the domain's validation needs from the portal.
 func (s *Server) validationEnv(c echo.Context, exclude int64) workflow.ValidationEnv {
-	return s.opts.DB.ValidationEnv(c.Request().Context(), s.opts.Now(), exclude, s.knownOwners)
+	env := s.opts.DB.ValidationEnv(c.Request().Context(), s.opts.Now(), exclude, s.knownOwners)
+	env.TeamNamespaceOnly = !s.opts.Cluster.ClusterQueueManagedByPortal
+	return env
 }
 
 // checkContract parses and validates the form. errs is nil when the
