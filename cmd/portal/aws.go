@@ -113,6 +113,15 @@ func (a awsSide) scheduler() awsprov.SchedulerAPI {
 	return a.Runner.Clients.Scheduler
 }
 
+// quotas is the SageMaker client that adopts a compute quota at an admin's
+// choice, or an untyped nil without real AWS calls.
+func (a awsSide) quotas() awsprov.SageMakerAPI {
+	if a.Runner == nil {
+		return nil
+	}
+	return a.Runner.Clients.SageMaker
+}
+
 // preview looks up what a plan's AWS calls would do, or is nil without
 // real AWS calls.
 func (a awsSide) preview() interface {

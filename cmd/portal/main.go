@@ -228,7 +228,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
 		Scheduler: side.scheduler(), AWSPoll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
-		AWSPreview: side.preview(),
+		AWSPreview: side.preview(), Quotas: side.quotas(),
 		Groups:     groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 	})
 	if err != nil {

@@ -342,6 +342,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if d.Drift, err = s.connectionDrift(c, p, conn, obj); err != nil {
 		return d, err
 	}
+	s.adoptForm(p, conn, obj, &d)
 	if conn.ApprovedVersion > 0 && conn.State.Committed() && conn.State != workflow.StateRevoking {
 		for _, v := range versions {
 			if v.Version == conn.ApprovedVersion {

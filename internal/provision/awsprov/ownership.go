@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -82,6 +83,20 @@ func (e *ForeignQuotaError) Error() string {
 
 // Permanent: someone has to choose.
 func (e *ForeignQuotaError) Permanent() bool { return true }
+
+// foreignQuotaMessage finds the quota's ARN in a ForeignQuotaError's
+// message as a job records it.
+var foreignQuotaMessage = regexp.MustCompile(`\((arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:compute-quota/[a-z0-9]+)\) already allocates compute to team .* was not made by the portal`)
+
+// ForeignQuotaARN returns the quota ARN of a job error caused by a
+// *ForeignQuotaError (the job's recorded message), and whether there is one.
+func ForeignQuotaARN(jobError string) (string, bool) {
+	m := foreignQuotaMessage.FindStringSubmatch(jobError)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
 
 // checkQuotaOwner reads q's tags: nil when it is owner's connection's, a
 // *NotOursError when another connection's, a *ForeignQuotaError when no
