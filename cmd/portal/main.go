@@ -229,7 +229,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
 		Scheduler: side.scheduler(), AWSPoll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
 		AWSPreview: side.preview(), Quotas: side.quotas(),
-		Groups:     groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
+		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 	})
 	if err != nil {
 		return err
