@@ -259,7 +259,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if kube == nil {
 		logger.Info("provisioner in dry-run mode: no --kubeconfig, plans are recorded and nothing is applied")
 	} else {
-		drift := newDriftChecker(db, applier, cluster, logger)
+		drift := newDriftChecker(db, applier, side.drifter(), cluster, logger)
 		wg.Add(1)
 		go func() { defer wg.Done(); drift.Run(workCtx) }()
 	}
