@@ -742,6 +742,8 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 			switch {
 			case !ok:
 				pv.Summary[i] = "unchanged · " + pv.Summary[i]
+			case it.What == "deleted" && o.Owner != provision.OwnerPortal:
+				pv.Summary[i] = "made by HyperPod · " + pv.Summary[i]
 			case it.What == "deleted":
 				pv.Summary[i] = "create · " + pv.Summary[i]
 			default:

@@ -41,6 +41,11 @@ type SageMaker struct {
 	// DomainFailure, when set, makes new domains end in Failed with it as
 	// the FailureReason.
 	DomainFailure string
+	// OnQuotaCreated, when set, is called (under the endpoint's lock) with
+	// the team and cluster ARN of a quota the moment it settles as Created:
+	// where a test stands in for HyperPod task governance, which then
+	// creates the team's namespace and LocalQueue on the cluster.
+	OnQuotaCreated func(team, clusterARN string)
 	// DomainUserProfiles, when set, is how many user profiles every domain
 	// has (SSO users get one at their first sign-in): DeleteDomain is then
 	// refused with ResourceInUse, as the service does.
@@ -482,6 +487,9 @@ func (f *SageMaker) tick(q *Quota) bool {
 		q.Status = q.Final
 		if q.Status == "Deleted" {
 			q.Linger = f.DeletedLinger
+		}
+		if q.Status == "Created" && f.OnQuotaCreated != nil {
+			f.OnQuotaCreated(aws.ToString(q.Target.TeamName), q.ClusterArn)
 		}
 	}
 	return true
