@@ -109,3 +109,23 @@ func TestAdoptAConsoleQuota(t *testing.T) {
 		t.Errorf("the run after adoption = %+v, %v; want %s updated", res, err, console.ID)
 	}
 }
+
+// In HyperPod-managed mode (the default settings) the form refuses a
+// namespace beside hyperpod-ns-<team>, says why, and keeps the input; with
+// portal-managed ClusterQueues it is accepted.
+func TestFormRefusesANamespaceBesideHyperPods(t *testing.T) {
+	c := workflow.ExampleContract()
+	c.Namespaces = []string{"hyperpod-ns-red", "red-batch"}
+	form := formValues(formFromContract(c))
+	form.Set("intent", "submit")
+	h := newHarness(t, false)
+	resp, body := h.postAs(h.signIn("owner.red"), "/teams/red/connections", form)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "HyperPod task governance creates and owns the team namespace hyperpod-ns-red") ||
+		!strings.Contains(body, "red-batch") {
+		t.Errorf("a second namespace in HyperPod-managed mode = %d, want 422 with the reason and the input kept", resp.StatusCode)
+	}
+	portal := newHarness(t, false, func(o *Options) { o.Cluster.ClusterQueueManagedByPortal = true })
+	if resp, _ := portal.postAs(portal.signIn("owner.red"), "/teams/red/connections", form); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("a second namespace with portal-managed ClusterQueues = %d, want saved", resp.StatusCode)
+	}
+}
