@@ -71,7 +71,7 @@ func fieldsOf(u *unstructured.Unstructured, manager string) string {
 	var b strings.Builder
 	for _, m := range u.GetManagedFields() {
 		if m.Manager == manager && m.FieldsV1 != nil {
-			b.Write(m.FieldsV1.Raw)
+			b.WriteString(m.FieldsV1.GetRawString())
 		}
 	}
 	return b.String()
