@@ -78,9 +78,12 @@ func NewApplier(cfg *rest.Config) (*Applier, error) {
 }
 
 // Apply server-side applies the plan's objects in order, forcing ownership
-// of the fields the portal sets (the portal's word wins over a hand edit,
-// which drift detection reports). Applying the same plan again writes
-// nothing: every step is Unchanged.
+// of the fields the portal sets on its own objects (the portal's word wins
+// over a hand edit, which drift detection reports). Objects HyperPod owns
+// (Object.Owner) are waited for, not created: the namespace gets the
+// portal's labels without force (a field HyperPod manages is never taken:
+// the conflict is permanent), the LocalQueue is only checked. Applying the
+// same plan again writes nothing: every step is Unchanged.
 //
 // It stops at the first failure, because later objects depend on earlier
 // ones and access (RoleBindings) must never land without the guardrails
