@@ -1,12 +1,19 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/playwright-community/playwright-go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
 	"github.com/hyperpod-governance/portal/internal/testenv"
@@ -23,6 +30,7 @@ import (
 func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	kubeconfig := testenv.Require(t, "PORTAL_TEST_KUBECONFIG")
 	stack := awstest.NewStack(t, "shared-hp-eks", "team-red-owners", "team-red-members")
+	actAsHyperPod(t, kubeconfig, stack.SageMaker)
 	settings := filepath.Join(t.TempDir(), "aws.yaml")
 	if err := os.WriteFile(settings, []byte(`region: us-east-1
 account_id: "111122223333"
@@ -52,7 +60,8 @@ studio:
 	_, err = admin.Goto(p.URL + "/connections/1")
 	mustOK(t, err, "admin opens the request")
 	// Compared with the live cluster: everything of the team is new.
-	if got := text(t, admin, "plan-summary"); !strings.Contains(got, "create · Namespace hyperpod-ns-red") ||
+	// HyperPod task governance makes the namespace from the compute quota.
+	if got := text(t, admin, "plan-summary"); !strings.Contains(got, "made by HyperPod · Namespace hyperpod-ns-red") ||
 		!strings.Contains(got, "create · RoleBinding hyperpod-ns-red/team-viewers") {
 		t.Errorf("plan = %q", got)
 	}
@@ -118,4 +127,46 @@ studio:
 		t.Errorf("the owner's AWS resources = %q", got)
 	}
 	screenshot(t, owner, "21-owner-active")
+}
+
+// actAsHyperPod stands in for HyperPod task governance: when a compute
+// quota is created on the SageMaker endpoint, it creates the team's
+// namespace hyperpod-ns-<team> and LocalQueue hyperpod-ns-<team>-localqueue
+// on the test bed, as their owner (its own field manager).
+func actAsHyperPod(t *testing.T, kubeconfig string, sm *awstest.SageMaker) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	mustOK(t, err, "load the kubeconfig")
+	dyn, err := dynamic.NewForConfig(cfg)
+	mustOK(t, err, "dynamic client")
+	apply := func(gvr schema.GroupVersionResource, obj map[string]any) {
+		u := &unstructured.Unstructured{Object: obj}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ri := dyn.Resource(gvr)
+		var err error
+		if ns := u.GetNamespace(); ns != "" {
+			_, err = ri.Namespace(ns).Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "hyperpod-task-governance", Force: true})
+		} else {
+			_, err = ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "hyperpod-task-governance", Force: true})
+		}
+		if err != nil {
+			t.Errorf("HyperPod stand-in: apply %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	sm.Set(func(f *awstest.SageMaker) {
+		f.OnQuotaCreated = func(team, _ string) {
+			ns := "hyperpod-ns-" + team
+			apply(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, map[string]any{
+				"apiVersion": "v1", "kind": "Namespace",
+				"metadata": map[string]any{"name": ns, "labels": map[string]any{
+					"sagemaker.amazonaws.com/sagemaker-managed-queue": "true", "sagemaker.amazonaws.com/quota-allocation-id": team}},
+			})
+			apply(schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}, map[string]any{
+				"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+				"metadata": map[string]any{"name": ns + "-localqueue", "namespace": ns},
+				"spec":     map[string]any{"clusterQueue": ns + "-clusterqueue"},
+			})
+		}
+	})
 }

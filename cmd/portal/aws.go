@@ -12,6 +12,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/hyperpod-governance/portal/internal/auth"
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov/sdkhttp"
 )
@@ -111,6 +112,24 @@ func (a awsSide) scheduler() awsprov.SchedulerAPI {
 		return nil
 	}
 	return a.Runner.Clients.Scheduler
+}
+
+// quotas is the SageMaker client that adopts a compute quota at an admin's
+// choice, or an untyped nil without real AWS calls.
+func (a awsSide) quotas() awsprov.SageMakerAPI {
+	if a.Runner == nil {
+		return nil
+	}
+	return a.Runner.Clients.SageMaker
+}
+
+// drifter compares plans' AWS resources with AWS for the drift check, or
+// is an untyped nil without real AWS calls.
+func (a awsSide) drifter() provision.AWSDrifter {
+	if a.Runner == nil {
+		return nil
+	}
+	return a.Runner
 }
 
 // preview looks up what a plan's AWS calls would do, or is nil without

@@ -230,8 +230,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
 		Scheduler: side.scheduler(), AWSPoll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
-		AWSPreview: side.preview(),
-		Groups:     groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
+		AWSPreview: side.preview(), Quotas: side.quotas(),
+		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 	})
 	if err != nil {
 		return err
@@ -268,7 +268,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if kube == nil {
 		logger.Info("provisioner in dry-run mode: no --kubeconfig, plans are recorded and nothing is applied")
 	} else {
-		drift := newDriftChecker(db, applier, cluster, logger)
+		drift := newDriftChecker(db, applier, side.drifter(), cluster, logger)
 		wg.Add(1)
 		go func() { defer wg.Done(); drift.Run(workCtx) }()
 	}

@@ -76,8 +76,9 @@ func newWorker(db *store.DB, a *provision.Applier, settings provision.ClusterSet
 }
 
 // newDriftChecker compares every provisioned connection with its approved
-// plan on the cluster every interval.
-func newDriftChecker(db *store.DB, a *provision.Applier, settings provision.ClusterSettings, logger *slog.Logger) *provision.DriftChecker {
+// plan on the cluster and, with real AWS calls (cloud not nil), on AWS,
+// every interval.
+func newDriftChecker(db *store.DB, a *provision.Applier, cloud provision.AWSDrifter, settings provision.ClusterSettings, logger *slog.Logger) *provision.DriftChecker {
 	return &provision.DriftChecker{
 		List: func(ctx context.Context) ([]provision.ConnVersion, error) {
 			ps, err := db.Provisioned(ctx)
@@ -88,7 +89,7 @@ func newDriftChecker(db *store.DB, a *provision.Applier, settings provision.Clus
 			return out, err
 		},
 		Plans: provision.PlansFrom(planLookup(db), settings),
-		Check: a.Drift,
+		Check: provision.DriftOf(a, cloud),
 		Save: func(ctx context.Context, id int64, items []provision.DriftItem, checkErr string, now time.Time) error {
 			recs := make([]store.DriftRecord, len(items))
 			for i, it := range items {

@@ -78,9 +78,12 @@ func NewApplier(cfg *rest.Config) (*Applier, error) {
 }
 
 // Apply server-side applies the plan's objects in order, forcing ownership
-// of the fields the portal sets (the portal's word wins over a hand edit,
-// which drift detection reports). Applying the same plan again writes
-// nothing: every step is Unchanged.
+// of the fields the portal sets on its own objects (the portal's word wins
+// over a hand edit, which drift detection reports). Objects HyperPod owns
+// (Object.Owner) are waited for, not created: the namespace gets the
+// portal's labels without force (a field HyperPod manages is never taken:
+// the conflict is permanent), the LocalQueue is only checked. Applying the
+// same plan again writes nothing: every step is Unchanged.
 //
 // It stops at the first failure, because later objects depend on earlier
 // ones and access (RoleBindings) must never land without the guardrails
@@ -123,15 +126,28 @@ func (a *Applier) apply(ctx context.Context, o Object) (string, Outcome, error) 
 	switch {
 	case err == nil:
 		before = live.GetResourceVersion()
+	case apierrors.IsNotFound(err) && o.Owner != OwnerPortal:
+		// HyperPod makes it from the compute quota, a little after the
+		// quota is created: transient, the job retries with backoff.
+		return "", Failed, &waitingError{o}
 	case apierrors.IsNotFound(err):
 	default:
 		return "", Failed, err
+	}
+	if o.Owner == OwnerHyperPodChecked {
+		return before, Unchanged, nil // HyperPod's: checked, never written
 	}
 	fm := a.FieldManager
 	if fm == "" {
 		fm = ManagedBy
 	}
-	out, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: true})
+	// Force only on the portal's own objects: on HyperPod's, an apply of
+	// the portal's labels that conflicts with a field HyperPod manages
+	// fails (409 Conflict) instead of taking the field over.
+	out, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: o.Owner == OwnerPortal})
+	if apierrors.IsConflict(err) && o.Owner == OwnerHyperPod {
+		return "", Failed, permanent(fmt.Errorf("%w: HyperPod task governance owns %s %s and manages a field the portal would set; the portal does not take it over", err, o.Kind, o.Ref()))
+	}
 	if err != nil {
 		return "", Failed, err
 	}
@@ -144,6 +160,13 @@ func (a *Applier) apply(ctx context.Context, o Object) (string, Outcome, error) 
 	default:
 		return after, Configured, nil
 	}
+}
+
+// waitingError is a HyperPod-owned object that does not exist yet.
+type waitingError struct{ o Object }
+
+func (e *waitingError) Error() string {
+	return fmt.Sprintf("waiting for HyperPod task governance to create %s %s from the team's compute quota", e.o.Kind, e.o.Ref())
 }
 
 // permanentError marks an error of the portal's own making that no retry

@@ -400,3 +400,55 @@ func TestWorkerAWSDoesNotTakeOverAnAccessEntry(t *testing.T) {
 		t.Errorf("the admin's entry was changed: %+v, %+v", e, ps)
 	}
 }
+
+// The drift check covers the AWS half: a clean state has no item; a
+// compute quota changed behind the portal's back is an item, saved with a
+// drift.detected audit event; a re-apply job puts it back, and the next
+// check resolves it.
+func TestAWSDriftIsReportedAndFixedByReapply(t *testing.T) {
+	b := newAWSBed(t, 1)
+	cluster := &fakeCluster{}
+	w := b.worker("w1", cluster)
+	b.runOnce(w)
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		t.Fatalf("connection %s, want active", s)
+	}
+	ctx := t.Context()
+	check := provision.DriftOf(nil, b.runner)
+	save := func(items []provision.DriftItem) {
+		recs := make([]store.DriftRecord, len(items))
+		for i, it := range items {
+			recs[i] = store.DriftRecord(it)
+		}
+		if err := b.db.SaveDrift(ctx, b.conn.ID, recs, "", b.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if items, err := check(ctx, b.plan); err != nil || len(items) != 0 {
+		t.Fatalf("drift of a clean state = %v, %v; want none", items, err)
+	}
+	q := b.stack.SageMaker.QuotaByName(awsprov.QuotaName("red"))
+	b.stack.SageMaker.ChangeQuota(q.ID, func(w *int32, _ *string) { *w = 1 })
+	items, err := check(ctx, b.plan)
+	if err != nil || len(items) != 1 || items[0].Kind != "SageMaker compute quota" || items[0].What != "changed" ||
+		!slices.Contains(items[0].Fields, "ComputeQuotaTarget.FairShareWeight") {
+		t.Fatalf("drift after a console edit = %v, %v; want the quota's weight", items, err)
+	}
+	save(items)
+	if acts := actions(b.audit(b.conn.ID)); !slices.Contains(acts, "drift.detected") {
+		t.Errorf("audit %v lacks drift.detected", acts)
+	}
+
+	if _, err := b.db.EnqueueReapply(ctx, b.conn.ID, store.Actor{Email: "admin@example.test"}, "fix drift", b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.runUntilSettled(w)
+	items, err = check(ctx, b.plan)
+	if err != nil || len(items) != 0 {
+		t.Fatalf("drift after the re-apply = %v, %v; want none", items, err)
+	}
+	save(items)
+	if acts := actions(b.audit(b.conn.ID)); !slices.Contains(acts, "drift.resolved") {
+		t.Errorf("audit %v lacks drift.resolved", acts)
+	}
+}

@@ -4,6 +4,16 @@
 // through client-go (server-side apply) and aws-sdk-go-v2, recorded in
 // durable jobs.
 //
+// Ownership: with a compute quota (ClusterSettings.ClusterQueueManagedByPortal
+// false), HyperPod task governance creates and owns the team namespace
+// hyperpod-ns-<team> and its LocalQueue (Owner). The portal waits for the
+// namespace and server-side applies only its own labels to it without
+// force, never writes the queue (it only checks it exists), refuses a
+// contract naming another namespace, and revocation removes access, then
+// the portal's objects, then the compute quota, leaving both to HyperPod.
+// The drift check (DriftOf) reads the cluster and, through an AWSDrifter,
+// the plan's AWS resources; re-applying the plan fixes both.
+//
 // It may import internal/workflow (the approved contract is its input); it
 // must never import internal/web or internal/views.
 package provision

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 )
 
 // DriftItem is one difference between the cluster and the approved plan.
@@ -32,6 +34,42 @@ func (d DriftItem) String() string {
 		s += " (" + d.Detail + ")"
 	}
 	return s
+}
+
+// AWSDrifter compares the AWS half of a plan with AWS, read-only;
+// *awsprov.Runner is one.
+type AWSDrifter interface {
+	Drift(ctx context.Context, calls []awsprov.Call) ([]awsprov.Finding, error)
+}
+
+// DriftOf is the drift check of a plan: the cluster's objects (a; nil
+// skips them) and then the plan's AWS resources (cloud; nil skips them:
+// the compute quota, the Studio domain, the access entries with their
+// policies and scopes, the Pod Identity association), as one list of
+// items. Re-applying the plan fixes both halves.
+func DriftOf(a *Applier, cloud AWSDrifter) func(context.Context, Plan) ([]DriftItem, error) {
+	return func(ctx context.Context, p Plan) ([]DriftItem, error) {
+		var out []DriftItem
+		if a != nil {
+			items, err := a.Drift(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			out = items
+		}
+		if cloud == nil || len(p.AWS) == 0 {
+			return out, nil
+		}
+		findings, err := cloud.Drift(ctx, p.AWS)
+		if err != nil {
+			return nil, fmt.Errorf("provision: %w", err)
+		}
+		for _, f := range findings {
+			out = append(out, DriftItem{Kind: f.Call.Service + " " + strings.ReplaceAll(string(f.Call.Kind), "-", " "),
+				Ref: f.Call.Name, What: f.What, Fields: f.Fields, Detail: f.Detail})
+		}
+		return out, nil
+	}
 }
 
 var roleBindings = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
@@ -58,13 +96,31 @@ func (a *Applier) Drift(ctx context.Context, p Plan) ([]DriftItem, error) {
 		}
 		live, err := ri.Get(ctx, o.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"})
+			it := DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"}
+			if o.Owner != OwnerPortal {
+				it.Detail = "HyperPod task governance owns it and has not created it (or removed it)"
+			}
+			out = append(out, it)
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
 		}
-		want, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: true, DryRun: []string{metav1.DryRunAll}})
+		if o.Owner == OwnerHyperPodChecked {
+			// HyperPod's: the portal only reads where it queues to.
+			want, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "clusterQueue")
+			got, _, _ := unstructured.NestedString(live.Object, "spec", "clusterQueue")
+			if want != got {
+				out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: []string{"spec.clusterQueue"},
+					Detail: fmt.Sprintf("HyperPod's queue points at %q, not %q", got, want)})
+			}
+			continue
+		}
+		want, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: o.Owner == OwnerPortal, DryRun: []string{metav1.DryRunAll}})
+		if apierrors.IsConflict(err) && o.Owner == OwnerHyperPod {
+			out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Detail: "HyperPod manages a field the portal sets: " + err.Error()})
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
 		}

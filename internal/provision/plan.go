@@ -106,11 +106,50 @@ type Plan struct {
 	OnRevoke RevokeMode
 }
 
+// Owner says who owns an object of a plan, and so what the portal may do
+// with it.
+type Owner string
+
+// The owners. With a compute quota, HyperPod task governance creates and
+// owns the team's namespace hyperpod-ns-<team> (labelled
+// sagemaker.amazonaws.com/sagemaker-managed-queue and
+// sagemaker.amazonaws.com/quota-allocation-id) and its LocalQueue
+// hyperpod-ns-<team>-localqueue (aws/sagemaker-hyperpod-cli:
+// src/sagemaker/hyperpod/cli/constants/command_constants.py,
+// SAGEMAKER_MANAGED_QUEUE_LABEL, SAGEMAKER_QUOTA_ALLOCATION_LABEL,
+// SAGEMAKER_MANAGED_LOCAL_QUEUE_SUFFIX; examples/end_to_end_walkthrough/
+// 00-getting-started/00-setup.md: the compute quotas "as well as the
+// corresponding Kubernetes namespaces ... with the HyperPod naming scheme").
+// The portal's rule for them: it adds only its own labels and objects to
+// HyperPod's namespace, never takes over HyperPod's queue, and revocation
+// leaves both to HyperPod.
+const (
+	// OwnerPortal: the portal creates the object and owns the fields it
+	// sets (server-side apply with force: its word wins over a hand edit).
+	OwnerPortal Owner = ""
+	// OwnerHyperPod: HyperPod creates and owns the object (the team
+	// namespace). The portal waits for it to exist, then server-side
+	// applies only its own labels and annotations without force, so it
+	// never takes a field HyperPod manages (a conflict stops the step
+	// instead). Revocation never deletes it.
+	OwnerHyperPod Owner = "hyperpod"
+	// OwnerHyperPodChecked: HyperPod creates and owns the object (the
+	// team LocalQueue). The portal only checks that it exists and never
+	// writes it; the plan's YAML leaves it out.
+	OwnerHyperPodChecked Owner = "hyperpod-checked"
+)
+
+// HyperPodNamespacePrefix is the prefix of the namespaces HyperPod task
+// governance creates, one per team ("hyperpod-ns-<team>"; see Owner).
+const HyperPodNamespacePrefix = "hyperpod-ns-"
+
 // Object is one desired Kubernetes object.
 type Object struct {
 	Kind      string
 	Namespace string // empty for cluster-scoped objects
 	Name      string
+	// Owner is who owns it; the zero value is the portal.
+	Owner Owner
 	// Shared objects (WorkloadPriorityClasses, ResourceFlavors) are
 	// cluster-wide and the same for every team, so they carry no team,
 	// connection, version or hash: otherwise applying one team's plan
@@ -147,6 +186,9 @@ func (p Plan) Summary() []string {
 func (p Plan) YAML() string {
 	var b strings.Builder
 	for _, o := range p.Objects {
+		if o.Owner == OwnerHyperPodChecked {
+			continue // not applied: HyperPod's
+		}
 		y, err := yaml.Marshal(o.Obj.Object)
 		if err != nil {
 			// The objects are JSON values built by BuildPlan.
@@ -167,6 +209,11 @@ func (p Plan) YAML() string {
 func (p Plan) Hash() string {
 	h := sha256.New()
 	h.Write([]byte(p.YAML()))
+	for _, o := range p.Objects {
+		if o.Owner == OwnerHyperPodChecked {
+			fmt.Fprintf(h, "# checked: %s %s\n", o.Kind, o.Ref())
+		}
+	}
 	for _, c := range p.AWS {
 		fmt.Fprintf(h, "# aws: %s\n", c.Canonical())
 	}
@@ -214,6 +261,16 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 	// first" is alphabetical, not the one the team wrote first: prefer
 	// prefix+team (the task governance namespace) when the contract lists
 	// it.
+	hyperPod := !s.ClusterQueueManagedByPortal
+	if hyperPod {
+		// HyperPod task governance makes and owns the team's namespace:
+		// the portal cannot provision any other one here.
+		for _, ns := range c.Namespaces {
+			if ns != b.plan.Namespace {
+				return Plan{}, fmt.Errorf("provision: namespace %s: %w", ns, ErrHyperPodNamespace(b.plan.Namespace))
+			}
+		}
+	}
 	if len(c.Namespaces) > 0 && !slices.Contains(c.Namespaces, b.plan.Namespace) {
 		b.plan.Namespace = c.Namespaces[0]
 	}
@@ -234,7 +291,7 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 		return Plan{}, err
 	}
 
-	b.namespace()
+	b.namespace(hyperPod)
 	b.resourceQuota(g)
 	b.limitRange()
 	b.networkPolicies()
@@ -343,11 +400,29 @@ func (b *builder) meta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: b.plan.Namespace}
 }
 
-func (b *builder) namespace() {
+// namespace is the team namespace: the portal's, or HyperPod's, to which
+// the portal adds only its labels and annotation (see OwnerHyperPod).
+func (b *builder) namespace(hyperPod bool) {
+	detail := ""
+	if hyperPod {
+		detail = "created and owned by HyperPod task governance from the compute quota: the portal waits for it and adds only its own labels"
+	}
 	b.add(&corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: b.plan.Namespace},
-	}, false, "")
+	}, false, detail)
+	if hyperPod {
+		b.plan.Objects[len(b.plan.Objects)-1].Owner = OwnerHyperPod
+	}
+}
+
+// ErrHyperPodNamespace is the reason a contract naming another namespace
+// than the team's is refused in HyperPod-managed mode.
+type ErrHyperPodNamespace string
+
+func (e ErrHyperPodNamespace) Error() string {
+	return "in this cluster HyperPod task governance creates and owns the team namespace " + string(e) +
+		" from the team's compute quota, so it is the only namespace the portal provisions: name " + string(e) + " alone"
 }
 
 // guaranteed is the team's guarantee: per instance type, and summed per
@@ -706,18 +781,28 @@ func (b *builder) clusterQueue(name string, g guaranteed) {
 }
 
 // localQueue is where the team's jobs queue (label kueue.x-k8s.io/queue-name).
-// When HyperPod task governance manages the ClusterQueue, the add-on may
-// have created the same LocalQueue; applying ours then only adds labels.
+// When HyperPod task governance manages the ClusterQueue, it also creates
+// and owns this LocalQueue: the plan only checks that it exists (see
+// OwnerHyperPodChecked) and never applies it.
 func (b *builder) localQueue(cq string) {
-	owner := "the portal"
-	if !b.s.ClusterQueueManagedByPortal {
-		owner = "HyperPod task governance"
-	}
-	b.add(&kueue.LocalQueue{
+	lq := &kueue.LocalQueue{
 		TypeMeta:   kueueTypeMeta("LocalQueue"),
 		ObjectMeta: b.meta(b.plan.Namespace + "-localqueue"),
 		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)},
-	}, false, fmt.Sprintf("queues to ClusterQueue %s (managed by %s)", cq, owner))
+	}
+	if b.s.ClusterQueueManagedByPortal {
+		b.add(lq, false, fmt.Sprintf("queues to ClusterQueue %s (managed by the portal)", cq))
+		return
+	}
+	u, err := toUnstructured(lq)
+	if err != nil {
+		b.err = errors.Join(b.err, err)
+		return
+	}
+	b.plan.Objects = append(b.plan.Objects, Object{
+		Kind: "LocalQueue", Namespace: lq.Namespace, Name: lq.Name, Owner: OwnerHyperPodChecked, Obj: u,
+		Detail: fmt.Sprintf("created and owned by HyperPod task governance, queueing to ClusterQueue %s: the portal checks that it exists and never writes it", cq),
+	})
 }
 
 // serviceAccount is the identity of the team's workloads. It mounts no

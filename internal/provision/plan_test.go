@@ -385,7 +385,9 @@ func TestNetworkPoliciesFromEgress(t *testing.T) {
 	c := borrowingContract()
 	c.EgressAllowances = append(c.EgressAllowances, workflow.Egress{Destination: "2001:db8::/32", Ports: []int{443}, Reason: "IPv6 mirror."})
 	c = c.Normalize()
-	p, err := BuildPlan(1, 1, c.Hash(), c, DefaultClusterSettings())
+	portal := DefaultClusterSettings()
+	portal.ClusterQueueManagedByPortal = true // the contract names two namespaces
+	p, err := BuildPlan(1, 1, c.Hash(), c, portal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +424,7 @@ func TestNetworkPoliciesFromEgress(t *testing.T) {
 		}
 	}
 
-	s := DefaultClusterSettings()
+	s := portal
 	s.PodIdentityAgentCIDRs = []string{}
 	p, err = BuildPlan(1, 1, c.Hash(), c, s)
 	if err != nil {
@@ -440,6 +442,10 @@ func TestBuildPlanNamespace(t *testing.T) {
 	c.Namespaces = nil
 	s := DefaultClusterSettings()
 	s.NamespacePrefix = "teams-"
+	if _, err := BuildPlan(1, 1, c.Hash(), c, s); err == nil || !strings.Contains(err.Error(), "NamespacePrefix") {
+		t.Errorf("a namespace prefix other than HyperPod's in HyperPod-managed mode: %v, want a settings error", err)
+	}
+	s.ClusterQueueManagedByPortal = true
 	p, err := BuildPlan(1, 1, c.Hash(), c, s)
 	if err != nil {
 		t.Fatal(err)
@@ -502,5 +508,52 @@ func TestBuildPlanErrors(t *testing.T) {
 				t.Errorf("error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// In HyperPod-managed mode (the default) the team namespace and LocalQueue
+// are HyperPod's: the plan adds only the portal's labels to the namespace,
+// checks the queue without applying it, refuses any other namespace, and
+// revocation leaves both.
+func TestHyperPodOwnsNamespaceAndQueue(t *testing.T) {
+	c := workflow.ExampleContract()
+	p, err := BuildPlan(1, 1, c.Hash(), c, DefaultClusterSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]Owner{}
+	for _, o := range p.Objects {
+		owners[o.Kind] = o.Owner
+	}
+	if owners["Namespace"] != OwnerHyperPod || owners["LocalQueue"] != OwnerHyperPodChecked || owners["ResourceQuota"] != OwnerPortal {
+		t.Errorf("owners %v: want the namespace and the queue HyperPod's, the rest the portal's", owners)
+	}
+	if strings.Contains(p.YAML(), "kind: LocalQueue") {
+		t.Error("the plan's YAML applies HyperPod's LocalQueue")
+	}
+	ns := find(t, p, "Namespace", "hyperpod-ns-red")
+	if len(ns.Object) != 3 || ns.GetLabels()[LabelConnection] != "1" { // apiVersion, kind, metadata: labels only
+		t.Errorf("namespace object %v: want only the portal's metadata", ns.Object)
+	}
+
+	other := c
+	other.Namespaces = []string{"hyperpod-ns-red", "red-batch"}
+	other = other.Normalize()
+	_, err = BuildPlan(1, 1, other.Hash(), other, DefaultClusterSettings())
+	var reason ErrHyperPodNamespace
+	if !errors.As(err, &reason) || !strings.Contains(err.Error(), "red-batch") || !strings.Contains(err.Error(), "owns the team namespace hyperpod-ns-red") {
+		t.Errorf("another namespace in HyperPod-managed mode: %v, want refused with the reason", err)
+	}
+
+	for _, mode := range []RevokeMode{RevokeLock, RevokeDelete} {
+		for _, st := range RevocationPlan(p, mode) {
+			o := st.Object
+			if (o.Kind == "Namespace" || o.Kind == "LocalQueue") && (st.Action == ActionDelete || st.Action == ActionDeleteAll) {
+				t.Errorf("%s revocation deletes HyperPod's %s %s", mode, o.Kind, o.Ref())
+			}
+			if o.Kind == "LocalQueue" && st.Action != ActionLeave {
+				t.Errorf("%s revocation runs %s on HyperPod's queue", mode, st.Name())
+			}
+		}
 	}
 }

@@ -67,6 +67,10 @@ const (
 	// ActionNone records that there is nothing to do (a Slurm connection
 	// has nothing on EKS to remove).
 	ActionNone StepAction = "none"
+	// ActionLeave records that revocation leaves the object to its owner,
+	// HyperPod task governance (Owner): the team namespace and LocalQueue
+	// go with the compute quota, which revocation deletes after them.
+	ActionLeave StepAction = "leave"
 )
 
 // More outcomes of a step, for revocation.
@@ -109,6 +113,8 @@ func (s Step) Name() string {
 		return "delete every " + o.Kind + " left in " + o.Namespace
 	case ActionNone:
 		return "nothing to remove"
+	case ActionLeave:
+		return "leave " + o.Kind + " " + o.Ref() + " to HyperPod"
 	case ActionPrune:
 		return "remove role bindings beyond the plan in " + o.Namespace
 	case ActionAWSEnsure:
@@ -174,7 +180,12 @@ func StepsHash(steps []Step) string {
 var revocationOrder = []string{"ClusterRoleBinding", "RoleBinding", "ClusterRole", "Role", "ServiceAccount", "LocalQueue", "ClusterQueue", "ResourceQuota", "LimitRange", "NetworkPolicy"}
 
 // RevocationPlan is the reverse of p: the steps that take a team's
-// connection off the cluster, in a safe order (see revocationOrder). Both
+// connection off the cluster, in a safe order (see revocationOrder): access
+// first (Pod Identity, access entries, RoleBindings), the compute quota
+// after the Kubernetes steps. Objects HyperPod owns (Owner: the team
+// namespace and LocalQueue in HyperPod-managed mode) are left to HyperPod,
+// recorded as ActionLeave steps; in RevokeLock mode the portal still puts
+// its zero quota and its revoked label into HyperPod's namespace. Both
 // modes delete the RoleBindings, then every other RoleBinding in the
 // namespace, the Roles, the ServiceAccount, the LocalQueue and the
 // ClusterQueue when p has one (the portal manages it), the quota, the
@@ -216,9 +227,15 @@ func RevocationPlan(p Plan, mode RevokeMode) []Step {
 	del := func(o Object, why string) {
 		steps = append(steps, Step{Action: ActionDelete, Object: o, Detail: why + ": " + o.Detail})
 	}
+	leave := func(o Object) {
+		steps = append(steps, Step{Action: ActionLeave, Object: o,
+			Detail: "left to HyperPod task governance, which owns it: it goes with the team's compute quota"})
+	}
 	for _, kind := range revocationOrder {
 		for _, o := range groups[kind] {
 			switch {
+			case o.Owner != OwnerPortal:
+				leave(o)
 			case kind == "ResourceQuota" && mode == RevokeLock:
 				steps = append(steps, Step{Action: ActionLock, Object: revokedQuota(o),
 					Detail: "lock: zero pods, zero accelerators, before the team quota goes"})
@@ -240,9 +257,12 @@ func RevocationPlan(p Plan, mode RevokeMode) []Step {
 		del(o, "other")
 	}
 	if ns != nil {
-		if mode == RevokeDelete {
+		switch {
+		case mode == RevokeDelete && ns.Owner != OwnerPortal:
+			leave(*ns)
+		case mode == RevokeDelete:
 			del(*ns, "namespace, with everything left in it")
-		} else {
+		default:
 			locked := *ns
 			locked.Obj = ns.Obj.DeepCopy()
 			labels := locked.Obj.GetLabels()
@@ -326,6 +346,8 @@ func (a ApplierSteps) RunStep(ctx context.Context, s Step) (Outcome, string, err
 		return Deleted, "removed " + strings.Join(pruned, ", "), nil
 	case ActionNone:
 		return Absent, s.Detail, nil
+	case ActionLeave:
+		return Kept, s.Detail, nil
 	}
 	return Failed, "", permanent(fmt.Errorf("provision: unknown step action %q", s.Action))
 }

@@ -38,7 +38,9 @@ func TestRevocationPlanLock(t *testing.T) {
 		"delete Role " + ns + "/team-submitter",
 		"delete Role " + ns + "/team-viewer",
 		"delete ServiceAccount " + ns + "/red-workloads",
-		"delete LocalQueue " + ns + "/" + ns + "-localqueue",
+		// HyperPod's queue is left to HyperPod; the portal locks its
+		// namespace with its own quota and label only.
+		"leave LocalQueue " + ns + "/" + ns + "-localqueue to HyperPod",
 		"lock ResourceQuota " + ns + "/revoked",
 		"delete ResourceQuota " + ns + "/team-quota",
 		"delete LimitRange " + ns + "/team-container-defaults",

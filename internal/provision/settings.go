@@ -394,6 +394,11 @@ func (s ClusterSettings) check() error {
 			return fmt.Errorf("settings: instance type %s has no accelerators entry: its quota cannot be computed", t)
 		}
 	}
+	if !s.ClusterQueueManagedByPortal && (s.NamespacePrefix != HyperPodNamespacePrefix || s.ClusterQueueNameFormat != DefaultClusterQueueNameFormat) {
+		return fmt.Errorf("settings: HyperPod task governance names the team namespace %s<team> and ClusterQueue %s itself; "+
+			"NamespacePrefix %q and ClusterQueueNameFormat %q can differ only when the portal manages the ClusterQueues",
+			HyperPodNamespacePrefix, DefaultClusterQueueNameFormat, s.NamespacePrefix, s.ClusterQueueNameFormat)
+	}
 	if s.OnRevoke != RevokeLock && s.OnRevoke != RevokeDelete {
 		return fmt.Errorf("settings: OnRevoke %q must be %q or %q", s.OnRevoke, RevokeLock, RevokeDelete)
 	}

@@ -206,6 +206,20 @@ func (d *DB) VerifyAuditFrom(ctx context.Context, from AuditCheckpoint) (AuditCh
 	return cp, nil, rows.Err()
 }
 
+// RecordConnectionEvent appends an audit event about a connection that
+// changes no state of it: e.g. an admin adopting a compute quota made
+// outside the portal for its next provisioning run.
+func (d *DB) RecordConnectionEvent(ctx context.Context, connID int64, action string, by Actor, reason string, now time.Time) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		c, err := getConn(ctx, tx, connID)
+		if err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: action,
+			ObjectType: "connection", ObjectID: connID, Team: c.Team, Version: c.ApprovedVersion, Reason: reason})
+	})
+}
+
 // RecordClusterEvent appends an audit event about the shared cluster itself
 // (not a connection): e.g. reconciling its scheduler config.
 func (d *DB) RecordClusterEvent(ctx context.Context, action string, by Actor, reason string, now time.Time) error {

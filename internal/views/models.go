@@ -249,6 +249,9 @@ type ConnectionDetail struct {
 	Access        *Access
 	Drift         *DriftView
 	Slurm         *SlurmView // a Slurm contract: what the portal does not do
+	// AdoptQuota, for admins after provisioning stopped on a compute quota
+	// made outside the portal: the form that adopts it.
+	AdoptQuota *AdoptQuotaView
 
 	// Revocation, for admins while the state allows it: the form's action,
 	// what revoking will do, and the reason with its error on a re-render.
@@ -256,6 +259,15 @@ type ConnectionDetail struct {
 	RevokeNote   string
 	RevokeReason string
 	RevokeError  string
+}
+
+// AdoptQuotaView is the form that adopts, at an admin's explicit choice, a
+// compute quota for the team that was made outside the portal (in the
+// SageMaker console): the next provisioning run updates it to the contract.
+type AdoptQuotaView struct {
+	URL   string
+	ARN   string // the quota the job found, or what the admin typed
+	Error string // why the last attempt was refused, on a re-render
 }
 
 // Progress is the latest provisioning job of a connection and its steps.

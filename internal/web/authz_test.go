@@ -220,7 +220,9 @@ func TestPlanIsComparedWithTheCluster(t *testing.T) {
 	f.Set("intent", "submit")
 	h.postAs(owner, "/teams/red/connections", f)
 	_, body := h.get(h.signIn("admin").c, "/connections/1")
-	for _, want := range []string{"create · Namespace hyperpod-ns-red", "update spec.hard · ResourceQuota", "unchanged · LimitRange", "RoleBinding hyperpod-ns-red/old (grants admin to Group x)"} {
+	// HyperPod makes the team namespace (HyperPod-managed mode); the portal
+	// creates the rest.
+	for _, want := range []string{"made by HyperPod · Namespace hyperpod-ns-red", "update spec.hard · ResourceQuota", "unchanged · LimitRange", "RoleBinding hyperpod-ns-red/old (grants admin to Group x)"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the plan lacks %q", want)
 		}

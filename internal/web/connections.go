@@ -176,6 +176,7 @@ func readForm(c echo.Context, team string) (views.ContractValues, error) {
 func (s *Server) validationEnv(c echo.Context, exclude int64) workflow.ValidationEnv {
 	env := s.opts.DB.ValidationEnv(c.Request().Context(), s.opts.Now(), exclude, s.knownOwners)
 	env.InstanceTypes = s.opts.Cluster.AllowedInstanceTypes()
+	env.TeamNamespaceOnly = !s.opts.Cluster.ClusterQueueManagedByPortal
 	return env
 }
 
@@ -346,6 +347,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if d.Drift, err = s.connectionDrift(c, p, conn, obj); err != nil {
 		return d, err
 	}
+	s.adoptForm(p, conn, obj, &d)
 	if conn.ApprovedVersion > 0 && conn.State.Committed() && conn.State != workflow.StateRevoking {
 		for _, v := range versions {
 			if v.Version == conn.ApprovedVersion {
@@ -766,6 +768,8 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 			switch {
 			case !ok:
 				pv.Summary[i] = "unchanged · " + pv.Summary[i]
+			case it.What == "deleted" && o.Owner != provision.OwnerPortal:
+				pv.Summary[i] = "made by HyperPod · " + pv.Summary[i]
 			case it.What == "deleted":
 				pv.Summary[i] = "create · " + pv.Summary[i]
 			default:

@@ -57,6 +57,7 @@ func (s *Server) routes() {
 	e.GET("/connections/:id/progress", s.progress, s.requireLogin)
 	e.POST("/connections/:id/reapply", s.reapply, s.requireLogin)
 	e.POST("/connections/:id/retry", s.retryJob, s.requireLogin)
+	e.POST("/connections/:id/adopt-quota", s.adoptQuota, s.requireLogin)
 	e.GET("/audit", s.auditTrail, s.requireLogin)
 
 	if s.opts.DevIdP != nil {

@@ -79,6 +79,10 @@ type Options struct {
 	AWSPreview interface {
 		Preview(context.Context, awsprov.Call) awsprov.Preview
 	}
+	// Quotas tags a compute quota made outside the portal as a
+	// connection's when an admin adopts it (POST /connections/:id/adopt-quota);
+	// nil without real AWS calls, and the page offers no adoption.
+	Quotas awsprov.SageMakerAPI
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.

@@ -34,6 +34,12 @@ type ValidationEnv struct {
 	// are its own: its EKS access entries and Pod Identity association
 	// belong to one connection. Nil skips the check.
 	RoleTaken func(arn string) bool
+	// TeamNamespaceOnly: the cluster runs HyperPod task governance, which
+	// creates and owns each team's namespace (hyperpod-ns-<team>) from its
+	// compute quota, so an EKS contract may name that namespace only. The
+	// caller sets it from the cluster settings (the portal does not manage
+	// the ClusterQueues).
+	TeamNamespaceOnly bool
 }
 
 // FieldError is a problem with one field of a contract, in words the person
@@ -452,6 +458,9 @@ func (v *validator) namespaces() {
 		case strings.HasPrefix(ns, taskGovernancePrefix) && v.teamValid() && ns != taskGovernancePrefix+c.Team:
 			v.add(f, "%s is the task governance namespace of team %s; this team's is %s%s",
 				ns, strings.TrimPrefix(ns, taskGovernancePrefix), taskGovernancePrefix, orPlaceholder(c.Team, "<team>"))
+		case v.env.TeamNamespaceOnly && v.teamValid() && ns != taskGovernancePrefix+c.Team:
+			v.add(f, "%s cannot be provisioned on this cluster: HyperPod task governance creates and owns the team namespace %s%s from the team's compute quota, and it is the only namespace the portal provisions; name %s%s alone",
+				ns, taskGovernancePrefix, c.Team, taskGovernancePrefix, c.Team)
 		case seen[ns]:
 			v.add(f, "%s is listed twice", ns)
 		case v.env.NamespaceTaken != nil && v.env.NamespaceTaken(ns):

@@ -190,6 +190,8 @@ var validationTable = []struct {
 	{name: "namespace default", change: func(c *Contract) { c.Namespaces = []string{"default"} }, want: []string{"namespaces[0]"}, msg: "reserved"},
 	{name: "namespace aws-hyperpod", change: func(c *Contract) { c.Namespaces = []string{"aws-hyperpod"} }, want: []string{"namespaces[0]"}, msg: "reserved"},
 	{name: "namespace of another team", change: func(c *Contract) { c.Namespaces = []string{"hyperpod-ns-blue"} }, want: []string{"namespaces[0]"}, msg: "namespace of team blue; this team's is hyperpod-ns-red"},
+	{name: "namespace beside HyperPod's", change: func(c *Contract) { c.Namespaces = []string{"hyperpod-ns-red", "red-batch"} },
+		env: func(e *ValidationEnv) { e.TeamNamespaceOnly = true }, want: []string{"namespaces[1]"}, msg: "HyperPod task governance creates and owns the team namespace hyperpod-ns-red"},
 	{name: "namespace taken", change: func(c *Contract) { c.Namespaces = []string{"hyperpod-ns-red", "blue-shared"} }, want: []string{"namespaces[1]"}, msg: "already used by another connection"},
 	{name: "namespace check skipped without NamespaceTaken", env: func(e *ValidationEnv) { e.NamespaceTaken = nil }, change: func(c *Contract) { c.Namespaces = []string{"blue-shared"} }},
 	{name: "namespaces on slurm", base: slurmContract, change: func(c *Contract) { c.Namespaces = []string{"hyperpod-ns-red"} }, want: []string{"namespaces"}, msg: "Slurm connection has no namespaces"},

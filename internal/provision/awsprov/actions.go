@@ -11,8 +11,10 @@ var Actions = []string{
 	"sagemaker:UpdateComputeQuota",
 	"sagemaker:ListComputeQuotas",
 	"sagemaker:DeleteComputeQuota",
-	// CreateComputeQuota sends Tags, which IAM authorizes as AddTags.
+	// CreateComputeQuota sends Tags, which IAM authorizes as AddTags;
+	// adopting a quota tags it. ListTags says whose a quota or domain is.
 	"sagemaker:AddTags",
+	"sagemaker:ListTags",
 	// IdentityStoreAPI: users' groups at login, teams' groups by name.
 	"identitystore:GetUserId",
 	"identitystore:GetGroupId",

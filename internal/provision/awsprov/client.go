@@ -25,6 +25,10 @@ type SageMakerAPI interface {
 	UpdateComputeQuota(context.Context, *sagemaker.UpdateComputeQuotaInput, ...func(*sagemaker.Options)) (*sagemaker.UpdateComputeQuotaOutput, error)
 	ListComputeQuotas(context.Context, *sagemaker.ListComputeQuotasInput, ...func(*sagemaker.Options)) (*sagemaker.ListComputeQuotasOutput, error)
 	DeleteComputeQuota(context.Context, *sagemaker.DeleteComputeQuotaInput, ...func(*sagemaker.Options)) (*sagemaker.DeleteComputeQuotaOutput, error)
+	// ListTags reads whose a quota is (TagConnection) before it is changed
+	// or deleted; AddTags marks a quota an admin chose to adopt.
+	ListTags(context.Context, *sagemaker.ListTagsInput, ...func(*sagemaker.Options)) (*sagemaker.ListTagsOutput, error)
+	AddTags(context.Context, *sagemaker.AddTagsInput, ...func(*sagemaker.Options)) (*sagemaker.AddTagsOutput, error)
 }
 
 var _ SageMakerAPI = (*sagemaker.Client)(nil)
@@ -88,6 +92,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // config, target or activation state differ, and does nothing otherwise.
 // Tags are set only on create: UpdateComputeQuota cannot change them.
 //
+// Ownership: a quota is this connection's when its TagConnection tag is the
+// one desired carries (ListTags: neither Describe nor List returns tags).
+// An existing quota is read, compared and updated only when it is; one
+// tagged for another connection is a permanent *NotOursError. HyperPod keeps
+// one quota per team on a cluster, so a quota that allocates to the team
+// under another name, or one with the portal's name but no portal tag (both
+// made in the console or another tool) is never taken over on its own: it
+// is a permanent *ForeignQuotaError, which says how an admin adopts it
+// (AdoptComputeQuota tags it as this connection's, and the next run updates
+// it to the contract, keeping its name).
+//
 // A create that races another, or whose response was lost and was retried by
 // the SDK (ConflictException / ResourceInUse), is resolved by looking the
 // quota up again, so a quota is never created twice.
@@ -97,12 +112,13 @@ func EnsureComputeQuota(ctx context.Context, api SageMakerAPI, desired *sagemake
 	if name == "" || cluster == "" {
 		return Result{}, errors.New("compute quota: desired has no name or cluster ARN")
 	}
+	team, owner := teamOf(desired), tagValue(desired.Tags, TagConnection)
 
-	id, err := findComputeQuota(ctx, api, name, cluster)
+	found, err := findComputeQuota(ctx, api, name, team, cluster)
 	if err != nil {
 		return Result{}, err
 	}
-	if id == "" {
+	if found == nil {
 		out, cerr := api.CreateComputeQuota(ctx, desired)
 		switch {
 		case cerr == nil:
@@ -112,18 +128,22 @@ func EnsureComputeQuota(ctx context.Context, api SageMakerAPI, desired *sagemake
 			}
 			return resultOf(d, Created), nil
 		case hasCode(cerr, "ConflictException", "ResourceInUse"):
-			if id, err = findComputeQuota(ctx, api, name, cluster); err != nil {
+			if found, err = findComputeQuota(ctx, api, name, team, cluster); err != nil {
 				return Result{}, err
 			}
-			if id == "" {
-				return Result{}, fmt.Errorf("compute quota %s: create conflicted but no quota has that name: %w", name, cerr)
+			if found == nil {
+				return Result{}, fmt.Errorf("compute quota %s: create conflicted but no quota has that name or team: %w", name, cerr)
 			}
 		default:
 			return Result{}, fmt.Errorf("compute quota %s: create: %w", name, cerr)
 		}
 	}
+	if err := checkQuotaOwner(ctx, api, found, name, cluster, owner); err != nil {
+		return Result{}, err
+	}
+	id := aws.ToString(found.ComputeQuotaId)
 
-	// It exists: let any change in flight settle, then compare.
+	// It exists and is ours: let any change in flight settle, then compare.
 	cur, err := waitComputeQuota(ctx, api, name, id, poll)
 	var failed *FailedError
 	if errors.As(err, &failed) && failed.Status == string(types.SchedulerResourceStatusUpdateFailed) {
@@ -154,13 +174,27 @@ func EnsureComputeQuota(ctx context.Context, api SageMakerAPI, desired *sagemake
 	return resultOf(d, Updated), nil
 }
 
-// DeleteComputeQuota deletes the cluster's compute quota named name. A quota
-// that does not exist (never created, or already deleted) is not an error.
-func DeleteComputeQuota(ctx context.Context, api SageMakerAPI, name, clusterARN string) error {
-	id, err := findComputeQuota(ctx, api, name, clusterARN)
-	if err != nil || id == "" {
+// DeleteComputeQuota deletes the cluster's compute quota named name (or,
+// adopted, the one allocating to team under another name). A quota that
+// does not exist (never created, being deleted or deleted) is not an error.
+// owner, when not empty, is the connection id the quota must be tagged with:
+// a quota that is not that connection's is left alone and reported as a
+// *NotOursError (or *ForeignQuotaError), so revoking one connection never
+// removes a quota the portal did not make for it.
+func DeleteComputeQuota(ctx context.Context, api SageMakerAPI, name, team, clusterARN, owner string) error {
+	found, err := findComputeQuota(ctx, api, name, team, clusterARN)
+	if errors.Is(err, errQuotaDeleting) {
+		return nil // already on its way out
+	}
+	if err != nil || found == nil {
 		return err
 	}
+	if owner != "" {
+		if err := checkQuotaOwner(ctx, api, found, name, clusterARN, owner); err != nil {
+			return err
+		}
+	}
+	id := aws.ToString(found.ComputeQuotaId)
 	_, err = api.DeleteComputeQuota(ctx, &sagemaker.DeleteComputeQuotaInput{ComputeQuotaId: aws.String(id)})
 	if err != nil && !hasCode(err, "ResourceNotFound") {
 		return fmt.Errorf("compute quota %s: delete: %w", id, err)
@@ -168,35 +202,51 @@ func DeleteComputeQuota(ctx context.Context, api SageMakerAPI, name, clusterARN 
 	return nil
 }
 
-// findComputeQuota returns the id of the quota named exactly name on the
-// cluster, or "" when there is none. NameContains is a substring filter, so
-// the name and the cluster are matched again here. Quotas being deleted, or
-// whose deletion failed, do not count as present.
-func findComputeQuota(ctx context.Context, api SageMakerAPI, name, cluster string) (string, error) {
+// errQuotaDeleting is wrapped by findComputeQuota's error for a quota that
+// is being deleted: transient for a create (retry later), done for a delete.
+var errQuotaDeleting = errors.New("is being deleted; retry later")
+
+// findComputeQuota returns the cluster's quota named exactly name, else
+// the one allocating to team (ComputeQuotaTarget.TeamName) under another
+// name, else nil. NameContains is a substring filter and a team can only be
+// matched here, so every quota of the cluster is listed and matched again.
+// Quotas Deleted (the service lists them for a while) do not count; one
+// being Deleting is an error wrapping errQuotaDeleting.
+func findComputeQuota(ctx context.Context, api SageMakerAPI, name, team, cluster string) (*types.ComputeQuotaSummary, error) {
 	in := &sagemaker.ListComputeQuotasInput{
-		ClusterArn:   aws.String(cluster),
-		NameContains: aws.String(name),
-		MaxResults:   aws.Int32(100),
+		ClusterArn: aws.String(cluster),
+		MaxResults: aws.Int32(100),
 	}
+	var byName, byTeam *types.ComputeQuotaSummary
 	for {
 		out, err := api.ListComputeQuotas(ctx, in)
 		if err != nil {
-			return "", fmt.Errorf("compute quota %s: list: %w", name, err)
+			return nil, fmt.Errorf("compute quota %s: list: %w", name, err)
 		}
-		for _, q := range out.ComputeQuotaSummaries {
-			if aws.ToString(q.Name) != name || (q.ClusterArn != nil && *q.ClusterArn != cluster) {
+		for i, q := range out.ComputeQuotaSummaries {
+			if q.ClusterArn != nil && *q.ClusterArn != cluster || q.Status == types.SchedulerResourceStatusDeleted {
 				continue
 			}
-			if q.Status == types.SchedulerResourceStatusDeleting {
-				return "", fmt.Errorf("compute quota %s: is being deleted; retry later", name)
+			switch {
+			case aws.ToString(q.Name) == name:
+				byName = &out.ComputeQuotaSummaries[i]
+			case team != "" && q.ComputeQuotaTarget != nil && aws.ToString(q.ComputeQuotaTarget.TeamName) == team:
+				byTeam = &out.ComputeQuotaSummaries[i]
 			}
-			return aws.ToString(q.ComputeQuotaId), nil
 		}
 		if aws.ToString(out.NextToken) == "" {
-			return "", nil
+			break
 		}
 		in.NextToken = out.NextToken
 	}
+	found := byName
+	if found == nil {
+		found = byTeam
+	}
+	if found != nil && found.Status == types.SchedulerResourceStatusDeleting {
+		return nil, fmt.Errorf("compute quota %s (%s): %w", aws.ToString(found.Name), aws.ToString(found.ComputeQuotaId), errQuotaDeleting)
+	}
+	return found, nil
 }
 
 func describe(ctx context.Context, api SageMakerAPI, id string) (*sagemaker.DescribeComputeQuotaOutput, error) {

@@ -271,17 +271,19 @@ func TestDeleteComputeQuotaIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	name := QuotaName(testContract().Team)
 
-	if err := DeleteComputeQuota(ctx, api, name, testCluster); err != nil {
+	team := testContract().Team
+	if err := DeleteComputeQuota(ctx, api, name, team, testCluster, "7"); err != nil {
 		t.Fatalf("delete before create: %v", err)
 	}
 	res := ensure(t, api, testContract())
+	f.Set(func(f *awstest.SageMaker) { f.SettleAfter = 5 }) // Deleting for 5 calls
 	for i := range 2 {
-		if err := DeleteComputeQuota(ctx, api, name, testCluster); err != nil {
+		if err := DeleteComputeQuota(ctx, api, name, team, testCluster, "7"); err != nil {
 			t.Fatalf("delete %d: %v", i+1, err)
 		}
 	}
-	if f.Quotas() != 0 || f.Count("deleted:compute-quota") != 1 {
-		t.Errorf("stored %d, deleted %d; want 0, 1", f.Quotas(), f.Count("deleted:compute-quota"))
+	if f.Quotas() != 0 || f.Count("deleted:compute-quota") != 1 || f.Count("DeleteComputeQuota") != 1 {
+		t.Errorf("stored %d, deleted %d, delete calls %d; want 0, 1, 1", f.Quotas(), f.Count("deleted:compute-quota"), f.Count("DeleteComputeQuota"))
 	}
 
 	// The service's ResourceNotFound reaches us as the SDK's typed error.
@@ -291,8 +293,24 @@ func TestDeleteComputeQuotaIsIdempotent(t *testing.T) {
 		t.Errorf("deleting a deleted quota: %v, want *types.ResourceNotFound", err)
 	}
 
-	// Ensure after delete creates it again.
-	if again := ensure(t, api, testContract()); again.Action != Created || again.ID == res.ID {
+	// Deletion takes time: while the quota is Deleting, Ensure waits
+	// (transient); once it is Deleted, though still listed, Ensure creates
+	// a new one.
+	var slept int
+	if _, err := EnsureComputeQuota(ctx, api, desired(t, testContract()), fastPoll(&slept)); !errors.Is(err, errQuotaDeleting) || IsPermanent(err) {
+		t.Fatalf("ensure while deleting: %v, want a transient 'being deleted'", err)
+	}
+	for f.Quota(res.ID).Status != string(types.SchedulerResourceStatusDeleted) {
+		if _, err := api.ListComputeQuotas(ctx, &sagemaker.ListComputeQuotasInput{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Set(func(f *awstest.SageMaker) { f.SettleAfter = 2 })
+	again := ensure(t, api, testContract())
+	if f.Quota(res.ID).Status != string(types.SchedulerResourceStatusDeleted) {
+		t.Errorf("the deleted quota is %q, want still listed as Deleted", f.Quota(res.ID).Status)
+	}
+	if again.Action != Created || again.ID == res.ID {
 		t.Errorf("ensure after delete = %+v", again)
 	}
 }

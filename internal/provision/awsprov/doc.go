@@ -7,6 +7,15 @@
 // update) so that a job retried after a crash or a throttling storm never
 // creates a resource twice; IsPermanent tells the errors retrying cannot fix.
 //
+// Ownership (ownership.go): the steps tag what they create with
+// TagConnection and check the tag before they update or delete (EKS access
+// entries: their Tags; compute quotas and domains: SageMaker ListTags). What
+// another connection or a person made is a permanent *NotOursError, left as
+// it is and recorded as kept on revocation; a compute quota for the team
+// made outside the portal is a *ForeignQuotaError until an admin adopts it
+// (AdoptComputeQuota). Runner.Drift compares the calls' resources with AWS,
+// read-only, for the drift check.
+//
 // It also resolves Identity Center groups (the login's GroupSource is bound
 // to UserGroups in cmd/portal) and reconciles the cluster's task-governance
 // scheduler config (EnsureSchedulerConfig, from the admins' page).

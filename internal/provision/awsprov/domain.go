@@ -25,6 +25,9 @@ type SageMakerDomainAPI interface {
 	ListDomains(context.Context, *sagemaker.ListDomainsInput, ...func(*sagemaker.Options)) (*sagemaker.ListDomainsOutput, error)
 	UpdateDomain(context.Context, *sagemaker.UpdateDomainInput, ...func(*sagemaker.Options)) (*sagemaker.UpdateDomainOutput, error)
 	DeleteDomain(context.Context, *sagemaker.DeleteDomainInput, ...func(*sagemaker.Options)) (*sagemaker.DeleteDomainOutput, error)
+	// ListTags reads whose a domain is (TagConnection) before it is
+	// changed or deleted (ownership.go).
+	ListTags(context.Context, *sagemaker.ListTagsInput, ...func(*sagemaker.Options)) (*sagemaker.ListTagsOutput, error)
 }
 
 var _ SageMakerDomainAPI = (*sagemaker.Client)(nil)
@@ -58,7 +61,9 @@ type DomainSpec struct {
 	// KmsKeyID encrypts the domain's volumes; empty is an AWS managed key.
 	KmsKeyID string
 	// Tags are set when the domain is created only: Describe does not return
-	// them, and UpdateDomain cannot change them.
+	// them (ListTags does), and UpdateDomain cannot change them. Its
+	// TagConnection says whose it is: a domain with the name that is not
+	// this connection's is never updated or deleted (*NotOursError).
 	Tags map[string]string
 }
 
@@ -174,6 +179,9 @@ func EnsureDomain(ctx context.Context, api SageMakerDomainAPI, want DomainSpec, 
 	}
 	var id string
 	if found != nil {
+		if err := checkDomainOwner(ctx, api, found, want.Tags[TagConnection]); err != nil {
+			return DomainResult{}, err
+		}
 		id = aws.ToString(found.DomainId)
 	} else {
 		out, cerr := api.CreateDomain(ctx, want.createInput())
@@ -190,6 +198,9 @@ func EnsureDomain(ctx context.Context, api SageMakerDomainAPI, want DomainSpec, 
 			}
 			if found == nil {
 				return DomainResult{}, fmt.Errorf("domain %s: create conflicted but no domain has that name: %w", want.Name, cerr)
+			}
+			if err := checkDomainOwner(ctx, api, found, want.Tags[TagConnection]); err != nil {
+				return DomainResult{}, err
 			}
 			id = aws.ToString(found.DomainId)
 		default:
@@ -226,7 +237,9 @@ func EnsureDomain(ctx context.Context, api SageMakerDomainAPI, want DomainSpec, 
 
 // DeleteDomain deletes the domain named name and waits until it is gone. A
 // domain that does not exist (never created, or already deleted) is not an
-// error, and one already being deleted is waited for.
+// error, and one already being deleted is waited for. owner, when not
+// empty, is the connection id the domain must be tagged with: one that is
+// not that connection's is left alone and reported as a *NotOursError.
 //
 // The domain's home EFS volume (every user's home directory: notebooks,
 // code, data) is retained (RetentionPolicy HomeEfsFileSystem=Retain):
@@ -235,10 +248,13 @@ func EnsureDomain(ctx context.Context, api SageMakerDomainAPI, want DomainSpec, 
 // stays in the account, costing storage, until the platform team archives
 // or deletes it. The service refuses (ResourceInUse) to delete a domain that
 // still has user profiles, spaces or apps; this step does not delete those.
-func DeleteDomain(ctx context.Context, api SageMakerDomainAPI, name string, poll PollConfig) error {
+func DeleteDomain(ctx context.Context, api SageMakerDomainAPI, name, owner string, poll PollConfig) error {
 	poll = poll.withDefaults()
 	found, err := findDomain(ctx, api, name)
 	if err != nil || found == nil {
+		return err
+	}
+	if err := checkDomainOwner(ctx, api, found, owner); err != nil {
 		return err
 	}
 	id := aws.ToString(found.DomainId)

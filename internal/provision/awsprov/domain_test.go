@@ -355,7 +355,7 @@ func TestDeleteDomainIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	var slept int
 
-	if err := DeleteDomain(ctx, api, "ml-research", fastPoll(&slept)); err != nil {
+	if err := DeleteDomain(ctx, api, "ml-research", "7", fastPoll(&slept)); err != nil {
 		t.Fatalf("delete before create: %v", err)
 	}
 	res := ensureDomain(t, api, testDomainSpec())
@@ -363,7 +363,7 @@ func TestDeleteDomainIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if err := DeleteDomain(ctx, api, "ml-research", fastPoll(&slept)); err != nil {
+		if err := DeleteDomain(ctx, api, "ml-research", "7", fastPoll(&slept)); err != nil {
 			t.Fatalf("delete %d: %v", i+1, err)
 		}
 	}
@@ -400,7 +400,7 @@ func TestDeleteDomainWaitsForDeletion(t *testing.T) {
 	res := ensureDomain(t, api, testDomainSpec())
 	f.Set(func(f *awstest.SageMaker) { f.SettleAfter = 10 }) // more describes than a minute of polling makes
 	var slept int
-	err := DeleteDomain(context.Background(), api, "ml-research", PollConfig{
+	err := DeleteDomain(context.Background(), api, "ml-research", "7", PollConfig{
 		Interval: 10 * time.Second, Timeout: time.Minute,
 		Sleep: func(context.Context, time.Duration) error { slept++; return nil },
 	})
@@ -413,7 +413,7 @@ func TestDeleteDomainWaitsForDeletion(t *testing.T) {
 	if _, err := EnsureDomain(context.Background(), api, testDomainSpec(), fastPoll(&slept)); err == nil || IsPermanent(err) {
 		t.Errorf("ensure while deleting: %v, want a transient error", err)
 	}
-	if err := DeleteDomain(context.Background(), api, "ml-research", fastPoll(&slept)); err != nil {
+	if err := DeleteDomain(context.Background(), api, "ml-research", "7", fastPoll(&slept)); err != nil {
 		t.Fatal(err)
 	}
 	if f.Count("DeleteDomain") != 1 || f.Domain(res.ID).ID != "" || f.Count("created:domain") != 1 || f.Count("DescribeDomain") != 2+10 {
@@ -599,7 +599,7 @@ func TestDeleteDomainWithUserProfilesIsPermanent(t *testing.T) {
 	var slept int
 	ensureDomain(t, api, testDomainSpec())
 	f.Set(func(f *awstest.SageMaker) { f.DomainUserProfiles = 3 })
-	err := DeleteDomain(context.Background(), api, "ml-research", fastPoll(&slept))
+	err := DeleteDomain(context.Background(), api, "ml-research", "7", fastPoll(&slept))
 	var inUse *DomainInUseError
 	if !errors.As(err, &inUse) || !IsPermanent(err) || !strings.Contains(err.Error(), "has 3 user profiles") || !strings.Contains(err.Error(), "on_revoke") {
 		t.Fatalf("err = %v, want a permanent DomainInUseError with the service's message and what to do", err)
@@ -608,7 +608,7 @@ func TestDeleteDomainWithUserProfilesIsPermanent(t *testing.T) {
 		t.Errorf("domains %d, deleted %d; want it still there", f.Domains(), f.Count("deleted:domain"))
 	}
 	f.Set(func(f *awstest.SageMaker) { f.DomainUserProfiles = 0 })
-	if err := DeleteDomain(context.Background(), api, "ml-research", fastPoll(&slept)); err != nil {
+	if err := DeleteDomain(context.Background(), api, "ml-research", "7", fastPoll(&slept)); err != nil {
 		t.Errorf("after the profiles are gone: %v", err)
 	}
 }

@@ -261,6 +261,8 @@ func DeleteAccessEntry(ctx context.Context, api EKSAPI, cluster, principalARN, o
 type NotOursError struct {
 	What, Name, Cluster string
 	Owner               string // the connection id it is tagged with; "" for none
+	// Fix says what to do instead; empty is the access entry's advice.
+	Fix string
 }
 
 func (e *NotOursError) Error() string {
@@ -268,7 +270,11 @@ func (e *NotOursError) Error() string {
 	if e.Owner != "" {
 		owner = "connection " + e.Owner
 	}
-	return fmt.Sprintf("%s %s on %s belongs to %s, not to this connection: the portal does not take over access it did not grant; name another role in the contract, or remove that %s first", e.What, e.Name, e.Cluster, owner, e.What)
+	fix := fmt.Sprintf("the portal does not take over access it did not grant; name another role in the contract, or remove that %s first", e.What)
+	if e.Fix != "" {
+		fix = e.Fix
+	}
+	return fmt.Sprintf("%s %s on %s belongs to %s, not to this connection: %s", e.What, e.Name, e.Cluster, owner, fix)
 }
 
 // Permanent: retrying cannot change whose it is.

@@ -44,10 +44,20 @@ func (r *Runner) Preview(ctx context.Context, c Call) Preview {
 func (r *Runner) preview(ctx context.Context, c Call) (Preview, error) {
 	switch {
 	case c.Quota != nil:
-		id, err := findComputeQuota(ctx, r.Clients.SageMaker, aws.ToString(c.Quota.Name), aws.ToString(c.Quota.ClusterArn))
-		if err != nil || id == "" {
+		q := c.Quota
+		found, err := findComputeQuota(ctx, r.Clients.SageMaker, aws.ToString(q.Name), teamOf(q), aws.ToString(q.ClusterArn))
+		if err != nil || found == nil {
 			return Preview{State: PreviewCreate}, err
 		}
+		if err := checkQuotaOwner(ctx, r.Clients.SageMaker, found, aws.ToString(q.Name), aws.ToString(q.ClusterArn), tagValue(q.Tags, TagConnection)); err != nil {
+			var foreign *ForeignQuotaError
+			var notOurs *NotOursError
+			if errors.As(err, &foreign) || errors.As(err, &notOurs) {
+				return Preview{State: PreviewStops, Detail: err.Error()}, nil
+			}
+			return Preview{}, err
+		}
+		id := aws.ToString(found.ComputeQuotaId)
 		cur, err := describe(ctx, r.Clients.SageMaker, id)
 		if err != nil {
 			return Preview{}, err
@@ -60,6 +70,13 @@ func (r *Runner) preview(ctx context.Context, c Call) (Preview, error) {
 		found, err := findDomain(ctx, r.Clients.Domains, c.Domain.Name)
 		if err != nil || found == nil {
 			return Preview{State: PreviewCreate}, err
+		}
+		if err := checkDomainOwner(ctx, r.Clients.Domains, found, c.Domain.Tags[TagConnection]); err != nil {
+			var notOurs *NotOursError
+			if errors.As(err, &notOurs) {
+				return Preview{State: PreviewStops, Detail: err.Error()}, nil
+			}
+			return Preview{}, err
 		}
 		id := aws.ToString(found.DomainId)
 		cur, err := r.Clients.Domains.DescribeDomain(ctx, &sagemaker.DescribeDomainInput{DomainId: aws.String(id)})

@@ -99,9 +99,10 @@ func (r *Runner) Remove(ctx context.Context, c Call) (Result, error) {
 	var err error
 	switch {
 	case c.Quota != nil:
-		err = DeleteComputeQuota(ctx, r.Clients.SageMaker, aws.ToString(c.Quota.Name), aws.ToString(c.Quota.ClusterArn))
+		q := c.Quota
+		err = DeleteComputeQuota(ctx, r.Clients.SageMaker, aws.ToString(q.Name), teamOf(q), aws.ToString(q.ClusterArn), tagValue(q.Tags, TagConnection))
 	case c.Domain != nil:
-		err = DeleteDomain(ctx, r.Clients.Domains, c.Domain.Name, r.Poll)
+		err = DeleteDomain(ctx, r.Clients.Domains, c.Domain.Name, c.Domain.Tags[TagConnection], r.Poll)
 	case c.Assignment != nil:
 		var app, group string
 		app, group, err = r.assignmentParts(ctx, c.Assignment)
@@ -124,6 +125,13 @@ func (r *Runner) Remove(ctx context.Context, c Call) (Result, error) {
 		err = DeletePodIdentity(ctx, r.Clients.EKS, p.ClusterName, p.Namespace, p.ServiceAccount)
 	default:
 		err = fmt.Errorf("aws: call %s has nothing to remove", c.Title())
+	}
+	// What this connection did not make is left alone, and recorded as
+	// kept: revoking one connection never removes another's, or a person's.
+	var notOurs *NotOursError
+	var foreign *ForeignQuotaError
+	if errors.As(err, &notOurs) || errors.As(err, &foreign) {
+		return Result{ID: c.Name, Action: Kept}, nil
 	}
 	if err != nil {
 		return Result{}, err

@@ -25,8 +25,13 @@ type SageMaker struct {
 	dom    *smDomains    // sagemaker_domain.go
 	sched  *smSchedulers // sagemaker_scheduler.go
 
-	// SettleAfter is how many Describes a quota stays Creating / Updating.
+	// SettleAfter is how many Describes a quota stays Creating / Updating,
+	// and how many Describes or Lists a deleted quota stays Deleting.
 	SettleAfter int
+	// DeletedLinger is how many Describes or Lists a deleted quota is still
+	// answered, with status Deleted, before it is gone: the service lists
+	// deleted quotas for a while (SchedulerResourceStatus has Deleted).
+	DeletedLinger int
 	// LoseCreateResponses makes the next n successful creates answer HTTP 500
 	// after storing the resource, as when a response is lost on the way back.
 	LoseCreateResponses int
@@ -36,6 +41,11 @@ type SageMaker struct {
 	// DomainFailure, when set, makes new domains end in Failed with it as
 	// the FailureReason.
 	DomainFailure string
+	// OnQuotaCreated, when set, is called (under the endpoint's lock) with
+	// the team and cluster ARN of a quota the moment it settles as Created:
+	// where a test stands in for HyperPod task governance, which then
+	// creates the team's namespace and LocalQueue on the cluster.
+	OnQuotaCreated func(team, clusterARN string)
 	// DomainUserProfiles, when set, is how many user profiles every domain
 	// has (SSO users get one at their first sign-in): DeleteDomain is then
 	// refused with ResourceInUse, as the service does.
@@ -44,7 +54,7 @@ type SageMaker struct {
 
 // NewSageMaker starts a SageMaker endpoint, closed when tb ends.
 func NewSageMaker(tb testing.TB) *SageMaker {
-	f := &SageMaker{Core: newCore(tb, "sagemaker", true), quotas: map[string]*Quota{}, SettleAfter: 2}
+	f := &SageMaker{Core: newCore(tb, "sagemaker", true), quotas: map[string]*Quota{}, SettleAfter: 2, DeletedLinger: 2}
 	f.serveJSON11("SageMaker", f.ops())
 	return f
 }
@@ -59,6 +69,7 @@ func (f *SageMaker) Set(fn func(*SageMaker)) {
 func (f *SageMaker) ops() map[string]handler {
 	ops := f.domainOps()
 	maps.Copy(ops, f.schedulerOps())
+	maps.Copy(ops, f.tagOps())
 	for op, h := range f.quotaOps() {
 		ops[op] = h
 	}
@@ -116,6 +127,7 @@ type Quota struct {
 	Status                    string
 	Pending                   int    // describes left before settling
 	Final                     string // status after settling
+	Linger                    int    // Deleted: describes or lists left before it is gone
 	FailureReason             string
 	Created, Modified         time.Time
 }
@@ -295,7 +307,7 @@ func (f *SageMaker) create(in quotaCreateIn) (any, *Error) {
 		}
 	}
 	for _, q := range f.quotas {
-		if q.ClusterArn != *in.ClusterArn {
+		if q.ClusterArn != *in.ClusterArn || q.Status == "Deleted" {
 			continue
 		}
 		if q.Name == *in.Name {
@@ -360,11 +372,8 @@ func (f *SageMaker) describe(in quotaDescribeIn) (any, *Error) {
 	if in.ComputeQuotaVersion != nil && *in.ComputeQuotaVersion != q.Version {
 		return nil, BadRequest("ResourceNotFound", "compute quota %s has no version %d", q.ID, *in.ComputeQuotaVersion)
 	}
-	if q.Pending > 0 {
-		q.Pending--
-	}
-	if q.Pending == 0 {
-		q.Status = q.Final
+	if !f.tick(q) {
+		return nil, BadRequest("ResourceNotFound", "compute quota %s does not exist", q.ID)
 	}
 	o := q.out()
 	if q.Status != "CreateFailed" && q.Status != "UpdateFailed" {
@@ -425,6 +434,9 @@ func (f *SageMaker) list(in quotaListIn) (any, *Error) {
 	}
 	var all []quotaOut
 	for _, q := range f.quotas {
+		if (q.Status == "Deleting" || q.Status == "Deleted") && !f.tick(q) {
+			continue
+		}
 		if in.ClusterArn != nil && q.ClusterArn != *in.ClusterArn ||
 			in.NameContains != nil && !strings.Contains(q.Name, *in.NameContains) ||
 			in.Status != nil && q.Status != *in.Status {
@@ -444,9 +456,43 @@ func (f *SageMaker) delete(in quotaDeleteIn) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	delete(f.quotas, q.ID)
+	switch q.Status {
+	case "Deleting", "Deleted":
+		return nil, BadRequest("ResourceNotFound", "compute quota %s is %s", q.ID, q.Status)
+	case "Creating", "Updating":
+		return nil, BadRequest("ConflictException", "compute quota %s is %s", q.ID, q.Status)
+	}
+	q.Status, q.Pending, q.Final, q.FailureReason = "Deleting", f.SettleAfter, "Deleted", ""
+	q.Modified = time.Now()
 	f.event("deleted", "compute-quota")
 	return map[string]any{}, nil
+}
+
+// tick moves a quota one Describe (or, while it is being deleted, one
+// List) closer to its final status; a deleted quota is answered as Deleted
+// for DeletedLinger more calls, then it is gone (and false is returned).
+func (f *SageMaker) tick(q *Quota) bool {
+	if q.Status == "Deleted" {
+		if q.Linger <= 0 {
+			delete(f.quotas, q.ID)
+			return false
+		}
+		q.Linger--
+		return true
+	}
+	if q.Pending > 0 {
+		q.Pending--
+	}
+	if q.Pending == 0 && q.Status != q.Final {
+		q.Status = q.Final
+		if q.Status == "Deleted" {
+			q.Linger = f.DeletedLinger
+		}
+		if q.Status == "Created" && f.OnQuotaCreated != nil {
+			f.OnQuotaCreated(aws.ToString(q.Target.TeamName), q.ClusterArn)
+		}
+	}
+	return true
 }
 
 // Quota is a copy of the stored quota id (zero when there is none).
@@ -459,9 +505,74 @@ func (f *SageMaker) Quota(id string) Quota {
 	return Quota{}
 }
 
-// Quotas is how many quotas exist.
+// Quotas is how many quotas exist, not counting those being deleted or
+// deleted.
 func (f *SageMaker) Quotas() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.quotas)
+	n := 0
+	for _, q := range f.quotas {
+		if q.Status != "Deleting" && q.Status != "Deleted" {
+			n++
+		}
+	}
+	return n
+}
+
+// QuotaByName is a copy of the quota named name that is not being deleted
+// (zero when there is none).
+func (f *SageMaker) QuotaByName(name string) Quota {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, q := range f.quotas {
+		if q.Name == name && q.Status != "Deleting" && q.Status != "Deleted" {
+			return *q
+		}
+	}
+	return Quota{}
+}
+
+// AddForeignQuota stores a quota as someone else made it (in the console,
+// or another tool): created and settled, with tags (nil for none).
+func (f *SageMaker) AddForeignQuota(name, clusterARN, team string, tags map[string]string) Quota {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	id := fmt.Sprintf("q%011d", f.nextID)
+	now := time.Now()
+	dontLend := string(types.ResourceSharingStrategyDontlend)
+	q := &Quota{
+		ID: id, ARN: "arn:aws:sagemaker:" + Region + ":" + Account + ":compute-quota/" + id,
+		Name: name, ClusterArn: clusterARN,
+		Config:     (&quotaConfig{ResourceSharingConfig: &quotaSharing{Strategy: &dontLend}}).withDefaults(),
+		Target:     &quotaTarget{TeamName: aws.String(team), FairShareWeight: aws.Int32(0)},
+		Activation: string(types.ActivationStateEnabled), Tags: tagList(tags),
+		Version: 1, Status: "Created", Final: "Created", Created: now, Modified: now,
+	}
+	f.quotas[id] = q
+	return *q
+}
+
+// ChangeQuota changes the stored quota id behind the portal's back (as a
+// console edit would): fn edits a copy of its config and target, and the
+// version goes up. False when there is no such quota.
+func (f *SageMaker) ChangeQuota(id string, fn func(weight *int32, strategy *string)) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, ok := f.quotas[id]
+	if !ok {
+		return false
+	}
+	t, c := *q.Target, *q.Config
+	s := *c.ResourceSharingConfig
+	w, st := aws.ToInt32(t.FairShareWeight), aws.ToString(s.Strategy)
+	fn(&w, &st)
+	t.FairShareWeight, s.Strategy = &w, &st
+	if st != string(types.ResourceSharingStrategyLendandborrow) {
+		s.BorrowLimit = nil
+	}
+	c.ResourceSharingConfig = &s
+	q.Target, q.Config = &t, c.withDefaults()
+	q.Version++
+	return true
 }
