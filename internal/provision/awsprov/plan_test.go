@@ -300,3 +300,97 @@ func TestPlanForRefusesRolesOutsideTheTeamRolePrefix(t *testing.T) {
 		t.Error("a role whose path only starts like the prefix was planned")
 	}
 }
+
+func TestSettingsAccessScopesAreStrict(t *testing.T) {
+	good := "identity_store_id: d-1234567890\nstudio:\n  shared_domain_id: d-abc123def456\naccess:\n" +
+		"  studio_policies:\n    - AmazonSagemakerHyperpodTrainingPolicy\n" +
+		"    - {policy: AmazonSagemakerHyperpodUserClusterPolicy, scope: cluster}\n" +
+		"    - {policy: AmazonSagemakerHyperpodSpaceTemplatePolicy, scope: namespace, namespaces: [jupyter-k8s-shared, $team]}\n"
+	s, err := ParseSettings([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WithDefaults().Check(); err != nil {
+		t.Fatalf("good scopes refused: %v", err)
+	}
+	want := []AccessGrant{
+		{Policy: PolicyHyperPodTraining, Scope: AccessScopeNamespace, Namespaces: []string{TeamNamespace}},
+		{Policy: PolicyHyperPodUserCluster, Scope: AccessScopeCluster},
+		{Policy: PolicyHyperPodSpaceTemplate, Scope: AccessScopeNamespace, Namespaces: []string{SpaceTemplateNamespace, TeamNamespace}},
+	}
+	if got := s.Access.StudioPolicies; len(got) != 3 || got[0].Policy != want[0].Policy || !slices.Equal(got[0].Namespaces, want[0].Namespaces) ||
+		got[1].Scope != "cluster" || !slices.Equal(got[2].Namespaces, want[2].Namespaces) {
+		t.Errorf("parsed %+v, want %+v", got, want)
+	}
+	// The defaults follow AWS's Studio setup.
+	d := DevSettings().WithDefaults().Access.StudioPolicies
+	if len(d) != 5 || d[0].Policy != PolicyHyperPodUserCluster || d[0].Scope != AccessScopeCluster || d[0].Namespaces != nil ||
+		d[4].Policy != PolicyHyperPodSpaceTemplate || !slices.Equal(d[4].Namespaces, []string{"jupyter-k8s-shared"}) {
+		t.Errorf("default studio policies = %+v", d)
+	}
+
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"cluster with namespaces":  {"{policy: AmazonEKSViewPolicy, scope: cluster, namespaces: [a]}", "scope cluster takes no namespaces"},
+		"namespace without any":    {"{policy: AmazonEKSViewPolicy, scope: namespace}", "scope namespace needs namespaces"},
+		"unknown scope":            {"{policy: AmazonEKSViewPolicy, scope: everywhere}", `scope "everywhere" is not cluster or namespace`},
+		"missing scope":            {"{policy: AmazonEKSViewPolicy}", `scope "" is not`},
+		"bad namespace":            {"{policy: AmazonEKSViewPolicy, scope: namespace, namespaces: [Team_A]}", `"Team_A" is not a Kubernetes namespace`},
+		"bad policy name":          {"{policy: arn:aws:eks::aws:cluster-access-policy/X, scope: cluster}", "is not an EKS access policy name"},
+		"namespace listed twice":   {"{policy: AmazonEKSViewPolicy, scope: namespace, namespaces: [$team, $team]}", "listed twice"},
+		"policy listed twice":      {"AmazonEKSViewPolicy\n    - AmazonEKSViewPolicy", "AmazonEKSViewPolicy is listed twice"},
+		"unknown key in the grant": {"{policy: AmazonEKSViewPolicy, scope: cluster, namespace: [a]}", "namespace"},
+	} {
+		s, err := ParseSettings([]byte("identity_store_id: d-1234567890\nstudio:\n  shared_domain_id: d-abc123def456\naccess:\n  viewer_policies:\n    - " + tc.yaml + "\n"))
+		if err == nil {
+			err = s.WithDefaults().Check()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestSettingsRolePrefixKMSAndPartition(t *testing.T) {
+	base := func() Settings { return DevSettings().WithDefaults() }
+	for name, tc := range map[string]struct {
+		mutate func(*Settings)
+		want   string // "" accepted
+	}{
+		"role path":              {func(s *Settings) { s.TeamRolePrefix = "/hyperpod-teams/" }, ""},
+		"name prefix":            {func(s *Settings) { s.TeamRolePrefix = "/hyperpod-team-" }, ""},
+		"prefix without slash":   {func(s *Settings) { s.TeamRolePrefix = "hyperpod-teams/" }, "team_role_prefix"},
+		"prefix with a wildcard": {func(s *Settings) { s.TeamRolePrefix = "/teams/*" }, "team_role_prefix"},
+		"kms key id":             {func(s *Settings) { s.Studio.KmsKeyID = "1234abcd-12ab-34cd-56ef-1234567890ab" }, ""},
+		"kms key arn": {func(s *Settings) {
+			s.Studio.KmsKeyID = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+		}, ""},
+		"kms alias": {func(s *Settings) { s.Studio.KmsKeyID = "alias/studio" }, "studio.kms_key_id"},
+		"kms key elsewhere": {func(s *Settings) {
+			s.Studio.KmsKeyID = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+		}, "region us-east-1"},
+		"kms key other account": {func(s *Settings) {
+			s.Studio.KmsKeyID = "arn:aws:kms:us-east-1:999988887777:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+		}, "account 111122223333"},
+		"cluster in another partition": {func(s *Settings) {
+			s.Region, s.ClusterARN = "us-gov-west-1", "arn:aws:sagemaker:us-gov-west-1:111122223333:cluster/a1b2c3d4e5f6"
+		}, "partition aws-us-gov"},
+		"govcloud cluster": {func(s *Settings) {
+			s.Region, s.ClusterARN = "us-gov-west-1", "arn:aws-us-gov:sagemaker:us-gov-west-1:111122223333:cluster/a1b2c3d4e5f6"
+		}, ""},
+		"viewer role in another partition": {func(s *Settings) { s.Access.ViewerRoleARNFormat = "arn:aws-cn:iam::111122223333:role/%s-viewer" }, "partition aws-cn"},
+		"viewer format not a role":         {func(s *Settings) { s.Access.ViewerRoleARNFormat = "arn:aws:iam::111122223333:user/%s" }, "viewer_role_arn_format"},
+	} {
+		s := base()
+		tc.mutate(&s)
+		err := s.Check()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		}
+	}
+	if got, err := KMSKeyARN("us-gov-west-1", "111122223333", "mrk-1234abcd12ab34cd56ef1234567890ab"); err != nil || got != "arn:aws-us-gov:kms:us-gov-west-1:111122223333:key/mrk-1234abcd12ab34cd56ef1234567890ab" {
+		t.Errorf("KMSKeyARN = %s, %v", got, err)
+	}
+}

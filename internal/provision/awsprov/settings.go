@@ -208,21 +208,21 @@ func Partition(region string) string {
 
 // Default settings.
 const (
-	DefaultDomainNameFormat  = "%s-studio"
-	DefaultConnectionFormat  = "hyperpod-%s"
-	DomainKeep               = "keep"
-	DomainDelete             = "delete"
-	PolicyHyperPodTraining   = "AmazonSagemakerHyperpodTrainingPolicy"
-	PolicyHyperPodInference  = "AmazonSagemakerHyperpodInferencePolicy"
-	PolicyHyperPodSpace      = "AmazonSagemakerHyperpodSpacePolicy"
+	DefaultDomainNameFormat = "%s-studio"
+	DefaultConnectionFormat = "hyperpod-%s"
+	DomainKeep              = "keep"
+	DomainDelete            = "delete"
+	PolicyHyperPodTraining  = "AmazonSagemakerHyperpodTrainingPolicy"
+	PolicyHyperPodInference = "AmazonSagemakerHyperpodInferencePolicy"
+	PolicyHyperPodSpace     = "AmazonSagemakerHyperpodSpacePolicy"
 	// The user-cluster and space-template policies, and the namespace the
 	// space templates live in: see DefaultStudioPolicies.
 	PolicyHyperPodUserCluster   = "AmazonSagemakerHyperpodUserClusterPolicy"
 	PolicyHyperPodSpaceTemplate = "AmazonSagemakerHyperpodSpaceTemplatePolicy"
 	SpaceTemplateNamespace      = "jupyter-k8s-shared"
 	PolicyEKSView               = "AmazonEKSViewPolicy"
-	appNetworkVpcOnly        = "VpcOnly"
-	appNetworkPublicInternet = "PublicInternetOnly"
+	appNetworkVpcOnly           = "VpcOnly"
+	appNetworkPublicInternet    = "PublicInternetOnly"
 )
 
 // WithDefaults fills empty fields.
@@ -263,15 +263,15 @@ func (s Settings) WithDefaults() Settings {
 
 var (
 	// EC2 ids: 8 or 17 hex digits after the prefix.
-	vpcIDPattern       = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	subnetPattern      = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	sgPattern          = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	domainIDPattern    = regexp.MustCompile(`^d-(-*[a-z0-9]){1,61}$`)
-	storeIDPattern     = regexp.MustCompile(`^(d-[0-9a-f]{10}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
-	policyPattern      = regexp.MustCompile(`^[A-Za-z0-9]+$`)
-	regionPattern      = regexp.MustCompile(`^[a-z]{2}(-gov)?-[a-z]+-[0-9]$`)
-	accountPattern     = regexp.MustCompile(`^[0-9]{12}$`)
-	namespacePattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	vpcIDPattern     = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	subnetPattern    = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	sgPattern        = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	domainIDPattern  = regexp.MustCompile(`^d-(-*[a-z0-9]){1,61}$`)
+	storeIDPattern   = regexp.MustCompile(`^(d-[0-9a-f]{10}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
+	policyPattern    = regexp.MustCompile(`^[A-Za-z0-9]+$`)
+	regionPattern    = regexp.MustCompile(`^[a-z]{2}(-gov)?-[a-z]+-[0-9]$`)
+	accountPattern   = regexp.MustCompile(`^[0-9]{12}$`)
+	namespacePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 	// The role path and the start of the name: IAM's path characters.
 	teamRolePrefixPattern = regexp.MustCompile(`^/[\w+=,.@/-]*$`)
 	kmsKeyIDPattern       = regexp.MustCompile(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})$`)
