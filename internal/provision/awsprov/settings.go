@@ -221,8 +221,10 @@ const (
 	PolicyHyperPodSpaceTemplate = "AmazonSagemakerHyperpodSpaceTemplatePolicy"
 	SpaceTemplateNamespace      = "jupyter-k8s-shared"
 	PolicyEKSView               = "AmazonEKSViewPolicy"
-	appNetworkVpcOnly           = "VpcOnly"
-	appNetworkPublicInternet    = "PublicInternetOnly"
+	// PolicyEKSClusterAdmin is cluster-admin: never a team's.
+	PolicyEKSClusterAdmin    = "AmazonEKSClusterAdminPolicy"
+	appNetworkVpcOnly        = "VpcOnly"
+	appNetworkPublicInternet = "PublicInternetOnly"
 )
 
 // WithDefaults fills empty fields.
@@ -345,6 +347,9 @@ func (s Settings) Check() error {
 			at := fmt.Sprintf("access.%s[%d]", l.name, i)
 			if !policyPattern.MatchString(g.Policy) {
 				bad("%s: policy %q is not an EKS access policy name such as %s", at, g.Policy, PolicyEKSView)
+			}
+			if g.Policy == PolicyEKSClusterAdmin {
+				bad("%s: %s makes a role cluster admin; the portal never grants it to a team", at, g.Policy)
 			}
 			if seen[g.Policy] {
 				// EKS keeps one scope per policy and principal: a second
