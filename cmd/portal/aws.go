@@ -123,3 +123,20 @@ func (a awsSide) preview() interface {
 	}
 	return a.Runner
 }
+
+// teamRolePrefix is the AWS settings' team_role_prefix (none without
+// --aws-settings): where contract roles must live, as on the form.
+func teamRolePrefix(cfg Config) (string, error) {
+	if cfg.AWSSettingsFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(cfg.AWSSettingsFile)
+	if err != nil {
+		return "", fmt.Errorf("--aws-settings: %w", err)
+	}
+	s, err := awsprov.ParseSettings(b)
+	if err != nil {
+		return "", fmt.Errorf("--aws-settings %s: %w", cfg.AWSSettingsFile, err)
+	}
+	return s.TeamRolePrefix, nil
+}
