@@ -217,3 +217,39 @@ func TestCheckStudioRoleAgainstTheIAMEndpoint(t *testing.T) {
 		t.Errorf("first result: %+v", d)
 	}
 }
+
+// The default Studio policies reach EKS with the scopes AWS's Studio setup
+// gives them, and the EKS endpoint accepts each scope (it refuses namespaces
+// on a cluster scope and a namespace scope without any, as EKS does).
+func TestStudioAccessPoliciesAreAssociatedWithTheirScopes(t *testing.T) {
+	c := workflow.ExampleContract()
+	st := awstest.NewStack(t, c.EKSClusterName, "team-red-members", "team-red-owners")
+	r := stackRunner(t, st)
+	s := planSettings()
+	s.IdentityStoreID = st.IdentityStore.StoreID()
+	calls, _, err := PlanFor(c, planTarget(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range calls {
+		if call.Kind == KindAccessEntry && call.Name == c.ProjectRoleARN {
+			if _, err := r.Ensure(context.Background(), call); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var got []string
+	for _, p := range st.EKS.Policies(c.EKSClusterName, c.ProjectRoleARN) {
+		got = append(got, strings.TrimPrefix(p.PolicyARN, "arn:aws:eks::aws:cluster-access-policy/")+"="+string(p.Scope)+":"+strings.Join(p.Namespaces, ","))
+	}
+	want := []string{
+		"AmazonSagemakerHyperpodInferencePolicy=namespace:hyperpod-ns-red",
+		"AmazonSagemakerHyperpodSpacePolicy=namespace:hyperpod-ns-red",
+		"AmazonSagemakerHyperpodSpaceTemplatePolicy=namespace:jupyter-k8s-shared",
+		"AmazonSagemakerHyperpodTrainingPolicy=namespace:hyperpod-ns-red",
+		"AmazonSagemakerHyperpodUserClusterPolicy=cluster:",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("associated %q\nwant %q", got, want)
+	}
+}
