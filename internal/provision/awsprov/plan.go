@@ -214,6 +214,10 @@ func PlanFor(c workflow.Contract, t Target, s Settings) ([]Call, []string, error
 			fields = append(fields, Field{"taskVisibility", "Studio acts as this role: its namespaced access policies are scoped to " + t.Namespace +
 				" and its group " + r.group + " is bound to the namespace's viewer Role only, so Studio lists and runs this team's tasks and no other team's;" +
 				" a cluster-scoped policy (such as " + PolicyHyperPodUserCluster + ") shows cluster-wide objects (namespaces, nodes, queues), not other teams' tasks"})
+			// Checked for a team domain, whose execution role this is; a
+			// shared domain's role is not the contract's (the plan warns
+			// above), and AWS's list of actions is for SageMaker Studio
+			// domains, not Unified Studio projects.
 			if c.StudioMode != workflow.StudioUnified && s.Studio.SharedDomainID == "" {
 				call.StudioRole = &StudioRole{
 					RoleARN:            r.arn,
