@@ -228,6 +228,9 @@ func contractCmd(ctx context.Context, args []string, getenv func(string) string,
 	}
 	env := db.ValidationEnv(ctx, time.Now(), 0, nil)
 	env.InstanceTypes = cluster.AllowedInstanceTypes()
+	if env.TeamRolePrefix, err = teamRolePrefix(cfg); err != nil {
+		return err
+	}
 	if fe := c.Validate(env); len(fe) > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s: %d problem(s), nothing was imported:", file, len(fe))

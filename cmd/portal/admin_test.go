@@ -99,6 +99,14 @@ func TestContractImportAndAuditVerify(t *testing.T) {
 		t.Errorf("import without --as: %v", err)
 	}
 
+	// With a team role prefix in the AWS settings, import refuses roles
+	// outside it, as the form does.
+	settings := filepath.Join(dir, "aws.yaml")
+	os.WriteFile(settings, []byte("team_role_prefix: /hyperpod-teams/\n"), 0o600)
+	if _, err := runCmd("contract", "import", good, "--as", "owner.red@example.test", "--db", dbPath, "--aws-settings", settings); err == nil || !strings.Contains(err.Error(), "role/hyperpod-teams/") {
+		t.Errorf("import of roles outside team_role_prefix: %v", err)
+	}
+
 	out, err = runCmd("audit", "verify", "--db", dbPath)
 	if err != nil || !strings.Contains(out, "audit chain OK: 1 events") {
 		t.Fatalf("verify: %v\n%s", err, out)

@@ -76,7 +76,7 @@ func loadAWS(ctx context.Context, cfg Config, mapping auth.Mapping, dryRun bool,
 	ep := cfg.AWSEndpoints
 	side.Runner = &awsprov.Runner{
 		Clients: awsprov.NewClients(ac, awsprov.Endpoints{
-			SageMaker: ep["sagemaker"], EKS: ep["eks"], SSOAdmin: ep["ssoadmin"], IdentityStore: ep["identitystore"], DataZone: ep["datazone"],
+			SageMaker: ep["sagemaker"], EKS: ep["eks"], SSOAdmin: ep["ssoadmin"], IdentityStore: ep["identitystore"], DataZone: ep["datazone"], IAM: ep["iam"],
 		}),
 		Poll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
 	}
@@ -141,4 +141,21 @@ func (a awsSide) preview() interface {
 		return nil
 	}
 	return a.Runner
+}
+
+// teamRolePrefix is the AWS settings' team_role_prefix (none without
+// --aws-settings): where contract roles must live, as on the form.
+func teamRolePrefix(cfg Config) (string, error) {
+	if cfg.AWSSettingsFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(cfg.AWSSettingsFile)
+	if err != nil {
+		return "", fmt.Errorf("--aws-settings: %w", err)
+	}
+	s, err := awsprov.ParseSettings(b)
+	if err != nil {
+		return "", fmt.Errorf("--aws-settings %s: %w", cfg.AWSSettingsFile, err)
+	}
+	return s.TeamRolePrefix, nil
 }

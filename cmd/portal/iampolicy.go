@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,17 +23,38 @@ var (
 // iamPolicyCmd prints the least-privilege IAM policy the portal's own role
 // needs for the AWS steps this version performs. The actions come from the
 // one list in code that the steps are tested against (awsprov.Actions), so
-// the policy cannot drift from what the portal calls.
+// the policy cannot drift from what the portal calls; the AWS settings
+// narrow it further (the team roles it may pass, the access policies it may
+// associate, the domains' KMS key).
 func iamPolicyCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("portal iam-policy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	account := fs.String("account", "", "AWS account id of the cluster (narrows the resources)")
-	region := fs.String("region", "", "AWS region of the cluster (narrows the resources)")
+	account := fs.String("account", "", "AWS account id of the cluster (narrows the resources; default: the settings' account_id)")
+	region := fs.String("region", "", "AWS region of the cluster (narrows the resources and gives the partition; default: the settings' region)")
+	settingsFile := fs.String("aws-settings", "", "the portal's --aws-settings file: team_role_prefix, the access policies and the KMS key narrow the policy")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	s := awsprov.Settings{Enabled: true}
+	if *settingsFile != "" {
+		b, err := os.ReadFile(*settingsFile)
+		if err != nil {
+			return fmt.Errorf("--aws-settings: %w", err)
+		}
+		if s, err = awsprov.ParseSettings(b); err != nil {
+			return fmt.Errorf("--aws-settings %s: %w", *settingsFile, err)
+		}
+		for flagValue, setting := range map[*string]string{account: s.AccountID, region: s.Region} {
+			switch {
+			case *flagValue == "":
+				*flagValue = setting
+			case setting != "" && *flagValue != setting:
+				return fmt.Errorf("--account and --region must match the settings' account_id and region (%s, %s)", s.AccountID, s.Region)
+			}
+		}
+	}
 	if (*account == "") != (*region == "") {
-		return errors.New("give both --account and --region, or neither")
+		return errors.New("give both --account and --region (or the settings' account_id and region), or neither")
 	}
 	if *account != "" && !accountRE.MatchString(*account) {
 		return fmt.Errorf("--account: %q is not a 12-digit account id", *account)
@@ -39,7 +62,26 @@ func iamPolicyCmd(args []string, stdout, stderr io.Writer) error {
 	if *region != "" && !regionRE.MatchString(*region) {
 		return fmt.Errorf("--region: %q is not a region name such as us-east-1", *region)
 	}
-	out, err := json.MarshalIndent(iamPolicy(*account, *region), "", "  ")
+	s.AccountID, s.Region = *account, *region
+	s = s.WithDefaults()
+	if *settingsFile != "" {
+		// The identity store and network do not shape the policy; every
+		// other problem does.
+		if s.IdentityStoreID == "" {
+			s.IdentityStoreID = "d-0000000000"
+		}
+		if err := s.Check(); err != nil {
+			return fmt.Errorf("--aws-settings %s: every problem at once:\n%w", *settingsFile, err)
+		}
+	}
+	doc, err := iamPolicy(s)
+	if err != nil {
+		return err
+	}
+	if s.TeamRolePrefix == "" {
+		fmt.Fprintln(stderr, "note: no team_role_prefix in the AWS settings: iam:PassRole is granted on every role of the account")
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -61,64 +103,99 @@ type statement struct {
 }
 
 // serviceScope is how far one service's actions can be narrowed: the
-// resources the portal touches there, as ARN patterns ({region} the region,
-// {account} the account).
+// resources the portal touches there, as ARN patterns ({partition},
+// {region} and {account} filled in; "*" when not given). Each action's
+// resource types are those of the Service Authorization Reference
+// (iampolicy_test.go checks every action against them).
 type serviceScope struct {
 	sid       string
 	resources []string
 }
 
 var serviceScopes = map[string]serviceScope{
-	"sagemaker": {"SageMakerComputeQuotasAndDomains", []string{
-		"arn:aws:sagemaker:{region}:{account}:compute-quota/*",
-		"arn:aws:sagemaker:{region}:{account}:cluster/*",
-		"arn:aws:sagemaker:{region}:{account}:domain/*",
+	"sagemaker": {"SageMakerComputeQuotasDomainsAndSchedulerConfig", []string{
+		"arn:{partition}:sagemaker:{region}:{account}:compute-quota/*",
+		"arn:{partition}:sagemaker:{region}:{account}:cluster/*",
+		"arn:{partition}:sagemaker:{region}:{account}:domain/*",
+		// /admin/scheduler: the cluster's task governance scheduler config.
+		"arn:{partition}:sagemaker:{region}:{account}:cluster-scheduler-config/*",
 	}},
 	"eks": {"EKSAccessEntriesAndPodIdentity", []string{
-		"arn:aws:eks:{region}:{account}:cluster/*",
-		"arn:aws:eks:{region}:{account}:access-entry/*",
-		"arn:aws:eks:{region}:{account}:podidentityassociation/*",
-		"arn:aws:eks::aws:cluster-access-policy/*",
+		"arn:{partition}:eks:{region}:{account}:cluster/*",
+		"arn:{partition}:eks:{region}:{account}:access-entry/*",
+		"arn:{partition}:eks:{region}:{account}:podidentityassociation/*",
 	}},
 	"sso": {"IdentityCenterStudioAssignments", []string{
-		"arn:aws:sso::{account}:application/*",
-		"arn:aws:sso:::instance/*",
+		"arn:{partition}:sso::{account}:application/*",
 	}},
 	"identitystore": {"IdentityStoreGroups", []string{
-		"arn:aws:identitystore::{account}:identitystore/*",
-		"arn:aws:identitystore:::user/*",
-		"arn:aws:identitystore:::group/*",
-		"arn:aws:identitystore:::membership/*",
+		"arn:{partition}:identitystore::{account}:identitystore/*",
+		"arn:{partition}:identitystore:::user/*",
+		"arn:{partition}:identitystore:::group/*",
+		"arn:{partition}:identitystore:::membership/*",
 	}},
-	"datazone": {"UnifiedStudioConnections", []string{
-		"arn:aws:datazone:{region}:{account}:domain/*",
-	}},
-	"iam": {"PassTeamRolesToSageMakerAndEKS", []string{
-		"arn:aws:iam::{account}:role/*",
+	"iam": {"SimulateTeamRolesForThePlanPreview", []string{
+		"arn:{partition}:iam::{account}:role{teamroles}*",
 	}},
 }
 
-// unscoped are actions IAM authorizes on "*" only (List* calls, and a
-// region lookup SageMaker makes for SSO domains).
+// noResourceTypes are the actions that support no resource type in the
+// Service Authorization Reference, so a statement naming resources never
+// matches them: IAM authorizes them on "*" only. (List* calls are found
+// by name.) The DataZone connection actions are among them
+// (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondatazone.html),
+// and so are the Identity Center calls SageMaker makes with the caller's
+// permissions for an SSO domain
+// (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsiamidentitycenter.html).
+var noResourceTypes = map[string]bool{
+	"sso:CreateManagedApplicationInstance": true,
+	"sso:DeleteManagedApplicationInstance": true,
+	"sso:DescribeRegisteredRegions":        true,
+}
+
 func unscoped(a string) bool {
-	return strings.Contains(a, ":List") || a == "sso:DescribeRegisteredRegions"
+	return strings.Contains(a, ":List") || noResourceTypes[a] || strings.HasPrefix(a, "datazone:")
 }
 
-// iamPolicy builds the policy: one statement per service, limited to the
-// resource types the portal touches in the account and region when they
-// are given; the actions IAM cannot narrow in one statement on "*"; and
-// iam:PassRole only towards SageMaker (domain execution roles) and EKS Pod
-// Identity (workload roles).
-func iamPolicy(account, region string) policyDoc {
+// Actions with a statement of their own, for their conditions.
+const (
+	passRole        = "iam:PassRole"
+	associatePolicy = "eks:AssociateAccessPolicy"
+)
+
+// iamPolicy builds the policy for s (after WithDefaults; Region and
+// AccountID narrow the resources when set): one statement per service,
+// limited to the resource types the portal touches; iam:PassRole only on
+// the team roles (TeamRolePrefix) and only towards SageMaker (domain
+// execution roles) and EKS Pod Identity (workload roles);
+// eks:AssociateAccessPolicy only for the access policies the settings
+// grant (condition key eks:policyArn); the domains' KMS key when one is
+// set; and the actions IAM cannot narrow, in one statement on "*". The
+// partition comes from the region.
+func iamPolicy(s awsprov.Settings) (policyDoc, error) {
+	partition, region, account := "*", "*", "*"
+	if s.Region != "" {
+		partition, region = awsprov.Partition(s.Region), s.Region
+	}
+	if s.AccountID != "" {
+		account = s.AccountID
+	}
+	teamRoles := s.TeamRolePrefix
+	if teamRoles == "" {
+		teamRoles = "/"
+	}
+	fill := strings.NewReplacer("{partition}", partition, "{region}", region, "{account}", account, "{teamroles}", teamRoles)
 	byService := map[string][]string{}
 	var listing []string
 	for _, a := range awsprov.Actions {
-		if unscoped(a) {
+		switch {
+		case unscoped(a):
 			listing = append(listing, a)
-			continue
+		case a == passRole || a == associatePolicy:
+		default:
+			svc, _, _ := strings.Cut(a, ":")
+			byService[svc] = append(byService[svc], a)
 		}
-		svc, _, _ := strings.Cut(a, ":")
-		byService[svc] = append(byService[svc], a)
 	}
 	services := make([]string, 0, len(byService))
 	for svc := range byService {
@@ -132,26 +209,61 @@ func iamPolicy(account, region string) policyDoc {
 		scope, ok := serviceScopes[svc]
 		if !ok {
 			// A new service without a scope still gets its actions, on
-			// "*", and the test below fails until one is written.
-			scope = serviceScope{sid: "Unscoped" + svc}
+			// "*", and the test fails until one is written.
+			scope = serviceScope{sid: "Unscoped" + svc, resources: []string{"*"}}
 		}
-		resources := []string{"*"}
-		if account != "" && len(scope.resources) > 0 {
-			resources = nil
-			fill := strings.NewReplacer("{region}", region, "{account}", account)
-			for _, r := range scope.resources {
-				resources = append(resources, fill.Replace(r))
+		var resources []string
+		for _, r := range scope.resources {
+			resources = append(resources, fill.Replace(r))
+		}
+		doc.Statement = append(doc.Statement, statement{Sid: scope.sid, Effect: "Allow", Action: actions, Resource: resources})
+	}
+
+	// eks:policyArn (type ARN) is the access policy an AssociateAccessPolicy
+	// call associates (Service Authorization Reference for Amazon EKS,
+	// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelastickubernetesservice.html):
+	// the portal may associate the policies its settings grant, and so never
+	// AmazonEKSClusterAdminPolicy (Settings.Check refuses it).
+	var policyARNs []string
+	lists := [][]awsprov.AccessGrant{s.Access.StudioPolicies, s.Access.SubmitterPolicies}
+	if s.Access.ViewerRoleARNFormat != "" {
+		lists = append(lists, s.Access.ViewerPolicies)
+	}
+	for _, l := range lists {
+		for _, g := range l {
+			if g.Policy == awsprov.PolicyEKSClusterAdmin {
+				return policyDoc{}, fmt.Errorf("the AWS settings grant %s: the portal never associates it", g.Policy)
 			}
+			policyARNs = append(policyARNs, "arn:"+partition+":eks::aws:cluster-access-policy/"+g.Policy)
 		}
-		st := statement{Sid: scope.sid, Effect: "Allow", Action: actions, Resource: resources}
-		if svc == "iam" {
-			st.Condition = map[string]map[string]any{"StringEquals": {"iam:PassedToService": []string{"sagemaker.amazonaws.com", "pods.eks.amazonaws.com"}}}
+	}
+	sort.Strings(policyARNs)
+	doc.Statement = append(doc.Statement, statement{
+		Sid: "EKSAssociateTheSettingsAccessPoliciesOnly", Effect: "Allow", Action: []string{associatePolicy},
+		Resource:  []string{fill.Replace("arn:{partition}:eks:{region}:{account}:access-entry/*")},
+		Condition: map[string]map[string]any{"ArnLike": {"eks:policyArn": slices.Compact(policyARNs)}},
+	})
+	doc.Statement = append(doc.Statement, statement{
+		Sid: "PassTeamRolesToSageMakerAndEKS", Effect: "Allow", Action: []string{passRole},
+		Resource:  []string{fill.Replace("arn:{partition}:iam::{account}:role{teamroles}*")},
+		Condition: map[string]map[string]any{"StringEquals": {"iam:PassedToService": []string{"sagemaker.amazonaws.com", "pods.eks.amazonaws.com"}}},
+	})
+	if k := s.Studio.KmsKeyID; k != "" {
+		// A domain encrypted with a customer managed key: SageMaker
+		// creates grants on the key with the caller's permissions.
+		key, err := awsprov.KMSKeyARN(s.Region, s.AccountID, k)
+		if err != nil {
+			if s.Region != "" && s.AccountID != "" {
+				return policyDoc{}, fmt.Errorf("studio.kms_key_id: %w", err)
+			}
+			key = fill.Replace("arn:{partition}:kms:{region}:{account}:key/" + k)
 		}
-		doc.Statement = append(doc.Statement, st)
+		doc.Statement = append(doc.Statement, statement{Sid: "StudioDomainKMSKey", Effect: "Allow",
+			Action: []string{"kms:CreateGrant", "kms:DescribeKey"}, Resource: []string{key}})
 	}
 	if len(listing) > 0 {
 		sort.Strings(listing)
-		doc.Statement = append(doc.Statement, statement{Sid: "ListAndLookup", Effect: "Allow", Action: listing, Resource: []string{"*"}})
+		doc.Statement = append(doc.Statement, statement{Sid: "NoResourceTypes", Effect: "Allow", Action: listing, Resource: []string{"*"}})
 	}
-	return doc
+	return doc, nil
 }

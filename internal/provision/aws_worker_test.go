@@ -93,8 +93,8 @@ func (b *awsBed) assertProvisioned() {
 	c := workflow.ExampleContract()
 	st := b.stack
 	if got := st.Creates(); got["compute-quota"] != 1 || got["domain"] != 1 || got["assignment"] != 2 ||
-		got["access-entry"] != 2 || got["access-policy"] != 5 || got["pod-identity"] != 1 {
-		t.Errorf("created %v; want 1 quota, 1 domain, 2 assignments, 2 access entries with 3+2 policies, 1 pod identity", got)
+		got["access-entry"] != 2 || got["access-policy"] != 7 || got["pod-identity"] != 1 {
+		t.Errorf("created %v; want 1 quota, 1 domain, 2 assignments, 2 access entries with 5+2 policies, 1 pod identity", got)
 	}
 	if st.SageMaker.Quotas() != 1 {
 		t.Errorf("%d compute quotas", st.SageMaker.Quotas())
@@ -102,7 +102,7 @@ func (b *awsBed) assertProvisioned() {
 	for _, role := range []struct {
 		arn, group string
 		policies   int
-	}{{c.ProjectRoleARN, "studio-red", 3}, {c.AccessRoleARN, "team-red-submitters", 2}} {
+	}{{c.ProjectRoleARN, "studio-red", 5}, {c.AccessRoleARN, "team-red-submitters", 2}} {
 		e := st.EKS.AccessEntry(c.EKSClusterName, role.arn)
 		if !slices.Equal(e.KubernetesGroups, []string{role.group}) {
 			t.Errorf("access entry %s: groups %v, want [%s]", role.arn, e.KubernetesGroups, role.group)
@@ -112,8 +112,18 @@ func (b *awsBed) assertProvisioned() {
 			t.Errorf("access entry %s: %d policies, want %d", role.arn, len(ps), role.policies)
 		}
 		for _, p := range ps {
-			if p.Scope != "namespace" || !slices.Equal(p.Namespaces, []string{"hyperpod-ns-red"}) {
-				t.Errorf("access entry %s: policy %s scoped %s %v, want the team namespace only", role.arn, p.PolicyARN, p.Scope, p.Namespaces)
+			// AWS's Studio setup: the user-cluster policy on the cluster,
+			// space templates in jupyter-k8s-shared, the rest in the team
+			// namespace (awsprov.DefaultStudioPolicies).
+			scope, ns := "namespace", []string{"hyperpod-ns-red"}
+			switch {
+			case strings.HasSuffix(p.PolicyARN, "/"+awsprov.PolicyHyperPodUserCluster):
+				scope, ns = "cluster", nil
+			case strings.HasSuffix(p.PolicyARN, "/"+awsprov.PolicyHyperPodSpaceTemplate):
+				ns = []string{awsprov.SpaceTemplateNamespace}
+			}
+			if string(p.Scope) != scope || !slices.Equal(p.Namespaces, ns) {
+				t.Errorf("access entry %s: policy %s scoped %s %v, want %s %v", role.arn, p.PolicyARN, p.Scope, p.Namespaces, scope, ns)
 			}
 		}
 	}
@@ -385,7 +395,7 @@ func TestWorkerAWSDoesNotTakeOverAnAccessEntry(t *testing.T) {
 	b := newAWSBed(t, 1)
 	c := workflow.ExampleContract()
 	admin := awsprov.AccessEntry{ClusterName: c.EKSClusterName, PrincipalARN: c.AccessRoleARN, KubernetesGroups: []string{"platform-admins"},
-		Policies: []awsprov.AccessPolicy{{PolicyARN: awsprov.AccessPolicyARNPrefix + "AmazonEKSClusterAdminPolicy"}}}
+		Policies: []awsprov.AccessPolicy{{PolicyARN: awsprov.AccessPolicyARN(c.Region, awsprov.PolicyEKSClusterAdmin)}}}
 	if _, err := awsprov.EnsureAccessEntry(t.Context(), b.runner.Clients.EKS, admin); err != nil {
 		t.Fatal(err)
 	}

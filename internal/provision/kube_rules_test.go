@@ -186,14 +186,15 @@ func TestQueueReaderIsTheTeamsOwn(t *testing.T) {
 func TestBarePodPoliciesAreNamed(t *testing.T) {
 	c := workflow.ExampleContract()
 	s := awsSettings()
-	s.AWS.Access.SubmitterPolicies = []string{awsprov.PolicyHyperPodTraining}
-	s.AWS.Access.StudioPolicies = []string{awsprov.PolicyHyperPodSpace}
+	ns := []string{awsprov.TeamNamespace}
+	s.AWS.Access.SubmitterPolicies = []awsprov.AccessGrant{{Policy: awsprov.PolicyHyperPodTraining, Scope: awsprov.AccessScopeNamespace, Namespaces: ns}}
+	s.AWS.Access.StudioPolicies = []awsprov.AccessGrant{{Policy: awsprov.PolicyHyperPodSpace, Scope: awsprov.AccessScopeNamespace, Namespaces: ns}}
 	p, err := BuildPlan(1, 1, c.Hash(), c, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := strings.Join(p.Warnings, "\n")
-	if !strings.Contains(all, "the team's access role gets the EKS access policy AmazonSagemakerHyperpodTrainingPolicy in hyperpod-ns-red, which lets it create bare pods") {
+	if !strings.Contains(all, "the team's access role gets the EKS access policy AmazonSagemakerHyperpodTrainingPolicy (in hyperpod-ns-red), which lets it create bare pods") {
 		t.Errorf("warnings do not name the Training policy's bare pods: %q", p.Warnings)
 	}
 	if strings.Contains(all, "Studio execution role") {

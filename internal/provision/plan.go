@@ -974,7 +974,7 @@ func (b *builder) warnBarePodPolicies() {
 	}
 	type role struct {
 		who      string
-		policies []string
+		policies []awsprov.AccessGrant
 	}
 	roles := []role{
 		{"the Studio execution role (project role)", a.Access.StudioPolicies},
@@ -986,13 +986,19 @@ func (b *builder) warnBarePodPolicies() {
 	for _, r := range roles {
 		var bare []string
 		for _, p := range r.policies {
-			if slices.Contains(BarePodPolicies, p) {
-				bare = append(bare, p)
+			if !slices.Contains(BarePodPolicies, p.Policy) {
+				continue
 			}
+			where := "in " + strings.Join(p.Namespaces, ", ")
+			if p.Scope == awsprov.AccessScopeCluster {
+				where = "on the whole cluster"
+			}
+			where = strings.ReplaceAll(where, awsprov.TeamNamespace, b.plan.Namespace)
+			bare = append(bare, p.Policy+" ("+where+")")
 		}
 		if len(bare) > 0 {
-			b.warn("%s gets the EKS access %s %s in %s, which %s it create bare pods: they bypass the Kueue queue and its fair sharing, and only the namespace's ResourceQuota still caps them",
-				r.who, plural(len(bare), "policy", "policies"), strings.Join(bare, " and "), b.plan.Namespace, plural(len(bare), "lets", "let"))
+			b.warn("%s gets the EKS access %s %s, which %s it create bare pods: they bypass the Kueue queue and its fair sharing, and only the namespace's ResourceQuota still caps them",
+				r.who, plural(len(bare), "policy", "policies"), strings.Join(bare, " and "), plural(len(bare), "lets", "let"))
 		}
 	}
 }

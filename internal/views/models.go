@@ -399,7 +399,13 @@ type AWSCallView struct {
 	Name           string
 	Operations     string
 	Fields         [][2]string
+	// Grants are an access entry's access policies: what each lets the
+	// role see and do, and where.
+	Grants []AWSGrantView
 }
+
+// AWSGrantView is one EKS access policy of an access entry.
+type AWSGrantView struct{ Policy, Scope, Allows string }
 
 // AWSResourceRow is an AWS resource provisioning made for a connection.
 type AWSResourceRow struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -144,7 +145,11 @@ func TestPlanPreviewsTheAWSCalls(t *testing.T) {
 	runner := &awsprov.Runner{Clients: awsprov.Clients{
 		SageMaker: sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(st.SageMaker.URL()) }),
 		EKS:       eks.NewFromConfig(cfg, func(o *eks.Options) { o.BaseEndpoint = aws.String(st.EKS.URL()) }),
+		IAM:       iam.NewFromConfig(cfg, func(o *iam.Options) { o.BaseEndpoint = aws.String(st.IAM.URL()) }),
 	}}
+	// The Studio execution role may describe the clusters but not reach
+	// the Kubernetes API.
+	st.IAM.AddRole(c.ProjectRoleARN, "sagemaker:DescribeCluster", "eks:DescribeCluster", "eks:DescribeAddon")
 	runner.Clients.Domains = runner.Clients.SageMaker.(*sagemaker.Client)
 	// The platform admins' role already has an entry, made by hand.
 	if _, err := awsprov.EnsureAccessEntry(context.Background(), runner.Clients.EKS, awsprov.AccessEntry{
@@ -157,13 +162,36 @@ func TestPlanPreviewsTheAWSCalls(t *testing.T) {
 	f.Set("intent", "submit")
 	h.postAs(owner, "/teams/red/connections", f)
 	_, body := h.get(h.signIn("admin").c, "/connections/1")
-	for _, want := range []string{`data-testid="aws-now"`, ">create<", ">would stop<", "does not take over access it did not grant", "checked when it runs"} {
+	for _, want := range []string{`data-testid="aws-now"`, ">create<", ">would stop<", "does not take over access it did not grant", "checked when it runs",
+		// The Studio execution role's missing IAM actions.
+		"The Studio execution role " + c.ProjectRoleARN + " is not allowed eks:AccessKubernetesApi on arn:aws:eks:us-east-1:111122223333:cluster/" + c.EKSClusterName,
+		// What each grant lets the team see.
+		`data-testid="aws-grant-AmazonSagemakerHyperpodUserClusterPolicy"`, "across the whole cluster", "in hyperpod-ns-red only"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the previewed plan lacks %q", want)
 		}
 	}
 	if st.Creates()["access-entry"] != 1 || st.EKS.Count("UpdateAccessEntry") != 0 {
 		t.Error("previewing changed something on AWS")
+	}
+}
+
+// With a team role prefix in the AWS settings, the form refuses roles
+// outside it, beside the field, and keeps what was typed.
+func TestTeamRolePrefixRefusesOtherRolesOnTheForm(t *testing.T) {
+	h := newHarness(t, false, withAWS, func(o *Options) { o.Cluster.AWS.TeamRolePrefix = "/hyperpod-teams/" })
+	c := workflow.ExampleContract()
+	c.ProjectRoleARN = "arn:aws:iam::111122223333:role/hyperpod-teams/red-project"
+	c.AccessRoleARN = "arn:aws:iam::111122223333:role/hyperpod-teams/red-access"
+	f := formValues(formFromContract(c)) // the workload role stays outside
+	f.Set("intent", "submit")
+	resp, body := h.postAs(h.signIn("owner.red"), "/teams/red/connections", f)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `data-testid="error-workload_role_arn"`) ||
+		!strings.Contains(body, "must be a team role under role/hyperpod-teams/") || !strings.Contains(body, "role/red-workload") {
+		t.Errorf("a workload role outside the prefix = %d; want the field error with the input kept", resp.StatusCode)
+	}
+	if strings.Contains(body, `data-testid="error-project_role_arn"`) || strings.Contains(body, `data-testid="error-access_role_arn"`) {
+		t.Error("roles under the prefix were refused")
 	}
 }
 

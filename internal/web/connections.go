@@ -177,6 +177,9 @@ func (s *Server) validationEnv(c echo.Context, exclude int64) workflow.Validatio
 	env := s.opts.DB.ValidationEnv(c.Request().Context(), s.opts.Now(), exclude, s.knownOwners)
 	env.InstanceTypes = s.opts.Cluster.AllowedInstanceTypes()
 	env.TeamNamespaceOnly = !s.opts.Cluster.ClusterQueueManagedByPortal
+	// Contract roles must be team roles, which the portal's own IAM policy
+	// may pass (the AWS settings' team_role_prefix).
+	env.TeamRolePrefix = s.opts.Cluster.AWS.TeamRolePrefix
 	return env
 }
 
@@ -739,9 +742,13 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 			case awsprov.PreviewUnknown:
 				pv.Warnings = append(pv.Warnings, "Could not look up "+call.Title()+" on AWS: "+now.Detail)
 			}
+			pv.Warnings = append(pv.Warnings, now.Warnings...)
 		}
 		for _, f := range call.Fields {
 			cv.Fields = append(cv.Fields, [2]string{f.Name, f.Value})
+		}
+		for _, g := range call.Grants() {
+			cv.Grants = append(cv.Grants, views.AWSGrantView{Policy: g.Policy, Scope: g.Scope, Allows: g.Allows})
 		}
 		if call.Phase == awsprov.Guardrail {
 			pv.AWSBefore = append(pv.AWSBefore, cv)

@@ -40,6 +40,11 @@ type ValidationEnv struct {
 	// caller sets it from the cluster settings (the portal does not manage
 	// the ClusterQueues).
 	TeamNamespaceOnly bool
+	// TeamRolePrefix, when set, is where the team roles live: a role's
+	// path and name (the ARN after ":role") must start with it, such as
+	// "/hyperpod-teams/". The portal's own IAM policy may pass only those
+	// roles (the AWS settings' team_role_prefix).
+	TeamRolePrefix string
 }
 
 // FieldError is a problem with one field of a contract, in words the person
@@ -383,6 +388,9 @@ func (v *validator) roleARN(field, s, what string) {
 		return
 	}
 	v.sameAccountAndRegion(field, a, false)
+	if p := v.env.TeamRolePrefix; p != "" && !strings.HasPrefix(a.Resource, "role"+p) {
+		v.add(field, "must be a team role under role%s (the portal may pass only those roles), e.g. arn:aws:iam::%s:role%sred-team", p, orPlaceholder(v.c.AccountID, "<account>"), p)
+	}
 	if v.env.RoleTaken != nil && v.env.RoleTaken(s) {
 		v.add(field, "is already named by another connection: each team's roles must be its own (the cluster's access entry and Pod Identity association for a role belong to one team)")
 	}

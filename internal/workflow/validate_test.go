@@ -399,6 +399,31 @@ func TestValidateAsksOwnerExistsOncePerEmail(t *testing.T) {
 	}
 }
 
+func TestValidateRefusesRolesOutsideTheTeamRolePrefix(t *testing.T) {
+	env := testEnv()
+	env.TeamRolePrefix = "/hyperpod-teams/"
+	c := ExampleContract()
+	errs := c.Validate(env)
+	for _, f := range []string{"project_role_arn", "access_role_arn", "workload_role_arn"} {
+		if m := errs.Get(f); !strings.Contains(m, "role/hyperpod-teams/") {
+			t.Errorf("%s outside the prefix: %q", f, m)
+		}
+	}
+	c.ProjectRoleARN = "arn:aws:iam::111122223333:role/hyperpod-teams/red-project"
+	c.AccessRoleARN = "arn:aws:iam::111122223333:role/hyperpod-teams/red-access"
+	c.WorkloadRoleARN = "arn:aws:iam::111122223333:role/hyperpod-teams/sub/red-workload"
+	if errs := c.Validate(env); len(errs) != 0 {
+		t.Errorf("roles under the prefix: %v", errs)
+	}
+	// A name prefix on the default path.
+	env.TeamRolePrefix = "/team-"
+	c = ExampleContract()
+	c.ProjectRoleARN = "arn:aws:iam::111122223333:role/team-red-project"
+	if errs := c.Validate(env); errs.Get("project_role_arn") != "" || errs.Get("access_role_arn") == "" {
+		t.Errorf("name prefix: %v", errs)
+	}
+}
+
 func TestFieldErrors(t *testing.T) {
 	var errs FieldErrors
 	if errs.Err() != nil {

@@ -63,6 +63,9 @@ var Actions = []string{
 	// Create/UpdatePodIdentityAssociation hand the team's role to EKS; the
 	// generated policy should scope it to the portal's team roles.
 	"iam:PassRole",
+	// IAMAPI: the plan preview checks the Studio execution role's policy
+	// (read-only).
+	"iam:SimulatePrincipalPolicy",
 	// SchedulerAPI: the cluster's task governance scheduler config.
 	"sagemaker:CreateClusterSchedulerConfig",
 	"sagemaker:DescribeClusterSchedulerConfig",

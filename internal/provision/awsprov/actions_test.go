@@ -72,6 +72,7 @@ func TestActionsListEveryDomainMethod(t *testing.T) {
 	}{
 		{reflect.TypeFor[SageMakerDomainAPI](), "sagemaker:"},
 		{reflect.TypeFor[SSOAdminAPI](), "sso:"}, // ssoadmin's IAM prefix
+		{reflect.TypeFor[IAMAPI](), "iam:"},
 	} {
 		if tc.api.NumMethod() == 0 {
 			t.Fatalf("%s has no methods", tc.api.Name())

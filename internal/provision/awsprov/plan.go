@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -61,6 +62,12 @@ type Call struct {
 	DataZone    *HyperPodConnection
 	AccessEntry *AccessEntry
 	PodIdentity *PodIdentity
+
+	// StudioRole, on the Studio execution role's access entry, asks the
+	// plan preview to check that the role holds the IAM actions Studio
+	// needs (CheckStudioRole). It is a read-only check, not part of the
+	// call, so it is not in Canonical.
+	StudioRole *StudioRole
 
 	// KeepOnRevoke: revocation records the resource as kept instead of
 	// deleting it (a team domain with on_revoke: keep).
@@ -159,16 +166,12 @@ func PlanFor(c workflow.Contract, t Target, s Settings) ([]Call, []string, error
 		}
 	}
 
-	policies := func(names []string) []AccessPolicy {
-		out := make([]AccessPolicy, len(names))
-		for i, n := range names {
-			out[i] = AccessPolicy{PolicyARN: AccessPolicyARNPrefix + n, Namespaces: []string{t.Namespace}}
-		}
-		return out
+	if err := checkTeamRoles(c, s.TeamRolePrefix); err != nil {
+		return nil, nil, err
 	}
 	type role struct {
 		arn, group, why string
-		policies        []string
+		grants          []AccessGrant
 	}
 	roles := []role{
 		{c.ProjectRoleARN, t.StudioGroup, "Studio execution role: sees and runs tasks in " + t.Namespace + " only", s.Access.StudioPolicies},
@@ -187,19 +190,44 @@ func PlanFor(c workflow.Contract, t Target, s Settings) ([]Call, []string, error
 			continue
 		}
 		seen[r.arn] = true
-		e := &AccessEntry{ClusterName: c.EKSClusterName, PrincipalARN: r.arn, KubernetesGroups: []string{r.group}, Policies: policies(r.policies), Tags: tags}
-		fields := []Field{{"cluster", c.EKSClusterName}, {"kubernetesGroups", r.group}, {"policies", strings.Join(r.policies, " ")}, {"scope", "namespace " + t.Namespace}, {"for", r.why}}
-		if r.arn == c.ProjectRoleARN {
-			// Task visibility: the plan says how it is achieved.
-			fields = append(fields, Field{"taskVisibility", "Studio acts as this role: its access policies are scoped to " + t.Namespace +
-				" and its group " + r.group + " is bound to the namespace's viewer Role only, so Studio lists and runs this team's tasks and no other team's"})
+		policies := make([]AccessPolicy, len(r.grants))
+		scopes := make([]string, len(r.grants))
+		for i, g := range r.grants {
+			policies[i] = AccessPolicy{PolicyARN: AccessPolicyARN(c.Region, g.Policy)}
+			for _, ns := range g.Namespaces {
+				if ns == TeamNamespace {
+					ns = t.Namespace
+				}
+				policies[i].Namespaces = append(policies[i].Namespaces, ns)
+			}
+			scopes[i] = g.Policy + " (" + scopeText(policies[i].Namespaces) + ")"
 		}
-		calls = append(calls, Call{
+		e := &AccessEntry{ClusterName: c.EKSClusterName, PrincipalARN: r.arn, KubernetesGroups: []string{r.group}, Policies: policies, Tags: tags}
+		fields := []Field{{"cluster", c.EKSClusterName}, {"kubernetesGroups", r.group}, {"policies", strings.Join(scopes, ", ")}, {"for", r.why}}
+		call := Call{
 			Kind: KindAccessEntry, Phase: Access, Name: r.arn, Service: "EKS",
 			Operations:  "DescribeAccessEntry, CreateAccessEntry or UpdateAccessEntry, ListAssociatedAccessPolicies, AssociateAccessPolicy, DisassociateAccessPolicy",
-			Fields:      fields,
 			AccessEntry: e,
-		})
+		}
+		if r.arn == c.ProjectRoleARN {
+			// Task visibility: the plan says how it is achieved.
+			fields = append(fields, Field{"taskVisibility", "Studio acts as this role: its namespaced access policies are scoped to " + t.Namespace +
+				" and its group " + r.group + " is bound to the namespace's viewer Role only, so Studio lists and runs this team's tasks and no other team's;" +
+				" a cluster-scoped policy (such as " + PolicyHyperPodUserCluster + ") shows cluster-wide objects (namespaces, nodes, queues), not other teams' tasks"})
+			// Checked for a team domain, whose execution role this is; a
+			// shared domain's role is not the contract's (the plan warns
+			// above), and AWS's list of actions is for SageMaker Studio
+			// domains, not Unified Studio projects.
+			if c.StudioMode != workflow.StudioUnified && s.Studio.SharedDomainID == "" {
+				call.StudioRole = &StudioRole{
+					RoleARN:            r.arn,
+					HyperPodClusterARN: c.ClusterARN,
+					EKSClusterARN:      arn.ARN{Partition: Partition(c.Region), Service: "eks", Region: c.Region, AccountID: c.AccountID, Resource: "cluster/" + c.EKSClusterName}.String(),
+				}
+			}
+		}
+		call.Fields = fields
+		calls = append(calls, call)
 	}
 
 	if *s.PodIdentity && c.WorkloadRoleARN != "" {
@@ -211,6 +239,33 @@ func PlanFor(c workflow.Contract, t Target, s Settings) ([]Call, []string, error
 		})
 	}
 	return calls, warnings, nil
+}
+
+// scopeText is an access policy's scope for people: "cluster" or
+// "namespace a, b".
+func scopeText(namespaces []string) string {
+	if len(namespaces) == 0 {
+		return AccessScopeCluster
+	}
+	return AccessScopeNamespace + " " + strings.Join(namespaces, ", ")
+}
+
+// checkTeamRoles refuses contract roles outside prefix (Settings.
+// TeamRolePrefix): the portal's own policy may pass only those.
+func checkTeamRoles(c workflow.Contract, prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	for _, r := range []string{c.ProjectRoleARN, c.AccessRoleARN, c.WorkloadRoleARN} {
+		if r == "" {
+			continue
+		}
+		a, err := arn.Parse(r)
+		if err != nil || a.Service != "iam" || !strings.HasPrefix(a.Resource, "role"+prefix) {
+			return fmt.Errorf("aws: role %s is not a team role: the portal passes only roles under role%s (team_role_prefix)", r, prefix)
+		}
+	}
+	return nil
 }
 
 func quotaCall(q *sagemaker.CreateComputeQuotaInput) Call {
@@ -303,4 +358,50 @@ func RevocationOrder(calls []Call) (first, last []Call) {
 		}
 	}
 	return first, last
+}
+
+// Grant is one access policy of an access entry for the plan page: the
+// policy, its scope, and what it lets the role see and do.
+type Grant struct{ Policy, Scope, Allows string }
+
+// Grants are c's access policies (none unless c is an access entry).
+func (c Call) Grants() []Grant {
+	if c.AccessEntry == nil {
+		return nil
+	}
+	out := make([]Grant, len(c.AccessEntry.Policies))
+	for i, p := range c.AccessEntry.Policies {
+		name := p.PolicyARN[strings.LastIndex(p.PolicyARN, "/")+1:]
+		allows, ok := policyAllows[name]
+		if !ok {
+			allows = "see AWS's description of this access policy (https://docs.aws.amazon.com/eks/latest/userguide/access-policies.html)"
+		}
+		if len(p.Namespaces) > 0 {
+			allows += ", in " + strings.Join(p.Namespaces, ", ") + " only"
+		} else {
+			allows += ", across the whole cluster"
+		}
+		out[i] = Grant{Policy: name, Scope: scopeText(p.Namespaces), Allows: allows}
+	}
+	return out
+}
+
+// policyAllows is what each HyperPod access policy lets a role see and do,
+// in short, from the table "What it allows" of AWS's Studio setup
+// ("Restrict task view in Studio for EKS clusters",
+// https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-studio-setup-eks.html).
+// "Full access" there means get, list, watch, create, update, patch and
+// delete.
+var policyAllows = map[string]string{
+	PolicyHyperPodTraining: "submit and manage training: full access to HyperPodPyTorchJob, Kubeflow PyTorchJob/MPIJob/TFJob, Ray clusters and jobs, " +
+		"and to Kubernetes Jobs and bare pods (pods bypass the Kueue queue); read pod logs, config maps, events, services, quotas, " +
+		"limit ranges, deployments and Kueue LocalQueues and Workloads",
+	PolicyHyperPodInference: "deploy and manage inference: full access to RayCluster, RayService, JumpStartModel, InferenceEndpointConfig, " +
+		"SageMakerEndpointRegistration and pods; read pod logs, config maps, events, services, quotas, deployments, autoscalers, " +
+		"ingresses and Kueue LocalQueues and Workloads",
+	PolicyHyperPodSpace: "use Studio spaces: full access to Workspaces, read workspace templates and access strategies, read pods, " +
+		"services, volume claims, events and quotas; open a space (WorkspaceConnection)",
+	PolicyHyperPodSpaceTemplate: "read the shared space templates",
+	PolicyHyperPodUserCluster: "what the Studio UI needs to render: read namespaces and nodes, get CRDs, read Kueue ClusterQueues, " +
+		"ResourceFlavors and WorkloadPriorityClasses, check its own access; no team's workloads",
 }

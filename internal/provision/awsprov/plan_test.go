@@ -67,15 +67,44 @@ func TestPlanForTeamDomain(t *testing.T) {
 		t.Errorf("assignment = %+v", a)
 	}
 	studio := calls[4].AccessEntry
-	if studio.ClusterName != "shared-hp-eks" || !slices.Equal(studio.KubernetesGroups, []string{"studio-red"}) || len(studio.Policies) != 3 {
+	if studio.ClusterName != "shared-hp-eks" || !slices.Equal(studio.KubernetesGroups, []string{"studio-red"}) {
 		t.Errorf("studio access entry = %+v", studio)
 	}
-	for _, e := range []*AccessEntry{studio, calls[5].AccessEntry} {
-		for _, p := range e.Policies {
-			if !strings.HasPrefix(p.PolicyARN, AccessPolicyARNPrefix+"AmazonSagemakerHyperpod") || !slices.Equal(p.Namespaces, []string{"hyperpod-ns-red"}) {
-				t.Errorf("%s: policy %+v is not a HyperPod policy scoped to the team namespace", e.PrincipalARN, p)
-			}
+	// AWS's Studio setup: user-cluster on the cluster, training, inference
+	// and space in the team namespace, space templates in
+	// jupyter-k8s-shared.
+	scopes := map[string][]string{}
+	for _, p := range studio.Policies {
+		scopes[p.PolicyARN] = p.Namespaces
+	}
+	wantScopes := map[string][]string{
+		"arn:aws:eks::aws:cluster-access-policy/AmazonSagemakerHyperpodUserClusterPolicy":   nil,
+		"arn:aws:eks::aws:cluster-access-policy/AmazonSagemakerHyperpodTrainingPolicy":      {"hyperpod-ns-red"},
+		"arn:aws:eks::aws:cluster-access-policy/AmazonSagemakerHyperpodInferencePolicy":     {"hyperpod-ns-red"},
+		"arn:aws:eks::aws:cluster-access-policy/AmazonSagemakerHyperpodSpacePolicy":         {"hyperpod-ns-red"},
+		"arn:aws:eks::aws:cluster-access-policy/AmazonSagemakerHyperpodSpaceTemplatePolicy": {"jupyter-k8s-shared"},
+	}
+	if len(scopes) != len(wantScopes) {
+		t.Errorf("studio policies %v, want %v", scopes, wantScopes)
+	}
+	for arn, ns := range wantScopes {
+		if got, ok := scopes[arn]; !ok || !slices.Equal(got, ns) {
+			t.Errorf("studio policy %s scoped to %v (present %t), want %v", arn, got, ok, ns)
 		}
+	}
+	for _, p := range calls[5].AccessEntry.Policies {
+		if !strings.HasPrefix(p.PolicyARN, "arn:aws:eks::aws:cluster-access-policy/AmazonSagemakerHyperpod") || !slices.Equal(p.Namespaces, []string{"hyperpod-ns-red"}) {
+			t.Errorf("access role: policy %+v is not a HyperPod policy scoped to the team namespace", p)
+		}
+	}
+	// The plan page explains each grant.
+	grants := calls[4].Grants()
+	if len(grants) != 5 || grants[0].Policy != PolicyHyperPodUserCluster || grants[0].Scope != "cluster" ||
+		!strings.Contains(grants[0].Allows, "ClusterQueues") || !strings.Contains(grants[0].Allows, "whole cluster") {
+		t.Errorf("grants = %+v", grants)
+	}
+	if g := grants[1]; g.Policy != PolicyHyperPodTraining || g.Scope != "namespace hyperpod-ns-red" || !strings.Contains(g.Allows, "bare pods") || !strings.Contains(g.Allows, "in hyperpod-ns-red only") {
+		t.Errorf("training grant = %+v", g)
 	}
 	if sub := calls[5].AccessEntry; !slices.Equal(sub.KubernetesGroups, []string{"team-red-submitters"}) || len(sub.Policies) != 2 {
 		t.Errorf("submitter access entry = %+v", sub)
@@ -146,7 +175,7 @@ func TestPlanForVariants(t *testing.T) {
 			t.Fatal(err)
 		}
 		i := slices.IndexFunc(calls, func(c Call) bool { return c.Name == "arn:aws:iam::111122223333:role/red-viewer" })
-		if i < 0 || calls[i].AccessEntry.Policies[0].PolicyARN != AccessPolicyARNPrefix+PolicyEKSView || calls[i].AccessEntry.KubernetesGroups[0] != "team-red-viewers" {
+		if i < 0 || calls[i].AccessEntry.Policies[0].PolicyARN != "arn:aws:eks::aws:cluster-access-policy/"+PolicyEKSView || calls[i].AccessEntry.KubernetesGroups[0] != "team-red-viewers" {
 			t.Fatalf("viewer entry missing or wrong: %q", kinds(calls))
 		}
 		if len(warnings) != 1 || !strings.Contains(warnings[0], "nobody is assigned") {
@@ -215,5 +244,153 @@ func TestSettingsCheck(t *testing.T) {
 	}
 	if err != nil || !s.Enabled {
 		t.Errorf("shared-domain settings: %+v, %v", s, err)
+	}
+}
+
+func TestPlanForAccessScopesFromSettings(t *testing.T) {
+	s := planSettings()
+	s.Access.SubmitterPolicies = []AccessGrant{
+		{Policy: PolicyHyperPodTraining, Scope: AccessScopeNamespace, Namespaces: []string{TeamNamespace, "shared-data"}},
+		{Policy: PolicyEKSView, Scope: AccessScopeCluster},
+	}
+	c := workflow.ExampleContract()
+	calls, _, err := PlanFor(c, planTarget(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(calls, func(x Call) bool { return x.Name == c.AccessRoleARN })
+	got := calls[i].AccessEntry.Policies
+	if len(got) != 2 || !slices.Equal(got[0].Namespaces, []string{"hyperpod-ns-red", "shared-data"}) || got[1].Namespaces != nil {
+		t.Errorf("policies = %+v", got)
+	}
+	if f := calls[i].Summary(); !strings.Contains(f, "AmazonSagemakerHyperpodTrainingPolicy (namespace hyperpod-ns-red, shared-data), AmazonEKSViewPolicy (cluster)") {
+		t.Errorf("summary does not show the scopes: %s", f)
+	}
+}
+
+func TestPartitionComesFromTheRegion(t *testing.T) {
+	for region, want := range map[string]string{"us-east-1": "aws", "eu-west-1": "aws", "us-gov-west-1": "aws-us-gov", "cn-north-1": "aws-cn", "cn-northwest-1": "aws-cn"} {
+		if got := Partition(region); got != want {
+			t.Errorf("Partition(%s) = %s, want %s", region, got, want)
+		}
+	}
+	if got := AccessPolicyARN("us-gov-west-1", PolicyEKSView); got != "arn:aws-us-gov:eks::aws:cluster-access-policy/AmazonEKSViewPolicy" {
+		t.Errorf("GovCloud access policy ARN = %s", got)
+	}
+	if got := AccessPolicyARN("cn-north-1", PolicyEKSView); got != "arn:aws-cn:eks::aws:cluster-access-policy/AmazonEKSViewPolicy" {
+		t.Errorf("China access policy ARN = %s", got)
+	}
+}
+
+func TestPlanForRefusesRolesOutsideTheTeamRolePrefix(t *testing.T) {
+	s := planSettings()
+	s.TeamRolePrefix = "/hyperpod-teams/"
+	c := workflow.ExampleContract()
+	if _, _, err := PlanFor(c, planTarget(), s); err == nil || !strings.Contains(err.Error(), "role/hyperpod-teams/") {
+		t.Errorf("roles outside the prefix planned: %v", err)
+	}
+	c.ProjectRoleARN = "arn:aws:iam::111122223333:role/hyperpod-teams/red-project"
+	c.AccessRoleARN = "arn:aws:iam::111122223333:role/hyperpod-teams/red-access"
+	c.WorkloadRoleARN = "arn:aws:iam::111122223333:role/hyperpod-teams/red-workload"
+	if _, _, err := PlanFor(c, planTarget(), s); err != nil {
+		t.Errorf("roles under the prefix refused: %v", err)
+	}
+	c.WorkloadRoleARN = "arn:aws:iam::111122223333:role/hyperpod-teams-evil/red-workload"
+	if _, _, err := PlanFor(c, planTarget(), s); err == nil {
+		t.Error("a role whose path only starts like the prefix was planned")
+	}
+}
+
+func TestSettingsAccessScopesAreStrict(t *testing.T) {
+	good := "identity_store_id: d-1234567890\nstudio:\n  shared_domain_id: d-abc123def456\naccess:\n" +
+		"  studio_policies:\n    - AmazonSagemakerHyperpodTrainingPolicy\n" +
+		"    - {policy: AmazonSagemakerHyperpodUserClusterPolicy, scope: cluster}\n" +
+		"    - {policy: AmazonSagemakerHyperpodSpaceTemplatePolicy, scope: namespace, namespaces: [jupyter-k8s-shared, $team]}\n"
+	s, err := ParseSettings([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WithDefaults().Check(); err != nil {
+		t.Fatalf("good scopes refused: %v", err)
+	}
+	want := []AccessGrant{
+		{Policy: PolicyHyperPodTraining, Scope: AccessScopeNamespace, Namespaces: []string{TeamNamespace}},
+		{Policy: PolicyHyperPodUserCluster, Scope: AccessScopeCluster},
+		{Policy: PolicyHyperPodSpaceTemplate, Scope: AccessScopeNamespace, Namespaces: []string{SpaceTemplateNamespace, TeamNamespace}},
+	}
+	if got := s.Access.StudioPolicies; len(got) != 3 || got[0].Policy != want[0].Policy || !slices.Equal(got[0].Namespaces, want[0].Namespaces) ||
+		got[1].Scope != "cluster" || !slices.Equal(got[2].Namespaces, want[2].Namespaces) {
+		t.Errorf("parsed %+v, want %+v", got, want)
+	}
+	// The defaults follow AWS's Studio setup.
+	d := DevSettings().WithDefaults().Access.StudioPolicies
+	if len(d) != 5 || d[0].Policy != PolicyHyperPodUserCluster || d[0].Scope != AccessScopeCluster || d[0].Namespaces != nil ||
+		d[4].Policy != PolicyHyperPodSpaceTemplate || !slices.Equal(d[4].Namespaces, []string{"jupyter-k8s-shared"}) {
+		t.Errorf("default studio policies = %+v", d)
+	}
+
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"cluster with namespaces":  {"{policy: AmazonEKSViewPolicy, scope: cluster, namespaces: [a]}", "scope cluster takes no namespaces"},
+		"namespace without any":    {"{policy: AmazonEKSViewPolicy, scope: namespace}", "scope namespace needs namespaces"},
+		"unknown scope":            {"{policy: AmazonEKSViewPolicy, scope: everywhere}", `scope "everywhere" is not cluster or namespace`},
+		"missing scope":            {"{policy: AmazonEKSViewPolicy}", `scope "" is not`},
+		"bad namespace":            {"{policy: AmazonEKSViewPolicy, scope: namespace, namespaces: [Team_A]}", `"Team_A" is not a Kubernetes namespace`},
+		"bad policy name":          {"{policy: arn:aws:eks::aws:cluster-access-policy/X, scope: cluster}", "is not an EKS access policy name"},
+		"namespace listed twice":   {"{policy: AmazonEKSViewPolicy, scope: namespace, namespaces: [$team, $team]}", "listed twice"},
+		"policy listed twice":      {"AmazonEKSViewPolicy\n    - AmazonEKSViewPolicy", "AmazonEKSViewPolicy is listed twice"},
+		"unknown key in the grant": {"{policy: AmazonEKSViewPolicy, scope: cluster, namespace: [a]}", "namespace"},
+	} {
+		s, err := ParseSettings([]byte("identity_store_id: d-1234567890\nstudio:\n  shared_domain_id: d-abc123def456\naccess:\n  viewer_policies:\n    - " + tc.yaml + "\n"))
+		if err == nil {
+			err = s.WithDefaults().Check()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestSettingsRolePrefixKMSAndPartition(t *testing.T) {
+	base := func() Settings { return DevSettings().WithDefaults() }
+	for name, tc := range map[string]struct {
+		mutate func(*Settings)
+		want   string // "" accepted
+	}{
+		"role path":              {func(s *Settings) { s.TeamRolePrefix = "/hyperpod-teams/" }, ""},
+		"name prefix":            {func(s *Settings) { s.TeamRolePrefix = "/hyperpod-team-" }, ""},
+		"prefix without slash":   {func(s *Settings) { s.TeamRolePrefix = "hyperpod-teams/" }, "team_role_prefix"},
+		"prefix with a wildcard": {func(s *Settings) { s.TeamRolePrefix = "/teams/*" }, "team_role_prefix"},
+		"kms key id":             {func(s *Settings) { s.Studio.KmsKeyID = "1234abcd-12ab-34cd-56ef-1234567890ab" }, ""},
+		"kms key arn": {func(s *Settings) {
+			s.Studio.KmsKeyID = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+		}, ""},
+		"kms alias": {func(s *Settings) { s.Studio.KmsKeyID = "alias/studio" }, "studio.kms_key_id"},
+		"kms key elsewhere": {func(s *Settings) {
+			s.Studio.KmsKeyID = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+		}, "region us-east-1"},
+		"kms key other account": {func(s *Settings) {
+			s.Studio.KmsKeyID = "arn:aws:kms:us-east-1:999988887777:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+		}, "account 111122223333"},
+		"cluster in another partition": {func(s *Settings) {
+			s.Region, s.ClusterARN = "us-gov-west-1", "arn:aws:sagemaker:us-gov-west-1:111122223333:cluster/a1b2c3d4e5f6"
+		}, "partition aws-us-gov"},
+		"govcloud cluster": {func(s *Settings) {
+			s.Region, s.ClusterARN = "us-gov-west-1", "arn:aws-us-gov:sagemaker:us-gov-west-1:111122223333:cluster/a1b2c3d4e5f6"
+		}, ""},
+		"viewer role in another partition": {func(s *Settings) { s.Access.ViewerRoleARNFormat = "arn:aws-cn:iam::111122223333:role/%s-viewer" }, "partition aws-cn"},
+		"viewer format not a role":         {func(s *Settings) { s.Access.ViewerRoleARNFormat = "arn:aws:iam::111122223333:user/%s" }, "viewer_role_arn_format"},
+	} {
+		s := base()
+		tc.mutate(&s)
+		err := s.Check()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		}
+	}
+	if got, err := KMSKeyARN("us-gov-west-1", "111122223333", "mrk-1234abcd12ab34cd56ef1234567890ab"); err != nil || got != "arn:aws-us-gov:kms:us-gov-west-1:111122223333:key/mrk-1234abcd12ab34cd56ef1234567890ab" {
+		t.Errorf("KMSKeyARN = %s, %v", got, err)
 	}
 }

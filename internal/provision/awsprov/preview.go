@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -19,6 +20,10 @@ type Preview struct {
 	// "unknown" (the lookup failed: Detail has the error).
 	State  string
 	Detail string
+	// Warnings are what the approver should know beyond the state: a
+	// Studio execution role without the IAM actions Studio needs, or that
+	// check failing.
+	Warnings []string
 }
 
 // The preview states.
@@ -36,7 +41,17 @@ const (
 func (r *Runner) Preview(ctx context.Context, c Call) Preview {
 	p, err := r.preview(ctx, c)
 	if err != nil {
-		return Preview{State: PreviewUnknown, Detail: err.Error()}
+		p = Preview{State: PreviewUnknown, Detail: err.Error()}
+	}
+	if c.StudioRole != nil && r.Clients.IAM != nil {
+		missing, err := CheckStudioRole(ctx, r.Clients.IAM, *c.StudioRole)
+		switch {
+		case err != nil:
+			p.Warnings = append(p.Warnings, "Could not check that the Studio execution role "+c.StudioRole.RoleARN+" holds the IAM actions Studio needs ("+
+				strings.Join(StudioActions(), ", ")+"): "+err.Error())
+		case len(missing) > 0:
+			p.Warnings = append(p.Warnings, studioRoleWarning(c.StudioRole.RoleARN, missing))
+		}
 	}
 	return p
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/datazone"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/identitystore"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/aws/aws-sdk-go-v2/service/ssoadmin"
@@ -28,12 +29,15 @@ type Clients struct {
 	IdentityStore IdentityStoreAPI
 	EKS           EKSAPI
 	DataZone      DataZoneAPI
+	// IAM simulates the Studio execution role's policy for the plan
+	// preview; nil skips that check.
+	IAM IAMAPI
 }
 
 // Endpoints override the services' endpoints (a VPC endpoint, or a local
 // test endpoint); empty means the SDK's default for the region.
 type Endpoints struct {
-	SageMaker, SSOAdmin, IdentityStore, EKS, DataZone string
+	SageMaker, SSOAdmin, IdentityStore, EKS, DataZone, IAM string
 }
 
 // NewClients builds the real clients from cfg (credentials from the default
@@ -55,6 +59,7 @@ func NewClients(cfg aws.Config, ep Endpoints) Clients {
 		IdentityStore: identitystore.NewFromConfig(cfg, func(o *identitystore.Options) { o.BaseEndpoint = base(ep.IdentityStore) }),
 		EKS:           eks.NewFromConfig(cfg, func(o *eks.Options) { o.BaseEndpoint = base(ep.EKS) }),
 		DataZone:      datazone.NewFromConfig(cfg, func(o *datazone.Options) { o.BaseEndpoint = base(ep.DataZone) }),
+		IAM:           iam.NewFromConfig(cfg, func(o *iam.Options) { o.BaseEndpoint = base(ep.IAM) }),
 	}
 }
 

@@ -1,12 +1,16 @@
 package awsprov
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
-	"sigs.k8s.io/yaml"
 	"slices"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
+	"sigs.k8s.io/yaml"
 )
 
 // Settings are the facts about the AWS side of the one shared cluster that a
@@ -54,6 +58,14 @@ type Settings struct {
 
 	Access AccessSettings `json:"access"`
 
+	// TeamRolePrefix narrows the IAM roles a contract may name (project,
+	// access and workload roles) to those whose path and name start with
+	// it, the part of the role ARN after ":role": "/hyperpod-teams/" (a
+	// role path) or "/hyperpod-team-" (a name prefix on the default path).
+	// The contract form refuses other roles, and `portal iam-policy` grants
+	// iam:PassRole on role<prefix>* only. Empty: any role of the account.
+	TeamRolePrefix string `json:"team_role_prefix,omitempty"`
+
 	// PodIdentity associates the team's workload ServiceAccount with the
 	// contract's workload role (EKS Pod Identity). Default true.
 	PodIdentity *bool `json:"pod_identity,omitempty"`
@@ -88,32 +100,129 @@ type StudioSettings struct {
 }
 
 // AccessSettings are the EKS access policies (names under
-// arn:aws:eks::aws:cluster-access-policy/) each of a team's roles gets,
-// always scoped to the team namespace.
+// arn:<partition>:eks::aws:cluster-access-policy/) each of a team's roles
+// gets, each with its scope.
 type AccessSettings struct {
 	// StudioPolicies: the Studio execution role (the contract's project
-	// role). Default: the HyperPod training, inference and space policies.
-	StudioPolicies []string `json:"studio_policies,omitempty"`
+	// role). Default: the five policies of AWS's Studio setup, each scoped
+	// as it says (DefaultStudioPolicies).
+	StudioPolicies []AccessGrant `json:"studio_policies,omitempty"`
 	// SubmitterPolicies: the contract's access role, used by the team's
-	// people to submit work. Default: training and inference.
-	SubmitterPolicies []string `json:"submitter_policies,omitempty"`
+	// people to submit work. Default: training and inference, in the team
+	// namespace.
+	SubmitterPolicies []AccessGrant `json:"submitter_policies,omitempty"`
 	// ViewerRoleARNFormat, when set, is a read-only role per team (%s is
-	// the team) that gets ViewerPolicies (default AmazonEKSViewPolicy).
-	ViewerRoleARNFormat string   `json:"viewer_role_arn_format,omitempty"`
-	ViewerPolicies      []string `json:"viewer_policies,omitempty"`
+	// the team) that gets ViewerPolicies (default AmazonEKSViewPolicy in the
+	// team namespace).
+	ViewerRoleARNFormat string        `json:"viewer_role_arn_format,omitempty"`
+	ViewerPolicies      []AccessGrant `json:"viewer_policies,omitempty"`
+}
+
+// AccessGrant is one EKS access policy and the scope it is associated
+// with: the whole cluster, or named namespaces, where TeamNamespace stands
+// for the team's own namespace. In YAML a bare policy name is the policy
+// scoped to the team namespace.
+type AccessGrant struct {
+	Policy string `json:"policy"`
+	// Scope is AccessScopeCluster or AccessScopeNamespace (the EKS
+	// AccessScope types).
+	Scope string `json:"scope"`
+	// Namespaces of a namespace scope (one at least; none for cluster).
+	Namespaces []string `json:"namespaces,omitempty"`
+}
+
+// Scopes of an AccessGrant (EKS AccessScopeType values) and the word for
+// the team's namespace among a grant's namespaces.
+const (
+	AccessScopeCluster   = "cluster"
+	AccessScopeNamespace = "namespace"
+	TeamNamespace        = "$team"
+)
+
+// UnmarshalJSON reads a grant strictly (unknown keys are errors), or a bare
+// policy name as the policy scoped to the team namespace.
+func (g *AccessGrant) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err == nil {
+		*g = AccessGrant{Policy: name, Scope: AccessScopeNamespace, Namespaces: []string{TeamNamespace}}
+		return nil
+	}
+	type plain AccessGrant
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var p plain
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("an access policy is a name or {policy, scope, namespaces}: %w", err)
+	}
+	*g = AccessGrant(p)
+	return nil
+}
+
+// teamScoped is policies scoped to the team namespace.
+func teamScoped(policies ...string) []AccessGrant {
+	out := make([]AccessGrant, len(policies))
+	for i, p := range policies {
+		out[i] = AccessGrant{Policy: p, Scope: AccessScopeNamespace, Namespaces: []string{TeamNamespace}}
+	}
+	return out
+}
+
+// DefaultStudioPolicies follow AWS's Studio setup for EKS clusters
+// ("Setting up an Amazon EKS cluster in Studio", section "Restrict task
+// view in Studio for EKS clusters",
+// https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-studio-setup-eks.html):
+// the user-cluster policy scoped to the cluster (what the Studio UI needs to
+// render), training, inference and space in the namespace the users work
+// in, and the space-template policy scoped to jupyter-k8s-shared, where the
+// shared templates live.
+func DefaultStudioPolicies() []AccessGrant {
+	return append(append([]AccessGrant{{Policy: PolicyHyperPodUserCluster, Scope: AccessScopeCluster}},
+		teamScoped(PolicyHyperPodTraining, PolicyHyperPodInference, PolicyHyperPodSpace)...),
+		AccessGrant{Policy: PolicyHyperPodSpaceTemplate, Scope: AccessScopeNamespace, Namespaces: []string{SpaceTemplateNamespace}})
+}
+
+// AccessPolicyARN is the ARN of the EKS access policy name in region's
+// partition: arn:<partition>:eks::aws:cluster-access-policy/<name> (the
+// access-policy resource of the Service Authorization Reference for
+// Amazon EKS,
+// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelastickubernetesservice.html).
+func AccessPolicyARN(region, name string) string {
+	return arn.ARN{Partition: Partition(region), Service: "eks", AccountID: "aws", Resource: "cluster-access-policy/" + name}.String()
+}
+
+// Partition is the ARN partition of region: aws-us-gov for the GovCloud
+// (US) regions, aws-cn for the China regions, aws for the others (the
+// region patterns of the partitions in the SDK's endpoint rules,
+// github.com/aws/aws-sdk-go-v2 internal/endpoints/awsrulesfn/partitions.json:
+// ^us\-gov\-\w+\-\d+$ and ^cn\-\w+\-\d+$). regionPattern admits no
+// region of another partition.
+func Partition(region string) string {
+	switch {
+	case strings.HasPrefix(region, "us-gov-"):
+		return "aws-us-gov"
+	case strings.HasPrefix(region, "cn-"):
+		return "aws-cn"
+	}
+	return "aws"
 }
 
 // Default settings.
 const (
-	DefaultDomainNameFormat  = "%s-studio"
-	DefaultConnectionFormat  = "hyperpod-%s"
-	DomainKeep               = "keep"
-	DomainDelete             = "delete"
-	AccessPolicyARNPrefix    = "arn:aws:eks::aws:cluster-access-policy/"
-	PolicyHyperPodTraining   = "AmazonSagemakerHyperpodTrainingPolicy"
-	PolicyHyperPodInference  = "AmazonSagemakerHyperpodInferencePolicy"
-	PolicyHyperPodSpace      = "AmazonSagemakerHyperpodSpacePolicy"
-	PolicyEKSView            = "AmazonEKSViewPolicy"
+	DefaultDomainNameFormat = "%s-studio"
+	DefaultConnectionFormat = "hyperpod-%s"
+	DomainKeep              = "keep"
+	DomainDelete            = "delete"
+	PolicyHyperPodTraining  = "AmazonSagemakerHyperpodTrainingPolicy"
+	PolicyHyperPodInference = "AmazonSagemakerHyperpodInferencePolicy"
+	PolicyHyperPodSpace     = "AmazonSagemakerHyperpodSpacePolicy"
+	// The user-cluster and space-template policies, and the namespace the
+	// space templates live in: see DefaultStudioPolicies.
+	PolicyHyperPodUserCluster   = "AmazonSagemakerHyperpodUserClusterPolicy"
+	PolicyHyperPodSpaceTemplate = "AmazonSagemakerHyperpodSpaceTemplatePolicy"
+	SpaceTemplateNamespace      = "jupyter-k8s-shared"
+	PolicyEKSView               = "AmazonEKSViewPolicy"
+	// PolicyEKSClusterAdmin is cluster-admin: never a team's.
+	PolicyEKSClusterAdmin    = "AmazonEKSClusterAdminPolicy"
 	appNetworkVpcOnly        = "VpcOnly"
 	appNetworkPublicInternet = "PublicInternetOnly"
 )
@@ -135,13 +244,13 @@ func (s Settings) WithDefaults() Settings {
 	}
 	a := &s.Access
 	if a.StudioPolicies == nil {
-		a.StudioPolicies = []string{PolicyHyperPodTraining, PolicyHyperPodInference, PolicyHyperPodSpace}
+		a.StudioPolicies = DefaultStudioPolicies()
 	}
 	if a.SubmitterPolicies == nil {
-		a.SubmitterPolicies = []string{PolicyHyperPodTraining, PolicyHyperPodInference}
+		a.SubmitterPolicies = teamScoped(PolicyHyperPodTraining, PolicyHyperPodInference)
 	}
 	if a.ViewerPolicies == nil {
-		a.ViewerPolicies = []string{PolicyEKSView}
+		a.ViewerPolicies = teamScoped(PolicyEKSView)
 	}
 	if s.PodIdentity == nil {
 		t := true
@@ -156,15 +265,19 @@ func (s Settings) WithDefaults() Settings {
 
 var (
 	// EC2 ids: 8 or 17 hex digits after the prefix.
-	vpcIDPattern       = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	subnetPattern      = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	sgPattern          = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	domainIDPattern    = regexp.MustCompile(`^d-(-*[a-z0-9]){1,61}$`)
-	storeIDPattern     = regexp.MustCompile(`^(d-[0-9a-f]{10}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
-	policyPattern      = regexp.MustCompile(`^[A-Za-z0-9]+$`)
-	regionPattern      = regexp.MustCompile(`^[a-z]{2}(-gov)?-[a-z]+-[0-9]$`)
-	accountPattern     = regexp.MustCompile(`^[0-9]{12}$`)
-	hyperPodClusterARN = regexp.MustCompile(`^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:cluster/[a-z0-9]{12}$`)
+	vpcIDPattern     = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	subnetPattern    = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	sgPattern        = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	domainIDPattern  = regexp.MustCompile(`^d-(-*[a-z0-9]){1,61}$`)
+	storeIDPattern   = regexp.MustCompile(`^(d-[0-9a-f]{10}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
+	policyPattern    = regexp.MustCompile(`^[A-Za-z0-9]+$`)
+	regionPattern    = regexp.MustCompile(`^[a-z]{2}(-gov)?-[a-z]+-[0-9]$`)
+	accountPattern   = regexp.MustCompile(`^[0-9]{12}$`)
+	namespacePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	// The role path and the start of the name: IAM's path characters.
+	teamRolePrefixPattern = regexp.MustCompile(`^/[\w+=,.@/-]*$`)
+	kmsKeyIDPattern       = regexp.MustCompile(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})$`)
+	hyperPodClusterARN    = regexp.MustCompile(`^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:cluster/[a-z0-9]{12}$`)
 )
 
 // Check reports every problem with enabled settings at once (after
@@ -225,18 +338,102 @@ func (s Settings) Check() error {
 		bad("identity_store_id %q is not an identity store id such as d-1234567890", s.IdentityStoreID)
 	}
 	a := s.Access
-	for name, ps := range map[string][]string{"studio_policies": a.StudioPolicies, "submitter_policies": a.SubmitterPolicies, "viewer_policies": a.ViewerPolicies} {
-		for _, p := range ps {
-			if !policyPattern.MatchString(p) {
-				bad("access.%s: %q is not an EKS access policy name such as %s", name, p, PolicyEKSView)
+	for _, l := range []struct {
+		name   string
+		grants []AccessGrant
+	}{{"studio_policies", a.StudioPolicies}, {"submitter_policies", a.SubmitterPolicies}, {"viewer_policies", a.ViewerPolicies}} {
+		seen := map[string]bool{}
+		for i, g := range l.grants {
+			at := fmt.Sprintf("access.%s[%d]", l.name, i)
+			if !policyPattern.MatchString(g.Policy) {
+				bad("%s: policy %q is not an EKS access policy name such as %s", at, g.Policy, PolicyEKSView)
+			}
+			if g.Policy == PolicyEKSClusterAdmin {
+				bad("%s: %s makes a role cluster admin; the portal never grants it to a team", at, g.Policy)
+			}
+			if seen[g.Policy] {
+				// EKS keeps one scope per policy and principal: a second
+				// association replaces the first.
+				bad("%s: %s is listed twice; give it once, with every namespace in its scope", at, g.Policy)
+			}
+			seen[g.Policy] = true
+			// The AccessScope rules of EKS AssociateAccessPolicy: type
+			// cluster takes no namespaces, type namespace one at least.
+			switch g.Scope {
+			case AccessScopeCluster:
+				if len(g.Namespaces) > 0 {
+					bad("%s: scope cluster takes no namespaces (%s)", at, strings.Join(g.Namespaces, ", "))
+				}
+			case AccessScopeNamespace:
+				if len(g.Namespaces) == 0 {
+					bad("%s: scope namespace needs namespaces (%s for the team's own)", at, TeamNamespace)
+				}
+				nsSeen := map[string]bool{}
+				for _, ns := range g.Namespaces {
+					if ns != TeamNamespace && !namespacePattern.MatchString(ns) {
+						bad("%s: %q is not a Kubernetes namespace name, nor %s (the team's namespace)", at, ns, TeamNamespace)
+					}
+					if nsSeen[ns] {
+						bad("%s: namespace %s is listed twice", at, ns)
+					}
+					nsSeen[ns] = true
+				}
+			default:
+				bad("%s: scope %q is not %s or %s", at, g.Scope, AccessScopeCluster, AccessScopeNamespace)
 			}
 		}
 	}
-	if a.ViewerRoleARNFormat != "" && (strings.Count(a.ViewerRoleARNFormat, "%s") != 1 || !strings.HasPrefix(a.ViewerRoleARNFormat, "arn:aws")) {
-		bad("access.viewer_role_arn_format %q must be a role ARN with %%s once (the team)", a.ViewerRoleARNFormat)
+	if f := a.ViewerRoleARNFormat; f != "" {
+		if r, err := arn.Parse(strings.Replace(f, "%s", "team", 1)); strings.Count(f, "%s") != 1 || err != nil || r.Service != "iam" || !strings.HasPrefix(r.Resource, "role/") {
+			bad("access.viewer_role_arn_format %q must be a role ARN with %%s once (the team)", f)
+		} else if s.Region != "" && r.Partition != Partition(s.Region) {
+			bad("access.viewer_role_arn_format %q is in partition %s, but region %s is in %s", f, r.Partition, s.Region, Partition(s.Region))
+		}
+	}
+	if p := s.TeamRolePrefix; p != "" && (!teamRolePrefixPattern.MatchString(p) || len(p) > 512+64) {
+		bad("team_role_prefix %q must start with / and hold a role path and name start (letters, digits, +=,.@_-/), such as /hyperpod-teams/", p)
+	}
+	if k := st.KmsKeyID; k != "" {
+		if _, err := KMSKeyARN(s.Region, s.AccountID, k); err != nil {
+			bad("studio.kms_key_id: %v", err)
+		}
+	}
+	if s.ClusterARN != "" && s.Region != "" {
+		if r, err := arn.Parse(s.ClusterARN); err == nil && (r.Partition != Partition(s.Region) || r.Region != s.Region) {
+			bad("cluster_arn %q is not in region %s (partition %s)", s.ClusterARN, s.Region, Partition(s.Region))
+		}
 	}
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
+}
+
+// KMSKeyARN is the ARN of the domain's KMS key, which `portal iam-policy`
+// grants kms:CreateGrant and kms:DescribeKey on: the key ARN as given, or
+// built from a key id in region and account (the key resource of the
+// Service Authorization Reference for AWS KMS,
+// https://docs.aws.amazon.com/service-authorization/latest/reference/list_awskeymanagementservice.html:
+// arn:<partition>:kms:<region>:<account>:key/<key id>). An alias names no
+// key an IAM policy can be scoped to, so it is refused.
+func KMSKeyARN(region, account, key string) (string, error) {
+	if r, err := arn.Parse(key); err == nil {
+		id, ok := strings.CutPrefix(r.Resource, "key/")
+		switch {
+		case r.Service != "kms" || !ok || !kmsKeyIDPattern.MatchString(id):
+			return "", fmt.Errorf("%q is not a KMS key ARN such as arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab (an alias names no key an IAM policy can grant on)", key)
+		case region != "" && (r.Region != region || r.Partition != Partition(region)):
+			return "", fmt.Errorf("%q is not in the cluster's region %s", key, region)
+		case account != "" && r.AccountID != account:
+			return "", fmt.Errorf("%q is not in the cluster's account %s", key, account)
+		}
+		return key, nil
+	}
+	if !kmsKeyIDPattern.MatchString(key) {
+		return "", fmt.Errorf("%q is not a KMS key id (1234abcd-12ab-34cd-56ef-1234567890ab or mrk-...) or key ARN; an alias names no key an IAM policy can grant on", key)
+	}
+	if region == "" || account == "" {
+		return "", fmt.Errorf("a key id (%s) needs region and account_id to name the key; or give its ARN", key)
+	}
+	return arn.ARN{Partition: Partition(region), Service: "kms", Region: region, AccountID: account, Resource: "key/" + key}.String(), nil
 }
 
 // ParseSettings reads settings from YAML (or JSON), strictly: an unknown key

@@ -2,7 +2,8 @@
 // the provisioner calls, so that the real aws-sdk-go-v2 clients can be tested
 // end to end on a machine without AWS: SageMaker, ssoadmin and identitystore
 // speak awsJson1_1 (POST /, X-Amz-Target), EKS and DataZone restJson1 (REST
-// paths, errors named by the X-Amzn-ErrorType header).
+// paths, errors named by the X-Amzn-ErrorType header), IAM awsQuery (a
+// form-encoded POST, XML answers; iam.go).
 //
 // Each endpoint checks what it receives the way the service does: the request
 // is signed, required members are present, enum members hold one of the

@@ -12,6 +12,7 @@ type Stack struct {
 	IdentityStore *IdentityStore
 	EKS           *EKS
 	DataZone      *DataZone
+	IAM           *IAM
 	// GroupIDs are the identity store ids of the seeded groups, by name.
 	GroupIDs map[string]string
 }
@@ -28,7 +29,7 @@ const (
 func NewStack(tb testing.TB, eksCluster string, groups ...string) *Stack {
 	s := &Stack{
 		SageMaker: NewSageMaker(tb), SSOAdmin: NewSSOAdmin(tb), IdentityStore: NewIdentityStore(tb),
-		EKS: NewEKS(tb), DataZone: NewDataZone(tb), GroupIDs: map[string]string{},
+		EKS: NewEKS(tb), DataZone: NewDataZone(tb), IAM: NewIAM(tb), GroupIDs: map[string]string{},
 	}
 	s.SageMaker.LinkSSOAdmin(s.SSOAdmin)
 	s.EKS.AddCluster(eksCluster)
@@ -46,7 +47,7 @@ func NewStack(tb testing.TB, eksCluster string, groups ...string) *Stack {
 func (s *Stack) Cores() map[string]*Core {
 	return map[string]*Core{
 		"sagemaker": s.SageMaker.Core, "ssoadmin": s.SSOAdmin.Core, "identitystore": s.IdentityStore.Core,
-		"eks": s.EKS.Core, "datazone": s.DataZone.Core,
+		"eks": s.EKS.Core, "datazone": s.DataZone.Core, "iam": s.IAM.Core,
 	}
 }
 
