@@ -78,6 +78,10 @@ var serviceScopes = map[string]serviceScope{
 		"arn:aws:eks:{region}:{account}:cluster/*",
 		"arn:aws:eks:{region}:{account}:access-entry/*",
 		"arn:aws:eks:{region}:{account}:podidentityassociation/*",
+		// eks:DescribeAddon (readiness page) is authorized on the add-on's
+		// ARN, arn:aws:eks:region:account:addon/CLUSTER/NAME/UUID (the
+		// addonArn DescribeAddon returns).
+		"arn:aws:eks:{region}:{account}:addon/*",
 		"arn:aws:eks::aws:cluster-access-policy/*",
 	}},
 	"sso": {"IdentityCenterStudioAssignments", []string{

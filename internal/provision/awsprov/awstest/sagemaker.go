@@ -24,6 +24,9 @@ type SageMaker struct {
 	nextID int
 	dom    *smDomains    // sagemaker_domain.go
 	sched  *smSchedulers // sagemaker_scheduler.go
+	// hpClusters are the HyperPod clusters DescribeCluster knows, by name
+	// (sagemaker_cluster.go).
+	hpClusters map[string]*HyperPodCluster
 
 	// SettleAfter is how many Describes a quota stays Creating / Updating.
 	SettleAfter int
@@ -59,6 +62,7 @@ func (f *SageMaker) Set(fn func(*SageMaker)) {
 func (f *SageMaker) ops() map[string]handler {
 	ops := f.domainOps()
 	maps.Copy(ops, f.schedulerOps())
+	maps.Copy(ops, f.clusterOps())
 	for op, h := range f.quotaOps() {
 		ops[op] = h
 	}
