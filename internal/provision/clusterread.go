@@ -108,7 +108,7 @@ func (r *ClusterReader) Served(ctx context.Context, group string) ([]string, err
 }
 
 // NotServedError is a plan needing an API version the cluster does not
-// serve. It is permanent: the cluster has to change first.
+// serve.
 type NotServedError struct {
 	Want   schema.GroupVersion
 	Served []string // the group's versions the cluster serves
@@ -126,12 +126,10 @@ func (e *NotServedError) Error() string {
 	return msg
 }
 
-// Permanent marks the error for IsPermanent.
-func (e *NotServedError) Permanent() bool { return true }
-
 // RequireServed checks that the cluster serves every group/version of the
 // plan's objects outside the core group, before anything is applied. The
-// first missing one is a *NotServedError.
+// first missing one is a *NotServedError, marked permanent (IsPermanent):
+// the cluster has to change before a retry can help.
 func (r *ClusterReader) RequireServed(ctx context.Context, p Plan) error {
 	seen := map[schema.GroupVersion]bool{}
 	for _, o := range p.Objects {
@@ -145,7 +143,7 @@ func (r *ClusterReader) RequireServed(ctx context.Context, p Plan) error {
 			return err
 		}
 		if !slices.Contains(served, gv.Version) {
-			return &NotServedError{Want: gv, Served: served}
+			return permanent(&NotServedError{Want: gv, Served: served})
 		}
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 )
 
@@ -68,6 +70,16 @@ type ReadinessSources struct {
 	// PodIdentity: plans create Pod Identity associations, which need the
 	// agent.
 	PodIdentity bool
+	// Kueue is the Kueue API version the plans need; zero means
+	// KueueGroupVersion.
+	Kueue schema.GroupVersion
+}
+
+func (s ReadinessSources) kueue() schema.GroupVersion {
+	if s.Kueue.Empty() {
+		return KueueGroupVersion
+	}
+	return s.Kueue
 }
 
 // CheckReadiness runs every check. It never fails: a source that cannot be
@@ -95,17 +107,18 @@ func kueueCheck(ctx context.Context, src ReadinessSources, r *Readiness) Check {
 		c.Status, c.Detail = CheckUnknown, errNoCluster.Error()
 		return c
 	}
-	served, err := src.Kube.Served(ctx, KueueGroupVersion.Group)
+	want := src.kueue()
+	served, err := src.Kube.Served(ctx, want.Group)
 	switch {
 	case err != nil:
 		c.Status, c.Detail = CheckUnknown, err.Error()
-	case slices.Contains(served, KueueGroupVersion.Version):
+	case slices.Contains(served, want.Version):
 		r.KueueServed = true
-		c.Status, c.Detail = CheckOK, fmt.Sprintf("%s serves %s.", KueueGroupVersion.Group, strings.Join(served, ", "))
+		c.Status, c.Detail = CheckOK, fmt.Sprintf("The cluster serves %s (versions %s), which the plans apply.", want, strings.Join(served, ", "))
 	default:
 		c.Status = CheckFailing
-		c.Detail = (&NotServedError{Want: KueueGroupVersion, Served: served}).Error() + "."
-		c.Todo = fmt.Sprintf("Upgrade the task governance add-on (%s) to %s or later; the portal refuses to provision until the cluster serves %s.", awsprov.AddonTaskGovernance, KueueAddonVersion, KueueGroupVersion)
+		c.Detail = sentenceOf((&NotServedError{Want: want, Served: served}).Error())
+		c.Todo = fmt.Sprintf("Upgrade the task governance add-on (%s) to %s or later; the portal refuses to provision until the cluster serves %s.", awsprov.AddonTaskGovernance, KueueAddonVersion, want)
 	}
 	return c
 }
