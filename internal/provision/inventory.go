@@ -41,10 +41,20 @@ type ObservedInventory struct {
 // configured, so the inventory can only be typed in.
 var ErrNothingToRead = errors.New("the portal reads neither a cluster (no --kubeconfig) nor SageMaker (no AWS settings with cluster_arn, or AWS calls are off)")
 
+// ErrClusterName: the cluster's name is needed and SageMaker, which would
+// tell it, is not read.
+var ErrClusterName = errors.New("name the HyperPod cluster: the portal does not read SageMaker, so it cannot tell the cluster's name")
+
 // ClusterChecker runs the readiness checks and reads the inventory from its
 // sources. It is what the web layer calls (through a narrow interface).
 type ClusterChecker struct {
 	Sources ReadinessSources
+}
+
+// CanRead reports whether ReadInventory has a source to read.
+func (c *ClusterChecker) CanRead() bool {
+	s := c.Sources
+	return s.Kube != nil || (s.ClusterInfo != nil && s.ClusterARN != "")
 }
 
 // Readiness runs the checks.
@@ -66,7 +76,7 @@ func (c *ClusterChecker) Readiness(ctx context.Context) Readiness {
 func (c *ClusterChecker) ReadInventory(ctx context.Context, cluster string) (ObservedInventory, error) {
 	src := c.Sources
 	readAWS := src.ClusterInfo != nil && src.ClusterARN != ""
-	if !readAWS && src.Kube == nil {
+	if !c.CanRead() {
 		return ObservedInventory{}, ErrNothingToRead
 	}
 	inv := ObservedInventory{Cluster: cluster}
@@ -93,7 +103,7 @@ func (c *ClusterChecker) ReadInventory(ctx context.Context, cluster string) (Obs
 		}
 	}
 	if inv.Cluster == "" {
-		return ObservedInventory{}, errors.New("name the HyperPod cluster: the portal does not read SageMaker, so it cannot tell the cluster's name")
+		return ObservedInventory{}, ErrClusterName
 	}
 	if src.Kube != nil {
 		nodes, err := src.Kube.Nodes(ctx)
