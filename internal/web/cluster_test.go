@@ -153,3 +153,31 @@ func TestInventoryRefreshUnavailableWithoutSources(t *testing.T) {
 		t.Errorf("refresh with nothing to read = %d", resp.StatusCode)
 	}
 }
+
+// The approval page warns when the cluster would fail the job (Kueue) or
+// not enforce the plan's NetworkPolicies.
+func TestApprovalPageWarnsOfClusterReadiness(t *testing.T) {
+	fc := &fakeCluster{readiness: provision.Readiness{Checks: []provision.Check{
+		{Name: provision.CheckKueueAPI, Status: provision.CheckFailing, Detail: "The cluster does not serve kueue.x-k8s.io/v1beta2.", Todo: "Upgrade the task governance add-on."},
+		{Name: provision.CheckNetworkPolicies, Status: provision.CheckFailing, Detail: "NOT enforced: no agent.", Todo: "Turn on enableNetworkPolicy."},
+		{Name: provision.CheckTaskGovernance, Status: provision.CheckUnknown, Detail: "not read"},
+	}}}
+	h := newHarness(t, false, func(o *Options) { o.ClusterCheck = fc })
+	owner := h.signIn("owner.red")
+	f := formValues(formFromContract(workflow.ExampleContract()))
+	f.Set("intent", "submit")
+	h.postAs(owner, "/teams/red/connections", f)
+	_, body := h.get(h.signIn("admin").c, "/connections/1")
+	for _, want := range []string{"Cluster readiness, Kueue API version: The cluster does not serve kueue.x-k8s.io/v1beta2. Upgrade the task governance add-on.", "Cluster readiness, Network policies: NOT enforced"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the approval page lacks the warning %q", want)
+		}
+	}
+	if strings.Contains(body, "not read") {
+		t.Error("an unknown check became a warning")
+	}
+	// The owner's view reads nothing from the cluster.
+	if _, body := h.get(owner.c, "/connections/1"); strings.Contains(body, "Cluster readiness,") {
+		t.Error("the owner's page shows readiness warnings")
+	}
+}
