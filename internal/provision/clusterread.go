@@ -86,6 +86,12 @@ func NewClusterReader(cfg *rest.Config) (*ClusterReader, error) {
 // Served returns the versions of group the API server serves (none when
 // the group is not served at all), read fresh from discovery.
 func (r *ClusterReader) Served(ctx context.Context, group string) ([]string, error) {
+	all, err := r.servedGroups(ctx)
+	return all[group], err
+}
+
+// servedGroups reads every served group's versions, sorted.
+func (r *ClusterReader) servedGroups(ctx context.Context) (map[string][]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -93,18 +99,14 @@ func (r *ClusterReader) Served(ctx context.Context, group string) ([]string, err
 	if err != nil {
 		return nil, fmt.Errorf("provision: discovery: %w", err)
 	}
+	out := map[string][]string{}
 	for _, g := range groups.Groups {
-		if g.Name != group {
-			continue
-		}
-		var out []string
 		for _, v := range g.Versions {
-			out = append(out, v.Version)
+			out[g.Name] = append(out[g.Name], v.Version)
 		}
-		sort.Strings(out)
-		return out, nil
+		sort.Strings(out[g.Name])
 	}
-	return nil, nil
+	return out, nil
 }
 
 // NotServedError is a plan needing an API version the cluster does not
@@ -131,18 +133,16 @@ func (e *NotServedError) Error() string {
 // first missing one is a *NotServedError, marked permanent (IsPermanent):
 // the cluster has to change before a retry can help.
 func (r *ClusterReader) RequireServed(ctx context.Context, p Plan) error {
-	seen := map[schema.GroupVersion]bool{}
+	all, err := r.servedGroups(ctx)
+	if err != nil {
+		return err
+	}
 	for _, o := range p.Objects {
 		gv := o.Obj.GroupVersionKind().GroupVersion()
-		if gv.Group == "" || seen[gv] {
+		if gv.Group == "" {
 			continue
 		}
-		seen[gv] = true
-		served, err := r.Served(ctx, gv.Group)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(served, gv.Version) {
+		if served := all[gv.Group]; !slices.Contains(served, gv.Version) {
 			return permanent(&NotServedError{Want: gv, Served: served})
 		}
 	}
