@@ -38,6 +38,10 @@ func clusterChecker(kube *rest.Config, side awsSide) (*provision.ClusterChecker,
 // portal still starts: the cluster can be fixed while it runs, and every
 // job checks again.
 func logReadiness(ctx context.Context, c *provision.ClusterChecker, logger *slog.Logger) {
+	if c.Sources.Kube == nil && c.Sources.Addons == nil {
+		logger.Info("cluster readiness not checked: no cluster and no AWS calls (see /admin/cluster)")
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, ch := range c.Readiness(ctx).Checks {
