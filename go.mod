@@ -10,8 +10,8 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
 	github.com/aws/aws-sdk-go-v2/service/datazone v1.62.2
 	github.com/aws/aws-sdk-go-v2/service/eks v1.105.6
-	github.com/aws/aws-sdk-go-v2/service/identitystore v1.50.0
 	github.com/aws/aws-sdk-go-v2/service/iam v1.65.0
+	github.com/aws/aws-sdk-go-v2/service/identitystore v1.50.0
 	github.com/aws/aws-sdk-go-v2/service/sagemaker v1.290.0
 	github.com/aws/aws-sdk-go-v2/service/ssoadmin v1.53.0
 	github.com/aws/smithy-go v1.28.9

@@ -124,6 +124,10 @@ var serviceScopes = map[string]serviceScope{
 		"arn:{partition}:eks:{region}:{account}:cluster/*",
 		"arn:{partition}:eks:{region}:{account}:access-entry/*",
 		"arn:{partition}:eks:{region}:{account}:podidentityassociation/*",
+		// eks:DescribeAddon (readiness page) is authorized on the add-on's
+		// ARN, arn:aws:eks:region:account:addon/CLUSTER/NAME/UUID (the
+		// addonArn DescribeAddon returns).
+		"arn:{partition}:eks:{region}:{account}:addon/*",
 	}},
 	"sso": {"IdentityCenterStudioAssignments", []string{
 		"arn:{partition}:sso::{account}:application/*",

@@ -37,11 +37,12 @@ var resourceTypes = []struct {
 	source  string
 }{
 	{"sagemaker:CreateComputeQuota", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:cluster/${ClusterId}", "arn:${Partition}:sagemaker:${Region}:${Account}:compute-quota/${ComputeQuotaId}"}, sageMakerSAR},
+	{"sagemaker:DescribeCluster", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:cluster/${ClusterId}"}, sageMakerSAR},
 	{"sagemaker:DescribeComputeQuota", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:compute-quota/${ComputeQuotaId}"}, sageMakerSAR},
 	{"sagemaker:UpdateComputeQuota", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:compute-quota/${ComputeQuotaId}"}, sageMakerSAR},
 	{"sagemaker:ListComputeQuotas", []string{}, sageMakerSAR},
 	{"sagemaker:DeleteComputeQuota", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:compute-quota/${ComputeQuotaId}"}, sageMakerSAR},
-	{"sagemaker:AddTags", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:cluster/${ClusterId}", "arn:${Partition}:sagemaker:${Region}:${Account}:cluster-scheduler-config/${ClusterSchedulerConfigId}", "arn:${Partition}:sagemaker:${Region}:${Account}:compute-quota/${ComputeQuotaId}", "arn:${Partition}:sagemaker:${Region}:${Account}:domain/${DomainId}"}, sageMakerSAR}, // and 50-odd more; the types the portal tags
+	{"sagemaker:AddTags", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:cluster/${ClusterId}", "arn:${Partition}:sagemaker:${Region}:${Account}:cluster-scheduler-config/${ClusterSchedulerConfigId}", "arn:${Partition}:sagemaker:${Region}:${Account}:compute-quota/${ComputeQuotaId}", "arn:${Partition}:sagemaker:${Region}:${Account}:domain/${DomainId}"}, sageMakerSAR},  // and 50-odd more; the types the portal tags
 	{"sagemaker:ListTags", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:cluster/${ClusterId}", "arn:${Partition}:sagemaker:${Region}:${Account}:cluster-scheduler-config/${ClusterSchedulerConfigId}", "arn:${Partition}:sagemaker:${Region}:${Account}:compute-quota/${ComputeQuotaId}", "arn:${Partition}:sagemaker:${Region}:${Account}:domain/${DomainId}"}, sageMakerSAR}, // and 50-odd more; the types the portal tags
 	{"identitystore:GetUserId", []string{"arn:${Partition}:identitystore::${Account}:identitystore/${IdentityStoreId}", "arn:${Partition}:identitystore:::user/${UserId}"}, identityStoreSAR},
 	{"identitystore:GetGroupId", []string{"arn:${Partition}:identitystore:::group/${GroupId}", "arn:${Partition}:identitystore::${Account}:identitystore/${IdentityStoreId}"}, identityStoreSAR},
@@ -66,6 +67,7 @@ var resourceTypes = []struct {
 	{"sso:DeleteApplicationAssignment", []string{"arn:${Partition}:sso::${AccountId}:application/${InstanceId}/${ApplicationId}"}, identityCenterSAR},
 	{"eks:CreateAccessEntry", []string{"arn:${Partition}:eks:${Region}:${Account}:cluster/${ClusterName}"}, eksSAR},
 	{"eks:DescribeAccessEntry", []string{"arn:${Partition}:eks:${Region}:${Account}:access-entry/${ClusterName}/${IamIdentityType}/${IamIdentityAccountID}/${IamIdentityName}/${UUID}"}, eksSAR},
+	{"eks:DescribeAddon", []string{"arn:${Partition}:eks:${Region}:${Account}:addon/${ClusterName}/${AddonName}/${UUID}"}, eksSAR},
 	{"eks:UpdateAccessEntry", []string{"arn:${Partition}:eks:${Region}:${Account}:access-entry/${ClusterName}/${IamIdentityType}/${IamIdentityAccountID}/${IamIdentityName}/${UUID}"}, eksSAR},
 	{"eks:DeleteAccessEntry", []string{"arn:${Partition}:eks:${Region}:${Account}:access-entry/${ClusterName}/${IamIdentityType}/${IamIdentityAccountID}/${IamIdentityName}/${UUID}"}, eksSAR},
 	{"eks:AssociateAccessPolicy", []string{"arn:${Partition}:eks:${Region}:${Account}:access-entry/${ClusterName}/${IamIdentityType}/${IamIdentityAccountID}/${IamIdentityName}/${UUID}"}, eksSAR},

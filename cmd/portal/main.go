@@ -210,6 +210,16 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if side.Runner != nil {
 		worker.AWS = side.Runner
 	}
+	checker, err := clusterChecker(kube, side)
+	if err != nil {
+		return err
+	}
+	if reader := checker.Sources.Kube; reader != nil {
+		// Every provisioning job first checks that the cluster serves the
+		// API versions its plan applies (Kueue v1beta2 above all).
+		worker.Preflight = reader.RequireServed
+	}
+	logReadiness(ctx, checker, logger)
 
 	groups, err := identityStoreGroups(ctx, cfg)
 	if err != nil {
@@ -231,6 +241,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
 		Scheduler: side.scheduler(), AWSPoll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
 		AWSPreview: side.preview(), Quotas: side.quotas(),
+		ClusterCheck: checker, ClusterCanRefresh: checker.CanRead(),
 		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 	})
 	if err != nil {

@@ -171,6 +171,12 @@ type Worker struct {
 	// store fails. Default 2 seconds.
 	PollInterval time.Duration
 	Logger       *slog.Logger // default: discard
+	// Preflight, when set, checks a provisioning or reapply plan against
+	// the cluster before the job starts (ClusterReader.RequireServed: every
+	// API version the plan applies is served). Its error fails the job
+	// before anything is applied; IsPermanent decides whether it retries.
+	// Not called in dry-run mode nor for revocations.
+	Preflight func(ctx context.Context, p Plan) error
 	// AfterStep, when set, is called after step seq is recorded. An error
 	// aborts the run at once without another write, as if the process had
 	// died there: a test hook for crash recovery.
@@ -358,6 +364,11 @@ func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
 	if job.PlanHash != "" && job.PlanHash != hash {
 		return nil, "", permanent(fmt.Errorf(
 			"provision: the plan (%s) is not the one approved (%s): the cluster settings changed since the approval", hash, job.PlanHash))
+	}
+	if w.Preflight != nil && !w.DryRun {
+		if err := w.Preflight(ctx, plan); err != nil {
+			return nil, "", fmt.Errorf("provision: before applying: %w", err)
+		}
 	}
 	if job.Kind == JobKindReapply {
 		return ReapplySteps(plan), hash, nil

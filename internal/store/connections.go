@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -660,31 +661,31 @@ func (d *DB) CommittedCapacity(ctx context.Context, cluster string, exclude int6
 	return committedCapacity(ctx, d.sql, cluster, exclude)
 }
 
+// inventory is the capacity approvals count, per instance type: the
+// observed capacity of the last refresh from the cluster (cluster_observed),
+// with every manual row (cluster_inventory) overriding its type.
 func inventory(ctx context.Context, q queryer, cluster string) (map[string]int, error) {
-	rows, err := q.QueryContext(ctx, `SELECT instance_type, count FROM cluster_inventory WHERE cluster_name = ?`, cluster)
+	out, err := countsByType(ctx, q, `SELECT instance_type, capacity FROM cluster_observed WHERE cluster_name = ?`, cluster)
 	if err != nil {
-		return nil, fmt.Errorf("store: inventory: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var t string
-		var n int
-		if err := rows.Scan(&t, &n); err != nil {
-			return nil, fmt.Errorf("store: inventory: %w", err)
-		}
-		out[t] = n
+	manual, err := countsByType(ctx, q, `SELECT instance_type, count FROM cluster_inventory WHERE cluster_name = ?`, cluster)
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	maps.Copy(out, manual)
+	return out, nil
 }
 
-// Inventory returns a cluster's capacity per instance type.
+// Inventory returns a cluster's capacity per instance type: observed, with
+// the manual overrides winning.
 func (d *DB) Inventory(ctx context.Context, cluster string) (map[string]int, error) {
 	return inventory(ctx, d.sql, cluster)
 }
 
-// SetInventory sets (count > 0) or removes (count == 0) one instance type of
-// a cluster's inventory, with an audit event.
+// SetInventory sets (count > 0) or removes (count == 0) the manual override
+// of one instance type of a cluster's inventory, with an audit event. An
+// override wins over what a refresh from the cluster observed.
 func (d *DB) SetInventory(ctx context.Context, cluster, instanceType string, count int, by Actor, now time.Time) error {
 	return d.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -704,9 +705,10 @@ ON CONFLICT (cluster_name, instance_type) DO UPDATE SET count = excluded.count, 
 	})
 }
 
-// Clusters lists the cluster names that have an inventory.
+// Clusters lists the cluster names that have an inventory (manual or
+// observed).
 func (d *DB) Clusters(ctx context.Context) ([]string, error) {
-	return column[string](ctx, d.sql, `SELECT DISTINCT cluster_name FROM cluster_inventory ORDER BY cluster_name`)
+	return column[string](ctx, d.sql, `SELECT cluster_name FROM cluster_inventory UNION SELECT cluster_name FROM cluster_observed ORDER BY cluster_name`)
 }
 
 // UserExists reports whether someone with this email has logged in.

@@ -314,8 +314,13 @@ type PlanView struct {
 type InventoryRow struct {
 	Cluster      string
 	InstanceType string
-	Count        int
+	Count        int    // what approvals count
+	Basis        string // "manual override", "nodes", "instance groups"
 	Committed    int
+	// What the last refresh from the cluster saw ("" when not read):
+	// instance groups "current / target", nodes "schedulable of total",
+	// and the count observed, shown next to an override.
+	Groups, Nodes, Observed string
 }
 
 // Inventory is the admin's cluster inventory page.
@@ -324,6 +329,23 @@ type Inventory struct {
 	Values InventoryValues
 	Errors map[string]string
 	Saved  string
+	// CanRefresh: the portal reads the cluster or SageMaker, so the
+	// "Refresh from cluster" form is shown. RefreshCluster prefills it.
+	CanRefresh     bool
+	RefreshCluster string
+	RefreshError   string
+	// LastRefresh says when and by whom each cluster was last read.
+	LastRefresh []string
+}
+
+// ReadinessCheck is one row of the cluster readiness page.
+type ReadinessCheck struct {
+	Name, Status, Detail, Todo string
+}
+
+// Readiness is the admin's cluster readiness page.
+type Readiness struct {
+	Checks []ReadinessCheck
 }
 
 // InventoryValues are the inventory form's raw inputs.
@@ -434,4 +456,12 @@ type SchedulerClassRow struct {
 	Name   string
 	Value  int
 	Weight int
+}
+
+// orDash shows "—" for an empty value.
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
 }

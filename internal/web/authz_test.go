@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -57,6 +58,54 @@ func TestEveryRouteHidesTheOtherTeam(t *testing.T) {
 	after, _ := h.db.Connection(ctx, 1)
 	if after.State != before.State || after.CurrentVersion != before.CurrentVersion {
 		t.Errorf("outsiders changed the connection: %+v -> %+v", before, after)
+	}
+}
+
+// TestEveryAdminRouteRefusesNonAdmins walks the route table's /admin
+// routes: each answers 403 to every signed-in non-admin (GET and POST, a
+// POST with a valid CSRF token), and admins get every page. A new admin
+// route is covered automatically.
+func TestEveryAdminRouteRefusesNonAdmins(t *testing.T) {
+	h := newHarness(t, false, func(o *Options) { o.ClusterCheck, o.ClusterCanRefresh = &fakeCluster{}, true })
+	ctx := context.Background()
+	users := map[string]session{}
+	for _, u := range []string{"owner.red", "member.red", "reviewer", "finance"} {
+		users[u] = h.signIn(u)
+	}
+	admin := h.signIn("admin")
+	before, _ := h.db.AuditEvents(ctx, store.AuditFilter{}, 0, 1000)
+	checked := 0
+	for _, r := range h.srv.echo.Routes() {
+		if r.Path != "/admin" && !strings.HasPrefix(r.Path, "/admin/") {
+			continue
+		}
+		for name, s := range users {
+			var resp *http.Response
+			switch r.Method {
+			case http.MethodGet:
+				resp, _ = h.get(noRedirect(s.c), r.Path)
+			case http.MethodPost:
+				resp, _ = h.postAs(s, r.Path, url.Values{"cluster": {"shared-hp"}, "instance_type": {"ml.p5.48xlarge"}, "count": {"8"}})
+			default:
+				continue
+			}
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("%s %s %s = %d, want 403", name, r.Method, r.Path, resp.StatusCode)
+			}
+			checked++
+		}
+		if r.Method == http.MethodGet {
+			if resp, _ := h.get(noRedirect(admin.c), r.Path); resp.StatusCode != http.StatusOK {
+				t.Errorf("admin GET %s = %d, want 200", r.Path, resp.StatusCode)
+			}
+		}
+	}
+	if checked < 4*7 {
+		t.Errorf("only %d route×user checks ran; the route table changed?", checked)
+	}
+	after, _ := h.db.AuditEvents(ctx, store.AuditFilter{}, 0, 1000)
+	if len(after) != len(before) {
+		t.Errorf("non-admins' requests wrote %d audit events", len(after)-len(before))
 	}
 }
 

@@ -725,6 +725,18 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 		return pv
 	}
 	pv.Summary, pv.Warnings, pv.YAML, pv.Hash = plan.Summary(), plan.Warnings, plan.YAML(), plan.Hash()
+	if preview && s.opts.ClusterCheck != nil {
+		// What the cluster serves and enforces now (the readiness page's
+		// checks): an old Kueue would fail the job, and unenforced
+		// NetworkPolicies void the plan's isolation.
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		for _, ch := range s.opts.ClusterCheck.Readiness(rctx).Checks {
+			if ch.Status == provision.CheckFailing && (ch.Name == provision.CheckKueueAPI || ch.Name == provision.CheckNetworkPolicies) {
+				pv.Warnings = append(pv.Warnings, "Cluster readiness, "+ch.Name+": "+ch.Detail+" "+ch.Todo)
+			}
+		}
+		cancel()
+	}
 	var actx context.Context
 	if s.opts.AWSPreview != nil && preview {
 		var cancel context.CancelFunc

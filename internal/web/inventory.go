@@ -1,14 +1,20 @@
 package web
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -17,15 +23,34 @@ var clusterNameRE = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
 
 func (s *Server) inventoryView(c echo.Context, values views.InventoryValues, errs map[string]string, saved string) (views.Inventory, error) {
 	ctx := c.Request().Context()
-	inv := views.Inventory{Values: values, Errors: errs, Saved: saved}
+	inv := views.Inventory{Values: values, Errors: errs, Saved: saved, CanRefresh: s.opts.ClusterCheck != nil && s.opts.ClusterCanRefresh}
 	clusters, err := s.opts.DB.Clusters(ctx)
 	if err != nil {
 		return inv, err
+	}
+	if len(clusters) == 1 {
+		inv.RefreshCluster = clusters[0]
 	}
 	for _, cl := range clusters {
 		counts, err := s.opts.DB.Inventory(ctx, cl)
 		if err != nil {
 			return inv, err
+		}
+		manual, err := s.opts.DB.ManualInventory(ctx, cl)
+		if err != nil {
+			return inv, err
+		}
+		observed, err := s.opts.DB.Observed(ctx, cl)
+		if err != nil {
+			return inv, err
+		}
+		obs := map[string]store.ObservedRow{}
+		for _, o := range observed {
+			obs[o.InstanceType] = o
+		}
+		if len(observed) > 0 {
+			o := observed[0]
+			inv.LastRefresh = append(inv.LastRefresh, fmt.Sprintf("%s: last read from the cluster %s by %s.", cl, fmtWhen(o.ObservedAt), o.ObservedBy))
 		}
 		committed, err := s.opts.DB.CommittedCapacity(ctx, cl, 0)
 		if err != nil {
@@ -33,12 +58,80 @@ func (s *Server) inventoryView(c echo.Context, values views.InventoryValues, err
 		}
 		rep := workflow.CheckCapacity(counts, committed, nil)
 		for _, r := range rep.Rows {
-			if r.Capacity > 0 {
-				inv.Rows = append(inv.Rows, views.InventoryRow{Cluster: cl, InstanceType: r.InstanceType, Count: r.Capacity, Committed: r.Committed})
+			o, seen := obs[r.InstanceType]
+			_, overridden := manual[r.InstanceType]
+			if r.Capacity == 0 && !seen && !overridden {
+				continue
 			}
+			row := views.InventoryRow{Cluster: cl, InstanceType: r.InstanceType, Count: r.Capacity, Committed: r.Committed, Basis: "manual override"}
+			if seen {
+				if o.GroupCurrent >= 0 {
+					row.Groups = fmt.Sprintf("%d / %d", o.GroupCurrent, o.GroupTarget)
+				}
+				if o.Nodes >= 0 {
+					row.Nodes = fmt.Sprintf("%d of %d", o.NodesSchedulable, o.Nodes)
+				}
+				if overridden {
+					row.Observed = strconv.Itoa(o.Capacity)
+				} else {
+					row.Basis = o.Basis
+				}
+			}
+			inv.Rows = append(inv.Rows, row)
 		}
 	}
 	return inv, nil
+}
+
+// refreshInventory reads the cluster's capacity (nodes by instance type and
+// health, SageMaker instance groups) and replaces the observed inventory of
+// the named cluster with it, audited. Manual overrides stay.
+func (s *Server) refreshInventory(c echo.Context) error {
+	p, err := authorize(c, workflow.ActionEditInventory, workflow.Object{})
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	cluster := strings.TrimSpace(c.FormValue("cluster"))
+	fail := func(status int, msg string) error {
+		inv, err := s.inventoryView(c, views.InventoryValues{}, nil, "")
+		if err != nil {
+			return err
+		}
+		inv.RefreshCluster, inv.RefreshError = cluster, msg
+		return render(c, status, views.InventoryPage(s.page(c, "Cluster inventory"), inv))
+	}
+	if !s.opts.ClusterCanRefresh || s.opts.ClusterCheck == nil {
+		return fail(http.StatusConflict, "Nothing to read: "+sentence(provision.ErrNothingToRead.Error()))
+	}
+	if cluster != "" && !clusterNameRE.MatchString(cluster) {
+		return fail(http.StatusUnprocessableEntity, "Give the HyperPod cluster's name (letters, digits and '-', at most 63 characters).")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	obs, err := s.opts.ClusterCheck.ReadInventory(rctx, cluster)
+	if errors.Is(err, provision.ErrClusterName) {
+		return fail(http.StatusUnprocessableEntity, sentence(err.Error()))
+	}
+	if err != nil {
+		s.opts.Logger.WarnContext(ctx, "inventory refresh failed", "request_id", requestID(c), "err", err.Error())
+		return fail(http.StatusBadGateway, "The cluster could not be read: "+sentence(err.Error()))
+	}
+	rows := make([]store.ObservedRow, 0, len(obs.Types))
+	for _, t := range obs.Types {
+		rows = append(rows, store.ObservedRow{
+			InstanceType: t.InstanceType, Capacity: t.Capacity, Basis: t.Basis,
+			GroupCurrent: t.GroupCurrent, GroupTarget: t.GroupTarget, Nodes: t.Nodes, NodesSchedulable: t.NodesSchedulable,
+		})
+	}
+	if err := s.opts.DB.ReplaceObserved(ctx, obs.Cluster, rows, actor(p), s.opts.Now()); err != nil {
+		return err
+	}
+	inv, err := s.inventoryView(c, views.InventoryValues{}, nil, fmt.Sprintf("Read %s from the cluster: %d instance types.", obs.Cluster, len(rows)))
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.InventoryPage(s.page(c, "Cluster inventory"), inv))
 }
 
 func (s *Server) inventoryPage(c echo.Context) error {

@@ -36,6 +36,8 @@ func (s *Server) routes() {
 	e.GET("/admin/inventory", s.inventoryPage, s.requireLogin)
 	e.GET("/admin/drift", s.driftOverview, s.requireLogin)
 	e.POST("/admin/inventory", s.setInventory, s.requireLogin)
+	e.POST("/admin/inventory/refresh", s.refreshInventory, s.requireLogin)
+	e.GET("/admin/cluster", s.clusterReadiness, s.requireLogin)
 	e.GET("/admin/scheduler", s.schedulerPage, s.requireLogin)
 	e.POST("/admin/scheduler", s.reconcileScheduler, s.requireLogin)
 	e.GET("/reviews", s.reviewHome, s.requireLogin)

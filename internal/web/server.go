@@ -74,6 +74,13 @@ type Options struct {
 	Scheduler awsprov.SchedulerAPI
 	// AWSPoll is how the page waits for HyperPod to apply it.
 	AWSPoll awsprov.PollConfig
+	// ClusterCheck reads what the cluster serves and holds: the readiness
+	// page (/admin/cluster) and the inventory's "Refresh from cluster".
+	// Nil: nothing is read (every check unknown, no refresh).
+	ClusterCheck ClusterChecker
+	// ClusterCanRefresh: ClusterCheck has a source to read the inventory
+	// from (a cluster or SageMaker), so the refresh is offered.
+	ClusterCanRefresh bool
 	// AWSPreview, when set, looks up what each AWS call of a plan would do
 	// before approval (read-only); nil leaves the plan uncompared.
 	AWSPreview interface {

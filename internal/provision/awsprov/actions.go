@@ -71,4 +71,8 @@ var Actions = []string{
 	"sagemaker:DescribeClusterSchedulerConfig",
 	"sagemaker:UpdateClusterSchedulerConfig",
 	"sagemaker:ListClusterSchedulerConfigs",
+	// ClusterInfoAPI and AddonAPI (cluster.go): the readiness page and the
+	// inventory refresh read the cluster's instance groups and add-ons.
+	"sagemaker:DescribeCluster",
+	"eks:DescribeAddon",
 }

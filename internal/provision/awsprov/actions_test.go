@@ -98,3 +98,23 @@ func TestActionsListEverySchedulerMethod(t *testing.T) {
 		}
 	}
 }
+
+func TestActionsListEveryClusterReadMethod(t *testing.T) {
+	for _, tc := range []struct {
+		api    reflect.Type
+		prefix string
+	}{
+		{reflect.TypeFor[ClusterInfoAPI](), "sagemaker:"},
+		{reflect.TypeFor[AddonAPI](), "eks:"},
+	} {
+		if tc.api.NumMethod() == 0 {
+			t.Fatalf("%s has no methods", tc.api.Name())
+		}
+		for i := range tc.api.NumMethod() {
+			action := tc.prefix + tc.api.Method(i).Name
+			if !slices.Contains(Actions, action) {
+				t.Errorf("Actions lacks %s, which %s calls", action, tc.api.Name())
+			}
+		}
+	}
+}

@@ -69,7 +69,13 @@ func TestAWSDrift(t *testing.T) {
 			entry = call
 		}
 	}
-	policy := entry.AccessEntry.Policies[0].PolicyARN
+	// A namespace-scoped policy widened to the whole cluster.
+	var policy string
+	for _, p := range entry.AccessEntry.Policies {
+		if len(p.Namespaces) > 0 && policy == "" {
+			policy = p.PolicyARN
+		}
+	}
 	if _, err := r.Clients.EKS.AssociateAccessPolicy(ctx, &eks.AssociateAccessPolicyInput{ClusterName: aws.String(c.EKSClusterName),
 		PrincipalArn: aws.String(entry.Name), PolicyArn: aws.String(policy), AccessScope: &ekstypes.AccessScope{Type: ekstypes.AccessScopeTypeCluster}}); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,10 @@ type Clients struct {
 	// IAM simulates the Studio execution role's policy for the plan
 	// preview; nil skips that check.
 	IAM IAMAPI
+	// ClusterInfo and Addons are read by the readiness page and the
+	// inventory refresh only.
+	ClusterInfo ClusterInfoAPI
+	Addons      AddonAPI
 }
 
 // Endpoints override the services' endpoints (a VPC endpoint, or a local
@@ -51,13 +55,16 @@ func NewClients(cfg aws.Config, ep Endpoints) Clients {
 		return aws.String(url)
 	}
 	sm := sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = base(ep.SageMaker) })
+	ek := eks.NewFromConfig(cfg, func(o *eks.Options) { o.BaseEndpoint = base(ep.EKS) })
 	return Clients{
+		ClusterInfo:   sm,
+		Addons:        ek,
 		SageMaker:     sm,
 		Domains:       sm,
 		Scheduler:     sm,
 		SSOAdmin:      ssoadmin.NewFromConfig(cfg, func(o *ssoadmin.Options) { o.BaseEndpoint = base(ep.SSOAdmin) }),
 		IdentityStore: identitystore.NewFromConfig(cfg, func(o *identitystore.Options) { o.BaseEndpoint = base(ep.IdentityStore) }),
-		EKS:           eks.NewFromConfig(cfg, func(o *eks.Options) { o.BaseEndpoint = base(ep.EKS) }),
+		EKS:           ek,
 		DataZone:      datazone.NewFromConfig(cfg, func(o *datazone.Options) { o.BaseEndpoint = base(ep.DataZone) }),
 		IAM:           iam.NewFromConfig(cfg, func(o *iam.Options) { o.BaseEndpoint = base(ep.IAM) }),
 	}

@@ -33,6 +33,14 @@ type eksCluster struct {
 	authMode string
 	entries  map[string]*AccessEntry // by principal ARN
 	pods     map[string]*PodIdentity // by association id
+	addons   map[string]*Addon       // by add-on name
+}
+
+// Addon is an installed EKS add-on, as DescribeAddon reports it.
+type Addon struct {
+	Name, Version       string
+	Status              types.AddonStatus // default ACTIVE
+	ConfigurationValues string            // JSON or YAML, as given to CreateAddon
 }
 
 // AccessEntry is a stored access entry.
@@ -83,7 +91,19 @@ func (e *EKS) Set(fn func(*EKS)) {
 func (e *EKS) AddCluster(name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.clusters[name] = &eksCluster{authMode: "API_AND_CONFIG_MAP", entries: map[string]*AccessEntry{}, pods: map[string]*PodIdentity{}}
+	e.clusters[name] = &eksCluster{authMode: "API_AND_CONFIG_MAP", entries: map[string]*AccessEntry{}, pods: map[string]*PodIdentity{}, addons: map[string]*Addon{}}
+}
+
+// SetAddon installs (or replaces) an add-on on a registered cluster.
+func (e *EKS) SetAddon(cluster string, a Addon) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a.Status == "" {
+		a.Status = types.AddonStatusActive
+	}
+	if c, ok := e.clusters[cluster]; ok {
+		c.addons[a.Name] = &a
+	}
 }
 
 // SetAuthenticationMode sets a registered cluster's authentication mode:
@@ -121,7 +141,41 @@ func (e *EKS) routes() []route {
 		{"GET " + pod, "DescribePodIdentityAssociation", e.describePod},
 		{"POST " + pod, "UpdatePodIdentityAssociation", e.updatePod},
 		{"DELETE " + pod, "DeletePodIdentityAssociation", e.deletePod},
+		{"GET /clusters/{clusterName}/addons/{addonName}", "DescribeAddon", e.describeAddon},
 	}
+}
+
+// describeAddon is DescribeAddon (GET /clusters/{name}/addons/{addonName},
+// API_DescribeAddon.html): ClusterName and AddonName are required path
+// labels (validators.go), the cluster name matches the cluster pattern, and
+// an add-on not installed on the cluster (or no add-on of that name) is
+// ResourceNotFoundException, as for a missing cluster.
+func (e *EKS) describeAddon(r *http.Request, decode func(any) *Error) (any, *Error) {
+	if _, _, err := eksQuery(r); err != nil {
+		return nil, err
+	}
+	c, name, err := e.cluster(r)
+	if err != nil {
+		return nil, err
+	}
+	addon := r.PathValue("addonName")
+	a, ok := c.addons[addon]
+	if !ok {
+		return nil, eksNotFound("No addon: %s found in cluster: %s", addon, name)
+	}
+	out := map[string]any{
+		"addonName":    a.Name,
+		"clusterName":  name,
+		"status":       string(a.Status),
+		"addonVersion": a.Version,
+		"addonArn":     fmt.Sprintf("arn:aws:eks:%s:%s:addon/%s/%s/00000000-0000-0000-0000-000000000000", Region, Account, name, a.Name),
+		"createdAt":    float64(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()),
+		"modifiedAt":   float64(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()),
+	}
+	if a.ConfigurationValues != "" {
+		out["configurationValues"] = a.ConfigurationValues
+	}
+	return map[string]any{"addon": out}, nil
 }
 
 // Request and response shapes, with the service's member names. Pointers

@@ -24,6 +24,9 @@ type SageMaker struct {
 	nextID int
 	dom    *smDomains    // sagemaker_domain.go
 	sched  *smSchedulers // sagemaker_scheduler.go
+	// hpClusters are the HyperPod clusters DescribeCluster knows, by name
+	// (sagemaker_cluster.go).
+	hpClusters map[string]*HyperPodCluster
 
 	// SettleAfter is how many Describes a quota stays Creating / Updating,
 	// and how many Describes or Lists a deleted quota stays Deleting.
@@ -70,6 +73,7 @@ func (f *SageMaker) ops() map[string]handler {
 	ops := f.domainOps()
 	maps.Copy(ops, f.schedulerOps())
 	maps.Copy(ops, f.tagOps())
+	maps.Copy(ops, f.clusterOps())
 	for op, h := range f.quotaOps() {
 		ops[op] = h
 	}

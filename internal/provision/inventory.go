@@ -1,0 +1,134 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+)
+
+// Bases of an observed capacity: what the count approvals use was taken
+// from.
+const (
+	BasisNodes  = "nodes"           // healthy, schedulable nodes (Kubernetes)
+	BasisGroups = "instance groups" // the instance groups' CurrentCount (SageMaker)
+)
+
+// ObservedType is one instance type of the cluster as read from it. Counts
+// not read are -1.
+type ObservedType struct {
+	InstanceType              string
+	Capacity                  int
+	Basis                     string
+	GroupCurrent, GroupTarget int
+	Nodes, NodesSchedulable   int
+	ByHealth                  map[string]int
+}
+
+// ObservedInventory is the cluster's capacity as read from it.
+type ObservedInventory struct {
+	// Cluster is the HyperPod cluster's name (from DescribeCluster, or as
+	// the caller named it when SageMaker is not read).
+	Cluster string
+	Types   []ObservedType
+}
+
+// ErrNothingToRead: neither a cluster (kubeconfig) nor the HyperPod
+// cluster's AWS side (settings with a cluster ARN, real AWS calls) is
+// configured, so the inventory can only be typed in.
+var ErrNothingToRead = errors.New("the portal reads neither a cluster (no --kubeconfig) nor SageMaker (no AWS settings with cluster_arn, or AWS calls are off)")
+
+// ErrClusterName: the cluster's name is needed and SageMaker, which would
+// tell it, is not read.
+var ErrClusterName = errors.New("name the HyperPod cluster: the portal does not read SageMaker, so it cannot tell the cluster's name")
+
+// ClusterChecker runs the readiness checks and reads the inventory from its
+// sources. It is what the web layer calls (through a narrow interface).
+type ClusterChecker struct {
+	Sources ReadinessSources
+}
+
+// CanRead reports whether ReadInventory has a source to read.
+func (c *ClusterChecker) CanRead() bool {
+	s := c.Sources
+	return s.Kube != nil || (s.ClusterInfo != nil && s.ClusterARN != "")
+}
+
+// Readiness runs the checks.
+func (c *ClusterChecker) Readiness(ctx context.Context) Readiness {
+	return CheckReadiness(ctx, c.Sources)
+}
+
+// ReadInventory reads the cluster's capacity per ml.* instance type. The
+// instance groups (SageMaker DescribeCluster: CurrentCount and TargetCount)
+// and the nodes (label node.kubernetes.io/instance-type, HyperPod's health
+// label) are read where configured. The capacity approvals count is:
+//   - with the nodes read: the nodes labelled Schedulable and not cordoned,
+//     because only they can run work now (a node being replaced or
+//     rebooted is in CurrentCount but not usable);
+//   - else the instance groups' CurrentCount.
+//
+// cluster names the HyperPod cluster; with SageMaker read it must be the
+// configured cluster's name (or empty, for that name).
+func (c *ClusterChecker) ReadInventory(ctx context.Context, cluster string) (ObservedInventory, error) {
+	src := c.Sources
+	readAWS := src.ClusterInfo != nil && src.ClusterARN != ""
+	if !c.CanRead() {
+		return ObservedInventory{}, ErrNothingToRead
+	}
+	inv := ObservedInventory{Cluster: cluster}
+	by := map[string]*ObservedType{}
+	get := func(typ string) *ObservedType {
+		if by[typ] == nil {
+			by[typ] = &ObservedType{InstanceType: typ, GroupCurrent: -1, GroupTarget: -1, Nodes: -1, NodesSchedulable: -1}
+		}
+		return by[typ]
+	}
+	if readAWS {
+		hp, err := awsprov.DescribeHyperPodCluster(ctx, src.ClusterInfo, src.ClusterARN)
+		if err != nil {
+			return ObservedInventory{}, err
+		}
+		if cluster != "" && hp.Name != cluster {
+			return ObservedInventory{}, fmt.Errorf("the portal's cluster (cluster_arn %s) is %s, not %s", src.ClusterARN, hp.Name, cluster)
+		}
+		inv.Cluster = hp.Name
+		for _, g := range hp.Groups {
+			t := get(g.InstanceType)
+			t.GroupCurrent = max(t.GroupCurrent, 0) + g.CurrentCount
+			t.GroupTarget = max(t.GroupTarget, 0) + g.TargetCount
+		}
+	}
+	if inv.Cluster == "" {
+		return ObservedInventory{}, ErrClusterName
+	}
+	if src.Kube != nil {
+		nodes, err := src.Kube.Nodes(ctx)
+		if err != nil {
+			return ObservedInventory{}, err
+		}
+		for _, n := range nodes {
+			t := get(n.InstanceType)
+			t.Nodes, t.NodesSchedulable, t.ByHealth = n.Total, n.Schedulable, n.ByHealth
+		}
+	}
+	for _, t := range by {
+		if !strings.HasPrefix(t.InstanceType, "ml.") {
+			continue // not a HyperPod instance (e.g. the EKS cluster's own node group)
+		}
+		if src.Kube != nil {
+			t.Basis, t.Capacity = BasisNodes, max(t.NodesSchedulable, 0)
+			if t.Nodes < 0 {
+				t.Nodes, t.NodesSchedulable = 0, 0
+			}
+		} else {
+			t.Basis, t.Capacity = BasisGroups, max(t.GroupCurrent, 0)
+		}
+		inv.Types = append(inv.Types, *t)
+	}
+	sort.Slice(inv.Types, func(i, j int) bool { return inv.Types[i].InstanceType < inv.Types[j].InstanceType })
+	return inv, nil
+}
