@@ -62,6 +62,10 @@ type clusterFile struct {
 	// PodIdentityAgentCIDRs: where the EKS Pod Identity agent answers;
 	// an empty list drops the NetworkPolicy that lets workloads reach it.
 	PodIdentityAgentCIDRs *[]string `json:"pod_identity_agent_cidrs"`
+	// ObservabilityNamespaces: namespaces whose collectors may scrape the
+	// team's pods (the allow-observability-scrapers NetworkPolicy); an
+	// empty list drops that NetworkPolicy.
+	ObservabilityNamespaces *[]string `json:"observability_namespaces"`
 }
 
 type filePriorityClass struct {
@@ -238,6 +242,15 @@ func ParseClusterSettings(b []byte) (ClusterSettings, error) {
 				bad("pod_identity_agent_cidrs[%d]: %q is not a CIDR such as 169.254.170.23/32", i, c)
 			}
 			s.PodIdentityAgentCIDRs = append(s.PodIdentityAgentCIDRs, c)
+		}
+	}
+	if f.ObservabilityNamespaces != nil {
+		s.ObservabilityNamespaces = []string{}
+		for i, ns := range *f.ObservabilityNamespaces {
+			if len(validation.IsDNS1123Label(ns)) > 0 {
+				bad("observability_namespaces[%d]: %q is not a namespace name", i, ns)
+			}
+			s.ObservabilityNamespaces = append(s.ObservabilityNamespaces, ns)
 		}
 	}
 	if len(errs) > 0 {

@@ -29,6 +29,7 @@ kubernetes_groups: {studio: "sm-%s", viewers: "%s-view", submitters: "%s-submit"
 max_pods_per_instance: 250
 container_defaults: {request_cpu: 250m, request_memory: 512Mi}
 pod_identity_agent_cidrs: []
+observability_namespaces: [prometheus]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,8 @@ pod_identity_agent_cidrs: []
 		!slices.Equal(s.PriorityClasses, want.PriorityClasses) || !slices.Equal(s.InstanceTypes, want.InstanceTypes) ||
 		s.StudioExecutionRoleGroupFormat != want.StudioExecutionRoleGroupFormat || s.KubernetesGroups != want.KubernetesGroups ||
 		s.MaxPodsPerInstance != want.MaxPodsPerInstance ||
-		s.DefaultLimits != (ContainerDefaults{RequestCPU: "250m", RequestMemory: "512Mi"}) || s.PodIdentityAgentCIDRs == nil || len(s.PodIdentityAgentCIDRs) != 0 {
+		s.DefaultLimits != (ContainerDefaults{RequestCPU: "250m", RequestMemory: "512Mi"}) || s.PodIdentityAgentCIDRs == nil || len(s.PodIdentityAgentCIDRs) != 0 ||
+		!slices.Equal(s.ObservabilityNamespaces, []string{"prometheus"}) {
 		t.Errorf("parsed %+v", s)
 	}
 	// Accelerator entries change or add to the default table.
@@ -93,6 +95,7 @@ kubernetes_groups: {viewers: "viewers"}
 max_pods_per_instance: 0
 container_defaults: {request_cpu: lots}
 pod_identity_agent_cidrs: [169.254.170.23]
+observability_namespaces: [Not_A_Namespace]
 `))
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -105,7 +108,7 @@ pod_identity_agent_cidrs: [169.254.170.23]
 		"instance_types[1]: \"ml.p5.48xlarge\" is listed twice", "instance_types[2]: \"ml.nope\" is not a HyperPod cluster instance type",
 		"instance_types[3]: \"ml.c6i.large\" has no accelerators entry",
 		"kubernetes_groups.viewers", "max_pods_per_instance",
-		"container_defaults.request_cpu: \"lots\"", "container_defaults: give both", "pod_identity_agent_cidrs[0]",
+		"container_defaults.request_cpu: \"lots\"", "container_defaults: give both", "pod_identity_agent_cidrs[0]", "observability_namespaces[0]",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not mention %q:\n%v", want, err)
