@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -38,13 +41,36 @@ func (s *Server) login(c echo.Context) error {
 }
 
 // safeNext accepts only a local absolute path, so /login?next= cannot be
-// used to redirect users to another site.
+// used to redirect users to another site. Browsers strip tabs and newlines
+// from URLs and read a backslash as a slash, so "/\t/evil.example" would
+// become "//evil.example": the path must start with exactly one slash, parse
+// with no scheme or host, and hold no control or invisible character and no
+// backslash, before and after percent-decoding.
 func safeNext(n string) string {
-	if n == "" || !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/\\") ||
-		strings.ContainsAny(n, "\r\n") || strings.HasPrefix(n, "/login") || strings.HasPrefix(n, "/auth/") {
+	if !localPath(n) || strings.HasPrefix(n, "/login") || strings.HasPrefix(n, "/auth/") {
 		return "/"
 	}
 	return n
+}
+
+func localPath(n string) bool {
+	dec, err := url.PathUnescape(n)
+	if err != nil {
+		return false
+	}
+	for _, s := range []string{n, dec} {
+		if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || strings.ContainsRune(s, '\\') || !utf8.ValidString(s) {
+			return false
+		}
+		for _, r := range s {
+			if !unicode.IsPrint(r) { // controls (C0, C1), format characters, non-ASCII spaces
+				return false
+			}
+		}
+	}
+	u, err := url.Parse(n)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil && u.Opaque == "" &&
+		strings.HasPrefix(u.Path, "/") && !strings.HasPrefix(u.Path, "//")
 }
 
 // callback finishes the login: checks state, exchanges the code, verifies

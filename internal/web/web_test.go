@@ -718,3 +718,34 @@ func TestSessionTimeouts(t *testing.T) {
 		}
 	})
 }
+
+// TestSafeNextRefusesKnownBypasses: a table of open-redirect tricks that
+// browsers turn into another origin (they strip tabs and newlines, read a
+// backslash as a slash, and ignore leading controls); every one lands on /.
+func TestSafeNextRefusesKnownBypasses(t *testing.T) {
+	for _, next := range []string{
+		"", "evil.example", "https://evil.example/", "http:evil.example", "https:/evil.example", "javascript:alert(1)",
+		"JavaScript:alert(1)", "data:text/html,x", "//evil.example", "///evil.example", "////evil.example",
+		"/\\evil.example", "\\/evil.example", "\\\\evil.example", "/\\/evil.example", "/a\\b",
+		"/\t/evil.example/x", "\t//evil.example", "/\n/evil.example", "/\r/evil.example", "/\r\n/evil.example",
+		"/\x00/evil.example", "/\x0b/evil.example", "/\x0c/evil.example", "/\x7f/evil.example", "/\u0085/evil.example",
+		"/%09/evil.example/x", "/%0a/evil.example", "/%0d/evil.example", "/%00/evil.example", "/%7f/evil.example",
+		"/%2f/evil.example", "/%2F%2Fevil.example", "/%2f%2fevil.example", "/%5cevil.example", "/%5Cevil.example",
+		"%2f%2fevil.example", "/%c2%85/evil.example", "/%e2%80%8b/evil.example", "/%zz", "/%",
+		"/\u200b/evil.example", "/\u202e/evil.example", "/\ufeff/evil.example", "/\u2028/evil.example", "/\u00a0/evil.example",
+		" /teams/red", "/teams/red\x00", "/teams/\xff",
+		"/login", "/login?next=//evil.example", "/auth/callback?code=x",
+	} {
+		if got := safeNext(next); got != "/" {
+			t.Errorf("safeNext(%q) = %q, want /", next, got)
+		}
+	}
+	for _, next := range []string{
+		"/", "/teams/red", "/connections/12?tab=history", "/audit?team=red&format=csv", "/connections/1/diff?a=1&b=2",
+		"/audit?actor=owner.red%40example.test", "/teams/red#top", "/admin/inventory",
+	} {
+		if got := safeNext(next); got != next {
+			t.Errorf("safeNext(%q) = %q, want it kept", next, got)
+		}
+	}
+}
