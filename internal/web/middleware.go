@@ -149,10 +149,11 @@ func (s *Server) csrfToken(c echo.Context) string {
 	return t
 }
 
-// csrf refuses every state-changing request whose form field _csrf (or
-// X-CSRF-Token header) does not match the token bound to the session, and
-// any that the browser marks as cross-site. The token lives server-side and
-// is replaced at login, so a token seen before login is useless after it.
+// csrf refuses every state-changing request whose form field _csrf (in the
+// body, never the query string) or X-CSRF-Token header does not match the
+// token bound to the session, and any that the browser marks as cross-site.
+// The token lives server-side and is replaced at login, so a token seen
+// before login is useless after it.
 func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
@@ -169,7 +170,9 @@ func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		want := s.sessions.GetString(r.Context(), csrfKey)
 		got := r.Header.Get("X-CSRF-Token")
 		if got == "" {
-			got = c.FormValue("_csrf")
+			// The form body only: a token in the query string would leak
+			// into logs, history and Referer headers.
+			got = r.PostFormValue("_csrf")
 		}
 		if want == "" || got == "" || subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
 			return errCSRF("token missing or wrong")

@@ -749,3 +749,52 @@ func TestSafeNextRefusesKnownBypasses(t *testing.T) {
 		}
 	}
 }
+
+// TestCSRFHeaderAndQuery: the X-CSRF-Token header is checked like the form
+// field (a wrong token, another session's token and an empty one are
+// refused; the session's own is accepted), and a token in the query string
+// is never accepted.
+func TestCSRFHeaderAndQuery(t *testing.T) {
+	h := newHarness(t, false)
+	s := h.signIn("owner.red")
+	other := h.signIn("owner.blue")
+	send := func(path, header string, body url.Values) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, h.base+path, strings.NewReader(body.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if header != "-" {
+			req.Header.Set("X-CSRF-Token", header)
+		}
+		resp, err := noRedirect(s.c).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for name, tc := range map[string]struct {
+		path, header string
+		body         url.Values
+	}{
+		"wrong header":           {"/logout", s.token + "x", nil},
+		"other session's header": {"/logout", other.token, nil},
+		"empty header":           {"/logout", "", nil},
+		"header of one char":     {"/logout", "x", nil},
+		"token in the query":     {"/logout?_csrf=" + url.QueryEscape(s.token), "-", nil},
+		"query and wrong body":   {"/logout?_csrf=" + url.QueryEscape(s.token), "-", url.Values{"_csrf": {"x"}}},
+	} {
+		if code := send(tc.path, tc.header, tc.body); code != http.StatusForbidden {
+			t.Errorf("%s: POST = %d, want 403", name, code)
+		}
+	}
+	if _, body := h.get(s.c, "/"); !strings.Contains(body, `data-testid="user-name"`) {
+		t.Fatal("a refused POST signed the user out")
+	}
+	// The session's own token in the header is accepted: logout proceeds.
+	if code := send("/logout", s.token, nil); code != http.StatusSeeOther {
+		t.Errorf("right header token: POST /logout = %d, want 303", code)
+	}
+	if _, body := h.get(s.c, "/"); strings.Contains(body, `data-testid="user-name"`) {
+		t.Error("the right header token did not sign out")
+	}
+}
