@@ -277,3 +277,52 @@ func TestPlanIsComparedWithTheCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestSignedInResponsesAreNotStored walks the route table as signed-in
+// users (an owner and an admin): every GET answer, whatever its status,
+// and the exports carry Cache-Control: no-store, so neither the browser
+// nor a proxy keeps team data. Only the static assets are cacheable. A new
+// route is covered automatically.
+func TestSignedInResponsesAreNotStored(t *testing.T) {
+	h := newHarness(t, false, func(o *Options) { o.ClusterCheck, o.ClusterCanRefresh = &fakeCluster{}, true })
+	owner := h.signIn("owner.red")
+	if resp, _ := h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract()))); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create = %d", resp.StatusCode)
+	} else if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("POST /teams/red/connections: Cache-Control %q, want no-store", cc)
+	}
+	users := map[string]session{"owner.red": owner, "admin": h.signIn("admin")}
+	params := strings.NewReplacer(":team", "red", ":id", "1", ":v", "1")
+	var paths []string
+	for _, r := range h.srv.echo.Routes() {
+		if r.Method != http.MethodGet || strings.HasPrefix(r.Path, "/static/") || strings.HasPrefix(r.Path, "/dev-idp") {
+			continue
+		}
+		if strings.Contains(r.Path, ":format") {
+			for _, f := range []string{"contract.json", "contract.yaml", "plan.json"} {
+				paths = append(paths, params.Replace(strings.Replace(r.Path, ":format", f, 1)))
+			}
+			continue
+		}
+		paths = append(paths, params.Replace(r.Path))
+	}
+	paths = append(paths, "/audit?format=csv", "/audit?format=json", "/connections/1/diff?a=1&b=1", "/no-such-page")
+	checked := 0
+	for name, s := range users {
+		for _, p := range paths {
+			resp, _ := h.get(noRedirect(s.c), p)
+			if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+				t.Errorf("%s GET %s (%d): Cache-Control %q, want no-store", name, p, resp.StatusCode, cc)
+			}
+			checked++
+		}
+	}
+	if checked < 2*25 {
+		t.Errorf("only %d route×user checks ran; the route table changed?", checked)
+	}
+	// Static assets stay cacheable.
+	resp, _ := h.get(h.client(), "/static/app.css")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age") {
+		t.Errorf("GET /static/app.css = %d, Cache-Control %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
+	}
+}

@@ -87,7 +87,8 @@ func requestID(c echo.Context) string {
 	return c.Response().Header().Get(echo.HeaderXRequestID)
 }
 
-// securityHeaders sets the headers every response carries. The CSP allows no
+// securityHeaders sets the headers every response carries, including
+// Cache-Control: no-store (every page behind login, the exports, errors). The CSP allows no
 // inline script or style; form-action also allows the identity provider's
 // origin because logout's redirect to its end-session endpoint follows a form.
 func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
@@ -105,6 +106,9 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+		// Pages show team data and the signed-in user; no browser or proxy
+		// may keep them. cacheStatic overrides this for /static/ assets.
+		h.Set("Cache-Control", "no-store")
 		if s.tls {
 			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 		}
