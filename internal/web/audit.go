@@ -57,6 +57,11 @@ func (s *Server) auditTrail(c echo.Context) error {
 		return s.exportAuditCSV(c, f, before)
 	case "json":
 		return s.exportAuditJSON(c, f, before)
+	case "":
+	default:
+		return &userError{page: views.ErrorPage{Status: http.StatusBadRequest, Title: "Unknown export format",
+			Message: "The audit trail can be exported as csv or json only; leave format out for the page.",
+			Action:  "Back to the audit trail", ActionURL: "/audit"}, err: fmt.Errorf("audit: unknown format %q", truncate(c.QueryParam("format"), 32))}
 	}
 	limit := pageSize
 	events, err := s.opts.DB.AuditEvents(ctx, f, before, limit)

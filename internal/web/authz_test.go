@@ -326,3 +326,19 @@ func TestSignedInResponsesAreNotStored(t *testing.T) {
 		t.Errorf("GET /static/app.css = %d, Cache-Control %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
 	}
 }
+
+// TestAuditUnknownFormatIs400: an unknown export format is a clear 400, not
+// the HTML page and not a 500.
+func TestAuditUnknownFormatIs400(t *testing.T) {
+	h := newHarness(t, false)
+	rev := h.signIn("reviewer")
+	for _, f := range []string{"xml", "CSV", "csv%00", "html", "json2", "%3Cscript%3E"} {
+		resp, body := h.get(noRedirect(rev.c), "/audit?format="+f)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Unknown export format") || strings.Contains(body, "<script>") {
+			t.Errorf("GET /audit?format=%s = %d, want 400 with a message", f, resp.StatusCode)
+		}
+	}
+	if resp, _ := h.get(noRedirect(rev.c), "/audit?format="); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /audit?format= = %d, want the page", resp.StatusCode)
+	}
+}
