@@ -42,15 +42,19 @@ var UserAttributes = []UserAttribute{UserAttrEmail, UserAttrPreferredUsername, U
 func (a UserAttribute) Valid() bool { return slices.Contains(UserAttributes, a) }
 
 // UserName returns the user's directory name from id, or an error saying
-// why the identity cannot be looked up. An e-mail address the provider
-// marked unverified is refused: anyone able to claim an address at the
-// provider would otherwise get that address's groups.
+// why the identity cannot be looked up. An e-mail address the provider did
+// not mark verified (email_verified false or missing) is refused: anyone
+// able to claim an address at the provider would otherwise get that
+// address's groups.
 func (a UserAttribute) UserName(id Identity) (string, error) {
 	var v string
 	switch a {
 	case UserAttrEmail, "":
 		if id.Email != "" && id.EmailUnverified {
 			return "", errors.New("the identity provider marked the e-mail address unverified")
+		}
+		if id.Email != "" && !id.EmailVerified {
+			return "", errors.New("the identity provider sent no email_verified claim (true) for the e-mail address")
 		}
 		v = id.Email
 	case UserAttrPreferredUsername:

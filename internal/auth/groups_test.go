@@ -170,7 +170,7 @@ func TestGroupCacheConcurrent(t *testing.T) {
 }
 
 func TestUserAttribute(t *testing.T) {
-	id := Identity{Subject: "sub-123", Email: "alice@example.com", PreferredUsername: "alice"}
+	id := Identity{Subject: "sub-123", Email: "alice@example.com", EmailVerified: true, PreferredUsername: "alice"}
 	for _, tc := range []struct {
 		attr UserAttribute
 		id   Identity
@@ -181,6 +181,12 @@ func TestUserAttribute(t *testing.T) {
 		{UserAttrPreferredUsername, id, "alice"},
 		{UserAttrSubject, id, "sub-123"},
 		{UserAttrEmail, Identity{Subject: "s", Email: "alice@example.com", EmailUnverified: true}, ""},
+		// email_verified missing is refused like false.
+		{UserAttrEmail, Identity{Subject: "s", Email: "alice@example.com"}, ""},
+		{"", Identity{Subject: "s", Email: "alice@example.com"}, ""},
+		{UserAttrEmail, Identity{Subject: "s", Email: "alice@example.com", EmailVerified: true, EmailUnverified: true}, ""},
+		// Other attributes do not need it.
+		{UserAttrPreferredUsername, Identity{Subject: "s", Email: "alice@example.com", PreferredUsername: "alice"}, "alice"},
 		{UserAttrEmail, Identity{Subject: "s"}, ""},
 		{UserAttrPreferredUsername, Identity{Subject: "s", Email: "e@x"}, ""},
 		{"upn", id, ""},
@@ -203,17 +209,37 @@ func TestUserAttribute(t *testing.T) {
 
 func TestMergeEmailVerified(t *testing.T) {
 	for _, tc := range []struct {
-		v    any
-		want bool
-	}{{false, true}, {"false", true}, {true, false}, {"true", false}, {nil, false}} {
+		v                  any
+		unverified, verify bool
+	}{{false, true, false}, {"false", true, false}, {true, false, true}, {"true", false, true}, {nil, false, false}, {"yes", false, false}} {
 		var id Identity
 		all := map[string]any{}
 		if tc.v != nil {
 			all["email_verified"] = tc.v
 		}
 		id.merge(claims{Email: "a@example.com", PreferredUsername: "a"}, all, "groups")
-		if id.EmailUnverified != tc.want || id.PreferredUsername != "a" {
-			t.Errorf("email_verified %v: EmailUnverified %v, PreferredUsername %q; want %v, a", tc.v, id.EmailUnverified, id.PreferredUsername, tc.want)
+		if id.EmailUnverified != tc.unverified || id.EmailVerified != tc.verify || id.PreferredUsername != "a" {
+			t.Errorf("email_verified %v: EmailUnverified %v, EmailVerified %v, PreferredUsername %q; want %v, %v, a",
+				tc.v, id.EmailUnverified, id.EmailVerified, id.PreferredUsername, tc.unverified, tc.verify)
 		}
+		_, err := UserAttrEmail.UserName(id)
+		if (err == nil) != tc.verify {
+			t.Errorf("email_verified %v: UserName error %v", tc.v, err)
+		}
+	}
+	// A true email_verified beside another address (userinfo's, when the
+	// ID token's is kept) does not verify the kept one.
+	var id Identity
+	id.merge(claims{Email: "a@example.com"}, map[string]any{}, "groups")
+	id.merge(claims{Email: "b@example.com"}, map[string]any{"email_verified": true}, "groups")
+	if id.EmailVerified {
+		t.Error("email_verified of b@ verified a@")
+	}
+	// Nor does one sent without an address.
+	id = Identity{}
+	id.merge(claims{}, map[string]any{"email_verified": true}, "groups")
+	id.merge(claims{Email: "a@example.com"}, map[string]any{}, "groups")
+	if id.EmailVerified {
+		t.Error("email_verified without an address verified a@")
 	}
 }

@@ -126,9 +126,12 @@ type Identity struct {
 	Issuer  string
 	Subject string
 	Email   string
-	// EmailUnverified: the provider said email_verified is false. Absent
-	// means verified, as many providers fronting a directory never send it.
+	// EmailUnverified: the provider said email_verified is false.
+	// EmailVerified: it said true, in the same claim set as the e-mail
+	// address kept. Neither: the provider did not say, which counts as
+	// unverified where the address is the directory key (UserName).
 	EmailUnverified   bool
+	EmailVerified     bool
 	Name              string
 	PreferredUsername string
 	Groups            []string
@@ -213,9 +216,14 @@ func (id *Identity) merge(cl claims, all map[string]any, groupsClaim string) {
 	if id.PreferredUsername == "" {
 		id.PreferredUsername = cl.PreferredUsername
 	}
-	// Some providers send email_verified as the string "false".
-	if v, ok := all["email_verified"]; ok && (v == false || v == "false") {
+	// Some providers send email_verified as a string. A true value counts
+	// only for the address this claim set carries, and only if it is the
+	// address kept; a false value anywhere wins.
+	switch v := all["email_verified"]; {
+	case v == false || v == "false":
 		id.EmailUnverified = true
+	case (v == true || v == "true") && cl.Email != "" && cl.Email == id.Email:
+		id.EmailVerified = true
 	}
 	switch gs := all[groupsClaim].(type) {
 	case []any:
