@@ -341,8 +341,13 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if err != nil {
 		return d, err
 	}
+	full := seesFullErrors(c)
 	for _, e := range events {
-		d.Audit = append(d.Audit, views.AuditRow{At: fmtWhen(e.At), Actor: e.Actor, Action: e.Action, Version: e.Version, Reason: e.Reason})
+		reason := e.Reason
+		if !full && strings.HasSuffix(e.Action, ".failed") {
+			reason = publicFailure("", e.Reason) // the job's error text (store.FailJob)
+		}
+		d.Audit = append(d.Audit, views.AuditRow{At: fmtWhen(e.At), Actor: e.Actor, Action: e.Action, Version: e.Version, Reason: reason})
 	}
 	if d.Progress, err = s.progressViewFor(c, conn.ID, &obj); err != nil {
 		return d, err

@@ -44,9 +44,21 @@ func (s *Server) progressViewFor(c echo.Context, connID int64, obj *workflow.Obj
 			pr.CSRFToken = s.csrfToken(c)
 		}
 	}
+	full := seesFullErrors(c)
+	failedStep := ""
 	for _, st := range steps {
+		detail := st.Detail
+		if st.State == store.StepFailed {
+			failedStep = st.Name
+			if !full {
+				detail = publicFailure(st.Name, st.Detail)
+			}
+		}
 		pr.Steps = append(pr.Steps, views.StepView{Seq: st.Seq, Name: st.Name, State: string(st.State),
-			Outcome: st.Outcome, Detail: st.Detail, Attempts: st.Attempts})
+			Outcome: st.Outcome, Detail: detail, Attempts: st.Attempts})
+	}
+	if !full && pr.LastError != "" {
+		pr.LastError = publicFailure(failedStep, pr.LastError)
 	}
 	return pr, nil
 }
