@@ -798,3 +798,14 @@ func TestCSRFHeaderAndQuery(t *testing.T) {
 		t.Error("the right header token did not sign out")
 	}
 }
+
+// TestLoginWithATabInNextStaysOnSite: the reported bypass, end to end.
+func TestLoginWithATabInNextStaysOnSite(t *testing.T) {
+	h := newHarness(t, false)
+	c := h.client()
+	id := h.startLoginFrom(c, "/login?next=/%09/evil.example/x")
+	resp, _ := h.post(c, "/dev-idp/login", url.Values{"authRequestID": {id}, "username": {"owner.red"}})
+	if u := resp.Request.URL; u.Host != strings.TrimPrefix(strings.TrimPrefix(h.base, "http://"), "https://") || u.Path != "/" {
+		t.Errorf("after login landed on %s, want %s/", u, h.base)
+	}
+}
