@@ -244,8 +244,12 @@ func versionHash(ctx context.Context, q queryer, id int64, v int) (string, error
 	return h, nil
 }
 
+// ErrUnpinned refuses an approval that does not name the version, the
+// contract hash and the plan hash it approves.
+var ErrUnpinned = errors.New("store: an approval must name the version, the contract hash and the plan hash it approves")
+
 // Expect pins the version (and hash) a decision was made on. Zero values
-// skip the check.
+// skip the check, except in Approve, which requires all three.
 type Expect struct {
 	Version int
 	Hash    string
@@ -350,6 +354,12 @@ type CapacityCheck func(inventory map[string]int, committed []workflow.Capacity)
 func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, reason string, needed int, check CapacityCheck, now time.Time) (Connection, int, error) {
 	var count int
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		// An approval names exactly what it approves: without the version,
+		// the contract hash and the plan hash it would approve whatever is
+		// current and queue an unpinned job.
+		if expect.Version == 0 || expect.Hash == "" || expect.PlanHash == "" {
+			return ErrUnpinned
+		}
 		cur, err := getConn(ctx, tx, id)
 		if err != nil {
 			return err
@@ -396,8 +406,11 @@ func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, rea
 				return fmt.Errorf("store: approve: %w", err)
 			}
 			// The approval and its provisioning job commit together. The
-			// plan hash is the one the approver saw (empty when approved
-			// without a plan page, e.g. by tests); the worker checks it.
+			// plan hash is the one the approver saw; the worker checks it.
+			// A provisioning job is never queued unpinned.
+			if expect.PlanHash == "" {
+				return ErrUnpinned
+			}
 			if _, err := enqueueJob(ctx, tx, id, JobProvision, v.Version, expect.PlanHash, now); err != nil {
 				return fmt.Errorf("store: approve: %w", err)
 			}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/testenv"
 	"io"
 	"log/slog"
@@ -717,4 +718,19 @@ func TestSessionTimeouts(t *testing.T) {
 			t.Error("an active session outlived its absolute lifetime")
 		}
 	})
+}
+
+// planHash is the hash of the plan the approval page shows for version v
+// of connection id ("" when it has none), as the decide form sends it.
+func (h *harness) planHash(id int64, v int) string {
+	h.t.Helper()
+	ver, err := h.db.Version(h.t.Context(), id, v)
+	if err != nil {
+		return "no-such-version"
+	}
+	plan, err := provision.BuildPlan(id, ver.Version, ver.Hash, ver.Contract, h.srv.opts.Cluster)
+	if err != nil {
+		return ""
+	}
+	return plan.Hash()
 }
