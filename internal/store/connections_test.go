@@ -1081,3 +1081,54 @@ func TestValidationEnvKnowsTakenNamespacesAndRoles(t *testing.T) {
 		t.Error("a connection's own role is seen as taken by itself")
 	}
 }
+
+// Approve checks independence inside its transaction, against the rows as
+// they are then: nobody approves a request they filed, submitted or edited
+// (a version saved after the handler's check counts too).
+func TestApproveIndependence(t *testing.T) {
+	f := newFixture(t, 2)
+	ctx := t.Context()
+	a1, a2 := f.admins[0], f.admins[1]
+
+	t.Run("submitter", func(t *testing.T) {
+		conn := f.create(workflow.ExampleContract())
+		f.transition(conn.ID, workflow.EventSubmit, a1, "") // a1 submits the owner's draft
+		ids, err := f.db.SubmitterIDs(ctx, conn.ID)
+		if err != nil || len(ids) != 1 || ids[0] != a1.ID {
+			t.Fatalf("SubmitterIDs = %v, %v; want [%d]", ids, err, a1.ID)
+		}
+		before := f.snapshot()
+		if _, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrNotIndependent) {
+			t.Errorf("approval by the submitter: error = %v, want ErrNotIndependent", err)
+		}
+		f.assertUnchanged(before, "an approval by the submitter")
+		if got, _, err := f.db.Approve(ctx, conn.ID, a2, f.pin(conn.ID), "ok", 1, nil, f.tick()); err != nil || got.State != workflow.StateApproved {
+			t.Errorf("approval by another admin = %s, %v; want approved", got.State, err)
+		}
+	})
+
+	t.Run("author of a version saved after the handler's check", func(t *testing.T) {
+		conn := f.submitted(workflow.ExampleContract())
+		f.transition(conn.ID, workflow.EventRequestChanges, a2, "fewer GPUs")
+		c2 := workflow.ExampleContract()
+		c2.Scheduling.Guaranteed[0].Count = 1
+		if _, _, err := f.db.SaveContract(ctx, conn.ID, 1, c2, a1, f.tick()); err != nil {
+			t.Fatal(err)
+		}
+		f.transition(conn.ID, workflow.EventSubmit, f.owner, "")
+		before := f.snapshot()
+		if _, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrNotIndependent) {
+			t.Errorf("approval by an author: error = %v, want ErrNotIndependent", err)
+		}
+		f.assertUnchanged(before, "an approval by an author")
+	})
+
+	t.Run("requester", func(t *testing.T) {
+		conn := f.submitted(workflow.ExampleContract())
+		before := f.snapshot()
+		if _, _, err := f.db.Approve(ctx, conn.ID, f.owner, f.pin(conn.ID), "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrNotIndependent) {
+			t.Errorf("approval by the requester: error = %v, want ErrNotIndependent", err)
+		}
+		f.assertUnchanged(before, "an approval by the requester")
+	})
+}

@@ -254,6 +254,9 @@ func (s *Server) loadConnection(c echo.Context) (workflow.Principal, store.Conne
 	if obj.EditorIDs, err = s.opts.DB.EditorIDs(ctx, id); err != nil {
 		return p, conn, obj, err
 	}
+	if obj.SubmitterIDs, err = s.opts.DB.SubmitterIDs(ctx, id); err != nil {
+		return p, conn, obj, err
+	}
 	if obj.ApproverIDs, err = s.opts.DB.ApproverIDs(ctx, id, conn.CurrentVersion); err != nil {
 		return p, conn, obj, err
 	}
@@ -625,6 +628,8 @@ func (s *Server) decide(c echo.Context) error {
 		return rerender(http.StatusConflict, "Not approved: the request no longer fits the cluster's free capacity.", "")
 	case errors.Is(err, errClaimTaken):
 		return rerender(http.StatusConflict, "Not approved: "+strings.TrimPrefix(err.Error(), errClaimTaken.Error()+": ")+".", "")
+	case errors.Is(err, store.ErrNotIndependent):
+		return echo.NewHTTPError(http.StatusForbidden, "Not approved: nobody approves a request they filed, submitted or edited.")
 	case errors.Is(err, store.ErrUnpinned):
 		return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
 	case errors.Is(err, store.ErrAlreadyDecided):
