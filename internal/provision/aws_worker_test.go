@@ -363,7 +363,13 @@ func TestWorkerAWSPermanentErrorStopsTheJob(t *testing.T) {
 
 // The Unified Studio mode makes a DataZone connection instead of a domain.
 func TestWorkerAWSUnifiedStudio(t *testing.T) {
+	// The approval pins the plan: file the contract in Unified Studio
+	// mode so that the plan approved is the plan the worker builds.
+	editContract = func(c *workflow.Contract) {
+		c.StudioMode, c.UnifiedDomainID, c.UnifiedProjectID = workflow.StudioUnified, awstest.UnifiedDomainID, awstest.UnifiedProjectID
+	}
 	b := newAWSBed(t, 1)
+	editContract = nil
 	w := b.worker("w1", &fakeCluster{})
 	w.Plans = func(ctx context.Context, id int64, v int) (provision.Plan, error) {
 		ver, err := b.db.Version(ctx, id, v)

@@ -158,6 +158,11 @@ func newBedWith(t *testing.T, settings provision.ClusterSettings) *bed {
 	return b
 }
 
+// editContract, when set, changes the contract bed.approve files (the
+// approval pins the plan of the contract as filed). Tests here do not run
+// in parallel.
+var editContract func(*workflow.Contract)
+
 // approve creates, submits and approves a connection for team.
 func (b *bed) approve(team string) (store.Connection, store.Job) {
 	b.t.Helper()
@@ -169,6 +174,9 @@ func (b *bed) approve(team string) (store.Connection, store.Job) {
 	by := store.Actor{ID: u.ID, Email: u.Email}
 	c := workflow.ExampleContract()
 	c.Team, c.Namespaces = team, []string{"hyperpod-ns-" + team}
+	if editContract != nil {
+		editContract(&c)
+	}
 	conn, err := b.db.CreateConnection(ctx, c, by, b.clock.Now())
 	if err != nil {
 		b.t.Fatal(err)
@@ -176,7 +184,20 @@ func (b *bed) approve(team string) (store.Connection, store.Job) {
 	if _, err := b.db.Transition(ctx, conn.ID, workflow.EventSubmit, by, "", store.Expect{}, b.clock.Now()); err != nil {
 		b.t.Fatal(err)
 	}
-	if conn, _, err = b.db.Approve(ctx, conn.ID, by, store.Expect{}, "ok", 1, nil, b.clock.Now()); err != nil {
+	ver, err := b.db.Version(ctx, conn.ID, 1)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	plan, err := provision.BuildPlan(conn.ID, 1, ver.Hash, ver.Contract, b.settings)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	// An admin independent of the request approves it.
+	a, err := b.db.RecordLogin(ctx, "https://idp.example.test", "admin-"+team, "admin-"+team+"@example.test", "admin", nil, b.clock.Now())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if conn, _, err = b.db.Approve(ctx, conn.ID, store.Actor{ID: a.ID, Email: a.Email}, store.Expect{Version: 1, Hash: ver.Hash, PlanHash: plan.Hash()}, "ok", 1, nil, b.clock.Now()); err != nil {
 		b.t.Fatal(err)
 	}
 	jobs, err := b.db.JobsFor(ctx, conn.ID)

@@ -203,7 +203,7 @@ func BenchmarkApprove(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				c := todo[i]
-				got, _, err := db.Approve(ctx, c.id, admin, store.Expect{Version: 1, Hash: c.hash}, "ok", 1, bc.check, now)
+				got, _, err := db.Approve(ctx, c.id, admin, store.Expect{Version: 1, Hash: c.hash, PlanHash: "plan"}, "ok", 1, bc.check, now)
 				if err != nil || got.State != workflow.StateApproved {
 					b.Fatalf("Approve(%d) = %s, %v", c.id, got.State, err)
 				}

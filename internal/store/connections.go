@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -244,8 +245,34 @@ func versionHash(ctx context.Context, q queryer, id int64, v int) (string, error
 	return h, nil
 }
 
+// ErrUnpinned refuses an approval that does not name the version, the
+// contract hash and the plan hash it approves.
+var ErrUnpinned = errors.New("store: an approval must name the version, the contract hash and the plan hash it approves")
+
+// ErrNotIndependent refuses an approval by the requester, by an author of
+// any version or by someone who submitted the request.
+var ErrNotIndependent = errors.New("store: nobody approves a request they filed, submitted or edited")
+
+func checkIndependent(ctx context.Context, tx *sql.Tx, cur Connection, by Actor) error {
+	if by.ID == cur.RequesterID {
+		return ErrNotIndependent
+	}
+	editors, err := column[int64](ctx, tx, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ?`, cur.ID)
+	if err != nil {
+		return err
+	}
+	submitters, err := submitterIDs(ctx, tx, cur.ID)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(editors, by.ID) || slices.Contains(submitters, by.ID) {
+		return ErrNotIndependent
+	}
+	return nil
+}
+
 // Expect pins the version (and hash) a decision was made on. Zero values
-// skip the check.
+// skip the check, except in Approve, which requires all three.
 type Expect struct {
 	Version int
 	Hash    string
@@ -350,6 +377,12 @@ type CapacityCheck func(inventory map[string]int, committed []workflow.Capacity)
 func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, reason string, needed int, check CapacityCheck, now time.Time) (Connection, int, error) {
 	var count int
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		// An approval names exactly what it approves: without the version,
+		// the contract hash and the plan hash it would approve whatever is
+		// current and queue an unpinned job.
+		if expect.Version == 0 || expect.Hash == "" || expect.PlanHash == "" {
+			return ErrUnpinned
+		}
 		cur, err := getConn(ctx, tx, id)
 		if err != nil {
 			return err
@@ -359,6 +392,12 @@ func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, rea
 		}
 		next, err := workflow.Transition(cur.State, workflow.EventApprove, now)
 		if err != nil {
+			return err
+		}
+		// Independence, against the rows as they are now: the handler's
+		// check ran before this transaction, and the request may have been
+		// edited or resubmitted since.
+		if err := checkIndependent(ctx, tx, cur, by); err != nil {
 			return err
 		}
 		v, err := getVersion(ctx, tx, id, cur.CurrentVersion)
@@ -396,8 +435,11 @@ func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, rea
 				return fmt.Errorf("store: approve: %w", err)
 			}
 			// The approval and its provisioning job commit together. The
-			// plan hash is the one the approver saw (empty when approved
-			// without a plan page, e.g. by tests); the worker checks it.
+			// plan hash is the one the approver saw; the worker checks it.
+			// A provisioning job is never queued unpinned.
+			if expect.PlanHash == "" {
+				return ErrUnpinned
+			}
 			if _, err := enqueueJob(ctx, tx, id, JobProvision, v.Version, expect.PlanHash, now); err != nil {
 				return fmt.Errorf("store: approve: %w", err)
 			}
@@ -492,6 +534,17 @@ FROM decisions d JOIN users u ON u.id = d.actor_id WHERE d.connection_id = ? ORD
 // EditorIDs returns everyone who authored a version of the connection.
 func (d *DB) EditorIDs(ctx context.Context, id int64) ([]int64, error) {
 	return column[int64](ctx, d.sql, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ? ORDER BY author_id`, id)
+}
+
+// SubmitterIDs returns every user who submitted the connection, from its
+// audit events.
+func (d *DB) SubmitterIDs(ctx context.Context, id int64) ([]int64, error) {
+	return submitterIDs(ctx, d.sql, id)
+}
+
+func submitterIDs(ctx context.Context, q queryer, id int64) ([]int64, error) {
+	return column[int64](ctx, q, `SELECT DISTINCT actor_id FROM audit_events
+WHERE object_type = 'connection' AND object_id = ? AND action = 'connection.submit' AND actor_id IS NOT NULL ORDER BY actor_id`, id)
 }
 
 // ApproverIDs returns the admins who approved the given version.

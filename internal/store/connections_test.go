@@ -83,11 +83,26 @@ func (f *fixture) transition(id int64, ev workflow.Event, by store.Actor, reason
 
 func (f *fixture) approve(id int64, by store.Actor, needed int) (store.Connection, int) {
 	f.t.Helper()
-	conn, n, err := f.db.Approve(f.t.Context(), id, by, store.Expect{}, "looks good", needed, nil, f.tick())
+	conn, n, err := f.db.Approve(f.t.Context(), id, by, f.pin(id), "looks good", needed, nil, f.tick())
 	if err != nil {
 		f.t.Fatalf("Approve(%d): %v", id, err)
 	}
 	return conn, n
+}
+
+// pin names the connection's current version, its hash and a plan hash,
+// as the decide form does.
+func (f *fixture) pin(id int64) store.Expect {
+	f.t.Helper()
+	c, err := f.db.Connection(f.t.Context(), id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	v, err := f.db.Version(f.t.Context(), id, c.CurrentVersion)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return store.Expect{Version: v.Version, Hash: v.Hash, PlanHash: "plan-" + v.Hash[:8]}
 }
 
 // submitted creates a connection and submits it.
@@ -529,7 +544,7 @@ func TestApprove(t *testing.T) {
 	t.Run("one approval needed", func(t *testing.T) {
 		conn := f.submitted(workflow.ExampleContract())
 		at := f.now.Add(time.Second)
-		got, n, err := f.db.Approve(ctx, conn.ID, a1, store.Expect{Version: 1, Hash: h}, "ok", 1, nil, at)
+		got, n, err := f.db.Approve(ctx, conn.ID, a1, store.Expect{Version: 1, Hash: h, PlanHash: "plan"}, "ok", 1, nil, at)
 		f.now = at
 		if err != nil {
 			t.Fatalf("Approve: %v", err)
@@ -557,7 +572,7 @@ func TestApprove(t *testing.T) {
 		}
 
 		before := f.snapshot()
-		_, _, err := f.db.Approve(ctx, conn.ID, a1, store.Expect{Version: 1, Hash: h}, "again", 2, nil, f.tick())
+		_, _, err := f.db.Approve(ctx, conn.ID, a1, store.Expect{Version: 1, Hash: h, PlanHash: "plan"}, "again", 2, nil, f.tick())
 		if !errors.Is(err, store.ErrAlreadyDecided) {
 			t.Errorf("same admin again: error = %v, want ErrAlreadyDecided", err)
 		}
@@ -577,7 +592,7 @@ func TestApprove(t *testing.T) {
 
 	t.Run("stale after a new version", func(t *testing.T) {
 		conn := f.submitted(workflow.ExampleContract())
-		seen := store.Expect{Version: 1, Hash: h} // the admin opened version 1
+		seen := store.Expect{Version: 1, Hash: h, PlanHash: "plan"} // the admin opened version 1
 		f.transition(conn.ID, workflow.EventRequestChanges, a2, "fewer GPUs")
 		c2 := workflow.ExampleContract()
 		c2.Scheduling.Guaranteed[0].Count = 1
@@ -595,10 +610,30 @@ func TestApprove(t *testing.T) {
 		f.assertUnchanged(before, "a stale approval")
 	})
 
+	t.Run("unpinned", func(t *testing.T) {
+		// An approval that does not name the version, the contract hash
+		// and the plan hash is refused and records nothing: it would
+		// approve whatever is current and queue an unpinned job.
+		conn := f.submitted(workflow.ExampleContract())
+		full := f.pin(conn.ID)
+		for name, e := range map[string]store.Expect{
+			"nothing":      {},
+			"no version":   {Hash: full.Hash, PlanHash: full.PlanHash},
+			"no hash":      {Version: full.Version, PlanHash: full.PlanHash},
+			"no plan hash": {Version: full.Version, Hash: full.Hash},
+		} {
+			before := f.snapshot()
+			if _, _, err := f.db.Approve(ctx, conn.ID, a1, e, "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrUnpinned) {
+				t.Errorf("%s: error = %v, want ErrUnpinned", name, err)
+			}
+			f.assertUnchanged(before, "an unpinned approval ("+name+")")
+		}
+	})
+
 	t.Run("not submitted", func(t *testing.T) {
 		conn := f.create(workflow.ExampleContract())
 		before := f.snapshot()
-		_, _, err := f.db.Approve(ctx, conn.ID, a1, store.Expect{}, "ok", 1, nil, f.tick())
+		_, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", 1, nil, f.tick())
 		var te *workflow.TransitionError
 		if !errors.As(err, &te) || te.From != workflow.StateDraft {
 			t.Errorf("error = %v, want TransitionError from draft", err)
@@ -667,7 +702,7 @@ func TestApproveCapacityCheck(t *testing.T) {
 	}
 
 	before := f.snapshot()
-	_, _, err := f.db.Approve(ctx, target.ID, admin, store.Expect{}, "ok", 1, fits, f.tick())
+	_, _, err := f.db.Approve(ctx, target.ID, admin, f.pin(target.ID), "ok", 1, fits, f.tick())
 	if !errors.Is(err, errFull) {
 		t.Fatalf("Approve over capacity: error = %v, want %v", err, errFull)
 	}
@@ -700,7 +735,7 @@ func TestApproveCapacityCheck(t *testing.T) {
 
 	// Once the revoking connection is gone, 3 + 6 fits in 10.
 	f.transition(revoking.ID, workflow.EventRevocationDone, store.Actor{Email: "system"}, "")
-	got, _, err := f.db.Approve(ctx, target.ID, admin, store.Expect{}, "ok", 1, fits, f.tick())
+	got, _, err := f.db.Approve(ctx, target.ID, admin, f.pin(target.ID), "ok", 1, fits, f.tick())
 	if err != nil || got.State != workflow.StateApproved {
 		t.Errorf("Approve within capacity = %s, %v; want approved", got.State, err)
 	}
@@ -716,7 +751,7 @@ func TestApproveConcurrent(t *testing.T) {
 	f := newFixture(t, admins)
 	ctx := t.Context()
 	conn := f.submitted(workflow.ExampleContract())
-	expect := store.Expect{Version: 1, Hash: workflow.ExampleContract().Hash()}
+	expect := store.Expect{Version: 1, Hash: workflow.ExampleContract().Hash(), PlanHash: "plan"}
 	at := f.tick()
 
 	errs := make([]error, admins)
@@ -1045,4 +1080,55 @@ func TestValidationEnvKnowsTakenNamespacesAndRoles(t *testing.T) {
 	if self := f.db.ValidationEnv(t.Context(), f.now, red.ID, nil); self.RoleTaken(ex.AccessRoleARN) {
 		t.Error("a connection's own role is seen as taken by itself")
 	}
+}
+
+// Approve checks independence inside its transaction, against the rows as
+// they are then: nobody approves a request they filed, submitted or edited
+// (a version saved after the handler's check counts too).
+func TestApproveIndependence(t *testing.T) {
+	f := newFixture(t, 2)
+	ctx := t.Context()
+	a1, a2 := f.admins[0], f.admins[1]
+
+	t.Run("submitter", func(t *testing.T) {
+		conn := f.create(workflow.ExampleContract())
+		f.transition(conn.ID, workflow.EventSubmit, a1, "") // a1 submits the owner's draft
+		ids, err := f.db.SubmitterIDs(ctx, conn.ID)
+		if err != nil || len(ids) != 1 || ids[0] != a1.ID {
+			t.Fatalf("SubmitterIDs = %v, %v; want [%d]", ids, err, a1.ID)
+		}
+		before := f.snapshot()
+		if _, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrNotIndependent) {
+			t.Errorf("approval by the submitter: error = %v, want ErrNotIndependent", err)
+		}
+		f.assertUnchanged(before, "an approval by the submitter")
+		if got, _, err := f.db.Approve(ctx, conn.ID, a2, f.pin(conn.ID), "ok", 1, nil, f.tick()); err != nil || got.State != workflow.StateApproved {
+			t.Errorf("approval by another admin = %s, %v; want approved", got.State, err)
+		}
+	})
+
+	t.Run("author of a version saved after the handler's check", func(t *testing.T) {
+		conn := f.submitted(workflow.ExampleContract())
+		f.transition(conn.ID, workflow.EventRequestChanges, a2, "fewer GPUs")
+		c2 := workflow.ExampleContract()
+		c2.Scheduling.Guaranteed[0].Count = 1
+		if _, _, err := f.db.SaveContract(ctx, conn.ID, 1, c2, a1, f.tick()); err != nil {
+			t.Fatal(err)
+		}
+		f.transition(conn.ID, workflow.EventSubmit, f.owner, "")
+		before := f.snapshot()
+		if _, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrNotIndependent) {
+			t.Errorf("approval by an author: error = %v, want ErrNotIndependent", err)
+		}
+		f.assertUnchanged(before, "an approval by an author")
+	})
+
+	t.Run("requester", func(t *testing.T) {
+		conn := f.submitted(workflow.ExampleContract())
+		before := f.snapshot()
+		if _, _, err := f.db.Approve(ctx, conn.ID, f.owner, f.pin(conn.ID), "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrNotIndependent) {
+			t.Errorf("approval by the requester: error = %v, want ErrNotIndependent", err)
+		}
+		f.assertUnchanged(before, "an approval by the requester")
+	})
 }

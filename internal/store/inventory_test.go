@@ -65,7 +65,7 @@ func TestObservedInventoryWithManualOverride(t *testing.T) {
 		}
 		return nil
 	}
-	if _, _, err := f.db.Approve(ctx, target.ID, admin, store.Expect{}, "ok", 1, fits, f.tick()); err == nil || seen[p5] != 6 {
+	if _, _, err := f.db.Approve(ctx, target.ID, admin, f.pin(target.ID), "ok", 1, fits, f.tick()); err == nil || seen[p5] != 6 {
 		t.Errorf("Approve of 7 on 6 observed = %v (inventory seen %v)", err, seen)
 	}
 	// The admin overrides p5 to 8 (the cluster cannot tell of two nodes
@@ -73,7 +73,7 @@ func TestObservedInventoryWithManualOverride(t *testing.T) {
 	if err := f.db.SetInventory(ctx, "shared-hp", p5, 8, admin, f.tick()); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := f.db.Approve(ctx, target.ID, admin, store.Expect{}, "ok", 1, fits, f.tick()); err != nil || got.State != workflow.StateApproved {
+	if got, _, err := f.db.Approve(ctx, target.ID, admin, f.pin(target.ID), "ok", 1, fits, f.tick()); err != nil || got.State != workflow.StateApproved {
 		t.Errorf("Approve with the override = %s, %v", got.State, err)
 	}
 }

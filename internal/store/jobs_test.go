@@ -97,7 +97,7 @@ func TestApproveQueuesOneJob(t *testing.T) {
 	t.Run("completing approval", func(t *testing.T) {
 		conn := f.submitted(workflow.ExampleContract())
 		at := f.tick()
-		if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], store.Expect{}, "ok", 1, nil, at); err != nil {
+		if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], f.pin(conn.ID), "ok", 1, nil, at); err != nil {
 			t.Fatal(err)
 		}
 		js := f.jobs(conn.ID)
@@ -106,8 +106,8 @@ func TestApproveQueuesOneJob(t *testing.T) {
 		}
 		j := js[0]
 		if j.Kind != store.JobProvision || j.State != store.JobQueued || j.Version != 1 || j.Attempts != 0 ||
-			j.PlanHash != "" || !j.NotBefore.Equal(at) || !j.CreatedAt.Equal(at) || !j.LeaseUntil.IsZero() {
-			t.Errorf("job = %+v, want a provision job queued at %s for version 1", j, at)
+			j.PlanHash != f.pin(conn.ID).PlanHash || !j.NotBefore.Equal(at) || !j.CreatedAt.Equal(at) || !j.LeaseUntil.IsZero() {
+			t.Errorf("job = %+v, want a provision job queued at %s for version 1 pinned to the plan", j, at)
 		}
 	})
 
@@ -126,7 +126,7 @@ func TestApproveQueuesOneJob(t *testing.T) {
 	t.Run("refused approval queues nothing", func(t *testing.T) {
 		conn := f.submitted(workflow.ExampleContract())
 		refuse := func(map[string]int, []workflow.Capacity) error { return errors.New("over capacity") }
-		if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], store.Expect{}, "ok", 1, refuse, f.tick()); err == nil {
+		if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], f.pin(conn.ID), "ok", 1, refuse, f.tick()); err == nil {
 			t.Fatal("Approve with a failing capacity check succeeded")
 		}
 		if js := f.jobs(conn.ID); len(js) != 0 {
@@ -143,7 +143,7 @@ VALUES (%d, 'provision', 1, 'queued', '2025-03-01T09:00:00.000000000Z', '2025-03
 			t.Fatal(err)
 		}
 		before := f.snapshot()
-		_, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], store.Expect{}, "ok", 1, nil, f.tick())
+		_, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], f.pin(conn.ID), "ok", 1, nil, f.tick())
 		if !errors.Is(err, store.ErrJobOpen) {
 			t.Errorf("Approve = %v, want ErrJobOpen", err)
 		}

@@ -36,7 +36,7 @@ func TestAdoptAConsoleQuota(t *testing.T) {
 	h.postAs(owner, "/teams/red/connections", form)
 	h.postAs(admin, "/admin/inventory", url.Values{"cluster": {"shared-hp"}, "instance_type": {"ml.p5.48xlarge"}, "count": {"8"}})
 	v, _ := h.db.Version(ctx, 1, 1)
-	if resp, _ := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}}); resp.StatusCode != http.StatusSeeOther {
+	if resp, _ := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {h.planHash(1, 1)}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("approve = %d", resp.StatusCode)
 	}
 	// The job's compute quota step meets the console's quota and stops.

@@ -127,7 +127,7 @@ func TestNoSelfApprovalAndTwoAdminsForRestricted(t *testing.T) {
 	}
 	v, _ := h.db.Version(ctx, 1, 1)
 	decide := func(s session) (*http.Response, string) {
-		return h.postAs(s, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}})
+		return h.postAs(s, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {h.planHash(1, 1)}})
 	}
 	// The filer, although an admin, cannot approve; the page says why.
 	if resp, _ := decide(ownadmin); resp.StatusCode != http.StatusForbidden {

@@ -73,7 +73,7 @@ func TestBorrowOnlyIsRefusedBeforeApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"looks fine"}, "version": {"1"}, "hash": {v.Hash}})
+	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"looks fine"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {h.planHash(1, 1)}})
 	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "cannot be provisioned on this cluster") {
 		t.Errorf("approving a borrow-only contract = %d, want 409 with the reason", resp.StatusCode)
 	}
@@ -217,7 +217,7 @@ func TestApprovalRefusesARoleClaimedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, _ := h.db.Version(context.Background(), 1, 1)
-	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}})
+	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {h.planHash(1, 1)}})
 	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "Not approved: role arn:aws:iam::111122223333:role/red-access is already named by another connection") {
 		t.Errorf("approve = %d; want 409 naming the role", resp.StatusCode)
 	}

@@ -254,6 +254,9 @@ func (s *Server) loadConnection(c echo.Context) (workflow.Principal, store.Conne
 	if obj.EditorIDs, err = s.opts.DB.EditorIDs(ctx, id); err != nil {
 		return p, conn, obj, err
 	}
+	if obj.SubmitterIDs, err = s.opts.DB.SubmitterIDs(ctx, id); err != nil {
+		return p, conn, obj, err
+	}
 	if obj.ApproverIDs, err = s.opts.DB.ApproverIDs(ctx, id, conn.CurrentVersion); err != nil {
 		return p, conn, obj, err
 	}
@@ -574,8 +577,17 @@ func (s *Server) decide(c echo.Context) error {
 	if len(reason) > 2000 {
 		return rerender(http.StatusUnprocessableEntity, "", "Keep the reason under 2000 characters.")
 	}
+	// A decision names exactly what it decides on: the version and the
+	// contract hash, and for an approval the plan hash the admin saw.
+	// Without them it would apply to whatever is current (and an approval
+	// would queue an unpinned job). The store refuses an unpinned approval
+	// again inside its transaction.
+	planHash := c.FormValue("plan_hash")
+	if version <= 0 || hash == "" {
+		return rerender(http.StatusBadRequest, "Not recorded: a decision must name the version and the contract hash it decides on. Reload the page and decide again.", "")
+	}
 	ctx := c.Request().Context()
-	expect := store.Expect{Version: version, Hash: hash, PlanHash: c.FormValue("plan_hash")}
+	expect := store.Expect{Version: version, Hash: hash, PlanHash: planHash}
 	switch decision {
 	case "approve":
 		var cur store.Version
@@ -593,6 +605,9 @@ func (s *Server) decide(c echo.Context) error {
 		// refuse it here, with the reason the plan page shows.
 		if _, perr := provision.BuildPlan(conn.ID, cur.Version, cur.Hash, cur.Contract, s.opts.Cluster); perr != nil {
 			return rerender(http.StatusConflict, "Not approved: this version cannot be provisioned on this cluster: "+perr.Error()+". Request changes instead.", "")
+		}
+		if planHash == "" {
+			return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
 		}
 		env := s.validationEnv(c, conn.ID)
 		check := func(inv map[string]int, committed []workflow.Capacity) error {
@@ -618,6 +633,10 @@ func (s *Server) decide(c echo.Context) error {
 		return rerender(http.StatusConflict, "Not approved: the request no longer fits the cluster's free capacity.", "")
 	case errors.Is(err, errClaimTaken):
 		return rerender(http.StatusConflict, "Not approved: "+strings.TrimPrefix(err.Error(), errClaimTaken.Error()+": ")+".", "")
+	case errors.Is(err, store.ErrNotIndependent):
+		return echo.NewHTTPError(http.StatusForbidden, "Not approved: nobody approves a request they filed, submitted or edited.")
+	case errors.Is(err, store.ErrUnpinned):
+		return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
 	case errors.Is(err, store.ErrAlreadyDecided):
 		return rerender(http.StatusConflict, "You already approved this version; it needs another admin's approval.", "")
 	case err != nil:

@@ -153,7 +153,7 @@ func TestConnectionRequestLifecycle(t *testing.T) {
 	v1, _ := h.db.Version(ctx, 1, 1)
 	decide := func(s session, decision, reason string, version int, hash string) (*http.Response, string) {
 		return h.postAs(s, "/connections/1/decide", url.Values{"decision": {decision}, "reason": {reason},
-			"version": {itoa0(version)}, "hash": {hash}})
+			"version": {itoa0(version)}, "hash": {hash}, "plan_hash": {h.planHash(1, version)}})
 	}
 	// A reason is required.
 	resp, body = decide(admin, "approve", "  ", 1, v1.Hash)

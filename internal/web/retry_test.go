@@ -21,7 +21,7 @@ func TestRetryAFailedProvisioningJob(t *testing.T) {
 	h.postAs(owner, "/teams/red/connections", f)
 	h.postAs(admin, "/admin/inventory", url.Values{"cluster": {"shared-hp"}, "instance_type": {"ml.p5.48xlarge"}, "count": {"8"}})
 	v, _ := h.db.Version(ctx, 1, 1)
-	if resp, _ := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}}); resp.StatusCode != http.StatusSeeOther {
+	if resp, _ := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {h.planHash(1, 1)}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("approve = %d", resp.StatusCode)
 	}
 	// A worker takes the job and it fails for good.

@@ -28,7 +28,7 @@ func approvedConnection(t *testing.T, h *harness, owner, admin session) {
 		t.Fatal(err)
 	}
 	if resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"fits"},
-		"version": {"1"}, "hash": {v1.Hash}}); resp.StatusCode != http.StatusSeeOther {
+		"version": {"1"}, "hash": {v1.Hash}, "plan_hash": {h.planHash(1, 1)}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("approve = %d\n%s", resp.StatusCode, body)
 	}
 }

@@ -61,7 +61,7 @@ func TestSlurmApprovalIsRefusedWithTheManualSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}})
+	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {h.planHash(1, 1)}})
 	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "Not approved: the portal does not set up Slurm connections yet") {
 		t.Fatalf("approving a Slurm contract = %d\n%s", resp.StatusCode, body)
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/testenv"
 	"io"
 	"log/slog"
@@ -808,4 +809,19 @@ func TestLoginWithATabInNextStaysOnSite(t *testing.T) {
 	if u := resp.Request.URL; u.Host != strings.TrimPrefix(strings.TrimPrefix(h.base, "http://"), "https://") || u.Path != "/" {
 		t.Errorf("after login landed on %s, want %s/", u, h.base)
 	}
+}
+
+// planHash is the hash of the plan the approval page shows for version v
+// of connection id ("" when it has none), as the decide form sends it.
+func (h *harness) planHash(id int64, v int) string {
+	h.t.Helper()
+	ver, err := h.db.Version(h.t.Context(), id, v)
+	if err != nil {
+		return "no-such-version"
+	}
+	plan, err := provision.BuildPlan(id, ver.Version, ver.Hash, ver.Contract, h.srv.opts.Cluster)
+	if err != nil {
+		return ""
+	}
+	return plan.Hash()
 }

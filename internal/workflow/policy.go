@@ -46,6 +46,8 @@ type Object struct {
 	RequesterID int64
 	// EditorIDs are all users who saved any version of the contract.
 	EditorIDs []int64
+	// SubmitterIDs are all users who submitted any version of the request.
+	SubmitterIDs []int64
 	// ApproverIDs are the admins who already approved the current version.
 	ApproverIDs        []int64
 	DataClassification DataClassification
@@ -234,14 +236,17 @@ func stateName(s State) string {
 	return fmt.Sprintf("a connection in unknown state %q", s)
 }
 
-// independent: nobody approves a request they filed or a contract they
-// edited, and nobody reviews one either.
+// independent: nobody approves a request they filed or submitted or a
+// contract they edited, and nobody reviews one either.
 func independent(p Principal, o Object, verb string) Decision {
 	if p.UserID == o.RequesterID {
 		return deny("%s filed this request; nobody %s a request they filed or a contract they edited", p.DisplayName(), verb)
 	}
 	if slices.Contains(o.EditorIDs, p.UserID) {
 		return deny("%s edited this contract; nobody %s a request they filed or a contract they edited", p.DisplayName(), verb)
+	}
+	if slices.Contains(o.SubmitterIDs, p.UserID) {
+		return deny("%s submitted this request; nobody %s a request they filed, submitted or edited", p.DisplayName(), verb)
 	}
 	return allow("independent of the request")
 }

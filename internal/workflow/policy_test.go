@@ -77,6 +77,10 @@ var policyTable = []struct {
 	{ActionApprove, redRequest(StateSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionApprove, filedBy(8, StateSubmitted), [8]bool{false, false, false, true, false, false, false, false}},
 	{ActionApprove, editedBy(4, StateSubmitted), [8]bool{false, false, false, false, false, false, false, true}},
+	// Submitting counts toward independence like filing and editing:
+	// ownerRedAdmin (8) submitted ownerRed's draft and cannot approve it.
+	{ActionApprove, submittedBy(8, StateSubmitted), [8]bool{false, false, false, true, false, false, false, false}},
+	{ActionReject, submittedBy(8, StateSubmitted), [8]bool{false, false, false, true, false, false, false, false}},
 	{ActionApprove, approvedBy(DataRestricted, 4), [8]bool{false, false, false, false, false, false, false, true}},
 	{ActionApprove, approvedBy(DataRestricted, 4, 9), [8]bool{}},
 	{ActionApprove, approvedBy(DataInternal, 9), [8]bool{}},
@@ -156,6 +160,14 @@ func filedBy(id int64, s State) Object {
 func editedBy(id int64, s State) Object {
 	o := redRequest(s)
 	o.EditorIDs = []int64{1, id}
+	return o
+}
+
+// submittedBy is a red request filed and edited by ownerRed and submitted
+// by user id.
+func submittedBy(id int64, s State) Object {
+	o := redRequest(s)
+	o.SubmitterIDs = []int64{id}
 	return o
 }
 
