@@ -89,7 +89,7 @@ var specs = []flagSpec{
 	{"log-format", "PORTAL_LOG_FORMAT", "", "text or json (default: text with --dev, json otherwise)", false},
 	{"log-level", "PORTAL_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data", true},
-	{"dev-allow-remote", "PORTAL_DEV_ALLOW_REMOTE", "false", "let --dev listen on a non-loopback address (anyone reaching it can sign in as any demo user)", true},
+	{"dev-allow-remote", "PORTAL_DEV_ALLOW_REMOTE", "false", "let --dev listen on, or use a --base-url with, a non-loopback address (anyone reaching it can sign in as any demo user)", true},
 	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
 	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
 	{"cluster-settings", "PORTAL_CLUSTER_SETTINGS", "", "YAML file of the shared cluster's settings: namespace prefix, priority classes, ClusterQueue mode, accelerator table, instance types (see the README); empty: the HyperPod task governance defaults", false},
@@ -264,6 +264,11 @@ func (c Config) validate(cmd string) []error {
 	if c.Dev {
 		if err == nil && !isLoopbackHost(host) && !c.DevAllowRemote {
 			errs = append(errs, fmt.Errorf("--dev: refusing to listen on %q, which is not a loopback address: anyone who reaches it could sign in as any demo user. Use --listen=127.0.0.1:PORT, or add --dev-allow-remote if you really mean it", c.Listen))
+		}
+		if c.BaseURL != "" && !c.DevAllowRemote {
+			if u, perr := url.Parse(c.BaseURL); perr == nil && u.Host != "" && !isLoopbackHost(u.Hostname()) {
+				errs = append(errs, fmt.Errorf("--dev: refusing --base-url %q, which is not a loopback address: anyone who reaches it could sign in as any demo user. Use --base-url=http://127.0.0.1:PORT, or add --dev-allow-remote if you really mean it", c.BaseURL))
+			}
 		}
 		if c.OIDCIssuer != "" || c.OIDCClientID != "" || c.OIDCClientSecretFile != "" {
 			errs = append(errs, errors.New("--dev uses the built-in identity provider: drop --oidc-issuer, --oidc-client-id and --oidc-client-secret-file, or drop --dev"))

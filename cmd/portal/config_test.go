@@ -195,6 +195,24 @@ func TestParseConfig(t *testing.T) {
 			},
 		},
 		{
+			name:    "dev with a non-loopback base URL",
+			args:    []string{"--dev", "--base-url=http://portal.example.com:8080"},
+			wantErr: []string{`--dev: refusing --base-url "http://portal.example.com:8080"`, "--dev-allow-remote"},
+		},
+		{
+			name:    "dev with a non-loopback https base URL",
+			args:    []string{"--dev", "--base-url=https://10.0.0.5"},
+			wantErr: []string{`--dev: refusing --base-url "https://10.0.0.5"`},
+		},
+		{
+			name: "dev with a loopback base URL",
+			args: []string{"--dev", "--base-url=http://localhost:8080"},
+		},
+		{
+			name: "dev with a non-loopback base URL when allowed",
+			args: []string{"--dev", "--dev-allow-remote", "--base-url=http://portal.example.com:8080"},
+		},
+		{
 			name: "dev on IPv6 loopback",
 			args: []string{"--dev", "--listen=[::1]:8080"},
 		},

@@ -40,6 +40,18 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return nil, fmt.Errorf("store: open: create directory for %s: %w", path, err)
 		}
+		// The database holds sessions and the audit log: owner-only (0600).
+		// SQLite creates the -wal and -shm files with the database file's
+		// permissions, so creating it 0600 first covers them too; an older
+		// file created under a looser umask is tightened here.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+		f.Close()
+		if err := restrictFiles(path); err != nil {
+			return nil, err
+		}
 	}
 	q := url.Values{}
 	for _, p := range []string{"journal_mode(WAL)", "foreign_keys(1)", "busy_timeout(5000)", "synchronous(NORMAL)"} {
@@ -63,7 +75,33 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if path != ":memory:" {
+		if err := restrictFiles(path); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	return &DB{sql: db, path: path}, nil
+}
+
+// restrictFiles makes the database file and its -wal and -shm files, where
+// they exist, readable and writable by the owner only.
+func restrictFiles(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("store: open %s: %w", path, err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+				return fmt.Errorf("store: open %s: restrict permissions of %s: %w", path, p, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Close closes the database.
