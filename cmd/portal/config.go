@@ -313,6 +313,9 @@ func readSecretFile(flagName, path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--%s: %w", flagName, err)
 	}
+	if err := ownerOnly(flagName, path); err != nil {
+		return "", err
+	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
 		return "", fmt.Errorf("--%s: %s is empty", flagName, path)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -330,11 +331,46 @@ func loadSessionKey(cfg Config) ([]byte, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("--session-key-file: %w", err)
 	}
+	if err := ownerOnly("session-key-file", cfg.SessionKeyFile); err != nil {
+		return nil, err
+	}
 	key := []byte(strings.TrimSpace(string(b)))
-	if len(key) < 32 {
-		return nil, fmt.Errorf("--session-key-file: %s holds %d bytes; use at least 32 random bytes (e.g. `openssl rand -hex 32`)", cfg.SessionKeyFile, len(key))
+	if n := decodedKeyLen(string(key)); n < 32 {
+		return nil, fmt.Errorf("--session-key-file: %s holds %d random bytes (hex or base64 decoded); use at least 32 (e.g. `openssl rand -hex 32`)", cfg.SessionKeyFile, n)
 	}
 	return key, nil
+}
+
+// decodedKeyLen is how many bytes a key file's text stands for: hex first
+// (what `openssl rand -hex` writes), then standard or URL base64, padded or
+// not. Text that is neither counts as 0, so a passphrase is refused: the
+// check is about random bytes, not characters. The key itself stays the
+// text, so that sessions survive a restart with the same file.
+func decodedKeyLen(s string) int {
+	if b, err := hex.DecodeString(s); err == nil {
+		return len(b)
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			return len(b)
+		}
+	}
+	return 0
+}
+
+// ownerOnly refuses a secret file that the group or others may read or
+// write: a session key or client secret readable by another account on the
+// host (or a Kubernetes secret mounted with the default 0644) is a secret
+// no longer. Mount secrets with defaultMode 0400.
+func ownerOnly(flagName, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", flagName, err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("--%s: %s has mode %04o, readable by group or others; make it the owner's only (chmod 600, or defaultMode: 0400 on a Kubernetes secret volume)", flagName, path, perm)
+	}
+	return nil
 }
 
 // seedDev gives a fresh development database a cluster inventory, so that

@@ -208,6 +208,20 @@ func TestServeSecretFiles(t *testing.T) {
 	groups := writeFile(t, filepath.Join(dir, "groups.yaml"),
 		"roles: {admin: [platform-admins]}\nteams:\n  red: {owners: [team-red-owners]}\n")
 	emptySecret := writeFile(t, filepath.Join(dir, "empty.secret"), "")
+	goodSecret := writeFile(t, filepath.Join(dir, "good.secret"), "client-secret\n")
+	// 32 hex characters are 16 random bytes, not 32: refused.
+	const hexShortKey = "00112233445566778899aabbccddeeff"
+	hexShortKeyFile := writeFile(t, filepath.Join(dir, "hexshort.key"), hexShortKey+"\n")
+	// 40 characters that are neither hex nor base64: a passphrase, refused.
+	const phraseKey = "correct horse battery staple, but longer!"
+	phraseKeyFile := writeFile(t, filepath.Join(dir, "phrase.key"), phraseKey+"\n")
+	openKeyFile := writeFile(t, filepath.Join(dir, "open.key"), strings.Repeat("ab", 32)+"\n")
+	openSecret := writeFile(t, filepath.Join(dir, "open.secret"), "client-secret\n")
+	for _, f := range []string{openKeyFile, openSecret} {
+		if err := os.Chmod(f, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
 	blankSecret := writeFile(t, filepath.Join(dir, "blank.secret"), " \n\t\n")
 
 	prodArgs := func(keyFile, secretFile string) []string {
@@ -234,6 +248,28 @@ func TestServeSecretFiles(t *testing.T) {
 			args:    prodArgs(shortKeyFile, emptySecret),
 			want:    []string{"--session-key-file", shortKeyFile},
 			notWant: shortKey,
+		},
+		{
+			name:    "session key of 16 random bytes in hex",
+			args:    prodArgs(hexShortKeyFile, goodSecret),
+			want:    []string{"--session-key-file", hexShortKeyFile, "16 random bytes", "at least 32"},
+			notWant: hexShortKey,
+		},
+		{
+			name:    "session key that is a passphrase",
+			args:    prodArgs(phraseKeyFile, goodSecret),
+			want:    []string{"--session-key-file", phraseKeyFile, "0 random bytes"},
+			notWant: phraseKey,
+		},
+		{
+			name: "session key readable by the group",
+			args: prodArgs(openKeyFile, goodSecret),
+			want: []string{"--session-key-file", openKeyFile, "0640", "readable by group or others"},
+		},
+		{
+			name: "client secret readable by the group",
+			args: prodArgs(goodKeyFile, openSecret),
+			want: []string{"--oidc-client-secret-file", openSecret, "0640", "readable by group or others"},
 		},
 		{
 			name:      "production session key missing",
