@@ -32,10 +32,13 @@ type Config struct {
 	LogLevel             string
 	Dev                  bool
 	DevAllowRemote       bool
-	ShutdownTimeout      time.Duration
-	Kubeconfig           string
-	OnRevoke             string // "lock" or "delete": what revocation does with a team namespace
-	ClusterSettingsFile  string // YAML: namespace prefix, priority classes, ClusterQueue mode, accelerators, instance types
+	// TrustedProxies are the peers whose X-Forwarded-For is believed
+	// (the ingress or load balancer); none by default.
+	TrustedProxies      []*net.IPNet
+	ShutdownTimeout     time.Duration
+	Kubeconfig          string
+	OnRevoke            string // "lock" or "delete": what revocation does with a team namespace
+	ClusterSettingsFile string // YAML: namespace prefix, priority classes, ClusterQueue mode, accelerators, instance types
 
 	// Users' groups from IAM Identity Center's identity store at login
 	// (off when IdentityStoreID is empty), and the AWS settings it needs.
@@ -99,6 +102,7 @@ var specs = []flagSpec{
 	{"identity-store-id", "PORTAL_IDENTITY_STORE_ID", "", "IAM Identity Center identity store id (d-xxxxxxxxxx): users' groups are looked up there at login and replace the token's; empty: groups come from the OIDC provider", false},
 	{"identity-store-user-attribute", "PORTAL_IDENTITY_STORE_USER_ATTRIBUTE", "email", "claim holding the user's Identity Center userName: email, preferred_username or subject", false},
 	{"identity-store-cache-ttl", "PORTAL_IDENTITY_STORE_CACHE_TTL", "5m", "how long a user's identity store groups are reused before asking again", false},
+	{"trusted-proxies", "PORTAL_TRUSTED_PROXIES", "", "comma-separated CIDRs of the reverse proxies (ingress, load balancer) whose X-Forwarded-For names the client; empty: the peer address is the client, forwarded headers are ignored", false},
 	{"aws-settings", "PORTAL_AWS_SETTINGS", "", "YAML file of the AWS side of provisioning (Studio network, identity store, access policies; see the README); empty: plans have no AWS steps (with --dev and no --kubeconfig: built-in example settings, dry run)", false},
 	{"aws-region", "PORTAL_AWS_REGION", "", "AWS region of the shared cluster (default: the settings file's region, else AWS_REGION)", false},
 	{"aws-endpoint-sagemaker", "PORTAL_AWS_ENDPOINT_SAGEMAKER", "", "SageMaker endpoint URL override (a VPC endpoint); empty: the region's default", false},
@@ -155,6 +159,21 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		}
 		return b
 	}
+	cidrs := func(name string) []*net.IPNet {
+		var out []*net.IPNet
+		for _, f := range strings.Split(*vals[name], ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			_, n, err := net.ParseCIDR(f)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--%s: %q is not a CIDR such as 10.0.0.0/16", name, f))
+				continue
+			}
+			out = append(out, n)
+		}
+		return out
+	}
 	c := Config{
 		Listen:               strings.TrimSpace(*vals["listen"]),
 		BaseURL:              strings.TrimRight(strings.TrimSpace(*vals["base-url"]), "/"),
@@ -171,6 +190,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		LogLevel:             strings.TrimSpace(*vals["log-level"]),
 		Dev:                  boolean("dev"),
 		DevAllowRemote:       boolean("dev-allow-remote"),
+		TrustedProxies:       cidrs("trusted-proxies"),
 		ShutdownTimeout:      dur("shutdown-timeout"),
 		Kubeconfig:           strings.TrimSpace(*vals["kubeconfig"]),
 		OnRevoke:             strings.TrimSpace(*vals["on-revoke"]),

@@ -213,6 +213,21 @@ func TestParseConfig(t *testing.T) {
 			args: []string{"--dev", "--dev-allow-remote", "--base-url=http://portal.example.com:8080"},
 		},
 		{
+			name: "trusted proxies",
+			args: []string{"--dev", "--trusted-proxies=10.0.0.0/16, 192.168.1.0/24"},
+			check: func(c Config) string {
+				if len(c.TrustedProxies) != 2 || c.TrustedProxies[0].String() != "10.0.0.0/16" || c.TrustedProxies[1].String() != "192.168.1.0/24" {
+					return fmt.Sprintf("TrustedProxies = %v", c.TrustedProxies)
+				}
+				return ""
+			},
+		},
+		{
+			name:    "trusted proxies that are not CIDRs",
+			args:    []string{"--dev", "--trusted-proxies=10.0.0.1,everyone"},
+			wantErr: []string{`--trusted-proxies: "10.0.0.1" is not a CIDR`, `--trusted-proxies: "everyone" is not a CIDR`},
+		},
+		{
 			name: "dev on IPv6 loopback",
 			args: []string{"--dev", "--listen=[::1]:8080"},
 		},

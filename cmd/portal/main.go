@@ -235,7 +235,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := web.New(web.Options{
-		DB: db, OIDC: auth.NewClient(oidcCfg), Mapping: mapping, Logger: logger,
+		TrustedProxies: cfg.TrustedProxies,
+		DB:             db, OIDC: auth.NewClient(oidcCfg), Mapping: mapping, Logger: logger,
 		BaseURL: baseURL, Version: version, SessionKey: sessionKey,
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime,
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,

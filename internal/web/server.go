@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -26,12 +27,15 @@ import (
 // Options configures the HTTP layer. cmd/portal builds it from the validated
 // Config; tests build it directly.
 type Options struct {
-	DB      *store.DB
-	OIDC    *auth.Client
-	Mapping auth.Mapping
-	Logger  *slog.Logger
-	BaseURL *url.URL
-	Version string
+	// TrustedProxies are the peers whose X-Forwarded-For header names the
+	// client (c.RealIP, logged as remote_ip); nil trusts nobody's.
+	TrustedProxies []*net.IPNet
+	DB             *store.DB
+	OIDC           *auth.Client
+	Mapping        auth.Mapping
+	Logger         *slog.Logger
+	BaseURL        *url.URL
+	Version        string
 
 	// Groups, when set, is where a user's groups come from at login (IAM
 	// Identity Center's identity store, cached): they replace the groups in
@@ -177,9 +181,25 @@ func New(o Options) (*Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = ipExtractor(o.TrustedProxies)
 	s.echo = e
 	s.routes()
 	return s, nil
+}
+
+// ipExtractor believes X-Forwarded-For only from the configured proxies:
+// echo's default would take it from anyone, so any client could write the
+// address the logs record. Loopback, link-local and private peers are not
+// trusted by default either (echo trusts them unless told not to).
+func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range trusted {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 // Handler returns the portal's root HTTP handler.
