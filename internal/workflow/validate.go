@@ -107,7 +107,7 @@ func (e *FieldErrors) Add(field, message string) {
 // they are the reason.
 const (
 	MinPurposeLen      = 20
-	MaxTextLen         = 2000 // free text: purpose, criteria, responses
+	MaxTextLen         = 2000 // free text: purpose, criteria
 	MaxLineLen         = 200  // one-line text: signal names
 	MaxTeamLen         = 40   // HyperPod task governance team names
 	MaxInstanceCount   = 10000
@@ -155,7 +155,13 @@ var (
 // wrote. It reports duplicates that Normalize would silently drop, because
 // the user wrote them and may have meant something else.
 func (c Contract) Validate(env ValidationEnv) FieldErrors {
-	v := &validator{c: c.tidy(), env: env, owners: map[string]bool{}}
+	v := &validator{c: c.tidy(), env: env, owners: map[string]bool{}, over: map[string]string{}}
+	// A value over its cap (limits.go) gets that message in place of any
+	// other rule's: the cap is why a draft holding it is not saved.
+	overs := limitErrors(v.c)
+	for _, fe := range overs {
+		v.over[fe.Field] = fe.Message
+	}
 	v.purposeAndOwners()
 	v.studio()
 	v.cluster()
@@ -165,6 +171,11 @@ func (c Contract) Validate(env ValidationEnv) FieldErrors {
 	v.scheduling()
 	v.monitoring()
 	v.egress()
+	for _, fe := range overs {
+		if v.errs.Get(fe.Field) == "" {
+			v.errs.insertInFormOrder(fe)
+		}
+	}
 	return v.errs
 }
 
@@ -172,10 +183,15 @@ type validator struct {
 	c      Contract
 	env    ValidationEnv
 	errs   FieldErrors
-	owners map[string]bool // OwnerExists answers, asked once per email
+	owners map[string]bool   // OwnerExists answers, asked once per email
+	over   map[string]string // LimitErrors by field
 }
 
 func (v *validator) add(field, format string, a ...any) {
+	if msg, ok := v.over[field]; ok {
+		v.errs.Add(field, msg)
+		return
+	}
 	v.errs.Add(field, fmt.Sprintf(format, a...))
 }
 
@@ -562,8 +578,8 @@ func (v *validator) monitoring() {
 		switch n := runeLen(s.Response); {
 		case n == 0:
 			v.add(f+".response", "required: what the owner does when the signal fires")
-		case n > MaxTextLen:
-			v.add(f+".response", "is too long (%d characters): at most %d", n, MaxTextLen)
+		case n > MaxRowTextLen:
+			v.add(f+".response", "is too long (%d characters): at most %d", n, MaxRowTextLen)
 		case hasControl(s.Response, true):
 			v.add(f+".response", "contains control characters")
 		}
@@ -624,8 +640,8 @@ func (v *validator) egress() {
 		switch n := runeLen(e.Reason); {
 		case n == 0:
 			v.add(f+".reason", "required: why the team's workloads need to reach it")
-		case n > MaxTextLen:
-			v.add(f+".reason", "is too long (%d characters): at most %d", n, MaxTextLen)
+		case n > MaxRowTextLen:
+			v.add(f+".reason", "is too long (%d characters): at most %d", n, MaxRowTextLen)
 		case hasControl(e.Reason, true):
 			v.add(f+".reason", "contains control characters")
 		}
