@@ -41,6 +41,17 @@ type Version struct {
 	CreatedAt    time.Time
 }
 
+// VersionInfo is what a version's history row shows: everything but the
+// contract, whose body (up to workflow.MaxContractJSON) it never reads.
+type VersionInfo struct {
+	ConnectionID int64
+	Version      int
+	Hash         string
+	AuthorID     int64
+	AuthorEmail  string
+	CreatedAt    time.Time
+}
+
 // DecisionRow is an admin's approval, rejection or change request.
 type DecisionRow struct {
 	ID         int64
@@ -217,6 +228,13 @@ func (d *DB) SaveContract(ctx context.Context, id int64, baseVersion int, c work
 		if c.Hash() == curHash {
 			return nil
 		}
+		// The cap on versions, inside the write transaction: of two saves
+		// racing for the last version, the second sees the first's row.
+		// Versions are numbered 1..current_version and never deleted, so
+		// current_version is how many there are.
+		if cur.CurrentVersion >= workflow.MaxVersions {
+			return ErrVersionLimit
+		}
 		changed = true
 		v := cur.CurrentVersion + 1
 		if err := insertVersion(ctx, tx, id, v, c, by, now); err != nil {
@@ -235,6 +253,10 @@ func (d *DB) SaveContract(ctx context.Context, id int64, baseVersion int, c work
 	conn, err := d.Connection(ctx, id)
 	return conn, changed, err
 }
+
+// ErrVersionLimit refuses a save that would add a version to a connection
+// that already has workflow.MaxVersions; nothing is written.
+var ErrVersionLimit = fmt.Errorf("store: a connection keeps at most %d contract versions", workflow.MaxVersions)
 
 func versionHash(ctx context.Context, q queryer, id int64, v int) (string, error) {
 	var h string
@@ -489,17 +511,25 @@ func (d *DB) Version(ctx context.Context, id int64, v int) (Version, error) {
 	return getVersion(ctx, d.sql, id, v)
 }
 
-// Versions returns every version of a connection, newest first, in one query.
-func (d *DB) Versions(ctx context.Context, id int64) ([]Version, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT `+versionCols+` WHERE cv.connection_id = ? ORDER BY cv.version DESC`, id)
+// Versions returns the history of a connection, newest first, in one
+// query: each version's number, hash, author and time, never its contract
+// (a page that shows a contract loads that version alone with Version), so
+// its cost does not grow with the size of the bodies.
+func (d *DB) Versions(ctx context.Context, id int64) ([]VersionInfo, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT cv.connection_id, cv.version, cv.hash, cv.author_id, u.email, cv.created_at
+FROM contract_versions cv JOIN users u ON u.id = cv.author_id WHERE cv.connection_id = ? ORDER BY cv.version DESC`, id)
 	if err != nil {
 		return nil, fmt.Errorf("store: versions: %w", err)
 	}
 	defer rows.Close()
-	var out []Version
+	var out []VersionInfo
 	for rows.Next() {
-		v, err := scanVersion(rows)
-		if err != nil {
+		var v VersionInfo
+		var created string
+		if err := rows.Scan(&v.ConnectionID, &v.Version, &v.Hash, &v.AuthorID, &v.AuthorEmail, &created); err != nil {
+			return nil, fmt.Errorf("store: versions of connection %d: %w", id, err)
+		}
+		if v.CreatedAt, err = parseTime(created); err != nil {
 			return nil, fmt.Errorf("store: versions of connection %d: %w", id, err)
 		}
 		out = append(out, v)

@@ -108,6 +108,7 @@ type ContractForm struct {
 	Errors      map[string]string // form field name -> message
 	Notice      string            // e.g. someone else saved meanwhile
 	SlurmNotice string            // the orchestrator is Slurm, which the portal does not set up
+	Limits      map[string]string // form field name -> its size caps, appended to its help
 
 	StudioModes, Orchestrators, WorkloadTypes, DataClasses, Sharings, Preemptions []Choice
 }

@@ -129,6 +129,7 @@ func (s *Server) formPage(heading, action, cancel string, base int, v views.Cont
 		StudioModes: choicesOf(workflow.StudioModeChoices()), Orchestrators: choicesOf(workflow.OrchestratorChoices()),
 		WorkloadTypes: choicesOf(workflow.WorkloadTypeChoices()), DataClasses: choicesOf(workflow.DataClassificationChoices()),
 		Sharings: choicesOf(workflow.SharingChoices()), Preemptions: choicesOf(workflow.PreemptionChoices()),
+		Limits: limitHelp(),
 	}
 	if strings.TrimSpace(v.Orchestrator) == string(workflow.OrchestratorSlurm) {
 		f.SlurmNotice = "Slurm: " + workflow.SlurmNotSupported + ". You can save and submit it, but an admin will have to request changes or reject it."
@@ -186,10 +187,11 @@ func (s *Server) validationEnv(c echo.Context, exclude int64) workflow.Validatio
 // checkContract parses and validates the form. errs is nil when the
 // contract is valid; savable says whether it may still be kept as a draft:
 // a draft may be incomplete, but never syntactically broken (a count that is
-// not a number), because it must round-trip through the form unchanged.
+// not a number), because it must round-trip through the form unchanged, and
+// never over a size cap (workflow.Limits), because every save keeps a copy.
 func (s *Server) checkContract(c echo.Context, v views.ContractValues, exclude int64) (con workflow.Contract, errs map[string]string, savable bool) {
 	con, syntax := contractFromForm(v)
-	savable = len(syntax) == 0
+	savable = len(syntax) == 0 && len(con.LimitErrors()) == 0
 	errs = mergeFieldErrors(syntax, con.Validate(s.validationEnv(c, exclude)))
 	if len(errs) == 0 {
 		return con, nil, true
@@ -293,11 +295,18 @@ func (s *Server) showConnection(c echo.Context) error {
 // detail builds the detail page's view model.
 func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connection, obj workflow.Object) (views.ConnectionDetail, error) {
 	ctx := c.Request().Context()
+	// The page shows one contract (the current version) and its changes
+	// against one other (the approved or the previous version): it loads
+	// those two bodies, and the history's metadata without bodies, so its
+	// cost does not grow with the number of versions.
 	versions, err := s.opts.DB.Versions(ctx, conn.ID)
 	if err != nil {
 		return views.ConnectionDetail{}, err
 	}
-	cur := versions[0]
+	cur, err := s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion)
+	if err != nil {
+		return views.ConnectionDetail{}, err
+	}
 	base := fmt.Sprintf("/connections/%d", conn.ID)
 	d := views.ConnectionDetail{
 		ID: conn.ID, Team: conn.Team, State: string(conn.State), StateLabel: conn.State.Label(), Purpose: conn.Purpose,
@@ -308,16 +317,23 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		d.Fields = append(d.Fields, views.FieldRow{Label: ch.Label, Value: ch.New})
 	}
 	// Diff against the last approved version, else the previous version.
+	// Versions are numbered 1..current and never deleted.
 	var against *store.Version
-	for i := range versions {
-		if conn.ApprovedVersion > 0 && versions[i].Version == conn.ApprovedVersion && versions[i].Version != cur.Version {
-			against = &versions[i]
-			d.DiffTitle = fmt.Sprintf("Changes since approved version %d", versions[i].Version)
+	switch {
+	case conn.ApprovedVersion > 0 && conn.ApprovedVersion != cur.Version:
+		v, err := s.opts.DB.Version(ctx, conn.ID, conn.ApprovedVersion)
+		if err != nil {
+			return d, err
 		}
-	}
-	if against == nil && len(versions) > 1 {
-		against = &versions[1]
-		d.DiffTitle = fmt.Sprintf("Changes since version %d", versions[1].Version)
+		against = &v
+		d.DiffTitle = fmt.Sprintf("Changes since approved version %d", v.Version)
+	case cur.Version > 1:
+		v, err := s.opts.DB.Version(ctx, conn.ID, cur.Version-1)
+		if err != nil {
+			return d, err
+		}
+		against = &v
+		d.DiffTitle = fmt.Sprintf("Changes since version %d", v.Version)
 	}
 	if against != nil {
 		for _, ch := range workflow.Diff(against.Contract, cur.Contract) {
@@ -360,10 +376,11 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	}
 	s.adoptForm(p, conn, obj, &d)
 	if conn.ApprovedVersion > 0 && conn.State.Committed() && conn.State != workflow.StateRevoking {
-		for _, v := range versions {
-			if v.Version == conn.ApprovedVersion {
-				d.Access = s.accessView(conn, v)
-			}
+		switch {
+		case conn.ApprovedVersion == cur.Version:
+			d.Access = s.accessView(conn, cur)
+		case against != nil && against.Version == conn.ApprovedVersion:
+			d.Access = s.accessView(conn, *against)
 		}
 	}
 	resources, err := s.opts.DB.AWSResources(ctx, conn.ID)
@@ -389,7 +406,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		// Only the approvers of a submitted version get the AWS lookups: they
 		// cost a few AWS reads per view, and drafts change anyway.
 		preview := p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted
-		d.Plan = s.planView(c.Request().Context(), conn, cur, preview)
+		d.Plan = s.planView(c.Request().Context(), conn, cur, preview, seesFullErrors(c))
 	}
 	if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
 		d.Slurm = slurmView(cur.Contract)
@@ -475,6 +492,14 @@ func (s *Server) updateRequest(c echo.Context) error {
 		f.Notice = fmt.Sprintf("Someone saved version %d of this request while you were editing version %d. Nothing was saved. "+
 			"Open the request to see their changes, then edit again; your input is kept below so you can copy it.", stale.Current.CurrentVersion, base)
 		f.Errors = nil
+		return render(c, http.StatusConflict, views.ContractFormPage(s.page(c, "Edit connection request"), f))
+	}
+	if errors.Is(err, store.ErrVersionLimit) {
+		f := s.formPage(heading, action, action, base, v, nil)
+		// Only drafts and requests sent back for changes are edited, and the
+		// owner may withdraw both (workflow's lifecycle).
+		f.Notice = fmt.Sprintf("Nothing was saved: this request already has %d versions, the most one connection keeps. "+
+			"Your input is kept below: copy it, withdraw this request, and file a new one for team %s with it.", workflow.MaxVersions, conn.Team)
 		return render(c, http.StatusConflict, views.ContractFormPage(s.page(c, "Edit connection request"), f))
 	}
 	if err != nil {
@@ -735,8 +760,10 @@ func (s *Server) adminQueue(c echo.Context) error {
 }
 
 // planView builds the provisioning plan of a version for display; with
-// preview, each AWS call is looked up on AWS (Options.AWSPreview).
-func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Version, preview bool) *views.PlanView {
+// preview, each AWS call is looked up on AWS (Options.AWSPreview). Without
+// full (owners and members), a failure's client-go text is reduced to the
+// step and the kind of failure (publicFailure's words).
+func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Version, preview, full bool) *views.PlanView {
 	id := conn.ID
 	pv := &views.PlanView{DryRun: s.opts.DryRun}
 	if fe := v.Contract.Validate(workflow.ValidationEnv{Now: s.opts.Now()}); len(fe) > 0 {
@@ -799,7 +826,11 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 		defer cancel()
 		items, err := s.opts.Live.Drift(cctx, plan)
 		if err != nil {
-			pv.Warnings = append(pv.Warnings, "Could not compare the plan with the cluster: "+err.Error())
+			detail := err.Error()
+			if !full {
+				detail = failureKind(detail) + ". The platform team sees the full error"
+			}
+			pv.Warnings = append(pv.Warnings, "Could not compare the plan with the cluster: "+detail)
 			return pv
 		}
 		byRef := map[string]provision.DriftItem{}

@@ -138,7 +138,7 @@ func contractFromForm(v views.ContractValues) (workflow.Contract, map[string]str
 		c.Scheduling.Guaranteed = append(c.Scheduling.Guaranteed, workflow.Capacity{InstanceType: f[0], Count: n})
 	}
 	if len(bad) > 0 {
-		errs["guaranteed"] = strings.Join(bad, "; ")
+		errs["guaranteed"] = someLines(bad)
 	}
 	bad = nil
 	for i, l := range lines(v.Signals) {
@@ -150,7 +150,7 @@ func contractFromForm(v views.ContractValues) (workflow.Contract, map[string]str
 		c.Signals = append(c.Signals, workflow.Signal{Name: p[0], Owner: p[1], Response: p[2]})
 	}
 	if len(bad) > 0 {
-		errs["signals"] = strings.Join(bad, "; ")
+		errs["signals"] = someLines(bad)
 	}
 	bad = nil
 	for i, l := range lines(v.Egress) {
@@ -174,9 +174,55 @@ func contractFromForm(v views.ContractValues) (workflow.Contract, map[string]str
 		c.EgressAllowances = append(c.EgressAllowances, e)
 	}
 	if len(bad) > 0 {
-		errs["egress"] = strings.Join(bad, "; ")
+		errs["egress"] = someLines(bad)
 	}
 	return c, errs
+}
+
+// limitHelp says each form field's size caps (workflow.Limits), keyed by
+// form field name, for its help text: "At most 2000 characters.", "At most
+// 20 entries; signal: at most 200 characters; ...". The one-line backstop
+// (workflow.MaxOneLineLen) is left out: those fields' own format, which the
+// help states, is stricter.
+func limitHelp() map[string]string {
+	parts := map[string][]string{}
+	for _, l := range workflow.Limits {
+		if l.Rows == 0 && l.Chars == workflow.MaxOneLineLen {
+			continue
+		}
+		path := strings.Replace(l.Field, "[]", "[0]", 1)
+		name, _ := formField(path)
+		phrase := l.What()
+		switch {
+		case l.Rows > 0 && !strings.Contains(l.Field, "[]"):
+			phrase = fmt.Sprintf("at most %d entries", l.Rows)
+		case strings.Contains(l.Field, "[]"):
+			_, part, _ := strings.Cut(workflow.FieldLabel(path), ": ")
+			if l.Rows > 0 {
+				phrase = fmt.Sprintf("%s: at most %d per entry", part, l.Rows)
+			} else {
+				phrase = part + ": " + phrase
+			}
+		}
+		parts[name] = append(parts[name], phrase)
+	}
+	out := make(map[string]string, len(parts))
+	for name, ps := range parts {
+		h := strings.Join(ps, "; ") + "."
+		out[name] = strings.ToUpper(h[:1]) + h[1:]
+	}
+	return out
+}
+
+// someLines keeps a form's list of per-line problems short: the first few,
+// and how many more. A pasted list of thousands of bad lines gets a short
+// answer.
+func someLines(bad []string) string {
+	const shown = 5
+	if len(bad) <= shown {
+		return strings.Join(bad, "; ")
+	}
+	return strings.Join(bad[:shown], "; ") + fmt.Sprintf("; and %d more lines", len(bad)-shown)
 }
 
 var indexRE = regexp.MustCompile(`\[(\d+)\]`)

@@ -244,14 +244,39 @@ func formRank(path string) int {
 }
 
 // insertInFormOrder adds fe after the last problem that the form shows
-// before (or beside) it, so that FieldErrors stay in form order.
+// before it, and before the problems of its own field's rows (a list's
+// "too many rows" comes before what is wrong with its rows), so that
+// FieldErrors stay in form order.
 func (e *FieldErrors) insertInFormOrder(fe FieldError) {
 	r := formRank(fe.Field)
 	at := 0
 	for i, x := range *e {
-		if formRank(x.Field) <= r {
+		if formRank(x.Field) < r {
 			at = i + 1
 		}
 	}
 	*e = append((*e)[:at], append(FieldErrors{fe}, (*e)[at:]...)...)
+}
+
+// capRows cuts every list of c to its row cap, so that the rules that look
+// at each row (some ask the database) do a bounded amount of work; the
+// rows beyond the cap are refused by LimitErrors anyway.
+func capRows(c Contract) Contract {
+	c.WorkloadTypes = firstRows(c.WorkloadTypes, len(AllWorkloadTypes))
+	c.Namespaces = firstRows(c.Namespaces, MaxNamespaces)
+	c.Scheduling.Guaranteed = firstRows(c.Scheduling.Guaranteed, MaxGuaranteedRows)
+	c.Scheduling.PriorityClasses = firstRows(c.Scheduling.PriorityClasses, MaxPriorityClasses)
+	c.Signals = firstRows(c.Signals, MaxSignals)
+	c.EgressAllowances = firstRows(c.EgressAllowances, MaxEgressRows)
+	for i := range c.EgressAllowances {
+		c.EgressAllowances[i].Ports = firstRows(c.EgressAllowances[i].Ports, MaxPortsPerEgress)
+	}
+	return c
+}
+
+func firstRows[T any](l []T, n int) []T {
+	if len(l) > n {
+		return l[:n:n]
+	}
+	return l
 }

@@ -239,3 +239,20 @@ func TestLargestContractSize(t *testing.T) {
 		t.Errorf("the largest contract is %d bytes of JSON: MaxContractJSON (%d) overstates it", n, MaxContractJSON)
 	}
 }
+
+// TestValidateChecksOnlyTheRowsUnderTheCap: the per-row rules, some of
+// which ask the database, see at most the capped rows of a huge list.
+func TestValidateChecksOnlyTheRowsUnderTheCap(t *testing.T) {
+	c := ExampleContract()
+	setRows(t, &c, "namespaces", 50000)
+	asked := 0
+	env := testEnv()
+	env.NamespaceTaken = func(string) bool { asked++; return false }
+	fe := c.Validate(env)
+	if fe.Get("namespaces") == "" {
+		t.Error("no message for 50000 namespaces")
+	}
+	if asked > MaxNamespaces {
+		t.Errorf("NamespaceTaken asked %d times, want at most %d", asked, MaxNamespaces)
+	}
+}

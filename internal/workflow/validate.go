@@ -162,6 +162,7 @@ func (c Contract) Validate(env ValidationEnv) FieldErrors {
 	for _, fe := range overs {
 		v.over[fe.Field] = fe.Message
 	}
+	v.c = capRows(v.c)
 	v.purposeAndOwners()
 	v.studio()
 	v.cluster()
