@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,12 @@ func TestContractImportAndAuditVerify(t *testing.T) {
 	bad.AccountID = "12"
 	badFile := filepath.Join(dir, "bad.json")
 	os.WriteFile(badFile, bad.Canonical(), 0o600)
+	// Over a size cap (workflow.Limits): import applies the form's caps.
+	long := ex
+	long.Signals = slices.Clone(ex.Signals)
+	long.Signals[0].Response = strings.Repeat("r", workflow.MaxRowTextLen+1)
+	longFile := filepath.Join(dir, "long.json")
+	os.WriteFile(longFile, long.Canonical(), 0o600)
 	unknown := filepath.Join(dir, "unknown.json")
 	os.WriteFile(unknown, []byte(`{"team":"red","surprise":1}`), 0o600)
 
@@ -88,6 +95,9 @@ func TestContractImportAndAuditVerify(t *testing.T) {
 	}
 	if _, err := runCmd("contract", "import", badFile, "--as", "owner.red@example.test", "--db", dbPath); err == nil || !strings.Contains(err.Error(), "account_id") || !strings.Contains(err.Error(), "nothing was imported") {
 		t.Errorf("bad contract import: %v", err)
+	}
+	if _, err := runCmd("contract", "import", longFile, "--as", "owner.red@example.test", "--db", dbPath); err == nil || !strings.Contains(err.Error(), "signals[0].response: is too long (501 characters): at most 500") || !strings.Contains(err.Error(), "nothing was imported") {
+		t.Errorf("over-cap contract import: %v", err)
 	}
 	if _, err := runCmd("contract", "import", unknown, "--as", "owner.red@example.test", "--db", dbPath); err == nil || !strings.Contains(err.Error(), "surprise") {
 		t.Errorf("unknown field import: %v", err)

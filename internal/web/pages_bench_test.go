@@ -122,3 +122,79 @@ func BenchmarkPagesAtScale(b *testing.B) {
 		})
 	}
 }
+
+// largeContract is a valid contract near the caps: free text at its cap
+// in two-byte characters, every list of rows full.
+func largeContract() workflow.Contract {
+	c := workflow.ExampleContract()
+	c.BusinessPurpose = strings.Repeat("é", workflow.MaxTextLen)
+	c.DecommissionCriteria = strings.Repeat("é", workflow.MaxTextLen)
+	c.Signals = nil
+	for i := range workflow.MaxSignals {
+		c.Signals = append(c.Signals, workflow.Signal{Name: fmt.Sprintf("signal %d", i), Owner: "owner.red@example.test", Response: strings.Repeat("é", workflow.MaxRowTextLen)})
+	}
+	c.EgressAllowances = nil
+	for i := range workflow.MaxEgressRows {
+		e := workflow.Egress{Destination: fmt.Sprintf("host-%d.example.com", i), Reason: strings.Repeat("é", workflow.MaxRowTextLen)}
+		for p := range workflow.MaxPortsPerEgress {
+			e.Ports = append(e.Ports, 8000+p)
+		}
+		c.EgressAllowances = append(c.EgressAllowances, e)
+	}
+	return c
+}
+
+// seedVersions inserts connection id with n versions of c (each a little
+// different), straight into the tables: the store keeps at most
+// workflow.MaxVersions, and the benchmark goes past it to show the page
+// does not depend on it.
+func seedVersions(tb testing.TB, h *harness, id int64, n int, c workflow.Contract) {
+	tb.Helper()
+	stmts := []string{fmt.Sprintf(`INSERT INTO connections (id, team, state, cluster_name, purpose, current_version, requester_id, created_at, updated_at)
+		SELECT %d, 'red', 'draft', 'shared-hp', 'Large contract', %d, id, '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z' FROM users WHERE email = 'owner.red@example.test'`, id, n)}
+	for v := 1; v <= n; v++ {
+		c.ReviewCadenceDays = 7 + v%300
+		body := strings.ReplaceAll(string(c.Canonical()), "'", "''")
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO contract_versions (connection_id, version, body, hash, namespaces, author_id, created_at)
+			SELECT %d, %d, '%s', '%s', 'hyperpod-ns-red', requester_id, created_at FROM connections WHERE id = %d`, id, v, body, c.Hash(), id))
+	}
+	if err := h.db.ExecForTest(context.Background(), stmts...); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkDetailPage serves the detail page of a connection with 1, 50
+// and 200 versions of a contract near the size caps, as an admin (who gets
+// every part of the page). The page loads the history's metadata and two
+// contracts, so time and allocations stay flat as versions grow.
+//
+//	go test -run x -bench DetailPage -benchmem ./internal/web
+func BenchmarkDetailPage(b *testing.B) {
+	t := &testing.T{}
+	h := newHarness(t, false)
+	h.signIn("owner.red") // the requester
+	admin := h.signIn("admin")
+	c := largeContract()
+	if fe := c.Validate(workflow.ValidationEnv{Now: time.Now()}); len(fe) > 0 {
+		b.Fatalf("the large contract is invalid: %v", fe)
+	}
+	b.Logf("contract body: %d bytes", len(c.Canonical()))
+	for i, n := range []int{1, 50, 200} {
+		id := int64(100 + i)
+		seedVersions(b, h, id, n, c)
+		b.Run(fmt.Sprintf("versions=%d", n), func(b *testing.B) {
+			url := fmt.Sprintf("%s/connections/%d", h.base, id)
+			for b.Loop() {
+				resp, err := admin.c.Get(url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("GET %s = %d", url, resp.StatusCode)
+				}
+			}
+		})
+	}
+}
