@@ -12,6 +12,10 @@
 //     FieldLabel for people. ValidationEnv brings in what lies outside the
 //     contract: the clock, the configured instance types, and the store's
 //     answers to "does this owner exist" and "is this namespace taken".
+//   - Limits (limits.go): the size cap of every text and list of the
+//     contract, in one table that validation (LimitErrors, which drafts must
+//     pass too, and Validate), the form's help and the README read, and
+//     MaxVersions, the versions one connection keeps.
 //   - Canonical JSON, Hash, DecodeContract and Diff (canonical.go): a
 //     version's identity is the SHA-256 of its canonical JSON, approvals bind
 //     to it, and Diff shows two versions field by field.

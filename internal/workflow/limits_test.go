@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -254,5 +255,49 @@ func TestValidateChecksOnlyTheRowsUnderTheCap(t *testing.T) {
 	}
 	if asked > MaxNamespaces {
 		t.Errorf("NamespaceTaken asked %d times, want at most %d", asked, MaxNamespaces)
+	}
+}
+
+// TestREADMEListsEveryLimit: the README's table of limits names every
+// field of Limits with its cap, and the version and size bounds.
+func TestREADMEListsEveryLimit(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(b), "\n### Limits\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var table []string
+	for line := range strings.SplitSeq(section, "\n") {
+		if strings.HasPrefix(line, "| `") || strings.HasPrefix(line, "| every other text") {
+			table = append(table, line)
+		}
+	}
+	for _, l := range Limits {
+		want := strings.TrimPrefix(l.What(), "at most ")
+		found := false
+		for _, line := range table {
+			if strings.Contains(line, "`"+l.Field+"`") {
+				found = true
+				if !strings.Contains(line, "| "+want) {
+					t.Errorf("README: %s is listed without its cap %q: %s", l.Field, want, line)
+				}
+			}
+		}
+		if !found && l.Chars == MaxOneLineLen {
+			for _, line := range table {
+				if strings.HasPrefix(line, "| every other text") {
+					found = strings.Contains(line, "| "+strconv.Itoa(MaxOneLineLen)+" characters")
+				}
+			}
+		}
+		if !found {
+			t.Errorf("README's table of limits lacks %s (%s)", l.Field, l.What())
+		}
+	}
+	for _, want := range []string{"At most " + strconv.Itoa(MaxVersions) + " versions per connection", "at most " + strconv.Itoa(MaxContractJSON>>10) + " KiB"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("README lacks %q", want)
+		}
 	}
 }
