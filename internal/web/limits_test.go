@@ -139,6 +139,21 @@ func TestManyBadLinesGetAShortAnswer(t *testing.T) {
 	}
 }
 
+// TestMessagesQuoteAShortPartOfTheInput: a message quotes at most a short
+// part of a huge malformed value (the field keeps all of it).
+func TestMessagesQuoteAShortPartOfTheInput(t *testing.T) {
+	v := formFromContract(workflow.ExampleContract())
+	v.FairShareWeight = strings.Repeat("x", 100000)
+	v.Guaranteed = "ml.p5.48xlarge " + strings.Repeat("y", 100000)
+	v.Egress = "10.20.0.0/16 | " + strings.Repeat("z", 100000) + " | reason"
+	_, errs := contractFromForm(v)
+	for _, f := range []string{"fair_share_weight", "guaranteed", "egress"} {
+		if msg := errs[f]; msg == "" || len(msg) > 200 {
+			t.Errorf("%s: message of %d bytes: %.100q", f, len(msg), msg)
+		}
+	}
+}
+
 // TestVersionLimitOnTheForm: at workflow.MaxVersions the edit form says so,
 // keeps the input and saves nothing.
 func TestVersionLimitOnTheForm(t *testing.T) {
