@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,5 +97,31 @@ func TestSaveContractStopsAtMaxVersions(t *testing.T) {
 	}
 	if _, changed, err := f.db.SaveContract(ctx, conn.ID, workflow.MaxVersions, v.Contract, f.owner, f.tick()); err != nil || changed {
 		t.Errorf("unchanged save at the cap = changed %v, %v", changed, err)
+	}
+}
+
+// TestVersionMetadataReadsNoTableRows: the history's query and the
+// editors (read on every page of a connection) are answered from the index
+// contract_versions_meta alone. The table row holds the body before those columns, so reading
+// them from the row would walk every body's overflow pages.
+//
+// The statements mirror connections.go; keep them in step.
+func TestVersionMetadataReadsNoTableRows(t *testing.T) {
+	db := openTB(t)
+	for _, q := range []string{
+		`SELECT cv.connection_id, cv.version, cv.hash, cv.author_id, u.email, cv.created_at
+FROM contract_versions cv JOIN users u ON u.id = cv.author_id WHERE cv.connection_id = ? ORDER BY cv.version DESC`,
+		`SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ? ORDER BY author_id`,
+	} {
+		plan := explain(t, db, q, 1)
+		ok := false
+		for _, line := range plan {
+			if strings.Contains(line, "USING COVERING INDEX contract_versions_meta") {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("%s\nreads contract_versions rows:\n%s", q, strings.Join(plan, "\n"))
+		}
 	}
 }
