@@ -95,7 +95,7 @@ func contractFromForm(v views.ContractValues) (workflow.Contract, map[string]str
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			errs[field] = fmt.Sprintf("%q is not a whole number", s)
+			errs[field] = fmt.Sprintf("%q is not a whole number", clip(s))
 		}
 		return n
 	}
@@ -132,7 +132,7 @@ func contractFromForm(v views.ContractValues) (workflow.Contract, map[string]str
 		}
 		n, err := strconv.Atoi(f[1])
 		if err != nil {
-			bad = append(bad, fmt.Sprintf("line %d: %q is not a whole number", i+1, f[1]))
+			bad = append(bad, fmt.Sprintf("line %d: %q is not a whole number", i+1, clip(f[1])))
 			continue
 		}
 		c.Scheduling.Guaranteed = append(c.Scheduling.Guaranteed, workflow.Capacity{InstanceType: f[0], Count: n})
@@ -166,7 +166,7 @@ func contractFromForm(v views.ContractValues) (workflow.Contract, map[string]str
 			}
 			n, err := strconv.Atoi(ps)
 			if err != nil {
-				bad = append(bad, fmt.Sprintf("line %d: port %q is not a number", i+1, ps))
+				bad = append(bad, fmt.Sprintf("line %d: port %q is not a number", i+1, clip(ps)))
 				continue
 			}
 			e.Ports = append(e.Ports, n)
@@ -212,6 +212,16 @@ func limitHelp() map[string]string {
 		out[name] = strings.ToUpper(h[:1]) + h[1:]
 	}
 	return out
+}
+
+// clip shortens a value quoted in a message: the field itself keeps the
+// whole input.
+func clip(s string) string {
+	const most = 40
+	if r := []rune(s); len(r) > most {
+		return string(r[:most]) + "…"
+	}
+	return s
 }
 
 // someLines keeps a form's list of per-line problems short: the first few,
