@@ -458,6 +458,9 @@ func (s *Server) editRequestForm(c echo.Context) error {
 	}
 	f := s.formPage(fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, conn.CurrentVersion),
 		fmt.Sprintf("/connections/%d", conn.ID), fmt.Sprintf("/connections/%d", conn.ID), conn.CurrentVersion, formFromContract(v.Contract), nil)
+	if conn.CurrentVersion >= workflow.MaxVersions {
+		f.Notice = versionLimitNotice(conn.Team)
+	}
 	return render(c, http.StatusOK, views.ContractFormPage(s.page(c, "Edit connection request"), f))
 }
 
@@ -496,10 +499,7 @@ func (s *Server) updateRequest(c echo.Context) error {
 	}
 	if errors.Is(err, store.ErrVersionLimit) {
 		f := s.formPage(heading, action, action, base, v, nil)
-		// Only drafts and requests sent back for changes are edited, and the
-		// owner may withdraw both (workflow's lifecycle).
-		f.Notice = fmt.Sprintf("Nothing was saved: this request already has %d versions, the most one connection keeps. "+
-			"Your input is kept below: copy it, withdraw this request, and file a new one for team %s with it.", workflow.MaxVersions, conn.Team)
+		f.Notice = "Nothing was saved. " + versionLimitNotice(conn.Team)
 		return render(c, http.StatusConflict, views.ContractFormPage(s.page(c, "Edit connection request"), f))
 	}
 	if err != nil {
@@ -511,6 +511,14 @@ func (s *Server) updateRequest(c echo.Context) error {
 		}
 	}
 	return c.Redirect(http.StatusSeeOther, action)
+}
+
+// versionLimitNotice says what to do with a request at workflow.MaxVersions.
+// Only drafts and requests sent back for changes are edited, and the owner
+// may withdraw both (workflow's lifecycle).
+func versionLimitNotice(team string) string {
+	return fmt.Sprintf("This request has %d versions, the most one connection keeps, so no change can be saved. "+
+		"Copy your input from this form, withdraw this request, and file a new one for team %s with it.", workflow.MaxVersions, team)
 }
 
 // lifecycleError turns a refused transition into a clear 409 page.

@@ -183,10 +183,14 @@ func TestVersionLimitOnTheForm(t *testing.T) {
 	if resp.StatusCode != http.StatusConflict {
 		t.Fatalf("save at the cap = %d, want 409", resp.StatusCode)
 	}
-	for _, want := range []string{strconv.Itoa(workflow.MaxVersions) + " versions", "withdraw this request", "file a new one", v.BusinessPurpose} {
+	for _, want := range []string{"Nothing was saved", strconv.Itoa(workflow.MaxVersions) + " versions", "withdraw this request", "file a new one", v.BusinessPurpose} {
 		if !strings.Contains(html.UnescapeString(body), want) {
 			t.Errorf("the page lacks %q", want)
 		}
+	}
+	// The edit form says so before anyone types.
+	if _, body := h.get(owner.c, "/connections/1/edit"); !strings.Contains(body, `data-testid="form-notice"`) || !strings.Contains(body, "withdraw this request") {
+		t.Error("the edit form at the cap does not say that nothing more can be saved")
 	}
 	if got, _ := h.db.Connection(ctx, 1); got.CurrentVersion != workflow.MaxVersions {
 		t.Errorf("version after a refused save = %d", got.CurrentVersion)
