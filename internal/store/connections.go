@@ -202,7 +202,9 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 
 // SaveContract stores c as a new version when it differs from the current
 // one. baseVersion is the version the user edited; if someone saved since,
-// a *StaleError is returned and nothing is written.
+// a *StaleError is returned and nothing is written. A connection that
+// already has workflow.MaxVersions versions takes no more: ErrVersionLimit,
+// nothing written.
 func (d *DB) SaveContract(ctx context.Context, id int64, baseVersion int, c workflow.Contract, by Actor, now time.Time) (Connection, bool, error) {
 	c = c.Normalize()
 	changed := false
