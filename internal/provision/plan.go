@@ -282,6 +282,11 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 	if errs := validation.IsDNS1123Label(b.plan.Namespace); len(errs) > 0 {
 		return Plan{}, fmt.Errorf("provision: namespace %q: %s", b.plan.Namespace, strings.Join(errs, "; "))
 	}
+	// A system component's namespace is never provisioned, even for a
+	// contract approved before the name was reserved (issue 10 item 14).
+	if workflow.ReservedNamespace(b.plan.Namespace, s.ReservedNamespaces) {
+		return Plan{}, fmt.Errorf("provision: namespace %s is reserved for the cluster's own components", b.plan.Namespace)
+	}
 	cq := team(s.ClusterQueueNameFormat, c.Team)
 	if errs := validation.IsDNS1123Subdomain(cq); len(errs) > 0 {
 		return Plan{}, fmt.Errorf("provision: ClusterQueue name %q: %s", cq, strings.Join(errs, "; "))

@@ -667,8 +667,9 @@ func (d *DB) queryConns(ctx context.Context, op, q string, args ...any) ([]Conne
 // liveStates are the states whose contracts hold namespaces and capacity.
 var liveStates = []workflow.State{workflow.StateApproved, workflow.StateProvisioning, workflow.StateActive, workflow.StateUnderReview, workflow.StateRevoking}
 
-// NamespaceOwner returns the id of another connection that is not ended
-// (not rejected, withdrawn or revoked) whose latest version claims ns, or 0.
+// NamespaceOwner returns the id of another connection that holds ns (see
+// otherLiveVersions: a version that was submitted, of a connection that is
+// neither a draft nor ended), or 0.
 func (d *DB) NamespaceOwner(ctx context.Context, ns string, exclude int64) (int64, error) {
 	var id int64
 	err := d.sql.QueryRowContext(ctx, `SELECT c.id`+otherLiveVersions+`
@@ -775,8 +776,9 @@ func (d *DB) UserExists(ctx context.Context, email string) (bool, error) {
 
 // ValidationEnv is what contract validation needs from the database: owners
 // must be portal users (or one of known, lower-case: mapped group names, demo
-// users), and a namespace must not be claimed by another connection than
-// exclude. Every place that saves, imports or approves a contract uses it.
+// users), and a namespace or role must not be held by another connection than
+// exclude (otherLiveVersions says which hold claims: never a draft). Every
+// place that saves, imports or approves a contract uses it.
 func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
 	var (
 		rolesOnce sync.Once
@@ -805,13 +807,31 @@ func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, kn
 	}
 }
 
-// otherLiveVersions selects the current version (cv) of every live
-// connection (c) but the one given as the first argument.
-const otherLiveVersions = ` FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = c.current_version
-WHERE c.id != ? AND c.state NOT IN ('rejected', 'withdrawn', 'revoked')`
+// otherLiveVersions selects the claiming version (cv) of every connection
+// (c) that holds claims on namespaces and roles, but the one given as the
+// first argument. Only what was submitted holds a claim (issue 10 item 3):
+// a draft is anyone's unchecked scratch (an owner could otherwise squat
+// another team's role or namespace with an incomplete draft nobody can
+// clear), so drafts and ended connections (rejected, withdrawn, revoked)
+// hold nothing. The claiming version is:
+//   - submitted and every later live state (approved, provisioning, active,
+//     under_review, revoking): the current version, which is the submitted
+//     or approved one (these states cannot be edited);
+//   - changes_requested: the version the admin sent back (its
+//     request_changes decision), which was submitted. The team keeps what
+//     it had submitted while it amends the request, but what it adds in the
+//     edits (drafts again) claims nothing until it is resubmitted, when
+//     validation checks it against everyone else's claims.
+//
+// The approval re-checks the claims inside its transaction.
+const otherLiveVersions = ` FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = CASE
+  WHEN c.state = 'changes_requested' THEN (SELECT max(d.version) FROM decisions d WHERE d.connection_id = c.id AND d.kind = 'request_changes')
+  ELSE c.current_version END
+WHERE c.id != ? AND c.state IN ('submitted', 'changes_requested', 'approved', 'provisioning', 'active', 'under_review', 'revoking')`
 
 // rolesInUse is the set of IAM roles (project, access or workload) that the
-// current versions of live connections other than exclude name. It reads
+// claiming versions of connections other than exclude name (see
+// otherLiveVersions: submitted and later, never drafts). It reads
 // every live contract (a JSON scan), so ValidationEnv runs it at most once,
 // when a contract is saved or approved, never on page views.
 func (d *DB) rolesInUse(ctx context.Context, exclude int64) (map[string]bool, error) {

@@ -180,6 +180,8 @@ func (s *Server) validationEnv(c echo.Context, exclude int64) workflow.Validatio
 	// Contract roles must be team roles, which the portal's own IAM policy
 	// may pass (the AWS settings' team_role_prefix).
 	env.TeamRolePrefix = s.opts.Cluster.AWS.TeamRolePrefix
+	// The settings' reserved namespaces, on top of the built-in ones.
+	env.ReservedNamespaces = s.opts.Cluster.ReservedNamespaces
 	return env
 }
 
