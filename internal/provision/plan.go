@@ -158,6 +158,11 @@ type Object struct {
 	// Detail is the object's substance in a few words, for Summary.
 	Detail string
 	Obj    *unstructured.Unstructured
+	// Adopt (the team namespace only): an admin adopted this namespace
+	// at approval, so Apply may take it over although it exists and is
+	// foreign (ForeignNamespace). Set by the worker from the job
+	// (Plan.Adopting), never by BuildPlan; not part of the plan's Hash.
+	Adopt bool
 }
 
 // Ref is "namespace/name" or "name".

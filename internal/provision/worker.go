@@ -22,10 +22,14 @@ type Job struct {
 	Version      int
 	// PlanHash is the plan an approver pinned, "" when none was: a pinned
 	// job refuses to apply any other plan.
-	PlanHash      string
-	Attempts      int // claims so far, this one included
-	LastError     string
-	PreviousOwner string // set when the claim took over an expired lease
+	PlanHash string
+	// AdoptNamespace is the existing namespace an admin adopted when
+	// approving the job's version ("" when none): the only foreign
+	// namespace (ForeignNamespace) the job may take over.
+	AdoptNamespace string
+	Attempts       int // claims so far, this one included
+	LastError      string
+	PreviousOwner  string // set when the claim took over an expired lease
 }
 
 // JobStore is the durable queue the worker runs on (internal/store.DB in the
@@ -354,7 +358,13 @@ func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		s := RevocationPlan(plan, plan.OnRevoke)
+		mode := plan.OnRevoke
+		if mode == RevokeDelete && job.AdoptNamespace != "" && job.AdoptNamespace == plan.Namespace {
+			// An adopted namespace existed before the connection, with
+			// whatever runs there: revocation locks it, never deletes it.
+			mode = RevokeLock
+		}
+		s := RevocationPlan(plan, mode)
 		return s, StepsHash(s), nil
 	}
 	if err != nil {
@@ -370,6 +380,7 @@ func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
 			return nil, "", fmt.Errorf("provision: before applying: %w", err)
 		}
 	}
+	plan = plan.Adopting(job.AdoptNamespace)
 	if job.Kind == JobKindReapply {
 		return ReapplySteps(plan), hash, nil
 	}

@@ -38,7 +38,7 @@ func (s jobStore) ClaimJob(ctx context.Context, owner string, now time.Time, lea
 	j, ok, err := s.DB.ClaimJob(ctx, owner, now, lease)
 	return provision.Job{
 		ID: j.ID, ConnectionID: j.ConnectionID, Kind: string(j.Kind), Version: j.Version, PlanHash: j.PlanHash,
-		Attempts: j.Attempts, LastError: j.LastError, PreviousOwner: j.PreviousOwner,
+		AdoptNamespace: j.AdoptNamespace, Attempts: j.Attempts, LastError: j.LastError, PreviousOwner: j.PreviousOwner,
 	}, ok, err
 }
 

@@ -279,6 +279,12 @@ type Expect struct {
 	// PlanHash, on an approval, is the provisioning plan the admin saw; the
 	// queued job carries it and the worker refuses to apply another plan.
 	PlanHash string
+	// Adopt, on an approval, is the existing namespace the admin adopted
+	// explicitly (one neither the portal nor HyperPod created; the handler
+	// checks the cluster), "" for none. It is recorded with the approval
+	// (namespace_adoptions, and an audit event), and the version's jobs
+	// carry it (Job.AdoptNamespace).
+	Adopt string
 }
 
 func checkExpect(ctx context.Context, tx *sql.Tx, cur Connection, e Expect) error {
@@ -426,6 +432,20 @@ func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, rea
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM decisions WHERE connection_id = ? AND version = ? AND kind = 'approve'`, id, v.Version).Scan(&count); err != nil {
 			return fmt.Errorf("store: approve: %w", err)
+		}
+		if expect.Adopt != "" {
+			if !slices.Contains(v.Contract.Namespaces, expect.Adopt) {
+				return fmt.Errorf("store: approve: the contract does not name namespace %q, which the approval adopts", expect.Adopt)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO namespace_adoptions (connection_id, version, namespace, actor_id, created_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (connection_id, version) DO NOTHING`, id, v.Version, expect.Adopt, by.ID, fmtTime(now)); err != nil {
+				return fmt.Errorf("store: approve: adoption: %w", err)
+			}
+			if err := appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "connection.adopt_namespace",
+				ObjectType: "connection", ObjectID: id, Team: cur.Team, Version: v.Version,
+				Reason: "adopted the existing namespace " + expect.Adopt + ", which neither the portal nor HyperPod created: the portal may take it over"}); err != nil {
+				return err
+			}
 		}
 		action := "connection.approve_partial"
 		if count >= needed {
