@@ -58,16 +58,16 @@ type Job struct {
 	// AdoptNamespace is the namespace an admin adopted when approving the
 	// job's version (namespace_adoptions), "" for none.
 	AdoptNamespace string
-	State           JobState
-	Attempts        int // claims so far, this one included
-	Steps           int // steps of the applied plan
-	LeaseOwner      string
-	LeaseUntil      time.Time // zero unless running
-	NotBefore       time.Time
-	LastError       string
-	DryRun          bool
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	State          JobState
+	Attempts       int // claims so far, this one included
+	Steps          int // steps of the applied plan
+	LeaseOwner     string
+	LeaseUntil     time.Time // zero unless running
+	NotBefore      time.Time
+	LastError      string
+	DryRun         bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 	// PreviousOwner is set by ClaimJob only: the worker whose expired
 	// lease this claim took over ("" for a queued job).
 	PreviousOwner string
