@@ -105,6 +105,7 @@ func newDriftChecker(db *store.DB, a *provision.Applier, cloud provision.AWSDrif
 // liveOrNil keeps a nil *Applier from becoming a non-nil interface.
 func liveOrNil(a *provision.Applier) interface {
 	Drift(context.Context, provision.Plan) ([]provision.DriftItem, error)
+	CheckNamespace(context.Context, provision.Plan) (provision.NamespaceCheck, error)
 } {
 	if a == nil {
 		return nil
