@@ -81,3 +81,31 @@ func TestSubmittedRequestHoldsItsClaimsWithoutNamingTheTeam(t *testing.T) {
 		t.Errorf("blue's draft = %d", resp.StatusCode)
 	}
 }
+
+// The cluster settings' reserved_namespaces reach the form: a namespace
+// on that list is refused like a built-in system namespace, with the
+// input kept (issue 10 item 14).
+func TestSettingsReservedNamespacesAreRefusedOnTheForm(t *testing.T) {
+	h := newHarness(t, false, func(o *Options) {
+		o.Cluster.ClusterQueueManagedByPortal = true
+		o.Cluster.ReservedNamespaces = []string{"team-infra", "platform-*"}
+	})
+	owner := h.signIn("owner.red")
+	for _, ns := range []string{"team-infra", "platform-ingress", "kueue-system", "cert-manager"} {
+		c := workflow.ExampleContract()
+		c.Namespaces = []string{ns}
+		f := formValues(formFromContract(c))
+		f.Set("intent", "submit")
+		resp, body := h.postAs(owner, "/teams/red/connections", f)
+		if msg := fieldError(body, "namespaces"); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(msg, "reserved for the cluster's own components") {
+			t.Errorf("namespace %s = %d, %q; want 422 and reserved", ns, resp.StatusCode, msg)
+		}
+	}
+	c := workflow.ExampleContract()
+	c.Namespaces = []string{"red-batch"}
+	f := formValues(formFromContract(c))
+	f.Set("intent", "submit")
+	if resp, body := h.postAs(owner, "/teams/red/connections", f); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("a team namespace = %d: %q", resp.StatusCode, fieldError(body, "namespaces"))
+	}
+}

@@ -86,7 +86,7 @@ func TestApprovalAdoptsAnExistingNamespaceIntegration(t *testing.T) {
 			f := formValues(formFromContract(c))
 			f.Set("intent", "submit")
 			if resp, body := h.postAs(h.signIn("owner.red"), "/teams/red/connections", f); resp.StatusCode != http.StatusSeeOther {
-				t.Fatalf("submit = %d: %q", resp.StatusCode, fieldError(body, "namespaces[0]"))
+				t.Fatalf("submit = %d: %q", resp.StatusCode, fieldError(body, "namespaces"))
 			}
 			admin := h.signIn("admin")
 			if resp, _ := h.postAs(admin, "/admin/inventory", map[string][]string{"cluster": {"shared-hp"}, "instance_type": {"ml.p5.48xlarge"}, "count": {"8"}}); resp.StatusCode != http.StatusOK {
