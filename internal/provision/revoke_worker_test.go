@@ -347,3 +347,53 @@ type applyOnly struct{}
 func (applyOnly) ApplyObject(context.Context, provision.Object) (provision.Outcome, string, error) {
 	return provision.Created, "", nil
 }
+
+// adoptingCluster is fakeCluster recording which applied objects carried
+// an admin's adoption.
+type adoptingCluster struct {
+	*fakeCluster
+	adopted []string
+}
+
+func (a *adoptingCluster) ApplyObject(ctx context.Context, o provision.Object) (provision.Outcome, string, error) {
+	if o.Adopt {
+		a.adopted = append(a.adopted, o.Kind+" "+o.Ref())
+	}
+	return a.fakeCluster.ApplyObject(ctx, o)
+}
+
+// An adopted namespace (issue 10 item 14): the provisioning job hands the
+// adoption to the namespace step alone, and revocation in delete mode
+// locks the namespace instead of deleting it, since it existed before the
+// connection.
+func TestWorkerCarriesTheNamespaceAdoption(t *testing.T) {
+	s := provision.DefaultClusterSettings()
+	s.ClusterQueueManagedByPortal = true
+	s.OnRevoke = provision.RevokeDelete
+	adoptNext = "hyperpod-ns-red"
+	t.Cleanup(func() { adoptNext = "" })
+	b := newBedWith(t, s)
+	if b.job.AdoptNamespace != b.plan.Namespace {
+		t.Fatalf("the approval's job adopts %q, want %s", b.job.AdoptNamespace, b.plan.Namespace)
+	}
+	cluster := &adoptingCluster{fakeCluster: &fakeCluster{}}
+	b.runOnce(b.worker("provisioner", cluster))
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		t.Fatalf("connection %s, want active", s)
+	}
+	if want := []string{"Namespace " + b.plan.Namespace}; !slices.Equal(cluster.adopted, want) {
+		t.Errorf("adopted objects applied: %v, want %v", cluster.adopted, want)
+	}
+	cluster.calls = nil
+	b.revoke()
+	b.runOnce(b.worker("revoker", cluster))
+	var nsSteps []string
+	for _, c := range cluster.calls {
+		if strings.Contains(c, "Namespace "+b.plan.Namespace) {
+			nsSteps = append(nsSteps, c)
+		}
+	}
+	if len(nsSteps) != 1 || !strings.HasPrefix(nsSteps[0], "lock") {
+		t.Errorf("revocation's namespace steps %v, want one lock (never a delete)", nsSteps)
+	}
+}
