@@ -74,8 +74,8 @@ func (p Plan) Adopting(ns string) Plan {
 }
 
 // foreignNamespaceError refuses to take over a namespace nobody adopted.
-func foreignNamespaceError(o Object) error {
+func foreignNamespaceError(ns, team string) error {
 	return permanent(fmt.Errorf("namespace %s exists and was created neither by the portal for team %s nor by HyperPod task governance; "+
-		"the portal takes it over only when an admin adopts it explicitly on the approval page: request changes to name another namespace, "+
-		"or have the request approved again with the namespace adopted", o.Name, o.Obj.GetLabels()[LabelTeam]))
+		"the portal takes it over only when an admin adopts it explicitly on the approval page. The job stops here: "+
+		"have the team file a request naming another namespace (or naming this one again, whose approval offers the adoption)", ns, team))
 }

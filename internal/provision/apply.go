@@ -132,7 +132,7 @@ func (a *Applier) apply(ctx context.Context, o Object) (string, Outcome, error) 
 		// namespace created by someone else between the approval and
 		// the apply is refused too (issue 10 item 14).
 		if o.Kind == "Namespace" && !o.Adopt && ForeignNamespace(live.GetLabels(), o.Obj.GetLabels()[LabelTeam]) {
-			return "", Failed, foreignNamespaceError(o)
+			return "", Failed, foreignNamespaceError(o.Name, o.Obj.GetLabels()[LabelTeam])
 		}
 	case apierrors.IsNotFound(err) && o.Owner != OwnerPortal:
 		// HyperPod makes it from the compute quota, a little after the

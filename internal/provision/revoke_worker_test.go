@@ -397,3 +397,36 @@ func TestWorkerCarriesTheNamespaceAdoption(t *testing.T) {
 		t.Errorf("revocation's namespace steps %v, want one lock (never a delete)", nsSteps)
 	}
 }
+
+// foreignCluster is a StepApplier on whose cluster the plan's namespace
+// exists and is foreign (provision.NamespaceChecker).
+type foreignCluster struct{ *fakeCluster }
+
+func (foreignCluster) CheckNamespace(_ context.Context, p provision.Plan) (provision.NamespaceCheck, error) {
+	return provision.NamespaceCheck{Namespace: p.Namespace, Exists: true, Foreign: true}, nil
+}
+
+// The worker reads the namespace before the job's first step: a foreign
+// one nobody adopted fails the job permanently with nothing applied (no
+// AWS call either); an adopted one is provisioned.
+func TestWorkerRefusesAForeignNamespaceBeforeAnyStep(t *testing.T) {
+	b := newBed(t)
+	cluster := foreignCluster{&fakeCluster{}}
+	b.runOnce(b.worker("provisioner", cluster))
+	j, err := b.db.Job(t.Context(), b.job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != store.JobFailed || !strings.Contains(j.LastError, "adopts it explicitly") || len(cluster.calls) != 0 {
+		t.Errorf("job %s %q, calls %v; want failed before any step", j.State, j.LastError, cluster.calls)
+	}
+
+	adoptNext = "hyperpod-ns-red"
+	t.Cleanup(func() { adoptNext = "" })
+	b = newBed(t)
+	cluster = foreignCluster{&fakeCluster{}}
+	b.runOnce(b.worker("provisioner", cluster))
+	if s := b.state(b.conn.ID); s != workflow.StateActive || len(cluster.calls) == 0 {
+		t.Errorf("adopted: connection %s after %d calls, want active", s, len(cluster.calls))
+	}
+}

@@ -75,6 +75,19 @@ func (a ApplierSteps) ApplyObject(ctx context.Context, o Object) (Outcome, strin
 	return res[0].Outcome, detail, err
 }
 
+// CheckNamespace reads the plan's namespace (see Applier.CheckNamespace):
+// ApplierSteps is a NamespaceChecker.
+func (a ApplierSteps) CheckNamespace(ctx context.Context, p Plan) (NamespaceCheck, error) {
+	return a.Applier.CheckNamespace(ctx, p)
+}
+
+// NamespaceChecker is a StepApplier that can also read a plan's namespace;
+// the worker then refuses a foreign namespace nobody adopted before the
+// job's first step.
+type NamespaceChecker interface {
+	CheckNamespace(ctx context.Context, p Plan) (NamespaceCheck, error)
+}
+
 // DryRunOutcome is the outcome recorded for every step of a dry run.
 const DryRunOutcome Outcome = "dry-run"
 
@@ -378,6 +391,18 @@ func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
 	if w.Preflight != nil && !w.DryRun {
 		if err := w.Preflight(ctx, plan); err != nil {
 			return nil, "", fmt.Errorf("provision: before applying: %w", err)
+		}
+	}
+	if nc, ok := w.Apply.(NamespaceChecker); ok && !w.DryRun {
+		// A foreign namespace nobody adopted stops the job before its
+		// first step, AWS ones included; Apply checks again at the
+		// namespace step itself.
+		c, err := nc.CheckNamespace(ctx, plan)
+		if err != nil {
+			return nil, "", fmt.Errorf("provision: before applying: %w", err)
+		}
+		if c.Foreign && job.AdoptNamespace != plan.Namespace {
+			return nil, "", fmt.Errorf("provision: before applying: %w", foreignNamespaceError(plan.Namespace, plan.Team))
 		}
 	}
 	plan = plan.Adopting(job.AdoptNamespace)
