@@ -930,6 +930,15 @@ func TestWorkerRefusesAForeignNamespaceIntegration(t *testing.T) {
 	if _, err := b.live(ctx, tn.plan.Objects[1]); !apierrors.IsNotFound(err) {
 		t.Errorf("%s in the foreign namespace: %v, want none", tn.names[1], err)
 	}
+	// Apply itself refuses it too, at the namespace step (a namespace
+	// created after the worker's first look).
+	res, err := b.applier.Apply(ctx, tn.plan)
+	if !provision.IsPermanent(err) || !strings.Contains(err.Error(), "adopts it explicitly") || res[0].Outcome != provision.Failed || res[1].Outcome != provision.Skipped {
+		t.Errorf("Apply into the foreign namespace: %v (outcomes %s, %s); want a permanent refusal at the namespace", err, res[0].Outcome, res[1].Outcome)
+	}
+	if _, err := b.live(ctx, tn.plan.Objects[1]); !apierrors.IsNotFound(err) {
+		t.Errorf("%s in the foreign namespace after Apply: %v, want none", tn.names[1], err)
+	}
 
 	b.adopt = provision.DefaultNamespacePrefix + "wint" + wintRandom(t)
 	team := strings.TrimPrefix(b.adopt, provision.DefaultNamespacePrefix)
