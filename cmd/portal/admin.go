@@ -228,6 +228,7 @@ func contractCmd(ctx context.Context, args []string, getenv func(string) string,
 	}
 	env := db.ValidationEnv(ctx, time.Now(), 0, nil)
 	env.InstanceTypes = cluster.AllowedInstanceTypes()
+	env.ReservedNamespaces = cluster.ReservedNamespaces
 	if env.TeamRolePrefix, err = teamRolePrefix(cfg); err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func (s jobStore) ClaimJob(ctx context.Context, owner string, now time.Time, lea
 	j, ok, err := s.DB.ClaimJob(ctx, owner, now, lease)
 	return provision.Job{
 		ID: j.ID, ConnectionID: j.ConnectionID, Kind: string(j.Kind), Version: j.Version, PlanHash: j.PlanHash,
-		Attempts: j.Attempts, LastError: j.LastError, PreviousOwner: j.PreviousOwner,
+		AdoptNamespace: j.AdoptNamespace, Attempts: j.Attempts, LastError: j.LastError, PreviousOwner: j.PreviousOwner,
 	}, ok, err
 }
 
@@ -105,6 +105,7 @@ func newDriftChecker(db *store.DB, a *provision.Applier, cloud provision.AWSDrif
 // liveOrNil keeps a nil *Applier from becoming a non-nil interface.
 func liveOrNil(a *provision.Applier) interface {
 	Drift(context.Context, provision.Plan) ([]provision.DriftItem, error)
+	CheckNamespace(context.Context, provision.Plan) (provision.NamespaceCheck, error)
 } {
 	if a == nil {
 		return nil

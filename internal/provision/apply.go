@@ -126,6 +126,14 @@ func (a *Applier) apply(ctx context.Context, o Object) (string, Outcome, error) 
 	switch {
 	case err == nil:
 		before = live.GetResourceVersion()
+		// A namespace that exists and that neither the portal (for this
+		// team) nor HyperPod created is taken over only when an admin
+		// adopted it at approval; the check runs on every attempt, so a
+		// namespace created by someone else between the approval and
+		// the apply is refused too (issue 10 item 14).
+		if o.Kind == "Namespace" && !o.Adopt && ForeignNamespace(live.GetLabels(), o.Obj.GetLabels()[LabelTeam]) {
+			return "", Failed, foreignNamespaceError(o.Name, o.Obj.GetLabels()[LabelTeam])
+		}
 	case apierrors.IsNotFound(err) && o.Owner != OwnerPortal:
 		// HyperPod makes it from the compute quota, a little after the
 		// quota is created: transient, the job retries with backoff.

@@ -72,6 +72,9 @@ type fakeCluster struct {
 	failErr  error
 	applied  []string
 	live     map[string]string // "ns/name" -> resourceVersion
+	// labels of a live object ("ns/name"); without an entry, an object
+	// carries the portal's labels for team red.
+	labels map[string]map[string]string
 }
 
 func (f *fakeCluster) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
@@ -97,6 +100,11 @@ func (r *fakeResource) Get(_ context.Context, name string, _ metav1.GetOptions, 
 	}
 	u := &unstructured.Unstructured{}
 	u.SetResourceVersion(rv)
+	l, ok := r.f.labels[r.ns+"/"+name]
+	if !ok {
+		l = map[string]string{LabelManagedBy: ManagedBy, LabelTeam: "red"}
+	}
+	u.SetLabels(l)
 	return u, nil
 }
 
@@ -200,5 +208,64 @@ func TestApplyUnknownKindIsPermanent(t *testing.T) {
 	}
 	if results[0].Outcome != Failed || results[1].Outcome != Skipped {
 		t.Errorf("outcomes %s, %s; want failed, skipped", results[0].Outcome, results[1].Outcome)
+	}
+}
+
+func TestForeignNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		labels  map[string]string
+		foreign bool
+	}{
+		{"no labels (made by hand, or by another tool)", nil, true},
+		{"the portal's, this team", map[string]string{LabelManagedBy: ManagedBy, LabelTeam: "red"}, false},
+		{"the portal's, another team", map[string]string{LabelManagedBy: ManagedBy, LabelTeam: "blue"}, true},
+		{"team label without the portal's managed-by", map[string]string{LabelManagedBy: "helm", LabelTeam: "red"}, true},
+		{"HyperPod task governance's", map[string]string{LabelHyperPodManagedQueue: "true", "sagemaker.amazonaws.com/quota-allocation-id": "red"}, false},
+		{"HyperPod's label, not true", map[string]string{LabelHyperPodManagedQueue: "false"}, true},
+	} {
+		if got := ForeignNamespace(tc.labels, "red"); got != tc.foreign {
+			t.Errorf("%s: ForeignNamespace = %v, want %v", tc.name, got, tc.foreign)
+		}
+	}
+}
+
+// An existing namespace that neither the portal nor HyperPod created is
+// not taken over unless the plan carries an admin's adoption (issue 10
+// item 14): Apply stops at the namespace, permanently, having written
+// nothing.
+func TestApplyRefusesAForeignNamespaceUnlessAdopted(t *testing.T) {
+	c := workflow.ExampleContract()
+	c.Namespaces = []string{"red-batch"}
+	p, err := BuildPlan(1, 1, c.Normalize().Hash(), c.Normalize(), managedSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := func() *fakeCluster {
+		return &fakeCluster{live: map[string]string{"/red-batch": "7"}, labels: map[string]map[string]string{"/red-batch": {"app": "batch"}}}
+	}
+	f := foreign()
+	results, err := (&Applier{Client: f, Mapper: staticMapper(p)}).Apply(t.Context(), p)
+	if err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "adopts it explicitly") {
+		t.Fatalf("Apply into a foreign namespace: %v, want a permanent refusal", err)
+	}
+	if results[0].Outcome != Failed || len(f.applied) != 0 {
+		t.Errorf("namespace step %s, applied %v; want failed with nothing applied", results[0].Outcome, f.applied)
+	}
+	if p.Adopting("other-ns").Objects[0].Adopt || p.Objects[0].Adopt {
+		t.Error("Adopting marked a namespace it does not name, or changed the plan it was given")
+	}
+	adopted := p.Adopting("red-batch")
+	if adopted.Hash() != p.Hash() {
+		t.Error("the adoption mark changes the plan's hash")
+	}
+	f = foreign()
+	if _, err := (&Applier{Client: f, Mapper: staticMapper(p)}).Apply(t.Context(), adopted); err != nil {
+		t.Errorf("Apply of an adopted namespace: %v", err)
+	}
+	// HyperPod's namespace is not foreign.
+	f = &fakeCluster{live: map[string]string{"/red-batch": "7"}, labels: map[string]map[string]string{"/red-batch": {LabelHyperPodManagedQueue: "true"}}}
+	if _, err := (&Applier{Client: f, Mapper: staticMapper(p)}).Apply(t.Context(), p); err != nil {
+		t.Errorf("Apply into HyperPod's namespace: %v", err)
 	}
 }

@@ -66,6 +66,9 @@ type clusterFile struct {
 	// team's pods (the allow-observability-scrapers NetworkPolicy); an
 	// empty list drops that NetworkPolicy.
 	ObservabilityNamespaces *[]string `json:"observability_namespaces"`
+	// ReservedNamespaces: more namespaces no contract may name (names, or
+	// prefixes ending in '*'), added to the built-in system namespaces.
+	ReservedNamespaces []string `json:"reserved_namespaces"`
 }
 
 type filePriorityClass struct {
@@ -253,6 +256,12 @@ func ParseClusterSettings(b []byte) (ClusterSettings, error) {
 			s.ObservabilityNamespaces = append(s.ObservabilityNamespaces, ns)
 		}
 	}
+	for i, e := range f.ReservedNamespaces {
+		if msg := checkReservedEntry(e); msg != "" {
+			bad("reserved_namespaces[%d]: %q %s", i, e, msg)
+		}
+	}
+	s.ReservedNamespaces = slices.Clone(f.ReservedNamespaces)
 	if len(errs) > 0 {
 		return ClusterSettings{}, errors.Join(errs...)
 	}

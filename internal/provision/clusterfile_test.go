@@ -30,6 +30,7 @@ max_pods_per_instance: 250
 container_defaults: {request_cpu: 250m, request_memory: 512Mi}
 pod_identity_agent_cidrs: []
 observability_namespaces: [prometheus]
+reserved_namespaces: [team-infra, "platform-*"]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,8 @@ observability_namespaces: [prometheus]
 		s.StudioExecutionRoleGroupFormat != want.StudioExecutionRoleGroupFormat || s.KubernetesGroups != want.KubernetesGroups ||
 		s.MaxPodsPerInstance != want.MaxPodsPerInstance ||
 		s.DefaultLimits != (ContainerDefaults{RequestCPU: "250m", RequestMemory: "512Mi"}) || s.PodIdentityAgentCIDRs == nil || len(s.PodIdentityAgentCIDRs) != 0 ||
-		!slices.Equal(s.ObservabilityNamespaces, []string{"prometheus"}) {
+		!slices.Equal(s.ObservabilityNamespaces, []string{"prometheus"}) ||
+		!slices.Equal(s.ReservedNamespaces, []string{"team-infra", "platform-*"}) {
 		t.Errorf("parsed %+v", s)
 	}
 	// Accelerator entries change or add to the default table.
@@ -96,6 +98,7 @@ max_pods_per_instance: 0
 container_defaults: {request_cpu: lots}
 pod_identity_agent_cidrs: [169.254.170.23]
 observability_namespaces: [Not_A_Namespace]
+reserved_namespaces: [ok-name, "*", "Bad*", Bad_Name]
 `))
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -109,6 +112,7 @@ observability_namespaces: [Not_A_Namespace]
 		"instance_types[3]: \"ml.c6i.large\" has no accelerators entry",
 		"kubernetes_groups.viewers", "max_pods_per_instance",
 		"container_defaults.request_cpu: \"lots\"", "container_defaults: give both", "pod_identity_agent_cidrs[0]", "observability_namespaces[0]",
+		"reserved_namespaces[1]", "reserved_namespaces[2]", "reserved_namespaces[3]",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not mention %q:\n%v", want, err)

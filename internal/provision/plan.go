@@ -158,6 +158,11 @@ type Object struct {
 	// Detail is the object's substance in a few words, for Summary.
 	Detail string
 	Obj    *unstructured.Unstructured
+	// Adopt (the team namespace only): an admin adopted this namespace
+	// at approval, so Apply may take it over although it exists and is
+	// foreign (ForeignNamespace). Set by the worker from the job
+	// (Plan.Adopting), never by BuildPlan; not part of the plan's Hash.
+	Adopt bool
 }
 
 // Ref is "namespace/name" or "name".
@@ -281,6 +286,11 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 	}
 	if errs := validation.IsDNS1123Label(b.plan.Namespace); len(errs) > 0 {
 		return Plan{}, fmt.Errorf("provision: namespace %q: %s", b.plan.Namespace, strings.Join(errs, "; "))
+	}
+	// A system component's namespace is never provisioned, even for a
+	// contract approved before the name was reserved (issue 10 item 14).
+	if workflow.ReservedNamespace(b.plan.Namespace, s.ReservedNamespaces) {
+		return Plan{}, fmt.Errorf("provision: namespace %s is reserved for the cluster's own components", b.plan.Namespace)
 	}
 	cq := team(s.ClusterQueueNameFormat, c.Team)
 	if errs := validation.IsDNS1123Subdomain(cq); len(errs) > 0 {

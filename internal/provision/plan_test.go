@@ -477,6 +477,29 @@ func TestBuildPlanNamespace(t *testing.T) {
 	}
 }
 
+// A system component's namespace is never planned (issue 10 item 14): the
+// built-in names always, and the settings' reserved_namespaces, so that an
+// approval or a job of a contract approved before the name was reserved
+// is refused too.
+func TestBuildPlanRefusesReservedNamespaces(t *testing.T) {
+	s := DefaultClusterSettings()
+	s.ClusterQueueManagedByPortal = true
+	s.ReservedNamespaces = []string{"team-infra", "platform-*"}
+	for _, ns := range []string{"kueue-system", "cert-manager", "aws-hyperpod", "amazon-cloudwatch", "kube-system", "jupyter-k8s-shared", "team-infra", "platform-ingress"} {
+		c := workflow.ExampleContract()
+		c.Namespaces = []string{ns}
+		_, err := BuildPlan(1, 1, c.Hash(), c, s)
+		if err == nil || !strings.Contains(err.Error(), "reserved for the cluster's own components") {
+			t.Errorf("namespace %s: %v, want it refused as reserved", ns, err)
+		}
+	}
+	c := workflow.ExampleContract()
+	c.Namespaces = []string{"red-batch"}
+	if _, err := BuildPlan(1, 1, c.Hash(), c, s); err != nil {
+		t.Errorf("a team namespace: %v", err)
+	}
+}
+
 func TestBuildPlanErrors(t *testing.T) {
 	c := workflow.ExampleContract()
 	unknown := workflow.ExampleContract()

@@ -347,3 +347,86 @@ type applyOnly struct{}
 func (applyOnly) ApplyObject(context.Context, provision.Object) (provision.Outcome, string, error) {
 	return provision.Created, "", nil
 }
+
+// adoptingCluster is fakeCluster recording which applied objects carried
+// an admin's adoption.
+type adoptingCluster struct {
+	*fakeCluster
+	adopted []string
+}
+
+func (a *adoptingCluster) ApplyObject(ctx context.Context, o provision.Object) (provision.Outcome, string, error) {
+	if o.Adopt {
+		a.adopted = append(a.adopted, o.Kind+" "+o.Ref())
+	}
+	return a.fakeCluster.ApplyObject(ctx, o)
+}
+
+// An adopted namespace (issue 10 item 14): the provisioning job hands the
+// adoption to the namespace step alone, and revocation in delete mode
+// locks the namespace instead of deleting it, since it existed before the
+// connection.
+func TestWorkerCarriesTheNamespaceAdoption(t *testing.T) {
+	s := provision.DefaultClusterSettings()
+	s.ClusterQueueManagedByPortal = true
+	s.OnRevoke = provision.RevokeDelete
+	adoptNext = "hyperpod-ns-red"
+	t.Cleanup(func() { adoptNext = "" })
+	b := newBedWith(t, s)
+	if b.job.AdoptNamespace != b.plan.Namespace {
+		t.Fatalf("the approval's job adopts %q, want %s", b.job.AdoptNamespace, b.plan.Namespace)
+	}
+	cluster := &adoptingCluster{fakeCluster: &fakeCluster{}}
+	b.runOnce(b.worker("provisioner", cluster))
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		t.Fatalf("connection %s, want active", s)
+	}
+	if want := []string{"Namespace " + b.plan.Namespace}; !slices.Equal(cluster.adopted, want) {
+		t.Errorf("adopted objects applied: %v, want %v", cluster.adopted, want)
+	}
+	cluster.calls = nil
+	b.revoke()
+	b.runOnce(b.worker("revoker", cluster))
+	var nsSteps []string
+	for _, c := range cluster.calls {
+		if strings.Contains(c, "Namespace "+b.plan.Namespace) {
+			nsSteps = append(nsSteps, c)
+		}
+	}
+	if len(nsSteps) != 1 || !strings.HasPrefix(nsSteps[0], "lock") {
+		t.Errorf("revocation's namespace steps %v, want one lock (never a delete)", nsSteps)
+	}
+}
+
+// foreignCluster is a StepApplier on whose cluster the plan's namespace
+// exists and is foreign (provision.NamespaceChecker).
+type foreignCluster struct{ *fakeCluster }
+
+func (foreignCluster) CheckNamespace(_ context.Context, p provision.Plan) (provision.NamespaceCheck, error) {
+	return provision.NamespaceCheck{Namespace: p.Namespace, Exists: true, Foreign: true}, nil
+}
+
+// The worker reads the namespace before the job's first step: a foreign
+// one nobody adopted fails the job permanently with nothing applied (no
+// AWS call either); an adopted one is provisioned.
+func TestWorkerRefusesAForeignNamespaceBeforeAnyStep(t *testing.T) {
+	b := newBed(t)
+	cluster := foreignCluster{&fakeCluster{}}
+	b.runOnce(b.worker("provisioner", cluster))
+	j, err := b.db.Job(t.Context(), b.job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != store.JobFailed || !strings.Contains(j.LastError, "adopts it explicitly") || len(cluster.calls) != 0 {
+		t.Errorf("job %s %q, calls %v; want failed before any step", j.State, j.LastError, cluster.calls)
+	}
+
+	adoptNext = "hyperpod-ns-red"
+	t.Cleanup(func() { adoptNext = "" })
+	b = newBed(t)
+	cluster = foreignCluster{&fakeCluster{}}
+	b.runOnce(b.worker("provisioner", cluster))
+	if s := b.state(b.conn.ID); s != workflow.StateActive || len(cluster.calls) == 0 {
+		t.Errorf("adopted: connection %s after %d calls, want active", s, len(cluster.calls))
+	}
+}

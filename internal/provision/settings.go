@@ -86,6 +86,14 @@ type ClusterSettings struct {
 	// means DefaultObservabilityNamespaces; empty means no such policy.
 	ObservabilityNamespaces []string
 
+	// ReservedNamespaces are namespaces no contract may name, on top of the
+	// built-in system namespaces (workflow.ReservedNamespace: kube-*,
+	// kueue-system, aws-hyperpod, amazon-*, cert-manager,
+	// jupyter-k8s-shared, ...), which always apply. An entry ending in '*'
+	// is a prefix. Validation refuses them on the form, and BuildPlan
+	// refuses a plan for one, so approval and the worker do too.
+	ReservedNamespaces []string
+
 	// OnRevoke is what revocation does with the team namespace once the
 	// team's access, queues, quotas and network allowances are gone:
 	// RevokeLock (the default) keeps it locked, RevokeDelete deletes it
@@ -399,6 +407,11 @@ func (s ClusterSettings) check() error {
 			"NamespacePrefix %q and ClusterQueueNameFormat %q can differ only when the portal manages the ClusterQueues",
 			HyperPodNamespacePrefix, DefaultClusterQueueNameFormat, s.NamespacePrefix, s.ClusterQueueNameFormat)
 	}
+	for _, e := range s.ReservedNamespaces {
+		if msg := checkReservedEntry(e); msg != "" {
+			return fmt.Errorf("settings: ReservedNamespaces: %q %s", e, msg)
+		}
+	}
 	if s.OnRevoke != RevokeLock && s.OnRevoke != RevokeDelete {
 		return fmt.Errorf("settings: OnRevoke %q must be %q or %q", s.OnRevoke, RevokeLock, RevokeDelete)
 	}
@@ -424,3 +437,18 @@ func (s ClusterSettings) KueuePriorityClass(name string) string {
 
 // team substitutes the team into a checked format.
 func team(format, t string) string { return strings.Replace(format, "%s", t, 1) }
+
+// checkReservedEntry says what is wrong with a reserved_namespaces entry:
+// a namespace name, or a prefix of one followed by '*'.
+func checkReservedEntry(e string) string {
+	if p, ok := strings.CutSuffix(e, "*"); ok {
+		if p == "" || !namespacePrefixRe.MatchString(p) {
+			return "is not a namespace prefix: lower-case letters, digits and '-' before the '*', e.g. platform-*"
+		}
+		return ""
+	}
+	if errs := validation.IsDNS1123Label(e); len(errs) > 0 {
+		return "is not a namespace name: " + strings.Join(errs, "; ")
+	}
+	return ""
+}

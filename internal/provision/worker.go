@@ -22,10 +22,14 @@ type Job struct {
 	Version      int
 	// PlanHash is the plan an approver pinned, "" when none was: a pinned
 	// job refuses to apply any other plan.
-	PlanHash      string
-	Attempts      int // claims so far, this one included
-	LastError     string
-	PreviousOwner string // set when the claim took over an expired lease
+	PlanHash string
+	// AdoptNamespace is the existing namespace an admin adopted when
+	// approving the job's version ("" when none): the only foreign
+	// namespace (ForeignNamespace) the job may take over.
+	AdoptNamespace string
+	Attempts       int // claims so far, this one included
+	LastError      string
+	PreviousOwner  string // set when the claim took over an expired lease
 }
 
 // JobStore is the durable queue the worker runs on (internal/store.DB in the
@@ -69,6 +73,19 @@ func (a ApplierSteps) ApplyObject(ctx context.Context, o Object) (Outcome, strin
 		detail = "resourceVersion " + res[0].ResourceVersion
 	}
 	return res[0].Outcome, detail, err
+}
+
+// CheckNamespace reads the plan's namespace (see Applier.CheckNamespace):
+// ApplierSteps is a NamespaceChecker.
+func (a ApplierSteps) CheckNamespace(ctx context.Context, p Plan) (NamespaceCheck, error) {
+	return a.Applier.CheckNamespace(ctx, p)
+}
+
+// NamespaceChecker is a StepApplier that can also read a plan's namespace;
+// the worker then refuses a foreign namespace nobody adopted before the
+// job's first step.
+type NamespaceChecker interface {
+	CheckNamespace(ctx context.Context, p Plan) (NamespaceCheck, error)
 }
 
 // DryRunOutcome is the outcome recorded for every step of a dry run.
@@ -354,7 +371,13 @@ func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		s := RevocationPlan(plan, plan.OnRevoke)
+		mode := plan.OnRevoke
+		if mode == RevokeDelete && job.AdoptNamespace != "" && job.AdoptNamespace == plan.Namespace {
+			// An adopted namespace existed before the connection, with
+			// whatever runs there: revocation locks it, never deletes it.
+			mode = RevokeLock
+		}
+		s := RevocationPlan(plan, mode)
 		return s, StepsHash(s), nil
 	}
 	if err != nil {
@@ -370,6 +393,19 @@ func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
 			return nil, "", fmt.Errorf("provision: before applying: %w", err)
 		}
 	}
+	if nc, ok := w.Apply.(NamespaceChecker); ok && !w.DryRun {
+		// A foreign namespace nobody adopted stops the job before its
+		// first step, AWS ones included; Apply checks again at the
+		// namespace step itself.
+		c, err := nc.CheckNamespace(ctx, plan)
+		if err != nil {
+			return nil, "", fmt.Errorf("provision: before applying: %w", err)
+		}
+		if c.Foreign && job.AdoptNamespace != plan.Namespace {
+			return nil, "", fmt.Errorf("provision: before applying: %w", foreignNamespaceError(plan.Namespace, plan.Team))
+		}
+	}
+	plan = plan.Adopting(job.AdoptNamespace)
 	if job.Kind == JobKindReapply {
 		return ReapplySteps(plan), hash, nil
 	}

@@ -72,6 +72,8 @@ type wbed struct {
 	applier  *provision.Applier // counted; the worker applies through it
 	counter  *testenv.RequestCounter
 	look     *provision.Applier // uncounted: Client and Mapper for checks
+	// adopt, when set, is the namespace the next approve adopts.
+	adopt string
 }
 
 // wintTenant is one approved connection, its queued job and the plan the
@@ -207,7 +209,7 @@ func (b *wbed) approve(ctx context.Context, team string, plans func(context.Cont
 		}
 		return nil
 	}
-	expect := store.Expect{Version: ver.Version, Hash: ver.Hash, PlanHash: plan.Hash()}
+	expect := store.Expect{Version: ver.Version, Hash: ver.Hash, PlanHash: plan.Hash(), Adopt: b.adopt}
 	conn, _, err = b.db.Approve(ctx, conn.ID, b.admin, expect, "fits the cluster", workflow.ApprovalsNeeded(c.DataClassification), check, b.clock.Now())
 	if err != nil {
 		b.tb.Fatalf("approve %s: %v", team, err)
@@ -885,4 +887,75 @@ func BenchmarkProvisionTenants(b *testing.B) {
 	b.ReportMetric(float64(objects)/tenantsDone, "objects/tenant")
 	b.Logf("%d tenants × %d iterations, %d objects: provision %v, re-apply %v (%d requests, %d writes)",
 		n, b.N, objects, provisionTime.Round(time.Millisecond), reapplyTime.Round(time.Millisecond), reapplyRequests, reapplyWrites)
+}
+
+// createForeign creates namespace ns as someone other than the portal or
+// HyperPod would: no portal labels, no HyperPod label.
+func (b *wbed) createForeign(ctx context.Context, ns string) {
+	b.tb.Helper()
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns, "labels": map[string]any{"app": "legacy"}},
+	}}
+	if _, err := b.look.Client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		b.tb.Fatalf("create namespace %s: %v", ns, err)
+	}
+}
+
+// TestWorkerRefusesAForeignNamespaceIntegration (issue 10 item 14): a
+// namespace created by someone else between the approval and the apply is
+// not taken over: the job fails permanently at the namespace step, having
+// written nothing. The same namespace, adopted by the admin at approval,
+// is provisioned.
+func TestWorkerRefusesAForeignNamespaceIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	b.setInventory(ctx, 2)
+
+	tn := b.approve(ctx, "wint"+wintRandom(t), b.plans)
+	b.createForeign(ctx, tn.plan.Namespace)
+	b.runOnce(ctx, b.worker("w1"))
+	j := b.job(ctx, tn.job.ID)
+	if j.State != store.JobFailed || j.Attempts != 1 || !strings.Contains(j.LastError, "adopts it explicitly") {
+		t.Errorf("job = %+v; want failed at once, saying the namespace was not adopted", j)
+	}
+	ns, err := b.live(ctx, tn.plan.Objects[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := ns.GetLabels(); l[provision.LabelManagedBy] != "" || l["app"] != "legacy" {
+		t.Errorf("the foreign namespace's labels became %v", l)
+	}
+	if _, err := b.live(ctx, tn.plan.Objects[1]); !apierrors.IsNotFound(err) {
+		t.Errorf("%s in the foreign namespace: %v, want none", tn.names[1], err)
+	}
+	// Apply itself refuses it too, at the namespace step (a namespace
+	// created after the worker's first look).
+	res, err := b.applier.Apply(ctx, tn.plan)
+	if !provision.IsPermanent(err) || !strings.Contains(err.Error(), "adopts it explicitly") || res[0].Outcome != provision.Failed || res[1].Outcome != provision.Skipped {
+		t.Errorf("Apply into the foreign namespace: %v (outcomes %s, %s); want a permanent refusal at the namespace", err, res[0].Outcome, res[1].Outcome)
+	}
+	if _, err := b.live(ctx, tn.plan.Objects[1]); !apierrors.IsNotFound(err) {
+		t.Errorf("%s in the foreign namespace after Apply: %v, want none", tn.names[1], err)
+	}
+
+	b.adopt = provision.DefaultNamespacePrefix + "wint" + wintRandom(t)
+	team := strings.TrimPrefix(b.adopt, provision.DefaultNamespacePrefix)
+	b.createForeign(ctx, b.adopt)
+	adopted := b.approve(ctx, team, b.plans)
+	if adopted.job.AdoptNamespace != b.adopt {
+		t.Fatalf("the adopting approval's job: %+v", adopted.job)
+	}
+	b.runOnce(ctx, b.worker("w1"))
+	if j := b.job(ctx, adopted.job.ID); j.State != store.JobSucceeded {
+		t.Errorf("adopted job = %+v; want succeeded", j)
+	}
+	ns, err = b.live(ctx, adopted.plan.Objects[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := ns.GetLabels(); l[provision.LabelManagedBy] != provision.ManagedBy || l[provision.LabelTeam] != team {
+		t.Errorf("the adopted namespace's labels: %v, want the portal's for team %s", l, team)
+	}
 }

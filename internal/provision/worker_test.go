@@ -38,7 +38,7 @@ func (s jobStore) ClaimJob(ctx context.Context, owner string, now time.Time, lea
 	j, ok, err := s.DB.ClaimJob(ctx, owner, now, lease)
 	return provision.Job{
 		ID: j.ID, ConnectionID: j.ConnectionID, Kind: string(j.Kind), Version: j.Version, PlanHash: j.PlanHash,
-		Attempts: j.Attempts, LastError: j.LastError, PreviousOwner: j.PreviousOwner,
+		AdoptNamespace: j.AdoptNamespace, Attempts: j.Attempts, LastError: j.LastError, PreviousOwner: j.PreviousOwner,
 	}, ok, err
 }
 
@@ -163,6 +163,9 @@ func newBedWith(t *testing.T, settings provision.ClusterSettings) *bed {
 // in parallel.
 var editContract func(*workflow.Contract)
 
+// adoptNext, when set, is the namespace bed.approve's approval adopts.
+var adoptNext string
+
 // approve creates, submits and approves a connection for team.
 func (b *bed) approve(team string) (store.Connection, store.Job) {
 	b.t.Helper()
@@ -197,7 +200,7 @@ func (b *bed) approve(team string) (store.Connection, store.Job) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	if conn, _, err = b.db.Approve(ctx, conn.ID, store.Actor{ID: a.ID, Email: a.Email}, store.Expect{Version: 1, Hash: ver.Hash, PlanHash: plan.Hash()}, "ok", 1, nil, b.clock.Now()); err != nil {
+	if conn, _, err = b.db.Approve(ctx, conn.ID, store.Actor{ID: a.ID, Email: a.Email}, store.Expect{Version: 1, Hash: ver.Hash, PlanHash: plan.Hash(), Adopt: adoptNext}, "ok", 1, nil, b.clock.Now()); err != nil {
 		b.t.Fatal(err)
 	}
 	jobs, err := b.db.JobsFor(ctx, conn.ID)

@@ -303,6 +303,12 @@ type Expect struct {
 	// PlanHash, on an approval, is the provisioning plan the admin saw; the
 	// queued job carries it and the worker refuses to apply another plan.
 	PlanHash string
+	// Adopt, on an approval, is the existing namespace the admin adopted
+	// explicitly (one neither the portal nor HyperPod created; the handler
+	// checks the cluster), "" for none. It is recorded with the approval
+	// (namespace_adoptions, and an audit event), and the version's jobs
+	// carry it (Job.AdoptNamespace).
+	Adopt string
 }
 
 func checkExpect(ctx context.Context, tx *sql.Tx, cur Connection, e Expect) error {
@@ -450,6 +456,20 @@ func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, rea
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM decisions WHERE connection_id = ? AND version = ? AND kind = 'approve'`, id, v.Version).Scan(&count); err != nil {
 			return fmt.Errorf("store: approve: %w", err)
+		}
+		if expect.Adopt != "" {
+			if !slices.Contains(v.Contract.Namespaces, expect.Adopt) {
+				return fmt.Errorf("store: approve: the contract does not name namespace %q, which the approval adopts", expect.Adopt)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO namespace_adoptions (connection_id, version, namespace, actor_id, created_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (connection_id, version) DO NOTHING`, id, v.Version, expect.Adopt, by.ID, fmtTime(now)); err != nil {
+				return fmt.Errorf("store: approve: adoption: %w", err)
+			}
+			if err := appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "connection.adopt_namespace",
+				ObjectType: "connection", ObjectID: id, Team: cur.Team, Version: v.Version,
+				Reason: "adopted the existing namespace " + expect.Adopt + ", which neither the portal nor HyperPod created: the portal may take it over"}); err != nil {
+				return err
+			}
 		}
 		action := "connection.approve_partial"
 		if count >= needed {
@@ -699,8 +719,9 @@ func (d *DB) queryConns(ctx context.Context, op, q string, args ...any) ([]Conne
 // liveStates are the states whose contracts hold namespaces and capacity.
 var liveStates = []workflow.State{workflow.StateApproved, workflow.StateProvisioning, workflow.StateActive, workflow.StateUnderReview, workflow.StateRevoking}
 
-// NamespaceOwner returns the id of another connection that is not ended
-// (not rejected, withdrawn or revoked) whose latest version claims ns, or 0.
+// NamespaceOwner returns the id of another connection that holds ns (see
+// otherLiveVersions: a version that was submitted, of a connection that is
+// neither a draft nor ended), or 0.
 func (d *DB) NamespaceOwner(ctx context.Context, ns string, exclude int64) (int64, error) {
 	var id int64
 	err := d.sql.QueryRowContext(ctx, `SELECT c.id`+otherLiveVersions+`
@@ -807,8 +828,9 @@ func (d *DB) UserExists(ctx context.Context, email string) (bool, error) {
 
 // ValidationEnv is what contract validation needs from the database: owners
 // must be portal users (or one of known, lower-case: mapped group names, demo
-// users), and a namespace must not be claimed by another connection than
-// exclude. Every place that saves, imports or approves a contract uses it.
+// users), and a namespace or role must not be held by another connection than
+// exclude (otherLiveVersions says which hold claims: never a draft). Every
+// place that saves, imports or approves a contract uses it.
 func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
 	var (
 		rolesOnce sync.Once
@@ -837,13 +859,31 @@ func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, kn
 	}
 }
 
-// otherLiveVersions selects the current version (cv) of every live
-// connection (c) but the one given as the first argument.
-const otherLiveVersions = ` FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = c.current_version
-WHERE c.id != ? AND c.state NOT IN ('rejected', 'withdrawn', 'revoked')`
+// otherLiveVersions selects the claiming version (cv) of every connection
+// (c) that holds claims on namespaces and roles, but the one given as the
+// first argument. Only what was submitted holds a claim (issue 10 item 3):
+// a draft is anyone's unchecked scratch (an owner could otherwise squat
+// another team's role or namespace with an incomplete draft nobody can
+// clear), so drafts and ended connections (rejected, withdrawn, revoked)
+// hold nothing. The claiming version is:
+//   - submitted and every later live state (approved, provisioning, active,
+//     under_review, revoking): the current version, which is the submitted
+//     or approved one (these states cannot be edited);
+//   - changes_requested: the version the admin sent back (its
+//     request_changes decision), which was submitted. The team keeps what
+//     it had submitted while it amends the request, but what it adds in the
+//     edits (drafts again) claims nothing until it is resubmitted, when
+//     validation checks it against everyone else's claims.
+//
+// The approval re-checks the claims inside its transaction.
+const otherLiveVersions = ` FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = CASE
+  WHEN c.state = 'changes_requested' THEN (SELECT max(d.version) FROM decisions d WHERE d.connection_id = c.id AND d.kind = 'request_changes')
+  ELSE c.current_version END
+WHERE c.id != ? AND c.state IN ('submitted', 'changes_requested', 'approved', 'provisioning', 'active', 'under_review', 'revoking')`
 
 // rolesInUse is the set of IAM roles (project, access or workload) that the
-// current versions of live connections other than exclude name. It reads
+// claiming versions of connections other than exclude name (see
+// otherLiveVersions: submitted and later, never drafts). It reads
 // every live contract (a JSON scan), so ValidationEnv runs it at most once,
 // when a contract is saved or approved, never on page views.
 func (d *DB) rolesInUse(ctx context.Context, exclude int64) (map[string]bool, error) {

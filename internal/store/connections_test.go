@@ -1004,10 +1004,14 @@ func TestNamespaceOwner(t *testing.T) {
 		return c
 	}
 	draft := f.create(withNS("red", "old-ns"))
-	// The latest version claims ml-team; old-ns is released.
+	// The latest version names ml-team; old-ns is released. Once
+	// submitted, it claims ml-team.
 	if _, _, err := f.db.SaveContract(ctx, draft.ID, 1, withNS("red", "ml-team"), f.owner, f.tick()); err != nil {
 		t.Fatal(err)
 	}
+	f.transition(draft.ID, workflow.EventSubmit, f.owner, "")
+	// A draft claims nothing (issue 10 item 3).
+	f.create(withNS("teal", "drafted"))
 	f.transition(f.create(withNS("blue", "ml")).ID, workflow.EventWithdraw, f.owner, "")
 	rejected := f.submitted(withNS("green", "ml"))
 	f.transition(rejected.ID, workflow.EventReject, f.admins[0], "no")
@@ -1034,6 +1038,7 @@ func TestNamespaceOwner(t *testing.T) {
 		{"prod", 0, approved.ID},
 		{"prod", multi.ID, approved.ID},
 		{"unused", 0, 0},
+		{"drafted", 0, 0},
 	}
 	for _, tt := range tests {
 		got, err := f.db.NamespaceOwner(ctx, tt.ns, tt.exclude)
@@ -1057,7 +1062,7 @@ func TestUserExists(t *testing.T) {
 
 func TestValidationEnvKnowsTakenNamespacesAndRoles(t *testing.T) {
 	f := newFixture(t, 1)
-	red := f.create(workflow.ExampleContract())
+	red := f.submitted(workflow.ExampleContract())
 	blue := f.create(workflow.ExampleContractFor("blue"))
 	gone := workflow.ExampleContractFor("green")
 	g := f.create(gone)
@@ -1079,6 +1084,100 @@ func TestValidationEnvKnowsTakenNamespacesAndRoles(t *testing.T) {
 	}
 	if self := f.db.ValidationEnv(t.Context(), f.now, red.ID, nil); self.RoleTaken(ex.AccessRoleARN) {
 		t.Error("a connection's own role is seen as taken by itself")
+	}
+}
+
+// TestClaimsAreHeldFromSubmission: which states hold a namespace or role
+// claim (issue 10 item 3). A draft holds none, so an owner cannot squat
+// another team's names with an incomplete draft that nobody can clear; a
+// submitted request and every later live state does; an ended connection
+// does not. A request sent back for changes keeps what it had submitted,
+// but its edits claim nothing new until they are resubmitted.
+func TestClaimsAreHeldFromSubmission(t *testing.T) {
+	holds := map[workflow.State]bool{
+		workflow.StateDraft: false, workflow.StateSubmitted: true, workflow.StateChangesRequested: true,
+		workflow.StateApproved: true, workflow.StateRejected: false, workflow.StateWithdrawn: false,
+		workflow.StateProvisioning: true, workflow.StateActive: true, workflow.StateUnderReview: true,
+		workflow.StateRevoking: true, workflow.StateRevoked: false,
+	}
+	if len(holds) != len(workflow.AllStates) {
+		t.Fatalf("the table covers %d of %d states", len(holds), len(workflow.AllStates))
+	}
+	for _, st := range workflow.AllStates {
+		t.Run(string(st), func(t *testing.T) {
+			f := newFixture(t, 1)
+			ctx := t.Context()
+			red := workflow.ExampleContract()
+			red.Namespaces = []string{"squat"}
+			red.AccessRoleARN = workflow.ExampleContractFor("blue").AccessRoleARN
+			conn := f.create(red)
+			switch st {
+			case workflow.StateDraft:
+			case workflow.StateWithdrawn:
+				f.transition(conn.ID, workflow.EventWithdraw, f.owner, "")
+			default:
+				f.transition(conn.ID, workflow.EventSubmit, f.owner, "")
+				switch st {
+				case workflow.StateSubmitted:
+				case workflow.StateChangesRequested:
+					f.transition(conn.ID, workflow.EventRequestChanges, f.admins[0], "fix it")
+				case workflow.StateRejected:
+					f.transition(conn.ID, workflow.EventReject, f.admins[0], "no")
+				default:
+					f.approve(conn.ID, f.admins[0], 1)
+					if st != workflow.StateApproved {
+						// The states after approval keep the approved
+						// version; only the state differs.
+						if _, err := f.raw.ExecContext(ctx, `UPDATE connections SET state = ? WHERE id = ?`, st, conn.ID); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			if got := f.state(conn.ID); got != st {
+				t.Fatalf("fixture reached %s, want %s", got, st)
+			}
+			blue := f.create(workflow.ExampleContractFor("blue"))
+			env := f.db.ValidationEnv(ctx, f.now, blue.ID, nil)
+			if got := env.NamespaceTaken("squat"); got != holds[st] {
+				t.Errorf("a %s connection holds its namespace: %v, want %v", st, got, holds[st])
+			}
+			if got := env.RoleTaken(red.AccessRoleARN); got != holds[st] {
+				t.Errorf("a %s connection holds its role: %v, want %v", st, got, holds[st])
+			}
+			if got := red.ClaimConflicts(env); (len(got) > 0) != holds[st] {
+				t.Errorf("claim conflicts with a %s connection: %q", st, got)
+			}
+		})
+	}
+}
+
+// TestChangesRequestedHoldsOnlyWhatWasSubmitted: while a request is back
+// with its owner, the version sent back keeps its claims, and what the
+// owner's edits add claims nothing until it is resubmitted.
+func TestChangesRequestedHoldsOnlyWhatWasSubmitted(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	c := contract("red", "kept", "")
+	conn := f.submitted(c)
+	f.transition(conn.ID, workflow.EventRequestChanges, f.admins[0], "fix it")
+	edited := c
+	edited.Namespaces = []string{"added"}
+	edited.WorkloadRoleARN = "arn:aws:iam::111122223333:role/added-workload"
+	if _, _, err := f.db.SaveContract(ctx, conn.ID, conn.CurrentVersion, edited, f.owner, f.tick()); err != nil {
+		t.Fatal(err)
+	}
+	env := f.db.ValidationEnv(ctx, f.now, 0, nil)
+	if !env.NamespaceTaken("kept") || !env.RoleTaken(c.WorkloadRoleARN) {
+		t.Error("the version sent back for changes lost its claims")
+	}
+	if env.NamespaceTaken("added") || env.RoleTaken(edited.WorkloadRoleARN) {
+		t.Error("an unsubmitted edit of a request sent back for changes claims names")
+	}
+	f.transition(conn.ID, workflow.EventSubmit, f.owner, "")
+	env = f.db.ValidationEnv(ctx, f.now, 0, nil)
+	if !env.NamespaceTaken("added") || env.NamespaceTaken("kept") || !env.RoleTaken(edited.WorkloadRoleARN) {
+		t.Error("after resubmission the new version does not hold the claims alone")
 	}
 }
 

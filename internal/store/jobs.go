@@ -55,16 +55,19 @@ type Job struct {
 	// Approve). AppliedPlanHash is the plan the last attempt ran.
 	PlanHash        string
 	AppliedPlanHash string
-	State           JobState
-	Attempts        int // claims so far, this one included
-	Steps           int // steps of the applied plan
-	LeaseOwner      string
-	LeaseUntil      time.Time // zero unless running
-	NotBefore       time.Time
-	LastError       string
-	DryRun          bool
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// AdoptNamespace is the namespace an admin adopted when approving the
+	// job's version (namespace_adoptions), "" for none.
+	AdoptNamespace string
+	State          JobState
+	Attempts       int // claims so far, this one included
+	Steps          int // steps of the applied plan
+	LeaseOwner     string
+	LeaseUntil     time.Time // zero unless running
+	NotBefore      time.Time
+	LastError      string
+	DryRun         bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 	// PreviousOwner is set by ClaimJob only: the worker whose expired
 	// lease this claim took over ("" for a queued job).
 	PreviousOwner string
@@ -100,13 +103,14 @@ var ErrStepsNotDone = errors.New("store: complete job: not every step is done")
 const provisioner = "provisioner"
 
 const jobCols = `id, connection_id, kind, version, plan_hash, applied_plan_hash, state, attempts, steps,
-	lease_owner, lease_until, not_before, last_error, dry_run, created_at, updated_at`
+	lease_owner, lease_until, not_before, last_error, dry_run, created_at, updated_at,
+	COALESCE((SELECT a.namespace FROM namespace_adoptions a WHERE a.connection_id = jobs.connection_id AND a.version = jobs.version), '')`
 
 func scanJob(sc interface{ Scan(...any) error }) (Job, error) {
 	var j Job
 	var leaseUntil, notBefore, created, updated string
 	if err := sc.Scan(&j.ID, &j.ConnectionID, &j.Kind, &j.Version, &j.PlanHash, &j.AppliedPlanHash, &j.State, &j.Attempts, &j.Steps,
-		&j.LeaseOwner, &leaseUntil, &notBefore, &j.LastError, &j.DryRun, &created, &updated); err != nil {
+		&j.LeaseOwner, &leaseUntil, &notBefore, &j.LastError, &j.DryRun, &created, &updated, &j.AdoptNamespace); err != nil {
 		return j, err
 	}
 	for _, f := range []struct {

@@ -550,3 +550,49 @@ func TestCompleteJobDryRun(t *testing.T) {
 	}
 	f.verifyAudit()
 }
+
+// An approval that adopts an existing namespace (issue 10 item 14) records
+// it with an audit event, and every job of that version carries it: the
+// first, a retry after a failure. Adopting a namespace the contract does
+// not name is refused, with nothing stored.
+func TestApproveRecordsTheNamespaceAdoption(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	other := f.submitted(contract("blue", "blue-ml", ""))
+	before := f.snapshot()
+	bad := f.pin(other.ID)
+	bad.Adopt = "kube-system"
+	if _, _, err := f.db.Approve(ctx, other.ID, f.admins[0], bad, "ok", 1, nil, f.tick()); err == nil {
+		t.Fatal("an approval adopted a namespace its contract does not name")
+	}
+	f.assertUnchanged(before, "the refused adoption")
+
+	conn := f.submitted(contract("red", "red-ml", ""))
+	e := f.pin(conn.ID)
+	e.Adopt = "red-ml"
+	if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], e, "the team's existing namespace", 1, nil, f.tick()); err != nil {
+		t.Fatal(err)
+	}
+	j := f.claim("a")
+	if j.ConnectionID != conn.ID || j.AdoptNamespace != "red-ml" {
+		t.Fatalf("job %+v, want connection %d adopting red-ml", j, conn.ID)
+	}
+	evs, err := f.db.AuditEvents(ctx, store.AuditFilter{ObjectID: conn.ID, Action: "connection.adopt_namespace"}, 0, 10)
+	if err != nil || len(evs) != 1 || !strings.Contains(evs[0].Reason, "red-ml") || evs[0].ActorID != f.admins[0].ID {
+		t.Errorf("adoption events = %+v, %v; want one by the admin naming red-ml", evs, err)
+	}
+	if err := f.db.FailJob(ctx, j.ID, "a", "boom", f.tick()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.db.EnqueueProvisioning(ctx, conn.ID, f.admins[0], "try again", f.tick())
+	if err != nil || again.AdoptNamespace != "red-ml" {
+		t.Errorf("the retry job %+v, %v; want it to carry the adoption", again, err)
+	}
+	// A connection approved without adopting carries none.
+	plain := f.submitted(contract("green", "green-ml", ""))
+	f.approve(plain.ID, f.admins[0], 1)
+	if js, err := f.db.JobsFor(ctx, plain.ID); err != nil || len(js) != 1 || js[0].AdoptNamespace != "" {
+		t.Errorf("jobs of a plain approval: %+v, %v", js, err)
+	}
+	f.verifyAudit()
+}

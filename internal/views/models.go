@@ -309,6 +309,10 @@ type PlanView struct {
 	Hash      string
 	Error     string // why there is no plan (e.g. Slurm, or an invalid draft)
 	DryRun    bool   // no cluster configured: the plan is recorded, not applied
+	// ForeignNamespace is the plan's namespace when it already exists on
+	// the cluster and neither the portal (for this team) nor HyperPod
+	// created it: approving needs the explicit "adopt" box.
+	ForeignNamespace string
 }
 
 // InventoryRow is one instance type of a cluster's inventory.

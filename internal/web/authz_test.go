@@ -257,6 +257,10 @@ func (f fakeLive) Drift(context.Context, provision.Plan) ([]provision.DriftItem,
 	return f.items, nil
 }
 
+func (f fakeLive) CheckNamespace(_ context.Context, p provision.Plan) (provision.NamespaceCheck, error) {
+	return provision.NamespaceCheck{Namespace: p.Namespace}, nil
+}
+
 func TestPlanIsComparedWithTheCluster(t *testing.T) {
 	live := fakeLive{items: []provision.DriftItem{
 		{Kind: "Namespace", Ref: "hyperpod-ns-red", What: "deleted"},

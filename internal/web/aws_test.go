@@ -126,8 +126,8 @@ func TestRolesOfAnotherConnectionAreRefused(t *testing.T) {
 	f := formValues(formFromContract(c))
 	f.Set("intent", "submit")
 	resp, body := h.postAs(h.signIn("owner.blue"), "/teams/blue/connections", f)
-	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `data-testid="error-access_role_arn"`) ||
-		!strings.Contains(body, "already named by another connection") || !strings.Contains(body, "role/blue-project") {
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(fieldError(body, "access_role_arn"), "is not available") ||
+		!strings.Contains(body, "role/blue-project") {
 		t.Errorf("naming red's access role = %d; want the field error with the input kept", resp.StatusCode)
 	}
 	if strings.Contains(body, `data-testid="error-project_role_arn"`) {
@@ -213,7 +213,12 @@ func TestApprovalRefusesARoleClaimedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.db.CreateConnection(context.Background(), blue, store.Actor{ID: u.ID, Email: u.Email}, time.Now()); err != nil {
+	bc, err := h.db.CreateConnection(context.Background(), blue, store.Actor{ID: u.ID, Email: u.Email}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only a submitted request holds claims (a draft holds none).
+	if _, err := h.db.Transition(context.Background(), bc.ID, workflow.EventSubmit, store.Actor{ID: u.ID, Email: u.Email}, "", store.Expect{}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	v, _ := h.db.Version(context.Background(), 1, 1)

@@ -181,6 +181,8 @@ func (s *Server) validationEnv(c echo.Context, exclude int64) workflow.Validatio
 	// Contract roles must be team roles, which the portal's own IAM policy
 	// may pass (the AWS settings' team_role_prefix).
 	env.TeamRolePrefix = s.opts.Cluster.AWS.TeamRolePrefix
+	// The settings' reserved namespaces, on top of the built-in ones.
+	env.ReservedNamespaces = s.opts.Cluster.ReservedNamespaces
 	return env
 }
 
@@ -636,11 +638,33 @@ func (s *Server) decide(c echo.Context) error {
 		}
 		// A version whose plan cannot be built would only fail its job:
 		// refuse it here, with the reason the plan page shows.
-		if _, perr := provision.BuildPlan(conn.ID, cur.Version, cur.Hash, cur.Contract, s.opts.Cluster); perr != nil {
+		plan, perr := provision.BuildPlan(conn.ID, cur.Version, cur.Hash, cur.Contract, s.opts.Cluster)
+		if perr != nil {
 			return rerender(http.StatusConflict, "Not approved: this version cannot be provisioned on this cluster: "+perr.Error()+". Request changes instead.", "")
 		}
 		if planHash == "" {
 			return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
+		}
+		// An existing namespace that neither the portal nor HyperPod
+		// created is taken over only when the admin adopts it here,
+		// explicitly (issue 10 item 14); the worker checks again before
+		// it applies anything.
+		if s.opts.Live != nil {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			nc, err := s.opts.Live.CheckNamespace(cctx, plan)
+			cancel()
+			if err != nil {
+				s.opts.Logger.Warn("approval: namespace check", "connection_id", conn.ID, "error", err.Error())
+				return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not read namespace "+plan.Namespace+" on the cluster, to check whether someone else created it. Try again in a moment.", "")
+			}
+			if nc.Foreign {
+				if c.FormValue("adopt_namespace") != nc.Namespace {
+					return rerender(http.StatusConflict, "Not approved: namespace "+nc.Namespace+" already exists on the cluster, and neither the portal nor HyperPod created it. "+
+						"Approving would force the team's default-deny NetworkPolicy, quota and RoleBindings onto whatever runs there. "+
+						"Tick \"Adopt the existing namespace "+nc.Namespace+"\" to hand it to the team deliberately, or request changes.", "")
+				}
+				expect.Adopt = nc.Namespace
+			}
 		}
 		env := s.validationEnv(c, conn.ID)
 		check := func(inv map[string]int, committed []workflow.Capacity) error {
@@ -862,6 +886,14 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 			if it.What == "extra" {
 				pv.Warnings = append(pv.Warnings, "The namespace already has "+it.Kind+" "+it.Ref+" ("+it.Detail+"), which this plan does not contain.")
 			}
+		}
+		nc, err := s.opts.Live.CheckNamespace(cctx, plan)
+		switch {
+		case err != nil:
+			pv.Warnings = append(pv.Warnings, "Could not check who created namespace "+plan.Namespace+": "+err.Error())
+		case nc.Foreign:
+			pv.ForeignNamespace = nc.Namespace
+			pv.Warnings = append(pv.Warnings, "Namespace "+nc.Namespace+" already exists, and neither the portal nor HyperPod created it: approving needs the explicit adoption below.")
 		}
 	}
 	return pv

@@ -60,9 +60,12 @@ type Options struct {
 	Cluster provision.ClusterSettings
 	DryRun  bool
 	// Live compares a plan with the cluster (nil in dry-run mode), so the
-	// approval page shows what each object would create or change.
+	// approval page shows what each object would create or change, and
+	// reads the plan's namespace: one that exists and that neither the
+	// portal nor HyperPod created is approved only when adopted.
 	Live interface {
 		Drift(ctx context.Context, p provision.Plan) ([]provision.DriftItem, error)
+		CheckNamespace(ctx context.Context, p provision.Plan) (provision.NamespaceCheck, error)
 	}
 
 	// KnownOwners are emails accepted as contract owners even before they

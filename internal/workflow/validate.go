@@ -45,6 +45,10 @@ type ValidationEnv struct {
 	// "/hyperpod-teams/". The portal's own IAM policy may pass only those
 	// roles (the AWS settings' team_role_prefix).
 	TeamRolePrefix string
+	// ReservedNamespaces are more namespaces no contract may name, on top
+	// of the built-in ones (ReservedNamespace): the cluster settings'
+	// reserved_namespaces. An entry ending in '*' is a prefix.
+	ReservedNamespaces []string
 }
 
 // FieldError is a problem with one field of a contract, in words the person
@@ -136,8 +140,61 @@ const (
 	PriorityClassSuffix = "-priority"
 )
 
-// reservedNamespaces belong to the cluster's own components.
-var reservedNamespaces = []string{"default", "kubeflow", "kube-system", "kube-public", "kube-node-lease"}
+// reservedNamespaces belong to the cluster's own components; a contract
+// never names one, because approving it would force a default-deny
+// NetworkPolicy, a quota and RoleBindings onto that component (issue 10
+// item 14). Each is where its component installs itself:
+//   - kueue-system: Kueue's controller ("The controller runs in the
+//     kueue-system namespace", kubernetes-sigs/kueue README; Kueue
+//     Configuration API: namespace defaults to kueue-system);
+//   - cert-manager: cert-manager, a dependency of HyperPod's inference
+//     operator (aws/sagemaker-hyperpod-cli: helm_chart/HyperPodHelmChart/
+//     charts/inference-operator/values.yaml, cert-manager namespace);
+//   - aws-hyperpod: HyperPod's health monitoring agent, deep health check
+//     and job auto-restart (same chart: charts/*/values.yaml namespace
+//     "aws-hyperpod"); covered by the aws- prefix;
+//   - jupyter-k8s-shared: the shared templates and access strategies of
+//     HyperPod spaces' workspace operator (jupyter-infra/jupyter-k8s,
+//     SharedNamespace = "jupyter-k8s-shared"; its operator runs in
+//     jupyter-k8s-system, router in jupyter-k8s-router);
+//   - default, kubeflow and Kubernetes' own namespaces.
+var reservedNamespaces = []string{
+	"default", "kubeflow", "kube-system", "kube-public", "kube-node-lease",
+	"kueue-system", "cert-manager", "aws-hyperpod",
+	"jupyter-k8s-shared", "jupyter-k8s-system", "jupyter-k8s-router",
+}
+
+// reservedPrefixes: every namespace starting with one belongs to
+// Kubernetes (kube-) or to an AWS component (aws-, amazon-: e.g.
+// amazon-cloudwatch, the CloudWatch observability add-on's).
+var reservedPrefixes = []string{"kube-", "aws-", "amazon-"}
+
+// ReservedNamespace reports whether ns belongs to the cluster's own
+// components: the built-in names and prefixes, which are always on, or an
+// entry of extra (the settings' reserved_namespaces; an entry ending in
+// '*' is a prefix). Validation refuses such a namespace, and so does the
+// provisioning plan, so a contract approved before a name was reserved is
+// not applied either.
+func ReservedNamespace(ns string, extra []string) bool {
+	if slices.Contains(reservedNamespaces, ns) {
+		return true
+	}
+	for _, p := range reservedPrefixes {
+		if strings.HasPrefix(ns, p) {
+			return true
+		}
+	}
+	for _, e := range extra {
+		if p, ok := strings.CutSuffix(e, "*"); ok {
+			if p != "" && strings.HasPrefix(ns, p) {
+				return true
+			}
+		} else if e == ns {
+			return true
+		}
+	}
+	return false
+}
 
 // taskGovernancePrefix is the namespace prefix HyperPod task governance uses
 // for each team ("hyperpod-ns-<team>").
@@ -409,7 +466,8 @@ func (v *validator) roleARN(field, s, what string) {
 		v.add(field, "must be a team role under role%s (the portal may pass only those roles), e.g. arn:aws:iam::%s:role%sred-team", p, orPlaceholder(v.c.AccountID, "<account>"), p)
 	}
 	if v.env.RoleTaken != nil && v.env.RoleTaken(s) {
-		v.add(field, "is already named by another connection: each team's roles must be its own (the cluster's access entry and Pod Identity association for a role belong to one team)")
+		// Says nothing of who holds it (issue 10 item 3).
+		v.add(field, "is not available: each team's roles must be its own (the cluster's access entry and Pod Identity association for a role belong to one team); name another role")
 	}
 }
 
@@ -477,9 +535,8 @@ func (v *validator) namespaces() {
 			v.add(f, "is empty: remove the row or name a namespace")
 		case len(ns) > 63 || !dnsLabelRe.MatchString(ns):
 			v.add(f, "%q must be at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit", ns)
-		case slices.Contains(reservedNamespaces, ns) || strings.HasPrefix(ns, "kube-") ||
-			strings.HasPrefix(ns, "aws-") || strings.HasPrefix(ns, "amazon-"):
-			v.add(f, "%s is reserved for the cluster's own components", ns)
+		case ReservedNamespace(ns, v.env.ReservedNamespaces):
+			v.add(f, "%s is reserved for the cluster's own components: name a namespace of the team's own", ns)
 		case strings.HasPrefix(ns, taskGovernancePrefix) && v.teamValid() && ns != taskGovernancePrefix+c.Team:
 			v.add(f, "%s is the task governance namespace of team %s; this team's is %s%s",
 				ns, strings.TrimPrefix(ns, taskGovernancePrefix), taskGovernancePrefix, orPlaceholder(c.Team, "<team>"))
@@ -489,7 +546,8 @@ func (v *validator) namespaces() {
 		case seen[ns]:
 			v.add(f, "%s is listed twice", ns)
 		case v.env.NamespaceTaken != nil && v.env.NamespaceTaken(ns):
-			v.add(f, "%s is already used by another connection; choose another name", ns)
+			// Says nothing of who holds it (issue 10 item 3).
+			v.add(f, "%s is not available: choose another name", ns)
 		}
 		seen[ns] = true
 	}
@@ -731,11 +789,12 @@ func joinValues[T ~string](all []T) string {
 	return strings.Join(s, ", ")
 }
 
-// ClaimConflicts are what c claims that another live connection already
-// holds: its namespaces and its roles (a team's own, see
-// ValidationEnv.RoleTaken), as sentences. Validate reports the same per
-// field; approval checks it again inside its transaction, where a request
-// filed meanwhile may have taken them.
+// ClaimConflicts are what c claims that another connection already holds
+// (one submitted or later: a draft holds nothing): its namespaces and its
+// roles (a team's own, see ValidationEnv.RoleTaken), as sentences for the
+// admin who approves, naming no other team or connection. Validate reports
+// the same per field; approval checks it again inside its transaction,
+// where a request submitted meanwhile may have taken them.
 func (c Contract) ClaimConflicts(env ValidationEnv) []string {
 	var out []string
 	if env.NamespaceTaken != nil {

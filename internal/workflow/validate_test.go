@@ -192,7 +192,7 @@ var validationTable = []struct {
 	{name: "namespace of another team", change: func(c *Contract) { c.Namespaces = []string{"hyperpod-ns-blue"} }, want: []string{"namespaces[0]"}, msg: "namespace of team blue; this team's is hyperpod-ns-red"},
 	{name: "namespace beside HyperPod's", change: func(c *Contract) { c.Namespaces = []string{"hyperpod-ns-red", "red-batch"} },
 		env: func(e *ValidationEnv) { e.TeamNamespaceOnly = true }, want: []string{"namespaces[1]"}, msg: "HyperPod task governance creates and owns the team namespace hyperpod-ns-red"},
-	{name: "namespace taken", change: func(c *Contract) { c.Namespaces = []string{"hyperpod-ns-red", "blue-shared"} }, want: []string{"namespaces[1]"}, msg: "already used by another connection"},
+	{name: "namespace taken", change: func(c *Contract) { c.Namespaces = []string{"hyperpod-ns-red", "blue-shared"} }, want: []string{"namespaces[1]"}, msg: "blue-shared is not available: choose another name"},
 	{name: "namespace check skipped without NamespaceTaken", env: func(e *ValidationEnv) { e.NamespaceTaken = nil }, change: func(c *Contract) { c.Namespaces = []string{"blue-shared"} }},
 	{name: "namespaces on slurm", base: slurmContract, change: func(c *Contract) { c.Namespaces = []string{"hyperpod-ns-red"} }, want: []string{"namespaces"}, msg: "Slurm connection has no namespaces"},
 
@@ -339,6 +339,46 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSystemNamespacesAreRefused: the namespaces of the cluster's own
+// components (issue 10 item 14) are refused with a field error, always
+// (built in), and so are the settings' extra names and prefixes.
+func TestSystemNamespacesAreRefused(t *testing.T) {
+	extra := []string{"team-infra", "platform-*", "*"}
+	for _, tt := range []struct {
+		ns       string
+		reserved bool
+	}{
+		{"kube-system", true}, {"kube-public", true}, {"kube-node-lease", true}, {"kube-anything", true},
+		{"kueue-system", true}, {"aws-hyperpod", true}, {"aws-observability", true},
+		{"amazon-cloudwatch", true}, {"amazon-guardduty", true}, {"cert-manager", true},
+		{"jupyter-k8s-shared", true}, {"jupyter-k8s-system", true}, {"jupyter-k8s-router", true},
+		{"default", true}, {"kubeflow", true},
+		// the settings' list: a name, and a prefix
+		{"team-infra", true}, {"platform-ingress", true}, {"platform-x", true},
+		// near misses are the team's to name
+		{"kueue-systems", false}, {"my-kube-system", false}, {"certmanager", false},
+		{"team-infra-2", false}, {"platform", false}, {"hyperpod-ns-red", false}, {"red-inference", false},
+	} {
+		t.Run(tt.ns, func(t *testing.T) {
+			if got := ReservedNamespace(tt.ns, extra); got != tt.reserved {
+				t.Errorf("ReservedNamespace(%q) = %v, want %v", tt.ns, got, tt.reserved)
+			}
+			c := ExampleContract()
+			c.Namespaces = []string{"hyperpod-ns-red", tt.ns}
+			env := testEnv()
+			env.ReservedNamespaces = extra
+			msg := c.Validate(env).Get("namespaces[1]")
+			if tt.reserved != strings.Contains(msg, "reserved for the cluster's own components") {
+				t.Errorf("namespaces[1] = %q: message %q", tt.ns, msg)
+			}
+		})
+	}
+	// The built-in list holds without any settings.
+	if !ReservedNamespace("kueue-system", nil) || ReservedNamespace("team-infra", nil) {
+		t.Error("the built-in list depends on the settings")
 	}
 }
 
