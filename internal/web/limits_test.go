@@ -252,6 +252,10 @@ func (f failingLive) Drift(context.Context, provision.Plan) ([]provision.DriftIt
 	return nil, f.err
 }
 
+func (f failingLive) CheckNamespace(context.Context, provision.Plan) (provision.NamespaceCheck, error) {
+	return provision.NamespaceCheck{}, f.err
+}
+
 // TestPlanComparisonErrorIsReducedForNonAdmins: when the plan cannot be
 // compared with the cluster, owners read the step and the kind of failure;
 // admins read client-go's text.
