@@ -270,8 +270,6 @@ func TestHeldApprovalOfANewlyRestrictedVersionNeedsTwo(t *testing.T) {
 	}
 }
 
-
-
 // The handler's capacity check is about the version the approval names:
 // an admin who holds the body back while the owner raises the guarantee
 // beyond the cluster's free capacity is refused, not approved against the
