@@ -194,6 +194,30 @@ func text(t *testing.T, pg playwright.Page, testID string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// count is how many elements loc matches now; the test fails when the
+// browser cannot tell (a count of 0 read through an error proves nothing).
+func count(t *testing.T, loc playwright.Locator, what string) int {
+	t.Helper()
+	n, err := loc.Count()
+	mustOK(t, err, "count "+what)
+	return n
+}
+
+// clickTo clicks loc and waits until the navigation it starts has finished:
+// a new document whose URL matches url (a glob) has loaded. The document
+// current before the click is marked, so that a navigation back to the same
+// URL (a form posted and answered by a redirect to the page it came from)
+// is waited for as well; WaitForURL alone would return at once there.
+func clickTo(t *testing.T, pg playwright.Page, loc playwright.Locator, url, what string) {
+	t.Helper()
+	_, err := pg.Evaluate(`() => { window.__e2eBeforeClick = true }`)
+	mustOK(t, err, what+": mark the current page")
+	mustOK(t, loc.Click(), what)
+	_, err = pg.WaitForFunction(`() => window.__e2eBeforeClick === undefined`, nil)
+	mustOK(t, err, what+": wait for the next page")
+	mustOK(t, pg.WaitForURL(url), what+": reach "+url)
+}
+
 func mustOK(t *testing.T, err error, what string) {
 	t.Helper()
 	if err != nil {
