@@ -377,8 +377,9 @@ func (d *DB) Transition(ctx context.Context, id int64, ev workflow.Event, by Act
 type CapacityCheck func(inventory map[string]int, committed []workflow.Capacity) error
 
 // Approve records an admin's approval of exactly (version, hash). When the
-// contract needs more approvals (restricted data: two distinct admins) the
-// connection stays submitted; the approval that completes the count moves it
+// contract needs more approvals (restricted data: two distinct admins; needed
+// is raised to what the version itself requires, read inside the
+// transaction) the connection stays submitted; the approval that completes the count moves it
 // to approved. It returns the connection and how many approvals the version
 // now has. The approval that completes the count also queues the
 // provisioning job, in the same transaction. Concurrent approvals serialize
