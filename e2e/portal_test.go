@@ -204,17 +204,17 @@ func count(t *testing.T, loc playwright.Locator, what string) int {
 }
 
 // clickTo clicks loc and waits until the navigation it starts has finished:
-// a new document whose URL matches url (a glob) has loaded. The document
-// current before the click is marked, so that a navigation back to the same
-// URL (a form posted and answered by a redirect to the page it came from)
-// is waited for as well; WaitForURL alone would return at once there.
+// the next document has fired its load event and its URL matches url (a
+// glob). Waiting for the load event that follows the click, not only for the
+// URL, also covers a navigation back to the same URL (a form posted and
+// answered by a redirect to the page it came from), where WaitForURL alone
+// would return at once with the old page; a click that navigates nowhere
+// fails. (WaitForFunction cannot be used: the portal's CSP forbids the eval
+// it polls with.)
 func clickTo(t *testing.T, pg playwright.Page, loc playwright.Locator, url, what string) {
 	t.Helper()
-	_, err := pg.Evaluate(`() => { window.__e2eBeforeClick = true }`)
-	mustOK(t, err, what+": mark the current page")
-	mustOK(t, loc.Click(), what)
-	_, err = pg.WaitForFunction(`() => window.__e2eBeforeClick === undefined`, nil)
-	mustOK(t, err, what+": wait for the next page")
+	_, err := pg.ExpectEvent("load", func() error { return loc.Click() })
+	mustOK(t, err, what+": click and wait for the next page to load")
 	mustOK(t, pg.WaitForURL(url), what+": reach "+url)
 }
 
