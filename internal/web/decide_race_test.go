@@ -112,7 +112,7 @@ func (h *harness) heldPost(s session, path string) func(form url.Values) (int, s
 	}
 }
 
-// assertNothingRecorded: the connection is submitted at version v with no
+// assertNoApproval: the connection is submitted at version v with no
 // approval and no job.
 func (h *harness) assertNoApproval(id int64, v int) {
 	h.t.Helper()
