@@ -14,8 +14,7 @@ func signIn(t *testing.T, b playwright.Browser, p *portal, name string) playwrig
 	pg := newPage(t, b)
 	_, err := pg.Goto(p.URL + "/login")
 	mustOK(t, err, "start login")
-	mustOK(t, pg.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign in as " + name}).Click(), "choose "+name)
-	mustOK(t, pg.WaitForURL(p.URL+"/"), "reach home as "+name)
+	clickTo(t, pg, pg.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign in as " + name}), p.URL+"/", "sign in as "+name)
 	return pg
 }
 
@@ -28,20 +27,19 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	p := startPortal(t)
 
 	owner := signIn(t, b, p, "Olivia Owner (Red)")
-	mustOK(t, owner.GetByTestId("nav-team-red").Click(), "open team red")
-	mustOK(t, owner.GetByTestId("new-request").Click(), "new request")
-	mustOK(t, owner.GetByTestId("use-example").Click(), "start from the example")
+	clickTo(t, owner, owner.GetByTestId("nav-team-red"), "**/teams/red", "open team red")
+	clickTo(t, owner, owner.GetByTestId("new-request"), "**/teams/red/connections/new", "new request")
+	clickTo(t, owner, owner.GetByTestId("use-example"), "**/teams/red/connections/new?example=1", "start from the example")
 	// A mistake: the form keeps the input and says what is wrong, beside the field.
 	mustOK(t, owner.Locator("#account_id").Fill("12345"), "type a bad account id")
-	mustOK(t, owner.GetByTestId("save-submit").Click(), "save and submit")
+	clickTo(t, owner, owner.GetByTestId("save-submit"), "**/teams/red/connections", "save and submit")
 	mustOK(t, owner.GetByTestId("error-account_id").WaitFor(), "see the account id error")
-	if v, _ := owner.Locator("#account_id").InputValue(); v != "12345" {
-		t.Errorf("the form lost the input: %q", v)
+	if v, err := owner.Locator("#account_id").InputValue(); err != nil || v != "12345" {
+		t.Errorf("the form lost the input: %q (%v)", v, err)
 	}
 	screenshot(t, owner, "10-form-error")
 	mustOK(t, owner.Locator("#account_id").Fill("111122223333"), "fix the account id")
-	mustOK(t, owner.GetByTestId("save-submit").Click(), "save and submit again")
-	mustOK(t, owner.WaitForURL("**/connections/1"), "reach the request")
+	clickTo(t, owner, owner.GetByTestId("save-submit"), "**/connections/1", "save and submit again")
 	if got := text(t, owner, "connection-state"); got != "Submitted" {
 		t.Errorf("state after submit = %q", got)
 	}
@@ -50,8 +48,8 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	admin := signIn(t, b, p, "Ada Admin")
 	openFromQueue := func() {
 		t.Helper()
-		mustOK(t, admin.GetByTestId("nav-admin").Click(), "open the admin queue")
-		mustOK(t, admin.GetByTestId("queue-1").Locator("a").First().Click(), "open request 1")
+		clickTo(t, admin, admin.GetByTestId("nav-admin"), "**/admin", "open the admin queue")
+		clickTo(t, admin, admin.GetByTestId("queue-1").Locator("a").First(), "**/connections/1", "open request 1")
 		mustOK(t, admin.GetByTestId("capacity").WaitFor(), "see the capacity math")
 	}
 	openFromQueue()
@@ -60,10 +58,10 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	}
 	screenshot(t, admin, "12-approval-page")
 	// The admin asks for changes (a reason is required).
-	mustOK(t, admin.GetByTestId("request-changes").Click(), "request changes without a reason")
+	clickTo(t, admin, admin.GetByTestId("request-changes"), "**/connections/1/decide", "request changes without a reason")
 	mustOK(t, admin.GetByTestId("error-reason").WaitFor(), "be asked for a reason")
 	mustOK(t, admin.Locator("#reason").Fill("Lower the borrow limit to 20%."), "give a reason")
-	mustOK(t, admin.GetByTestId("request-changes").Click(), "request changes")
+	clickTo(t, admin, admin.GetByTestId("request-changes"), "**/connections/1", "request changes")
 	mustOK(t, admin.GetByTestId("decisions").WaitFor(), "see the decision recorded")
 
 	// The owner sees why, fixes the contract and resubmits.
@@ -75,10 +73,9 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	if got := text(t, owner, "decisions"); !strings.Contains(got, "Lower the borrow limit") {
 		t.Errorf("owner sees decisions %q", got)
 	}
-	mustOK(t, owner.GetByTestId("edit").Click(), "edit")
+	clickTo(t, owner, owner.GetByTestId("edit"), "**/connections/1/edit", "edit")
 	mustOK(t, owner.Locator("#borrow_limit_percent").Fill("20"), "lower the borrow limit")
-	mustOK(t, owner.GetByTestId("save-submit").Click(), "save and resubmit")
-	mustOK(t, owner.WaitForURL("**/connections/1"), "back on the request")
+	clickTo(t, owner, owner.GetByTestId("save-submit"), "**/connections/1", "save and resubmit")
 	if got := text(t, owner, "diff"); !strings.Contains(got, "Borrow limit") {
 		t.Errorf("the diff after the edit = %q", got)
 	}
@@ -86,8 +83,7 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	// The admin approves version 2.
 	openFromQueue()
 	mustOK(t, admin.Locator("#reason").Fill("Fits the cluster; owners confirmed."), "give a reason")
-	mustOK(t, admin.GetByTestId("approve").Click(), "approve")
-	mustOK(t, admin.WaitForURL("**/connections/1"), "back on the request")
+	clickTo(t, admin, admin.GetByTestId("approve"), "**/connections/1", "approve")
 	if got := text(t, admin, "connection-state"); got != "Approved" {
 		t.Errorf("state after approval = %q", got)
 	}
@@ -99,7 +95,7 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	if got := text(t, admin, "dry-run"); !strings.Contains(got, "Dry run") {
 		t.Errorf("dry-run notice = %q", got)
 	}
-	if n, _ := admin.Locator(`[data-testid="job-steps"] tr.step-done`).Count(); n < 10 {
+	if n := count(t, admin.Locator(`[data-testid="job-steps"] tr.step-done`), "finished steps"); n < 10 {
 		t.Errorf("only %d plan steps done", n)
 	}
 	screenshot(t, admin, "13b-dry-run-progress")
@@ -118,7 +114,7 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	if got := text(t, owner, "access-queue"); got != "hyperpod-ns-red-localqueue" {
 		t.Errorf("owner sees queue %q", got)
 	}
-	if n, _ := owner.GetByTestId("snippet").Count(); n < 3 {
+	if n := count(t, owner.GetByTestId("snippet"), "snippets"); n < 3 {
 		t.Errorf("owner sees %d command snippets, want 3", n)
 	}
 	screenshot(t, owner, "14-owner-sees-approval")
@@ -128,8 +124,7 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	_, err = blue.Goto(p.URL + "/teams/blue/connections/new?example=1")
 	mustOK(t, err, "blue opens the form")
 	mustOK(t, blue.Locator("#namespaces").Fill("hyperpod-ns-blue"), "blue namespace")
-	mustOK(t, blue.GetByTestId("save-draft").Click(), "blue saves a draft")
-	mustOK(t, blue.WaitForURL("**/connections/2"), "blue's request")
+	clickTo(t, blue, blue.GetByTestId("save-draft"), "**/connections/2", "blue saves a draft")
 	resp, err := owner.Goto(p.URL + "/connections/2")
 	mustOK(t, err, "owner.red opens blue's request")
 	if resp.Status() != 404 {

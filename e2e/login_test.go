@@ -22,12 +22,10 @@ func TestOwnerLogsInAndOut(t *testing.T) {
 	}
 	screenshot(t, pg, "01-landing")
 
-	mustOK(t, pg.GetByTestId("login").Click(), "click Sign in")
-	mustOK(t, pg.WaitForURL("**/dev-idp/login**"), "reach the provider's login page")
+	clickTo(t, pg, pg.GetByTestId("login"), "**/dev-idp/login**", "click Sign in")
 	screenshot(t, pg, "02-dev-idp-login")
-	mustOK(t, pg.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign in as Olivia Owner (Red)"}).Click(), "choose owner.red")
+	clickTo(t, pg, pg.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign in as Olivia Owner (Red)"}), p.URL+"/", "sign in as owner.red")
 
-	mustOK(t, pg.WaitForURL(p.URL+"/"), "come back to the portal home")
 	if got := text(t, pg, "user-name"); got != "Olivia Owner (Red)" {
 		t.Errorf("name in the header = %q", got)
 	}
@@ -40,13 +38,12 @@ func TestOwnerLogsInAndOut(t *testing.T) {
 	if got := text(t, pg, "user-roles"); got != "none" {
 		t.Errorf("portal-wide roles = %q, want none", got)
 	}
-	if n, _ := pg.GetByTestId("nav-admin").Count(); n != 0 {
+	if n := count(t, pg.GetByTestId("nav-admin"), "Admin links"); n != 0 {
 		t.Error("an owner sees the Admin link")
 	}
 	screenshot(t, pg, "03-home-owner-red")
 
-	mustOK(t, pg.GetByTestId("nav-team-red").Click(), "open team red")
-	mustOK(t, pg.WaitForURL(p.URL+"/teams/red"), "reach the team page")
+	clickTo(t, pg, pg.GetByTestId("nav-team-red"), p.URL+"/teams/red", "open team red")
 	if got := text(t, pg, "team-home-empty"); !strings.Contains(got, "No connection yet") {
 		t.Errorf("team page = %q", got)
 	}
@@ -62,8 +59,7 @@ func TestOwnerLogsInAndOut(t *testing.T) {
 
 	_, err = pg.Goto(p.URL + "/")
 	mustOK(t, err, "back home")
-	mustOK(t, pg.GetByTestId("logout").Click(), "sign out")
-	mustOK(t, pg.WaitForURL(p.URL+"/signed-out"), "reach the signed-out page")
+	clickTo(t, pg, pg.GetByTestId("logout"), p.URL+"/signed-out", "sign out")
 	if got := text(t, pg, "signed-out"); !strings.Contains(got, "signed out") {
 		t.Errorf("signed-out page says %q", got)
 	}
@@ -80,26 +76,25 @@ func TestEveryDemoAccountSignsIn(t *testing.T) {
 	b := browser(t)
 	p := startPortal(t)
 	cases := []struct {
-		button, card, nav string
+		button, card, nav, path string
 	}{
-		{"Sign in as Mateo Member (Red)", "card-team-red", "nav-team-red"},
-		{"Sign in as Bianca Owner (Blue)", "card-team-blue", "nav-team-blue"},
-		{"Sign in as Ada Admin", "card-admin", "nav-admin"},
-		{"Sign in as Rita Reviewer", "card-reviews", "nav-reviews"},
-		{"Sign in as Felix Finance", "card-finance", "nav-finance"},
+		{"Sign in as Mateo Member (Red)", "card-team-red", "nav-team-red", "/teams/red"},
+		{"Sign in as Bianca Owner (Blue)", "card-team-blue", "nav-team-blue", "/teams/blue"},
+		{"Sign in as Ada Admin", "card-admin", "nav-admin", "/admin"},
+		{"Sign in as Rita Reviewer", "card-reviews", "nav-reviews", "/reviews"},
+		{"Sign in as Felix Finance", "card-finance", "nav-finance", "/finance"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.card, func(t *testing.T) {
 			pg := newPage(t, b)
 			_, err := pg.Goto(p.URL + "/login")
 			mustOK(t, err, "start login")
-			mustOK(t, pg.GetByRole("button", playwright.PageGetByRoleOptions{Name: tc.button}).Click(), "choose "+tc.button)
-			mustOK(t, pg.WaitForURL(p.URL+"/"), "reach home")
-			if n, _ := pg.GetByTestId(tc.card).Count(); n != 1 {
+			clickTo(t, pg, pg.GetByRole("button", playwright.PageGetByRoleOptions{Name: tc.button}), p.URL+"/", tc.button)
+			if n := count(t, pg.GetByTestId(tc.card), tc.card); n != 1 {
 				t.Errorf("home lacks %s", tc.card)
 			}
-			mustOK(t, pg.GetByTestId(tc.nav).Click(), "follow "+tc.nav)
-			if n, _ := pg.GetByTestId("error-page").Count(); n != 0 {
+			clickTo(t, pg, pg.GetByTestId(tc.nav), p.URL+tc.path, "follow "+tc.nav)
+			if n := count(t, pg.GetByTestId("error-page"), "error pages"); n != 0 {
 				t.Errorf("%s leads to an error page", tc.nav)
 			}
 			screenshot(t, pg, "home-"+tc.card)
@@ -114,7 +109,9 @@ func TestUserInNoGroupSeesWhy(t *testing.T) {
 	pg := newPage(t, b)
 	_, err := pg.Goto(p.URL + "/login")
 	mustOK(t, err, "start login")
-	mustOK(t, pg.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign in as Nora No-Group"}).Click(), "choose nogroup")
+	// The provider sends the browser back to the callback, which answers
+	// with the no-access page.
+	clickTo(t, pg, pg.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign in as Nora No-Group"}), "**/auth/callback**", "sign in as nogroup")
 	mustOK(t, pg.GetByTestId("error-title").WaitFor(), "see the error page")
 	if got := text(t, pg, "error-title"); !strings.Contains(got, "no access") {
 		t.Errorf("title = %q", got)

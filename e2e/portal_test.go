@@ -194,6 +194,30 @@ func text(t *testing.T, pg playwright.Page, testID string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// count is how many elements loc matches now; the test fails when the
+// browser cannot tell (a count of 0 read through an error proves nothing).
+func count(t *testing.T, loc playwright.Locator, what string) int {
+	t.Helper()
+	n, err := loc.Count()
+	mustOK(t, err, "count "+what)
+	return n
+}
+
+// clickTo clicks loc and waits until the navigation it starts has finished:
+// the next document has fired its load event and its URL matches url (a
+// glob). Waiting for the load event that follows the click, not only for the
+// URL, also covers a navigation back to the same URL (a form posted and
+// answered by a redirect to the page it came from), where WaitForURL alone
+// would return at once with the old page; a click that navigates nowhere
+// fails. (WaitForFunction cannot be used: the portal's CSP forbids the eval
+// it polls with.)
+func clickTo(t *testing.T, pg playwright.Page, loc playwright.Locator, url, what string) {
+	t.Helper()
+	_, err := pg.ExpectEvent("load", func() error { return loc.Click() })
+	mustOK(t, err, what+": click and wait for the next page to load")
+	mustOK(t, pg.WaitForURL(url), what+": reach "+url)
+}
+
 func mustOK(t *testing.T, err error, what string) {
 	t.Helper()
 	if err != nil {

@@ -53,8 +53,7 @@ studio:
 	owner := signIn(t, b, p, "Olivia Owner (Red)")
 	_, err := owner.Goto(p.URL + "/teams/red/connections/new?example=1")
 	mustOK(t, err, "open the form with the example")
-	mustOK(t, owner.GetByTestId("save-submit").Click(), "save and submit")
-	mustOK(t, owner.WaitForURL("**/connections/1"), "reach the request")
+	clickTo(t, owner, owner.GetByTestId("save-submit"), "**/connections/1", "save and submit")
 
 	admin := signIn(t, b, p, "Ada Admin")
 	_, err = admin.Goto(p.URL + "/connections/1")
@@ -65,7 +64,7 @@ studio:
 		!strings.Contains(got, "create · RoleBinding hyperpod-ns-red/team-viewers") {
 		t.Errorf("plan = %q", got)
 	}
-	if n, _ := admin.GetByText("dry-run mode").Count(); n != 0 {
+	if n := count(t, admin.GetByText("dry-run mode"), "dry-run notes"); n != 0 {
 		t.Error("with a cluster configured the plan must not say dry run")
 	}
 	if got := text(t, admin, "plan-aws-before"); !strings.Contains(got, "red-quota") || !strings.Contains(got, "ml.p5.48xlarge×2") ||
@@ -78,7 +77,7 @@ studio:
 	}
 	screenshot(t, admin, "19-plan-with-aws-calls")
 	mustOK(t, admin.Locator("#reason").Fill("Fits; provision it."), "give a reason")
-	mustOK(t, admin.GetByTestId("approve").Click(), "approve")
+	clickTo(t, admin, admin.GetByTestId("approve"), "**/connections/1", "approve")
 	mustOK(t, admin.GetByTestId("progress").WaitFor(), "see the provisioning panel")
 	// The panel refreshes itself; when the job finishes the page reloads.
 	mustOK(t, admin.Locator(`[data-testid="connection-state"]:text("Active")`).WaitFor(
@@ -86,10 +85,10 @@ studio:
 	if got := text(t, admin, "job-state"); got != "succeeded" {
 		t.Errorf("job state = %q", got)
 	}
-	if n, _ := admin.Locator(`[data-testid="job-steps"] tr.step-done`).Count(); n < 10 {
+	if n := count(t, admin.Locator(`[data-testid="job-steps"] tr.step-done`), "finished steps"); n < 10 {
 		t.Errorf("only %d steps done", n)
 	}
-	if n, _ := admin.GetByTestId("dry-run").Count(); n != 0 {
+	if n := count(t, admin.GetByTestId("dry-run"), "dry-run labels"); n != 0 {
 		t.Error("a real provisioning run is labelled dry run")
 	}
 	steps, err := admin.Locator(`[data-testid="job-steps"] tr.step-done`).AllTextContents()
@@ -114,7 +113,7 @@ studio:
 	if got := text(t, owner, "access-queue"); got != "hyperpod-ns-red-localqueue" {
 		t.Errorf("owner sees queue %q", got)
 	}
-	if n, _ := owner.GetByTestId("access-not-live").Count(); n != 0 {
+	if n := count(t, owner.GetByTestId("access-not-live"), "not-live notes"); n != 0 {
 		t.Error("an active connection is shown as not live")
 	}
 	snippets, err := owner.GetByTestId("snippet").AllTextContents()

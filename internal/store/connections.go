@@ -273,9 +273,10 @@ func versionHash(ctx context.Context, q queryer, id int64, v int) (string, error
 // contract hash and the plan hash it approves.
 var ErrUnpinned = errors.New("store: an approval must name the version, the contract hash and the plan hash it approves")
 
-// ErrNotIndependent refuses an approval by the requester, by an author of
-// any version or by someone who submitted the request.
-var ErrNotIndependent = errors.New("store: nobody approves a request they filed, submitted or edited")
+// ErrNotIndependent refuses a decision (approval, rejection, change
+// request) by the requester, by an author of any version or by someone who
+// submitted the request.
+var ErrNotIndependent = errors.New("store: nobody decides on a request they filed, submitted or edited")
 
 func checkIndependent(ctx context.Context, tx *sql.Tx, cur Connection, by Actor) error {
 	if by.ID == cur.RequesterID {
@@ -358,6 +359,15 @@ func (d *DB) Transition(ctx context.Context, id int64, ev workflow.Event, by Act
 		if err != nil {
 			return err
 		}
+		// A decision (rejection, change request) comes from someone
+		// independent of the request, as the workflow's policy says: checked
+		// again here, against the rows as they are now, because the
+		// handler's check ran before this transaction.
+		if _, ok := eventDecision[ev]; ok {
+			if err := checkIndependent(ctx, tx, cur, by); err != nil {
+				return err
+			}
+		}
 		set := `state = ?, updated_at = ?`
 		args := []any{next, fmtTime(now)}
 		if ev == workflow.EventSubmit {
@@ -397,8 +407,9 @@ func (d *DB) Transition(ctx context.Context, id int64, ev workflow.Event, by Act
 type CapacityCheck func(inventory map[string]int, committed []workflow.Capacity) error
 
 // Approve records an admin's approval of exactly (version, hash). When the
-// contract needs more approvals (restricted data: two distinct admins) the
-// connection stays submitted; the approval that completes the count moves it
+// contract needs more approvals (restricted data: two distinct admins; needed
+// is raised to what the version itself requires, read inside the
+// transaction) the connection stays submitted; the approval that completes the count moves it
 // to approved. It returns the connection and how many approvals the version
 // now has. The approval that completes the count also queues the
 // provisioning job, in the same transaction. Concurrent approvals serialize
@@ -434,6 +445,10 @@ func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, rea
 		if err != nil {
 			return err
 		}
+		// How many distinct admins must approve is a property of the
+		// version approved (restricted data: two), read here rather than
+		// trusted from the caller, which looked before this transaction.
+		needed = max(needed, workflow.ApprovalsNeeded(v.Contract.DataClassification))
 		if check != nil {
 			inv, err := inventory(ctx, tx, v.Contract.ClusterName)
 			if err != nil {

@@ -163,6 +163,11 @@ VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
 // connection's approved version, with an audit event: the way to try again
 // after a job failed (the connection is back in approved) or after a dry run
 // once a cluster is configured. Approve queues the first job itself.
+//
+// The new job is pinned to the plan hash the approval named (the approval's
+// job carries it), so the worker applies only the plan that was approved; a
+// connection whose approval named no plan gets ErrUnpinned and no job: a
+// provisioning job is never queued unpinned.
 func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by Actor, reason string, now time.Time) (Job, error) {
 	// Only an approved connection can start provisioning (the lifecycle
 	// allows start_provisioning from approved alone).
@@ -184,7 +189,13 @@ func (d *DB) enqueueFor(ctx context.Context, connID int64, kind JobKind, states 
 		if !slices.Contains(states, c.State) {
 			return &workflow.TransitionError{From: c.State, Event: refusal}
 		}
-		if id, err = enqueueJob(ctx, tx, connID, kind, c.ApprovedVersion, "", now); err != nil {
+		planHash := ""
+		if kind == JobProvision {
+			if planHash, err = approvedPlanHash(ctx, tx, connID, c.ApprovedVersion); err != nil {
+				return err
+			}
+		}
+		if id, err = enqueueJob(ctx, tx, connID, kind, c.ApprovedVersion, planHash, now); err != nil {
 			return err
 		}
 		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: action,
@@ -195,6 +206,22 @@ func (d *DB) enqueueFor(ctx context.Context, connID int64, kind JobKind, states 
 		return Job{}, fmt.Errorf("store: enqueue %s job: %w", kind, err)
 	}
 	return d.Job(ctx, id)
+}
+
+// approvedPlanHash is the plan hash the approval of a version named: the
+// one its first pinned provisioning job carries. ErrUnpinned when there is
+// none (an approval recorded before approvals named their plan).
+func approvedPlanHash(ctx context.Context, tx *sql.Tx, connID int64, version int) (string, error) {
+	var h string
+	err := tx.QueryRowContext(ctx, `SELECT plan_hash FROM jobs WHERE connection_id = ? AND kind = ? AND version = ? AND plan_hash != '' ORDER BY id LIMIT 1`,
+		connID, JobProvision, version).Scan(&h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrUnpinned
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: approved plan of connection %d: %w", connID, err)
+	}
+	return h, nil
 }
 
 // EnqueueReapply queues a job that re-applies the approved plan of a live

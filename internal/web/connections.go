@@ -581,6 +581,9 @@ func (s *Server) decide(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.decideHooks.loaded != nil {
+		s.decideHooks.loaded()
+	}
 	decision := c.FormValue("decision")
 	actions := map[string]workflow.Action{"approve": workflow.ActionApprove, "reject": workflow.ActionReject, "request_changes": workflow.ActionRequestChanges}
 	act, ok := actions[decision]
@@ -623,10 +626,24 @@ func (s *Server) decide(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	expect := store.Expect{Version: version, Hash: hash, PlanHash: planHash}
-	switch decision {
-	case "approve":
-		var cur store.Version
-		if cur, err = s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion); err != nil {
+	var (
+		cur   store.Version
+		check store.CapacityCheck
+	)
+	if decision == "approve" {
+		// The checks below are about the version the approval names, not
+		// the one that was current when the request arrived: the body may
+		// have been read after an edit. The store checks again, inside its
+		// transaction, that this version is still the current one.
+		cur, err = s.opts.DB.Version(ctx, conn.ID, version)
+		if errors.Is(err, store.ErrNotFound) || err == nil && cur.Hash != hash {
+			fresh, ferr := s.opts.DB.Connection(ctx, conn.ID)
+			if ferr != nil {
+				return ferr
+			}
+			return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, &store.StaleError{WantVersion: version, WantHash: hash, Current: fresh}), "")
+		}
+		if err != nil {
 			return err
 		}
 		// The portal sets up nothing for Slurm: an approval would queue a
@@ -667,7 +684,7 @@ func (s *Server) decide(c echo.Context) error {
 			}
 		}
 		env := s.validationEnv(c, conn.ID)
-		check := func(inv map[string]int, committed []workflow.Capacity) error {
+		check = func(inv map[string]int, committed []workflow.Capacity) error {
 			if rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed); !rep.OK() {
 				return errOverCapacity
 			}
@@ -676,6 +693,15 @@ func (s *Server) decide(c echo.Context) error {
 			}
 			return nil
 		}
+	}
+	// Everything checked so far was read before the store's transaction:
+	// the store checks the state, the version and independence again
+	// inside it, against the rows as they are then.
+	if s.decideHooks.checked != nil {
+		s.decideHooks.checked()
+	}
+	switch decision {
+	case "approve":
 		_, _, err = s.opts.DB.Approve(ctx, conn.ID, actor(p), expect, reason, workflow.ApprovalsNeeded(cur.Contract.DataClassification), check, s.opts.Now())
 	case "reject":
 		_, err = s.opts.DB.Transition(ctx, conn.ID, workflow.EventReject, actor(p), reason, expect, s.opts.Now())
@@ -691,7 +717,11 @@ func (s *Server) decide(c echo.Context) error {
 	case errors.Is(err, errClaimTaken):
 		return rerender(http.StatusConflict, "Not approved: "+strings.TrimPrefix(err.Error(), errClaimTaken.Error()+": ")+".", "")
 	case errors.Is(err, store.ErrNotIndependent):
-		return echo.NewHTTPError(http.StatusForbidden, "Not approved: nobody approves a request they filed, submitted or edited.")
+		// The handler's own check passed: the request was filed, edited or
+		// submitted by this user since it read the connection.
+		return &userError{page: views.ErrorPage{Status: http.StatusForbidden, Title: "Not allowed",
+			Message: "Nothing was recorded: nobody decides on a request they filed, submitted or edited, and you did. Another admin must decide.",
+			Action:  "Back to the request", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
 	case errors.Is(err, store.ErrUnpinned):
 		return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
 	case errors.Is(err, store.ErrAlreadyDecided):

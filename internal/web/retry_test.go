@@ -53,6 +53,10 @@ func TestRetryAFailedProvisioningJob(t *testing.T) {
 	if len(jobs) != 2 || jobs[0].State != store.JobQueued || jobs[0].Kind != store.JobProvision {
 		t.Errorf("jobs after retry = %+v", jobs)
 	}
+	// The retry applies the plan the approval named, never an unpinned one.
+	if plan := h.planHash(1, 1); len(jobs) == 2 && (jobs[0].PlanHash != plan || jobs[1].PlanHash != plan) {
+		t.Errorf("retry job pinned to %q, the approval's to %q; want both %q", jobs[0].PlanHash, jobs[1].PlanHash, plan)
+	}
 	if resp, _ := h.postAs(admin, "/connections/1/retry", nil); resp.StatusCode != http.StatusConflict {
 		t.Errorf("a second retry while one is queued = %d, want 409", resp.StatusCode)
 	}

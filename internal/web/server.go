@@ -115,6 +115,19 @@ type Server struct {
 	// chain: each view checks only what was appended since.
 	auditMu sync.Mutex
 	audited store.AuditCheckpoint
+
+	// decideHooks let tests interleave other requests with a decision.
+	// Nil outside tests.
+	decideHooks decideHooks
+}
+
+// decideHooks are the points of decide where a test can run other requests:
+// loaded, after the connection and the facts its permission check uses
+// were read but before the request body is; checked, after every check of
+// the handler passed, just before the store records the decision. Whatever
+// changed meanwhile must be caught inside the store's transaction.
+type decideHooks struct {
+	loaded, checked func()
 }
 
 func init() {
