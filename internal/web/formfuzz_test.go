@@ -290,22 +290,24 @@ func (w *dbWatch) reset(tb testing.TB) {
 type fuzzField struct{ name, value string }
 
 // decodeFields turns fuzz bytes into form fields: [name byte][size byte]
-// value... 0x00, repeated. A name byte of 0xFF takes the name from the
-// value, up to its first '='. A size byte of 0xF8-0xFF repeats the value to
-// one of sizeClass's lengths.
+// [length, 2 bytes little-endian][value], repeated; a short tail is a value
+// of its own. A name byte of 0xFF takes the name from the value, up to its
+// first '='. A size byte of 0xF8-0xFF repeats the value to one of
+// sizeClass's lengths.
 func (fx *formFuzz) decodeFields(data []byte) []fuzzField {
 	var out []fuzzField
 	total := 0
 	for len(data) >= 2 && total < fuzzMaxBody {
 		nb, sb := data[0], data[1]
 		data = data[2:]
-		v := data
-		if i := bytes.IndexByte(data, 0); i >= 0 {
-			v, data = data[:i], data[i+1:]
-		} else {
-			data = nil
+		n := len(data)
+		if len(data) >= 2 {
+			n = int(data[0]) | int(data[1])<<8
+			data = data[2:]
 		}
-		value := string(v)
+		n = min(n, len(data))
+		value := string(data[:n])
+		data = data[n:]
 		name := fx.names[int(nb)%len(fx.names)]
 		if nb == 0xFF {
 			name, value, _ = strings.Cut(value, "=")
@@ -314,8 +316,8 @@ func (fx *formFuzz) decodeFields(data []byte) []fuzzField {
 			if value == "" {
 				value = "x"
 			}
-			n := sizeClass[sb-0xF8]
-			value = strings.Repeat(value, n/len(value)+1)[:n]
+			size := sizeClass[sb-0xF8]
+			value = strings.Repeat(value, size/len(value)+1)[:size]
 		}
 		total += len(name) + len(value)
 		out = append(out, fuzzField{name, value})
@@ -442,15 +444,12 @@ type fuzzSeed struct {
 func (fx *formFuzz) fieldsBytes(fs []fuzzField, size uint8) []byte {
 	var b []byte
 	for _, f := range fs {
-		i := slices.Index(fx.names, f.name)
-		if i < 0 || i == 0xFF {
-			b = append(b, 0xFF, size)
-			b = append(b, f.name+"="+f.value...)
-		} else {
-			b = append(b, byte(i), size)
-			b = append(b, f.value...)
+		i, v := slices.Index(fx.names, f.name), f.value
+		if i < 0 || i >= 0xFF {
+			i, v = 0xFF, f.name+"="+f.value
 		}
-		b = append(b, 0)
+		b = append(b, byte(i), size, byte(len(v)), byte(len(v)>>8))
+		b = append(b, v...)
 	}
 	return b
 }
