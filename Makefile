@@ -69,7 +69,8 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	set -a; source "$$state/testbed.env"; set +a; \
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
 	$(GO) test -race -count=1 -timeout 15m ./...
-	@# The seed corpus ran above (go test); now a short bounded fuzz of the form handlers.
+	@# The seed corpus ran above (go test); now a short bounded fuzz of the form handlers. It
+	@# first re-runs the corpus cached by earlier runs (GOCACHE/fuzz), which can fill the time.
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 
 fuzz: ## fuzz the form handlers through the real server, FUZZTIME=1000000x (README: Security)
