@@ -11,8 +11,11 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 GO ?= go
 CACHE := $(CURDIR)/.cache
 ARTIFACTS := $(CURDIR)/e2e/artifacts
+# make fuzz runs this many executions (or a duration, e.g. 30m); make test runs FUZZTIME_TEST.
+FUZZTIME ?= 1000000x
+FUZZTIME_TEST ?= 30s
 
-.PHONY: deps help run build generate check-generated lint test unit e2e testbed-build testbed-up testbed-down e2e-setup docker clean
+.PHONY: deps help run build generate check-generated lint test unit fuzz e2e testbed-build testbed-up testbed-down e2e-setup docker clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -66,6 +69,12 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	set -a; source "$$state/testbed.env"; set +a; \
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
 	$(GO) test -race -count=1 -timeout 15m ./...
+	@# The seed corpus ran above (go test); now a short bounded fuzz of the form handlers. It
+	@# first re-runs the corpus cached by earlier runs (GOCACHE/fuzz), which can fill the time.
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
+
+fuzz: ## fuzz the form handlers through the real server, FUZZTIME=1000000x (README: Security)
+	$(GO) test -run '^$$' -fuzz '^FuzzContractForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./internal/web
 
 e2e: e2e-setup ## browser tests only (headless Chromium)
 	mkdir -p $(ARTIFACTS)

@@ -27,20 +27,24 @@ import (
 // development identity provider mounted, a real SQLite file, and clients
 // that follow redirects with a cookie jar, as a browser would.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	ts   *httptest.Server
 	srv  *Server
 	db   *store.DB
 	base string
 	logs *testenv.Buffer
+	// dbPath is the SQLite file, for tests that read it on their own
+	// connection (the fuzz test's write counter).
+	dbPath string
 }
 
 type harnessOpt func(*Options)
 
-func newHarness(t *testing.T, useTLS bool, opts ...harnessOpt) *harness {
+func newHarness(t testing.TB, useTLS bool, opts ...harnessOpt) *harness {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, t.TempDir()+"/portal.db")
+	dbPath := t.TempDir() + "/portal.db"
+	db, err := store.Open(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +105,7 @@ func newHarness(t *testing.T, useTLS bool, opts ...harnessOpt) *harness {
 	}
 	ts.Config.Handler = srv.Handler()
 	t.Cleanup(ts.Close)
-	return &harness{t: t, ts: ts, srv: srv, db: db, base: base, logs: logs}
+	return &harness{t: t, ts: ts, srv: srv, db: db, base: base, logs: logs, dbPath: dbPath}
 }
 
 // client returns a fresh browser-like client with its own cookie jar.
@@ -158,7 +162,7 @@ func (h *harness) post(c *http.Client, path string, form url.Values) (*http.Resp
 	return resp, readBody(h.t, resp)
 }
 
-func readBody(t *testing.T, resp *http.Response) string {
+func readBody(t testing.TB, resp *http.Response) string {
 	t.Helper()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
