@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -158,6 +159,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		}
 		oidcCfg.Issuer = base + "/dev-idp"
 		oidcCfg.ClientID = "portal-dev"
+		// The dev provider issues refresh tokens for offline_access; the
+		// group re-checks use them (see internal/web/recheck.go).
+		if !slices.Contains(oidcCfg.Scopes, "offline_access") {
+			oidcCfg.Scopes = append(slices.Clone(oidcCfg.Scopes), "offline_access")
+		}
 		oidcCfg.ClientSecret = hex.EncodeToString(secret)
 		devHandler, err = devidp.New(devidp.Config{
 			Issuer: oidcCfg.Issuer, ClientID: oidcCfg.ClientID, ClientSecret: oidcCfg.ClientSecret,
