@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -48,8 +49,62 @@ type accessEnded struct{ reason, message string }
 
 func (a accessEnded) Error() string { return "access ended: " + a.reason }
 
+// recheckGate serialises the re-checks of one session. Concurrent requests
+// of a session each load their own copy of it; without the gate each would
+// re-check, and with a rotating refresh token (the dev IdP; Dex after its
+// reuse interval) all but the first would present a spent token and end
+// the session. A request whose copy is older than a re-check another request
+// finished moments ago takes that result instead.
+type recheckGate struct {
+	mu    sync.Mutex
+	slots map[string]*recheckSlot
+}
+
+type recheckSlot struct {
+	mu    sync.Mutex
+	users int         // requests holding or waiting for mu (guarded by the gate's mu)
+	su    sessionUser // the last successful re-check's result
+	done  time.Time   // when it finished (wall clock)
+}
+
+const recheckShare = 10 * time.Second
+
+func (g *recheckGate) acquire(key string) *recheckSlot {
+	g.mu.Lock()
+	if g.slots == nil {
+		g.slots = map[string]*recheckSlot{}
+	}
+	for k, sl := range g.slots { // a handful: sessions re-checked in the last seconds
+		if sl.users == 0 && time.Since(sl.done) > recheckShare {
+			delete(g.slots, k)
+		}
+	}
+	sl := g.slots[key]
+	if sl == nil {
+		sl = &recheckSlot{}
+		g.slots[key] = sl
+	}
+	sl.users++
+	g.mu.Unlock()
+	sl.mu.Lock()
+	return sl
+}
+
+func (g *recheckGate) release(sl *recheckSlot) {
+	sl.mu.Unlock()
+	g.mu.Lock()
+	sl.users--
+	g.mu.Unlock()
+}
+
 func (s *Server) recheckSession(c echo.Context, su sessionUser) (sessionUser, error) {
 	ctx := c.Request().Context()
+	slot := s.recheckGate.acquire(s.sessions.Token(ctx))
+	defer s.recheckGate.release(slot)
+	if !slot.done.IsZero() && time.Since(slot.done) < recheckShare && slot.su.CheckedAt.After(su.CheckedAt) {
+		s.sessions.Put(ctx, sessUser, slot.su)
+		return slot.su, nil
+	}
 	nsu, err := s.recheck(ctx, su)
 	var ended accessEnded
 	switch {
@@ -81,6 +136,7 @@ func (s *Server) recheckSession(c echo.Context, su sessionUser) (sessionUser, er
 		}, err: fmt.Errorf("group re-check: %w", err)}
 	}
 	s.sessions.Put(ctx, sessUser, nsu)
+	slot.su, slot.done = nsu, time.Now()
 	return nsu, nil
 }
 

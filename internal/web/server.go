@@ -119,6 +119,7 @@ type Server struct {
 	// loginSeal seals the login-state cookie, tokenSeal the provider's
 	// tokens kept in the session; both under keys derived from SessionKey.
 	loginSeal, tokenSeal sealer
+	recheckGate          recheckGate
 
 	// knownOwners are the lower-case names accepted as contract owners
 	// without a login: mapped group names and Options.KnownOwners.

@@ -450,3 +450,38 @@ func TestGroupsAreRecheckedWithTheIdentityStore(t *testing.T) {
 		t.Errorf("%d session rows after the user was deleted, want 0", n)
 	}
 }
+
+// TestConcurrentRechecksShareOneRefresh: requests of one session that
+// re-check at the same time must not each spend the (rotating) refresh
+// token; the dev IdP refuses a spent one, which would end the session.
+func TestConcurrentRechecksShareOneRefresh(t *testing.T) {
+	clk := newTestClock()
+	h := newHarness(t, false, withOIDC(nil, "offline_access"), withClock(clk))
+	s := h.signIn("admin")
+	for round := range 3 {
+		clk.Advance(DefaultGroupsRecheckInterval)
+		const n = 8
+		codes := make(chan int, n)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := noRedirect(s.c).Get(h.base + "/admin")
+				if err != nil {
+					codes <- 0
+					return
+				}
+				resp.Body.Close()
+				codes <- resp.StatusCode
+			}()
+		}
+		wg.Wait()
+		close(codes)
+		for code := range codes {
+			if code != http.StatusOK {
+				t.Fatalf("round %d: a concurrent GET /admin = %d, want 200 (the session must survive)", round, code)
+			}
+		}
+	}
+}
