@@ -236,9 +236,13 @@ var (
 // the tokens to keep. With a refresh token it always refreshes (RFC 6749
 // section 6; OpenID Connect Core 1.0 section 12): the provider then
 // re-evaluates the user (Dex asks its connector again) and issues a new ID
-// token, whose groups are current; the userinfo endpoint of some providers
-// (Dex) only echoes the access token's claims. Without one it calls the
-// userinfo endpoint with the access token while that is valid.
+// token, whose groups are current (Dex: passwordDB.Refresh in
+// dexidp/dex server/server.go re-reads the user, refuses a deleted one and
+// copies its groups). The userinfo endpoint of some providers only echoes
+// the access token's claims (Dex: handleUserInfo in server/handlers.go
+// verifies the bearer token and returns its claims), so it cannot see a
+// change. Without a refresh token Recheck calls userinfo with the access
+// token while that is valid, and is ErrCannotRecheck after.
 func (c *Client) Recheck(ctx context.Context, subject string, t Tokens) (Identity, Tokens, error) {
 	p, oc, err := c.discover(ctx)
 	if err != nil {
