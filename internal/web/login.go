@@ -79,7 +79,7 @@ func (s *Server) callback(c echo.Context) error {
 	state := c.QueryParam("state")
 	if wantState == "" || state == "" || state != wantState {
 		return loginError(http.StatusBadRequest, "This sign-in link is no longer valid",
-			"The sign-in did not match one started in this browser: it may have been opened twice, in another browser, or after the portal restarted your session. Start again.",
+			"The sign-in did not match one started in this browser in the last 10 minutes: it may have been opened twice, in another browser, or taken too long. Start again.",
 			fmt.Errorf("state mismatch or no login in progress (%v)", lsErr))
 	}
 	code := c.QueryParam("code")
