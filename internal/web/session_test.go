@@ -485,3 +485,24 @@ func TestConcurrentRechecksShareOneRefresh(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionEndsWhenNoMappedGroupIsLeft: a user still known to the
+// provider but in no mapped group any more is signed out at the next
+// change.
+func TestSessionEndsWhenNoMappedGroupIsLeft(t *testing.T) {
+	h := newHarness(t, false)
+	s := h.signIn("owner.blue")
+	if err := h.idp().SetUser(devidp.User{Username: "owner.blue", Name: "Bianca Owner (Blue)", Email: "owner.blue@example.test", Groups: []string{"some-other-group"}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := h.postAs(s, "/teams/blue/connections", nil)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "no longer in any group that gives access") {
+		t.Errorf("POST after leaving every mapped group = %d\n%s", resp.StatusCode, body)
+	}
+	if n, _ := h.srv.store.Count(context.Background()); n != 0 {
+		t.Errorf("%d session rows, want 0", n)
+	}
+	if !strings.Contains(h.logs.String(), "session ended by group re-check") {
+		t.Error("the ended session is not logged")
+	}
+}
