@@ -28,10 +28,16 @@ type Config struct {
 	SessionKeyFile       string
 	SessionIdleTimeout   time.Duration
 	SessionLifetime      time.Duration
-	LogFormat            string
-	LogLevel             string
-	Dev                  bool
-	DevAllowRemote       bool
+	// GroupsRecheckInterval: how long the groups confirmed at login or the
+	// last re-check serve reads; changes always re-check first.
+	GroupsRecheckInterval time.Duration
+	// LoginRateLimit: requests per minute (and burst) one client address
+	// may make to /login and /auth/callback together.
+	LoginRateLimit int
+	LogFormat      string
+	LogLevel       string
+	Dev            bool
+	DevAllowRemote bool
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (the ingress or load balancer); none by default.
 	TrustedProxies      []*net.IPNet
@@ -89,6 +95,8 @@ var specs = []flagSpec{
 	{"session-key-file", "PORTAL_SESSION_KEY_FILE", "", "file with at least 32 bytes of secret key for session tokens (required unless --dev; --dev creates data/session.key)", false},
 	{"session-idle-timeout", "PORTAL_SESSION_IDLE_TIMEOUT", "30m", "sign out after this long without a request", false},
 	{"session-lifetime", "PORTAL_SESSION_LIFETIME", "12h", "sign out this long after login, active or not", false},
+	{"groups-recheck-interval", "PORTAL_GROUPS_RECHECK_INTERVAL", "5m", "how long a signed-in user's groups are trusted for pages that change nothing before the identity store or provider is asked again (every change asks first)", false},
+	{"login-rate-limit", "PORTAL_LOGIN_RATE_LIMIT", "60", "requests per minute one client address may make to /login and /auth/callback (also the burst); more get 429", false},
 	{"log-format", "PORTAL_LOG_FORMAT", "", "text or json (default: text with --dev, json otherwise)", false},
 	{"log-level", "PORTAL_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data", true},
@@ -152,6 +160,13 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		}
 		return d
 	}
+	positiveInt := func(name string) int {
+		n, err := strconv.Atoi(strings.TrimSpace(*vals[name]))
+		if err != nil || n <= 0 || n > 100000 {
+			errs = append(errs, fmt.Errorf("--%s: %q is not a whole number from 1 to 100000", name, *vals[name]))
+		}
+		return n
+	}
 	boolean := func(name string) bool {
 		b, err := strconv.ParseBool(*vals[name])
 		if err != nil {
@@ -175,26 +190,28 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		return out
 	}
 	c := Config{
-		Listen:               strings.TrimSpace(*vals["listen"]),
-		BaseURL:              strings.TrimRight(strings.TrimSpace(*vals["base-url"]), "/"),
-		DB:                   strings.TrimSpace(*vals["db"]),
-		OIDCIssuer:           strings.TrimSpace(*vals["oidc-issuer"]),
-		OIDCClientID:         strings.TrimSpace(*vals["oidc-client-id"]),
-		OIDCClientSecretFile: strings.TrimSpace(*vals["oidc-client-secret-file"]),
-		OIDCGroupsClaim:      strings.TrimSpace(*vals["oidc-groups-claim"]),
-		GroupsFile:           strings.TrimSpace(*vals["groups-file"]),
-		SessionKeyFile:       strings.TrimSpace(*vals["session-key-file"]),
-		SessionIdleTimeout:   dur("session-idle-timeout"),
-		SessionLifetime:      dur("session-lifetime"),
-		LogFormat:            strings.TrimSpace(*vals["log-format"]),
-		LogLevel:             strings.TrimSpace(*vals["log-level"]),
-		Dev:                  boolean("dev"),
-		DevAllowRemote:       boolean("dev-allow-remote"),
-		TrustedProxies:       cidrs("trusted-proxies"),
-		ShutdownTimeout:      dur("shutdown-timeout"),
-		Kubeconfig:           strings.TrimSpace(*vals["kubeconfig"]),
-		OnRevoke:             strings.TrimSpace(*vals["on-revoke"]),
-		ClusterSettingsFile:  strings.TrimSpace(*vals["cluster-settings"]),
+		Listen:                strings.TrimSpace(*vals["listen"]),
+		BaseURL:               strings.TrimRight(strings.TrimSpace(*vals["base-url"]), "/"),
+		DB:                    strings.TrimSpace(*vals["db"]),
+		OIDCIssuer:            strings.TrimSpace(*vals["oidc-issuer"]),
+		OIDCClientID:          strings.TrimSpace(*vals["oidc-client-id"]),
+		OIDCClientSecretFile:  strings.TrimSpace(*vals["oidc-client-secret-file"]),
+		OIDCGroupsClaim:       strings.TrimSpace(*vals["oidc-groups-claim"]),
+		GroupsFile:            strings.TrimSpace(*vals["groups-file"]),
+		SessionKeyFile:        strings.TrimSpace(*vals["session-key-file"]),
+		SessionIdleTimeout:    dur("session-idle-timeout"),
+		SessionLifetime:       dur("session-lifetime"),
+		GroupsRecheckInterval: dur("groups-recheck-interval"),
+		LoginRateLimit:        positiveInt("login-rate-limit"),
+		LogFormat:             strings.TrimSpace(*vals["log-format"]),
+		LogLevel:              strings.TrimSpace(*vals["log-level"]),
+		Dev:                   boolean("dev"),
+		DevAllowRemote:        boolean("dev-allow-remote"),
+		TrustedProxies:        cidrs("trusted-proxies"),
+		ShutdownTimeout:       dur("shutdown-timeout"),
+		Kubeconfig:            strings.TrimSpace(*vals["kubeconfig"]),
+		OnRevoke:              strings.TrimSpace(*vals["on-revoke"]),
+		ClusterSettingsFile:   strings.TrimSpace(*vals["cluster-settings"]),
 
 		IdentityStoreID:            strings.TrimSpace(*vals["identity-store-id"]),
 		IdentityStoreUserAttribute: strings.TrimSpace(*vals["identity-store-user-attribute"]),

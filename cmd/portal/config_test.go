@@ -66,6 +66,7 @@ func TestParseConfig(t *testing.T) {
 					SessionKeyFile: "data/session.key", OIDCGroupsClaim: "groups", Dev: true,
 					OIDCScopes:         []string{"openid", "email", "profile", "groups"},
 					SessionIdleTimeout: 30 * time.Minute, SessionLifetime: 12 * time.Hour, ShutdownTimeout: 20 * time.Second,
+					GroupsRecheckInterval: 5 * time.Minute, LoginRateLimit: 60,
 					OnRevoke:                   "lock",
 					IdentityStoreUserAttribute: "email", IdentityStoreCacheTTL: 5 * time.Minute,
 					AWSEndpoints: map[string]string{}, AWSPollInterval: 5 * time.Second, AWSPollTimeout: 50 * time.Second,
@@ -157,6 +158,25 @@ func TestParseConfig(t *testing.T) {
 				`--session-idle-timeout: "soon" is not a positive duration`,
 				`--session-lifetime: "0" is not a positive duration`,
 				`--shutdown-timeout: "-5s" is not a positive duration`,
+			},
+		},
+		{
+			name: "bad re-check interval and login rate limit",
+			args: []string{"--dev", "--groups-recheck-interval=0", "--login-rate-limit=lots"},
+			wantErr: []string{
+				`--groups-recheck-interval: "0" is not a positive duration`,
+				`--login-rate-limit: "lots" is not a whole number`,
+			},
+		},
+		{
+			name: "re-check interval and login rate limit from env",
+			args: []string{"--dev"},
+			env:  env{"PORTAL_GROUPS_RECHECK_INTERVAL": "1m", "PORTAL_LOGIN_RATE_LIMIT": "10"},
+			check: func(c Config) string {
+				if c.GroupsRecheckInterval != time.Minute || c.LoginRateLimit != 10 {
+					return fmt.Sprintf("interval %v, limit %d", c.GroupsRecheckInterval, c.LoginRateLimit)
+				}
+				return ""
 			},
 		},
 		{

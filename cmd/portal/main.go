@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -158,6 +159,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		}
 		oidcCfg.Issuer = base + "/dev-idp"
 		oidcCfg.ClientID = "portal-dev"
+		// The dev provider issues refresh tokens for offline_access; the
+		// group re-checks use them (see internal/web/recheck.go).
+		if !slices.Contains(oidcCfg.Scopes, "offline_access") {
+			oidcCfg.Scopes = append(slices.Clone(oidcCfg.Scopes), "offline_access")
+		}
 		oidcCfg.ClientSecret = hex.EncodeToString(secret)
 		devHandler, err = devidp.New(devidp.Config{
 			Issuer: oidcCfg.Issuer, ClientID: oidcCfg.ClientID, ClientSecret: oidcCfg.ClientSecret,
@@ -239,6 +245,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		DB:             db, OIDC: auth.NewClient(oidcCfg), Mapping: mapping, Logger: logger,
 		BaseURL: baseURL, Version: version, SessionKey: sessionKey,
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime,
+		GroupsRecheckInterval: cfg.GroupsRecheckInterval, LoginRateLimit: cfg.LoginRateLimit,
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
 		Scheduler: side.scheduler(), AWSPoll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},

@@ -131,6 +131,32 @@ func (c *GroupCache) Groups(ctx context.Context, userName string) ([]string, err
 	return slices.Clone(gs), nil
 }
 
+// FreshGroupSource is a GroupSource that can also skip its cache, for the
+// portal's re-checks of signed-in users.
+type FreshGroupSource interface {
+	GroupSource
+	FreshGroups(ctx context.Context, userName string) ([]string, error)
+}
+
+// FreshGroups asks Lookup even when the cache has an answer, and caches the
+// result: a re-check must see a removal at once, not up to TTL later.
+func (c *GroupCache) FreshGroups(ctx context.Context, userName string) ([]string, error) {
+	gs, err := c.Lookup(ctx, userName)
+	if errors.Is(err, ErrUserNotInDirectory) {
+		c.mu.Lock()
+		delete(c.entries, userName) // a login must not find them cached
+		c.mu.Unlock()
+	}
+	if err != nil {
+		return nil, err
+	}
+	gs = slices.Clone(gs)
+	slices.Sort(gs)
+	gs = slices.Compact(gs)
+	c.store(userName, gs, c.now())
+	return slices.Clone(gs), nil
+}
+
 func (c *GroupCache) now() time.Time {
 	if c.Clock != nil {
 		return c.Clock()

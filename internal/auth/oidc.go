@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,7 +136,23 @@ type Identity struct {
 	Name              string
 	PreferredUsername string
 	Groups            []string
-	IDToken           string // raw, kept server-side for the end-session hint only
+	// Tokens are what the portal needs later from the token response: the
+	// ID token as logout's hint, and the access and refresh tokens for the
+	// re-checks of the user's groups. internal/web keeps them only
+	// encrypted under the session key.
+	Tokens Tokens
+}
+
+// Tokens are the provider's tokens for one login.
+type Tokens struct {
+	IDToken      string
+	AccessToken  string
+	RefreshToken string
+	Expiry       time.Time // of the access token; zero: unknown
+}
+
+func tokensOf(tok *oauth2.Token, idToken string) Tokens {
+	return Tokens{IDToken: idToken, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry}
 }
 
 type claims struct {
@@ -171,7 +188,7 @@ func (c *Client) Finish(ctx context.Context, code, verifier, nonce string) (Iden
 	if idt.Nonce != nonce {
 		return Identity{}, fmt.Errorf("%w: nonce mismatch", ErrTokenInvalid)
 	}
-	id := Identity{Issuer: idt.Issuer, Subject: idt.Subject, IDToken: raw}
+	id := Identity{Issuer: idt.Issuer, Subject: idt.Subject, Tokens: tokensOf(tok, raw)}
 	var cl claims
 	var all map[string]any
 	if err := idt.Claims(&cl); err != nil {
@@ -200,6 +217,98 @@ func (c *Client) Finish(ctx context.Context, code, verifier, nonce string) (Iden
 	slices.Sort(id.Groups)
 	id.Groups = slices.Compact(id.Groups)
 	return id, nil
+}
+
+// Errors of a re-check (Recheck).
+var (
+	// ErrLoginRevoked: the provider refused the session's refresh or
+	// access token (the user was deleted or disabled, or their sessions
+	// revoked).
+	ErrLoginRevoked = errors.New("auth: the identity provider no longer accepts this login")
+	// ErrCannotRecheck: the access token has expired and there is no
+	// refresh token (or the provider has no userinfo endpoint), so the
+	// groups cannot be asked for again without a new sign-in.
+	ErrCannotRecheck = errors.New("auth: the login can no longer be re-checked")
+)
+
+// Recheck asks the provider again who the user of a login is and which
+// groups they are in, with the login's tokens, and returns the identity and
+// the tokens to keep. With a refresh token it always refreshes (RFC 6749
+// section 6; OpenID Connect Core 1.0 section 12): the provider then
+// re-evaluates the user (Dex asks its connector again) and issues a new ID
+// token, whose groups are current (Dex: passwordDB.Refresh in
+// dexidp/dex server/server.go re-reads the user, refuses a deleted one and
+// copies its groups). The userinfo endpoint of some providers only echoes
+// the access token's claims (Dex: handleUserInfo in server/handlers.go
+// verifies the bearer token and returns its claims), so it cannot see a
+// change. Without a refresh token Recheck calls userinfo with the access
+// token while that is valid, and is ErrCannotRecheck after.
+func (c *Client) Recheck(ctx context.Context, subject string, t Tokens) (Identity, Tokens, error) {
+	p, oc, err := c.discover(ctx)
+	if err != nil {
+		return Identity{}, t, err
+	}
+	ctx = c.ctx(ctx)
+	id := Identity{Issuer: c.cfg.Issuer, Subject: subject, Tokens: t}
+	tok := &oauth2.Token{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, Expiry: t.Expiry, TokenType: "Bearer"}
+	switch {
+	case t.RefreshToken != "":
+		// An expiry in the past makes the token source refresh now.
+		tok.Expiry = time.Unix(1, 0)
+		nt, err := oc.TokenSource(ctx, tok).Token()
+		if err != nil {
+			var re *oauth2.RetrieveError
+			if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
+				return Identity{}, t, fmt.Errorf("%w: refresh refused: %s", ErrLoginRevoked, re.ErrorCode)
+			}
+			return Identity{}, t, fmt.Errorf("%w: refresh: %v", ErrProviderUnavailable, err)
+		}
+		tok = nt
+		id.Tokens = tokensOf(nt, t.IDToken)
+		if raw, ok := nt.Extra("id_token").(string); ok && raw != "" {
+			idt, err := p.Verifier(&oidc.Config{ClientID: c.cfg.ClientID}).Verify(ctx, raw)
+			if err != nil {
+				return Identity{}, t, fmt.Errorf("%w: refreshed ID token: %v", ErrTokenInvalid, err)
+			}
+			if idt.Subject != subject {
+				return Identity{}, t, fmt.Errorf("%w: refreshed ID token names another subject", ErrTokenInvalid)
+			}
+			id.Tokens.IDToken = raw
+			var cl claims
+			var all map[string]any
+			if idt.Claims(&cl) == nil && idt.Claims(&all) == nil {
+				id.merge(cl, all, c.cfg.GroupsClaim)
+			}
+		}
+	case t.AccessToken != "" && (t.Expiry.IsZero() || time.Now().Before(t.Expiry)):
+	default:
+		return Identity{}, t, ErrCannotRecheck
+	}
+	if p.UserInfoEndpoint() != "" {
+		ui, err := p.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+		if err != nil {
+			// go-oidc's error for a non-200 answer starts with the HTTP
+			// status ("401 Unauthorized: ..."). RFC 6750 section 3.1: an
+			// invalid, expired or revoked token is 401 invalid_token.
+			if m := err.Error(); strings.HasPrefix(m, "401 ") || strings.HasPrefix(m, "403 ") {
+				return Identity{}, t, fmt.Errorf("%w: userinfo: %v", ErrLoginRevoked, err)
+			}
+			return Identity{}, t, fmt.Errorf("%w: userinfo: %v", ErrProviderUnavailable, err)
+		}
+		if ui.Subject != subject {
+			return Identity{}, t, fmt.Errorf("%w: userinfo subject differs", ErrTokenInvalid)
+		}
+		var ucl claims
+		var uall map[string]any
+		if ui.Claims(&ucl) == nil && ui.Claims(&uall) == nil {
+			id.merge(ucl, uall, c.cfg.GroupsClaim)
+		}
+	} else if t.RefreshToken == "" {
+		return Identity{}, t, ErrCannotRecheck
+	}
+	slices.Sort(id.Groups)
+	id.Groups = slices.Compact(id.Groups)
+	return id, id.Tokens, nil
 }
 
 // merge fills empty fields and unions groups.

@@ -34,7 +34,9 @@ func (c *client) AuthMethod() oidc.AuthMethod { return oidc.AuthMethodBasic }
 func (c *client) ResponseTypes() []oidc.ResponseType {
 	return []oidc.ResponseType{oidc.ResponseTypeCode}
 }
-func (c *client) GrantTypes() []oidc.GrantType         { return []oidc.GrantType{oidc.GrantTypeCode} }
+func (c *client) GrantTypes() []oidc.GrantType {
+	return []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
+}
 func (c *client) LoginURL(authRequestID string) string { return c.loginURL(authRequestID) }
 func (c *client) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeBearer }
 func (c *client) IDTokenLifetime() time.Duration       { return idTokenTTL }

@@ -55,6 +55,8 @@ const (
 	authCodeTTL    = 2 * time.Minute // time to redeem a code
 	accessTokenTTL = time.Hour
 	idTokenTTL     = time.Hour
+	// refreshTokenTTL covers the portal's longest session.
+	refreshTokenTTL = 12 * time.Hour
 
 	loginPath     = "/login"
 	loggedOutPath = "/logged-out"
@@ -78,6 +80,16 @@ func DemoUsers() []User {
 		mk("nogroup", "Nora No-Group"),
 	}
 }
+
+// Directory is implemented by the handler New returns: users can be
+// changed while the provider runs (tests remove a user from a group, or the
+// user, and watch the portal notice).
+type Directory interface {
+	SetUser(User) error
+	RemoveUser(username string)
+}
+
+var _ Directory = (*server)(nil)
 
 // New returns an http.Handler that serves the whole provider (discovery,
 // authorize, token, userinfo, keys, end_session and the login page) under
@@ -104,9 +116,10 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	opCfg := &op.Config{
 		CodeMethodS256:           true,
+		GrantTypeRefreshToken:    true,
 		AuthMethodPost:           true,
 		DefaultLogoutRedirectURI: strings.TrimSuffix(issuer, "/") + loggedOutPath,
-		SupportedScopes:          []string{oidc.ScopeOpenID, oidc.ScopeProfile, oidc.ScopeEmail, ScopeGroups},
+		SupportedScopes:          []string{oidc.ScopeOpenID, oidc.ScopeProfile, oidc.ScopeEmail, ScopeGroups, oidc.ScopeOfflineAccess},
 		SupportedClaims:          append(slices.Clone(op.DefaultSupportedClaims), ClaimGroups),
 	}
 	if _, err := rand.Read(opCfg.CryptoKey[:]); err != nil {

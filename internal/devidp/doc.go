@@ -6,8 +6,9 @@
 // against it, exactly as it would against a production IdP.
 //
 // It is built on github.com/zitadel/oidc/v3/pkg/op with an in-memory storage
-// (one confidential client, a fixed list of users, an RSA signing key
-// generated at start-up) and a server-rendered login page that lists the
+// (one confidential client, a list of users that tests may change through
+// Directory, an RSA signing key generated at start-up, refresh tokens for
+// the offline_access scope, rotated on each use) and a server-rendered login page that lists the
 // configured users with a "Sign in as" button each. There are no passwords:
 // anyone who can reach it can sign in as anyone. It must never be enabled
 // outside --dev.

@@ -105,7 +105,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 			Title:         "Sign in",
 			ClientID:      a.clientID,
 			Scopes:        a.scopes,
-			Users:         s.storage.users,
+			Users:         s.storage.userList(),
 			Action:        s.prefix + loginPath,
 			AuthRequestID: a.id,
 		})

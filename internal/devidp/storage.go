@@ -86,8 +86,12 @@ type accessToken struct {
 // storage implements op.Storage in memory. One mutex guards everything.
 type storage struct {
 	client *client
-	users  []User // in configuration order, for the login page
 	key    *signingKey
+
+	// usersMu guards users, which SetUser and RemoveUser change while the
+	// provider runs.
+	usersMu sync.RWMutex
+	users   []User // in configuration order, for the login page
 
 	// skew is added to the wall clock for the expiry of auth requests,
 	// codes and access tokens (nanoseconds; tests move time forward).
@@ -98,7 +102,34 @@ type storage struct {
 	codes        map[string]authCode // issued, not yet redeemed
 	usedCodes    map[string]authCode // redeemed (or burnt); reuse revokes
 	tokens       map[string]*accessToken
+	refresh      map[string]*refreshToken
 }
+
+// refreshToken is one refresh token (offline_access). It is rotated: each
+// use replaces it with a new one.
+type refreshToken struct {
+	subject, clientID string
+	scopes            []string
+	authTime          time.Time
+	expires           time.Time
+}
+
+// refreshRequest is what a refresh token stands for, handed to the op.
+type refreshRequest struct {
+	subject, clientID string
+	scopes            []string
+	authTime          time.Time
+}
+
+var _ op.RefreshTokenRequest = (*refreshRequest)(nil)
+
+func (r *refreshRequest) GetAMR() []string                 { return nil }
+func (r *refreshRequest) GetAudience() []string            { return []string{r.clientID} }
+func (r *refreshRequest) GetAuthTime() time.Time           { return r.authTime }
+func (r *refreshRequest) GetClientID() string              { return r.clientID }
+func (r *refreshRequest) GetScopes() []string              { return slices.Clone(r.scopes) }
+func (r *refreshRequest) GetSubject() string               { return r.subject }
+func (r *refreshRequest) SetCurrentScopes(scopes []string) { r.scopes = slices.Clone(scopes) }
 
 var (
 	_ op.Storage                   = (*storage)(nil)
@@ -114,6 +145,7 @@ func newStorage(c *client, users []User, key *signingKey) *storage {
 		codes:        make(map[string]authCode),
 		usedCodes:    make(map[string]authCode),
 		tokens:       make(map[string]*accessToken),
+		refresh:      make(map[string]*refreshToken),
 	}
 }
 
@@ -130,12 +162,52 @@ func (s *storage) now() time.Time {
 }
 
 func (s *storage) user(username string) (User, bool) {
+	s.usersMu.RLock()
+	defer s.usersMu.RUnlock()
 	for _, u := range s.users {
 		if u.Username == username {
+			u.Groups = slices.Clone(u.Groups)
 			return u, true
 		}
 	}
 	return User{}, false
+}
+
+func (s *storage) userList() []User {
+	s.usersMu.RLock()
+	defer s.usersMu.RUnlock()
+	return slices.Clone(s.users)
+}
+
+// SetUser adds the user, or replaces the one with the same Username (its
+// groups, name and e-mail address). The userinfo endpoint answers with the
+// new values at once; tokens already issued are not changed.
+func (s *server) SetUser(u User) error {
+	us, err := validateUsers([]User{u})
+	if err != nil {
+		return err
+	}
+	st := s.storage
+	st.usersMu.Lock()
+	defer st.usersMu.Unlock()
+	for i := range st.users {
+		if st.users[i].Username == u.Username {
+			st.users[i] = us[0]
+			return nil
+		}
+	}
+	st.users = append(st.users, us[0])
+	return nil
+}
+
+// RemoveUser deletes the user: their access tokens stop working and they
+// can no longer sign in.
+func (s *server) RemoveUser(username string) {
+	st := s.storage
+	st.usersMu.Lock()
+	st.users = slices.DeleteFunc(st.users, func(u User) bool { return u.Username == username })
+	st.usersMu.Unlock()
+	_ = st.TerminateSession(context.Background(), username, "")
 }
 
 // purgeLocked drops expired state. Called with s.mu held on every write, so
@@ -162,6 +234,11 @@ func (s *storage) purgeLocked(now time.Time) {
 	for id, t := range s.tokens {
 		if now.After(t.expires) {
 			delete(s.tokens, id)
+		}
+	}
+	for id, t := range s.refresh {
+		if now.After(t.expires) {
+			delete(s.refresh, id)
 		}
 	}
 }
@@ -314,9 +391,21 @@ func (s *storage) DeleteAuthRequest(_ context.Context, id string) error {
 }
 
 func (s *storage) CreateAccessToken(_ context.Context, req op.TokenRequest) (string, time.Time, error) {
-	id, err := randomID()
+	t, err := s.newAccessToken(req)
 	if err != nil {
 		return "", time.Time{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.purgeLocked(s.now())
+	s.tokens[t.id] = t
+	return t.id, t.expires, nil
+}
+
+func (s *storage) newAccessToken(req op.TokenRequest) (*accessToken, error) {
+	id, err := randomID()
+	if err != nil {
+		return nil, err
 	}
 	t := &accessToken{
 		id:      id,
@@ -328,28 +417,76 @@ func (s *storage) CreateAccessToken(_ context.Context, req op.TokenRequest) (str
 	case op.AuthRequest:
 		t.clientID = r.GetClientID()
 		t.authRequestID = r.GetID()
+	case *refreshRequest:
+		t.clientID = r.clientID
 	default:
-		return "", time.Time{}, oidc.ErrUnsupportedGrantType().WithDescription("only the authorization_code grant is supported")
+		return nil, oidc.ErrUnsupportedGrantType().WithDescription("only the authorization_code and refresh_token grants are supported")
+	}
+	return t, nil
+}
+
+// CreateAccessAndRefreshTokens issues an access token and a refresh token:
+// for a code whose request had the offline_access scope, and for each use
+// of a refresh token, which is then spent (rotation).
+func (s *storage) CreateAccessAndRefreshTokens(_ context.Context, req op.TokenRequest, current string) (string, string, time.Time, error) {
+	t, err := s.newAccessToken(req)
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	rt, err := randomID()
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	r := &refreshToken{subject: t.subject, clientID: t.clientID, scopes: slices.Clone(t.scopes), expires: s.now().Add(refreshTokenTTL)}
+	switch q := req.(type) {
+	case op.AuthRequest:
+		r.authTime = q.GetAuthTime()
+	case *refreshRequest:
+		r.authTime = q.authTime
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.purgeLocked(s.now())
-	s.tokens[id] = t
-	return id, t.expires, nil
+	if current != "" {
+		old, ok := s.refresh[current]
+		if !ok || old.subject != t.subject {
+			return "", "", time.Time{}, oidc.ErrInvalidGrant().WithDescription("refresh token already used or unknown")
+		}
+		delete(s.refresh, current)
+		r.expires = old.expires // rotation does not extend the login
+	}
+	s.tokens[t.id] = t
+	s.refresh[rt] = r
+	return t.id, rt, t.expires, nil
 }
 
-// Refresh tokens are not supported (the client is not registered for the
-// refresh_token grant, so the op never asks for one).
-func (s *storage) CreateAccessAndRefreshTokens(context.Context, op.TokenRequest, string) (string, string, time.Time, error) {
-	return "", "", time.Time{}, oidc.ErrUnsupportedGrantType().WithDescription("refresh tokens are not supported")
+// TokenRequestByRefreshToken accepts a live refresh token of a user who
+// still exists; anything else is invalid_grant.
+func (s *storage) TokenRequestByRefreshToken(_ context.Context, token string) (op.RefreshTokenRequest, error) {
+	s.mu.Lock()
+	r, ok := s.refresh[token]
+	var rr *refreshRequest
+	if ok && s.now().Before(r.expires) {
+		rr = &refreshRequest{subject: r.subject, clientID: r.clientID, scopes: slices.Clone(r.scopes), authTime: r.authTime}
+	}
+	s.mu.Unlock()
+	if rr == nil {
+		return nil, errors.New("unknown or expired refresh token")
+	}
+	if _, ok := s.user(rr.subject); !ok {
+		return nil, errors.New("the user no longer exists")
+	}
+	return rr, nil
 }
 
-func (s *storage) TokenRequestByRefreshToken(context.Context, string) (op.RefreshTokenRequest, error) {
-	return nil, oidc.ErrInvalidGrant().WithDescription("refresh tokens are not supported")
-}
-
-func (s *storage) GetRefreshTokenInfo(context.Context, string, string) (string, string, error) {
-	return "", "", op.ErrInvalidRefreshToken
+func (s *storage) GetRefreshTokenInfo(_ context.Context, clientID, token string) (string, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.refresh[token]
+	if !ok || r.clientID != clientID {
+		return "", "", op.ErrInvalidRefreshToken
+	}
+	return r.subject, token, nil
 }
 
 func (s *storage) TerminateSession(_ context.Context, userID, clientID string) error {
@@ -360,17 +497,29 @@ func (s *storage) TerminateSession(_ context.Context, userID, clientID string) e
 			delete(s.tokens, id)
 		}
 	}
+	for id, t := range s.refresh {
+		if t.subject == userID && (clientID == "" || t.clientID == clientID) {
+			delete(s.refresh, id)
+		}
+	}
 	return nil
 }
 
 func (s *storage) RevokeToken(_ context.Context, tokenOrTokenID, userID, clientID string) *oidc.Error {
 	if userID == "" {
-		// Not one of our access tokens (we issue no refresh tokens).
-		// RFC 7009: revoking an invalid token is not an error.
+		// Not one of our tokens. RFC 7009: revoking an invalid token is
+		// not an error.
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r, ok := s.refresh[tokenOrTokenID]; ok {
+		if r.clientID != clientID {
+			return oidc.ErrInvalidClient().WithDescription("token was not issued to this client")
+		}
+		delete(s.refresh, tokenOrTokenID)
+		return nil
+	}
 	t, ok := s.tokens[tokenOrTokenID]
 	if !ok {
 		return nil // RFC 7009: an unknown token is not an error

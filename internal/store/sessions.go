@@ -94,3 +94,22 @@ func (s *SessionStore) Count(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// Data returns the stored data of every session (for tests that check what
+// a session holds, and for diagnostics).
+func (s *SessionStore) Data(ctx context.Context) ([][]byte, error) {
+	rows, err := s.db.sql.QueryContext(ctx, `SELECT data FROM sessions`)
+	if err != nil {
+		return nil, fmt.Errorf("store: session data: %w", err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("store: session data: %w", err)
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}

@@ -46,6 +46,22 @@ RETURNING id`, issuer, subject, email, name, string(gj), ts, ts).Scan(&id)
 	return d.UserByID(ctx, id)
 }
 
+// UpdateUserGroups replaces a user's groups after a re-check found them
+// changed (the login times stay as they are).
+func (d *DB) UpdateUserGroups(ctx context.Context, id int64, groups []string) error {
+	if groups == nil {
+		groups = []string{}
+	}
+	gj, err := json.Marshal(groups)
+	if err != nil {
+		return fmt.Errorf("store: update groups: %w", err)
+	}
+	if _, err := d.sql.ExecContext(ctx, `UPDATE users SET groups_json = ? WHERE id = ?`, string(gj), id); err != nil {
+		return fmt.Errorf("store: update groups of user %d: %w", id, err)
+	}
+	return nil
+}
+
 // UserByID returns one user or ErrNotFound.
 func (d *DB) UserByID(ctx context.Context, id int64) (User, error) {
 	var u User

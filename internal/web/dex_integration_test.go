@@ -52,13 +52,16 @@ func TestLoginThroughDex(t *testing.T) {
 	}
 	bu, _ := url.Parse(base)
 	logs := &testenv.Buffer{}
+	clk := newTestClock()
 	srv, err := New(Options{
-		DB: db, Mapping: auth.DevMapping(), BaseURL: bu, Version: "test",
+		Now: clk.Now,
+		DB:  db, Mapping: auth.DevMapping(), BaseURL: bu, Version: "test",
 		Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
 		SessionKey: []byte("0123456789abcdef0123456789abcdef"),
 		OIDC: auth.NewClient(auth.OIDCConfig{
 			Issuer: issuer, ClientID: clientID, ClientSecret: strings.TrimSpace(string(secret)),
-			RedirectURL: redirect, Scopes: []string{"openid", "email", "profile", "groups"},
+			// offline_access: the group re-checks refresh the login.
+			RedirectURL: redirect, Scopes: []string{"openid", "email", "profile", "groups", "offline_access"},
 		}),
 	})
 	if err != nil {
@@ -133,6 +136,33 @@ func TestLoginThroughDex(t *testing.T) {
 			}
 			if strings.Contains(body, `data-testid="dev-banner"`) {
 				t.Error("a real provider must not show the development banner")
+			}
+			if len(tc.wantRoles) == 0 || tc.wantRoles[0] != "admin" {
+				return
+			}
+			// Re-checks through Dex's refresh grant keep a user whose
+			// groups did not change: a read after the interval and a
+			// change (which re-checks first).
+			clk.Advance(DefaultGroupsRecheckInterval)
+			nr := *c
+			nr.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+			resp, err = nr.Get(base + "/admin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if readBody(t, resp); resp.StatusCode != http.StatusOK {
+				t.Errorf("/admin after the re-check interval = %d, want 200", resp.StatusCode)
+			}
+			m = reCSRF.FindStringSubmatch(body)
+			if m == nil {
+				t.Fatal("no CSRF token on the home page")
+			}
+			resp, err = nr.PostForm(base+"/admin/inventory", url.Values{"_csrf": {m[1]}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pb := readBody(t, resp); resp.StatusCode == http.StatusForbidden || resp.StatusCode >= 500 {
+				t.Errorf("a change after a re-check through Dex = %d:\n%s", resp.StatusCode, pb)
 			}
 		})
 	}

@@ -4,6 +4,12 @@
 // parse, authorize through workflow.Decide, call the domain and render a
 // views component or redirect.
 //
+// Sign-in: the login state travels in a sealed cookie (loginstate.go), so no
+// session row exists before the callback; /login and /auth/callback are
+// rate-limited per client address (ratelimit.go); the session keeps the
+// provider's tokens only sealed (seal.go); and the signed-in user's groups
+// are re-checked before every change and after an interval (recheck.go).
+//
 // It may import internal/workflow, internal/views, internal/store,
 // internal/auth and (later) internal/provision; nothing under internal/
 // imports it.

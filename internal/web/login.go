@@ -17,26 +17,16 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// Keys of the pre-login session values, removed when the login finishes.
-const (
-	sessLoginState    = "login_state"
-	sessLoginNonce    = "login_nonce"
-	sessLoginVerifier = "login_verifier"
-	sessLoginNext     = "login_next"
-)
-
 // login starts the authorization-code flow: fresh state, nonce and PKCE
-// verifier are kept in the session and the browser goes to the provider.
+// verifier go into the sealed login-state cookie (loginstate.go), not the
+// database, and the browser goes to the provider.
 func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	ls, err := s.opts.OIDC.Start(ctx)
 	if err != nil {
 		return s.providerDown(err)
 	}
-	s.sessions.Put(ctx, sessLoginState, ls.State)
-	s.sessions.Put(ctx, sessLoginNonce, ls.Nonce)
-	s.sessions.Put(ctx, sessLoginVerifier, ls.Verifier)
-	s.sessions.Put(ctx, sessLoginNext, safeNext(c.QueryParam("next")))
+	s.setLoginState(c, loginState{State: ls.State, Nonce: ls.Nonce, Verifier: ls.Verifier, Next: safeNext(c.QueryParam("next"))})
 	return c.Redirect(http.StatusSeeOther, ls.URL)
 }
 
@@ -78,10 +68,8 @@ func localPath(n string) bool {
 // session.
 func (s *Server) callback(c echo.Context) error {
 	ctx := c.Request().Context()
-	wantState := s.sessions.PopString(ctx, sessLoginState)
-	nonce := s.sessions.PopString(ctx, sessLoginNonce)
-	verifier := s.sessions.PopString(ctx, sessLoginVerifier)
-	next := s.sessions.PopString(ctx, sessLoginNext)
+	ls, lsErr := s.popLoginState(c)
+	wantState, nonce, verifier, next := ls.State, ls.Nonce, ls.Verifier, ls.Next
 
 	if e := c.QueryParam("error"); e != "" {
 		return loginError(http.StatusUnauthorized, "Sign-in was not completed",
@@ -91,8 +79,8 @@ func (s *Server) callback(c echo.Context) error {
 	state := c.QueryParam("state")
 	if wantState == "" || state == "" || state != wantState {
 		return loginError(http.StatusBadRequest, "This sign-in link is no longer valid",
-			"The sign-in did not match one started in this browser: it may have been opened twice, in another browser, or after the portal restarted your session. Start again.",
-			errors.New("state mismatch or no login in progress"))
+			"The sign-in did not match one started in this browser in the last 10 minutes: it may have been opened twice, in another browser, or taken too long. Start again.",
+			fmt.Errorf("state mismatch or no login in progress (%v)", lsErr))
 	}
 	code := c.QueryParam("code")
 	if code == "" {
@@ -111,8 +99,9 @@ func (s *Server) callback(c echo.Context) error {
 		return s.providerDown(err)
 	}
 	groupsSeen := "Groups the identity provider sent: "
+	var dirName string
 	if s.opts.Groups != nil {
-		if id.Groups, err = s.directoryGroups(c, id); err != nil {
+		if dirName, id.Groups, err = s.directoryGroups(c, id); err != nil {
 			return err
 		}
 		groupsSeen = "Your groups in the directory (IAM Identity Center): "
@@ -146,9 +135,14 @@ func (s *Server) callback(c echo.Context) error {
 	}
 	s.sessions.SetDeadline(ctx, s.opts.Now().Add(s.opts.SessionLifetime))
 	s.sessions.Put(ctx, csrfKey, newToken())
+	groups := id.Groups
+	if groups == nil {
+		groups = []string{}
+	}
 	s.sessions.Put(ctx, sessUser, sessionUser{
 		UserID: p.UserID, Subject: p.Subject, Email: p.Email, Name: p.Name,
-		Roles: p.Roles, Memberships: p.Memberships, IDToken: id.IDToken,
+		Roles: p.Roles, Memberships: p.Memberships,
+		Groups: groups, DirName: dirName, Tokens: s.sealTokens(id.Tokens), CheckedAt: s.opts.Now(),
 	})
 	s.opts.Logger.InfoContext(ctx, "login", "request_id", requestID(c), "user_id", u.ID,
 		"roles", len(p.Roles), "teams", len(p.Memberships))
@@ -159,13 +153,13 @@ func (s *Server) callback(c echo.Context) error {
 // the token's. A failure ends the login: letting the user in with the
 // token's groups instead would grant what the directory may have revoked.
 // The pages name no internals; the log has the cause and the request id.
-func (s *Server) directoryGroups(c echo.Context, id auth.Identity) ([]string, error) {
+func (s *Server) directoryGroups(c echo.Context, id auth.Identity) (string, []string, error) {
 	ctx := c.Request().Context()
 	name, err := s.opts.GroupsUser.UserName(id)
 	if err != nil {
 		s.opts.Logger.WarnContext(ctx, "login refused: no directory user name", "request_id", requestID(c),
 			"issuer", id.Issuer, "subject", id.Subject, "user_attribute", string(s.opts.GroupsUser), "reason", err.Error())
-		return nil, loginError(http.StatusForbidden, "Your sign-in cannot be matched to a directory account",
+		return "", nil, loginError(http.StatusForbidden, "Your sign-in cannot be matched to a directory account",
 			"The portal looks up your groups in the organisation's directory, but "+err.Error()+". Ask the platform team to check the sign-in setup, and give them the request id.",
 			err)
 	}
@@ -174,21 +168,21 @@ func (s *Server) directoryGroups(c echo.Context, id auth.Identity) ([]string, er
 	case errors.Is(err, auth.ErrUserNotInDirectory):
 		s.opts.Logger.WarnContext(ctx, "login refused: user not in the directory", "request_id", requestID(c),
 			"issuer", id.Issuer, "subject", id.Subject, "user_attribute", string(s.opts.GroupsUser))
-		return nil, &userError{page: views.ErrorPage{
+		return "", nil, &userError{page: views.ErrorPage{
 			Status:  http.StatusForbidden,
 			Title:   "Your account is not in the directory",
 			Message: "You signed in, but the organisation's directory (IAM Identity Center) has no user named " + name + ", so the portal cannot tell which teams you belong to. Ask the platform team to check your account, and give them the request id.",
 			Action:  "Back to the start page", ActionURL: "/",
 		}, err: err}
 	case err != nil:
-		return nil, &userError{page: views.ErrorPage{
+		return "", nil, &userError{page: views.ErrorPage{
 			Status:  http.StatusServiceUnavailable,
 			Title:   "Your groups could not be looked up",
 			Message: "You signed in, but the portal could not look up your teams in the organisation's directory (IAM Identity Center), so it did not let you in. Try again in a minute; if it keeps happening, tell the platform team the request id below.",
 			Action:  "Try again", ActionURL: "/login",
 		}, err: fmt.Errorf("directory groups: %w", err)}
 	}
-	return gs, nil
+	return name, gs, nil
 }
 
 func loginError(status int, title, msg string, err error) error {
@@ -208,12 +202,17 @@ func (s *Server) providerDown(err error) error {
 }
 
 // logout ends the portal session and, when the provider offers it, the
-// provider's session too.
+// provider's session too. The ID token hint comes from the session's sealed
+// tokens; without it the end-session request names the client only
+// (client_id is allowed there: OpenID Connect RP-Initiated Logout 1.0,
+// section 2).
 func (s *Server) logout(c echo.Context) error {
 	ctx := c.Request().Context()
 	var idToken string
 	if su, ok := s.sessions.Get(ctx, sessUser).(sessionUser); ok {
-		idToken = su.IDToken
+		if t, err := s.openTokens(su.Tokens); err == nil {
+			idToken = t.IDToken
+		}
 	}
 	if err := s.sessions.Destroy(ctx); err != nil {
 		return err

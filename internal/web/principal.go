@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -12,8 +13,10 @@ import (
 )
 
 // sessionUser is what the session keeps about the signed-in user: the
-// principal as resolved at login, plus the raw ID token for the provider's
-// end-session hint (server-side only, never logged).
+// claims the portal uses, the principal as last resolved, and what the
+// re-checks and logout need. The provider's tokens are never kept in clear:
+// Tokens is sealed under the session key (see sealTokens), so a copy of the
+// database yields no ID, access or refresh token.
 type sessionUser struct {
 	UserID      int64
 	Subject     string
@@ -21,7 +24,15 @@ type sessionUser struct {
 	Name        string
 	Roles       []workflow.Role
 	Memberships []workflow.Membership
-	IDToken     string
+	// Groups as last seen (login or re-check), DirName the user's name in
+	// the directory (Options.Groups; empty without one).
+	Groups  []string
+	DirName string
+	// Tokens: sealed auth.Tokens (ID token for logout's hint; access and
+	// refresh tokens for re-checks against the provider).
+	Tokens []byte
+	// CheckedAt is when the groups were last confirmed.
+	CheckedAt time.Time
 }
 
 const (
@@ -35,6 +46,12 @@ func (s *Server) loadPrincipal(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if su, ok := s.sessions.Get(c.Request().Context(), sessUser).(sessionUser); ok {
+			if s.needsRecheck(c, su) {
+				var err error
+				if su, err = s.recheckSession(c, su); err != nil {
+					return err
+				}
+			}
 			p := workflow.NewPrincipal(su.UserID, su.Subject, su.Email, su.Name, su.Roles, su.Memberships)
 			c.Set(ctxUser, p)
 		}

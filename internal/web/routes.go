@@ -22,8 +22,9 @@ func (s *Server) routes() {
 	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 
 	// Login and logout.
-	e.GET("/login", s.login)
-	e.GET("/auth/callback", s.callback)
+	limit := s.loginRateLimiter()
+	e.GET("/login", s.login, limit)
+	e.GET("/auth/callback", s.callback, limit)
 	e.POST("/logout", s.logout)
 	e.GET("/signed-out", s.signedOut)
 

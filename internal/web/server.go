@@ -48,6 +48,18 @@ type Options struct {
 	SessionIdleTimeout time.Duration
 	SessionLifetime    time.Duration
 
+	// GroupsRecheckInterval is how long the groups confirmed at login or at
+	// the last re-check are trusted for reads (default
+	// DefaultGroupsRecheckInterval); state-changing requests re-check at
+	// once. See recheck.go.
+	GroupsRecheckInterval time.Duration
+
+	// LoginRateLimit is how many requests to /login and /auth/callback
+	// together one client address (c.RealIP, so X-Forwarded-For counts
+	// only from TrustedProxies) may make per minute, also the burst
+	// allowed at once (default DefaultLoginRateLimit).
+	LoginRateLimit int
+
 	// DevIdP, when set, is the built-in development identity provider,
 	// mounted under /dev-idp/. Every page then shows a banner.
 	DevIdP http.Handler
@@ -107,6 +119,11 @@ type Server struct {
 	store    *store.SessionStore
 	tls      bool
 
+	// loginSeal seals the login-state cookie, tokenSeal the provider's
+	// tokens kept in the session; both under keys derived from SessionKey.
+	loginSeal, tokenSeal sealer
+	recheckGate          recheckGate
+
 	// knownOwners are the lower-case names accepted as contract owners
 	// without a login: mapped group names and Options.KnownOwners.
 	knownOwners map[string]bool
@@ -158,11 +175,18 @@ func New(o Options) (*Server, error) {
 	if o.SessionLifetime <= 0 {
 		o.SessionLifetime = 12 * time.Hour
 	}
+	if o.GroupsRecheckInterval <= 0 {
+		o.GroupsRecheckInterval = DefaultGroupsRecheckInterval
+	}
+	if o.LoginRateLimit <= 0 {
+		o.LoginRateLimit = DefaultLoginRateLimit
+	}
 	st, err := o.DB.Sessions(o.SessionKey)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, store: st, tls: o.BaseURL.Scheme == "https", knownOwners: map[string]bool{}}
+	s := &Server{opts: o, store: st, tls: o.BaseURL.Scheme == "https", knownOwners: map[string]bool{},
+		loginSeal: newSealer(o.SessionKey, "login state cookie"), tokenSeal: newSealer(o.SessionKey, "session tokens")}
 	for _, e := range o.KnownOwners {
 		s.knownOwners[strings.ToLower(e)] = true
 	}

@@ -79,6 +79,8 @@ func newHarness(t testing.TB, useTLS bool, opts ...harnessOpt) *harness {
 		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		BaseURL: bu, Version: "test", SessionKey: []byte("0123456789abcdef0123456789abcdef"),
 		DevIdP: idp,
+		// Every test client is 127.0.0.1: the login rate limit has its own test.
+		LoginRateLimit: 100000,
 	}
 	for _, u := range devidp.DemoUsers() { // as in --dev: demo users may be named as owners
 		o.KnownOwners = append(o.KnownOwners, u.Email)
@@ -332,11 +334,12 @@ func TestSessionCookieFlagsAndRotation(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, tlsOn)
 			c := h.client()
+			// A session token planted in the browser before login (session
+			// fixation) must not become the signed-in session's.
+			u, _ := url.Parse(h.base)
+			before := &http.Cookie{Name: "portal_session", Value: "planted-by-an-attacker-0123456789abcdef", Path: "/"}
+			c.Jar.SetCookies(u, []*http.Cookie{before})
 			id := h.startLogin(c)
-			before := sessionCookie(c, h.base)
-			if before == nil {
-				t.Fatal("no pre-login session cookie after /login")
-			}
 			// Capture the Set-Cookie header of the callback itself.
 			var setCookie []string
 			cc := *c
@@ -371,9 +374,8 @@ func TestSessionCookieFlagsAndRotation(t *testing.T) {
 			if after == nil || after.Value == before.Value {
 				t.Errorf("session id was not rotated at login (before %v, after %v)", before, after)
 			}
-			// The old (pre-login) token no longer opens anything.
+			// The planted (pre-login) token opens nothing.
 			old := h.client()
-			u, _ := url.Parse(h.base)
 			old.Jar.SetCookies(u, []*http.Cookie{{Name: "portal_session", Value: before.Value}})
 			_, body := h.get(old, "/")
 			if !strings.Contains(body, `data-testid="landing"`) {

@@ -119,6 +119,26 @@ func (f *IdentityStore) AddMembership(userID, groupID string) {
 	f.event("created", "membership")
 }
 
+// RemoveMembership takes the user out of the group (as an administrator
+// would in Identity Center).
+func (f *IdentityStore) RemoveMembership(userID, groupID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.memberships = slices.DeleteFunc(f.memberships, func(m isMembership) bool {
+		return m.userID == userID && m.groupID == groupID
+	})
+	f.event("deleted", "membership")
+}
+
+// RemoveUser deletes the user and their memberships.
+func (f *IdentityStore) RemoveUser(userID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.users, userID)
+	f.memberships = slices.DeleteFunc(f.memberships, func(m isMembership) bool { return m.userID == userID })
+	f.event("deleted", "user")
+}
+
 // Request and response shapes, with the service's member names (from the
 // SDK's schemas). Unions (AlternateIdentifier, MemberId) list every member
 // the service knows, so that a request the service would accept is not
