@@ -232,7 +232,11 @@ func contractCmd(ctx context.Context, args []string, getenv func(string) string,
 	if env.TeamRolePrefix, err = teamRolePrefix(cfg); err != nil {
 		return err
 	}
-	if fe := c.Validate(env); len(fe) > 0 {
+	fe := c.Validate(env)
+	if down := env.Unavailable(); down != nil {
+		return fmt.Errorf("%s: the checks against other connections could not run, nothing was imported: %w", file, down)
+	}
+	if len(fe) > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s: %d problem(s), nothing was imported:", file, len(fe))
 		for _, e := range fe {

@@ -850,8 +850,21 @@ func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, kn
 	var (
 		rolesOnce sync.Once
 		roles     map[string]bool
-		rolesErr  error
+		rolesDown bool
+		mu        sync.Mutex
+		failure   error // the first lookup that could not be answered
 	)
+	failed := func(err error) bool {
+		if err == nil {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if failure == nil {
+			failure = err
+		}
+		return true
+	}
 	return workflow.ValidationEnv{
 		Now: now,
 		OwnerExists: func(email string) bool {
@@ -859,17 +872,31 @@ func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, kn
 				return true
 			}
 			ok, err := d.UserExists(ctx, email)
-			return err == nil && ok
+			// An outage is not a missing owner: report it through
+			// Unavailable, and let the owner pass here.
+			return failed(err) || ok
 		},
 		NamespaceTaken: func(ns string) bool {
 			id, err := d.NamespaceOwner(ctx, ns, exclude)
-			return err != nil || id != 0
+			return failed(err) || id != 0
 		},
 		RoleTaken: func(arn string) bool {
 			// One read of every live contract's roles per environment,
 			// however many roles the contract names.
-			rolesOnce.Do(func() { roles, rolesErr = d.rolesInUse(ctx, exclude) })
-			return rolesErr != nil || roles[arn]
+			rolesOnce.Do(func() {
+				var err error
+				roles, err = d.rolesInUse(ctx, exclude)
+				rolesDown = failed(err)
+			})
+			return rolesDown || roles[arn]
+		},
+		Unavailable: func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if failure != nil {
+				return fmt.Errorf("store: validation lookups: %w", failure)
+			}
+			return nil
 		},
 	}
 }

@@ -191,15 +191,27 @@ func (s *Server) validationEnv(c echo.Context, exclude int64) workflow.Validatio
 // a draft may be incomplete, but never syntactically broken (a count that is
 // not a number), because it must round-trip through the form unchanged, and
 // never over a size cap (workflow.Limits), because every save keeps a copy.
-func (s *Server) checkContract(c echo.Context, v views.ContractValues, exclude int64) (con workflow.Contract, errs map[string]string, savable bool) {
+//
+// down is set when the checks could not run (the database did not answer
+// a lookup): the handler then keeps the input on the form with a notice
+// and a 503, rather than blaming a field for the outage.
+func (s *Server) checkContract(c echo.Context, v views.ContractValues, exclude int64) (con workflow.Contract, errs map[string]string, savable bool, down error) {
 	con, syntax := contractFromForm(v)
 	savable = len(syntax) == 0 && len(con.LimitErrors()) == 0
-	errs = mergeFieldErrors(syntax, con.Validate(s.validationEnv(c, exclude)))
-	if len(errs) == 0 {
-		return con, nil, true
+	env := s.validationEnv(c, exclude)
+	errs = mergeFieldErrors(syntax, con.Validate(env))
+	if down = env.Unavailable(); down != nil {
+		s.logFailure(c, down)
+		return con, nil, false, down
 	}
-	return con, errs, savable
+	if len(errs) == 0 {
+		return con, nil, true, nil
+	}
+	return con, errs, savable, nil
 }
+
+// checksDown is the form's notice when the contract's checks could not run.
+const checksDown = "Nothing was saved: the portal could not check this request against the others just now (its database did not answer). Your input is kept below; try again in a minute."
 
 // createRequest stores a new request as a draft, or submits it directly
 // when the user chose "Save and submit" and the contract validates.
@@ -213,8 +225,13 @@ func (s *Server) createRequest(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	con, errs, savable := s.checkContract(c, v, 0)
+	con, errs, savable, down := s.checkContract(c, v, 0)
 	submit := c.FormValue("intent") == "submit"
+	if down != nil {
+		f := s.formPage("New connection request for team "+team, "/teams/"+team+"/connections", "/teams/"+team, 0, v, nil)
+		f.Notice = checksDown
+		return render(c, http.StatusServiceUnavailable, views.ContractFormPage(s.page(c, "New connection request"), f))
+	}
 	if errs != nil && (submit || !savable) {
 		f := s.formPage("New connection request for team "+team, "/teams/"+team+"/connections", "/teams/"+team, 0, v, errs)
 		return render(c, http.StatusUnprocessableEntity, views.ContractFormPage(s.page(c, "New connection request"), f))
@@ -483,8 +500,13 @@ func (s *Server) updateRequest(c echo.Context) error {
 	base, _ := strconv.Atoi(c.FormValue("base_version"))
 	heading := fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, base)
 	action := fmt.Sprintf("/connections/%d", conn.ID)
-	con, errs, savable := s.checkContract(c, v, conn.ID)
+	con, errs, savable, down := s.checkContract(c, v, conn.ID)
 	submit := c.FormValue("intent") == "submit"
+	if down != nil {
+		f := s.formPage(heading, action, action, base, v, nil)
+		f.Notice = checksDown
+		return render(c, http.StatusServiceUnavailable, views.ContractFormPage(s.page(c, "Edit connection request"), f))
+	}
 	if errs != nil && (submit || !savable) {
 		f := s.formPage(heading, action, action, base, v, errs)
 		return render(c, http.StatusUnprocessableEntity, views.ContractFormPage(s.page(c, "Edit connection request"), f))
@@ -547,7 +569,13 @@ func (s *Server) submitRequest(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if fe := v.Contract.Validate(s.validationEnv(c, conn.ID)); len(fe) > 0 {
+	env := s.validationEnv(c, conn.ID)
+	fe := v.Contract.Validate(env)
+	if down := env.Unavailable(); down != nil {
+		return &userError{page: views.ErrorPage{Status: http.StatusServiceUnavailable, Title: "Not submitted",
+			Message: "Nothing was changed: the portal could not check this request against the others just now (its database did not answer). Try again in a minute."}, err: down}
+	}
+	if len(fe) > 0 {
 		errs := mergeFieldErrors(map[string]string{}, fe)
 		action := fmt.Sprintf("/connections/%d", conn.ID)
 		f := s.formPage(fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, conn.CurrentVersion), action, action, conn.CurrentVersion, formFromContract(v.Contract), errs)
@@ -688,7 +716,11 @@ func (s *Server) decide(c echo.Context) error {
 			if rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed); !rep.OK() {
 				return errOverCapacity
 			}
-			if taken := cur.Contract.ClaimConflicts(env); len(taken) > 0 {
+			taken := cur.Contract.ClaimConflicts(env)
+			if down := env.Unavailable(); down != nil {
+				return fmt.Errorf("%w: %w", errChecksDown, down)
+			}
+			if len(taken) > 0 {
 				return fmt.Errorf("%w: %s", errClaimTaken, strings.Join(taken, "; "))
 			}
 			return nil
@@ -714,6 +746,9 @@ func (s *Server) decide(c echo.Context) error {
 		return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, stale), "")
 	case errors.Is(err, errOverCapacity):
 		return rerender(http.StatusConflict, "Not approved: the request no longer fits the cluster's free capacity.", "")
+	case errors.Is(err, errChecksDown):
+		s.logFailure(c, err)
+		return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not check the request's namespaces and roles against the other connections just now (its database did not answer). Nothing was recorded; try again in a minute.", "")
 	case errors.Is(err, errClaimTaken):
 		return rerender(http.StatusConflict, "Not approved: "+strings.TrimPrefix(err.Error(), errClaimTaken.Error()+": ")+".", "")
 	case errors.Is(err, store.ErrNotIndependent):
@@ -744,6 +779,7 @@ func slurmView(c workflow.Contract) *views.SlurmView {
 var (
 	errOverCapacity = errors.New("over capacity")
 	errClaimTaken   = errors.New("claimed by another connection")
+	errChecksDown   = errors.New("the approval's checks could not run")
 )
 
 // staleNotice says what changed between the version the admin saw and now.

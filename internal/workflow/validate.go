@@ -49,6 +49,12 @@ type ValidationEnv struct {
 	// of the built-in ones (ReservedNamespace): the cluster settings'
 	// reserved_namespaces. An entry ending in '*' is a prefix.
 	ReservedNamespaces []string
+	// Unavailable, when set, reports why a lookup above could not be
+	// answered (a database outage). The lookups then answer "exists" or
+	// "taken", so nothing passes on an outage; the caller checks Unavailable
+	// after Validate and reports a system failure (503) instead of the field
+	// errors, which would blame the user's input for it.
+	Unavailable func() error
 }
 
 // FieldError is a problem with one field of a contract, in words the person
