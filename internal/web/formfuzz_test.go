@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -110,6 +112,12 @@ func newFormFuzz(f *testing.F) *formFuzz {
 	log := &fuzzLog{}
 	h := newHarness(f, false, func(o *Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		// Every POST re-checks the user's groups (recheck.go). Against the
+		// dev IdP that is a refresh grant, which signs new tokens with RSA:
+		// under the fuzzer's coverage instrumentation that was most of an
+		// execution. A directory answers the same groups at a fraction of
+		// the cost; the re-check itself is tested in session_test.go.
+		o.Groups = fuzzDirectory{}
 	})
 	fx := &formFuzz{h: h, log: log}
 	owner := h.signIn("owner.red")
@@ -534,4 +542,18 @@ func (fx *formFuzz) seeds() []fuzzSeed {
 		fuzzSeed{route("/connections/:id/revoke"), 5, modeTokenLast, fx.fieldsBytes([]fuzzField{{"reason", "x"}}, 0)},
 	)
 	return out
+}
+
+// fuzzDirectory is the fuzz harness's directory: the dev IdP's groups for
+// the two owners it signs in.
+type fuzzDirectory struct{}
+
+func (fuzzDirectory) Groups(_ context.Context, user string) ([]string, error) {
+	switch user {
+	case "owner.red@example.test":
+		return []string{"team-red-owners"}, nil
+	case "owner.blue@example.test":
+		return []string{"team-blue-owners"}, nil
+	}
+	return nil, auth.ErrUserNotInDirectory
 }
