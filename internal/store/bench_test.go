@@ -218,7 +218,7 @@ func BenchmarkApprove(b *testing.B) {
 // walk the table in id order (SCAN c without a sort): LIMIT stops it after
 // one page of matches.
 //
-// The statements mirror connections.go; keep them in step.
+// The statements mirror versions.go and decisions.go; keep them in step.
 func TestListConnectionsUsesIndexes(t *testing.T) {
 	db := openTB(t)
 	base := `SELECT ` + store.ConnCols + ` FROM connections c JOIN users u ON u.id = c.requester_id`

@@ -186,3 +186,44 @@ func (d *DB) ExecForTest(ctx context.Context, stmts ...string) error {
 	}
 	return nil
 }
+
+// inTx runs f in one write transaction (BEGIN IMMEDIATE, see Open) and
+// commits, or rolls back on any error.
+func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := d.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// queryer is satisfied by *sql.DB and *sql.Tx.
+type queryer interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// column runs a query of one column and returns its values in order.
+func column[T any](ctx context.Context, q queryer, query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

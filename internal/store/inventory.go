@@ -3,9 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // ObservedRow is one instance type of a cluster as the last refresh from
@@ -106,4 +110,105 @@ func nullCount(n int) any {
 		return nil
 	}
 	return n
+}
+
+// liveStates are the states whose contracts hold namespaces and capacity.
+var liveStates = []workflow.State{workflow.StateApproved, workflow.StateProvisioning, workflow.StateActive, workflow.StateUnderReview, workflow.StateRevoking}
+
+// NamespaceOwner returns the id of another connection that holds ns (see
+// otherLiveVersions: a version that was submitted, of a connection that is
+// neither a draft nor ended), or 0.
+func (d *DB) NamespaceOwner(ctx context.Context, ns string, exclude int64) (int64, error) {
+	var id int64
+	err := d.sql.QueryRowContext(ctx, `SELECT c.id`+otherLiveVersions+`
+  AND (' ' || cv.namespaces || ' ') LIKE ? ESCAPE '\' LIMIT 1`, exclude, "% "+likeEscape(ns)+" %").Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: namespace owner: %w", err)
+	}
+	return id, nil
+}
+
+func committedCapacity(ctx context.Context, q queryer, cluster string, exclude int64) ([]workflow.Capacity, error) {
+	ph := strings.TrimSuffix(strings.Repeat("?,", len(liveStates)), ",")
+	args := []any{cluster, exclude}
+	for _, s := range liveStates {
+		args = append(args, s)
+	}
+	rows, err := q.QueryContext(ctx, `
+SELECT vc.instance_type, SUM(vc.count) FROM connections c
+JOIN version_capacity vc ON vc.connection_id = c.id AND vc.version = c.approved_version
+WHERE c.cluster_name = ? AND c.id != ? AND c.state IN (`+ph+`)
+GROUP BY vc.instance_type ORDER BY vc.instance_type`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: committed capacity: %w", err)
+	}
+	defer rows.Close()
+	var out []workflow.Capacity
+	for rows.Next() {
+		var c workflow.Capacity
+		if err := rows.Scan(&c.InstanceType, &c.Count); err != nil {
+			return nil, fmt.Errorf("store: committed capacity: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// CommittedCapacity is the guaranteed capacity of every other live
+// connection on the cluster (by its approved version).
+func (d *DB) CommittedCapacity(ctx context.Context, cluster string, exclude int64) ([]workflow.Capacity, error) {
+	return committedCapacity(ctx, d.sql, cluster, exclude)
+}
+
+// inventory is the capacity approvals count, per instance type: the
+// observed capacity of the last refresh from the cluster (cluster_observed),
+// with every manual row (cluster_inventory) overriding its type.
+func inventory(ctx context.Context, q queryer, cluster string) (map[string]int, error) {
+	out, err := countsByType(ctx, q, `SELECT instance_type, capacity FROM cluster_observed WHERE cluster_name = ?`, cluster)
+	if err != nil {
+		return nil, err
+	}
+	manual, err := countsByType(ctx, q, `SELECT instance_type, count FROM cluster_inventory WHERE cluster_name = ?`, cluster)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, manual)
+	return out, nil
+}
+
+// Inventory returns a cluster's capacity per instance type: observed, with
+// the manual overrides winning.
+func (d *DB) Inventory(ctx context.Context, cluster string) (map[string]int, error) {
+	return inventory(ctx, d.sql, cluster)
+}
+
+// SetInventory sets (count > 0) or removes (count == 0) the manual override
+// of one instance type of a cluster's inventory, with an audit event. An
+// override wins over what a refresh from the cluster observed.
+func (d *DB) SetInventory(ctx context.Context, cluster, instanceType string, count int, by Actor, now time.Time) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if count == 0 {
+			_, err = tx.ExecContext(ctx, `DELETE FROM cluster_inventory WHERE cluster_name = ? AND instance_type = ?`, cluster, instanceType)
+		} else {
+			_, err = tx.ExecContext(ctx, `
+INSERT INTO cluster_inventory (cluster_name, instance_type, count, updated_by, updated_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (cluster_name, instance_type) DO UPDATE SET count = excluded.count, updated_by = excluded.updated_by, updated_at = excluded.updated_at`,
+				cluster, instanceType, count, nullID(by.ID), fmtTime(now))
+		}
+		if err != nil {
+			return fmt.Errorf("store: set inventory: %w", err)
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "inventory.set",
+			ObjectType: "cluster", Reason: fmt.Sprintf("%s %s = %d", cluster, instanceType, count)})
+	})
+}
+
+// Clusters lists the cluster names that have an inventory (manual or
+// observed).
+func (d *DB) Clusters(ctx context.Context) ([]string, error) {
+	return column[string](ctx, d.sql, `SELECT cluster_name FROM cluster_inventory UNION SELECT cluster_name FROM cluster_observed ORDER BY cluster_name`)
 }

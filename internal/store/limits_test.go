@@ -105,7 +105,7 @@ func TestSaveContractStopsAtMaxVersions(t *testing.T) {
 // contract_versions_meta alone. The table row holds the body before those columns, so reading
 // them from the row would walk every body's overflow pages.
 //
-// The statements mirror connections.go; keep them in step.
+// The statements mirror versions.go and decisions.go; keep them in step.
 func TestVersionMetadataReadsNoTableRows(t *testing.T) {
 	db := openTB(t)
 	for _, q := range []string{

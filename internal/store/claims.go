@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// UserExists reports whether someone with this email has logged in.
+func (d *DB) UserExists(ctx context.Context, email string) (bool, error) {
+	var n int
+	if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE lower(email) = lower(?)`, email).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: user exists: %w", err)
+	}
+	return n > 0, nil
+}
+
+// ValidationEnv is what contract validation needs from the database: owners
+// must be portal users (or one of known, lower-case: mapped group names, demo
+// users), and a namespace or role must not be held by another connection than
+// exclude (otherLiveVersions says which hold claims: never a draft). Every
+// place that saves, imports or approves a contract uses it.
+func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
+	var (
+		rolesOnce sync.Once
+		roles     map[string]bool
+		rolesDown bool
+		mu        sync.Mutex
+		failure   error // the first lookup that could not be answered
+	)
+	failed := func(err error) bool {
+		if err == nil {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if failure == nil {
+			failure = err
+		}
+		return true
+	}
+	return workflow.ValidationEnv{
+		Now: now,
+		OwnerExists: func(email string) bool {
+			if known[strings.ToLower(email)] {
+				return true
+			}
+			ok, err := d.UserExists(ctx, email)
+			// An outage is not a missing owner: report it through
+			// Unavailable, and let the owner pass here.
+			return failed(err) || ok
+		},
+		NamespaceTaken: func(ns string) bool {
+			id, err := d.NamespaceOwner(ctx, ns, exclude)
+			return failed(err) || id != 0
+		},
+		RoleTaken: func(arn string) bool {
+			// One read of every live contract's roles per environment,
+			// however many roles the contract names.
+			rolesOnce.Do(func() {
+				var err error
+				roles, err = d.rolesInUse(ctx, exclude)
+				rolesDown = failed(err)
+			})
+			return rolesDown || roles[arn]
+		},
+		Unavailable: func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if failure != nil {
+				return fmt.Errorf("store: validation lookups: %w", failure)
+			}
+			return nil
+		},
+	}
+}
+
+// otherLiveVersions selects the claiming version (cv) of every connection
+// (c) that holds claims on namespaces and roles, but the one given as the
+// first argument. Only what was submitted holds a claim (issue 10 item 3):
+// a draft is anyone's unchecked scratch (an owner could otherwise squat
+// another team's role or namespace with an incomplete draft nobody can
+// clear), so drafts and ended connections (rejected, withdrawn, revoked)
+// hold nothing. The claiming version is:
+//   - submitted and every later live state (approved, provisioning, active,
+//     under_review, revoking): the current version, which is the submitted
+//     or approved one (these states cannot be edited);
+//   - changes_requested: the version the admin sent back (its
+//     request_changes decision), which was submitted. The team keeps what
+//     it had submitted while it amends the request, but what it adds in the
+//     edits (drafts again) claims nothing until it is resubmitted, when
+//     validation checks it against everyone else's claims.
+//
+// The approval re-checks the claims inside its transaction.
+const otherLiveVersions = ` FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = CASE
+  WHEN c.state = 'changes_requested' THEN (SELECT max(d.version) FROM decisions d WHERE d.connection_id = c.id AND d.kind = 'request_changes')
+  ELSE c.current_version END
+WHERE c.id != ? AND c.state IN ('submitted', 'changes_requested', 'approved', 'provisioning', 'active', 'under_review', 'revoking')`
+
+// rolesInUse is the set of IAM roles (project, access or workload) that the
+// claiming versions of connections other than exclude name (see
+// otherLiveVersions: submitted and later, never drafts). It reads
+// every live contract (a JSON scan), so ValidationEnv runs it at most once,
+// when a contract is saved or approved, never on page views.
+func (d *DB) rolesInUse(ctx context.Context, exclude int64) (map[string]bool, error) {
+	arns, err := column[sql.NullString](ctx, d.sql, `SELECT j.value FROM (
+SELECT json_extract(cv.body, '$.project_role_arn') AS p, json_extract(cv.body, '$.access_role_arn') AS a, json_extract(cv.body, '$.workload_role_arn') AS w`+otherLiveVersions+`
+) AS t, json_each(json_array(t.p, t.a, t.w)) AS j`, exclude)
+	if err != nil {
+		return nil, fmt.Errorf("store: roles in use: %w", err)
+	}
+	set := make(map[string]bool, len(arns))
+	for _, a := range arns {
+		if a.Valid && a.String != "" {
+			set[a.String] = true
+		}
+	}
+	return set, nil
+}

@@ -1,0 +1,199 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// Version is one immutable contract version.
+type Version struct {
+	ConnectionID int64
+	Version      int
+	Contract     workflow.Contract
+	Hash         string
+	AuthorID     int64
+	AuthorEmail  string
+	CreatedAt    time.Time
+}
+
+// VersionInfo is what a version's history row shows: everything but the
+// contract, whose body (up to workflow.MaxContractJSON) it never reads.
+type VersionInfo struct {
+	ConnectionID int64
+	Version      int
+	Hash         string
+	AuthorID     int64
+	AuthorEmail  string
+	CreatedAt    time.Time
+}
+
+func purposeLine(c workflow.Contract) string {
+	p := strings.TrimSpace(c.BusinessPurpose)
+	if i := strings.IndexByte(p, '\n'); i >= 0 {
+		p = p[:i]
+	}
+	if r := []rune(p); len(r) > 120 {
+		p = string(r[:119]) + "…"
+	}
+	return p
+}
+
+func insertVersion(ctx context.Context, tx *sql.Tx, id int64, v int, c workflow.Contract, by Actor, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `
+INSERT INTO contract_versions (connection_id, version, body, hash, namespaces, author_id, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)`, id, v, string(c.Canonical()), c.Hash(), strings.Join(c.Normalize().Namespaces, " "), by.ID, fmtTime(now))
+	if err != nil {
+		return fmt.Errorf("store: insert contract version: %w", err)
+	}
+	sums := map[string]int{}
+	for _, g := range c.Normalize().Scheduling.Guaranteed {
+		sums[strings.ToLower(g.InstanceType)] += g.Count
+	}
+	for t, n := range sums {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO version_capacity (connection_id, version, instance_type, count) VALUES (?, ?, ?, ?)`, id, v, t, n); err != nil {
+			return fmt.Errorf("store: insert version capacity: %w", err)
+		}
+	}
+	return nil
+}
+
+// SaveContract stores c as a new version when it differs from the current
+// one. baseVersion is the version the user edited; if someone saved since,
+// a *StaleError is returned and nothing is written. A connection that
+// already has workflow.MaxVersions versions takes no more: ErrVersionLimit,
+// nothing written.
+func (d *DB) SaveContract(ctx context.Context, id int64, baseVersion int, c workflow.Contract, by Actor, now time.Time) (Connection, bool, error) {
+	c = c.Normalize()
+	changed := false
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		cur, err := getConn(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		curHash, err := versionHash(ctx, tx, id, cur.CurrentVersion)
+		if err != nil {
+			return err
+		}
+		if cur.CurrentVersion != baseVersion {
+			return &StaleError{WantVersion: baseVersion, Current: cur, CurrentHash: curHash}
+		}
+		if c.Team != cur.Team {
+			return fmt.Errorf("store: save contract: the team of a connection cannot change (%s -> %s)", cur.Team, c.Team)
+		}
+		next, err := workflow.Transition(cur.State, workflow.EventEdit, now)
+		if err != nil {
+			return err
+		}
+		if c.Hash() == curHash {
+			return nil
+		}
+		// The cap on versions, inside the write transaction: of two saves
+		// racing for the last version, the second sees the first's row.
+		// Versions are numbered 1..current_version and never deleted, so
+		// current_version is how many there are.
+		if cur.CurrentVersion >= workflow.MaxVersions {
+			return ErrVersionLimit
+		}
+		changed = true
+		v := cur.CurrentVersion + 1
+		if err := insertVersion(ctx, tx, id, v, c, by, now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE connections SET current_version = ?, state = ?, cluster_name = ?, purpose = ?, updated_at = ? WHERE id = ?`,
+			v, next, c.ClusterName, purposeLine(c), fmtTime(now), id); err != nil {
+			return fmt.Errorf("store: save contract: %w", err)
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "contract.version",
+			ObjectType: "connection", ObjectID: id, Team: cur.Team, Version: v})
+	})
+	if err != nil {
+		return Connection{}, false, err
+	}
+	conn, err := d.Connection(ctx, id)
+	return conn, changed, err
+}
+
+// ErrVersionLimit refuses a save that would add a version to a connection
+// that already has workflow.MaxVersions; nothing is written.
+var ErrVersionLimit = fmt.Errorf("store: a connection keeps at most %d contract versions", workflow.MaxVersions)
+
+func versionHash(ctx context.Context, q queryer, id int64, v int) (string, error) {
+	var h string
+	err := q.QueryRowContext(ctx, `SELECT hash FROM contract_versions WHERE connection_id = ? AND version = ?`, id, v).Scan(&h)
+	if err != nil {
+		return "", fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
+	}
+	return h, nil
+}
+
+const versionCols = `cv.connection_id, cv.version, cv.body, cv.hash, cv.author_id, u.email, cv.created_at
+FROM contract_versions cv JOIN users u ON u.id = cv.author_id`
+
+func scanVersion(sc interface{ Scan(...any) error }) (Version, error) {
+	var out Version
+	var body, created string
+	if err := sc.Scan(&out.ConnectionID, &out.Version, &body, &out.Hash, &out.AuthorID, &out.AuthorEmail, &created); err != nil {
+		return Version{}, err
+	}
+	var err error
+	if out.Contract, err = workflow.DecodeContract([]byte(body)); err != nil {
+		return Version{}, err
+	}
+	if out.CreatedAt, err = parseTime(created); err != nil {
+		return Version{}, err
+	}
+	return out, nil
+}
+
+func getVersion(ctx context.Context, q queryer, id int64, v int) (Version, error) {
+	out, err := scanVersion(q.QueryRowContext(ctx, `SELECT `+versionCols+` WHERE cv.connection_id = ? AND cv.version = ?`, id, v))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Version{}, ErrNotFound
+	}
+	if err != nil {
+		return Version{}, fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
+	}
+	return out, nil
+}
+
+// Version returns one contract version or ErrNotFound.
+func (d *DB) Version(ctx context.Context, id int64, v int) (Version, error) {
+	return getVersion(ctx, d.sql, id, v)
+}
+
+// Versions returns the history of a connection, newest first, in one
+// query: each version's number, hash, author and time, never its contract
+// (a page that shows a contract loads that version alone with Version), so
+// its cost does not grow with the size of the bodies.
+func (d *DB) Versions(ctx context.Context, id int64) ([]VersionInfo, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT cv.connection_id, cv.version, cv.hash, cv.author_id, u.email, cv.created_at
+FROM contract_versions cv JOIN users u ON u.id = cv.author_id WHERE cv.connection_id = ? ORDER BY cv.version DESC`, id)
+	if err != nil {
+		return nil, fmt.Errorf("store: versions: %w", err)
+	}
+	defer rows.Close()
+	var out []VersionInfo
+	for rows.Next() {
+		var v VersionInfo
+		var created string
+		if err := rows.Scan(&v.ConnectionID, &v.Version, &v.Hash, &v.AuthorID, &v.AuthorEmail, &created); err != nil {
+			return nil, fmt.Errorf("store: versions of connection %d: %w", id, err)
+		}
+		if v.CreatedAt, err = parseTime(created); err != nil {
+			return nil, fmt.Errorf("store: versions of connection %d: %w", id, err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// EditorIDs returns everyone who authored a version of the connection.
+func (d *DB) EditorIDs(ctx context.Context, id int64) ([]int64, error) {
+	return column[int64](ctx, d.sql, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ? ORDER BY author_id`, id)
+}

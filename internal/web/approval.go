@@ -1,0 +1,216 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// decide records an admin's approval, rejection or change request of the
+// exact version and hash shown on the page.
+func (s *Server) decide(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if s.decideHooks.loaded != nil {
+		s.decideHooks.loaded()
+	}
+	decision := c.FormValue("decision")
+	actions := map[string]workflow.Action{"approve": workflow.ActionApprove, "reject": workflow.ActionReject, "request_changes": workflow.ActionRequestChanges}
+	act, ok := actions[decision]
+	if !ok {
+		return echo.NewHTTPError(http.StatusBadRequest)
+	}
+	if err := allowed(p, act, obj); err != nil {
+		return err
+	}
+	version, _ := strconv.Atoi(c.FormValue("version"))
+	hash := c.FormValue("hash")
+	reason := strings.TrimSpace(c.FormValue("reason"))
+	rerender := func(status int, notice, reasonErr string) error {
+		fresh, err := s.opts.DB.Connection(c.Request().Context(), conn.ID)
+		if err != nil {
+			return err
+		}
+		obj.State = fresh.State
+		d, err := s.detail(c, p, fresh, obj)
+		if err != nil {
+			return err
+		}
+		d.Notice, d.ReasonError, d.Reason = notice, reasonErr, reason
+		return render(c, status, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+	}
+	if reason == "" {
+		return rerender(http.StatusUnprocessableEntity, "", "Give a reason: it is recorded with the decision and shown to the requester.")
+	}
+	if len(reason) > 2000 {
+		return rerender(http.StatusUnprocessableEntity, "", "Keep the reason under 2000 characters.")
+	}
+	// A decision names exactly what it decides on: the version and the
+	// contract hash, and for an approval the plan hash the admin saw.
+	// Without them it would apply to whatever is current (and an approval
+	// would queue an unpinned job). The store refuses an unpinned approval
+	// again inside its transaction.
+	planHash := c.FormValue("plan_hash")
+	if version <= 0 || hash == "" {
+		return rerender(http.StatusBadRequest, "Not recorded: a decision must name the version and the contract hash it decides on. Reload the page and decide again.", "")
+	}
+	ctx := c.Request().Context()
+	expect := store.Expect{Version: version, Hash: hash, PlanHash: planHash}
+	var (
+		cur   store.Version
+		check store.CapacityCheck
+	)
+	if decision == "approve" {
+		// The checks below are about the version the approval names, not
+		// the one that was current when the request arrived: the body may
+		// have been read after an edit. The store checks again, inside its
+		// transaction, that this version is still the current one.
+		cur, err = s.opts.DB.Version(ctx, conn.ID, version)
+		if errors.Is(err, store.ErrNotFound) || err == nil && cur.Hash != hash {
+			fresh, ferr := s.opts.DB.Connection(ctx, conn.ID)
+			if ferr != nil {
+				return ferr
+			}
+			return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, &store.StaleError{WantVersion: version, WantHash: hash, Current: fresh}), "")
+		}
+		if err != nil {
+			return err
+		}
+		// The portal sets up nothing for Slurm: an approval would queue a
+		// job that can only fail. The version and hash are checked again
+		// inside the approval's transaction and a version never changes,
+		// so its orchestrator cannot change after this check.
+		if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
+			return rerender(http.StatusConflict, "Not approved: "+workflow.SlurmNotSupported+". The steps it would take are listed below; request changes or reject.", "")
+		}
+		// A version whose plan cannot be built would only fail its job:
+		// refuse it here, with the reason the plan page shows.
+		plan, perr := provision.BuildPlan(conn.ID, cur.Version, cur.Hash, cur.Contract, s.opts.Cluster)
+		if perr != nil {
+			return rerender(http.StatusConflict, "Not approved: this version cannot be provisioned on this cluster: "+perr.Error()+". Request changes instead.", "")
+		}
+		if planHash == "" {
+			return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
+		}
+		// An existing namespace that neither the portal nor HyperPod
+		// created is taken over only when the admin adopts it here,
+		// explicitly (issue 10 item 14); the worker checks again before
+		// it applies anything.
+		if s.opts.Live != nil {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			nc, err := s.opts.Live.CheckNamespace(cctx, plan)
+			cancel()
+			if err != nil {
+				s.opts.Logger.Warn("approval: namespace check", "connection_id", conn.ID, "error", err.Error())
+				return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not read namespace "+plan.Namespace+" on the cluster, to check whether someone else created it. Try again in a moment.", "")
+			}
+			if nc.Foreign {
+				if c.FormValue("adopt_namespace") != nc.Namespace {
+					return rerender(http.StatusConflict, "Not approved: namespace "+nc.Namespace+" already exists on the cluster, and neither the portal nor HyperPod created it. "+
+						"Approving would force the team's default-deny NetworkPolicy, quota and RoleBindings onto whatever runs there. "+
+						"Tick \"Adopt the existing namespace "+nc.Namespace+"\" to hand it to the team deliberately, or request changes.", "")
+				}
+				expect.Adopt = nc.Namespace
+			}
+		}
+		env := s.validationEnv(c, conn.ID)
+		check = func(inv map[string]int, committed []workflow.Capacity) error {
+			if rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed); !rep.OK() {
+				return errOverCapacity
+			}
+			taken := cur.Contract.ClaimConflicts(env)
+			if down := env.Unavailable(); down != nil {
+				return fmt.Errorf("%w: %w", errChecksDown, down)
+			}
+			if len(taken) > 0 {
+				return fmt.Errorf("%w: %s", errClaimTaken, strings.Join(taken, "; "))
+			}
+			return nil
+		}
+	}
+	// Everything checked so far was read before the store's transaction:
+	// the store checks the state, the version and independence again
+	// inside it, against the rows as they are then.
+	if s.decideHooks.checked != nil {
+		s.decideHooks.checked()
+	}
+	switch decision {
+	case "approve":
+		_, _, err = s.opts.DB.Approve(ctx, conn.ID, actor(p), expect, reason, workflow.ApprovalsNeeded(cur.Contract.DataClassification), check, s.opts.Now())
+	case "reject":
+		_, err = s.opts.DB.Transition(ctx, conn.ID, workflow.EventReject, actor(p), reason, expect, s.opts.Now())
+	case "request_changes":
+		_, err = s.opts.DB.Transition(ctx, conn.ID, workflow.EventRequestChanges, actor(p), reason, expect, s.opts.Now())
+	}
+	var stale *store.StaleError
+	switch {
+	case errors.As(err, &stale):
+		return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, stale), "")
+	case errors.Is(err, errOverCapacity):
+		return rerender(http.StatusConflict, "Not approved: the request no longer fits the cluster's free capacity.", "")
+	case errors.Is(err, errChecksDown):
+		s.logFailure(c, err)
+		return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not check the request's namespaces and roles against the other connections just now (its database did not answer). Nothing was recorded; try again in a minute.", "")
+	case errors.Is(err, errClaimTaken):
+		return rerender(http.StatusConflict, "Not approved: "+strings.TrimPrefix(err.Error(), errClaimTaken.Error()+": ")+".", "")
+	case errors.Is(err, store.ErrNotIndependent):
+		// The handler's own check passed: the request was filed, edited or
+		// submitted by this user since it read the connection.
+		return &userError{page: views.ErrorPage{Status: http.StatusForbidden, Title: "Not allowed",
+			Message: "Nothing was recorded: nobody decides on a request they filed, submitted or edited, and you did. Another admin must decide.",
+			Action:  "Back to the request", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
+	case errors.Is(err, store.ErrUnpinned):
+		return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
+	case errors.Is(err, store.ErrAlreadyDecided):
+		return rerender(http.StatusConflict, "You already approved this version; it needs another admin's approval.", "")
+	case err != nil:
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+// slurmView says what the portal does not do for a Slurm contract.
+func slurmView(c workflow.Contract) *views.SlurmView {
+	v := &views.SlurmView{Reason: workflow.SlurmNotSupported}
+	for _, st := range workflow.SlurmManualSteps(c) {
+		v.Steps = append(v.Steps, views.SlurmStepView{What: st.What, Command: st.Command})
+	}
+	return v
+}
+
+var (
+	errOverCapacity = errors.New("over capacity")
+	errClaimTaken   = errors.New("claimed by another connection")
+	errChecksDown   = errors.New("the approval's checks could not run")
+)
+
+// staleNotice says what changed between the version the admin saw and now.
+func (s *Server) staleNotice(c echo.Context, id int64, st *store.StaleError) string {
+	msg := fmt.Sprintf("Nothing was recorded: the contract changed after you opened it (you saw version %d, it is now version %d, %s).",
+		st.WantVersion, st.Current.CurrentVersion, st.Current.State.Label())
+	old, err1 := s.opts.DB.Version(c.Request().Context(), id, st.WantVersion)
+	cur, err2 := s.opts.DB.Version(c.Request().Context(), id, st.Current.CurrentVersion)
+	if err1 == nil && err2 == nil {
+		var parts []string
+		for _, ch := range workflow.Diff(old.Contract, cur.Contract) {
+			parts = append(parts, fmt.Sprintf("%s: %q → %q", ch.Label, ch.Old, ch.New))
+		}
+		if len(parts) > 0 {
+			msg += " What changed: " + strings.Join(parts, "; ") + "."
+		}
+	}
+	return msg + " Review the current version below and decide again."
+}

@@ -1,0 +1,229 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// loadConnection loads a connection and the policy object describing it.
+// A connection the principal may not view is reported as not found.
+func (s *Server) loadConnection(c echo.Context) (workflow.Principal, store.Connection, workflow.Object, error) {
+	p, ok := principal(c)
+	if !ok {
+		return p, store.Connection{}, workflow.Object{}, echo.NewHTTPError(http.StatusUnauthorized)
+	}
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return p, store.Connection{}, workflow.Object{}, echo.NewHTTPError(http.StatusNotFound)
+	}
+	ctx := c.Request().Context()
+	conn, err := s.opts.DB.Connection(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return p, conn, workflow.Object{}, echo.NewHTTPError(http.StatusNotFound)
+	}
+	if err != nil {
+		return p, conn, workflow.Object{}, err
+	}
+	obj := workflow.Object{Team: conn.Team, State: conn.State, RequesterID: conn.RequesterID}
+	if d := workflow.Decide(p, workflow.ActionViewConnection, obj); !d.Allowed {
+		return p, conn, obj, &echo.HTTPError{Code: http.StatusNotFound, Internal: errDenied(d.Reason)}
+	}
+	if obj.EditorIDs, err = s.opts.DB.EditorIDs(ctx, id); err != nil {
+		return p, conn, obj, err
+	}
+	if obj.SubmitterIDs, err = s.opts.DB.SubmitterIDs(ctx, id); err != nil {
+		return p, conn, obj, err
+	}
+	if obj.ApproverIDs, err = s.opts.DB.ApproverIDs(ctx, id, conn.CurrentVersion); err != nil {
+		return p, conn, obj, err
+	}
+	v, err := s.opts.DB.Version(ctx, id, conn.CurrentVersion)
+	if err != nil {
+		return p, conn, obj, err
+	}
+	obj.DataClassification = v.Contract.DataClassification
+	return p, conn, obj, nil
+}
+
+// allowed applies a mutation's policy to a connection the user can see:
+// 403 with the policy's reason.
+func allowed(p workflow.Principal, a workflow.Action, obj workflow.Object) error {
+	if d := workflow.Decide(p, a, obj); !d.Allowed {
+		return &userError{page: views.ErrorPage{Status: http.StatusForbidden, Title: "Not allowed",
+			Message: "You cannot do this: " + d.Reason + "."}, err: errDenied(d.Reason)}
+	}
+	return nil
+}
+
+func (s *Server) showConnection(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.detail(c, p, conn, obj)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+}
+
+// detail builds the detail page's view model.
+func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connection, obj workflow.Object) (views.ConnectionDetail, error) {
+	ctx := c.Request().Context()
+	// The page shows one contract (the current version) and its changes
+	// against one other (the approved or the previous version): it loads
+	// those two bodies, and the history's metadata without bodies, so its
+	// cost does not grow with the number of versions.
+	versions, err := s.opts.DB.Versions(ctx, conn.ID)
+	if err != nil {
+		return views.ConnectionDetail{}, err
+	}
+	cur, err := s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion)
+	if err != nil {
+		return views.ConnectionDetail{}, err
+	}
+	base := fmt.Sprintf("/connections/%d", conn.ID)
+	d := views.ConnectionDetail{
+		ID: conn.ID, Team: conn.Team, State: string(conn.State), StateLabel: conn.State.Label(), Purpose: conn.Purpose,
+		CurrentVersion: conn.CurrentVersion, ApprovedVersion: conn.ApprovedVersion, Hash: cur.Hash,
+		DiffURL: fmt.Sprintf("/connections/%d/diff", conn.ID),
+	}
+	for _, ch := range workflow.Diff(workflow.Contract{}, cur.Contract) {
+		d.Fields = append(d.Fields, views.FieldRow{Label: ch.Label, Value: ch.New})
+	}
+	// Diff against the last approved version, else the previous version.
+	// Versions are numbered 1..current and never deleted.
+	var against *store.Version
+	switch {
+	case conn.ApprovedVersion > 0 && conn.ApprovedVersion != cur.Version:
+		v, err := s.opts.DB.Version(ctx, conn.ID, conn.ApprovedVersion)
+		if err != nil {
+			return d, err
+		}
+		against = &v
+		d.DiffTitle = fmt.Sprintf("Changes since approved version %d", v.Version)
+	case cur.Version > 1:
+		v, err := s.opts.DB.Version(ctx, conn.ID, cur.Version-1)
+		if err != nil {
+			return d, err
+		}
+		against = &v
+		d.DiffTitle = fmt.Sprintf("Changes since version %d", v.Version)
+	}
+	if against != nil {
+		for _, ch := range workflow.Diff(against.Contract, cur.Contract) {
+			d.Diff = append(d.Diff, views.ChangeRow{Label: ch.Label, Old: ch.Old, New: ch.New})
+		}
+	}
+	for _, v := range versions {
+		d.Versions = append(d.Versions, views.VersionRow{
+			Version: v.Version, Hash: v.Hash[:12], Author: v.AuthorEmail, At: fmtWhen(v.CreatedAt),
+			Approved: v.Version == conn.ApprovedVersion,
+			JSONURL:  fmt.Sprintf("%s/versions/%d/contract.json", base, v.Version),
+			YAMLURL:  fmt.Sprintf("%s/versions/%d/contract.yaml", base, v.Version),
+		})
+	}
+	decisions, err := s.opts.DB.Decisions(ctx, conn.ID)
+	if err != nil {
+		return d, err
+	}
+	for _, x := range decisions {
+		d.Decisions = append(d.Decisions, views.DecisionView{Kind: strings.ReplaceAll(x.Kind, "_", " "), Actor: x.ActorEmail,
+			Version: x.Version, Reason: x.Reason, At: fmtWhen(x.CreatedAt)})
+	}
+	events, err := s.opts.DB.AuditEvents(ctx, store.AuditFilter{ObjectType: "connection", ObjectID: conn.ID}, 0, 200)
+	if err != nil {
+		return d, err
+	}
+	full := seesFullErrors(c)
+	for _, e := range events {
+		reason := e.Reason
+		if !full && strings.HasSuffix(e.Action, ".failed") {
+			reason = publicFailure("", e.Reason) // the job's error text (store.FailJob)
+		}
+		d.Audit = append(d.Audit, views.AuditRow{At: fmtWhen(e.At), Actor: e.Actor, Action: e.Action, Version: e.Version, Reason: reason})
+	}
+	if d.Progress, err = s.progressViewFor(c, conn.ID, &obj); err != nil {
+		return d, err
+	}
+	if d.Drift, err = s.connectionDrift(c, p, conn, obj); err != nil {
+		return d, err
+	}
+	s.adoptForm(p, conn, obj, &d)
+	if conn.ApprovedVersion > 0 && conn.State.Committed() && conn.State != workflow.StateRevoking {
+		switch {
+		case conn.ApprovedVersion == cur.Version:
+			d.Access = s.accessView(conn, cur)
+		case against != nil && against.Version == conn.ApprovedVersion:
+			d.Access = s.accessView(conn, *against)
+		}
+	}
+	resources, err := s.opts.DB.AWSResources(ctx, conn.ID)
+	if err != nil {
+		return d, err
+	}
+	for _, r := range resources {
+		d.AWSResources = append(d.AWSResources, views.AWSResourceRow{Kind: r.Kind, Name: r.Name, ID: r.ResourceID, ARN: r.ARN,
+			Version: r.Version, Action: r.Action, At: fmtWhen(r.UpdatedAt)})
+	}
+	if workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed {
+		d.EditURL = base + "/edit"
+	}
+	if workflow.Decide(p, workflow.ActionSubmitRequest, obj).Allowed {
+		d.SubmitURL = base + "/submit"
+	}
+	if workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed {
+		d.WithdrawURL = base + "/withdraw"
+	}
+	s.revokeForm(p, obj, &d)
+	if p.HasRole(workflow.RoleAdmin) || workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed ||
+		(conn.State == workflow.StateSubmitted && workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed) {
+		// Only the approvers of a submitted version get the AWS lookups: they
+		// cost a few AWS reads per view, and drafts change anyway.
+		preview := p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted
+		d.Plan = s.planView(c.Request().Context(), conn, cur, preview, seesFullErrors(c))
+	}
+	if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
+		d.Slurm = slurmView(cur.Contract)
+	}
+	if p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted {
+		d.ApprovalsNeed = workflow.ApprovalsNeeded(cur.Contract.DataClassification)
+		d.ApprovalsHave = len(obj.ApproverIDs)
+		if dec := workflow.Decide(p, workflow.ActionApprove, obj); dec.Allowed {
+			d.DecideURL = base + "/decide"
+		} else {
+			d.DecideNote = "You cannot decide on this request: " + dec.Reason + "."
+		}
+		inv, err := s.opts.DB.Inventory(ctx, cur.Contract.ClusterName)
+		if err != nil {
+			return d, err
+		}
+		committed, err := s.opts.DB.CommittedCapacity(ctx, cur.Contract.ClusterName, conn.ID)
+		if err != nil {
+			return d, err
+		}
+		rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed)
+		d.CapacityOK = rep.OK()
+		for _, r := range rep.Rows {
+			d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity,
+				Committed: r.Committed, Requested: r.Requested, After: r.After, OK: r.OK})
+		}
+		if d.Slurm != nil {
+			d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is refused: " + workflow.SlurmNotSupported + " (see \"Slurm\" below for what it would take).")
+		}
+		if !d.CapacityOK {
+			d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is blocked: the request does not fit the cluster " +
+				cur.Contract.ClusterName + "'s free capacity (see the table). Ask for changes, or raise the inventory if the cluster grew.")
+		}
+	}
+	return d, nil
+}

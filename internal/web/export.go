@@ -1,0 +1,55 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+)
+
+// exportVersion serves one contract version as JSON or YAML, for IaC
+// repositories; `portal contract import` reads either back.
+func (s *Server) exportVersion(c echo.Context) error {
+	_, conn, _, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(c.Param("v"))
+	if err != nil {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	v, err := s.opts.DB.Version(c.Request().Context(), conn.ID, n)
+	if errors.Is(err, store.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	body := v.Contract.Canonical()
+	name := fmt.Sprintf("connection-%d-v%d", conn.ID, n)
+	c.Response().Header().Set("X-Contract-Hash", v.Hash)
+	switch c.Param("format") {
+	case "contract.json":
+		var pretty json.RawMessage = body
+		out, err := json.MarshalIndent(pretty, "", "  ")
+		if err != nil {
+			return err
+		}
+		c.Response().Header().Set("Content-Disposition", `attachment; filename="`+name+`.json"`)
+		return c.Blob(http.StatusOK, "application/json", append(out, '\n'))
+	case "contract.yaml":
+		out, err := yaml.JSONToYAML(body)
+		if err != nil {
+			return err
+		}
+		c.Response().Header().Set("Content-Disposition", `attachment; filename="`+name+`.yaml"`)
+		return c.Blob(http.StatusOK, "application/yaml", out)
+	}
+	return echo.NewHTTPError(http.StatusNotFound)
+}

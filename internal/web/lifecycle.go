@@ -1,0 +1,70 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// lifecycleError turns a refused transition into a clear 409 page.
+func (s *Server) lifecycleError(err error) error {
+	var te *workflow.TransitionError
+	if errors.As(err, &te) {
+		return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "That is no longer possible",
+			Message: "The request changed state: " + te.Error() + ". Reload it to see where it stands.", Action: "Back", ActionURL: "/connections"}, err: err}
+	}
+	return err
+}
+
+// submitRequest sends the current version to the admins, if it validates.
+func (s *Server) submitRequest(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if err := allowed(p, workflow.ActionSubmitRequest, obj); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	v, err := s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion)
+	if err != nil {
+		return err
+	}
+	env := s.validationEnv(c, conn.ID)
+	fe := v.Contract.Validate(env)
+	if down := env.Unavailable(); down != nil {
+		return &userError{page: views.ErrorPage{Status: http.StatusServiceUnavailable, Title: "Not submitted",
+			Message: "Nothing was changed: the portal could not check this request against the others just now (its database did not answer). Try again in a minute."}, err: down}
+	}
+	if len(fe) > 0 {
+		errs := mergeFieldErrors(map[string]string{}, fe)
+		action := fmt.Sprintf("/connections/%d", conn.ID)
+		f := s.formPage(fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, conn.CurrentVersion), action, action, conn.CurrentVersion, formFromContract(v.Contract), errs)
+		f.Notice = "This draft cannot be submitted yet: complete the fields below, then choose \"Save and submit\"."
+		return render(c, http.StatusUnprocessableEntity, views.ContractFormPage(s.page(c, "Edit connection request"), f))
+	}
+	if _, err := s.opts.DB.Transition(ctx, conn.ID, workflow.EventSubmit, actor(p), "", store.Expect{Version: conn.CurrentVersion, Hash: v.Hash}, s.opts.Now()); err != nil {
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+func (s *Server) withdrawRequest(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if err := allowed(p, workflow.ActionWithdrawRequest, obj); err != nil {
+		return err
+	}
+	if _, err := s.opts.DB.Transition(c.Request().Context(), conn.ID, workflow.EventWithdraw, actor(p), "withdrawn by the owner", store.Expect{}, s.opts.Now()); err != nil {
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}

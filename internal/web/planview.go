@@ -1,0 +1,123 @@
+package web
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// planView builds the provisioning plan of a version for display; with
+// preview, each AWS call is looked up on AWS (Options.AWSPreview). Without
+// full (owners and members), a failure's client-go text is reduced to the
+// step and the kind of failure (publicFailure's words).
+func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Version, preview, full bool) *views.PlanView {
+	id := conn.ID
+	pv := &views.PlanView{DryRun: s.opts.DryRun}
+	if fe := v.Contract.Validate(workflow.ValidationEnv{Now: s.opts.Now()}); len(fe) > 0 {
+		pv.Error = "No plan yet: the contract is incomplete (" + strconv.Itoa(len(fe)) + " field(s) to complete)."
+		return pv
+	}
+	plan, err := provision.BuildPlan(id, v.Version, v.Hash, v.Contract, s.opts.Cluster)
+	if err != nil {
+		pv.Error = "No plan: " + err.Error()
+		return pv
+	}
+	pv.Summary, pv.Warnings, pv.YAML, pv.Hash = plan.Summary(), plan.Warnings, plan.YAML(), plan.Hash()
+	if preview && s.opts.ClusterCheck != nil {
+		// What the cluster serves and enforces now (the readiness page's
+		// checks): an old Kueue would fail the job, and unenforced
+		// NetworkPolicies void the plan's isolation.
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		for _, ch := range s.opts.ClusterCheck.Readiness(rctx).Checks {
+			if ch.Status == provision.CheckFailing && (ch.Name == provision.CheckKueueAPI || ch.Name == provision.CheckNetworkPolicies) {
+				pv.Warnings = append(pv.Warnings, "Cluster readiness, "+ch.Name+": "+ch.Detail+" "+ch.Todo)
+			}
+		}
+		cancel()
+	}
+	var actx context.Context
+	if s.opts.AWSPreview != nil && preview {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	for _, call := range plan.AWS {
+		cv := views.AWSCallView{Service: call.Service, Kind: string(call.Kind), Name: call.Name, Operations: call.Operations}
+		if actx != nil {
+			now := s.opts.AWSPreview.Preview(actx, call)
+			cv.Now, cv.NowDetail = now.State, now.Detail
+			switch now.State {
+			case awsprov.PreviewStops:
+				pv.Warnings = append(pv.Warnings, "On AWS now, "+call.Title()+" would stop the job: "+now.Detail)
+			case awsprov.PreviewUnknown:
+				pv.Warnings = append(pv.Warnings, "Could not look up "+call.Title()+" on AWS: "+now.Detail)
+			}
+			pv.Warnings = append(pv.Warnings, now.Warnings...)
+		}
+		for _, f := range call.Fields {
+			cv.Fields = append(cv.Fields, [2]string{f.Name, f.Value})
+		}
+		for _, g := range call.Grants() {
+			cv.Grants = append(cv.Grants, views.AWSGrantView{Policy: g.Policy, Scope: g.Scope, Allows: g.Allows})
+		}
+		if call.Phase == awsprov.Guardrail {
+			pv.AWSBefore = append(pv.AWSBefore, cv)
+		} else {
+			pv.AWSAfter = append(pv.AWSAfter, cv)
+		}
+	}
+	// Before approval, say what each object would do on the cluster as it
+	// is now: create, update (which fields), or nothing.
+	if s.opts.Live != nil && !conn.State.Committed() {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		items, err := s.opts.Live.Drift(cctx, plan)
+		if err != nil {
+			detail := err.Error()
+			if !full {
+				detail = failureKind(detail) + ". The platform team sees the full error"
+			}
+			pv.Warnings = append(pv.Warnings, "Could not compare the plan with the cluster: "+detail)
+			return pv
+		}
+		byRef := map[string]provision.DriftItem{}
+		for _, it := range items {
+			byRef[it.Kind+" "+it.Ref] = it
+		}
+		for i, o := range plan.Objects {
+			it, ok := byRef[o.Kind+" "+o.Ref()]
+			switch {
+			case !ok:
+				pv.Summary[i] = "unchanged · " + pv.Summary[i]
+			case it.What == "deleted" && o.Owner != provision.OwnerPortal:
+				pv.Summary[i] = "made by HyperPod · " + pv.Summary[i]
+			case it.What == "deleted":
+				pv.Summary[i] = "create · " + pv.Summary[i]
+			default:
+				pv.Summary[i] = "update " + strings.Join(it.Fields, ", ") + " · " + pv.Summary[i]
+			}
+		}
+		for _, it := range items {
+			if it.What == "extra" {
+				pv.Warnings = append(pv.Warnings, "The namespace already has "+it.Kind+" "+it.Ref+" ("+it.Detail+"), which this plan does not contain.")
+			}
+		}
+		nc, err := s.opts.Live.CheckNamespace(cctx, plan)
+		switch {
+		case err != nil:
+			pv.Warnings = append(pv.Warnings, "Could not check who created namespace "+plan.Namespace+": "+err.Error())
+		case nc.Foreign:
+			pv.ForeignNamespace = nc.Namespace
+			pv.Warnings = append(pv.Warnings, "Namespace "+nc.Namespace+" already exists, and neither the portal nor HyperPod created it: approving needs the explicit adoption below.")
+		}
+	}
+	return pv
+}
