@@ -257,7 +257,7 @@ ON CONFLICT (connection_id, version) DO NOTHING`, id, v.Version, expect.Adopt, b
 			if expect.PlanHash == "" {
 				return ErrUnpinned
 			}
-			if _, err := enqueueJob(ctx, tx, id, JobProvision, v.Version, expect.PlanHash, now); err != nil {
+			if _, err := enqueueJob(ctx, tx, id, workflow.JobProvision, v.Version, expect.PlanHash, now); err != nil {
 				return fmt.Errorf("store: approve: %w", err)
 			}
 		}

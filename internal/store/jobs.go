@@ -12,17 +12,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// JobKind is what a job does to a connection's objects.
-type JobKind string
-
-// The job kinds. Approval queues provision; revoke and reapply are queued by
-// the revocation and drift features.
-const (
-	JobProvision JobKind = "provision"
-	JobRevoke    JobKind = "revoke"
-	JobReapply   JobKind = "reapply"
-)
-
 // JobState is where a job is in the queue.
 type JobState string
 
@@ -49,7 +38,7 @@ const (
 type Job struct {
 	ID           int64
 	ConnectionID int64
-	Kind         JobKind
+	Kind         workflow.JobKind
 	Version      int // the contract version the job applies
 	// PlanHash is the plan an approver pinned; "" when not pinned (see
 	// Approve). AppliedPlanHash is the plan the last attempt ran.
@@ -144,7 +133,7 @@ func getJob(ctx context.Context, q queryer, id int64) (Job, error) {
 func (d *DB) Job(ctx context.Context, id int64) (Job, error) { return getJob(ctx, d.sql, id) }
 
 // enqueueJob queues a job inside the caller's transaction, due at now.
-func enqueueJob(ctx context.Context, tx *sql.Tx, connID int64, kind JobKind, version int, planHash string, now time.Time) (int64, error) {
+func enqueueJob(ctx context.Context, tx *sql.Tx, connID int64, kind workflow.JobKind, version int, planHash string, now time.Time) (int64, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `
 INSERT INTO jobs (connection_id, kind, version, plan_hash, state, not_before, created_at, updated_at)
@@ -171,14 +160,14 @@ VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
 func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by Actor, reason string, now time.Time) (Job, error) {
 	// Only an approved connection can start provisioning (the lifecycle
 	// allows start_provisioning from approved alone).
-	return d.enqueueFor(ctx, connID, JobProvision, []workflow.State{workflow.StateApproved},
+	return d.enqueueFor(ctx, connID, workflow.JobProvision, []workflow.State{workflow.StateApproved},
 		workflow.EventStartProvisioning, "provisioning.enqueue", by, reason, now)
 }
 
 // enqueueFor queues a job of kind for a connection in one of the states,
 // with an audit event action, in one transaction. A connection in another
 // state gives a *workflow.TransitionError for refusal.
-func (d *DB) enqueueFor(ctx context.Context, connID int64, kind JobKind, states []workflow.State, refusal workflow.Event,
+func (d *DB) enqueueFor(ctx context.Context, connID int64, kind workflow.JobKind, states []workflow.State, refusal workflow.Event,
 	action string, by Actor, reason string, now time.Time) (Job, error) {
 	var id int64
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
@@ -190,7 +179,7 @@ func (d *DB) enqueueFor(ctx context.Context, connID int64, kind JobKind, states 
 			return &workflow.TransitionError{From: c.State, Event: refusal}
 		}
 		planHash := ""
-		if kind == JobProvision {
+		if kind == workflow.JobProvision {
 			if planHash, err = approvedPlanHash(ctx, tx, connID, c.ApprovedVersion); err != nil {
 				return err
 			}
@@ -214,7 +203,7 @@ func (d *DB) enqueueFor(ctx context.Context, connID int64, kind JobKind, states 
 func approvedPlanHash(ctx context.Context, tx *sql.Tx, connID int64, version int) (string, error) {
 	var h string
 	err := tx.QueryRowContext(ctx, `SELECT plan_hash FROM jobs WHERE connection_id = ? AND kind = ? AND version = ? AND plan_hash != '' ORDER BY id LIMIT 1`,
-		connID, JobProvision, version).Scan(&h)
+		connID, workflow.JobProvision, version).Scan(&h)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrUnpinned
 	}
@@ -228,7 +217,7 @@ func approvedPlanHash(ctx context.Context, tx *sql.Tx, connID int64, version int
 // connection and removes RoleBindings the plan does not contain: the fix
 // for drift. The connection's state does not change.
 func (d *DB) EnqueueReapply(ctx context.Context, connID int64, by Actor, reason string, now time.Time) (Job, error) {
-	return d.enqueueFor(ctx, connID, JobReapply, []workflow.State{workflow.StateActive, workflow.StateUnderReview},
+	return d.enqueueFor(ctx, connID, workflow.JobReapply, []workflow.State{workflow.StateActive, workflow.StateUnderReview},
 		workflow.EventStartProvisioning, "reapply.enqueue", by, reason, now)
 }
 
@@ -356,11 +345,11 @@ func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash s
 		}
 		transition := false
 		switch {
-		case j.Kind == JobRevoke:
+		case j.Kind == workflow.JobRevoke:
 			if c.State != workflow.StateRevoking {
 				return &workflow.TransitionError{From: c.State, Event: workflow.EventRevocationDone}
 			}
-		case j.Kind == JobReapply:
+		case j.Kind == workflow.JobReapply:
 			// Re-applying fixes drift on a live connection; it changes no state.
 			if c.State != workflow.StateActive && c.State != workflow.StateUnderReview {
 				return &workflow.TransitionError{From: c.State, Event: workflow.EventStartProvisioning}
@@ -387,7 +376,7 @@ ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'pending',
 				return err
 			}
 		}
-		if j.Kind == JobRevoke {
+		if j.Kind == workflow.JobRevoke {
 			return startRevocation(ctx, tx, j, c, appliedPlanHash, len(steps), dryRun, now)
 		}
 		if !transition {
@@ -505,10 +494,10 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 			}
 		}
 		action := "provisioning.failed"
-		if j.Kind == JobReapply {
+		if j.Kind == workflow.JobReapply {
 			action = "reapply.failed"
 		}
-		if j.Kind == JobRevoke {
+		if j.Kind == workflow.JobRevoke {
 			// The connection stays revoking: what the job did not remove
 			// may still be on the cluster.
 			action = "revocation.failed"
@@ -556,11 +545,11 @@ func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now tim
 		}
 		ev, action := workflow.EventProvisioningSucceeded, "provisioning.succeeded"
 		reason := fmt.Sprintf("job %d, attempt %d: %d steps applied, plan %s", jobID, j.Attempts, j.Steps, j.AppliedPlanHash)
-		if j.Kind == JobRevoke {
+		if j.Kind == workflow.JobRevoke {
 			if action, reason, err = completeRevocation(ctx, tx, j, c, now); err != nil {
 				return err
 			}
-		} else if j.Kind == JobReapply {
+		} else if j.Kind == workflow.JobReapply {
 			action = "reapply.succeeded"
 			reason = fmt.Sprintf("job %d, attempt %d: %d steps, plan %s re-applied, extra role bindings removed", jobID, j.Attempts, j.Steps, j.AppliedPlanHash)
 		} else if j.DryRun {
@@ -568,7 +557,7 @@ func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now tim
 			reason = fmt.Sprintf("job %d: dry run, nothing applied: the plan (%d steps, %s) is recorded; the connection stays approved",
 				jobID, j.Steps, j.AppliedPlanHash)
 		}
-		if j.Kind == JobProvision && (!j.DryRun || c.State == workflow.StateProvisioning) {
+		if j.Kind == workflow.JobProvision && (!j.DryRun || c.State == workflow.StateProvisioning) {
 			next, err := workflow.Transition(c.State, ev, now)
 			if err != nil {
 				return err

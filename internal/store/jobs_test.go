@@ -105,7 +105,7 @@ func TestApproveQueuesOneJob(t *testing.T) {
 			t.Fatalf("jobs = %+v, want one", js)
 		}
 		j := js[0]
-		if j.Kind != store.JobProvision || j.State != store.JobQueued || j.Version != 1 || j.Attempts != 0 ||
+		if j.Kind != workflow.JobProvision || j.State != store.JobQueued || j.Version != 1 || j.Attempts != 0 ||
 			j.PlanHash != f.pin(conn.ID).PlanHash || !j.NotBefore.Equal(at) || !j.CreatedAt.Equal(at) || !j.LeaseUntil.IsZero() {
 			t.Errorf("job = %+v, want a provision job queued at %s for version 1 pinned to the plan", j, at)
 		}

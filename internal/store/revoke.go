@@ -57,7 +57,7 @@ func (d *DB) Revoke(ctx context.Context, id int64, by Actor, reason string, now 
 		if err != nil {
 			return err
 		}
-		if jobID, err = enqueueJob(ctx, tx, id, JobRevoke, cur.ApprovedVersion, "", now); err != nil {
+		if jobID, err = enqueueJob(ctx, tx, id, workflow.JobRevoke, cur.ApprovedVersion, "", now); err != nil {
 			return err
 		}
 		if due.After(now) {
@@ -83,7 +83,7 @@ func (d *DB) Revoke(ctx context.Context, id int64, by Actor, reason string, now 
 // expires (now when none was running).
 func cancelOpenJobs(ctx context.Context, tx *sql.Tx, c Connection, now time.Time) (time.Time, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE connection_id = ? AND state IN ('queued', 'running') AND kind != ? ORDER BY id`,
-		c.ID, JobRevoke)
+		c.ID, workflow.JobRevoke)
 	if err != nil {
 		return now, err
 	}
@@ -112,7 +112,7 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 			return now, err
 		}
 		action := string(j.Kind) + ".cancelled"
-		if j.Kind == JobProvision {
+		if j.Kind == workflow.JobProvision {
 			action = "provisioning.cancelled"
 		}
 		if err := appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: action,
@@ -129,7 +129,7 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 // failed (the connection stays revoking: its objects may still be there),
 // or after a dry run of a connection that was provisioned for real.
 func (d *DB) EnqueueRevocation(ctx context.Context, id int64, by Actor, reason string, now time.Time) (Job, error) {
-	return d.enqueueFor(ctx, id, JobRevoke, []workflow.State{workflow.StateRevoking},
+	return d.enqueueFor(ctx, id, workflow.JobRevoke, []workflow.State{workflow.StateRevoking},
 		workflow.EventRevocationDone, "revocation.enqueue", by, reason, now)
 }
 
@@ -166,7 +166,7 @@ func completeRevocation(ctx context.Context, tx *sql.Tx, j Job, c Connection, no
 		var applied bool
 		if err := tx.QueryRowContext(ctx, `
 SELECT EXISTS (SELECT 1 FROM jobs WHERE connection_id = ? AND kind != ? AND dry_run = 0 AND applied_plan_hash != '')`,
-			c.ID, JobRevoke).Scan(&applied); err != nil {
+			c.ID, workflow.JobRevoke).Scan(&applied); err != nil {
 			return "", "", err
 		}
 		if applied {

@@ -100,7 +100,7 @@ func TestRevokeWritesStateAuditAndJobTogether(t *testing.T) {
 		if c.State != workflow.StateRevoking {
 			t.Errorf("state %s, want revoking", c.State)
 		}
-		if j.Kind != store.JobRevoke || j.State != store.JobQueued || j.Version != c.ApprovedVersion || !j.NotBefore.Equal(at) || j.PlanHash != "" {
+		if j.Kind != workflow.JobRevoke || j.State != store.JobQueued || j.Version != c.ApprovedVersion || !j.NotBefore.Equal(at) || j.PlanHash != "" {
 			t.Errorf("job = %+v, want a revoke job of version %d due now", j, c.ApprovedVersion)
 		}
 		acts := f.auditActions(conn.ID)
@@ -187,7 +187,7 @@ func TestRevokeJobCompletionAndFailure(t *testing.T) {
 		conn := f.active("red")
 		f.revoke(conn.ID, "end of project")
 		j := f.runJob("w", false, steps...)
-		if j.State != store.JobSucceeded || j.Kind != store.JobRevoke {
+		if j.State != store.JobSucceeded || j.Kind != workflow.JobRevoke {
 			t.Errorf("job = %+v, want a succeeded revoke job", j)
 		}
 		if s := f.state(conn.ID); s != workflow.StateRevoked {
@@ -227,7 +227,7 @@ func TestRevokeJobCompletionAndFailure(t *testing.T) {
 		}
 
 		again, err := f.db.EnqueueRevocation(ctx, conn.ID, f.admins[0], "retry after fixing RBAC", f.tick())
-		if err != nil || again.Kind != store.JobRevoke || again.State != store.JobQueued {
+		if err != nil || again.Kind != workflow.JobRevoke || again.State != store.JobQueued {
 			t.Fatalf("EnqueueRevocation = %+v, %v", again, err)
 		}
 		if _, err := f.db.EnqueueRevocation(ctx, conn.ID, f.admins[0], "twice", f.tick()); !errors.Is(err, store.ErrJobOpen) {

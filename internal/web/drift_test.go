@@ -70,7 +70,7 @@ func TestReapplyFromTheDriftPanel(t *testing.T) {
 		t.Fatalf("admin re-apply = %d", resp.StatusCode)
 	}
 	jobs, _ := h.db.JobsFor(ctx, 1)
-	if len(jobs) != 1 || jobs[0].Kind != store.JobReapply || jobs[0].State != store.JobQueued {
+	if len(jobs) != 1 || jobs[0].Kind != workflow.JobReapply || jobs[0].State != store.JobQueued {
 		t.Errorf("jobs after re-apply = %+v", jobs)
 	}
 	if resp, body := h.postAs(admin, "/connections/1/reapply", nil); resp.StatusCode != http.StatusConflict || !strings.Contains(body, "already") {

@@ -111,7 +111,7 @@ func TestRevoke(t *testing.T) {
 		t.Errorf("state %s, want revoking", conn.State)
 	}
 	js, _ := h.db.JobsFor(ctx, 1)
-	if len(js) != 2 || js[0].Kind != store.JobRevoke || js[0].State != store.JobQueued || js[1].State != store.JobFailed {
+	if len(js) != 2 || js[0].Kind != workflow.JobRevoke || js[0].State != store.JobQueued || js[1].State != store.JobFailed {
 		t.Errorf("jobs = %+v, want a queued revoke job and the provisioning job cancelled", js)
 	}
 	_, page = h.get(owner.c, "/connections/1")

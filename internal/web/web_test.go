@@ -3,8 +3,6 @@ package web
 import (
 	"context"
 	"errors"
-	"github.com/hyperpod-governance/portal/internal/provision"
-	"github.com/hyperpod-governance/portal/internal/testenv"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/testenv"
 
 	"github.com/labstack/echo/v4"
 

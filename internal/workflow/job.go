@@ -1,0 +1,14 @@
+package workflow
+
+// JobKind is what a provisioning job does to a connection's objects. Jobs
+// are queued by the effects of commands (an approval queues provision, a
+// revocation revoke, a drift fix reapply) and run by internal/provision;
+// internal/store keeps them.
+type JobKind string
+
+// The job kinds.
+const (
+	JobProvision JobKind = "provision"
+	JobRevoke    JobKind = "revoke"
+	JobReapply   JobKind = "reapply"
+)
