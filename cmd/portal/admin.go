@@ -244,7 +244,7 @@ func contractCmd(ctx context.Context, args []string, getenv func(string) string,
 		}
 		return errors.New(b.String())
 	}
-	conn, err := db.CreateConnection(ctx, c, store.Actor{ID: user.ID, Email: user.Email}, time.Now())
+	conn, err := db.CreateConnection(ctx, c, workflow.Actor{ID: user.ID, Email: user.Email}, time.Now())
 	if err != nil {
 		return err
 	}

@@ -149,7 +149,7 @@ func TestAuditHeadDetectsARemovedTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if err := db.RecordClusterEvent(ctx, "test.event", store.Actor{Email: "admin@example.test"}, fmt.Sprint("event ", i+1), time.Now()); err != nil {
+		if err := db.RecordClusterEvent(ctx, "test.event", workflow.Actor{Email: "admin@example.test"}, fmt.Sprint("event ", i+1), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,7 +197,7 @@ func TestAuditHeadDetectsARemovedTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if err := db.RecordClusterEvent(ctx, "test.event", store.Actor{Email: "admin@example.test"}, "later", time.Now()); err != nil {
+		if err := db.RecordClusterEvent(ctx, "test.event", workflow.Actor{Email: "admin@example.test"}, "later", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -221,7 +221,7 @@ func TestLogAuditHeads(t *testing.T) {
 	}
 	add := func(n int) {
 		for range n {
-			if err := db.RecordClusterEvent(ctx, "test.event", store.Actor{Email: "a@example.test"}, "", time.Now()); err != nil {
+			if err := db.RecordClusterEvent(ctx, "test.event", workflow.Actor{Email: "a@example.test"}, "", time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}

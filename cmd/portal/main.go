@@ -32,6 +32,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/web"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -388,7 +389,7 @@ func seedDev(ctx context.Context, db *store.DB) error {
 	if err != nil || len(clusters) > 0 {
 		return err
 	}
-	by := store.Actor{Email: "dev-seed"}
+	by := workflow.Actor{Email: "dev-seed"}
 	for _, r := range []struct {
 		typ string
 		n   int

@@ -168,7 +168,7 @@ func TestWorkerProvisionsAWS(t *testing.T) {
 
 	// Re-applying the same plan writes nothing on AWS.
 	before := b.stack.Creates()
-	if _, err := b.db.EnqueueReapply(t.Context(), b.conn.ID, store.Actor{Email: "admin@example.test"}, "check", b.clock.Now()); err != nil {
+	if _, err := b.db.EnqueueReapply(t.Context(), b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "check", b.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	b.runOnce(b.worker("w2", cluster))
@@ -219,7 +219,7 @@ func TestWorkerUpdatesComputeQuota(t *testing.T) {
 		c.Scheduling.Sharing = workflow.SharingNeither
 		return provision.BuildPlan(id, v, c.Hash(), c, b.settings)
 	}
-	if _, err := b.db.EnqueueReapply(t.Context(), b.conn.ID, store.Actor{Email: "admin@example.test"}, "new version", b.clock.Now()); err != nil {
+	if _, err := b.db.EnqueueReapply(t.Context(), b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "new version", b.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	b.runOnce(w)
@@ -455,7 +455,7 @@ func TestAWSDriftIsReportedAndFixedByReapply(t *testing.T) {
 		t.Errorf("audit %v lacks drift.detected", acts)
 	}
 
-	if _, err := b.db.EnqueueReapply(ctx, b.conn.ID, store.Actor{Email: "admin@example.test"}, "fix drift", b.clock.Now()); err != nil {
+	if _, err := b.db.EnqueueReapply(ctx, b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "fix drift", b.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	b.runUntilSettled(w)

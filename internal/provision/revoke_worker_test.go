@@ -51,7 +51,7 @@ func (b *bed) provisioned(cluster *fakeCluster) {
 // revoke revokes the bed's connection and returns the revoke job.
 func (b *bed) revoke() store.Job {
 	b.t.Helper()
-	_, j, err := b.db.Revoke(b.t.Context(), b.conn.ID, store.Actor{Email: "admin@example.test"}, "end of project", b.clock.Now())
+	_, j, err := b.db.Revoke(b.t.Context(), b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "end of project", b.clock.Now())
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestWorkerRevocationRetriesAndFails(t *testing.T) {
 	}
 
 	// An admin fixes the cause and queues the revocation again.
-	again, err := b.db.EnqueueRevocation(t.Context(), b.conn.ID, store.Actor{Email: "admin@example.test"}, "RBAC fixed", b.clock.Now())
+	again, err := b.db.EnqueueRevocation(t.Context(), b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "RBAC fixed", b.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ type wbed struct {
 	tb       testing.TB
 	db       *store.DB
 	clock    *clock
-	admin    store.Actor
+	admin    workflow.Actor
 	settings provision.ClusterSettings
 	plans    func(context.Context, int64, int) (provision.Plan, error)
 	applier  *provision.Applier // counted; the worker applies through it
@@ -115,6 +115,7 @@ func newWBed(tb testing.TB) *wbed {
 	if _, err := db.Migrate(ctx); err != nil {
 		tb.Fatal(err)
 	}
+	roomyCluster(tb, db)
 	b := &wbed{
 		tb: tb, db: db, clock: &clock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)},
 		applier: applier, counter: counter, look: look,
@@ -133,7 +134,7 @@ func newWBed(tb testing.TB) *wbed {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b.admin = store.Actor{ID: u.ID, Email: u.Email}
+	b.admin = workflow.Actor{ID: u.ID, Email: u.Email}
 	return b
 }
 
@@ -163,14 +164,14 @@ func wintContract(team string) workflow.Contract {
 func (b *wbed) approve(ctx context.Context, team string, plans func(context.Context, int64, int) (provision.Plan, error)) wintTenant {
 	b.tb.Helper()
 	c := wintContract(team)
-	var owner store.Actor
+	var owner workflow.Actor
 	for _, email := range []string{c.BusinessOwner, c.OperationsOwner} {
 		u, err := b.db.RecordLogin(ctx, "https://idp.example.test", email, email, email, nil, b.clock.Now())
 		if err != nil {
 			b.tb.Fatal(err)
 		}
 		if email == c.BusinessOwner {
-			owner = store.Actor{ID: u.ID, Email: u.Email}
+			owner = workflow.Actor{ID: u.ID, Email: u.Email}
 		}
 	}
 	env := workflow.ValidationEnv{
@@ -203,14 +204,8 @@ func (b *wbed) approve(ctx context.Context, team string, plans func(context.Cont
 		b.tb.Fatalf("plan of %s: %v", team, err)
 	}
 	b.deleteAfter(plan)
-	check := func(inv map[string]int, committed []workflow.Capacity) error {
-		if rep := workflow.CheckCapacity(inv, committed, ver.Contract.Scheduling.Guaranteed); !rep.OK() {
-			return fmt.Errorf("over capacity: %+v", rep.Rows)
-		}
-		return nil
-	}
 	expect := store.Expect{Version: ver.Version, Hash: ver.Hash, PlanHash: plan.Hash(), Adopt: b.adopt}
-	conn, _, err = b.db.Approve(ctx, conn.ID, b.admin, expect, "fits the cluster", workflow.ApprovalsNeeded(c.DataClassification), check, b.clock.Now())
+	conn, _, err = b.db.Approve(ctx, conn.ID, b.admin, expect, "fits the cluster", workflow.ClusterFacts{}, b.clock.Now())
 	if err != nil {
 		b.tb.Fatalf("approve %s: %v", team, err)
 	}

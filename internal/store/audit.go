@@ -10,13 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// Actor is who performs a change, as recorded in the audit trail.
-type Actor struct {
-	ID    int64 // 0 for the system (provisioner, scheduler)
-	Email string
-}
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
 
 // AuditEvent is one row of the append-only, hash-chained audit trail.
 type AuditEvent struct {
@@ -209,7 +205,7 @@ func (d *DB) VerifyAuditFrom(ctx context.Context, from AuditCheckpoint) (AuditCh
 // RecordConnectionEvent appends an audit event about a connection that
 // changes no state of it: e.g. an admin adopting a compute quota made
 // outside the portal for its next provisioning run.
-func (d *DB) RecordConnectionEvent(ctx context.Context, connID int64, action string, by Actor, reason string, now time.Time) error {
+func (d *DB) RecordConnectionEvent(ctx context.Context, connID int64, action string, by workflow.Actor, reason string, now time.Time) error {
 	return d.inTx(ctx, func(tx *sql.Tx) error {
 		c, err := getConn(ctx, tx, connID)
 		if err != nil {
@@ -222,7 +218,7 @@ func (d *DB) RecordConnectionEvent(ctx context.Context, connID int64, action str
 
 // RecordClusterEvent appends an audit event about the shared cluster itself
 // (not a connection): e.g. reconciling its scheduler config.
-func (d *DB) RecordClusterEvent(ctx context.Context, action string, by Actor, reason string, now time.Time) error {
+func (d *DB) RecordClusterEvent(ctx context.Context, action string, by workflow.Actor, reason string, now time.Time) error {
 	return d.inTx(ctx, func(tx *sql.Tx) error {
 		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: action, ObjectType: "cluster", Reason: reason})
 	})

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // The audit chain's canonical form, written down here independently of
@@ -42,7 +42,7 @@ func refHash(prev string, e goldenEvent) string {
 func goldenFixture(t *testing.T) (*fixture, []goldenEvent) {
 	t.Helper()
 	f := auditFixture(t)
-	if err := f.db.RecordClusterEvent(t.Context(), "scheduler.reconcile", store.Actor{Email: "scheduler"}, "dry run", f.tick()); err != nil {
+	if err := f.db.RecordClusterEvent(t.Context(), "scheduler.reconcile", workflow.Actor{Email: "scheduler"}, "dry run", f.tick()); err != nil {
 		t.Fatal(err)
 	}
 	owner, admin := f.owner, f.admins[0]

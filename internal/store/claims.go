@@ -13,8 +13,12 @@ import (
 
 // UserExists reports whether someone with this email has logged in.
 func (d *DB) UserExists(ctx context.Context, email string) (bool, error) {
+	return userExists(ctx, d.sql, email)
+}
+
+func userExists(ctx context.Context, q queryer, email string) (bool, error) {
 	var n int
-	if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE lower(email) = lower(?)`, email).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE lower(email) = lower(?)`, email).Scan(&n); err != nil {
 		return false, fmt.Errorf("store: user exists: %w", err)
 	}
 	return n > 0, nil
@@ -26,6 +30,12 @@ func (d *DB) UserExists(ctx context.Context, email string) (bool, error) {
 // exclude (otherLiveVersions says which hold claims: never a draft). Every
 // place that saves, imports or approves a contract uses it.
 func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
+	return validationEnv(ctx, d.sql, now, exclude, known)
+}
+
+// validationEnv is ValidationEnv reading through q: the database, or the
+// transaction of an approval.
+func validationEnv(ctx context.Context, q queryer, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
 	var (
 		rolesOnce sync.Once
 		roles     map[string]bool
@@ -50,13 +60,13 @@ func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, kn
 			if known[strings.ToLower(email)] {
 				return true
 			}
-			ok, err := d.UserExists(ctx, email)
+			ok, err := userExists(ctx, q, email)
 			// An outage is not a missing owner: report it through
 			// Unavailable, and let the owner pass here.
 			return failed(err) || ok
 		},
 		NamespaceTaken: func(ns string) bool {
-			id, err := d.NamespaceOwner(ctx, ns, exclude)
+			id, err := namespaceOwner(ctx, q, ns, exclude)
 			return failed(err) || id != 0
 		},
 		RoleTaken: func(arn string) bool {
@@ -64,7 +74,7 @@ func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, kn
 			// however many roles the contract names.
 			rolesOnce.Do(func() {
 				var err error
-				roles, err = d.rolesInUse(ctx, exclude)
+				roles, err = rolesInUse(ctx, q, exclude)
 				rolesDown = failed(err)
 			})
 			return rolesDown || roles[arn]
@@ -107,8 +117,8 @@ WHERE c.id != ? AND c.state IN ('submitted', 'changes_requested', 'approved', 'p
 // otherLiveVersions: submitted and later, never drafts). It reads
 // every live contract (a JSON scan), so ValidationEnv runs it at most once,
 // when a contract is saved or approved, never on page views.
-func (d *DB) rolesInUse(ctx context.Context, exclude int64) (map[string]bool, error) {
-	arns, err := column[sql.NullString](ctx, d.sql, `SELECT j.value FROM (
+func rolesInUse(ctx context.Context, q queryer, exclude int64) (map[string]bool, error) {
+	arns, err := column[sql.NullString](ctx, q, `SELECT j.value FROM (
 SELECT json_extract(cv.body, '$.project_role_arn') AS p, json_extract(cv.body, '$.access_role_arn') AS a, json_extract(cv.body, '$.workload_role_arn') AS w`+otherLiveVersions+`
 ) AS t, json_each(json_array(t.p, t.a, t.w)) AS j`, exclude)
 	if err != nil {

@@ -83,23 +83,17 @@ func (d *DB) Connection(ctx context.Context, id int64) (Connection, error) {
 	return getConn(ctx, d.sql, id)
 }
 
-// CreateConnection stores a new draft with contract version 1.
-func (d *DB) CreateConnection(ctx context.Context, c workflow.Contract, by Actor, now time.Time) (Connection, error) {
-	c = c.Normalize()
+// CreateConnection stores a new draft with contract version 1
+// (workflow.Create).
+func (d *DB) CreateConnection(ctx context.Context, c workflow.Contract, by workflow.Actor, now time.Time) (Connection, error) {
+	eff, err := workflow.Create(by, c, now)
+	if err != nil {
+		return Connection{}, err
+	}
 	var id int64
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `
-INSERT INTO connections (team, state, cluster_name, purpose, current_version, requester_id, created_at, updated_at)
-VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
-			c.Team, workflow.StateDraft, c.ClusterName, purposeLine(c), by.ID, fmtTime(now), fmtTime(now)).Scan(&id)
-		if err != nil {
-			return fmt.Errorf("store: create connection: %w", err)
-		}
-		if err := insertVersion(ctx, tx, id, 1, c, by, now); err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "connection.create",
-			ObjectType: "connection", ObjectID: id, Team: c.Team, Version: 1})
+	err = d.inTx(ctx, func(tx *sql.Tx) error {
+		id, _, err = apply(ctx, tx, nil, eff, now)
+		return err
 	})
 	if err != nil {
 		return Connection{}, err

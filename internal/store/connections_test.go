@@ -20,8 +20,8 @@ type fixture struct {
 	t      *testing.T
 	db     *store.DB
 	raw    *sql.DB
-	owner  store.Actor
-	admins []store.Actor
+	owner  workflow.Actor
+	admins []workflow.Actor
 	now    time.Time
 }
 
@@ -30,6 +30,12 @@ func newFixture(t *testing.T, admins int) *fixture {
 	db, _ := openDB(t, true)
 	f := &fixture{t: t, db: db, raw: db.RawSQL(), now: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}
 	f.owner = f.user("owner.red")
+	// The example contracts' cluster has room for every test's
+	// approvals, as observed from the cluster (tests that are about
+	// capacity set their own rows, which win).
+	if _, err := f.raw.Exec(`INSERT INTO cluster_observed (cluster_name, instance_type, capacity, basis, observed_at) VALUES ('shared-hp', 'ml.p5.48xlarge', 1000, 'test', '2025-03-01T09:00:00.000000000Z')`); err != nil {
+		t.Fatal(err)
+	}
 	for i := range admins {
 		f.admins = append(f.admins, f.user(fmt.Sprintf("admin%d", i+1)))
 	}
@@ -37,13 +43,13 @@ func newFixture(t *testing.T, admins int) *fixture {
 }
 
 // user records a login and returns the user as an audit actor.
-func (f *fixture) user(subject string) store.Actor {
+func (f *fixture) user(subject string) workflow.Actor {
 	f.t.Helper()
 	u, err := f.db.RecordLogin(f.t.Context(), "https://idp.example.test", subject, subject+"@example.test", subject, nil, f.tick())
 	if err != nil {
 		f.t.Fatalf("RecordLogin(%s): %v", subject, err)
 	}
-	return store.Actor{ID: u.ID, Email: u.Email}
+	return workflow.Actor{ID: u.ID, Email: u.Email}
 }
 
 func (f *fixture) tick() time.Time {
@@ -54,8 +60,12 @@ func (f *fixture) tick() time.Time {
 // contract is the example contract for another team, namespace and
 // purpose.
 func contract(team, ns, purpose string) workflow.Contract {
-	c := workflow.ExampleContract()
-	c.Team = team
+	c := workflow.ExampleContractFor(team)
+	// A team's roles are its own, per connection: the approval refuses a
+	// role another connection names.
+	for _, r := range []*string{&c.ProjectRoleARN, &c.AccessRoleARN, &c.WorkloadRoleARN} {
+		*r = strings.Replace(*r, ":role/"+team+"-", ":role/"+team+"-"+ns+"-", 1)
+	}
 	c.Namespaces = []string{ns}
 	if purpose != "" {
 		c.BusinessPurpose = purpose
@@ -72,18 +82,25 @@ func (f *fixture) create(c workflow.Contract) store.Connection {
 	return conn
 }
 
-func (f *fixture) transition(id int64, ev workflow.Event, by store.Actor, reason string) store.Connection {
+func (f *fixture) transition(id int64, ev workflow.Event, by workflow.Actor, reason string) store.Connection {
 	f.t.Helper()
-	conn, err := f.db.Transition(f.t.Context(), id, ev, by, reason, store.Expect{}, f.tick())
+	var conn store.Connection
+	var err error
+	switch ev {
+	case workflow.EventSubmit, workflow.EventWithdraw, workflow.EventReject, workflow.EventRequestChanges:
+		conn, err = f.db.Transition(f.t.Context(), id, ev, by, reason, store.Expect{}, f.tick())
+	default:
+		conn, err = f.db.FireForTest(f.t.Context(), id, ev, f.tick())
+	}
 	if err != nil {
 		f.t.Fatalf("Transition(%d, %s): %v", id, ev, err)
 	}
 	return conn
 }
 
-func (f *fixture) approve(id int64, by store.Actor, needed int) (store.Connection, int) {
+func (f *fixture) approve(id int64, by workflow.Actor, needed int) (store.Connection, int) {
 	f.t.Helper()
-	conn, n, err := f.db.Approve(f.t.Context(), id, by, f.pin(id), "looks good", needed, nil, f.tick())
+	conn, n, err := f.db.Approve(f.t.Context(), id, by, f.pin(id), "looks good", workflow.ClusterFacts{}, f.tick())
 	if err != nil {
 		f.t.Fatalf("Approve(%d): %v", id, err)
 	}
@@ -544,7 +561,7 @@ func TestApprove(t *testing.T) {
 	t.Run("one approval needed", func(t *testing.T) {
 		conn := f.submitted(workflow.ExampleContract())
 		at := f.now.Add(time.Second)
-		got, n, err := f.db.Approve(ctx, conn.ID, a1, store.Expect{Version: 1, Hash: h, PlanHash: "plan"}, "ok", 1, nil, at)
+		got, n, err := f.db.Approve(ctx, conn.ID, a1, store.Expect{Version: 1, Hash: h, PlanHash: "plan"}, "ok", workflow.ClusterFacts{}, at)
 		f.now = at
 		if err != nil {
 			t.Fatalf("Approve: %v", err)
@@ -562,7 +579,9 @@ func TestApprove(t *testing.T) {
 	})
 
 	t.Run("two approvals needed", func(t *testing.T) {
-		conn := f.submitted(workflow.ExampleContract())
+		c := contract("blue", "ns-blue", "")
+		c.DataClassification = workflow.DataRestricted
+		conn := f.submitted(c)
 		got, n := f.approve(conn.ID, a1, 2)
 		if n != 1 || got.State != workflow.StateSubmitted || got.ApprovedVersion != 0 {
 			t.Errorf("first approval: %s approved_version %d count %d; want submitted, 0, 1", got.State, got.ApprovedVersion, n)
@@ -572,8 +591,8 @@ func TestApprove(t *testing.T) {
 		}
 
 		before := f.snapshot()
-		_, _, err := f.db.Approve(ctx, conn.ID, a1, store.Expect{Version: 1, Hash: h, PlanHash: "plan"}, "again", 2, nil, f.tick())
-		if !errors.Is(err, store.ErrAlreadyDecided) {
+		_, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "again", workflow.ClusterFacts{}, f.tick())
+		if !errors.Is(err, workflow.ErrAlreadyDecided) {
 			t.Errorf("same admin again: error = %v, want ErrAlreadyDecided", err)
 		}
 		f.assertUnchanged(before, "a repeated approval")
@@ -602,7 +621,7 @@ func TestApprove(t *testing.T) {
 		f.transition(conn.ID, workflow.EventSubmit, f.owner, "")
 
 		before := f.snapshot()
-		_, _, err := f.db.Approve(ctx, conn.ID, a1, seen, "ok", 1, nil, f.tick())
+		_, _, err := f.db.Approve(ctx, conn.ID, a1, seen, "ok", workflow.ClusterFacts{}, f.tick())
 		var se *store.StaleError
 		if !errors.As(err, &se) || se.Current.CurrentVersion != 2 || se.CurrentHash != c2.Hash() {
 			t.Errorf("error = %v, want *StaleError at version 2", err)
@@ -623,7 +642,7 @@ func TestApprove(t *testing.T) {
 			"no plan hash": {Version: full.Version, Hash: full.Hash},
 		} {
 			before := f.snapshot()
-			if _, _, err := f.db.Approve(ctx, conn.ID, a1, e, "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrUnpinned) {
+			if _, _, err := f.db.Approve(ctx, conn.ID, a1, e, "ok", workflow.ClusterFacts{}, f.tick()); !errors.Is(err, workflow.ErrUnpinned) {
 				t.Errorf("%s: error = %v, want ErrUnpinned", name, err)
 			}
 			f.assertUnchanged(before, "an unpinned approval ("+name+")")
@@ -633,7 +652,7 @@ func TestApprove(t *testing.T) {
 	t.Run("not submitted", func(t *testing.T) {
 		conn := f.create(workflow.ExampleContract())
 		before := f.snapshot()
-		_, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", 1, nil, f.tick())
+		_, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", workflow.ClusterFacts{}, f.tick())
 		var te *workflow.TransitionError
 		if !errors.As(err, &te) || te.From != workflow.StateDraft {
 			t.Errorf("error = %v, want TransitionError from draft", err)
@@ -679,7 +698,7 @@ func TestApproveCapacityCheck(t *testing.T) {
 	revoked := f.submitted(withCapacity("coral", "shared-hp", workflow.Capacity{InstanceType: p5, Count: 4}))
 	f.approve(revoked.ID, admin, 1)
 	f.transition(revoked.ID, workflow.EventRevoke, admin, "end of project")
-	f.transition(revoked.ID, workflow.EventRevocationDone, store.Actor{Email: "system"}, "")
+	f.transition(revoked.ID, workflow.EventRevocationDone, workflow.Actor{Email: "system"}, "")
 	// Not counted: a draft, a submitted request, an approval on another cluster.
 	f.create(withCapacity("dune", "shared-hp", workflow.Capacity{InstanceType: p5, Count: 5}))
 	f.submitted(withCapacity("ember", "shared-hp", workflow.Capacity{InstanceType: p5, Count: 6}))
@@ -688,30 +707,14 @@ func TestApproveCapacityCheck(t *testing.T) {
 
 	target := f.submitted(withCapacity("gold", "shared-hp", workflow.Capacity{InstanceType: p5, Count: 6}))
 
-	var gotInv map[string]int
-	var gotCommitted []workflow.Capacity
-	calls := 0
-	errFull := errors.New("the cluster is full")
-	fits := func(inv map[string]int, committed []workflow.Capacity) error {
-		calls++
-		gotInv, gotCommitted = inv, committed
-		if !workflow.CheckCapacity(inv, committed, []workflow.Capacity{{InstanceType: p5, Count: 6}}).OK() {
-			return errFull
-		}
-		return nil
-	}
-
 	before := f.snapshot()
-	_, _, err := f.db.Approve(ctx, target.ID, admin, f.pin(target.ID), "ok", 1, fits, f.tick())
-	if !errors.Is(err, errFull) {
-		t.Fatalf("Approve over capacity: error = %v, want %v", err, errFull)
+	_, _, err := f.db.Approve(ctx, target.ID, admin, f.pin(target.ID), "ok", workflow.ClusterFacts{}, f.tick())
+	if !errors.Is(err, workflow.ErrOverCapacity) {
+		t.Fatalf("Approve over capacity: error = %v, want %v", err, workflow.ErrOverCapacity)
 	}
 	f.assertUnchanged(before, "a refused approval")
-	if calls != 1 {
-		t.Errorf("check called %d times, want 1", calls)
-	}
-	if want := map[string]int{p5: 10, g5: 4}; fmt.Sprint(gotInv) != fmt.Sprint(want) {
-		t.Errorf("inventory = %v, want %v", gotInv, want)
+	if inv, err := f.db.Inventory(ctx, "shared-hp"); err != nil || fmt.Sprint(inv) != fmt.Sprint(map[string]int{p5: 10, g5: 4}) {
+		t.Errorf("inventory = %v, %v", inv, err)
 	}
 	sortCaps := func(cs []workflow.Capacity) []workflow.Capacity {
 		cs = slices.Clone(cs)
@@ -723,9 +726,6 @@ func TestApproveCapacityCheck(t *testing.T) {
 	// Committed capacity is summed per instance type (the approved
 	// connection's g5×1 + p5×3 and the revoking one's p5×2).
 	wantCommitted := []workflow.Capacity{{InstanceType: g5, Count: 1}, {InstanceType: p5, Count: 5}}
-	if got := sortCaps(gotCommitted); !slices.Equal(got, wantCommitted) {
-		t.Errorf("committed = %v, want %v", got, wantCommitted)
-	}
 	if cc, err := f.db.CommittedCapacity(ctx, "shared-hp", 0); err != nil || !slices.Equal(sortCaps(cc), wantCommitted) {
 		t.Errorf("CommittedCapacity = %v, %v; want %v", cc, err, wantCommitted)
 	}
@@ -734,8 +734,8 @@ func TestApproveCapacityCheck(t *testing.T) {
 	}
 
 	// Once the revoking connection is gone, 3 + 6 fits in 10.
-	f.transition(revoking.ID, workflow.EventRevocationDone, store.Actor{Email: "system"}, "")
-	got, _, err := f.db.Approve(ctx, target.ID, admin, f.pin(target.ID), "ok", 1, fits, f.tick())
+	f.transition(revoking.ID, workflow.EventRevocationDone, workflow.Actor{Email: "system"}, "")
+	got, _, err := f.db.Approve(ctx, target.ID, admin, f.pin(target.ID), "ok", workflow.ClusterFacts{}, f.tick())
 	if err != nil || got.State != workflow.StateApproved {
 		t.Errorf("Approve within capacity = %s, %v; want approved", got.State, err)
 	}
@@ -760,7 +760,7 @@ func TestApproveConcurrent(t *testing.T) {
 	for i, a := range f.admins {
 		wg.Go(func() {
 			<-start
-			_, _, errs[i] = f.db.Approve(ctx, conn.ID, a, expect, "ok", 1, nil, at)
+			_, _, errs[i] = f.db.Approve(ctx, conn.ID, a, expect, "ok", workflow.ClusterFacts{}, at)
 		})
 	}
 	close(start)
@@ -811,6 +811,9 @@ type listed struct {
 // purposes and returns them oldest first.
 func listFixture(t *testing.T) (*fixture, []listed) {
 	f := newFixture(t, 1)
+	if _, err := f.raw.Exec(`INSERT INTO cluster_observed (cluster_name, instance_type, capacity, basis, observed_at) VALUES ('other-hp', 'ml.p5.48xlarge', 1000, 'test', '2025-03-01T09:00:00.000000000Z')`); err != nil {
+		t.Fatal(err)
+	}
 	teams := []string{"red", "blue", "green"}
 	purposes := []string{"Run 100% of evals nightly.", "Run 1000 GPU-hours of evals.", "Train a_b rankers.", "Train axb rankers."}
 	var out []listed
@@ -1197,11 +1200,11 @@ func TestApproveIndependence(t *testing.T) {
 			t.Fatalf("SubmitterIDs = %v, %v; want [%d]", ids, err, a1.ID)
 		}
 		before := f.snapshot()
-		if _, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrNotIndependent) {
+		if _, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", workflow.ClusterFacts{}, f.tick()); !errors.Is(err, workflow.ErrNotIndependent) {
 			t.Errorf("approval by the submitter: error = %v, want ErrNotIndependent", err)
 		}
 		f.assertUnchanged(before, "an approval by the submitter")
-		if got, _, err := f.db.Approve(ctx, conn.ID, a2, f.pin(conn.ID), "ok", 1, nil, f.tick()); err != nil || got.State != workflow.StateApproved {
+		if got, _, err := f.db.Approve(ctx, conn.ID, a2, f.pin(conn.ID), "ok", workflow.ClusterFacts{}, f.tick()); err != nil || got.State != workflow.StateApproved {
 			t.Errorf("approval by another admin = %s, %v; want approved", got.State, err)
 		}
 	})
@@ -1216,7 +1219,7 @@ func TestApproveIndependence(t *testing.T) {
 		}
 		f.transition(conn.ID, workflow.EventSubmit, f.owner, "")
 		before := f.snapshot()
-		if _, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrNotIndependent) {
+		if _, _, err := f.db.Approve(ctx, conn.ID, a1, f.pin(conn.ID), "ok", workflow.ClusterFacts{}, f.tick()); !errors.Is(err, workflow.ErrNotIndependent) {
 			t.Errorf("approval by an author: error = %v, want ErrNotIndependent", err)
 		}
 		f.assertUnchanged(before, "an approval by an author")
@@ -1225,7 +1228,7 @@ func TestApproveIndependence(t *testing.T) {
 	t.Run("requester", func(t *testing.T) {
 		conn := f.submitted(workflow.ExampleContract())
 		before := f.snapshot()
-		if _, _, err := f.db.Approve(ctx, conn.ID, f.owner, f.pin(conn.ID), "ok", 1, nil, f.tick()); !errors.Is(err, store.ErrNotIndependent) {
+		if _, _, err := f.db.Approve(ctx, conn.ID, f.owner, f.pin(conn.ID), "ok", workflow.ClusterFacts{}, f.tick()); !errors.Is(err, workflow.ErrNotIndependent) {
 			t.Errorf("approval by the requester: error = %v, want ErrNotIndependent", err)
 		}
 		f.assertUnchanged(before, "an approval by the requester")

@@ -29,10 +29,10 @@ func TestTransitionDecisionIndependence(t *testing.T) {
 			}
 			f.transition(conn.ID, workflow.EventSubmit, a2, "")
 
-			for who, by := range map[string]store.Actor{"the requester": f.owner, "an author": a1, "a submitter": a2} {
+			for who, by := range map[string]workflow.Actor{"the requester": f.owner, "an author": a1, "a submitter": a2} {
 				before := f.snapshot()
 				_, err := f.db.Transition(ctx, conn.ID, ev, by, "no", f.pin(conn.ID), f.tick())
-				if !errors.Is(err, store.ErrNotIndependent) {
+				if !errors.Is(err, workflow.ErrNotIndependent) {
 					t.Errorf("%s by %s: error = %v, want ErrNotIndependent", ev, who, err)
 				}
 				f.assertUnchanged(before, fmt.Sprintf("%s by %s", ev, who))
@@ -75,7 +75,7 @@ func TestCapacityHeldInEveryLiveState(t *testing.T) {
 		workflow.StateApproved: true, workflow.StateProvisioning: true, workflow.StateActive: true,
 		workflow.StateUnderReview: true, workflow.StateRevoking: true,
 	}
-	sys := store.Actor{Email: "system"}
+	sys := workflow.Actor{Email: "system"}
 	// into brings a new connection to state s.
 	into := func(f *fixture, c workflow.Contract, s workflow.State) store.Connection {
 		admin := f.admins[0]
@@ -128,15 +128,9 @@ func TestCapacityHeldInEveryLiveState(t *testing.T) {
 				t.Fatalf("holder is %s, want %s", holder.State, s)
 			}
 			target := f.submitted(withP5("gold", 2)) // 3 + 2 > 4
-			errFull := errors.New("over capacity")
-			check := func(inv map[string]int, committed []workflow.Capacity) error {
-				if !workflow.CheckCapacity(inv, committed, []workflow.Capacity{{InstanceType: p5, Count: 2}}).OK() {
-					return errFull
-				}
-				return nil
-			}
+			errFull := workflow.ErrOverCapacity
 			before := f.snapshot()
-			got, _, err := f.db.Approve(ctx, target.ID, f.admins[0], f.pin(target.ID), "ok", 1, check, f.tick())
+			got, _, err := f.db.Approve(ctx, target.ID, f.admins[0], f.pin(target.ID), "ok", workflow.ClusterFacts{}, f.tick())
 			if holds[s] {
 				if !errors.Is(err, errFull) {
 					t.Errorf("a connection %s holds 3 of 4: approving 2 more = %s, %v; want refused over capacity", s, got.State, err)
@@ -179,7 +173,7 @@ func TestEnqueueProvisioningIsPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := f.snapshot()
-	if _, err := f.db.EnqueueProvisioning(ctx, legacy.ID, f.admins[0], "retry", f.tick()); !errors.Is(err, store.ErrUnpinned) {
+	if _, err := f.db.EnqueueProvisioning(ctx, legacy.ID, f.admins[0], "retry", f.tick()); !errors.Is(err, workflow.ErrUnpinned) {
 		t.Errorf("retry of an unpinned approval = %v, want ErrUnpinned", err)
 	}
 	f.assertUnchanged(before, "a retry without an approved plan")

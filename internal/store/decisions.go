@@ -3,10 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -22,36 +19,6 @@ type DecisionRow struct {
 	ActorEmail string
 	Reason     string
 	CreatedAt  time.Time
-}
-
-// ErrAlreadyDecided: this admin already approved this version.
-var ErrAlreadyDecided = errors.New("store: you already approved this version")
-
-// ErrUnpinned refuses an approval that does not name the version, the
-// contract hash and the plan hash it approves.
-var ErrUnpinned = errors.New("store: an approval must name the version, the contract hash and the plan hash it approves")
-
-// ErrNotIndependent refuses a decision (approval, rejection, change
-// request) by the requester, by an author of any version or by someone who
-// submitted the request.
-var ErrNotIndependent = errors.New("store: nobody decides on a request they filed, submitted or edited")
-
-func checkIndependent(ctx context.Context, tx *sql.Tx, cur Connection, by Actor) error {
-	if by.ID == cur.RequesterID {
-		return ErrNotIndependent
-	}
-	editors, err := column[int64](ctx, tx, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ?`, cur.ID)
-	if err != nil {
-		return err
-	}
-	submitters, err := submitterIDs(ctx, tx, cur.ID)
-	if err != nil {
-		return err
-	}
-	if slices.Contains(editors, by.ID) || slices.Contains(submitters, by.ID) {
-		return ErrNotIndependent
-	}
-	return nil
 }
 
 // Expect pins the version (and hash) a decision was made on. Zero values
@@ -70,205 +37,80 @@ type Expect struct {
 	Adopt string
 }
 
-func checkExpect(ctx context.Context, tx *sql.Tx, cur Connection, e Expect) error {
-	if e.Version == 0 {
-		return nil
+// Transition records an owner's submit or withdraw, or an admin's
+// rejection or change request (workflow.Submit, Withdraw, SendBack), with
+// its audit event and, for a decision, its decision row, in one
+// transaction. Approvals go through Approve, revocations through Revoke.
+func (d *DB) Transition(ctx context.Context, id int64, ev workflow.Event, by workflow.Actor, reason string, expect Expect, now time.Time) (Connection, error) {
+	pin := workflow.Pin{Version: expect.Version, Hash: expect.Hash}
+	var cmd func(s workflow.Conn) (workflow.Effect, error)
+	switch ev {
+	case workflow.EventSubmit:
+		cmd = func(s workflow.Conn) (workflow.Effect, error) { return workflow.Submit(s, by, pin, now) }
+	case workflow.EventWithdraw:
+		cmd = func(s workflow.Conn) (workflow.Effect, error) { return workflow.Withdraw(s, by, reason, now) }
+	case workflow.EventReject, workflow.EventRequestChanges:
+		cmd = func(s workflow.Conn) (workflow.Effect, error) { return workflow.SendBack(s, by, ev, pin, reason, now) }
+	default:
+		cmd = func(s workflow.Conn) (workflow.Effect, error) {
+			if _, err := workflow.Transition(s.State, ev, now); err != nil {
+				return workflow.Effect{}, err
+			}
+			return workflow.Effect{}, fmt.Errorf("store: %s is not a transition a person makes here (approvals: Approve; revocations: Revoke; the rest: the provisioner's jobs)", ev)
+		}
 	}
-	h, err := versionHash(ctx, tx, cur.ID, cur.CurrentVersion)
-	if err != nil {
-		return err
-	}
-	if cur.CurrentVersion != e.Version || (e.Hash != "" && h != e.Hash) {
-		return &StaleError{WantVersion: e.Version, WantHash: e.Hash, Current: cur, CurrentHash: h}
-	}
-	return nil
+	c, _, _, err := d.command(ctx, id, ev == workflow.EventReject || ev == workflow.EventRequestChanges, now,
+		func(_ *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) { return cmd(s) })
+	return c, err
 }
 
-var eventAction = map[workflow.Event]string{
-	workflow.EventSubmit:         "connection.submit",
-	workflow.EventWithdraw:       "connection.withdraw",
-	workflow.EventRequestChanges: "connection.request_changes",
-	workflow.EventReject:         "connection.reject",
-	workflow.EventApprove:        "connection.approve",
-	workflow.EventRevoke:         "connection.revoke",
+// Approve records an admin's approval of exactly (version, hash, plan)
+// (workflow.Approve, which holds every rule: the pin, independence, the
+// approvals needed, capacity, claims, a plan that can be built). The facts
+// it reads from the database (the version's contract, earlier approvers,
+// the cluster's inventory and the capacity other connections hold, the
+// namespaces and roles they claim) are read here, inside the transaction
+// that records the decision, so a concurrent edit, approval or claim is
+// seen. The cluster's part (cluster) the handler learned before. It
+// returns the connection and how many approvals the version now has; the
+// approval that completes the count also queues the provisioning job.
+// Concurrent approvals serialize on the write lock: exactly one completes
+// the transition, the other gets a lifecycle error or StaleError.
+func (d *DB) Approve(ctx context.Context, id int64, by workflow.Actor, expect Expect, reason string, cluster workflow.ClusterFacts, now time.Time) (Connection, int, error) {
+	in := workflow.ApprovalInput{Version: expect.Version, Hash: expect.Hash, PlanHash: expect.PlanHash, Reason: reason, Adopt: expect.Adopt}
+	c, eff, _, err := d.command(ctx, id, true, now, func(tx *sql.Tx, cur Connection, s workflow.Conn) (workflow.Effect, error) {
+		f, err := approvalFacts(ctx, tx, s)
+		if err != nil {
+			return workflow.Effect{}, err
+		}
+		f.ClusterFacts = cluster
+		return workflow.Approve(s, by, in, f, now)
+	})
+	return c, eff.Approvals, err
 }
 
-var eventDecision = map[workflow.Event]string{
-	workflow.EventRequestChanges: "request_changes",
-	workflow.EventReject:         "reject",
-}
-
-// Transition applies a lifecycle event (not approval: see Approve) with its
-// audit event, and for admin decisions the decision row, in one
+// approvalFacts reads what an approval's rules need, inside its
 // transaction.
-func (d *DB) Transition(ctx context.Context, id int64, ev workflow.Event, by Actor, reason string, expect Expect, now time.Time) (Connection, error) {
-	if ev == workflow.EventApprove {
-		return Connection{}, errors.New("store: use Approve for approvals")
-	}
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		cur, err := getConn(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := checkExpect(ctx, tx, cur, expect); err != nil {
-			return err
-		}
-		next, err := workflow.Transition(cur.State, ev, now)
-		if err != nil {
-			return err
-		}
-		// A decision (rejection, change request) comes from someone
-		// independent of the request, as the workflow's policy says: checked
-		// again here, against the rows as they are now, because the
-		// handler's check ran before this transaction.
-		if _, ok := eventDecision[ev]; ok {
-			if err := checkIndependent(ctx, tx, cur, by); err != nil {
-				return err
-			}
-		}
-		set := `state = ?, updated_at = ?`
-		args := []any{next, fmtTime(now)}
-		if ev == workflow.EventSubmit {
-			set += `, submitted_at = ?`
-			args = append(args, fmtTime(now))
-		}
-		args = append(args, id)
-		if _, err := tx.ExecContext(ctx, `UPDATE connections SET `+set+` WHERE id = ?`, args...); err != nil {
-			return fmt.Errorf("store: transition: %w", err)
-		}
-		if kind, ok := eventDecision[ev]; ok {
-			h, err := versionHash(ctx, tx, id, cur.CurrentVersion)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO decisions (connection_id, version, hash, kind, actor_id, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				id, cur.CurrentVersion, h, kind, by.ID, reason, fmtTime(now)); err != nil {
-				return fmt.Errorf("store: decision: %w", err)
-			}
-		}
-		action := eventAction[ev]
-		if action == "" {
-			action = "connection." + string(ev)
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: action,
-			ObjectType: "connection", ObjectID: id, Team: cur.Team, Version: cur.CurrentVersion, Reason: reason})
-	})
+func approvalFacts(ctx context.Context, tx *sql.Tx, s workflow.Conn) (workflow.ApprovalFacts, error) {
+	var f workflow.ApprovalFacts
+	v, err := getVersion(ctx, tx, s.ID, s.CurrentVersion)
 	if err != nil {
-		return Connection{}, err
+		return f, err
 	}
-	return d.Connection(ctx, id)
-}
-
-// CapacityCheck is called inside the approval transaction with the cluster's
-// inventory and the guaranteed capacity already committed by other
-// connections; returning an error refuses the approval.
-type CapacityCheck func(inventory map[string]int, committed []workflow.Capacity) error
-
-// Approve records an admin's approval of exactly (version, hash). When the
-// contract needs more approvals (restricted data: two distinct admins; needed
-// is raised to what the version itself requires, read inside the
-// transaction) the connection stays submitted; the approval that completes the count moves it
-// to approved. It returns the connection and how many approvals the version
-// now has. The approval that completes the count also queues the
-// provisioning job, in the same transaction. Concurrent approvals serialize
-// on the write lock: exactly one completes the transition, the other gets a
-// lifecycle error or StaleError.
-func (d *DB) Approve(ctx context.Context, id int64, by Actor, expect Expect, reason string, needed int, check CapacityCheck, now time.Time) (Connection, int, error) {
-	var count int
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		// An approval names exactly what it approves: without the version,
-		// the contract hash and the plan hash it would approve whatever is
-		// current and queue an unpinned job.
-		if expect.Version == 0 || expect.Hash == "" || expect.PlanHash == "" {
-			return ErrUnpinned
-		}
-		cur, err := getConn(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := checkExpect(ctx, tx, cur, expect); err != nil {
-			return err
-		}
-		next, err := workflow.Transition(cur.State, workflow.EventApprove, now)
-		if err != nil {
-			return err
-		}
-		// Independence, against the rows as they are now: the handler's
-		// check ran before this transaction, and the request may have been
-		// edited or resubmitted since.
-		if err := checkIndependent(ctx, tx, cur, by); err != nil {
-			return err
-		}
-		v, err := getVersion(ctx, tx, id, cur.CurrentVersion)
-		if err != nil {
-			return err
-		}
-		// How many distinct admins must approve is a property of the
-		// version approved (restricted data: two), read here rather than
-		// trusted from the caller, which looked before this transaction.
-		needed = max(needed, workflow.ApprovalsNeeded(v.Contract.DataClassification))
-		if check != nil {
-			inv, err := inventory(ctx, tx, v.Contract.ClusterName)
-			if err != nil {
-				return err
-			}
-			committed, err := committedCapacity(ctx, tx, v.Contract.ClusterName, id)
-			if err != nil {
-				return err
-			}
-			if err := check(inv, committed); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO decisions (connection_id, version, hash, kind, actor_id, reason, created_at) VALUES (?, ?, ?, 'approve', ?, ?, ?)`,
-			id, v.Version, v.Hash, by.ID, reason, fmtTime(now)); err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
-				return ErrAlreadyDecided
-			}
-			return fmt.Errorf("store: approve: %w", err)
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM decisions WHERE connection_id = ? AND version = ? AND kind = 'approve'`, id, v.Version).Scan(&count); err != nil {
-			return fmt.Errorf("store: approve: %w", err)
-		}
-		if expect.Adopt != "" {
-			if !slices.Contains(v.Contract.Namespaces, expect.Adopt) {
-				return fmt.Errorf("store: approve: the contract does not name namespace %q, which the approval adopts", expect.Adopt)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO namespace_adoptions (connection_id, version, namespace, actor_id, created_at) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (connection_id, version) DO NOTHING`, id, v.Version, expect.Adopt, by.ID, fmtTime(now)); err != nil {
-				return fmt.Errorf("store: approve: adoption: %w", err)
-			}
-			if err := appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "connection.adopt_namespace",
-				ObjectType: "connection", ObjectID: id, Team: cur.Team, Version: v.Version,
-				Reason: "adopted the existing namespace " + expect.Adopt + ", which neither the portal nor HyperPod created: the portal may take it over"}); err != nil {
-				return err
-			}
-		}
-		action := "connection.approve_partial"
-		if count >= needed {
-			action = "connection.approve"
-			if _, err := tx.ExecContext(ctx, `UPDATE connections SET state = ?, approved_version = ?, updated_at = ? WHERE id = ?`,
-				next, v.Version, fmtTime(now), id); err != nil {
-				return fmt.Errorf("store: approve: %w", err)
-			}
-			// The approval and its provisioning job commit together. The
-			// plan hash is the one the approver saw; the worker checks it.
-			// A provisioning job is never queued unpinned.
-			if expect.PlanHash == "" {
-				return ErrUnpinned
-			}
-			if _, err := enqueueJob(ctx, tx, id, workflow.JobProvision, v.Version, expect.PlanHash, now); err != nil {
-				return fmt.Errorf("store: approve: %w", err)
-			}
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: action,
-			ObjectType: "connection", ObjectID: id, Team: cur.Team, Version: v.Version, Reason: reason})
-	})
-	if err != nil {
-		return Connection{}, 0, err
+	f.Contract = v.Contract
+	if f.ApproverIDs, err = column[int64](ctx, tx, `SELECT actor_id FROM decisions WHERE connection_id = ? AND version = ? AND kind = 'approve' ORDER BY id`, s.ID, s.CurrentVersion); err != nil {
+		return f, err
 	}
-	c, err := d.Connection(ctx, id)
-	return c, count, err
+	if f.Inventory, err = inventory(ctx, tx, v.Contract.ClusterName); err != nil {
+		return f, err
+	}
+	if f.Committed, err = committedCapacity(ctx, tx, v.Contract.ClusterName, s.ID); err != nil {
+		return f, err
+	}
+	env := validationEnv(ctx, tx, time.Time{}, s.ID, nil)
+	f.Claims = v.Contract.ClaimConflicts(env)
+	f.ChecksDown = env.Unavailable()
+	return f, nil
 }
 
 // Decisions returns the admin decisions on a connection, oldest first.

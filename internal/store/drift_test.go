@@ -22,7 +22,7 @@ func TestSaveDriftAuditsAppearanceAndResolution(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	u, _ := db.RecordLogin(ctx, "iss", "owner", "owner.red@example.test", "", nil, now)
-	conn, err := db.CreateConnection(ctx, workflow.ExampleContract(), store.Actor{ID: u.ID, Email: u.Email}, now)
+	conn, err := db.CreateConnection(ctx, workflow.ExampleContract(), workflow.Actor{ID: u.ID, Email: u.Email}, now)
 	if err != nil {
 		t.Fatal(err)
 	}

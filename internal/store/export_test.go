@@ -1,6 +1,12 @@
 package store
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
 
 // RawSQL exposes the handle to the external tests, which check pragmas and
 // what the tables really hold.
@@ -16,3 +22,19 @@ func ChainHash(prev string, e AuditEvent) string { return chainHash(prev, e) }
 
 // GenesisHash is the prev_hash of the first audit event.
 const GenesisHash = genesisHash
+
+// FireForTest moves a connection by a lifecycle event no command of this
+// package gives on its own (the provisioner's reports outside a job, the
+// reviews that come later), through apply like every command: tests reach
+// states with it.
+func (d *DB) FireForTest(ctx context.Context, id int64, ev workflow.Event, now time.Time) (Connection, error) {
+	c, _, _, err := d.command(ctx, id, false, now, func(_ *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
+		next, err := workflow.Transition(s.State, ev, now)
+		if err != nil {
+			return workflow.Effect{}, err
+		}
+		return workflow.Effect{By: workflow.Provisioner, Next: next,
+			Audit: []workflow.AuditRecord{{Actor: workflow.Provisioner, Action: "test." + string(ev), Version: s.CurrentVersion}}}, nil
+	})
+	return c, err
+}

@@ -30,7 +30,7 @@ type ObservedRow struct {
 // refresh from the cluster), with an audit event naming what changed the
 // capacity approvals count. Types absent from rows are removed: the cluster
 // no longer has them.
-func (d *DB) ReplaceObserved(ctx context.Context, cluster string, rows []ObservedRow, by Actor, now time.Time) error {
+func (d *DB) ReplaceObserved(ctx context.Context, cluster string, rows []ObservedRow, by workflow.Actor, now time.Time) error {
 	return d.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM cluster_observed WHERE cluster_name = ?`, cluster); err != nil {
 			return fmt.Errorf("store: replace observed inventory: %w", err)
@@ -119,8 +119,12 @@ var liveStates = []workflow.State{workflow.StateApproved, workflow.StateProvisio
 // otherLiveVersions: a version that was submitted, of a connection that is
 // neither a draft nor ended), or 0.
 func (d *DB) NamespaceOwner(ctx context.Context, ns string, exclude int64) (int64, error) {
+	return namespaceOwner(ctx, d.sql, ns, exclude)
+}
+
+func namespaceOwner(ctx context.Context, q queryer, ns string, exclude int64) (int64, error) {
 	var id int64
-	err := d.sql.QueryRowContext(ctx, `SELECT c.id`+otherLiveVersions+`
+	err := q.QueryRowContext(ctx, `SELECT c.id`+otherLiveVersions+`
   AND (' ' || cv.namespaces || ' ') LIKE ? ESCAPE '\' LIMIT 1`, exclude, "% "+likeEscape(ns)+" %").Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
@@ -188,7 +192,7 @@ func (d *DB) Inventory(ctx context.Context, cluster string) (map[string]int, err
 // SetInventory sets (count > 0) or removes (count == 0) the manual override
 // of one instance type of a cluster's inventory, with an audit event. An
 // override wins over what a refresh from the cluster observed.
-func (d *DB) SetInventory(ctx context.Context, cluster, instanceType string, count int, by Actor, now time.Time) error {
+func (d *DB) SetInventory(ctx context.Context, cluster, instanceType string, count int, by workflow.Actor, now time.Time) error {
 	return d.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if count == 0 {

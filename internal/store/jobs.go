@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -132,13 +131,14 @@ func getJob(ctx context.Context, q queryer, id int64) (Job, error) {
 // Job returns one job or ErrNotFound.
 func (d *DB) Job(ctx context.Context, id int64) (Job, error) { return getJob(ctx, d.sql, id) }
 
-// enqueueJob queues a job inside the caller's transaction, due at now.
-func enqueueJob(ctx context.Context, tx *sql.Tx, connID int64, kind workflow.JobKind, version int, planHash string, now time.Time) (int64, error) {
+// enqueueJob queues a job inside the caller's transaction (apply's), due at
+// notBefore.
+func enqueueJob(ctx context.Context, tx *sql.Tx, connID int64, kind workflow.JobKind, version int, planHash string, notBefore, now time.Time) (int64, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `
 INSERT INTO jobs (connection_id, kind, version, plan_hash, state, not_before, created_at, updated_at)
 VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
-		connID, kind, version, planHash, fmtTime(now), fmtTime(now), fmtTime(now)).Scan(&id)
+		connID, kind, version, planHash, fmtTime(notBefore), fmtTime(now), fmtTime(now)).Scan(&id)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
 			return 0, ErrJobOpen
@@ -157,39 +157,23 @@ VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
 // job carries it), so the worker applies only the plan that was approved; a
 // connection whose approval named no plan gets ErrUnpinned and no job: a
 // provisioning job is never queued unpinned.
-func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by Actor, reason string, now time.Time) (Job, error) {
-	// Only an approved connection can start provisioning (the lifecycle
-	// allows start_provisioning from approved alone).
-	return d.enqueueFor(ctx, connID, workflow.JobProvision, []workflow.State{workflow.StateApproved},
-		workflow.EventStartProvisioning, "provisioning.enqueue", by, reason, now)
+func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by workflow.Actor, reason string, now time.Time) (Job, error) {
+	return d.queueJob(ctx, connID, workflow.JobProvision, by, reason, now)
 }
 
-// enqueueFor queues a job of kind for a connection in one of the states,
-// with an audit event action, in one transaction. A connection in another
-// state gives a *workflow.TransitionError for refusal.
-func (d *DB) enqueueFor(ctx context.Context, connID int64, kind workflow.JobKind, states []workflow.State, refusal workflow.Event,
-	action string, by Actor, reason string, now time.Time) (Job, error) {
-	var id int64
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		c, err := getConn(ctx, tx, connID)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(states, c.State) {
-			return &workflow.TransitionError{From: c.State, Event: refusal}
-		}
-		planHash := ""
-		if kind == workflow.JobProvision {
-			if planHash, err = approvedPlanHash(ctx, tx, connID, c.ApprovedVersion); err != nil {
-				return err
+// queueJob runs workflow.QueueJob: a job of kind for the approved
+// version, with an audit event, in one transaction. A provisioning job is
+// pinned to the plan hash the approval named.
+func (d *DB) queueJob(ctx context.Context, connID int64, kind workflow.JobKind, by workflow.Actor, reason string, now time.Time) (Job, error) {
+	_, _, id, err := d.command(ctx, connID, false, now, func(tx *sql.Tx, c Connection, s workflow.Conn) (workflow.Effect, error) {
+		pinned := ""
+		if kind == workflow.JobProvision && c.ApprovedVersion != 0 {
+			var err error
+			if pinned, err = approvedPlanHash(ctx, tx, connID, c.ApprovedVersion); err != nil {
+				return workflow.Effect{}, err
 			}
 		}
-		if id, err = enqueueJob(ctx, tx, connID, kind, c.ApprovedVersion, planHash, now); err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: action,
-			ObjectType: "connection", ObjectID: connID, Team: c.Team, Version: c.ApprovedVersion,
-			Reason: fmt.Sprintf("job %d; %s", id, reason)})
+		return workflow.QueueJob(s, by, kind, pinned, reason, now)
 	})
 	if err != nil {
 		return Job{}, fmt.Errorf("store: enqueue %s job: %w", kind, err)
@@ -198,14 +182,15 @@ func (d *DB) enqueueFor(ctx context.Context, connID int64, kind workflow.JobKind
 }
 
 // approvedPlanHash is the plan hash the approval of a version named: the
-// one its first pinned provisioning job carries. ErrUnpinned when there is
-// none (an approval recorded before approvals named their plan).
+// one its first pinned provisioning job carries; "" when there is none (an
+// approval recorded before approvals named their plan), which
+// workflow.QueueJob refuses.
 func approvedPlanHash(ctx context.Context, tx *sql.Tx, connID int64, version int) (string, error) {
 	var h string
 	err := tx.QueryRowContext(ctx, `SELECT plan_hash FROM jobs WHERE connection_id = ? AND kind = ? AND version = ? AND plan_hash != '' ORDER BY id LIMIT 1`,
 		connID, workflow.JobProvision, version).Scan(&h)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrUnpinned
+		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("store: approved plan of connection %d: %w", connID, err)
@@ -216,9 +201,8 @@ func approvedPlanHash(ctx context.Context, tx *sql.Tx, connID int64, version int
 // EnqueueReapply queues a job that re-applies the approved plan of a live
 // connection and removes RoleBindings the plan does not contain: the fix
 // for drift. The connection's state does not change.
-func (d *DB) EnqueueReapply(ctx context.Context, connID int64, by Actor, reason string, now time.Time) (Job, error) {
-	return d.enqueueFor(ctx, connID, workflow.JobReapply, []workflow.State{workflow.StateActive, workflow.StateUnderReview},
-		workflow.EventStartProvisioning, "reapply.enqueue", by, reason, now)
+func (d *DB) EnqueueReapply(ctx context.Context, connID int64, by workflow.Actor, reason string, now time.Time) (Job, error) {
+	return d.queueJob(ctx, connID, workflow.JobReapply, by, reason, now)
 }
 
 // ClaimJob takes the next job for owner and leases it until now+lease:
@@ -339,27 +323,12 @@ func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash s
 		if err != nil {
 			return err
 		}
-		c, err := getConn(ctx, tx, j.ConnectionID)
+		run := jobRun(j)
+		run.Steps, run.PlanHash, run.DryRun, run.Resumed = len(steps), appliedPlanHash, dryRun, j.AppliedPlanHash != ""
+		// The lifecycle's verdict comes first: a refused start writes nothing.
+		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) { return workflow.JobStarted(s, run, now) })
 		if err != nil {
 			return err
-		}
-		transition := false
-		switch {
-		case j.Kind == workflow.JobRevoke:
-			if c.State != workflow.StateRevoking {
-				return &workflow.TransitionError{From: c.State, Event: workflow.EventRevocationDone}
-			}
-		case j.Kind == workflow.JobReapply:
-			// Re-applying fixes drift on a live connection; it changes no state.
-			if c.State != workflow.StateActive && c.State != workflow.StateUnderReview {
-				return &workflow.TransitionError{From: c.State, Event: workflow.EventStartProvisioning}
-			}
-		case c.State == workflow.StateProvisioning:
-		case c.State == workflow.StateApproved && !dryRun:
-			transition = true
-		case c.State == workflow.StateApproved: // a dry run leaves the connection approved
-		default:
-			return &workflow.TransitionError{From: c.State, Event: workflow.EventStartProvisioning}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET applied_plan_hash = ?, steps = ?, dry_run = ?, updated_at = ? WHERE id = ?`,
 			appliedPlanHash, len(steps), dryRun, fmtTime(now), jobID); err != nil {
@@ -376,27 +345,29 @@ ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'pending',
 				return err
 			}
 		}
-		if j.Kind == workflow.JobRevoke {
-			return startRevocation(ctx, tx, j, c, appliedPlanHash, len(steps), dryRun, now)
-		}
-		if !transition {
-			return nil
-		}
-		next, err := workflow.Transition(c.State, workflow.EventStartProvisioning, now)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE connections SET state = ?, updated_at = ? WHERE id = ?`, next, fmtTime(now), c.ID); err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: "provisioning.start",
-			ObjectType: "connection", ObjectID: c.ID, Team: c.Team, Version: j.Version,
-			Reason: fmt.Sprintf("job %d: %d steps, plan %s", jobID, len(steps), appliedPlanHash)})
+		_, _, err = apply(ctx, tx, &cur, eff, now)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: start job %d: %w", jobID, err)
 	}
 	return nil
+}
+
+// jobRun is what the workflow's job commands see of a job.
+func jobRun(j Job) workflow.JobRun {
+	return workflow.JobRun{ID: j.ID, Kind: j.Kind, Version: j.Version, Attempts: j.Attempts, Steps: j.Steps,
+		PlanHash: j.AppliedPlanHash, DryRun: j.DryRun, Resumed: j.AppliedPlanHash != ""}
+}
+
+// jobEffect loads a job's connection inside tx and runs a job command on it.
+func jobEffect(ctx context.Context, tx *sql.Tx, j Job, cmd func(workflow.Conn) (workflow.Effect, error)) (workflow.Effect, Connection, error) {
+	cur, s, err := loadConn(ctx, tx, j.ConnectionID, false)
+	if err != nil {
+		return workflow.Effect{}, Connection{}, err
+	}
+	eff, err := cmd(s)
+	return eff, cur, err
 }
 
 // StepStarted marks step seq of a job owner holds as running and counts the
@@ -480,31 +451,12 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 			errText, fmtTime(now), jobID); err != nil {
 			return err
 		}
-		c, err := getConn(ctx, tx, j.ConnectionID)
+		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) { return workflow.JobFailed(s, jobRun(j), errText, now) })
 		if err != nil {
 			return err
 		}
-		if c.State == workflow.StateProvisioning {
-			next, err := workflow.Transition(c.State, workflow.EventProvisioningFailed, now)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE connections SET state = ?, updated_at = ? WHERE id = ?`, next, fmtTime(now), c.ID); err != nil {
-				return err
-			}
-		}
-		action := "provisioning.failed"
-		if j.Kind == workflow.JobReapply {
-			action = "reapply.failed"
-		}
-		if j.Kind == workflow.JobRevoke {
-			// The connection stays revoking: what the job did not remove
-			// may still be on the cluster.
-			action = "revocation.failed"
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: action,
-			ObjectType: "connection", ObjectID: c.ID, Team: c.Team, Version: j.Version,
-			Reason: fmt.Sprintf("job %d, attempt %d: %s", jobID, j.Attempts, errText)})
+		_, _, err = apply(ctx, tx, &cur, eff, now)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: fail job %d: %w", jobID, err)
@@ -539,40 +491,28 @@ func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now tim
 		if j.Steps == 0 || done != j.Steps {
 			return fmt.Errorf("%w: %d of %d steps done", ErrStepsNotDone, done, j.Steps)
 		}
-		c, err := getConn(ctx, tx, j.ConnectionID)
-		if err != nil {
+		// Whether anything was ever applied to a cluster for the
+		// connection: a dry-run revocation of one that was cannot say
+		// revoked.
+		var applied bool
+		if err := tx.QueryRowContext(ctx, `
+SELECT EXISTS (SELECT 1 FROM jobs WHERE connection_id = ? AND kind != ? AND dry_run = 0 AND applied_plan_hash != '')`,
+			j.ConnectionID, workflow.JobRevoke).Scan(&applied); err != nil {
 			return err
 		}
-		ev, action := workflow.EventProvisioningSucceeded, "provisioning.succeeded"
-		reason := fmt.Sprintf("job %d, attempt %d: %d steps applied, plan %s", jobID, j.Attempts, j.Steps, j.AppliedPlanHash)
-		if j.Kind == workflow.JobRevoke {
-			if action, reason, err = completeRevocation(ctx, tx, j, c, now); err != nil {
-				return err
-			}
-		} else if j.Kind == workflow.JobReapply {
-			action = "reapply.succeeded"
-			reason = fmt.Sprintf("job %d, attempt %d: %d steps, plan %s re-applied, extra role bindings removed", jobID, j.Attempts, j.Steps, j.AppliedPlanHash)
-		} else if j.DryRun {
-			ev, action = workflow.EventProvisioningFailed, "provisioning.dry_run"
-			reason = fmt.Sprintf("job %d: dry run, nothing applied: the plan (%d steps, %s) is recorded; the connection stays approved",
-				jobID, j.Steps, j.AppliedPlanHash)
-		}
-		if j.Kind == workflow.JobProvision && (!j.DryRun || c.State == workflow.StateProvisioning) {
-			next, err := workflow.Transition(c.State, ev, now)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE connections SET state = ?, updated_at = ? WHERE id = ?`, next, fmtTime(now), c.ID); err != nil {
-				return err
-			}
+		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) {
+			return workflow.JobSucceeded(s, jobRun(j), applied, now)
+		})
+		if err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `
 UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_error = '', updated_at = ? WHERE id = ?`,
 			fmtTime(now), jobID); err != nil {
 			return err
 		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: action,
-			ObjectType: "connection", ObjectID: c.ID, Team: c.Team, Version: j.Version, Reason: reason})
+		_, _, err = apply(ctx, tx, &cur, eff, now)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: complete job %d: %w", jobID, err)

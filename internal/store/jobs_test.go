@@ -97,7 +97,7 @@ func TestApproveQueuesOneJob(t *testing.T) {
 	t.Run("completing approval", func(t *testing.T) {
 		conn := f.submitted(workflow.ExampleContract())
 		at := f.tick()
-		if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], f.pin(conn.ID), "ok", 1, nil, at); err != nil {
+		if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], f.pin(conn.ID), "ok", workflow.ClusterFacts{}, at); err != nil {
 			t.Fatal(err)
 		}
 		js := f.jobs(conn.ID)
@@ -112,7 +112,9 @@ func TestApproveQueuesOneJob(t *testing.T) {
 	})
 
 	t.Run("partial approval queues nothing", func(t *testing.T) {
-		conn := f.submitted(workflow.ExampleContract())
+		c := contract("blue", "ns-blue", "")
+		c.DataClassification = workflow.DataRestricted
+		conn := f.submitted(c)
 		f.approve(conn.ID, f.admins[0], 2)
 		if js := f.jobs(conn.ID); len(js) != 0 {
 			t.Errorf("jobs after the first of two approvals = %+v, want none", js)
@@ -124,9 +126,10 @@ func TestApproveQueuesOneJob(t *testing.T) {
 	})
 
 	t.Run("refused approval queues nothing", func(t *testing.T) {
-		conn := f.submitted(workflow.ExampleContract())
-		refuse := func(map[string]int, []workflow.Capacity) error { return errors.New("over capacity") }
-		if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], f.pin(conn.ID), "ok", 1, refuse, f.tick()); err == nil {
+		big := workflow.ExampleContract()
+		big.Scheduling.Guaranteed = []workflow.Capacity{{InstanceType: "ml.p5.48xlarge", Count: 100000}}
+		conn := f.submitted(big)
+		if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], f.pin(conn.ID), "ok", workflow.ClusterFacts{}, f.tick()); err == nil {
 			t.Fatal("Approve with a failing capacity check succeeded")
 		}
 		if js := f.jobs(conn.ID); len(js) != 0 {
@@ -135,7 +138,7 @@ func TestApproveQueuesOneJob(t *testing.T) {
 	})
 
 	t.Run("the job and the approval commit together", func(t *testing.T) {
-		conn := f.submitted(workflow.ExampleContract())
+		conn := f.submitted(contract("green", "ns-green", ""))
 		// An open job the approval's own would collide with: the approval
 		// must roll back entirely.
 		if err := f.db.ExecForTest(ctx, fmt.Sprintf(`INSERT INTO jobs (connection_id, kind, version, state, not_before, created_at, updated_at)
@@ -143,7 +146,7 @@ VALUES (%d, 'provision', 1, 'queued', '2025-03-01T09:00:00.000000000Z', '2025-03
 			t.Fatal(err)
 		}
 		before := f.snapshot()
-		_, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], f.pin(conn.ID), "ok", 1, nil, f.tick())
+		_, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], f.pin(conn.ID), "ok", workflow.ClusterFacts{}, f.tick())
 		if !errors.Is(err, store.ErrJobOpen) {
 			t.Errorf("Approve = %v, want ErrJobOpen", err)
 		}
@@ -562,7 +565,7 @@ func TestApproveRecordsTheNamespaceAdoption(t *testing.T) {
 	before := f.snapshot()
 	bad := f.pin(other.ID)
 	bad.Adopt = "kube-system"
-	if _, _, err := f.db.Approve(ctx, other.ID, f.admins[0], bad, "ok", 1, nil, f.tick()); err == nil {
+	if _, _, err := f.db.Approve(ctx, other.ID, f.admins[0], bad, "ok", workflow.ClusterFacts{}, f.tick()); err == nil {
 		t.Fatal("an approval adopted a namespace its contract does not name")
 	}
 	f.assertUnchanged(before, "the refused adoption")
@@ -570,7 +573,7 @@ func TestApproveRecordsTheNamespaceAdoption(t *testing.T) {
 	conn := f.submitted(contract("red", "red-ml", ""))
 	e := f.pin(conn.ID)
 	e.Adopt = "red-ml"
-	if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], e, "the team's existing namespace", 1, nil, f.tick()); err != nil {
+	if _, _, err := f.db.Approve(ctx, conn.ID, f.admins[0], e, "the team's existing namespace", workflow.ClusterFacts{}, f.tick()); err != nil {
 		t.Fatal(err)
 	}
 	j := f.claim("a")

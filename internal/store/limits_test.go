@@ -57,7 +57,7 @@ func TestSaveContractStopsAtMaxVersions(t *testing.T) {
 				_, _, err = f.db.SaveContract(ctx, conn.ID, cur.CurrentVersion, c, f.owner, now.Add(time.Duration(i)*time.Millisecond))
 				var stale *store.StaleError
 				switch {
-				case errors.Is(err, store.ErrVersionLimit):
+				case errors.Is(err, workflow.ErrVersionLimit):
 					errs <- nil
 					return
 				case errors.As(err, &stale):

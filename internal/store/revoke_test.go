@@ -69,7 +69,7 @@ func TestRevokeRefusals(t *testing.T) {
 	}{
 		{"a draft", draft.ID, "no", func(err error) bool { var te *workflow.TransitionError; return errors.As(err, &te) }},
 		{"a submitted request", submitted.ID, "no", func(err error) bool { var te *workflow.TransitionError; return errors.As(err, &te) }},
-		{"without a reason", approved.ID, "  \n", func(err error) bool { return errors.Is(err, store.ErrReasonRequired) }},
+		{"without a reason", approved.ID, "  \n", func(err error) bool { return errors.Is(err, workflow.ErrReasonRequired) }},
 		{"a missing connection", 999, "no", func(err error) bool { return errors.Is(err, store.ErrNotFound) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

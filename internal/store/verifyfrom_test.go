@@ -22,7 +22,7 @@ func TestVerifyAuditFromACheckpoint(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	u, _ := db.RecordLogin(ctx, "iss", "o", "owner.red@example.test", "", nil, now)
-	by := store.Actor{ID: u.ID, Email: u.Email}
+	by := workflow.Actor{ID: u.ID, Email: u.Email}
 	if _, err := db.CreateConnection(ctx, workflow.ExampleContract(), by, now); err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func purposeLine(c workflow.Contract) string {
 	return p
 }
 
-func insertVersion(ctx context.Context, tx *sql.Tx, id int64, v int, c workflow.Contract, by Actor, now time.Time) error {
+func insertVersion(ctx context.Context, tx *sql.Tx, id int64, v int, c workflow.Contract, by workflow.Actor, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `
 INSERT INTO contract_versions (connection_id, version, body, hash, namespaces, author_id, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?)`, id, v, string(c.Canonical()), c.Hash(), strings.Join(c.Normalize().Namespaces, " "), by.ID, fmtTime(now))
@@ -64,64 +64,16 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`, id, v, string(c.Canonical()), c.Hash(), strings.J
 }
 
 // SaveContract stores c as a new version when it differs from the current
-// one. baseVersion is the version the user edited; if someone saved since,
-// a *StaleError is returned and nothing is written. A connection that
-// already has workflow.MaxVersions versions takes no more: ErrVersionLimit,
-// nothing written.
-func (d *DB) SaveContract(ctx context.Context, id int64, baseVersion int, c workflow.Contract, by Actor, now time.Time) (Connection, bool, error) {
-	c = c.Normalize()
-	changed := false
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		cur, err := getConn(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		curHash, err := versionHash(ctx, tx, id, cur.CurrentVersion)
-		if err != nil {
-			return err
-		}
-		if cur.CurrentVersion != baseVersion {
-			return &StaleError{WantVersion: baseVersion, Current: cur, CurrentHash: curHash}
-		}
-		if c.Team != cur.Team {
-			return fmt.Errorf("store: save contract: the team of a connection cannot change (%s -> %s)", cur.Team, c.Team)
-		}
-		next, err := workflow.Transition(cur.State, workflow.EventEdit, now)
-		if err != nil {
-			return err
-		}
-		if c.Hash() == curHash {
-			return nil
-		}
-		// The cap on versions, inside the write transaction: of two saves
-		// racing for the last version, the second sees the first's row.
-		// Versions are numbered 1..current_version and never deleted, so
-		// current_version is how many there are.
-		if cur.CurrentVersion >= workflow.MaxVersions {
-			return ErrVersionLimit
-		}
-		changed = true
-		v := cur.CurrentVersion + 1
-		if err := insertVersion(ctx, tx, id, v, c, by, now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE connections SET current_version = ?, state = ?, cluster_name = ?, purpose = ?, updated_at = ? WHERE id = ?`,
-			v, next, c.ClusterName, purposeLine(c), fmtTime(now), id); err != nil {
-			return fmt.Errorf("store: save contract: %w", err)
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "contract.version",
-			ObjectType: "connection", ObjectID: id, Team: cur.Team, Version: v})
+// one (workflow.Edit). baseVersion is the version the user edited; if
+// someone saved since, a *StaleError is returned and nothing is written. A
+// connection that already has workflow.MaxVersions versions takes no more:
+// workflow.ErrVersionLimit, nothing written.
+func (d *DB) SaveContract(ctx context.Context, id int64, baseVersion int, c workflow.Contract, by workflow.Actor, now time.Time) (Connection, bool, error) {
+	conn, eff, _, err := d.command(ctx, id, false, now, func(_ *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
+		return workflow.Edit(s, by, baseVersion, c, now)
 	})
-	if err != nil {
-		return Connection{}, false, err
-	}
-	conn, err := d.Connection(ctx, id)
-	return conn, changed, err
+	return conn, eff.Version != nil, err
 }
-
-// ErrVersionLimit refuses a save that would add a version to a connection
-// that already has workflow.MaxVersions; nothing is written.
-var ErrVersionLimit = fmt.Errorf("store: a connection keeps at most %d contract versions", workflow.MaxVersions)
 
 func versionHash(ctx context.Context, q queryer, id int64, v int) (string, error) {
 	var h string

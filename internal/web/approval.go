@@ -69,16 +69,15 @@ func (s *Server) decide(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	expect := store.Expect{Version: version, Hash: hash, PlanHash: planHash}
-	var (
-		cur   store.Version
-		check store.CapacityCheck
-	)
+	var cluster workflow.ClusterFacts
 	if decision == "approve" {
-		// The checks below are about the version the approval names, not
-		// the one that was current when the request arrived: the body may
-		// have been read after an edit. The store checks again, inside its
-		// transaction, that this version is still the current one.
-		cur, err = s.opts.DB.Version(ctx, conn.ID, version)
+		// What the approval's rules need from the cluster, learned before
+		// the store's transaction, about the version the approval names
+		// (the body may have been read after an edit). workflow.Approve
+		// checks, inside that transaction, that it is still the current
+		// version, and every other rule (independence, approvals needed,
+		// capacity, claims, Slurm) against the rows as they are then.
+		cur, err := s.opts.DB.Version(ctx, conn.ID, version)
 		if errors.Is(err, store.ErrNotFound) || err == nil && cur.Hash != hash {
 			fresh, ferr := s.opts.DB.Connection(ctx, conn.ID)
 			if ferr != nil {
@@ -89,27 +88,13 @@ func (s *Server) decide(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		// The portal sets up nothing for Slurm: an approval would queue a
-		// job that can only fail. The version and hash are checked again
-		// inside the approval's transaction and a version never changes,
-		// so its orchestrator cannot change after this check.
-		if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
-			return rerender(http.StatusConflict, "Not approved: "+workflow.SlurmNotSupported+". The steps it would take are listed below; request changes or reject.", "")
-		}
-		// A version whose plan cannot be built would only fail its job:
-		// refuse it here, with the reason the plan page shows.
 		plan, perr := provision.BuildPlan(conn.ID, cur.Version, cur.Hash, cur.Contract, s.opts.Cluster)
-		if perr != nil {
-			return rerender(http.StatusConflict, "Not approved: this version cannot be provisioned on this cluster: "+perr.Error()+". Request changes instead.", "")
-		}
-		if planHash == "" {
-			return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
-		}
+		cluster.PlanError = perr
 		// An existing namespace that neither the portal nor HyperPod
 		// created is taken over only when the admin adopts it here,
 		// explicitly (issue 10 item 14); the worker checks again before
 		// it applies anything.
-		if s.opts.Live != nil {
+		if perr == nil && s.opts.Live != nil {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			nc, err := s.opts.Live.CheckNamespace(cctx, plan)
 			cancel()
@@ -118,38 +103,22 @@ func (s *Server) decide(c echo.Context) error {
 				return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not read namespace "+plan.Namespace+" on the cluster, to check whether someone else created it. Try again in a moment.", "")
 			}
 			if nc.Foreign {
-				if c.FormValue("adopt_namespace") != nc.Namespace {
-					return rerender(http.StatusConflict, "Not approved: namespace "+nc.Namespace+" already exists on the cluster, and neither the portal nor HyperPod created it. "+
-						"Approving would force the team's default-deny NetworkPolicy, quota and RoleBindings onto whatever runs there. "+
-						"Tick \"Adopt the existing namespace "+nc.Namespace+"\" to hand it to the team deliberately, or request changes.", "")
+				cluster.ForeignNamespace = nc.Namespace
+				if c.FormValue("adopt_namespace") == nc.Namespace {
+					expect.Adopt = nc.Namespace
 				}
-				expect.Adopt = nc.Namespace
 			}
-		}
-		env := s.validationEnv(c, conn.ID)
-		check = func(inv map[string]int, committed []workflow.Capacity) error {
-			if rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed); !rep.OK() {
-				return errOverCapacity
-			}
-			taken := cur.Contract.ClaimConflicts(env)
-			if down := env.Unavailable(); down != nil {
-				return fmt.Errorf("%w: %w", errChecksDown, down)
-			}
-			if len(taken) > 0 {
-				return fmt.Errorf("%w: %s", errClaimTaken, strings.Join(taken, "; "))
-			}
-			return nil
 		}
 	}
-	// Everything checked so far was read before the store's transaction:
-	// the store checks the state, the version and independence again
-	// inside it, against the rows as they are then.
+	// Everything above was read before the store's transaction: the
+	// workflow's command decides inside it, against the rows as they are
+	// then.
 	if s.decideHooks.checked != nil {
 		s.decideHooks.checked()
 	}
 	switch decision {
 	case "approve":
-		_, _, err = s.opts.DB.Approve(ctx, conn.ID, actor(p), expect, reason, workflow.ApprovalsNeeded(cur.Contract.DataClassification), check, s.opts.Now())
+		_, _, err = s.opts.DB.Approve(ctx, conn.ID, actor(p), expect, reason, cluster, s.opts.Now())
 	case "reject":
 		_, err = s.opts.DB.Transition(ctx, conn.ID, workflow.EventReject, actor(p), reason, expect, s.opts.Now())
 	case "request_changes":
@@ -159,22 +128,32 @@ func (s *Server) decide(c echo.Context) error {
 	switch {
 	case errors.As(err, &stale):
 		return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, stale), "")
-	case errors.Is(err, errOverCapacity):
+	case errors.Is(err, workflow.ErrUnpinned):
+		return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
+	case errors.Is(err, workflow.ErrNotProvisionable):
+		if errors.Is(err, workflow.ErrSlurm) {
+			return rerender(http.StatusConflict, "Not approved: "+workflow.SlurmNotSupported+". The steps it would take are listed below; request changes or reject.", "")
+		}
+		return rerender(http.StatusConflict, "Not approved: "+err.Error()+". Request changes instead.", "")
+	case errors.Is(err, workflow.ErrForeignNamespace):
+		ns := cluster.ForeignNamespace
+		return rerender(http.StatusConflict, "Not approved: namespace "+ns+" already exists on the cluster, and neither the portal nor HyperPod created it. "+
+			"Approving would force the team's default-deny NetworkPolicy, quota and RoleBindings onto whatever runs there. "+
+			"Tick \"Adopt the existing namespace "+ns+"\" to hand it to the team deliberately, or request changes.", "")
+	case errors.Is(err, workflow.ErrOverCapacity):
 		return rerender(http.StatusConflict, "Not approved: the request no longer fits the cluster's free capacity.", "")
-	case errors.Is(err, errChecksDown):
+	case errors.Is(err, workflow.ErrChecksDown):
 		s.logFailure(c, err)
 		return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not check the request's namespaces and roles against the other connections just now (its database did not answer). Nothing was recorded; try again in a minute.", "")
-	case errors.Is(err, errClaimTaken):
-		return rerender(http.StatusConflict, "Not approved: "+strings.TrimPrefix(err.Error(), errClaimTaken.Error()+": ")+".", "")
-	case errors.Is(err, store.ErrNotIndependent):
+	case errors.Is(err, workflow.ErrClaimTaken):
+		return rerender(http.StatusConflict, "Not approved: "+strings.TrimPrefix(err.Error(), workflow.ErrClaimTaken.Error()+": ")+".", "")
+	case errors.Is(err, workflow.ErrNotIndependent):
 		// The handler's own check passed: the request was filed, edited or
 		// submitted by this user since it read the connection.
 		return &userError{page: views.ErrorPage{Status: http.StatusForbidden, Title: "Not allowed",
 			Message: "Nothing was recorded: nobody decides on a request they filed, submitted or edited, and you did. Another admin must decide.",
 			Action:  "Back to the request", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
-	case errors.Is(err, store.ErrUnpinned):
-		return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
-	case errors.Is(err, store.ErrAlreadyDecided):
+	case errors.Is(err, workflow.ErrAlreadyDecided):
 		return rerender(http.StatusConflict, "You already approved this version; it needs another admin's approval.", "")
 	case err != nil:
 		return s.lifecycleError(err)
@@ -190,12 +169,6 @@ func slurmView(c workflow.Contract) *views.SlurmView {
 	}
 	return v
 }
-
-var (
-	errOverCapacity = errors.New("over capacity")
-	errClaimTaken   = errors.New("claimed by another connection")
-	errChecksDown   = errors.New("the approval's checks could not run")
-)
 
 // staleNotice says what changed between the version the admin saw and now.
 func (s *Server) staleNotice(c echo.Context, id int64, st *store.StaleError) string {

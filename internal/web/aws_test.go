@@ -213,12 +213,12 @@ func TestApprovalRefusesARoleClaimedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc, err := h.db.CreateConnection(context.Background(), blue, store.Actor{ID: u.ID, Email: u.Email}, time.Now())
+	bc, err := h.db.CreateConnection(context.Background(), blue, workflow.Actor{ID: u.ID, Email: u.Email}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Only a submitted request holds claims (a draft holds none).
-	if _, err := h.db.Transition(context.Background(), bc.ID, workflow.EventSubmit, store.Actor{ID: u.ID, Email: u.Email}, "", store.Expect{}, time.Now()); err != nil {
+	if _, err := h.db.Transition(context.Background(), bc.ID, workflow.EventSubmit, workflow.Actor{ID: u.ID, Email: u.Email}, "", store.Expect{}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	v, _ := h.db.Version(context.Background(), 1, 1)

@@ -17,7 +17,7 @@ import (
 
 const pageSize = 50
 
-func actor(p workflow.Principal) store.Actor { return store.Actor{ID: p.UserID, Email: p.Email} }
+func actor(p workflow.Principal) workflow.Actor { return workflow.Actor{ID: p.UserID, Email: p.Email} }
 
 func choicesOf(cs []workflow.Choice) []views.Choice {
 	out := make([]views.Choice, len(cs))

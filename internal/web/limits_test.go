@@ -167,7 +167,7 @@ func TestVersionLimitOnTheForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	by := store.Actor{ID: conn.RequesterID, Email: conn.RequesterEmail}
+	by := workflow.Actor{ID: conn.RequesterID, Email: conn.RequesterEmail}
 	c := workflow.ExampleContract()
 	for v := 1; v < workflow.MaxVersions; v++ {
 		c.ReviewCadenceDays = 7 + v

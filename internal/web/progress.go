@@ -107,7 +107,7 @@ func (s *Server) afterEnqueue(c echo.Context, connID int64, err error) error {
 			Message: "This connection already has an unfinished job; follow it on the connection page, then try again if needed.",
 			Action:  "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", connID)}, err: err}
 	}
-	if errors.Is(err, store.ErrUnpinned) {
+	if errors.Is(err, workflow.ErrUnpinned) {
 		return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "No approved plan to apply",
 			Message: "Nothing was queued: the approval of this version named no provisioning plan, and the portal applies only a plan an admin approved. Revoke the connection and have the team file it again.",
 			Action:  "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", connID)}, err: err}

@@ -199,7 +199,7 @@ func (s *Server) updateRequest(c echo.Context) error {
 		f.Errors = nil
 		return render(c, http.StatusConflict, views.ContractFormPage(s.page(c, "Edit connection request"), f))
 	}
-	if errors.Is(err, store.ErrVersionLimit) {
+	if errors.Is(err, workflow.ErrVersionLimit) {
 		f := s.formPage(heading, action, action, base, v, nil)
 		f.Notice = "Nothing was saved. " + versionLimitNotice(conn.Team)
 		return render(c, http.StatusConflict, views.ContractFormPage(s.page(c, "Edit connection request"), f))

@@ -5,7 +5,6 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/labstack/echo/v4"

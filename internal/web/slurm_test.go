@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -36,7 +35,7 @@ func TestSlurmApprovalIsRefusedWithTheManualSteps(t *testing.T) {
 		t.Fatalf("submit = %d", resp.StatusCode)
 	}
 	// The cluster has room: capacity is not why it is refused.
-	if err := h.db.SetInventory(ctx, "shared-hp", "ml.p5.48xlarge", 8, store.Actor{Email: "admin@example.test"}, time.Now()); err != nil {
+	if err := h.db.SetInventory(ctx, "shared-hp", "ml.p5.48xlarge", 8, workflow.Actor{Email: "admin@example.test"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	admin := h.signIn("admin")

@@ -1,0 +1,186 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// One writer. Every command on a connection runs the same way: a store
+// method opens a write transaction, loads the connection (loadConn) and the
+// facts its rule needs, calls the workflow command, which decides, and hands
+// the effect to apply, which records it. apply is the only code that writes
+// the connections table.
+
+// loadConn reads a connection inside tx, as workflow's commands see it.
+// withPeople also reads who edited and who submitted it (the decisions'
+// independence rule).
+func loadConn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool) (Connection, workflow.Conn, error) {
+	c, err := getConn(ctx, tx, id)
+	if err != nil {
+		return Connection{}, workflow.Conn{}, err
+	}
+	h, err := versionHash(ctx, tx, id, c.CurrentVersion)
+	if err != nil {
+		return Connection{}, workflow.Conn{}, err
+	}
+	s := workflow.Conn{ID: c.ID, Team: c.Team, State: c.State, CurrentVersion: c.CurrentVersion, CurrentHash: h,
+		ApprovedVersion: c.ApprovedVersion, RequesterID: c.RequesterID}
+	if withPeople {
+		if s.EditorIDs, err = column[int64](ctx, tx, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ?`, id); err != nil {
+			return Connection{}, workflow.Conn{}, err
+		}
+		if s.SubmitterIDs, err = submitterIDs(ctx, tx, id); err != nil {
+			return Connection{}, workflow.Conn{}, err
+		}
+	}
+	return c, s, nil
+}
+
+// staleError gives a workflow.StaleError the connection as it is now, for
+// the page that explains what changed.
+func staleError(err error, cur Connection) error {
+	var st *workflow.StaleError
+	if errors.As(err, &st) {
+		return &StaleError{WantVersion: st.WantVersion, WantHash: st.WantHash, Current: cur, CurrentHash: st.CurrentHash}
+	}
+	return err
+}
+
+// command runs one workflow command on connection id in one write
+// transaction: load, decide, apply. decide gets the transaction to read the
+// facts its rule needs. It returns the connection after the command, the
+// effect and the job it queued (0 for none).
+func (d *DB) command(ctx context.Context, id int64, withPeople bool, now time.Time,
+	decide func(tx *sql.Tx, cur Connection, s workflow.Conn) (workflow.Effect, error)) (Connection, workflow.Effect, int64, error) {
+	var (
+		eff   workflow.Effect
+		jobID int64
+	)
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		cur, s, err := loadConn(ctx, tx, id, withPeople)
+		if err != nil {
+			return err
+		}
+		if eff, err = decide(tx, cur, s); err != nil {
+			return staleError(err, cur)
+		}
+		_, jobID, err = apply(ctx, tx, &cur, eff, now)
+		return err
+	})
+	if err != nil {
+		return Connection{}, eff, 0, err
+	}
+	c, err := d.Connection(ctx, id)
+	return c, eff, jobID, err
+}
+
+// apply records an effect inside the caller's transaction: the connection's
+// row (inserted when cur is nil), the new contract version, the decision,
+// the adoption, the cancelled and the queued job, the audit events and the
+// outbox. It returns the connection's id and the queued job's (0 for none).
+func apply(ctx context.Context, tx *sql.Tx, cur *Connection, e workflow.Effect, now time.Time) (int64, int64, error) {
+	ts := fmtTime(now)
+	var id int64
+	var team string
+	version := 0
+	switch {
+	case cur == nil:
+		if e.Version == nil || e.Next != workflow.StateDraft {
+			return 0, 0, errors.New("store: a connection is created as a draft with its first version")
+		}
+		c := *e.Version
+		team, version = c.Team, 1
+		if err := tx.QueryRowContext(ctx, `
+INSERT INTO connections (team, state, cluster_name, purpose, current_version, requester_id, created_at, updated_at)
+VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
+			c.Team, e.Next, c.ClusterName, purposeLine(c), e.Audit[0].Actor.ID, ts, ts).Scan(&id); err != nil {
+			return 0, 0, fmt.Errorf("store: create connection: %w", err)
+		}
+	default:
+		id, team, version = cur.ID, cur.Team, cur.CurrentVersion
+		if e.Writes(cur.State) {
+			set := []string{"state = ?", "updated_at = ?"}
+			args := []any{e.Next, ts}
+			if e.Version != nil {
+				version++
+				set = append(set, "current_version = ?", "cluster_name = ?", "purpose = ?")
+				args = append(args, version, e.Version.ClusterName, purposeLine(*e.Version))
+			}
+			if e.Approve != 0 {
+				set, args = append(set, "approved_version = ?"), append(args, e.Approve)
+			}
+			if e.Submitted {
+				set, args = append(set, "submitted_at = ?"), append(args, ts)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE connections SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
+				return 0, 0, fmt.Errorf("store: connection %d: %w", id, err)
+			}
+		}
+	}
+	if e.Version != nil {
+		if err := insertVersion(ctx, tx, id, version, *e.Version, e.By, now); err != nil {
+			return 0, 0, err
+		}
+	}
+	if r := e.Decision; r != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO decisions (connection_id, version, hash, kind, actor_id, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			id, r.Version, r.Hash, r.Kind, e.By.ID, r.Reason, ts); err != nil {
+			if strings.Contains(err.Error(), "UNIQUE") {
+				return 0, 0, workflow.ErrAlreadyDecided
+			}
+			return 0, 0, fmt.Errorf("store: decision: %w", err)
+		}
+		if e.Adopt != "" {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO namespace_adoptions (connection_id, version, namespace, actor_id, created_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (connection_id, version) DO NOTHING`, id, r.Version, e.Adopt, e.By.ID, ts); err != nil {
+				return 0, 0, fmt.Errorf("store: adoption: %w", err)
+			}
+		}
+	}
+	due := now
+	var cancelled []AuditEvent
+	if e.CancelJobs {
+		var err error
+		if due, cancelled, err = cancelOpenJobs(ctx, tx, id, team, now); err != nil {
+			return 0, 0, err
+		}
+	}
+	var jobID int64
+	if j := e.Job; j != nil {
+		if j.Kind == workflow.JobProvision && j.PlanHash == "" {
+			return 0, 0, workflow.ErrUnpinned // a provisioning job is never queued unpinned
+		}
+		var err error
+		if jobID, err = enqueueJob(ctx, tx, id, j.Kind, j.Version, j.PlanHash, due, now); err != nil {
+			return 0, 0, err
+		}
+	}
+	for _, a := range e.Audit {
+		reason := a.Reason
+		if a.JobRef {
+			reason = fmt.Sprintf("job %d; %s", jobID, reason)
+		}
+		if err := appendAudit(ctx, tx, AuditEvent{At: now, ActorID: a.Actor.ID, Actor: a.Actor.Email, Action: a.Action,
+			ObjectType: "connection", ObjectID: id, Team: team, Version: a.Version, Reason: reason}); err != nil {
+			return 0, 0, err
+		}
+	}
+	for _, c := range cancelled {
+		if err := appendAudit(ctx, tx, c); err != nil {
+			return 0, 0, err
+		}
+	}
+	for _, n := range e.Notify {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (connection_id, team, kind, recipients, subject, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			id, team, n.Kind, string(n.To), n.Subject, ts); err != nil {
+			return 0, 0, fmt.Errorf("store: outbox: %w", err)
+		}
+	}
+	return id, jobID, nil
+}

@@ -1,0 +1,300 @@
+package workflow
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The commands people give. Each returns the Effect to record or the
+// refusal; see effect.go.
+
+func audit(by Actor, action string, version int, reason string) AuditRecord {
+	return AuditRecord{Actor: by, Action: action, Version: version, Reason: reason}
+}
+
+// Create files a new request: a draft with contract version 1.
+func Create(by Actor, c Contract, now time.Time) (Effect, error) {
+	if now.IsZero() {
+		return Effect{}, ErrNoClock
+	}
+	c = c.Normalize()
+	return Effect{By: by, Next: StateDraft, Version: &c, Audit: []AuditRecord{audit(by, "connection.create", 1, "")}}, nil
+}
+
+// Edit saves c as a new version when it differs from the current one.
+// base is the version the user edited: if someone saved since, a
+// *StaleError. A save that changes nothing is an effect that writes nothing.
+func Edit(s Conn, by Actor, base int, c Contract, now time.Time) (Effect, error) {
+	c = c.Normalize()
+	if s.CurrentVersion != base {
+		return Effect{}, &StaleError{WantVersion: base, CurrentVersion: s.CurrentVersion, CurrentHash: s.CurrentHash, State: s.State}
+	}
+	if c.Team != s.Team {
+		return Effect{}, fmt.Errorf("%w (%s -> %s)", ErrTeamChanged, s.Team, c.Team)
+	}
+	next, err := Transition(s.State, EventEdit, now)
+	if err != nil {
+		return Effect{}, err
+	}
+	if c.Hash() == s.CurrentHash {
+		return Effect{By: by, Next: s.State}, nil
+	}
+	// Versions are numbered 1..current and never deleted, so the current
+	// number is how many there are. The store runs this inside its write
+	// transaction: of two saves racing for the last version, the second
+	// sees the first's row.
+	if s.CurrentVersion >= MaxVersions {
+		return Effect{}, ErrVersionLimit
+	}
+	return Effect{By: by, Next: next, Version: &c, Audit: []AuditRecord{audit(by, "contract.version", s.CurrentVersion+1, "")}}, nil
+}
+
+// Submit sends the pinned version to the admins. (The contract's
+// validation runs before: the handler shows its errors on the form.)
+func Submit(s Conn, by Actor, pin Pin, now time.Time) (Effect, error) {
+	if err := pin.check(s); err != nil {
+		return Effect{}, err
+	}
+	next, err := Transition(s.State, EventSubmit, now)
+	if err != nil {
+		return Effect{}, err
+	}
+	return Effect{By: by, Next: next, Submitted: true,
+		Audit:  []AuditRecord{audit(by, "connection.submit", s.CurrentVersion, "")},
+		Notify: []Notice{{Kind: "connection.submitted", To: ToAdmins, Subject: fmt.Sprintf("Connection request #%d of team %s (version %d) waits for approval", s.ID, s.Team, s.CurrentVersion)}},
+	}, nil
+}
+
+// Withdraw is the owner taking a request back before approval.
+func Withdraw(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
+	next, err := Transition(s.State, EventWithdraw, now)
+	if err != nil {
+		return Effect{}, err
+	}
+	return Effect{By: by, Next: next, Audit: []AuditRecord{audit(by, "connection.withdraw", s.CurrentVersion, reason)}}, nil
+}
+
+// independentOf is the approval's independence rule, against the rows as the
+// store read them inside its transaction: nobody decides on a request they
+// filed, edited (any version) or submitted.
+func independentOf(s Conn, by Actor) error {
+	if by.ID == s.RequesterID || slices.Contains(s.EditorIDs, by.ID) || slices.Contains(s.SubmitterIDs, by.ID) {
+		return ErrNotIndependent
+	}
+	return nil
+}
+
+// SendBack is an admin's rejection (EventReject) or change request
+// (EventRequestChanges) of the pinned version, with the reason the team
+// reads.
+func SendBack(s Conn, by Actor, ev Event, pin Pin, reason string, now time.Time) (Effect, error) {
+	kind, action, subject := "reject", "connection.reject", "was rejected"
+	switch ev {
+	case EventReject:
+	case EventRequestChanges:
+		kind, action, subject = "request_changes", "connection.request_changes", "was sent back for changes"
+	default:
+		return Effect{}, fmt.Errorf("workflow: %s is not a decision to send a request back", ev)
+	}
+	if err := pin.check(s); err != nil {
+		return Effect{}, err
+	}
+	next, err := Transition(s.State, ev, now)
+	if err != nil {
+		return Effect{}, err
+	}
+	if err := independentOf(s, by); err != nil {
+		return Effect{}, err
+	}
+	return Effect{By: by, Next: next,
+		Decision: &DecisionRecord{Version: s.CurrentVersion, Hash: s.CurrentHash, Kind: kind, Reason: reason},
+		Audit:    []AuditRecord{audit(by, action, s.CurrentVersion, reason)},
+		Notify:   []Notice{{Kind: action, To: ToTeam, Subject: fmt.Sprintf("Connection request #%d (version %d) %s: %s", s.ID, s.CurrentVersion, subject, reason)}},
+	}, nil
+}
+
+// ApprovalInput is what an approving admin sends: exactly what they saw.
+type ApprovalInput struct {
+	Version  int
+	Hash     string
+	PlanHash string
+	Reason   string
+	// Adopt is the existing namespace the admin adopts explicitly, "" for
+	// none.
+	Adopt string
+}
+
+// ApprovalFacts are what an approval's rules read. The store loads the
+// database's part inside its transaction; the cluster's part (the plan
+// could be built, the namespace's owner) the caller learns before it.
+type ApprovalFacts struct {
+	// Contract is the current version's contract.
+	Contract Contract
+	// ApproverIDs are the admins who already approved the current version.
+	ApproverIDs []int64
+	// Inventory is the cluster's capacity per instance type, Committed the
+	// guaranteed capacity other live connections hold.
+	Inventory map[string]int
+	Committed []Capacity
+	// Claims are the contract's namespaces and roles that other
+	// connections hold (Contract.ClaimConflicts), ChecksDown the lookup
+	// that could not be answered.
+	Claims     []string
+	ChecksDown error
+	ClusterFacts
+}
+
+// ClusterFacts are what the approving handler learns from the cluster
+// before the store's transaction. Both are about the version the approval
+// names, which never changes, and the command checks that it is still the
+// current one.
+type ClusterFacts struct {
+	// PlanError is why the provisioning plan of the version cannot be
+	// built on this cluster (nil: it can).
+	PlanError error
+	// ForeignNamespace is the contract's namespace when it exists on the
+	// cluster and neither the portal nor HyperPod created it.
+	ForeignNamespace string
+}
+
+// Approve records an admin's approval of exactly (version, hash, plan).
+// A restricted contract needs two distinct admins: the approval that
+// completes the count moves the connection to approved, sets its approved
+// version and queues the provisioning job pinned to the plan; an earlier one
+// is recorded alone ("connection.approve_partial").
+func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time) (Effect, error) {
+	// An approval names exactly what it approves: without the version,
+	// the contract hash and the plan hash it would approve whatever is
+	// current and queue an unpinned job. (A version that cannot be
+	// provisioned has no plan to name: that refusal comes first, as its
+	// page offers no approval.)
+	if in.Version == 0 || in.Hash == "" {
+		return Effect{}, ErrUnpinned
+	}
+	if err := (Pin{Version: in.Version, Hash: in.Hash}).check(s); err != nil {
+		return Effect{}, err
+	}
+	next, err := Transition(s.State, EventApprove, now)
+	if err != nil {
+		return Effect{}, err
+	}
+	if err := independentOf(s, by); err != nil {
+		return Effect{}, err
+	}
+	if slices.Contains(f.ApproverIDs, by.ID) {
+		return Effect{}, ErrAlreadyDecided
+	}
+	c := f.Contract
+	// The portal sets up nothing for Slurm, and a version whose plan cannot
+	// be built would only fail its job.
+	if c.Orchestrator == OrchestratorSlurm {
+		return Effect{}, fmt.Errorf("%w: %w", ErrNotProvisionable, ErrSlurm)
+	}
+	if f.PlanError != nil {
+		return Effect{}, fmt.Errorf("%w on this cluster: %w", ErrNotProvisionable, f.PlanError)
+	}
+	if in.PlanHash == "" {
+		return Effect{}, ErrUnpinned
+	}
+	if f.ForeignNamespace != "" && in.Adopt != f.ForeignNamespace {
+		return Effect{}, fmt.Errorf("%w: %s", ErrForeignNamespace, f.ForeignNamespace)
+	}
+	if in.Adopt != "" && !slices.Contains(c.Namespaces, in.Adopt) {
+		return Effect{}, fmt.Errorf("workflow: the contract does not name namespace %q, which the approval adopts", in.Adopt)
+	}
+	if rep := CheckCapacity(f.Inventory, f.Committed, c.Scheduling.Guaranteed); !rep.OK() {
+		return Effect{}, ErrOverCapacity
+	}
+	if f.ChecksDown != nil {
+		return Effect{}, fmt.Errorf("%w: %w", ErrChecksDown, f.ChecksDown)
+	}
+	if len(f.Claims) > 0 {
+		return Effect{}, fmt.Errorf("%w: %s", ErrClaimTaken, strings.Join(f.Claims, "; "))
+	}
+	e := Effect{By: by, Next: s.State, Approvals: len(f.ApproverIDs) + 1,
+		Decision: &DecisionRecord{Version: s.CurrentVersion, Hash: s.CurrentHash, Kind: "approve", Reason: in.Reason}}
+	if in.Adopt != "" {
+		e.Adopt = in.Adopt
+		e.Audit = append(e.Audit, audit(by, "connection.adopt_namespace", s.CurrentVersion,
+			"adopted the existing namespace "+in.Adopt+", which neither the portal nor HyperPod created: the portal may take it over"))
+	}
+	// How many distinct admins must approve is a property of the version
+	// approved (restricted data: two).
+	if e.Approvals < ApprovalsNeeded(c.DataClassification) {
+		e.Audit = append(e.Audit, audit(by, "connection.approve_partial", s.CurrentVersion, in.Reason))
+		return e, nil
+	}
+	// The approval and its provisioning job commit together, the job
+	// pinned to the plan the approver saw.
+	e.Next, e.Approve = next, s.CurrentVersion
+	e.Job = &JobOrder{Kind: JobProvision, Version: s.CurrentVersion, PlanHash: in.PlanHash}
+	e.Audit = append(e.Audit, audit(by, "connection.approve", s.CurrentVersion, in.Reason))
+	e.Notify = []Notice{{Kind: "connection.approved", To: ToTeam, Subject: fmt.Sprintf("Connection request #%d (version %d) was approved: provisioning starts", s.ID, s.CurrentVersion)}}
+	return e, nil
+}
+
+// Revoke starts the removal of a connection's access: to revoking, every
+// other unfinished job cancelled, a revoke job of the approved version.
+func Revoke(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return Effect{}, ErrReasonRequired
+	}
+	next, err := Transition(s.State, EventRevoke, now)
+	if err != nil {
+		return Effect{}, err
+	}
+	if s.ApprovedVersion == 0 {
+		// The lifecycle allows revoke only from approval on.
+		return Effect{}, fmt.Errorf("workflow: connection %d is %s but has no approved version", s.ID, s.State)
+	}
+	return Effect{By: by, Next: next, CancelJobs: true,
+		Job:    &JobOrder{Kind: JobRevoke, Version: s.ApprovedVersion},
+		Audit:  []AuditRecord{audit(by, "connection.revoke", s.ApprovedVersion, reason)},
+		Notify: []Notice{{Kind: "connection.revoke", To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s is being revoked: %s", s.ID, s.Team, reason)}},
+	}, nil
+}
+
+// jobQueues says, per kind a person may queue again, the states it may be
+// queued in, the event a refusal names and its audit action.
+var jobQueues = map[JobKind]struct {
+	states  []State
+	refusal Event
+	action  string
+}{
+	// Only an approved connection can start provisioning.
+	JobProvision: {[]State{StateApproved}, EventStartProvisioning, "provisioning.enqueue"},
+	// Re-applying fixes drift on a live connection.
+	JobReapply: {[]State{StateActive, StateUnderReview}, EventStartProvisioning, "reapply.enqueue"},
+	// A failed revocation is tried again while the connection is revoking.
+	JobRevoke: {[]State{StateRevoking}, EventRevocationDone, "revocation.enqueue"},
+}
+
+// QueueJob queues a job of kind for the approved version again: provision
+// after a failure or a dry run (pinned to the plan the approval named,
+// pinned; "" refuses with ErrUnpinned), reapply to fix drift, revoke after
+// a failed revocation. The state does not change.
+func QueueJob(s Conn, by Actor, kind JobKind, pinned, reason string, now time.Time) (Effect, error) {
+	if now.IsZero() {
+		return Effect{}, ErrNoClock
+	}
+	q, ok := jobQueues[kind]
+	if !ok {
+		return Effect{}, fmt.Errorf("workflow: %s jobs are not queued by hand", kind)
+	}
+	if !slices.Contains(q.states, s.State) {
+		return Effect{}, &TransitionError{From: s.State, Event: q.refusal}
+	}
+	planHash := ""
+	if kind == JobProvision {
+		if pinned == "" {
+			return Effect{}, ErrUnpinned
+		}
+		planHash = pinned
+	}
+	rec := audit(by, q.action, s.ApprovedVersion, reason)
+	rec.JobRef = true
+	return Effect{By: by, Next: s.State, Job: &JobOrder{Kind: kind, Version: s.ApprovedVersion, PlanHash: planHash}, Audit: []AuditRecord{rec}}, nil
+}

@@ -1,0 +1,195 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Commands and effects. Every change to a connection is a command: a pure
+// function in this package that takes the connection as it is (Conn, read by
+// internal/store inside the transaction that will record the outcome), the
+// actor, the input, the facts the rules need and the clock time, and returns
+// an Effect: the next state, the contract version, decision row and job to
+// record, the audit events and the notifications. internal/store applies an
+// effect in that same transaction through one function (its apply), which is
+// the only code that writes a connection's row. Handlers and the worker never
+// decide a connection's state; they call a store method that runs a command.
+
+// Actor is who causes a command, as recorded in the audit trail.
+type Actor struct {
+	ID    int64 // 0 for the system (provisioner, scheduler)
+	Email string
+}
+
+// Provisioner is the actor of what the provisioning worker reports.
+var Provisioner = Actor{Email: "provisioner"}
+
+// Conn is a connection as a command sees it.
+type Conn struct {
+	ID              int64
+	Team            string
+	State           State
+	CurrentVersion  int
+	CurrentHash     string // the contract hash of CurrentVersion
+	ApprovedVersion int    // 0: never approved
+	RequesterID     int64
+	// EditorIDs are the authors of every version; SubmitterIDs everyone who
+	// submitted it. Only the decision commands read them.
+	EditorIDs    []int64
+	SubmitterIDs []int64
+}
+
+// Effect is what a command decided. The zero parts are left alone.
+type Effect struct {
+	// By is who caused the command: the author of a new version, the
+	// admin of a decision.
+	By Actor
+	// Next is the connection's state after the command (its state before
+	// when the command moves nothing).
+	Next State
+	// Version is a new contract version, numbered CurrentVersion+1 (1 when
+	// the command creates the connection).
+	Version *Contract
+	// Approve moves the connection's approved version to this one.
+	Approve int
+	// Submitted stamps the time the request was (last) submitted.
+	Submitted bool
+	// Decision is an admin's decision row on a version.
+	Decision *DecisionRecord
+	// Adopt is the existing namespace an approval adopts, recorded with the
+	// decided version.
+	Adopt string
+	// CancelJobs fails every unfinished job of the connection that is not a
+	// revocation (a revocation stops everything else).
+	CancelJobs bool
+	// Job is a job to queue.
+	Job *JobOrder
+	// Audit are the audit events, in order.
+	Audit []AuditRecord
+	// Notify is what the outbox tells people.
+	Notify []Notice
+	// Approvals is, for an approval, how many the version has with this one.
+	Approvals int
+}
+
+// Writes reports whether the effect changes the connection's row.
+func (e Effect) Writes(from State) bool {
+	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted
+}
+
+// DecisionRecord is an admin's approval, rejection or change request of one
+// version.
+type DecisionRecord struct {
+	Version int
+	Hash    string
+	Kind    string // approve, reject, request_changes
+	Reason  string
+}
+
+// JobOrder is a job an effect queues. PlanHash pins a provisioning job to
+// the plan its approver saw; the worker refuses another.
+type JobOrder struct {
+	Kind     JobKind
+	Version  int
+	PlanHash string
+}
+
+// AuditRecord is one audit event of an effect, about its connection.
+type AuditRecord struct {
+	Actor   Actor
+	Action  string
+	Version int
+	Reason  string
+	// JobRef prefixes the reason with the id of the job the effect queues
+	// ("job 12; "), which only the store knows.
+	JobRef bool
+}
+
+// Audience is who a notice is for.
+type Audience string
+
+// The audiences of notices. The reviews issue delivers the outbox.
+const (
+	ToAdmins Audience = "admins"      // every portal admin
+	ToTeam   Audience = "team-owners" // the connection's team owners
+)
+
+// Notice is one notification an effect leaves in the outbox.
+type Notice struct {
+	Kind    string // e.g. connection.submitted
+	To      Audience
+	Subject string
+}
+
+// The refusals of commands. Each is a rule; the store returns them as they
+// are, and handlers turn them into pages.
+var (
+	// ErrUnpinned refuses an approval that does not name the version, the
+	// contract hash and the plan hash it approves, and a provisioning retry
+	// of an approval that named no plan.
+	ErrUnpinned = errors.New("an approval must name the version, the contract hash and the plan hash it approves")
+	// ErrNotIndependent refuses a decision (approval, rejection, change
+	// request) by the requester, by an author of any version or by someone
+	// who submitted the request.
+	ErrNotIndependent = errors.New("nobody decides on a request they filed, submitted or edited")
+	// ErrAlreadyDecided: this admin already approved this version.
+	ErrAlreadyDecided = errors.New("you already approved this version")
+	// ErrVersionLimit refuses a save that would add a version to a
+	// connection that already has MaxVersions.
+	ErrVersionLimit = fmt.Errorf("a connection keeps at most %d contract versions", MaxVersions)
+	// ErrReasonRequired: a revocation is recorded with why it happened.
+	ErrReasonRequired = errors.New("a revocation needs a reason")
+	// ErrOverCapacity refuses an approval whose guaranteed capacity does
+	// not fit the cluster's free capacity.
+	ErrOverCapacity = errors.New("the request does not fit the cluster's free capacity")
+	// ErrClaimTaken refuses an approval of a contract naming a namespace or
+	// role another connection holds; the error says which.
+	ErrClaimTaken = errors.New("claimed by another connection")
+	// ErrChecksDown refuses an approval whose checks could not run (the
+	// database did not answer a lookup).
+	ErrChecksDown = errors.New("the approval's checks could not run")
+	// ErrNotProvisionable refuses an approval of a version the provisioner
+	// cannot set up (Slurm, or a plan that cannot be built); the error says
+	// why.
+	ErrNotProvisionable = errors.New("this version cannot be provisioned")
+	// ErrSlurm is why a Slurm contract is not provisionable.
+	ErrSlurm = errors.New(SlurmNotSupported)
+	// ErrForeignNamespace refuses an approval of a contract whose
+	// namespace exists on the cluster, created by neither the portal nor
+	// HyperPod, unless the approval adopts it explicitly.
+	ErrForeignNamespace = errors.New("the namespace exists and is not the portal's")
+	// ErrTeamChanged: the team of a connection never changes.
+	ErrTeamChanged = errors.New("the team of a connection cannot change")
+)
+
+// StaleError says the connection moved on since the caller looked at it:
+// someone saved a newer version, or the state changed. Nothing is recorded.
+type StaleError struct {
+	WantVersion    int
+	WantHash       string
+	CurrentVersion int
+	CurrentHash    string
+	State          State
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("the connection changed: you acted on version %d, it is now at version %d (%s)",
+		e.WantVersion, e.CurrentVersion, e.State)
+}
+
+// Pin is the version (and contract hash) a person acted on. A zero Version
+// pins nothing.
+type Pin struct {
+	Version int
+	Hash    string
+}
+
+func (p Pin) check(c Conn) error {
+	if p.Version == 0 {
+		return nil
+	}
+	if c.CurrentVersion != p.Version || (p.Hash != "" && c.CurrentHash != p.Hash) {
+		return &StaleError{WantVersion: p.Version, WantHash: p.Hash, CurrentVersion: c.CurrentVersion, CurrentHash: c.CurrentHash, State: c.State}
+	}
+	return nil
+}
