@@ -34,6 +34,9 @@ func Edit(s Conn, by Actor, base int, c Contract, now time.Time) (Effect, error)
 	if c.Team != s.Team {
 		return Effect{}, fmt.Errorf("%w (%s -> %s)", ErrTeamChanged, s.Team, c.Team)
 	}
+	if s.State.Live() {
+		return editAmendment(s, by, c, now)
+	}
 	next, err := Transition(s.State, EventEdit, now)
 	if err != nil {
 		return Effect{}, err
@@ -51,11 +54,52 @@ func Edit(s Conn, by Actor, base int, c Contract, now time.Time) (Effect, error)
 	return Effect{By: by, Next: next, Version: &c, Audit: []AuditRecord{audit(by, "contract.version", s.CurrentVersion+1, "")}}, nil
 }
 
+// editAmendment is Edit on a live connection: the change request. The
+// first save opens it (a draft); a save identical to the approved version
+// opens nothing.
+func editAmendment(s Conn, by Actor, c Contract, now time.Time) (Effect, error) {
+	if now.IsZero() {
+		return Effect{}, ErrNoClock
+	}
+	next, err := AmendTransition(s.Amendment, EventEdit)
+	if err != nil {
+		return Effect{}, err
+	}
+	same := s.CurrentHash
+	if s.Amendment == AmendNone {
+		same = s.ApprovedHash
+	}
+	if c.Hash() == same {
+		return Effect{By: by, Next: s.State}, nil
+	}
+	if s.CurrentVersion >= MaxVersions {
+		return Effect{}, ErrVersionLimit
+	}
+	reason := ""
+	if s.Amendment == AmendNone {
+		reason = fmt.Sprintf("change requested on the active connection (version %d stays active until the change is approved and applied)", s.ApprovedVersion)
+	}
+	return Effect{By: by, Next: s.State, Amend: &next, Version: &c,
+		Audit: []AuditRecord{audit(by, "contract.version", s.CurrentVersion+1, reason)}}, nil
+}
+
 // Submit sends the pinned version to the admins. (The contract's
 // validation runs before: the handler shows its errors on the form.)
 func Submit(s Conn, by Actor, pin Pin, now time.Time) (Effect, error) {
 	if err := pin.check(s); err != nil {
 		return Effect{}, err
+	}
+	if s.State.Live() {
+		next, err := AmendTransition(s.Amendment, EventSubmit)
+		if err != nil {
+			return Effect{}, err
+		}
+		// The action is the request's: submitters are found by it, and a
+		// submitter never decides on what they submitted.
+		return Effect{By: by, Next: s.State, Amend: &next, Submitted: true,
+			Audit:  []AuditRecord{audit(by, "connection.submit", s.CurrentVersion, fmt.Sprintf("change to the active version %d", s.ApprovedVersion))},
+			Notify: []Notice{{Kind: "amendment.submitted", To: ToAdmins, Subject: fmt.Sprintf("Connection #%d of team %s: a change (version %d) to the active version %d waits for approval", s.ID, s.Team, s.CurrentVersion, s.ApprovedVersion)}},
+		}, nil
 	}
 	next, err := Transition(s.State, EventSubmit, now)
 	if err != nil {
@@ -69,6 +113,14 @@ func Submit(s Conn, by Actor, pin Pin, now time.Time) (Effect, error) {
 
 // Withdraw is the owner taking a request back before approval.
 func Withdraw(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
+	if s.State.Live() {
+		next, err := AmendTransition(s.Amendment, EventWithdraw)
+		if err != nil {
+			return Effect{}, err
+		}
+		return Effect{By: by, Next: s.State, Amend: &next,
+			Audit: []AuditRecord{audit(by, "amendment.withdraw", s.CurrentVersion, reason)}}, nil
+	}
 	next, err := Transition(s.State, EventWithdraw, now)
 	if err != nil {
 		return Effect{}, err
@@ -101,6 +153,22 @@ func SendBack(s Conn, by Actor, ev Event, pin Pin, reason string, now time.Time)
 	if err := pin.check(s); err != nil {
 		return Effect{}, err
 	}
+	if s.State.Live() {
+		next, err := AmendTransition(s.Amendment, ev)
+		if err != nil {
+			return Effect{}, err
+		}
+		if err := independentOf(s, by); err != nil {
+			return Effect{}, err
+		}
+		action = strings.Replace(action, "connection.", "amendment.", 1)
+		return Effect{By: by, Next: s.State, Amend: &next,
+			Decision: &DecisionRecord{Version: s.CurrentVersion, Hash: s.CurrentHash, Kind: kind, Reason: reason},
+			Audit:    []AuditRecord{audit(by, action, s.CurrentVersion, reason)},
+			Notify: []Notice{{Kind: action, To: ToTeam, Subject: fmt.Sprintf("The change (version %d) to connection #%d %s: %s; version %d stays active",
+				s.CurrentVersion, s.ID, subject, reason, s.ApprovedVersion)}},
+		}, nil
+	}
 	next, err := Transition(s.State, ev, now)
 	if err != nil {
 		return Effect{}, err
@@ -132,6 +200,9 @@ type ApprovalInput struct {
 type ApprovalFacts struct {
 	// Contract is the current version's contract.
 	Contract Contract
+	// Approved, for an amendment, is the approved version's contract: the
+	// one running now.
+	Approved Contract
 	// ApproverIDs are the admins who already approved the current version.
 	ApproverIDs []int64
 	// Inventory is the cluster's capacity per instance type, Committed the
@@ -176,7 +247,18 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 	if err := (Pin{Version: in.Version, Hash: in.Hash}).check(s); err != nil {
 		return Effect{}, err
 	}
-	next, err := Transition(s.State, EventApprove, now)
+	amending := s.State.Live()
+	var (
+		next      State
+		nextAmend Amendment
+		err       error
+	)
+	if amending {
+		next = s.State
+		nextAmend, err = AmendTransition(s.Amendment, EventApprove)
+	} else {
+		next, err = Transition(s.State, EventApprove, now)
+	}
 	if err != nil {
 		return Effect{}, err
 	}
@@ -195,6 +277,11 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 	if f.PlanError != nil {
 		return Effect{}, fmt.Errorf("%w on this cluster: %w", ErrNotProvisionable, f.PlanError)
 	}
+	if amending {
+		if fe := AmendmentErrors(f.Approved, c); len(fe) > 0 {
+			return Effect{}, fmt.Errorf("%w as a change: %s %s", ErrNotProvisionable, FieldLabel(fe[0].Field), fe[0].Message)
+		}
+	}
 	if in.PlanHash == "" {
 		return Effect{}, ErrUnpinned
 	}
@@ -204,7 +291,9 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 	if in.Adopt != "" && !slices.Contains(c.Namespaces, in.Adopt) {
 		return Effect{}, fmt.Errorf("workflow: the contract does not name namespace %q, which the approval adopts", in.Adopt)
 	}
-	if rep := CheckCapacity(f.Inventory, f.Committed, c.Scheduling.Guaranteed); !rep.OK() {
+	// An amendment's increase must fit; its decrease always does.
+	if amending && !AmendCapacityOK(f.Inventory, f.Committed, f.Approved.Scheduling.Guaranteed, c.Scheduling.Guaranteed) ||
+		!amending && !CheckCapacity(f.Inventory, f.Committed, c.Scheduling.Guaranteed).OK() {
 		return Effect{}, ErrOverCapacity
 	}
 	if f.ChecksDown != nil {
@@ -223,7 +312,26 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 	// How many distinct admins must approve is a property of the version
 	// approved (restricted data: two).
 	if e.Approvals < ApprovalsNeeded(c.DataClassification) {
-		e.Audit = append(e.Audit, audit(by, "connection.approve_partial", s.CurrentVersion, in.Reason))
+		action := "connection.approve_partial"
+		if amending {
+			action = "amendment.approve_partial"
+		}
+		e.Audit = append(e.Audit, audit(by, action, s.CurrentVersion, in.Reason))
+		return e, nil
+	}
+	if amending {
+		// The job applies the change in place; the approved version moves
+		// only when every step is done (JobSucceeded).
+		e.Amend = &nextAmend
+		e.Job = &JobOrder{Kind: JobAmend, Version: s.CurrentVersion, PlanHash: in.PlanHash, FromVersion: s.ApprovedVersion}
+		e.ReviewTriggers = ReviewTriggers(f.Approved, c)
+		what := "change"
+		if IsRenewal(f.Approved, c) {
+			what = "renewal (end date " + f.Approved.EndDate + " → " + c.EndDate + ")"
+		}
+		e.Audit = append(e.Audit, audit(by, "amendment.approve", s.CurrentVersion, in.Reason))
+		e.Notify = []Notice{{Kind: "amendment.approved", To: ToTeam, Subject: fmt.Sprintf("The %s (version %d) to connection #%d was approved: it is being applied; version %d stays active until it is",
+			what, s.CurrentVersion, s.ID, s.ApprovedVersion)}}
 		return e, nil
 	}
 	// The approval and its provisioning job commit together, the job
@@ -250,11 +358,18 @@ func Revoke(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
 		// The lifecycle allows revoke only from approval on.
 		return Effect{}, fmt.Errorf("workflow: connection %d is %s but has no approved version", s.ID, s.State)
 	}
-	return Effect{By: by, Next: next, CancelJobs: true,
+	e := Effect{By: by, Next: next, CancelJobs: true,
 		Job:    &JobOrder{Kind: JobRevoke, Version: s.ApprovedVersion},
 		Audit:  []AuditRecord{audit(by, "connection.revoke", s.ApprovedVersion, reason)},
 		Notify: []Notice{{Kind: "connection.revoke", To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s is being revoked: %s", s.ID, s.Team, reason)}},
-	}, nil
+	}
+	if s.Amendment.Open() {
+		// An open change ends with the connection (its job, if any, is
+		// cancelled with the others).
+		none := AmendNone
+		e.Amend = &none
+	}
+	return e, nil
 }
 
 // jobQueues says, per kind a person may queue again, the states it may be
@@ -270,12 +385,15 @@ var jobQueues = map[JobKind]struct {
 	JobReapply: {[]State{StateActive, StateUnderReview}, EventStartProvisioning, "reapply.enqueue"},
 	// A failed revocation is tried again while the connection is revoking.
 	JobRevoke: {[]State{StateRevoking}, EventRevocationDone, "revocation.enqueue"},
+	// A failed amendment is tried again on the live connection.
+	JobAmend: {[]State{StateActive, StateUnderReview}, EventStartProvisioning, "amendment.enqueue"},
 }
 
-// QueueJob queues a job of kind for the approved version again: provision
-// after a failure or a dry run (pinned to the plan the approval named,
-// pinned; "" refuses with ErrUnpinned), reapply to fix drift, revoke after
-// a failed revocation. The state does not change.
+// QueueJob queues a job of kind again: provision after a failure or a dry
+// run (pinned to the plan the approval named, pinned; "" refuses with
+// ErrUnpinned), reapply to fix drift, revoke after a failed revocation (all
+// three of the approved version), amend after a failed amendment (of the
+// amendment's version, pinned likewise). The state does not change.
 func QueueJob(s Conn, by Actor, kind JobKind, pinned, reason string, now time.Time) (Effect, error) {
 	if now.IsZero() {
 		return Effect{}, ErrNoClock
@@ -288,13 +406,23 @@ func QueueJob(s Conn, by Actor, kind JobKind, pinned, reason string, now time.Ti
 		return Effect{}, &TransitionError{From: s.State, Event: q.refusal}
 	}
 	planHash := ""
-	if kind == JobProvision {
+	if kind == JobProvision || kind == JobAmend {
 		if pinned == "" {
 			return Effect{}, ErrUnpinned
 		}
 		planHash = pinned
 	}
-	rec := audit(by, q.action, s.ApprovedVersion, reason)
+	e := Effect{By: by, Next: s.State, Job: &JobOrder{Kind: kind, Version: s.ApprovedVersion, PlanHash: planHash}}
+	if kind == JobAmend {
+		next, err := AmendTransition(s.Amendment, EventStartProvisioning)
+		if err != nil || s.Amendment != AmendFailed {
+			return Effect{}, &AmendmentError{From: s.Amendment, Event: EventStartProvisioning}
+		}
+		e.Amend = &next
+		e.Job.Version, e.Job.FromVersion = s.CurrentVersion, s.ApprovedVersion
+	}
+	rec := audit(by, q.action, e.Job.Version, reason)
 	rec.JobRef = true
-	return Effect{By: by, Next: s.State, Job: &JobOrder{Kind: kind, Version: s.ApprovedVersion, PlanHash: planHash}, Audit: []AuditRecord{rec}}, nil
+	e.Audit = []AuditRecord{rec}
+	return e, nil
 }

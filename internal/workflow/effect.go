@@ -32,7 +32,10 @@ type Conn struct {
 	CurrentVersion  int
 	CurrentHash     string // the contract hash of CurrentVersion
 	ApprovedVersion int    // 0: never approved
-	RequesterID     int64
+	ApprovedHash    string // the contract hash of ApprovedVersion
+	// Amendment is where the change request of a live connection is.
+	Amendment   Amendment
+	RequesterID int64
 	// EditorIDs are the authors of every version; SubmitterIDs everyone who
 	// submitted it. Only the decision commands read them.
 	EditorIDs    []int64
@@ -52,6 +55,11 @@ type Effect struct {
 	Version *Contract
 	// Approve moves the connection's approved version to this one.
 	Approve int
+	// Amend moves the connection's amendment (nil: unchanged).
+	Amend *Amendment
+	// ReviewTriggers are the contract fields whose change calls for an
+	// event-driven review (ReviewTriggers), recorded with the version.
+	ReviewTriggers []string
 	// Submitted stamps the time the request was (last) submitted.
 	Submitted bool
 	// Decision is an admin's decision row on a version.
@@ -74,7 +82,7 @@ type Effect struct {
 
 // Writes reports whether the effect changes the connection's row.
 func (e Effect) Writes(from State) bool {
-	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted
+	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil
 }
 
 // DecisionRecord is an admin's approval, rejection or change request of one
@@ -92,6 +100,9 @@ type JobOrder struct {
 	Kind     JobKind
 	Version  int
 	PlanHash string
+	// FromVersion, for an amendment, is the approved version it replaces:
+	// what the new plan no longer contains is removed.
+	FromVersion int
 }
 
 // AuditRecord is one audit event of an effect, about its connection.

@@ -11,4 +11,8 @@ const (
 	JobProvision JobKind = "provision"
 	JobRevoke    JobKind = "revoke"
 	JobReapply   JobKind = "reapply"
+	// JobAmend applies an approved amendment in place: its version's plan,
+	// and the removal of what the approved version's plan had and the new
+	// one does not.
+	JobAmend JobKind = "amend"
 )

@@ -52,6 +52,22 @@ func JobStarted(s Conn, j JobRun, now time.Time) (Effect, error) {
 		if s.State != StateActive && s.State != StateUnderReview {
 			return Effect{}, &TransitionError{From: s.State, Event: EventStartProvisioning}
 		}
+	case j.Kind == JobAmend:
+		// An amendment runs on a live connection whose change is approved.
+		if !s.State.Live() {
+			return Effect{}, &TransitionError{From: s.State, Event: EventStartProvisioning}
+		}
+		if s.Amendment != AmendApproved || s.CurrentVersion != j.Version {
+			return Effect{}, &AmendmentError{From: s.Amendment, Event: EventStartProvisioning}
+		}
+		if !j.Resumed {
+			what := "applying in place"
+			if j.DryRun {
+				what = "dry run, applying nothing"
+			}
+			e.Audit = []AuditRecord{audit(Provisioner, "amendment.start", j.Version,
+				fmt.Sprintf("job %d: %d steps, %s, plan %s", j.ID, j.Steps, what, j.PlanHash))}
+		}
 	case j.Kind != JobProvision:
 		return Effect{}, fmt.Errorf("workflow: %s jobs do not run on a connection", j.Kind)
 	case s.State == StateProvisioning:
@@ -102,6 +118,25 @@ func JobSucceeded(s Conn, j JobRun, everApplied bool, now time.Time) (Effect, er
 		if ev != "" {
 			e.Notify = []Notice{{Kind: "connection.revoked", To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s is revoked", s.ID, s.Team)}}
 		}
+	case j.Kind == JobAmend:
+		if !s.State.Live() || s.Amendment != AmendApproved {
+			return Effect{}, &AmendmentError{From: s.Amendment, Event: EventProvisioningSucceeded}
+		}
+		if j.DryRun {
+			// Nothing was applied: the approved version still runs, and
+			// the change waits to be tried again with a cluster.
+			failed := AmendFailed
+			e.Amend = &failed
+			e.Audit = []AuditRecord{audit(Provisioner, "amendment.dry_run", j.Version,
+				fmt.Sprintf("job %d: dry run, nothing applied: the plan (%d steps, %s) is recorded; the approved version stays active", j.ID, j.Steps, j.PlanHash))}
+			return e, nil
+		}
+		none := AmendNone
+		e.Amend, e.Approve = &none, j.Version
+		e.Audit = []AuditRecord{audit(Provisioner, "amendment.applied", j.Version,
+			fmt.Sprintf("job %d, attempt %d: %d steps applied, plan %s; version %d is active", j.ID, j.Attempts, j.Steps, j.PlanHash, j.Version))}
+		e.Notify = []Notice{{Kind: "amendment.applied", To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s is active on version %d", s.ID, s.Team, j.Version)}}
+		return e, nil
 	case j.Kind == JobReapply:
 		rec = audit(Provisioner, "reapply.succeeded", j.Version,
 			fmt.Sprintf("job %d, attempt %d: %d steps, plan %s re-applied, extra role bindings removed", j.ID, j.Attempts, j.Steps, j.PlanHash))
@@ -154,6 +189,13 @@ func JobFailed(s Conn, j JobRun, errText string, now time.Time) (Effect, error) 
 		action = "reapply.failed"
 	case JobRevoke:
 		action = "revocation.failed"
+	case JobAmend:
+		// The approved version still runs; an admin may try again.
+		action = "amendment.failed"
+		if s.Amendment == AmendApproved {
+			failed := AmendFailed
+			e.Amend = &failed
+		}
 	}
 	e.Audit = []AuditRecord{audit(Provisioner, action, j.Version, fmt.Sprintf("job %d, attempt %d: %s", j.ID, j.Attempts, errText))}
 	e.Notify = []Notice{{Kind: action, To: ToAdmins, Subject: fmt.Sprintf("Connection #%d of team %s: %s job %d failed", s.ID, s.Team, j.Kind, j.ID)}}

@@ -42,6 +42,8 @@ const (
 type Object struct {
 	Team  string
 	State State
+	// Amendment is where the change request of a live connection is.
+	Amendment Amendment
 	// RequesterID is the user who filed the request.
 	RequesterID int64
 	// EditorIDs are all users who saved any version of the contract.
@@ -102,8 +104,11 @@ func Decide(p Principal, a Action, o Object) Decision {
 		if d := requireRole(p, RoleAdmin); !d.Allowed {
 			return d
 		}
+		if o.State.Live() && o.Amendment == AmendFailed {
+			return allow("admin, a change that failed to apply")
+		}
 		if o.State != StateApproved && o.State != StateRevoking {
-			return deny("only an approved connection (provisioning) or a revoking one can be retried, not %s", statePhrases[o.State])
+			return deny("only an approved connection (provisioning), a revoking one or a change that failed to apply can be retried, not %s", statePhrases[o.State])
 		}
 		return allow("admin, %s", o.State)
 	case ActionReapply:
@@ -223,7 +228,10 @@ func ownerInState(p Principal, o Object, e Event) Decision {
 }
 
 func inState(o Object, e Event, who string) Decision {
-	if !allows(o.State, e) {
+	if !allowsOn(o.State, o.Amendment, e) {
+		if o.State.Live() && slices.Contains(amendEvents, e) {
+			return deny("%s", (&AmendmentError{From: o.Amendment, Event: e}).Error())
+		}
 		return deny("%s cannot be %s", stateName(o.State), eventPhrases[e])
 	}
 	return allow("%s", who)
@@ -263,9 +271,9 @@ func adminDecision(p Principal, o Object, e Event) Decision {
 	if d := independent(p, o, "decides on"); !d.Allowed {
 		return d
 	}
-	// Only a submitted request waits for an admin; a connection under
-	// review is the reviewer's to send back.
-	if o.State != StateSubmitted {
+	// Only a submitted request (or change) waits for an admin; a
+	// connection under review is the reviewer's to send back.
+	if !waitsForAdmin(o) {
 		return deny("%s cannot be %s", stateName(o.State), eventPhrases[e])
 	}
 	return allow("admin")
@@ -284,7 +292,7 @@ func decideApproval(p Principal, o Object) Decision {
 	if d := independent(p, o, "approves"); !d.Allowed {
 		return d
 	}
-	if o.State != StateSubmitted {
+	if !waitsForAdmin(o) {
 		return deny("%s cannot be approved", stateName(o.State))
 	}
 	need := ApprovalsNeeded(o.DataClassification)
@@ -295,4 +303,10 @@ func decideApproval(p Principal, o Object) Decision {
 		return deny("this version already has its %d approvals", need)
 	}
 	return allow("admin; approval %d of %d", len(o.ApproverIDs)+1, need)
+}
+
+// waitsForAdmin: a submitted request, or a live connection's submitted
+// change.
+func waitsForAdmin(o Object) bool {
+	return o.State == StateSubmitted || o.State.Live() && o.Amendment == AmendSubmitted
 }

@@ -52,7 +52,29 @@ var policyTable = []struct {
 	{ActionEditRequest, redRequest(StateDraft), [8]bool{true, false, false, false, false, false, false, true}},
 	{ActionEditRequest, redRequest(StateChangesRequested), [8]bool{true, false, false, false, false, false, false, true}},
 	{ActionEditRequest, redRequest(StateSubmitted), [8]bool{}},
-	{ActionEditRequest, redRequest(StateActive), [8]bool{}},
+	// An active (or under review) connection is amended: its owner
+	// requests a change, edits it while it is a draft or sent back, and
+	// submits or withdraws it; admins decide on a submitted change as on a
+	// request.
+	{ActionEditRequest, redRequest(StateActive), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionEditRequest, amending(StateUnderReview, AmendChangesRequested), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionEditRequest, amending(StateActive, AmendSubmitted), [8]bool{}},
+	{ActionEditRequest, amending(StateActive, AmendApproved), [8]bool{}},
+	{ActionEditRequest, redRequest(StateApproved), [8]bool{}},
+	{ActionEditRequest, redRequest(StateRevoking), [8]bool{}},
+	{ActionSubmitRequest, redRequest(StateActive), [8]bool{}},
+	{ActionSubmitRequest, amending(StateActive, AmendDraft), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionSubmitRequest, amending(StateActive, AmendFailed), [8]bool{}},
+	{ActionWithdrawRequest, amending(StateActive, AmendDraft), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionWithdrawRequest, amending(StateActive, AmendSubmitted), [8]bool{true, false, false, false, false, false, false, true}},
+	{ActionWithdrawRequest, amending(StateActive, AmendApproved), [8]bool{}},
+	{ActionApprove, amending(StateActive, AmendSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionApprove, amending(StateActive, AmendDraft), [8]bool{}},
+	{ActionReject, amending(StateUnderReview, AmendSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRequestChanges, amending(StateActive, AmendSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRequestChanges, amending(StateActive, AmendChangesRequested), [8]bool{}},
+	{ActionRetryJob, amending(StateActive, AmendFailed), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRetryJob, amending(StateActive, AmendApproved), [8]bool{}},
 	{ActionEditRequest, blueRequest(StateDraft), [8]bool{false, false, true, false, false, false, false, false}},
 	{ActionEditRequest, Object{State: StateDraft}, [8]bool{}},
 
@@ -66,7 +88,7 @@ var policyTable = []struct {
 	{ActionWithdrawRequest, redRequest(StateSubmitted), [8]bool{true, false, false, false, false, false, false, true}},
 	{ActionWithdrawRequest, redRequest(StateChangesRequested), [8]bool{true, false, false, false, false, false, false, true}},
 	{ActionWithdrawRequest, redRequest(StateApproved), [8]bool{}},
-	{ActionWithdrawRequest, redRequest(StateActive), [8]bool{}},
+	{ActionWithdrawRequest, redRequest(StateActive), [8]bool{}}, // no change is open
 	{ActionWithdrawRequest, blueRequest(StateSubmitted), [8]bool{false, false, true, false, false, false, false, false}},
 
 	{ActionViewConnection, redRequest(StateActive), [8]bool{true, true, false, true, true, false, false, true}},
@@ -140,6 +162,13 @@ var policyTable = []struct {
 }
 
 // redRequest is a request of team red filed and edited by ownerRed (id 1).
+// amending is red's live connection in state s with its change in a.
+func amending(s State, a Amendment) Object {
+	o := redRequest(s)
+	o.Amendment = a
+	return o
+}
+
 func redRequest(s State) Object {
 	return Object{Team: "red", State: s, RequesterID: 1, EditorIDs: []int64{1}, DataClassification: DataInternal}
 }
@@ -193,7 +222,8 @@ func TestDecideStates(t *testing.T) {
 		// Not gated by state at all.
 		{ActionCreateRequest, "ownerRed", append(slices.Clone(AllStates), "", "archived")},
 		{ActionViewConnection, "memberRed", append(slices.Clone(AllStates), "", "archived")},
-		{ActionEditRequest, "ownerRed", []State{StateDraft, StateChangesRequested}},
+		// With no change open, a live connection's owner may open one.
+		{ActionEditRequest, "ownerRed", []State{StateDraft, StateChangesRequested, StateActive, StateUnderReview}},
 		{ActionSubmitRequest, "ownerRed", []State{StateDraft, StateChangesRequested}},
 		{ActionWithdrawRequest, "ownerRed", []State{StateDraft, StateSubmitted, StateChangesRequested}},
 		{ActionApprove, "admin", []State{StateSubmitted}},
