@@ -30,7 +30,12 @@ func loadConn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool) (Conne
 		return Connection{}, workflow.Conn{}, err
 	}
 	s := workflow.Conn{ID: c.ID, Team: c.Team, State: c.State, CurrentVersion: c.CurrentVersion, CurrentHash: h,
-		ApprovedVersion: c.ApprovedVersion, RequesterID: c.RequesterID}
+		ApprovedVersion: c.ApprovedVersion, Amendment: c.Amendment, RequesterID: c.RequesterID}
+	if c.ApprovedVersion != 0 {
+		if s.ApprovedHash, err = versionHash(ctx, tx, id, c.ApprovedVersion); err != nil {
+			return Connection{}, workflow.Conn{}, err
+		}
+	}
 	if withPeople {
 		if s.EditorIDs, err = column[int64](ctx, tx, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ?`, id); err != nil {
 			return Connection{}, workflow.Conn{}, err
@@ -118,6 +123,9 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 			if e.Submitted {
 				set, args = append(set, "submitted_at = ?"), append(args, ts)
 			}
+			if e.Amend != nil {
+				set, args = append(set, "amendment = ?"), append(args, *e.Amend)
+			}
 			if _, err := tx.ExecContext(ctx, `UPDATE connections SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
 				return 0, 0, fmt.Errorf("store: connection %d: %w", id, err)
 			}
@@ -159,6 +167,17 @@ ON CONFLICT (connection_id, version) DO NOTHING`, id, r.Version, e.Adopt, e.By.I
 		var err error
 		if jobID, err = enqueueJob(ctx, tx, id, j.Kind, j.Version, j.PlanHash, due, now); err != nil {
 			return 0, 0, err
+		}
+		if j.FromVersion != 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET from_version = ? WHERE id = ?`, j.FromVersion, jobID); err != nil {
+				return 0, 0, fmt.Errorf("store: job %d: %w", jobID, err)
+			}
+		}
+	}
+	if len(e.ReviewTriggers) > 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO review_triggers (connection_id, version, fields, created_at) VALUES (?, ?, ?, ?)`,
+			id, version, strings.Join(e.ReviewTriggers, " "), ts); err != nil {
+			return 0, 0, fmt.Errorf("store: review trigger: %w", err)
 		}
 	}
 	for _, a := range e.Audit {

@@ -270,7 +270,7 @@ func TestListConnectionsUsesIndexes(t *testing.T) {
 		listShape("cluster and state, deep", false, false, clus, state, before),
 		listShape("query", true, false, query),
 		listShape("query in a team", false, false, team, query, before),
-		{name: "queue", sql: base + ` WHERE c.state = ? ORDER BY c.submitted_at, c.id LIMIT ?`, args: []any{"submitted", 50}},
+		{name: "queue", sql: base + ` WHERE (c.state = 'submitted' OR c.amendment = 'submitted') ORDER BY c.submitted_at, c.id LIMIT ?`, args: []any{50}},
 		{name: "committed capacity", sql: `SELECT cv.body FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = c.approved_version
 WHERE c.cluster_name = ? AND c.id != ? AND c.state IN (?,?,?,?,?)`,
 			args: []any{"shared-hp", 7, "approved", "provisioning", "active", "under_review", "revoking"}},
@@ -287,6 +287,10 @@ WHERE c.cluster_name = ? AND c.id != ? AND c.state IN (?,?,?,?,?)`,
 						t.Errorf("full scan of connections:\n%s", strings.Join(plan, "\n"))
 					}
 				case strings.HasPrefix(line, "SEARCH c USING"):
+					sawC = true
+				case strings.HasPrefix(line, "SCAN c USING INDEX connections_waiting"):
+					// A partial index holding only what waits for an
+					// admin, in queue order: the walk reads matches only.
 					sawC = true
 				case strings.Contains(line, "TEMP B-TREE") && !tt.allowSort:
 					t.Errorf("sorts the matching rows instead of reading them in index order:\n%s", strings.Join(plan, "\n"))

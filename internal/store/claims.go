@@ -90,26 +90,34 @@ func validationEnv(ctx context.Context, q queryer, now time.Time, exclude int64,
 	}
 }
 
-// otherLiveVersions selects the claiming version (cv) of every connection
+// otherLiveVersions selects the claiming versions (cv) of every connection
 // (c) that holds claims on namespaces and roles, but the one given as the
 // first argument. Only what was submitted holds a claim (issue 10 item 3):
 // a draft is anyone's unchecked scratch (an owner could otherwise squat
 // another team's role or namespace with an incomplete draft nobody can
 // clear), so drafts and ended connections (rejected, withdrawn, revoked)
-// hold nothing. The claiming version is:
-//   - submitted and every later live state (approved, provisioning, active,
-//     under_review, revoking): the current version, which is the submitted
-//     or approved one (these states cannot be edited);
+// hold nothing. The claiming versions are:
+//   - submitted, approved, provisioning, revoking: the current version,
+//     which is the submitted or approved one (these states cannot be
+//     edited);
 //   - changes_requested: the version the admin sent back (its
 //     request_changes decision), which was submitted. The team keeps what
 //     it had submitted while it amends the request, but what it adds in the
 //     edits (drafts again) claims nothing until it is resubmitted, when
-//     validation checks it against everyone else's claims.
+//     validation checks it against everyone else's claims;
+//   - active and under_review: the approved version, and the version of
+//     its change (amendment) by the same rule: submitted, approved or
+//     failed to apply, the change's version; sent back, the version sent
+//     back; a draft change claims nothing.
 //
 // The approval re-checks the claims inside its transaction.
-const otherLiveVersions = ` FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = CASE
-  WHEN c.state = 'changes_requested' THEN (SELECT max(d.version) FROM decisions d WHERE d.connection_id = c.id AND d.kind = 'request_changes')
-  ELSE c.current_version END
+const otherLiveVersions = ` FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version IN (
+  CASE WHEN c.state = 'changes_requested' THEN (SELECT max(d.version) FROM decisions d WHERE d.connection_id = c.id AND d.kind = 'request_changes')
+       WHEN c.state IN ('active', 'under_review') THEN c.approved_version
+       ELSE c.current_version END,
+  CASE WHEN c.amendment IN ('submitted', 'approved', 'failed') THEN c.current_version
+       WHEN c.amendment = 'changes_requested' THEN (SELECT max(d.version) FROM decisions d WHERE d.connection_id = c.id AND d.kind = 'request_changes')
+       ELSE -1 END)
 WHERE c.id != ? AND c.state IN ('submitted', 'changes_requested', 'approved', 'provisioning', 'active', 'under_review', 'revoking')`
 
 // rolesInUse is the set of IAM roles (project, access or workload) that the

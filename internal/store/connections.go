@@ -20,7 +20,10 @@ type Connection struct {
 	Purpose         string
 	CurrentVersion  int
 	ApprovedVersion int // 0: never approved
-	RequesterID     int64
+	// Amendment is where a live connection's change request is (see
+	// workflow.Amendment); CurrentVersion is then the change's version.
+	Amendment      workflow.Amendment
+	RequesterID    int64
 	RequesterEmail  string
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
@@ -42,13 +45,13 @@ func (e *StaleError) Error() string {
 		e.Current.ID, e.WantVersion, e.Current.CurrentVersion, e.Current.State)
 }
 
-const connCols = `c.id, c.team, c.state, c.cluster_name, c.purpose, c.current_version, COALESCE(c.approved_version, 0),
+const connCols = `c.id, c.team, c.state, c.cluster_name, c.purpose, c.current_version, COALESCE(c.approved_version, 0), c.amendment,
 	c.requester_id, u.email, c.created_at, c.updated_at, COALESCE(c.submitted_at, '')`
 
 func scanConn(sc interface{ Scan(...any) error }) (Connection, error) {
 	var c Connection
 	var created, updated, submitted string
-	if err := sc.Scan(&c.ID, &c.Team, &c.State, &c.ClusterName, &c.Purpose, &c.CurrentVersion, &c.ApprovedVersion,
+	if err := sc.Scan(&c.ID, &c.Team, &c.State, &c.ClusterName, &c.Purpose, &c.CurrentVersion, &c.ApprovedVersion, &c.Amendment,
 		&c.RequesterID, &c.RequesterEmail, &created, &updated, &submitted); err != nil {
 		return c, err
 	}
@@ -168,10 +171,12 @@ func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-// Queue returns submitted connections, the longest waiting first.
+// Queue returns what waits for an admin, the longest waiting first:
+// submitted requests and the submitted changes of live connections. The
+// WHERE is connections_waiting's (migration 00011), literally.
 func (d *DB) Queue(ctx context.Context, limit int) ([]Connection, error) {
 	return d.queryConns(ctx, "queue", `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
-WHERE c.state = ? ORDER BY c.submitted_at, c.id LIMIT ?`, workflow.StateSubmitted, limit)
+WHERE (c.state = 'submitted' OR c.amendment = 'submitted') ORDER BY c.submitted_at, c.id LIMIT ?`, limit)
 }
 
 // queryConns runs a query selecting connCols and scans every row.

@@ -98,6 +98,13 @@ func approvalFacts(ctx context.Context, tx *sql.Tx, s workflow.Conn) (workflow.A
 		return f, err
 	}
 	f.Contract = v.Contract
+	if s.State.Live() && s.ApprovedVersion != 0 {
+		a, err := getVersion(ctx, tx, s.ID, s.ApprovedVersion)
+		if err != nil {
+			return f, err
+		}
+		f.Approved = a.Contract
+	}
 	if f.ApproverIDs, err = column[int64](ctx, tx, `SELECT actor_id FROM decisions WHERE connection_id = ? AND version = ? AND kind = 'approve' ORDER BY id`, s.ID, s.CurrentVersion); err != nil {
 		return f, err
 	}

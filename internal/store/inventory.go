@@ -141,11 +141,18 @@ func committedCapacity(ctx context.Context, q queryer, cluster string, exclude i
 	for _, s := range liveStates {
 		args = append(args, s)
 	}
+	// A live connection whose change is approved (being applied, or
+	// failed to apply and waiting to be tried again) holds, per instance
+	// type, the larger of its approved and its changed guarantee: an
+	// approved increase is committed from its approval on.
 	rows, err := q.QueryContext(ctx, `
-SELECT vc.instance_type, SUM(vc.count) FROM connections c
-JOIN version_capacity vc ON vc.connection_id = c.id AND vc.version = c.approved_version
-WHERE c.cluster_name = ? AND c.id != ? AND c.state IN (`+ph+`)
-GROUP BY vc.instance_type ORDER BY vc.instance_type`, args...)
+SELECT t, SUM(n) FROM (
+  SELECT vc.instance_type AS t, MAX(vc.count) AS n FROM connections c
+  JOIN version_capacity vc ON vc.connection_id = c.id
+   AND (vc.version = c.approved_version OR (c.amendment IN ('approved', 'failed') AND vc.version = c.current_version))
+  WHERE c.cluster_name = ? AND c.id != ? AND c.state IN (`+ph+`)
+  GROUP BY c.id, vc.instance_type)
+GROUP BY t ORDER BY t`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: committed capacity: %w", err)
 	}

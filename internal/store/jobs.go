@@ -43,6 +43,9 @@ type Job struct {
 	// Approve). AppliedPlanHash is the plan the last attempt ran.
 	PlanHash        string
 	AppliedPlanHash string
+	// FromVersion, for an amend job, is the approved version the
+	// amendment replaces (0 otherwise).
+	FromVersion int
 	// AdoptNamespace is the namespace an admin adopted when approving the
 	// job's version (namespace_adoptions), "" for none.
 	AdoptNamespace string
@@ -91,14 +94,14 @@ var ErrStepsNotDone = errors.New("store: complete job: not every step is done")
 const provisioner = "provisioner"
 
 const jobCols = `id, connection_id, kind, version, plan_hash, applied_plan_hash, state, attempts, steps,
-	lease_owner, lease_until, not_before, last_error, dry_run, created_at, updated_at,
+	lease_owner, lease_until, not_before, last_error, dry_run, created_at, updated_at, from_version,
 	COALESCE((SELECT a.namespace FROM namespace_adoptions a WHERE a.connection_id = jobs.connection_id AND a.version = jobs.version), '')`
 
 func scanJob(sc interface{ Scan(...any) error }) (Job, error) {
 	var j Job
 	var leaseUntil, notBefore, created, updated string
 	if err := sc.Scan(&j.ID, &j.ConnectionID, &j.Kind, &j.Version, &j.PlanHash, &j.AppliedPlanHash, &j.State, &j.Attempts, &j.Steps,
-		&j.LeaseOwner, &leaseUntil, &notBefore, &j.LastError, &j.DryRun, &created, &updated, &j.AdoptNamespace); err != nil {
+		&j.LeaseOwner, &leaseUntil, &notBefore, &j.LastError, &j.DryRun, &created, &updated, &j.FromVersion, &j.AdoptNamespace); err != nil {
 		return j, err
 	}
 	for _, f := range []struct {
@@ -167,11 +170,15 @@ func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by workflow.
 func (d *DB) queueJob(ctx context.Context, connID int64, kind workflow.JobKind, by workflow.Actor, reason string, now time.Time) (Job, error) {
 	_, _, id, err := d.command(ctx, connID, false, now, func(tx *sql.Tx, c Connection, s workflow.Conn) (workflow.Effect, error) {
 		pinned := ""
-		if kind == workflow.JobProvision && c.ApprovedVersion != 0 {
-			var err error
-			if pinned, err = approvedPlanHash(ctx, tx, connID, c.ApprovedVersion); err != nil {
-				return workflow.Effect{}, err
-			}
+		var err error
+		switch {
+		case kind == workflow.JobProvision && c.ApprovedVersion != 0:
+			pinned, err = approvedPlanHash(ctx, tx, connID, workflow.JobProvision, c.ApprovedVersion)
+		case kind == workflow.JobAmend:
+			pinned, err = approvedPlanHash(ctx, tx, connID, workflow.JobAmend, c.CurrentVersion)
+		}
+		if err != nil {
+			return workflow.Effect{}, err
 		}
 		return workflow.QueueJob(s, by, kind, pinned, reason, now)
 	})
@@ -185,10 +192,10 @@ func (d *DB) queueJob(ctx context.Context, connID int64, kind workflow.JobKind, 
 // one its first pinned provisioning job carries; "" when there is none (an
 // approval recorded before approvals named their plan), which
 // workflow.QueueJob refuses.
-func approvedPlanHash(ctx context.Context, tx *sql.Tx, connID int64, version int) (string, error) {
+func approvedPlanHash(ctx context.Context, tx *sql.Tx, connID int64, kind workflow.JobKind, version int) (string, error) {
 	var h string
 	err := tx.QueryRowContext(ctx, `SELECT plan_hash FROM jobs WHERE connection_id = ? AND kind = ? AND version = ? AND plan_hash != '' ORDER BY id LIMIT 1`,
-		connID, workflow.JobProvision, version).Scan(&h)
+		connID, kind, version).Scan(&h)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
