@@ -27,10 +27,10 @@ var ErrReasonRequired = errors.New("store: a revocation needs a reason")
 // lease (the worker gives each step half of it and extends the lease
 // before each step), so the revoke job is due only when that lease
 // expires. Revocation then removes whatever that last step created.
-func (d *DB) Revoke(ctx context.Context, id int64, by Actor, reason string, now time.Time) (Connection, Job, error) {
+func (d *DB) Revoke(ctx context.Context, id int64, by Actor, reason string, now time.Time) (Connection, workflow.Job, error) {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
-		return Connection{}, Job{}, ErrReasonRequired
+		return Connection{}, workflow.Job{}, ErrReasonRequired
 	}
 	var jobID int64
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
@@ -68,11 +68,11 @@ func (d *DB) Revoke(ctx context.Context, id int64, by Actor, reason string, now 
 		return nil
 	})
 	if err != nil {
-		return Connection{}, Job{}, fmt.Errorf("store: revoke: %w", err)
+		return Connection{}, workflow.Job{}, fmt.Errorf("store: revoke: %w", err)
 	}
 	c, err := d.Connection(ctx, id)
 	if err != nil {
-		return Connection{}, Job{}, err
+		return Connection{}, workflow.Job{}, err
 	}
 	j, err := d.Job(ctx, jobID)
 	return c, j, err
@@ -87,7 +87,7 @@ func cancelOpenJobs(ctx context.Context, tx *sql.Tx, c Connection, now time.Time
 	if err != nil {
 		return now, err
 	}
-	var open []Job
+	var open []workflow.Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
@@ -102,7 +102,7 @@ func cancelOpenJobs(ctx context.Context, tx *sql.Tx, c Connection, now time.Time
 	}
 	due := now
 	for _, j := range open {
-		if j.State == JobRunning && j.LeaseUntil.After(due) {
+		if j.State == workflow.JobRunning && j.LeaseUntil.After(due) {
 			due = j.LeaseUntil
 		}
 		msg := "cancelled: the connection is being revoked"
@@ -128,14 +128,14 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 // revoking, with an audit event: the way to try again after a revoke job
 // failed (the connection stays revoking: its objects may still be there),
 // or after a dry run of a connection that was provisioned for real.
-func (d *DB) EnqueueRevocation(ctx context.Context, id int64, by Actor, reason string, now time.Time) (Job, error) {
+func (d *DB) EnqueueRevocation(ctx context.Context, id int64, by Actor, reason string, now time.Time) (workflow.Job, error) {
 	return d.enqueueFor(ctx, id, workflow.JobRevoke, []workflow.State{workflow.StateRevoking},
 		workflow.EventRevocationDone, "revocation.enqueue", by, reason, now)
 }
 
 // startRevocation is StartJob's part for a revoke job of a revoking
 // connection: its first attempt is recorded in the audit trail.
-func startRevocation(ctx context.Context, tx *sql.Tx, j Job, c Connection, planHash string, steps int, dryRun bool, now time.Time) error {
+func startRevocation(ctx context.Context, tx *sql.Tx, j workflow.Job, c Connection, planHash string, steps int, dryRun bool, now time.Time) error {
 	if j.AppliedPlanHash != "" {
 		return nil // a resumed attempt
 	}
@@ -158,7 +158,7 @@ func startRevocation(ctx context.Context, tx *sql.Tx, j Job, c Connection, planH
 // while its namespace and bindings may still exist would be a lie; an admin
 // runs the revocation again (EnqueueRevocation) once a cluster is
 // configured.
-func completeRevocation(ctx context.Context, tx *sql.Tx, j Job, c Connection, now time.Time) (string, string, error) {
+func completeRevocation(ctx context.Context, tx *sql.Tx, j workflow.Job, c Connection, now time.Time) (string, string, error) {
 	action := "revocation.done"
 	reason := fmt.Sprintf("job %d, attempt %d: %d steps done, plan %s", j.ID, j.Attempts, j.Steps, j.AppliedPlanHash)
 	if j.DryRun {
