@@ -14,20 +14,12 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// jobStore adapts *store.DB to provision.JobStore: every method matches but
-// ClaimJob, whose Job type is the store's (the two packages may not import
-// each other).
-type jobStore struct{ *store.DB }
-
-func (s jobStore) ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (provision.Job, bool, error) {
-	j, ok, err := s.DB.ClaimJob(ctx, owner, now, lease)
-	return provision.Job{
-		ID: j.ID, ConnectionID: j.ConnectionID, Kind: string(j.Kind), Version: j.Version, PlanHash: j.PlanHash,
-		AdoptNamespace: j.AdoptNamespace, Attempts: j.Attempts, LastError: j.LastError, PreviousOwner: j.PreviousOwner,
-	}, ok, err
-}
-
-var _ provision.JobStore = jobStore{}
+// *store.DB is the worker's queue and keeps what AWS steps did: the job and
+// AWS record types are workflow's, shared by store and provision.
+var (
+	_ provision.JobStore    = (*store.DB)(nil)
+	_ provision.AWSRecorder = (*store.DB)(nil)
+)
 
 // kubeConfig loads the cluster connection: "" means none (dry run),
 // "in-cluster" the pod's service account, anything else a kubeconfig file.
@@ -63,7 +55,7 @@ func planLookup(db *store.DB) func(ctx context.Context, connID int64, v int) (wo
 // cluster is configured (a is non-nil), dry run otherwise.
 func newWorker(db *store.DB, a *provision.Applier, settings provision.ClusterSettings, logger *slog.Logger) *provision.Worker {
 	w := &provision.Worker{
-		Store:  jobStore{db},
+		Store:  db,
 		Plans:  provision.PlansFrom(planLookup(db), settings),
 		DryRun: a == nil,
 		Owner:  provision.DefaultOwner(),
@@ -88,15 +80,9 @@ func newDriftChecker(db *store.DB, a *provision.Applier, cloud provision.AWSDrif
 			}
 			return out, err
 		},
-		Plans: provision.PlansFrom(planLookup(db), settings),
-		Check: provision.DriftOf(a, cloud),
-		Save: func(ctx context.Context, id int64, items []provision.DriftItem, checkErr string, now time.Time) error {
-			recs := make([]store.DriftRecord, len(items))
-			for i, it := range items {
-				recs[i] = store.DriftRecord(it)
-			}
-			return db.SaveDrift(ctx, id, recs, checkErr, now)
-		},
+		Plans:    provision.PlansFrom(planLookup(db), settings),
+		Check:    provision.DriftOf(a, cloud),
+		Save:     db.SaveDrift,
 		Interval: 5 * time.Minute,
 		Logger:   logger.With("component", "drift"),
 	}
@@ -104,7 +90,7 @@ func newDriftChecker(db *store.DB, a *provision.Applier, cloud provision.AWSDrif
 
 // liveOrNil keeps a nil *Applier from becoming a non-nil interface.
 func liveOrNil(a *provision.Applier) interface {
-	Drift(context.Context, provision.Plan) ([]provision.DriftItem, error)
+	Drift(context.Context, provision.Plan) ([]workflow.DriftItem, error)
 	CheckNamespace(context.Context, provision.Plan) (provision.NamespaceCheck, error)
 } {
 	if a == nil {
@@ -112,13 +98,3 @@ func liveOrNil(a *provision.Applier) interface {
 	}
 	return a
 }
-
-// RecordAWSResource keeps what an AWS step did (provision.AWSRecorder).
-func (s jobStore) RecordAWSResource(ctx context.Context, jobID int64, owner string, r provision.AWSRecord) error {
-	return s.DB.RecordAWSResource(ctx, jobID, owner, store.AWSResource{
-		ConnectionID: r.ConnectionID, Kind: r.Kind, Name: r.Name, ResourceID: r.ResourceID,
-		ARN: r.ARN, Version: r.Version, Action: r.Action,
-	}, time.Now())
-}
-
-var _ provision.AWSRecorder = jobStore{}

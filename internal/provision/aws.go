@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // AWS step actions: the plan's AWS calls (awsprov.Call) made by the
@@ -24,23 +26,13 @@ type AWSRunner interface {
 	Remove(ctx context.Context, c awsprov.Call) (awsprov.Result, error)
 }
 
-// AWSRecord is what the worker records of an AWS resource after a step: its
-// ids and ARN, for the connection page and for whoever cleans up by hand.
-type AWSRecord struct {
-	ConnectionID int64
-	Kind         string
-	Name         string
-	ResourceID   string
-	ARN          string
-	Version      int
-	Action       string // created, updated, unchanged, deleted, kept
-}
-
-// AWSRecorder is a JobStore that also keeps AWSRecords; the worker records
-// each AWS step's resource when its store is one. Like every JobStore
-// method, it fails when owner no longer holds the job's lease.
+// AWSRecorder is a JobStore that also keeps what AWS steps did: the worker
+// records each AWS step's resource (its ids and ARN, for the connection
+// page and for whoever cleans up by hand), at now, when its store is one.
+// Like every JobStore method, it fails when owner no longer holds the job's
+// lease.
 type AWSRecorder interface {
-	RecordAWSResource(ctx context.Context, jobID int64, owner string, r AWSRecord) error
+	RecordAWSResource(ctx context.Context, jobID int64, owner string, r workflow.AWSRecord, now time.Time) error
 }
 
 func awsSteps(calls []awsprov.Call, phase awsprov.Phase) []Step {
@@ -67,7 +59,7 @@ func awsStep(a StepAction, c *awsprov.Call) Step {
 // runAWS makes an AWS step's call and says what it did. Errors the call
 // cannot recover from by retrying (awsprov.IsPermanent) are marked
 // permanent, so the job stops with the service's message.
-func (w *Worker) runAWS(ctx context.Context, st Step) (Outcome, string, *AWSRecord, error) {
+func (w *Worker) runAWS(ctx context.Context, st Step) (Outcome, string, *workflow.AWSRecord, error) {
 	if w.AWS == nil {
 		return Failed, "", nil, permanent(fmt.Errorf("provision: step %s: AWS provisioning is not configured in this portal (see --aws-mode)", st.Name()))
 	}
@@ -92,7 +84,7 @@ func (w *Worker) runAWS(ctx context.Context, st Step) (Outcome, string, *AWSReco
 	if res.Version > 0 {
 		d = append(d, fmt.Sprintf("version %d", res.Version))
 	}
-	rec := &AWSRecord{Kind: string(st.AWS.Kind), Name: st.AWS.Name, ResourceID: res.ID, ARN: res.ARN, Version: int(res.Version), Action: string(res.Action)}
+	rec := &workflow.AWSRecord{Kind: string(st.AWS.Kind), Name: st.AWS.Name, ResourceID: res.ID, ARN: res.ARN, Version: int(res.Version), Action: string(res.Action)}
 	return Outcome(res.Action), strings.Join(d, ", "), rec, nil
 }
 

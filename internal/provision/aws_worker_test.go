@@ -24,7 +24,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -163,6 +162,10 @@ func TestWorkerProvisionsAWS(t *testing.T) {
 	for _, r := range recs {
 		if r.Action != "created" || (r.ResourceID == "" && r.ARN == "") {
 			t.Errorf("recorded %+v, want created with an id or ARN", r)
+		}
+		// The worker records at its own clock's time, by the job it ran.
+		if !r.UpdatedAt.Equal(b.clock.Now()) || r.JobID != b.job.ID || r.ConnectionID != b.conn.ID {
+			t.Errorf("recorded %+v, want job %d of connection %d at the worker's time %s", r, b.job.ID, b.conn.ID, b.clock.Now())
 		}
 	}
 
@@ -343,16 +346,16 @@ func TestWorkerAWSPermanentErrorStopsTheJob(t *testing.T) {
 	cluster := &fakeCluster{}
 	b.runOnce(b.worker("w1", cluster))
 	j := b.jobNow(b.job.ID)
-	if j.State != store.JobFailed || !strings.Contains(j.LastError, "not authorized to perform: eks:CreatePodIdentityAssociation") {
+	if j.State != workflow.JobFailed || !strings.Contains(j.LastError, "not authorized to perform: eks:CreatePodIdentityAssociation") {
 		t.Fatalf("job = %+v, want failed with the service's message", j)
 	}
 	steps := b.steps(b.job.ID)
 	last := steps[len(steps)-1]
-	if last.State != store.StepFailed || !strings.HasPrefix(last.Name, "EKS pod identity") {
+	if last.State != workflow.StepFailed || !strings.HasPrefix(last.Name, "EKS pod identity") {
 		t.Errorf("last step %+v, want the pod identity step failed", last)
 	}
 	for _, s := range steps[:len(steps)-1] {
-		if s.State != store.StepDone {
+		if s.State != workflow.StepDone {
 			t.Errorf("step %s is %s, want done", s.Name, s.State)
 		}
 	}
@@ -407,7 +410,7 @@ func TestWorkerAWSDoesNotTakeOverAnAccessEntry(t *testing.T) {
 	}
 	b.runOnce(b.worker("w1", &fakeCluster{}))
 	j := b.jobNow(b.job.ID)
-	if j.State != store.JobFailed || !strings.Contains(j.LastError, "does not take over access it did not grant") {
+	if j.State != workflow.JobFailed || !strings.Contains(j.LastError, "does not take over access it did not grant") {
 		t.Fatalf("job = %+v, want failed with the ownership message", j)
 	}
 	e := b.stack.EKS.AccessEntry(c.EKSClusterName, c.AccessRoleARN)
@@ -431,12 +434,8 @@ func TestAWSDriftIsReportedAndFixedByReapply(t *testing.T) {
 	}
 	ctx := t.Context()
 	check := provision.DriftOf(nil, b.runner)
-	save := func(items []provision.DriftItem) {
-		recs := make([]store.DriftRecord, len(items))
-		for i, it := range items {
-			recs[i] = store.DriftRecord(it)
-		}
-		if err := b.db.SaveDrift(ctx, b.conn.ID, recs, "", b.clock.Now()); err != nil {
+	save := func(items []workflow.DriftItem) {
+		if err := b.db.SaveDrift(ctx, b.conn.ID, items, "", b.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

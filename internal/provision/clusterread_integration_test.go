@@ -20,8 +20,8 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 func clusterReader(t *testing.T) (*provision.ClusterReader, dynamic.Interface) {
@@ -99,7 +99,7 @@ func TestWorkerRefusesUnservedKueueIntegration(t *testing.T) {
 	w.Preflight = r.RequireServed
 	b.runOnce(ctx, w)
 	j := b.job(ctx, tn.job.ID)
-	if j.State != store.JobFailed || j.Attempts != 1 {
+	if j.State != workflow.JobFailed || j.Attempts != 1 {
 		t.Errorf("job = %s after %d attempts, want failed at once", j.State, j.Attempts)
 	}
 	for _, want := range []string{"does not serve kueue.x-k8s.io/v1alpha9", "v1beta2", "amazon-sagemaker-hyperpod-taskgovernance", provision.KueueAddonVersion} {
@@ -118,7 +118,7 @@ func TestWorkerRefusesUnservedKueueIntegration(t *testing.T) {
 	ok := b.approve(ctx, "wnew"+wintRandom(t), b.plans)
 	w.Plans = b.plans
 	b.runOnce(ctx, w)
-	if j := b.job(ctx, ok.job.ID); j.State != store.JobSucceeded {
+	if j := b.job(ctx, ok.job.ID); j.State != workflow.JobSucceeded {
 		t.Errorf("served plan: job %s (%s)", j.State, j.LastError)
 	}
 }

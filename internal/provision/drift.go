@@ -14,27 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
-
-// DriftItem is one difference between the cluster and the approved plan.
-type DriftItem struct {
-	Kind   string
-	Ref    string
-	What   string   // "changed", "deleted" or "extra"
-	Fields []string // for changed: the paths that differ, e.g. spec.hard
-	Detail string
-}
-
-func (d DriftItem) String() string {
-	s := fmt.Sprintf("%s %s %s", d.Kind, d.Ref, d.What)
-	if len(d.Fields) > 0 {
-		s += ": " + strings.Join(d.Fields, ", ")
-	}
-	if d.Detail != "" {
-		s += " (" + d.Detail + ")"
-	}
-	return s
-}
 
 // AWSDrifter compares the AWS half of a plan with AWS, read-only;
 // *awsprov.Runner is one.
@@ -47,9 +28,9 @@ type AWSDrifter interface {
 // the compute quota, the Studio domain, the access entries with their
 // policies and scopes, the Pod Identity association), as one list of
 // items. Re-applying the plan fixes both halves.
-func DriftOf(a *Applier, cloud AWSDrifter) func(context.Context, Plan) ([]DriftItem, error) {
-	return func(ctx context.Context, p Plan) ([]DriftItem, error) {
-		var out []DriftItem
+func DriftOf(a *Applier, cloud AWSDrifter) func(context.Context, Plan) ([]workflow.DriftItem, error) {
+	return func(ctx context.Context, p Plan) ([]workflow.DriftItem, error) {
+		var out []workflow.DriftItem
 		if a != nil {
 			items, err := a.Drift(ctx, p)
 			if err != nil {
@@ -65,7 +46,7 @@ func DriftOf(a *Applier, cloud AWSDrifter) func(context.Context, Plan) ([]DriftI
 			return nil, fmt.Errorf("provision: %w", err)
 		}
 		for _, f := range findings {
-			out = append(out, DriftItem{Kind: f.Call.Service + " " + strings.ReplaceAll(string(f.Call.Kind), "-", " "),
+			out = append(out, workflow.DriftItem{Kind: f.Call.Service + " " + strings.ReplaceAll(string(f.Call.Kind), "-", " "),
 				Ref: f.Call.Name, What: f.What, Fields: f.Fields, Detail: f.Detail})
 		}
 		return out, nil
@@ -79,8 +60,8 @@ var roleBindings = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io
 // (found with a server-side apply dry run, so defaults and formatting
 // never show as drift), and RoleBindings in the team namespace that the
 // plan does not contain, since those grant access the contract does not.
-func (a *Applier) Drift(ctx context.Context, p Plan) ([]DriftItem, error) {
-	var out []DriftItem
+func (a *Applier) Drift(ctx context.Context, p Plan) ([]workflow.DriftItem, error) {
+	var out []workflow.DriftItem
 	fm := a.FieldManager
 	if fm == "" {
 		fm = ManagedBy
@@ -96,7 +77,7 @@ func (a *Applier) Drift(ctx context.Context, p Plan) ([]DriftItem, error) {
 		}
 		live, err := ri.Get(ctx, o.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			it := DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"}
+			it := workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"}
 			if o.Owner != OwnerPortal {
 				it.Detail = "HyperPod task governance owns it and has not created it (or removed it)"
 			}
@@ -111,21 +92,21 @@ func (a *Applier) Drift(ctx context.Context, p Plan) ([]DriftItem, error) {
 			want, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "clusterQueue")
 			got, _, _ := unstructured.NestedString(live.Object, "spec", "clusterQueue")
 			if want != got {
-				out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: []string{"spec.clusterQueue"},
+				out = append(out, workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: []string{"spec.clusterQueue"},
 					Detail: fmt.Sprintf("HyperPod's queue points at %q, not %q", got, want)})
 			}
 			continue
 		}
 		want, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: o.Owner == OwnerPortal, DryRun: []string{metav1.DryRunAll}})
 		if apierrors.IsConflict(err) && o.Owner == OwnerHyperPod {
-			out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Detail: "HyperPod manages a field the portal sets: " + err.Error()})
+			out = append(out, workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Detail: "HyperPod manages a field the portal sets: " + err.Error()})
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
 		}
 		if fields := differences(live.Object, want.Object); len(fields) > 0 {
-			out = append(out, DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: fields})
+			out = append(out, workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: fields})
 		}
 	}
 	if p.Namespace != "" {
@@ -138,7 +119,7 @@ func (a *Applier) Drift(ctx context.Context, p Plan) ([]DriftItem, error) {
 				if planned[p.Namespace+"/"+rb.GetName()] {
 					continue
 				}
-				out = append(out, DriftItem{Kind: "RoleBinding", Ref: p.Namespace + "/" + rb.GetName(), What: "extra", Detail: bindingSummary(rb)})
+				out = append(out, workflow.DriftItem{Kind: "RoleBinding", Ref: p.Namespace + "/" + rb.GetName(), What: "extra", Detail: bindingSummary(rb)})
 			}
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // TestDriftIntegration: on the real API server, a freshly applied plan has
@@ -63,7 +65,7 @@ func TestDriftIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]DriftItem{}
+	got := map[string]workflow.DriftItem{}
 	for _, it := range d {
 		got[it.Kind+" "+it.What] = it
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // ConnVersion names a connection and the approved version live on the
@@ -20,8 +22,8 @@ type ConnVersion struct {
 type DriftChecker struct {
 	List     func(ctx context.Context) ([]ConnVersion, error)
 	Plans    func(ctx context.Context, connID int64, version int) (Plan, error)
-	Check    func(ctx context.Context, p Plan) ([]DriftItem, error)
-	Save     func(ctx context.Context, connID int64, items []DriftItem, checkErr string, now time.Time) error
+	Check    func(ctx context.Context, p Plan) ([]workflow.DriftItem, error)
+	Save     func(ctx context.Context, connID int64, items []workflow.DriftItem, checkErr string, now time.Time) error
 	Interval time.Duration
 	Clock    func() time.Time
 	Logger   *slog.Logger
@@ -43,7 +45,7 @@ func (d *DriftChecker) RunOnce(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			return drifted, ctx.Err()
 		}
-		var items []DriftItem
+		var items []workflow.DriftItem
 		checkErr := ""
 		p, err := d.Plans(ctx, cv.ConnectionID, cv.Version)
 		if err == nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 func TestDriftCheckerSavesEveryResultAndFailure(t *testing.T) {
@@ -23,13 +25,13 @@ func TestDriftCheckerSavesEveryResultAndFailure(t *testing.T) {
 			}
 			return Plan{ConnectionID: id, ContractVersion: v}, nil
 		},
-		Check: func(_ context.Context, p Plan) ([]DriftItem, error) {
+		Check: func(_ context.Context, p Plan) ([]workflow.DriftItem, error) {
 			if p.ConnectionID == 2 {
-				return []DriftItem{{Kind: "ResourceQuota", Ref: "ns/q", What: "changed"}}, nil
+				return []workflow.DriftItem{{Kind: "ResourceQuota", Ref: "ns/q", What: "changed"}}, nil
 			}
 			return nil, nil
 		},
-		Save: func(_ context.Context, id int64, items []DriftItem, checkErr string, _ time.Time) error {
+		Save: func(_ context.Context, id int64, items []workflow.DriftItem, checkErr string, _ time.Time) error {
 			got[id] = saved{len(items), checkErr}
 			return nil
 		},

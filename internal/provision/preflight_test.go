@@ -9,7 +9,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -34,7 +33,7 @@ func TestWorkerPreflightRefusesUnservedAPIVersions(t *testing.T) {
 	w.Preflight = old.RequireServed
 	b.runOnce(w)
 	j := b.jobNow(b.job.ID)
-	if j.State != store.JobFailed || j.Attempts != 1 {
+	if j.State != workflow.JobFailed || j.Attempts != 1 {
 		t.Errorf("job = %s after %d attempts, want failed at once", j.State, j.Attempts)
 	}
 	for _, want := range []string{"does not serve kueue.x-k8s.io/v1beta2 (it serves only v1beta1)", "amazon-sagemaker-hyperpod-taskgovernance", provision.KueueAddonVersion} {
@@ -53,7 +52,7 @@ func TestWorkerPreflightRefusesUnservedAPIVersions(t *testing.T) {
 	w2 := b2.worker("w1", &fakeCluster{})
 	w2.Preflight = servedBy("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2").RequireServed
 	b2.runOnce(w2)
-	if j := b2.jobNow(b2.job.ID); j.State != store.JobSucceeded {
+	if j := b2.jobNow(b2.job.ID); j.State != workflow.JobSucceeded {
 		t.Errorf("with every version served: job %s (%s)", j.State, j.LastError)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -48,13 +47,7 @@ func TestDriftReapplyIntegration(t *testing.T) {
 		},
 		Plans: b.plans,
 		Check: b.look.Drift,
-		Save: func(ctx context.Context, id int64, items []provision.DriftItem, checkErr string, now time.Time) error {
-			recs := make([]store.DriftRecord, len(items))
-			for i, it := range items {
-				recs[i] = store.DriftRecord(it)
-			}
-			return b.db.SaveDrift(ctx, id, recs, checkErr, now)
-		},
+		Save:  b.db.SaveDrift,
 		Clock: b.clock.Now,
 	}
 	if n, err := checker.RunOnce(ctx); err != nil || n != 0 {
@@ -108,7 +101,7 @@ func TestDriftReapplyIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.runOnce(ctx, w)
-	if j := b.job(ctx, job.ID); j.State != store.JobSucceeded {
+	if j := b.job(ctx, job.ID); j.State != workflow.JobSucceeded {
 		t.Fatalf("re-apply job = %s: %s", j.State, j.LastError)
 	}
 	steps := b.steps(ctx, job.ID)

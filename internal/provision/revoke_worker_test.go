@@ -49,7 +49,7 @@ func (b *bed) provisioned(cluster *fakeCluster) {
 }
 
 // revoke revokes the bed's connection and returns the revoke job.
-func (b *bed) revoke() store.Job {
+func (b *bed) revoke() workflow.Job {
 	b.t.Helper()
 	_, j, err := b.db.Revoke(b.t.Context(), b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "end of project", b.clock.Now())
 	if err != nil {
@@ -75,7 +75,7 @@ func (b *bed) assertRevocationSteps(jobID int64, outcome string, attempts func(i
 		b.t.Fatalf("%d step rows, want %d", len(ss), len(names))
 	}
 	for i, s := range ss {
-		if s.Name != names[i] || s.State != store.StepDone || s.Outcome != outcome || s.Attempts != attempts(i) {
+		if s.Name != names[i] || s.State != workflow.StepDone || s.Outcome != outcome || s.Attempts != attempts(i) {
 			b.t.Errorf("step %d = %s %s %s attempts %d; want %s done %s attempts %d", i, s.Name, s.State, s.Outcome, s.Attempts, names[i], outcome, attempts(i))
 		}
 	}
@@ -110,7 +110,7 @@ func TestWorkerRevokes(t *testing.T) {
 	if got := cluster.calls[len(cluster.calls)-1]; !strings.HasPrefix(got, "lock Namespace ") {
 		t.Errorf("last step %q, want the namespace locked (the default mode)", got)
 	}
-	if got := b.jobNow(j.ID); got.State != store.JobSucceeded || got.Steps != len(names) || got.AppliedPlanHash == "" || got.DryRun {
+	if got := b.jobNow(j.ID); got.State != workflow.JobSucceeded || got.Steps != len(names) || got.AppliedPlanHash == "" || got.DryRun {
 		t.Errorf("job = %+v, want succeeded with %d steps", got, len(names))
 	}
 	b.assertRevocationSteps(j.ID, string(provision.Deleted), once)
@@ -136,7 +136,7 @@ func TestWorkerRevocationRetriesAndFails(t *testing.T) {
 	w := b.worker("w1", cluster)
 
 	b.runOnce(w) // transient: retried with backoff, still revoking
-	if got := b.jobNow(j.ID); got.State != store.JobQueued || !strings.Contains(got.LastError, "apiserver restarting") || !got.NotBefore.Equal(b.clock.Now().Add(10*time.Second)) {
+	if got := b.jobNow(j.ID); got.State != workflow.JobQueued || !strings.Contains(got.LastError, "apiserver restarting") || !got.NotBefore.Equal(b.clock.Now().Add(10*time.Second)) {
 		t.Errorf("after a transient error: job %+v, want queued 10s later", got)
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateRevoking {
@@ -145,7 +145,7 @@ func TestWorkerRevocationRetriesAndFails(t *testing.T) {
 	b.clock.Add(10 * time.Second)
 	b.runOnce(w) // permanent: failed, still revoking, the server's message recorded
 	got := b.jobNow(j.ID)
-	if got.State != store.JobFailed || !strings.Contains(got.LastError, "the portal may not delete roles") || got.Attempts != 2 {
+	if got.State != workflow.JobFailed || !strings.Contains(got.LastError, "the portal may not delete roles") || got.Attempts != 2 {
 		t.Errorf("after a permanent error: job %+v, want failed with the server's message", got)
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateRevoking {
@@ -162,7 +162,7 @@ func TestWorkerRevocationRetriesAndFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.runOnce(w)
-	if got := b.jobNow(again.ID); got.State != store.JobSucceeded {
+	if got := b.jobNow(again.ID); got.State != workflow.JobSucceeded {
 		t.Errorf("retried revocation = %+v, want succeeded", got)
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateRevoked {
@@ -180,7 +180,7 @@ func TestWorkerRevocationDryRun(t *testing.T) {
 		j := b.revoke()
 		b.runOnce(dry)
 		got := b.jobNow(j.ID)
-		if got.State != store.JobSucceeded || !got.DryRun {
+		if got.State != workflow.JobSucceeded || !got.DryRun {
 			t.Errorf("job = %+v, want a succeeded dry run", got)
 		}
 		b.assertRevocationSteps(j.ID, string(provision.DryRunOutcome), once)
@@ -237,7 +237,7 @@ func TestWorkerRevocationResumesAfterACrash(t *testing.T) {
 			b.clock.Add(time.Second)
 			b.runOnce(next)
 
-			if got := b.jobNow(j.ID); got.State != store.JobSucceeded || got.Attempts != 2 {
+			if got := b.jobNow(j.ID); got.State != workflow.JobSucceeded || got.Attempts != 2 {
 				t.Errorf("job = %+v, want succeeded at attempt 2", got)
 			}
 			b.assertRevocationSteps(j.ID, string(provision.Deleted), func(seq int) int {
@@ -272,7 +272,7 @@ func TestWorkerRevocationResumesAfterACrash(t *testing.T) {
 func TestWorkerRevocationWaitsForARunningProvisioning(t *testing.T) {
 	b := newBed(t)
 	cluster := &fakeCluster{}
-	var rj store.Job
+	var rj workflow.Job
 	slow := b.worker("slow", cluster)
 	slow.AfterStep = func(seq int) error {
 		if seq == 2 {
@@ -286,7 +286,7 @@ func TestWorkerRevocationWaitsForARunningProvisioning(t *testing.T) {
 	if n := len(cluster.calls); n != 3 {
 		t.Errorf("provisioning applied %d objects, want 3: nothing after the revocation", n)
 	}
-	if got := b.jobNow(b.job.ID); got.State != store.JobFailed || !strings.Contains(got.LastError, "being revoked") {
+	if got := b.jobNow(b.job.ID); got.State != workflow.JobFailed || !strings.Contains(got.LastError, "being revoked") {
 		t.Errorf("provisioning job = %+v, want failed as cancelled", got)
 	}
 	w := b.worker("w1", cluster)
@@ -294,7 +294,7 @@ func TestWorkerRevocationWaitsForARunningProvisioning(t *testing.T) {
 	b.idle(w, "before the provisioning lease expires")
 	b.clock.Add(time.Nanosecond)
 	b.runOnce(w)
-	if got := b.jobNow(rj.ID); got.State != store.JobSucceeded {
+	if got := b.jobNow(rj.ID); got.State != workflow.JobSucceeded {
 		t.Errorf("revoke job = %+v, want succeeded", got)
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateRevoked {
@@ -320,7 +320,7 @@ func TestWorkerRevokesASlurmConnection(t *testing.T) {
 	}
 	b.runOnce(w)
 	ss := b.steps(j.ID)
-	if got := b.jobNow(j.ID); got.State != store.JobSucceeded || len(ss) != 1 || ss[0].Name != "nothing to remove" || !strings.Contains(ss[0].Detail, "Slurm") {
+	if got := b.jobNow(j.ID); got.State != workflow.JobSucceeded || len(ss) != 1 || ss[0].Name != "nothing to remove" || !strings.Contains(ss[0].Detail, "Slurm") {
 		t.Errorf("job = %+v, steps %+v; want one recorded step saying there is nothing to remove", got, ss)
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateRevoked {
@@ -334,7 +334,7 @@ func TestWorkerRevocationNeedsARevocationApplier(t *testing.T) {
 	b := newBed(t)
 	j := b.revoke()
 	b.runOnce(b.worker("w1", applyOnly{}))
-	if got := b.jobNow(j.ID); got.State != store.JobFailed || !strings.Contains(got.LastError, "cannot delete") {
+	if got := b.jobNow(j.ID); got.State != workflow.JobFailed || !strings.Contains(got.LastError, "cannot delete") {
 		t.Errorf("job = %+v, want failed: the applier cannot delete", got)
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateRevoking {
@@ -417,7 +417,7 @@ func TestWorkerRefusesAForeignNamespaceBeforeAnyStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.State != store.JobFailed || !strings.Contains(j.LastError, "adopts it explicitly") || len(cluster.calls) != 0 {
+	if j.State != workflow.JobFailed || !strings.Contains(j.LastError, "adopts it explicitly") || len(cluster.calls) != 0 {
 		t.Errorf("job %s %q, calls %v; want failed before any step", j.State, j.LastError, cluster.calls)
 	}
 

@@ -14,34 +14,17 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// Job is what the worker needs of a claimed job.
-type Job struct {
-	ID           int64
-	ConnectionID int64
-	Kind         string // JobKindProvision or JobKindRevoke; other kinds are not run by this worker yet
-	Version      int
-	// PlanHash is the plan an approver pinned, "" when none was: a pinned
-	// job refuses to apply any other plan.
-	PlanHash string
-	// AdoptNamespace is the existing namespace an admin adopted when
-	// approving the job's version ("" when none): the only foreign
-	// namespace (ForeignNamespace) the job may take over.
-	AdoptNamespace string
-	Attempts       int // claims so far, this one included
-	LastError      string
-	PreviousOwner  string // set when the claim took over an expired lease
-}
-
-// JobStore is the durable queue the worker runs on (internal/store.DB in the
-// portal). Every method but ClaimJob checks that owner still holds the job's
-// lease and fails when it does not; the worker then stops without writing
-// anything else, since another worker has taken the job over.
+// JobStore is the durable queue the worker runs on: *store.DB in the portal,
+// as it is (the job is a workflow.Job, which internal/store keeps). Every
+// method but ClaimJob checks that owner still holds the job's lease and
+// fails when it does not; the worker then stops without writing anything
+// else, since another worker has taken the job over.
 //
 // StartJob and CompleteJob return a *workflow.TransitionError when the
 // connection is in a state that does not allow the change (revoked while the
 // job waited, say); the worker fails the job with it.
 type JobStore interface {
-	ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (Job, bool, error)
+	ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (workflow.Job, bool, error)
 	ExtendLease(ctx context.Context, jobID int64, owner string, now time.Time, lease time.Duration) error
 	StartJob(ctx context.Context, jobID int64, owner, planHash string, steps []string, dryRun bool, now time.Time) error
 	StepStarted(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time) error
@@ -90,18 +73,6 @@ type NamespaceChecker interface {
 
 // DryRunOutcome is the outcome recorded for every step of a dry run.
 const DryRunOutcome Outcome = "dry-run"
-
-// The kinds of job this worker runs.
-const (
-	JobKindProvision = "provision"
-	// JobKindRevoke jobs run the RevocationPlan of the approved version's
-	// plan: the store moved the connection to revoking when it queued one,
-	// and completing it moves it to revoked.
-	JobKindRevoke = "revoke"
-	// JobKindReapply jobs re-apply the approved version's plan to a live
-	// connection and prune RoleBindings beyond it (the fix for drift).
-	JobKindReapply = "reapply"
-)
 
 // Permanent marks err as one that retrying cannot fix (IsPermanent reports
 // true), for callers outside this package, e.g. a Plans function whose
@@ -275,8 +246,8 @@ type stop struct {
 	err   error
 }
 
-func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error {
-	if job.Kind != JobKindProvision && job.Kind != JobKindRevoke && job.Kind != JobKindReapply {
+func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logger) error {
+	if job.Kind != workflow.JobProvision && job.Kind != workflow.JobRevoke && job.Kind != workflow.JobReapply {
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
 	}
 	if job.Attempts > w.maxAttempts() {
@@ -309,7 +280,7 @@ func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error
 			return err
 		}
 		outcome, detail, applyErr := DryRunOutcome, st.Detail, error(nil)
-		var rec *AWSRecord
+		var rec *workflow.AWSRecord
 		if !w.DryRun {
 			stepCtx, cancel := context.WithTimeout(ctx, w.lease()/2)
 			if st.AWS != nil {
@@ -331,7 +302,7 @@ func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error
 		}
 		if r, ok := w.Store.(AWSRecorder); ok && rec != nil {
 			rec.ConnectionID = job.ConnectionID
-			if err := r.RecordAWSResource(sctx, job.ID, w.Owner, *rec); err != nil {
+			if err := r.RecordAWSResource(sctx, job.ID, w.Owner, *rec, w.now()); err != nil {
 				return err
 			}
 		}
@@ -359,9 +330,9 @@ func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error
 // provisioning job applies the plan of the approved version (only the one
 // an approver pinned, when one was); a revocation job runs the plan's
 // RevocationPlan, in the settings' mode.
-func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
+func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, error) {
 	plan, err := w.Plans(ctx, job.ConnectionID, job.Version)
-	if job.Kind == JobKindRevoke {
+	if job.Kind == workflow.JobRevoke {
 		if errors.Is(err, ErrSlurm) {
 			// Nothing was ever provisioned on EKS for it; the one step
 			// says so, so the revocation completes with a record.
@@ -406,7 +377,7 @@ func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
 		}
 	}
 	plan = plan.Adopting(job.AdoptNamespace)
-	if job.Kind == JobKindReapply {
+	if job.Kind == workflow.JobReapply {
 		return ReapplySteps(plan), hash, nil
 	}
 	return ApplySteps(plan), hash, nil
@@ -414,7 +385,7 @@ func (w *Worker) steps(ctx context.Context, job Job) ([]Step, string, error) {
 
 // runStep runs one step on the cluster: an apply with Apply, any other
 // action with Apply's RevocationApplier side.
-func (w *Worker) runStep(ctx context.Context, job Job, st Step) (Outcome, string, error) {
+func (w *Worker) runStep(ctx context.Context, job workflow.Job, st Step) (Outcome, string, error) {
 	switch st.Action {
 	case ActionApply:
 		return w.Apply.ApplyObject(ctx, st.Object)
@@ -430,7 +401,7 @@ func (w *Worker) runStep(ctx context.Context, job Job, st Step) (Outcome, string
 
 // settle records how an attempt ended: a retry with backoff for a transient
 // error with attempts left, else the job's failure.
-func (w *Worker) settle(sctx context.Context, job Job, log *slog.Logger, s stop) error {
+func (w *Worker) settle(sctx context.Context, job workflow.Job, log *slog.Logger, s stop) error {
 	now := w.now()
 	if s.retry && job.Attempts < w.maxAttempts() {
 		at := now.Add(w.backoff(job.Attempts))
@@ -447,7 +418,7 @@ func (w *Worker) settle(sctx context.Context, job Job, log *slog.Logger, s stop)
 
 // handBack returns a job to the queue, due now, when the worker stops
 // before step seq: the next worker resumes it at once. The attempt counts.
-func (w *Worker) handBack(sctx context.Context, job Job, log *slog.Logger, seq int, name string) error {
+func (w *Worker) handBack(sctx context.Context, job workflow.Job, log *slog.Logger, seq int, name string) error {
 	log.Info("worker stopping; job handed back", "next_step", seq)
 	now := w.now()
 	return w.Store.RetryJob(sctx, job.ID, w.Owner, now, fmt.Sprintf("interrupted at step %d (%s): the worker stopped", seq+1, name), now)

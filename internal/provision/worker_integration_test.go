@@ -11,7 +11,7 @@ package provision_test
 // outcome is created or unchanged. Connection ids restart at 1 in each test's
 // database, so objects are always selected by team and connection together.
 //
-// The jobStore adapter and the manual clock are worker_test.go's.
+// The manual clock is worker_test.go's.
 
 import (
 	"context"
@@ -81,7 +81,7 @@ type wbed struct {
 type wintTenant struct {
 	team  string
 	conn  store.Connection
-	job   store.Job
+	job   workflow.Job
 	plan  provision.Plan
 	names []string // step names, "Kind ref"
 }
@@ -213,7 +213,7 @@ func (b *wbed) approve(ctx context.Context, team string, plans func(context.Cont
 		b.tb.Fatalf("%s is %s after the approval, want approved", team, conn.State)
 	}
 	jobs, err := b.db.JobsFor(ctx, conn.ID)
-	if err != nil || len(jobs) != 1 || jobs[0].State != store.JobQueued || jobs[0].PlanHash != plan.Hash() {
+	if err != nil || len(jobs) != 1 || jobs[0].State != workflow.JobQueued || jobs[0].PlanHash != plan.Hash() {
 		b.tb.Fatalf("JobsFor = %+v, %v; want the queued job of the approval, pinned to plan %s", jobs, err, plan.Hash())
 	}
 	tn := wintTenant{team: team, conn: conn, job: jobs[0], plan: plan}
@@ -402,7 +402,7 @@ func (b *wbed) settleQuota(ctx context.Context, tn wintTenant) {
 
 func (b *wbed) worker(owner string) *provision.Worker {
 	return &provision.Worker{
-		Store:      jobStore{b.db},
+		Store:      b.db,
 		Plans:      b.plans,
 		Apply:      provision.ApplierSteps{Applier: b.applier},
 		Clock:      b.clock.Now,
@@ -427,7 +427,7 @@ func (b *wbed) idle(ctx context.Context, w *provision.Worker, why string) {
 	}
 }
 
-func (b *wbed) job(ctx context.Context, id int64) store.Job {
+func (b *wbed) job(ctx context.Context, id int64) workflow.Job {
 	b.tb.Helper()
 	j, err := b.db.Job(ctx, id)
 	if err != nil {
@@ -436,7 +436,7 @@ func (b *wbed) job(ctx context.Context, id int64) store.Job {
 	return j
 }
 
-func (b *wbed) steps(ctx context.Context, id int64) []store.JobStep {
+func (b *wbed) steps(ctx context.Context, id int64) []workflow.JobStep {
 	b.tb.Helper()
 	ss, err := b.db.JobSteps(ctx, id)
 	if err != nil {
@@ -495,7 +495,7 @@ func firstOutcome(o provision.Object, outcome string) bool {
 func (b *wbed) assertSucceeded(ctx context.Context, tn wintTenant, attempts int, outcomeOK func(seq int, outcome string) bool, stepAttempts func(seq int) int) {
 	b.tb.Helper()
 	j := b.job(ctx, tn.job.ID)
-	if j.State != store.JobSucceeded || j.Attempts != attempts || j.AppliedPlanHash != tn.plan.Hash() || j.Steps != len(tn.names) || j.DryRun || j.LastError != "" {
+	if j.State != workflow.JobSucceeded || j.Attempts != attempts || j.AppliedPlanHash != tn.plan.Hash() || j.Steps != len(tn.names) || j.DryRun || j.LastError != "" {
 		b.tb.Errorf("job = %+v; want succeeded at attempt %d, %d steps of plan %s", j, attempts, len(tn.names), tn.plan.Hash())
 	}
 	ss := b.steps(ctx, tn.job.ID)
@@ -503,7 +503,7 @@ func (b *wbed) assertSucceeded(ctx context.Context, tn wintTenant, attempts int,
 		b.tb.Fatalf("%d step rows, want one per plan object (%d): %+v", len(ss), len(tn.names), ss)
 	}
 	for i, s := range ss {
-		if s.Seq != i || s.Name != tn.names[i] || s.State != store.StepDone || !outcomeOK(i, s.Outcome) ||
+		if s.Seq != i || s.Name != tn.names[i] || s.State != workflow.StepDone || !outcomeOK(i, s.Outcome) ||
 			s.Attempts != stepAttempts(i) || !strings.HasPrefix(s.Detail, "resourceVersion ") || s.FinishedAt.IsZero() {
 			b.tb.Errorf("step %d = %d %q %s %q %q attempts %d; want %q done, attempts %d",
 				i, s.Seq, s.Name, s.State, s.Outcome, s.Detail, s.Attempts, tn.names[i], stepAttempts(i))
@@ -587,7 +587,7 @@ func TestWorkerCrashRecoveryIntegration(t *testing.T) {
 			if did, err := dying.RunOnce(ctx); !did || !errors.Is(err, errWorkerDied) {
 				t.Fatalf("RunOnce = %v, %v; want the crash", did, err)
 			}
-			if j := b.job(ctx, tn.job.ID); j.State != store.JobRunning || j.LeaseOwner != "dying" || j.Attempts != 1 {
+			if j := b.job(ctx, tn.job.ID); j.State != workflow.JobRunning || j.LeaseOwner != "dying" || j.Attempts != 1 {
 				t.Fatalf("job after the crash = %+v, want running under the dead worker", j)
 			}
 			if s := b.state(ctx, tn.conn.ID); s != workflow.StateProvisioning {
@@ -596,9 +596,9 @@ func TestWorkerCrashRecoveryIntegration(t *testing.T) {
 			// The history matches the cluster: what was recorded done
 			// exists, what is pending does not.
 			for i, s := range b.steps(ctx, tn.job.ID) {
-				want := store.StepDone
+				want := workflow.StepDone
 				if i > crash {
-					want = store.StepPending
+					want = workflow.StepPending
 				}
 				if s.State != want {
 					t.Errorf("step %d (%s) %s after the crash, want %s", i, s.Name, s.State, want)
@@ -761,7 +761,7 @@ func TestWorkerPermanentErrorIntegration(t *testing.T) {
 	t.Logf("the API server says: %s", msg)
 
 	j := b.job(ctx, tn.job.ID)
-	if j.State != store.JobFailed || j.Attempts != 1 || !strings.Contains(j.LastError, msg) || !strings.Contains(j.LastError, bad.Ref()) {
+	if j.State != workflow.JobFailed || j.Attempts != 1 || !strings.Contains(j.LastError, msg) || !strings.Contains(j.LastError, bad.Ref()) {
 		t.Errorf("job = %+v; want failed at attempt 1 with the server's message %q", j, msg)
 	}
 	if s := b.state(ctx, tn.conn.ID); s != workflow.StateApproved {
@@ -774,15 +774,15 @@ func TestWorkerPermanentErrorIntegration(t *testing.T) {
 	for i, s := range ss {
 		switch {
 		case i < at:
-			if s.State != store.StepDone || !firstOutcome(tn.plan.Objects[i], s.Outcome) || s.Attempts != 1 {
+			if s.State != workflow.StepDone || !firstOutcome(tn.plan.Objects[i], s.Outcome) || s.Attempts != 1 {
 				t.Errorf("step %d (%s) = %s %s attempts %d; want done: it was applied", i, s.Name, s.State, s.Outcome, s.Attempts)
 			}
 		case i == at:
-			if s.State != store.StepFailed || s.Outcome != string(provision.Failed) || !strings.Contains(s.Detail, msg) || s.Attempts != 1 {
+			if s.State != workflow.StepFailed || s.Outcome != string(provision.Failed) || !strings.Contains(s.Detail, msg) || s.Attempts != 1 {
 				t.Errorf("step %d (%s) = %s %s %q attempts %d; want failed with the server's message", i, s.Name, s.State, s.Outcome, s.Detail, s.Attempts)
 			}
 		default:
-			if s.State != store.StepPending || s.Attempts != 0 {
+			if s.State != workflow.StepPending || s.Attempts != 0 {
 				t.Errorf("step %d (%s) = %s attempts %d; want pending, never started", i, s.Name, s.State, s.Attempts)
 			}
 		}
@@ -912,7 +912,7 @@ func TestWorkerRefusesAForeignNamespaceIntegration(t *testing.T) {
 	b.createForeign(ctx, tn.plan.Namespace)
 	b.runOnce(ctx, b.worker("w1"))
 	j := b.job(ctx, tn.job.ID)
-	if j.State != store.JobFailed || j.Attempts != 1 || !strings.Contains(j.LastError, "adopts it explicitly") {
+	if j.State != workflow.JobFailed || j.Attempts != 1 || !strings.Contains(j.LastError, "adopts it explicitly") {
 		t.Errorf("job = %+v; want failed at once, saying the namespace was not adopted", j)
 	}
 	ns, err := b.live(ctx, tn.plan.Objects[0])
@@ -943,7 +943,7 @@ func TestWorkerRefusesAForeignNamespaceIntegration(t *testing.T) {
 		t.Fatalf("the adopting approval's job: %+v", adopted.job)
 	}
 	b.runOnce(ctx, b.worker("w1"))
-	if j := b.job(ctx, adopted.job.ID); j.State != store.JobSucceeded {
+	if j := b.job(ctx, adopted.job.ID); j.State != workflow.JobSucceeded {
 		t.Errorf("adopted job = %+v; want succeeded", j)
 	}
 	ns, err = b.live(ctx, adopted.plan.Objects[0])

@@ -29,31 +29,12 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// jobStore is the adapter cmd/portal needs: *store.DB has every JobStore
-// method but ClaimJob, whose Job is the store's (provision cannot import the
-// store, nor the store provision).
-type jobStore struct{ *store.DB }
-
-func (s jobStore) ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (provision.Job, bool, error) {
-	j, ok, err := s.DB.ClaimJob(ctx, owner, now, lease)
-	return provision.Job{
-		ID: j.ID, ConnectionID: j.ConnectionID, Kind: string(j.Kind), Version: j.Version, PlanHash: j.PlanHash,
-		AdoptNamespace: j.AdoptNamespace, Attempts: j.Attempts, LastError: j.LastError, PreviousOwner: j.PreviousOwner,
-	}, ok, err
-}
-
-var _ provision.JobStore = jobStore{}
-
-// RecordAWSResource is the adapter's provision.AWSRecorder side, as in
-// cmd/portal.
-func (s jobStore) RecordAWSResource(ctx context.Context, jobID int64, owner string, r provision.AWSRecord) error {
-	return s.DB.RecordAWSResource(ctx, jobID, owner, store.AWSResource{
-		ConnectionID: r.ConnectionID, Kind: r.Kind, Name: r.Name, ResourceID: r.ResourceID,
-		ARN: r.ARN, Version: r.Version, Action: r.Action,
-	}, time.Now())
-}
-
-var _ provision.AWSRecorder = jobStore{}
+// *store.DB is the worker's queue and AWS recorder directly, as in
+// cmd/portal: the job and AWS record types are workflow's.
+var (
+	_ provision.JobStore    = (*store.DB)(nil)
+	_ provision.AWSRecorder = (*store.DB)(nil)
+)
 
 // clock is a manual clock shared by the workers of a test.
 type clock struct {
@@ -116,7 +97,7 @@ type bed struct {
 	db       *store.DB
 	clock    *clock
 	conn     store.Connection
-	job      store.Job
+	job      workflow.Job
 	plan     provision.Plan
 	names    []string
 }
@@ -168,7 +149,7 @@ var editContract func(*workflow.Contract)
 var adoptNext string
 
 // approve creates, submits and approves a connection for team.
-func (b *bed) approve(team string) (store.Connection, store.Job) {
+func (b *bed) approve(team string) (store.Connection, workflow.Job) {
 	b.t.Helper()
 	ctx := b.t.Context()
 	u, err := b.db.RecordLogin(ctx, "https://idp.example.test", "u-"+team, team+"@example.test", team, nil, b.clock.Now())
@@ -212,7 +193,7 @@ func (b *bed) approve(team string) (store.Connection, store.Job) {
 
 func (b *bed) worker(owner string, apply provision.StepApplier) *provision.Worker {
 	return &provision.Worker{
-		Store: jobStore{b.db},
+		Store: b.db,
 		Plans: provision.PlansFrom(func(ctx context.Context, id int64, v int) (workflow.Contract, string, error) {
 			ver, err := b.db.Version(ctx, id, v)
 			return ver.Contract, ver.Hash, err
@@ -241,7 +222,7 @@ func (b *bed) idle(w *provision.Worker, why string) {
 	}
 }
 
-func (b *bed) jobNow(id int64) store.Job {
+func (b *bed) jobNow(id int64) workflow.Job {
 	b.t.Helper()
 	j, err := b.db.Job(b.t.Context(), id)
 	if err != nil {
@@ -250,7 +231,7 @@ func (b *bed) jobNow(id int64) store.Job {
 	return j
 }
 
-func (b *bed) steps(id int64) []store.JobStep {
+func (b *bed) steps(id int64) []workflow.JobStep {
 	b.t.Helper()
 	s, err := b.db.JobSteps(b.t.Context(), id)
 	if err != nil {
@@ -294,7 +275,7 @@ func (b *bed) verifyAudit() {
 }
 
 // assertSteps checks every step's name, state, outcome and attempt count.
-func (b *bed) assertSteps(jobID int64, state store.StepState, outcome string, attempts func(seq int) int) {
+func (b *bed) assertSteps(jobID int64, state workflow.StepState, outcome string, attempts func(seq int) int) {
 	b.t.Helper()
 	ss := b.steps(jobID)
 	if len(ss) != len(b.names) {
@@ -322,10 +303,10 @@ func TestWorkerProvisions(t *testing.T) {
 		t.Errorf("applied %v, want the plan in order %v", cluster.calls, b.names)
 	}
 	j := b.jobNow(b.job.ID)
-	if j.State != store.JobSucceeded || j.Attempts != 1 || j.AppliedPlanHash != b.plan.Hash() || j.Steps != len(b.names) || j.DryRun {
+	if j.State != workflow.JobSucceeded || j.Attempts != 1 || j.AppliedPlanHash != b.plan.Hash() || j.Steps != len(b.names) || j.DryRun {
 		t.Errorf("job = %+v, want succeeded at attempt 1 with plan %s", j, b.plan.Hash())
 	}
-	b.assertSteps(b.job.ID, store.StepDone, "created", once)
+	b.assertSteps(b.job.ID, workflow.StepDone, "created", once)
 	if s := b.state(b.conn.ID); s != workflow.StateActive {
 		t.Errorf("connection %s, want active", s)
 	}
@@ -347,14 +328,14 @@ func TestWorkerRetriesTransientErrors(t *testing.T) {
 	for attempt, delay := range []time.Duration{10 * time.Second, 15 * time.Second, 15 * time.Second} {
 		b.runOnce(w)
 		j := b.jobNow(b.job.ID)
-		if j.State != store.JobQueued || j.Attempts != attempt+1 || !j.NotBefore.Equal(b.clock.Now().Add(delay)) ||
+		if j.State != workflow.JobQueued || j.Attempts != attempt+1 || !j.NotBefore.Equal(b.clock.Now().Add(delay)) ||
 			!strings.Contains(j.LastError, "apiserver restarting") {
 			t.Fatalf("after attempt %d: job %+v; want queued for %s later with the error", attempt+1, j, delay)
 		}
 		if s := b.state(b.conn.ID); s != workflow.StateProvisioning {
 			t.Errorf("connection %s during retries, want provisioning", s)
 		}
-		if ss := b.steps(b.job.ID); ss[2].State != store.StepFailed || !strings.Contains(ss[2].Detail, "apiserver restarting") || ss[3].State != store.StepPending {
+		if ss := b.steps(b.job.ID); ss[2].State != workflow.StepFailed || !strings.Contains(ss[2].Detail, "apiserver restarting") || ss[3].State != workflow.StepPending {
 			t.Errorf("steps after attempt %d: %+v", attempt+1, ss[:4])
 		}
 		b.clock.Add(delay - time.Nanosecond)
@@ -363,10 +344,10 @@ func TestWorkerRetriesTransientErrors(t *testing.T) {
 	}
 	b.runOnce(w)
 
-	if j := b.jobNow(b.job.ID); j.State != store.JobSucceeded || j.Attempts != 4 {
+	if j := b.jobNow(b.job.ID); j.State != workflow.JobSucceeded || j.Attempts != 4 {
 		t.Errorf("job = %+v, want succeeded at attempt 4", j)
 	}
-	b.assertSteps(b.job.ID, store.StepDone, "created", func(seq int) int {
+	b.assertSteps(b.job.ID, workflow.StepDone, "created", func(seq int) int {
 		if seq <= 2 {
 			return 4
 		}
@@ -395,7 +376,7 @@ func TestWorkerGivesUpAfterMaxAttempts(t *testing.T) {
 		b.runOnce(w)
 	}
 	j := b.jobNow(b.job.ID)
-	if j.State != store.JobFailed || j.Attempts != 3 || !strings.Contains(j.LastError, "gave up after 3 attempts") || !strings.Contains(j.LastError, "slow down") {
+	if j.State != workflow.JobFailed || j.Attempts != 3 || !strings.Contains(j.LastError, "gave up after 3 attempts") || !strings.Contains(j.LastError, "slow down") {
 		t.Errorf("job = %+v, want failed after 3 attempts with the last error", j)
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateApproved {
@@ -416,7 +397,7 @@ func TestWorkerFailsOnPermanentError(t *testing.T) {
 	b.runOnce(w)
 
 	j := b.jobNow(b.job.ID)
-	if j.State != store.JobFailed || j.Attempts != 1 || !strings.Contains(j.LastError, invalid.Error()) {
+	if j.State != workflow.JobFailed || j.Attempts != 1 || !strings.Contains(j.LastError, invalid.Error()) {
 		t.Errorf("job = %+v, want failed at once with the server's message %q", j, invalid.Error())
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateApproved {
@@ -424,12 +405,12 @@ func TestWorkerFailsOnPermanentError(t *testing.T) {
 	}
 	ss := b.steps(b.job.ID)
 	for i, s := range ss {
-		want := store.StepDone
+		want := workflow.StepDone
 		switch {
 		case i == at:
-			want = store.StepFailed
+			want = workflow.StepFailed
 		case i > at:
-			want = store.StepPending
+			want = workflow.StepPending
 		}
 		if s.State != want {
 			t.Errorf("step %d (%s) %s, want %s", i, s.Name, s.State, want)
@@ -455,10 +436,10 @@ func TestWorkerDryRun(t *testing.T) {
 	b.runOnce(w)
 
 	j := b.jobNow(b.job.ID)
-	if j.State != store.JobSucceeded || !j.DryRun || j.AppliedPlanHash != b.plan.Hash() {
+	if j.State != workflow.JobSucceeded || !j.DryRun || j.AppliedPlanHash != b.plan.Hash() {
 		t.Errorf("job = %+v, want a succeeded dry run of plan %s", j, b.plan.Hash())
 	}
-	b.assertSteps(b.job.ID, store.StepDone, string(provision.DryRunOutcome), once)
+	b.assertSteps(b.job.ID, workflow.StepDone, string(provision.DryRunOutcome), once)
 	summary := b.plan.Summary()
 	for i, s := range b.steps(b.job.ID) {
 		if s.Detail != summary[i] {
@@ -495,7 +476,7 @@ func TestWorkerResumesAfterACrash(t *testing.T) {
 			if did, err := dying.RunOnce(t.Context()); !did || !errors.Is(err, errCrash) {
 				t.Fatalf("RunOnce = %v, %v; want the crash", did, err)
 			}
-			if j := b.jobNow(b.job.ID); j.State != store.JobRunning || j.LeaseOwner != "dying" {
+			if j := b.jobNow(b.job.ID); j.State != workflow.JobRunning || j.LeaseOwner != "dying" {
 				t.Fatalf("job after the crash = %+v, want still running under the dead worker", j)
 			}
 
@@ -506,10 +487,10 @@ func TestWorkerResumesAfterACrash(t *testing.T) {
 			b.runOnce(next)
 
 			j := b.jobNow(b.job.ID)
-			if j.State != store.JobSucceeded || j.Attempts != 2 {
+			if j.State != workflow.JobSucceeded || j.Attempts != 2 {
 				t.Errorf("job = %+v, want succeeded at attempt 2", j)
 			}
-			b.assertSteps(b.job.ID, store.StepDone, "created", func(seq int) int {
+			b.assertSteps(b.job.ID, workflow.StepDone, "created", func(seq int) int {
 				if seq <= crash {
 					return 2
 				}
@@ -550,7 +531,7 @@ func TestWorkerGivesUpOnACrashLoop(t *testing.T) {
 		b.clock.Add(2 * time.Minute)
 	}
 	j := b.jobNow(b.job.ID)
-	if j.State != store.JobFailed || !strings.Contains(j.LastError, "gave up after 2 attempts") {
+	if j.State != workflow.JobFailed || !strings.Contains(j.LastError, "gave up after 2 attempts") {
 		t.Errorf("job = %+v, want failed after 2 attempts", j)
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateApproved {
@@ -577,10 +558,10 @@ func TestWorkerStopsWhenItsLeaseIsTaken(t *testing.T) {
 		t.Fatalf("RunOnce = %v, %v; want ErrLeaseLost", did, err)
 	}
 	ss := b.steps(b.job.ID)
-	if ss[1].State != store.StepDone || ss[2].State != store.StepPending || ss[2].Attempts != 0 {
+	if ss[1].State != workflow.StepDone || ss[2].State != workflow.StepPending || ss[2].Attempts != 0 {
 		t.Errorf("steps = %+v; the slow worker must not start step 2", ss[:3])
 	}
-	if j := b.jobNow(b.job.ID); j.LeaseOwner != "other" || j.State != store.JobRunning {
+	if j := b.jobNow(b.job.ID); j.LeaseOwner != "other" || j.State != workflow.JobRunning {
 		t.Errorf("job = %+v, want running under the other worker", j)
 	}
 }
@@ -592,7 +573,7 @@ func TestWorkerRefusesAPlanOtherThanThePinnedOne(t *testing.T) {
 	}
 	cluster := &fakeCluster{}
 	b.runOnce(b.worker("w1", cluster))
-	if j := b.jobNow(b.job.ID); j.State != store.JobFailed || !strings.Contains(j.LastError, "not the one approved") {
+	if j := b.jobNow(b.job.ID); j.State != workflow.JobFailed || !strings.Contains(j.LastError, "not the one approved") {
 		t.Errorf("job = %+v, want failed: plan differs from the pinned one", j)
 	}
 	if len(cluster.calls) != 0 {
@@ -604,10 +585,10 @@ func TestWorkerPlanErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		err   error
-		state store.JobState
+		state workflow.JobState
 	}{
-		{"permanent: cannot be planned", provision.Permanent(provision.ErrSlurm), store.JobFailed},
-		{"transient: the version could not be read", errors.New("database is locked"), store.JobQueued},
+		{"permanent: cannot be planned", provision.Permanent(provision.ErrSlurm), workflow.JobFailed},
+		{"transient: the version could not be read", errors.New("database is locked"), workflow.JobQueued},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBed(t)
@@ -635,7 +616,7 @@ func TestWorkerFailsAJobOfARevokedConnection(t *testing.T) {
 	}
 	cluster := &fakeCluster{}
 	b.runOnce(b.worker("w1", cluster))
-	if j := b.jobNow(b.job.ID); j.State != store.JobFailed || !strings.Contains(j.LastError, "being revoked cannot be provisioned") {
+	if j := b.jobNow(b.job.ID); j.State != workflow.JobFailed || !strings.Contains(j.LastError, "being revoked cannot be provisioned") {
 		t.Errorf("job = %+v, want failed with the lifecycle's refusal", j)
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateRevoking {
@@ -668,11 +649,11 @@ func TestWorkerRun(t *testing.T) {
 		t.Errorf("first connection %s, want active", s)
 	}
 	j := b.jobNow(job2.ID)
-	if j.State != store.JobQueued || !j.NotBefore.Equal(b.clock.Now()) || !strings.Contains(j.LastError, "worker stopped") {
+	if j.State != workflow.JobQueued || !j.NotBefore.Equal(b.clock.Now()) || !strings.Contains(j.LastError, "worker stopped") {
 		t.Errorf("second job = %+v, want handed back, due now", j)
 	}
 	ss := b.steps(job2.ID)
-	if ss[2].State != store.StepDone || ss[3].State != store.StepPending {
+	if ss[2].State != workflow.StepDone || ss[3].State != workflow.StepPending {
 		t.Errorf("second job's steps: %+v; want the running step finished and the next not started", ss[:4])
 	}
 	if s := b.state(conn2.ID); s != workflow.StateProvisioning {
@@ -689,15 +670,15 @@ func TestWorkerRun(t *testing.T) {
 func TestWorkerNeedsItsParts(t *testing.T) {
 	b := newBed(t)
 	for name, w := range map[string]*provision.Worker{
-		"no owner":   {Store: jobStore{b.db}, Plans: b.worker("", nil).Plans, Apply: &fakeCluster{}},
-		"no applier": {Store: jobStore{b.db}, Plans: b.worker("", nil).Plans, Owner: "w"},
-		"no plans":   {Store: jobStore{b.db}, Apply: &fakeCluster{}, Owner: "w"},
+		"no owner":   {Store: b.db, Plans: b.worker("", nil).Plans, Apply: &fakeCluster{}},
+		"no applier": {Store: b.db, Plans: b.worker("", nil).Plans, Owner: "w"},
+		"no plans":   {Store: b.db, Apply: &fakeCluster{}, Owner: "w"},
 	} {
 		if _, err := w.RunOnce(t.Context()); err == nil {
 			t.Errorf("%s: RunOnce succeeded", name)
 		}
 	}
-	if j := b.jobNow(b.job.ID); j.State != store.JobQueued || j.Attempts != 0 {
+	if j := b.jobNow(b.job.ID); j.State != workflow.JobQueued || j.Attempts != 0 {
 		t.Errorf("job = %+v, want untouched", j)
 	}
 }

@@ -4,28 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"time"
-)
 
-// AWSResource is an AWS resource provisioning made (or removed) for a
-// connection, as the last step that touched it saw it.
-type AWSResource struct {
-	ConnectionID int64
-	Kind         string // awsprov.Kind: compute-quota, studio-domain, ...
-	Name         string
-	ResourceID   string
-	ARN          string
-	Version      int
-	Action       string // created, updated, unchanged, deleted, kept
-	JobID        int64
-	UpdatedAt    time.Time
-}
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
 
 // RecordAWSResource keeps what an AWS step of job jobID did to a resource
 // (r.JobID and r.UpdatedAt are set here). Like every step write it fails
 // with ErrLeaseLost when owner no longer holds the job's lease. An
 // "unchanged" or "deleted" result keeps the ids recorded before when it
 // brings none.
-func (d *DB) RecordAWSResource(ctx context.Context, jobID int64, owner string, r AWSResource, now time.Time) error {
+func (d *DB) RecordAWSResource(ctx context.Context, jobID int64, owner string, r workflow.AWSRecord, now time.Time) error {
 	return d.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := leased(ctx, tx, jobID, owner); err != nil {
 			return err
@@ -45,7 +33,7 @@ ON CONFLICT (connection_id, kind, name) DO UPDATE SET
 
 // AWSResources lists a connection's AWS resources in the order provisioning
 // first recorded them.
-func (d *DB) AWSResources(ctx context.Context, connID int64) ([]AWSResource, error) {
+func (d *DB) AWSResources(ctx context.Context, connID int64) ([]workflow.AWSRecord, error) {
 	rows, err := d.sql.QueryContext(ctx, `
 SELECT connection_id, kind, name, resource_id, arn, version, action, job_id, updated_at
 FROM aws_resources WHERE connection_id = ? ORDER BY rowid`, connID)
@@ -53,9 +41,9 @@ FROM aws_resources WHERE connection_id = ? ORDER BY rowid`, connID)
 		return nil, err
 	}
 	defer rows.Close()
-	var out []AWSResource
+	var out []workflow.AWSRecord
 	for rows.Next() {
-		var r AWSResource
+		var r workflow.AWSRecord
 		var ts string
 		if err := rows.Scan(&r.ConnectionID, &r.Kind, &r.Name, &r.ResourceID, &r.ARN, &r.Version, &r.Action, &r.JobID, &ts); err != nil {
 			return nil, err

@@ -33,7 +33,7 @@ type Expect struct {
 	// explicitly (one neither the portal nor HyperPod created; the handler
 	// checks the cluster), "" for none. It is recorded with the approval
 	// (namespace_adoptions, and an audit event), and the version's jobs
-	// carry it (Job.AdoptNamespace).
+	// carry it (workflow.Job.AdoptNamespace).
 	Adopt string
 }
 

@@ -12,30 +12,20 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// DriftRecord is one difference between the cluster and a connection's
-// approved plan, as stored.
-type DriftRecord struct {
-	Kind   string   `json:"kind"`
-	Ref    string   `json:"ref"`
-	What   string   `json:"what"`
-	Fields []string `json:"fields,omitempty"`
-	Detail string   `json:"detail,omitempty"`
-}
-
 // DriftReport is the last drift check of a connection.
 type DriftReport struct {
 	ConnectionID int64
 	Team         string
 	CheckedAt    time.Time
-	Items        []DriftRecord
+	Items        []workflow.DriftItem
 	Error        string // the check itself failed
 }
 
 // SaveDrift records a drift check. When drift appears (none before, some
 // now) or disappears, an audit event says so, in the same transaction.
-func (d *DB) SaveDrift(ctx context.Context, connID int64, items []DriftRecord, checkErr string, now time.Time) error {
+func (d *DB) SaveDrift(ctx context.Context, connID int64, items []workflow.DriftItem, checkErr string, now time.Time) error {
 	if items == nil {
-		items = []DriftRecord{}
+		items = []workflow.DriftItem{}
 	}
 	b, err := json.Marshal(items)
 	if err != nil {

@@ -29,9 +29,9 @@ func TestSaveDriftAuditsAppearanceAndResolution(t *testing.T) {
 	if _, err := db.Drift(ctx, conn.ID); err != store.ErrNotFound {
 		t.Errorf("no check yet: %v", err)
 	}
-	items := []store.DriftRecord{{Kind: "RoleBinding", Ref: "hyperpod-ns-red/x", What: "extra", Detail: "grants admin"}}
+	items := []workflow.DriftItem{{Kind: "RoleBinding", Ref: "hyperpod-ns-red/x", What: "extra", Detail: "grants admin"}}
 	steps := []struct {
-		items   []store.DriftRecord
+		items   []workflow.DriftItem
 		err     string
 		actions []string // audit actions added by this save
 	}{

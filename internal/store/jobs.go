@@ -11,72 +11,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// JobState is where a job is in the queue.
-type JobState string
-
-// The job states. succeeded and failed are final.
-const (
-	JobQueued    JobState = "queued"
-	JobRunning   JobState = "running"
-	JobSucceeded JobState = "succeeded"
-	JobFailed    JobState = "failed"
-)
-
-// StepState is where one step of a job is.
-type StepState string
-
-// The step states.
-const (
-	StepPending StepState = "pending"
-	StepRunning StepState = "running"
-	StepDone    StepState = "done"
-	StepFailed  StepState = "failed"
-)
-
-// Job is one durable unit of provisioning work on a connection.
-type Job struct {
-	ID           int64
-	ConnectionID int64
-	Kind         workflow.JobKind
-	Version      int // the contract version the job applies
-	// PlanHash is the plan an approver pinned; "" when not pinned (see
-	// Approve). AppliedPlanHash is the plan the last attempt ran.
-	PlanHash        string
-	AppliedPlanHash string
-	// FromVersion, for an amend job, is the approved version the
-	// amendment replaces (0 otherwise).
-	FromVersion int
-	// AdoptNamespace is the namespace an admin adopted when approving the
-	// job's version (namespace_adoptions), "" for none.
-	AdoptNamespace string
-	State          JobState
-	Attempts       int // claims so far, this one included
-	Steps          int // steps of the applied plan
-	LeaseOwner     string
-	LeaseUntil     time.Time // zero unless running
-	NotBefore      time.Time
-	LastError      string
-	DryRun         bool
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	// PreviousOwner is set by ClaimJob only: the worker whose expired
-	// lease this claim took over ("" for a queued job).
-	PreviousOwner string
-}
-
-// JobStep is one step of a job: one plan object, in apply order.
-type JobStep struct {
-	JobID      int64
-	Seq        int
-	Name       string
-	State      StepState
-	Outcome    string
-	Detail     string
-	Attempts   int
-	StartedAt  time.Time // zero until first started
-	FinishedAt time.Time // zero unless done or failed
-}
-
 // ErrLeaseLost is returned by every write on a job the caller does not hold:
 // its lease was taken over by another worker after it expired, or the job is
 // no longer running. The caller must stop without writing anything else.
@@ -97,8 +31,8 @@ const jobCols = `id, connection_id, kind, version, plan_hash, applied_plan_hash,
 	lease_owner, lease_until, not_before, last_error, dry_run, created_at, updated_at, from_version,
 	COALESCE((SELECT a.namespace FROM namespace_adoptions a WHERE a.connection_id = jobs.connection_id AND a.version = jobs.version), '')`
 
-func scanJob(sc interface{ Scan(...any) error }) (Job, error) {
-	var j Job
+func scanJob(sc interface{ Scan(...any) error }) (workflow.Job, error) {
+	var j workflow.Job
 	var leaseUntil, notBefore, created, updated string
 	if err := sc.Scan(&j.ID, &j.ConnectionID, &j.Kind, &j.Version, &j.PlanHash, &j.AppliedPlanHash, &j.State, &j.Attempts, &j.Steps,
 		&j.LeaseOwner, &leaseUntil, &notBefore, &j.LastError, &j.DryRun, &created, &updated, &j.FromVersion, &j.AdoptNamespace); err != nil {
@@ -120,19 +54,19 @@ func scanJob(sc interface{ Scan(...any) error }) (Job, error) {
 	return j, nil
 }
 
-func getJob(ctx context.Context, q queryer, id int64) (Job, error) {
+func getJob(ctx context.Context, q queryer, id int64) (workflow.Job, error) {
 	j, err := scanJob(q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Job{}, ErrNotFound
+		return workflow.Job{}, ErrNotFound
 	}
 	if err != nil {
-		return Job{}, fmt.Errorf("store: job %d: %w", id, err)
+		return workflow.Job{}, fmt.Errorf("store: job %d: %w", id, err)
 	}
 	return j, nil
 }
 
 // Job returns one job or ErrNotFound.
-func (d *DB) Job(ctx context.Context, id int64) (Job, error) { return getJob(ctx, d.sql, id) }
+func (d *DB) Job(ctx context.Context, id int64) (workflow.Job, error) { return getJob(ctx, d.sql, id) }
 
 // enqueueJob queues a job inside the caller's transaction (apply's), due at
 // notBefore.
@@ -160,14 +94,14 @@ VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
 // job carries it), so the worker applies only the plan that was approved; a
 // connection whose approval named no plan gets ErrUnpinned and no job: a
 // provisioning job is never queued unpinned.
-func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by workflow.Actor, reason string, now time.Time) (Job, error) {
+func (d *DB) EnqueueProvisioning(ctx context.Context, connID int64, by workflow.Actor, reason string, now time.Time) (workflow.Job, error) {
 	return d.queueJob(ctx, connID, workflow.JobProvision, by, reason, now)
 }
 
 // queueJob runs workflow.QueueJob: a job of kind for the approved
 // version, with an audit event, in one transaction. A provisioning job is
 // pinned to the plan hash the approval named.
-func (d *DB) queueJob(ctx context.Context, connID int64, kind workflow.JobKind, by workflow.Actor, reason string, now time.Time) (Job, error) {
+func (d *DB) queueJob(ctx context.Context, connID int64, kind workflow.JobKind, by workflow.Actor, reason string, now time.Time) (workflow.Job, error) {
 	_, _, id, err := d.command(ctx, connID, false, now, func(tx *sql.Tx, c Connection, s workflow.Conn) (workflow.Effect, error) {
 		pinned := ""
 		var err error
@@ -183,7 +117,7 @@ func (d *DB) queueJob(ctx context.Context, connID int64, kind workflow.JobKind, 
 		return workflow.QueueJob(s, by, kind, pinned, reason, now)
 	})
 	if err != nil {
-		return Job{}, fmt.Errorf("store: enqueue %s job: %w", kind, err)
+		return workflow.Job{}, fmt.Errorf("store: enqueue %s job: %w", kind, err)
 	}
 	return d.Job(ctx, id)
 }
@@ -208,7 +142,7 @@ func approvedPlanHash(ctx context.Context, tx *sql.Tx, connID int64, kind workfl
 // EnqueueReapply queues a job that re-applies the approved plan of a live
 // connection and removes RoleBindings the plan does not contain: the fix
 // for drift. The connection's state does not change.
-func (d *DB) EnqueueReapply(ctx context.Context, connID int64, by workflow.Actor, reason string, now time.Time) (Job, error) {
+func (d *DB) EnqueueReapply(ctx context.Context, connID int64, by workflow.Actor, reason string, now time.Time) (workflow.Job, error) {
 	return d.queueJob(ctx, connID, workflow.JobReapply, by, reason, now)
 }
 
@@ -221,9 +155,9 @@ func (d *DB) EnqueueReapply(ctx context.Context, connID int64, by workflow.Actor
 // transaction, so concurrent claimers serialize on the write lock and each
 // sees the previous claim. owner must be unique per worker: it is what every
 // later write is checked against.
-func (d *DB) ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (Job, bool, error) {
+func (d *DB) ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (workflow.Job, bool, error) {
 	if owner == "" || lease <= 0 {
-		return Job{}, false, fmt.Errorf("store: claim job: need an owner and a positive lease (got %q, %s)", owner, lease)
+		return workflow.Job{}, false, fmt.Errorf("store: claim job: need an owner and a positive lease (got %q, %s)", owner, lease)
 	}
 	ts := fmtTime(now)
 	const (
@@ -235,12 +169,12 @@ func (d *DB) ClaimJob(ctx context.Context, owner string, now time.Time, lease ti
 	var candidates int
 	err := d.sql.QueryRowContext(ctx, `SELECT EXISTS (`+expired+`) OR EXISTS (`+due+`)`, ts, ts).Scan(&candidates)
 	if err != nil {
-		return Job{}, false, fmt.Errorf("store: claim job: %w", err)
+		return workflow.Job{}, false, fmt.Errorf("store: claim job: %w", err)
 	}
 	if candidates == 0 {
-		return Job{}, false, nil
+		return workflow.Job{}, false, nil
 	}
-	var j Job
+	var j workflow.Job
 	found := false
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
 		var id int64
@@ -276,19 +210,19 @@ WHERE id = ? AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' A
 		return nil
 	})
 	if err != nil {
-		return Job{}, false, err
+		return workflow.Job{}, false, err
 	}
 	return j, found, nil
 }
 
 // leased loads a job inside tx and checks that owner holds its lease.
-func leased(ctx context.Context, tx *sql.Tx, jobID int64, owner string) (Job, error) {
+func leased(ctx context.Context, tx *sql.Tx, jobID int64, owner string) (workflow.Job, error) {
 	j, err := getJob(ctx, tx, jobID)
 	if err != nil {
-		return Job{}, err
+		return workflow.Job{}, err
 	}
-	if j.State != JobRunning || j.LeaseOwner != owner {
-		return Job{}, fmt.Errorf("%w: job %d is %s, leased to %q, not %q", ErrLeaseLost, jobID, j.State, j.LeaseOwner, owner)
+	if j.State != workflow.JobRunning || j.LeaseOwner != owner {
+		return workflow.Job{}, fmt.Errorf("%w: job %d is %s, leased to %q, not %q", ErrLeaseLost, jobID, j.State, j.LeaseOwner, owner)
 	}
 	return j, nil
 }
@@ -333,7 +267,7 @@ func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash s
 		run := jobRun(j)
 		run.Steps, run.PlanHash, run.DryRun, run.Resumed = len(steps), appliedPlanHash, dryRun, j.AppliedPlanHash != ""
 		// The lifecycle's verdict comes first: a refused start writes nothing.
-		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) { return workflow.JobStarted(s, run, now) })
+		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) { return workflow.OnJobStarted(s, run, now) })
 		if err != nil {
 			return err
 		}
@@ -362,13 +296,13 @@ ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'pending',
 }
 
 // jobRun is what the workflow's job commands see of a job.
-func jobRun(j Job) workflow.JobRun {
+func jobRun(j workflow.Job) workflow.JobRun {
 	return workflow.JobRun{ID: j.ID, Kind: j.Kind, Version: j.Version, Attempts: j.Attempts, Steps: j.Steps,
 		PlanHash: j.AppliedPlanHash, DryRun: j.DryRun, Resumed: j.AppliedPlanHash != ""}
 }
 
 // jobEffect loads a job's connection inside tx and runs a job command on it.
-func jobEffect(ctx context.Context, tx *sql.Tx, j Job, cmd func(workflow.Conn) (workflow.Effect, error)) (workflow.Effect, Connection, error) {
+func jobEffect(ctx context.Context, tx *sql.Tx, j workflow.Job, cmd func(workflow.Conn) (workflow.Effect, error)) (workflow.Effect, Connection, error) {
 	cur, s, err := loadConn(ctx, tx, j.ConnectionID, false)
 	if err != nil {
 		return workflow.Effect{}, Connection{}, err
@@ -380,27 +314,27 @@ func jobEffect(ctx context.Context, tx *sql.Tx, j Job, cmd func(workflow.Conn) (
 // StepStarted marks step seq of a job owner holds as running and counts the
 // run. A step re-run by a later attempt updates its row.
 func (d *DB) StepStarted(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time) error {
-	return d.step(ctx, jobID, owner, seq, name, StepRunning, "", "", now)
+	return d.step(ctx, jobID, owner, seq, name, workflow.StepRunning, "", "", now)
 }
 
 // StepFinished marks step seq done with what the apply did.
 func (d *DB) StepFinished(ctx context.Context, jobID int64, owner string, seq int, name, outcome, detail string, now time.Time) error {
-	return d.step(ctx, jobID, owner, seq, name, StepDone, outcome, detail, now)
+	return d.step(ctx, jobID, owner, seq, name, workflow.StepDone, outcome, detail, now)
 }
 
 // StepFailed marks step seq failed with the error's text.
 func (d *DB) StepFailed(ctx context.Context, jobID int64, owner string, seq int, name, errText string, now time.Time) error {
-	return d.step(ctx, jobID, owner, seq, name, StepFailed, "failed", errText, now)
+	return d.step(ctx, jobID, owner, seq, name, workflow.StepFailed, "failed", errText, now)
 }
 
-func (d *DB) step(ctx context.Context, jobID int64, owner string, seq int, name string, st StepState, outcome, detail string, now time.Time) error {
+func (d *DB) step(ctx context.Context, jobID int64, owner string, seq int, name string, st workflow.StepState, outcome, detail string, now time.Time) error {
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := leased(ctx, tx, jobID, owner); err != nil {
 			return err
 		}
 		ts := fmtTime(now)
 		var err error
-		if st == StepRunning {
+		if st == workflow.StepRunning {
 			_, err = tx.ExecContext(ctx, `
 INSERT INTO job_steps (job_id, seq, name, state, attempts, started_at) VALUES (?, ?, ?, 'running', 1, ?)
 ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'running', outcome = '', detail = '',
@@ -458,7 +392,7 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 			errText, fmtTime(now), jobID); err != nil {
 			return err
 		}
-		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) { return workflow.JobFailed(s, jobRun(j), errText, now) })
+		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) { return workflow.OnJobFailed(s, jobRun(j), errText, now) })
 		if err != nil {
 			return err
 		}
@@ -508,7 +442,7 @@ SELECT EXISTS (SELECT 1 FROM jobs WHERE connection_id = ? AND kind != ? AND dry_
 			return err
 		}
 		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) {
-			return workflow.JobSucceeded(s, jobRun(j), applied, now)
+			return workflow.OnJobSucceeded(s, jobRun(j), applied, now)
 		})
 		if err != nil {
 			return err
@@ -528,13 +462,13 @@ UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_er
 }
 
 // JobsFor returns a connection's jobs, newest first.
-func (d *DB) JobsFor(ctx context.Context, connectionID int64) ([]Job, error) {
+func (d *DB) JobsFor(ctx context.Context, connectionID int64) ([]workflow.Job, error) {
 	rows, err := d.sql.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE connection_id = ? ORDER BY id DESC`, connectionID)
 	if err != nil {
 		return nil, fmt.Errorf("store: jobs of connection %d: %w", connectionID, err)
 	}
 	defer rows.Close()
-	var out []Job
+	var out []workflow.Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
@@ -546,16 +480,16 @@ func (d *DB) JobsFor(ctx context.Context, connectionID int64) ([]Job, error) {
 }
 
 // JobSteps returns a job's steps in order.
-func (d *DB) JobSteps(ctx context.Context, jobID int64) ([]JobStep, error) {
+func (d *DB) JobSteps(ctx context.Context, jobID int64) ([]workflow.JobStep, error) {
 	rows, err := d.sql.QueryContext(ctx, `
 SELECT job_id, seq, name, state, outcome, detail, attempts, started_at, finished_at FROM job_steps WHERE job_id = ? ORDER BY seq`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("store: steps of job %d: %w", jobID, err)
 	}
 	defer rows.Close()
-	var out []JobStep
+	var out []workflow.JobStep
 	for rows.Next() {
-		var s JobStep
+		var s workflow.JobStep
 		var started, finished string
 		if err := rows.Scan(&s.JobID, &s.Seq, &s.Name, &s.State, &s.Outcome, &s.Detail, &s.Attempts, &started, &finished); err != nil {
 			return nil, fmt.Errorf("store: steps of job %d: %w", jobID, err)

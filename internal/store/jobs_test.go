@@ -17,7 +17,7 @@ const lease = time.Minute
 
 // approved creates, submits and approves a connection (one approval) and
 // returns it with the job the approval queued.
-func (f *fixture) approved(team string) (store.Connection, store.Job) {
+func (f *fixture) approved(team string) (store.Connection, workflow.Job) {
 	f.t.Helper()
 	conn := f.submitted(contract(team, "hyperpod-ns-"+team, ""))
 	conn, _ = f.approve(conn.ID, f.admins[0], 1)
@@ -28,7 +28,7 @@ func (f *fixture) approved(team string) (store.Connection, store.Job) {
 	return conn, jobs[0]
 }
 
-func (f *fixture) jobs(connID int64) []store.Job {
+func (f *fixture) jobs(connID int64) []workflow.Job {
 	f.t.Helper()
 	js, err := f.db.JobsFor(f.t.Context(), connID)
 	if err != nil {
@@ -37,7 +37,7 @@ func (f *fixture) jobs(connID int64) []store.Job {
 	return js
 }
 
-func (f *fixture) job(id int64) store.Job {
+func (f *fixture) job(id int64) workflow.Job {
 	f.t.Helper()
 	j, err := f.db.Job(f.t.Context(), id)
 	if err != nil {
@@ -46,7 +46,7 @@ func (f *fixture) job(id int64) store.Job {
 	return j
 }
 
-func (f *fixture) steps(jobID int64) []store.JobStep {
+func (f *fixture) steps(jobID int64) []workflow.JobStep {
 	f.t.Helper()
 	s, err := f.db.JobSteps(f.t.Context(), jobID)
 	if err != nil {
@@ -65,7 +65,7 @@ func (f *fixture) state(connID int64) workflow.State {
 }
 
 // claim claims the next job as owner at f's clock and expects one.
-func (f *fixture) claim(owner string) store.Job {
+func (f *fixture) claim(owner string) workflow.Job {
 	f.t.Helper()
 	j, ok, err := f.db.ClaimJob(f.t.Context(), owner, f.tick(), lease)
 	if err != nil || !ok {
@@ -75,7 +75,7 @@ func (f *fixture) claim(owner string) store.Job {
 }
 
 // stateOfSteps is "name:state:attempts" per step, in order.
-func stateOfSteps(ss []store.JobStep) []string {
+func stateOfSteps(ss []workflow.JobStep) []string {
 	var out []string
 	for _, s := range ss {
 		out = append(out, fmt.Sprintf("%s:%s:%d", s.Name, s.State, s.Attempts))
@@ -105,7 +105,7 @@ func TestApproveQueuesOneJob(t *testing.T) {
 			t.Fatalf("jobs = %+v, want one", js)
 		}
 		j := js[0]
-		if j.Kind != workflow.JobProvision || j.State != store.JobQueued || j.Version != 1 || j.Attempts != 0 ||
+		if j.Kind != workflow.JobProvision || j.State != workflow.JobQueued || j.Version != 1 || j.Attempts != 0 ||
 			j.PlanHash != f.pin(conn.ID).PlanHash || !j.NotBefore.Equal(at) || !j.CreatedAt.Equal(at) || !j.LeaseUntil.IsZero() {
 			t.Errorf("job = %+v, want a provision job queued at %s for version 1 pinned to the plan", j, at)
 		}
@@ -120,7 +120,7 @@ func TestApproveQueuesOneJob(t *testing.T) {
 			t.Errorf("jobs after the first of two approvals = %+v, want none", js)
 		}
 		f.approve(conn.ID, f.admins[1], 2)
-		if js := f.jobs(conn.ID); len(js) != 1 || js[0].State != store.JobQueued {
+		if js := f.jobs(conn.ID); len(js) != 1 || js[0].State != workflow.JobQueued {
 			t.Errorf("jobs after the second approval = %+v, want one queued", js)
 		}
 	})
@@ -168,7 +168,7 @@ func TestClaimJobIsExclusive(t *testing.T) {
 	}
 	at := f.tick()
 
-	got := make([]store.Job, claimers)
+	got := make([]workflow.Job, claimers)
 	oks := make([]bool, claimers)
 	errs := make([]error, claimers)
 	start := make(chan struct{})
@@ -192,7 +192,7 @@ func TestClaimJobIsExclusive(t *testing.T) {
 		}
 		claimed = append(claimed, got[i].ID)
 		j := f.job(got[i].ID)
-		if j.State != store.JobRunning || j.LeaseOwner != fmt.Sprintf("w%d", i) || j.Attempts != 1 || !j.LeaseUntil.Equal(at.Add(lease)) {
+		if j.State != workflow.JobRunning || j.LeaseOwner != fmt.Sprintf("w%d", i) || j.Attempts != 1 || !j.LeaseUntil.Equal(at.Add(lease)) {
 			t.Errorf("claimer %d: job %+v, want running, leased to w%d until %s, attempt 1", i, j, i, at.Add(lease))
 		}
 	}
@@ -250,7 +250,7 @@ func TestClaimJobOrderAndSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := f.job(j1.ID)
-	if j.State != store.JobQueued || j.LeaseOwner != "" || !j.LeaseUntil.IsZero() || !j.NotBefore.Equal(retryAt) || j.LastError != "503: unavailable" {
+	if j.State != workflow.JobQueued || j.LeaseOwner != "" || !j.LeaseUntil.IsZero() || !j.NotBefore.Equal(retryAt) || j.LastError != "503: unavailable" {
 		t.Errorf("after RetryJob: %+v", j)
 	}
 	if got := f.claim("w2"); got.ID != j2.ID {
@@ -316,7 +316,7 @@ func TestLeaseExpiryAndLostLease(t *testing.T) {
 	if got := stateOfSteps(f.steps(j.ID)); !slices.Equal(got, stepsBefore) {
 		t.Errorf("steps changed under a lost lease: %v, was %v", got, stepsBefore)
 	}
-	if got := f.job(j.ID); got.LeaseOwner != "worker-b" || got.State != store.JobRunning {
+	if got := f.job(j.ID); got.LeaseOwner != "worker-b" || got.State != workflow.JobRunning {
 		t.Errorf("job after the refused writes: %+v", got)
 	}
 	if f.state(conn.ID) != workflow.StateProvisioning {
@@ -354,7 +354,7 @@ func TestStepsAreUpdatedNotDuplicated(t *testing.T) {
 	}
 	ss := f.steps(j.ID)
 	if ss[0].Outcome != "created" || ss[0].Detail != "resourceVersion 1" || ss[0].StartedAt.IsZero() || ss[0].FinishedAt.Before(ss[0].StartedAt) ||
-		ss[2].State != store.StepRunning || !ss[2].FinishedAt.IsZero() {
+		ss[2].State != workflow.StepRunning || !ss[2].FinishedAt.IsZero() {
 		t.Errorf("steps = %+v", ss)
 	}
 
@@ -375,7 +375,7 @@ func TestStepsAreUpdatedNotDuplicated(t *testing.T) {
 		t.Fatal(err)
 	}
 	ss = f.steps(j.ID)
-	if len(ss) != 3 || ss[0].State != store.StepFailed || ss[0].Attempts != 2 || ss[0].Outcome != "failed" || ss[0].Detail != "Namespace is invalid" {
+	if len(ss) != 3 || ss[0].State != workflow.StepFailed || ss[0].Attempts != 2 || ss[0].Outcome != "failed" || ss[0].Detail != "Namespace is invalid" {
 		t.Errorf("steps after a failed re-run = %+v", ss)
 	}
 
@@ -454,7 +454,7 @@ func TestFailJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := f.job(j.ID)
-	if got.State != store.JobFailed || got.LastError != msg || got.LeaseOwner != "" {
+	if got.State != workflow.JobFailed || got.LastError != msg || got.LeaseOwner != "" {
 		t.Errorf("job = %+v, want failed with the message", got)
 	}
 	if s := f.state(conn.ID); s != workflow.StateApproved {
@@ -471,7 +471,7 @@ func TestFailJob(t *testing.T) {
 
 	// Trying again is a new job; only one may be open at a time.
 	again, err := f.db.EnqueueProvisioning(ctx, conn.ID, f.admins[0], "quota fixed", f.tick())
-	if err != nil || again.State != store.JobQueued || again.Version != 1 || again.ID == j.ID {
+	if err != nil || again.State != workflow.JobQueued || again.Version != 1 || again.ID == j.ID {
 		t.Fatalf("EnqueueProvisioning = %+v, %v", again, err)
 	}
 	if _, err := f.db.EnqueueProvisioning(ctx, conn.ID, f.admins[0], "twice", f.tick()); !errors.Is(err, store.ErrJobOpen) {
@@ -505,7 +505,7 @@ func TestCompleteJobReadinessGate(t *testing.T) {
 	if err := f.db.CompleteJob(ctx, j.ID, "a", f.tick()); !errors.Is(err, store.ErrStepsNotDone) {
 		t.Errorf("CompleteJob with a failed step = %v, want ErrStepsNotDone", err)
 	}
-	if got := f.job(j.ID); got.State != store.JobRunning {
+	if got := f.job(j.ID); got.State != workflow.JobRunning {
 		t.Errorf("job %s after refusals, want running", got.State)
 	}
 
@@ -515,7 +515,7 @@ func TestCompleteJobReadinessGate(t *testing.T) {
 	if err := f.db.CompleteJob(ctx, j.ID, "a", f.tick()); err != nil {
 		t.Fatalf("CompleteJob: %v", err)
 	}
-	if got := f.job(j.ID); got.State != store.JobSucceeded || got.LeaseOwner != "" {
+	if got := f.job(j.ID); got.State != workflow.JobSucceeded || got.LeaseOwner != "" {
 		t.Errorf("job = %+v, want succeeded", got)
 	}
 	if s := f.state(conn.ID); s != workflow.StateActive {
@@ -541,7 +541,7 @@ func TestCompleteJobDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := f.job(j.ID)
-	if got.State != store.JobSucceeded || !got.DryRun {
+	if got.State != workflow.JobSucceeded || !got.DryRun {
 		t.Errorf("job = %+v, want a succeeded dry run", got)
 	}
 	if s := f.state(conn.ID); s != workflow.StateApproved {

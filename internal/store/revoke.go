@@ -22,12 +22,12 @@ import (
 // lease (the worker gives each step half of it and extends the lease
 // before each step), so the revoke job is due only when that lease
 // expires. Revocation then removes whatever that last step created.
-func (d *DB) Revoke(ctx context.Context, id int64, by workflow.Actor, reason string, now time.Time) (Connection, Job, error) {
+func (d *DB) Revoke(ctx context.Context, id int64, by workflow.Actor, reason string, now time.Time) (Connection, workflow.Job, error) {
 	c, _, jobID, err := d.command(ctx, id, false, now, func(_ *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
 		return workflow.Revoke(s, by, reason, now)
 	})
 	if err != nil {
-		return Connection{}, Job{}, fmt.Errorf("store: revoke: %w", err)
+		return Connection{}, workflow.Job{}, fmt.Errorf("store: revoke: %w", err)
 	}
 	j, err := d.Job(ctx, jobID)
 	return c, j, err
@@ -42,7 +42,7 @@ func cancelOpenJobs(ctx context.Context, tx *sql.Tx, connID int64, team string, 
 	if err != nil {
 		return now, nil, err
 	}
-	var open []Job
+	var open []workflow.Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
@@ -58,7 +58,7 @@ func cancelOpenJobs(ctx context.Context, tx *sql.Tx, connID int64, team string, 
 	due := now
 	var audits []AuditEvent
 	for _, j := range open {
-		if j.State == JobRunning && j.LeaseUntil.After(due) {
+		if j.State == workflow.JobRunning && j.LeaseUntil.After(due) {
 			due = j.LeaseUntil
 		}
 		msg := "cancelled: the connection is being revoked"
@@ -82,6 +82,6 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 // revoking, with an audit event: the way to try again after a revoke job
 // failed (the connection stays revoking: its objects may still be there),
 // or after a dry run of a connection that was provisioned for real.
-func (d *DB) EnqueueRevocation(ctx context.Context, id int64, by workflow.Actor, reason string, now time.Time) (Job, error) {
+func (d *DB) EnqueueRevocation(ctx context.Context, id int64, by workflow.Actor, reason string, now time.Time) (workflow.Job, error) {
 	return d.queueJob(ctx, id, workflow.JobRevoke, by, reason, now)
 }

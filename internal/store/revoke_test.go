@@ -14,7 +14,7 @@ import (
 
 // runJob claims the next job as owner and runs it through every step: the
 // connection's objects "exist" afterwards unless dryRun.
-func (f *fixture) runJob(owner string, dryRun bool, steps ...string) store.Job {
+func (f *fixture) runJob(owner string, dryRun bool, steps ...string) workflow.Job {
 	f.t.Helper()
 	ctx := f.t.Context()
 	j := f.claim(owner)
@@ -46,7 +46,7 @@ func (f *fixture) active(team string) store.Connection {
 	return conn
 }
 
-func (f *fixture) revoke(id int64, reason string) (store.Connection, store.Job) {
+func (f *fixture) revoke(id int64, reason string) (store.Connection, workflow.Job) {
 	f.t.Helper()
 	c, j, err := f.db.Revoke(f.t.Context(), id, f.admins[0], reason, f.tick())
 	if err != nil {
@@ -80,7 +80,7 @@ func TestRevokeRefusals(t *testing.T) {
 				t.Errorf("Revoke = %v, want the refusal", err)
 			}
 			f.assertUnchanged(before, "a refused revocation")
-			if got := f.jobs(approved.ID); !slices.EqualFunc(got, jobsBefore, func(a, b store.Job) bool { return a.State == b.State }) {
+			if got := f.jobs(approved.ID); !slices.EqualFunc(got, jobsBefore, func(a, b workflow.Job) bool { return a.State == b.State }) {
 				t.Errorf("jobs changed: %+v", got)
 			}
 		})
@@ -100,7 +100,7 @@ func TestRevokeWritesStateAuditAndJobTogether(t *testing.T) {
 		if c.State != workflow.StateRevoking {
 			t.Errorf("state %s, want revoking", c.State)
 		}
-		if j.Kind != workflow.JobRevoke || j.State != store.JobQueued || j.Version != c.ApprovedVersion || !j.NotBefore.Equal(at) || j.PlanHash != "" {
+		if j.Kind != workflow.JobRevoke || j.State != workflow.JobQueued || j.Version != c.ApprovedVersion || !j.NotBefore.Equal(at) || j.PlanHash != "" {
 			t.Errorf("job = %+v, want a revoke job of version %d due now", j, c.ApprovedVersion)
 		}
 		acts := f.auditActions(conn.ID)
@@ -120,7 +120,7 @@ func TestRevokeWritesStateAuditAndJobTogether(t *testing.T) {
 		f := newFixture(t, 1)
 		conn, pj := f.approved("blue")
 		_, j := f.revoke(conn.ID, "not needed after all")
-		if got := f.job(pj.ID); got.State != store.JobFailed || !strings.Contains(got.LastError, "being revoked") {
+		if got := f.job(pj.ID); got.State != workflow.JobFailed || !strings.Contains(got.LastError, "being revoked") {
 			t.Errorf("provision job = %+v, want failed as cancelled", got)
 		}
 		if !j.NotBefore.Equal(f.now) {
@@ -173,7 +173,7 @@ VALUES (%d, 'revoke', 1, 'queued', '2025-03-01T09:00:00.000000000Z', '2025-03-01
 			t.Errorf("Revoke = %v, want ErrJobOpen", err)
 		}
 		f.assertUnchanged(before, "a revocation whose job could not be queued")
-		if got := f.job(pj.ID); got.State != store.JobQueued {
+		if got := f.job(pj.ID); got.State != workflow.JobQueued {
 			t.Errorf("provision job %s, want still queued: its cancellation rolled back too", got.State)
 		}
 	})
@@ -187,7 +187,7 @@ func TestRevokeJobCompletionAndFailure(t *testing.T) {
 		conn := f.active("red")
 		f.revoke(conn.ID, "end of project")
 		j := f.runJob("w", false, steps...)
-		if j.State != store.JobSucceeded || j.Kind != workflow.JobRevoke {
+		if j.State != workflow.JobSucceeded || j.Kind != workflow.JobRevoke {
 			t.Errorf("job = %+v, want a succeeded revoke job", j)
 		}
 		if s := f.state(conn.ID); s != workflow.StateRevoked {
@@ -218,7 +218,7 @@ func TestRevokeJobCompletionAndFailure(t *testing.T) {
 		if s := f.state(conn.ID); s != workflow.StateRevoking {
 			t.Errorf("connection %s after a failed revocation, want revoking", s)
 		}
-		if j := f.job(rj.ID); j.State != store.JobFailed || j.LastError != "delete RoleBinding x/b: forbidden" {
+		if j := f.job(rj.ID); j.State != workflow.JobFailed || j.LastError != "delete RoleBinding x/b: forbidden" {
 			t.Errorf("job = %+v, want failed with the error", j)
 		}
 		acts := f.auditActions(conn.ID)
@@ -227,7 +227,7 @@ func TestRevokeJobCompletionAndFailure(t *testing.T) {
 		}
 
 		again, err := f.db.EnqueueRevocation(ctx, conn.ID, f.admins[0], "retry after fixing RBAC", f.tick())
-		if err != nil || again.Kind != workflow.JobRevoke || again.State != store.JobQueued {
+		if err != nil || again.Kind != workflow.JobRevoke || again.State != workflow.JobQueued {
 			t.Fatalf("EnqueueRevocation = %+v, %v", again, err)
 		}
 		if _, err := f.db.EnqueueRevocation(ctx, conn.ID, f.admins[0], "twice", f.tick()); !errors.Is(err, store.ErrJobOpen) {
@@ -275,7 +275,7 @@ func TestRevokeDryRun(t *testing.T) {
 		f.runJob("w", true, "Namespace x") // a dry-run provisioning: stays approved
 		f.revoke(conn.ID, "x")
 		j := f.runJob("w", true, "delete Namespace x")
-		if !j.DryRun || j.State != store.JobSucceeded {
+		if !j.DryRun || j.State != workflow.JobSucceeded {
 			t.Errorf("job = %+v", j)
 		}
 		if s := f.state(conn.ID); s != workflow.StateRevoked {

@@ -25,7 +25,7 @@ const auditAdoptQuota = "connection.adopt_compute_quota"
 // last provisioning job stopped on a compute quota made outside the portal
 // (awsprov.ForeignQuotaError) and the portal makes real AWS calls.
 func (s *Server) adoptForm(p workflow.Principal, conn store.Connection, obj workflow.Object, d *views.ConnectionDetail) {
-	if s.opts.Quotas == nil || d.Progress == nil || d.Progress.State != string(store.JobFailed) ||
+	if s.opts.Quotas == nil || d.Progress == nil || d.Progress.State != string(workflow.JobFailed) ||
 		!workflow.Decide(p, workflow.ActionRetryJob, obj).Allowed {
 		return
 	}

@@ -99,7 +99,7 @@ func TestAdoptAConsoleQuota(t *testing.T) {
 	if !audited {
 		t.Error("the adoption is not in the audit trail")
 	}
-	if jobs, _ := h.db.JobsFor(ctx, 1); len(jobs) != 2 || jobs[0].State != store.JobQueued {
+	if jobs, _ := h.db.JobsFor(ctx, 1); len(jobs) != 2 || jobs[0].State != workflow.JobQueued {
 		t.Errorf("jobs after adoption = %+v, want provisioning queued again", jobs)
 	}
 	// The next run finds the quota as this connection's and updates it.

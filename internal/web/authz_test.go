@@ -251,9 +251,9 @@ func TestApprovalPageShowsTheProvisioningPlan(t *testing.T) {
 	}
 }
 
-type fakeLive struct{ items []provision.DriftItem }
+type fakeLive struct{ items []workflow.DriftItem }
 
-func (f fakeLive) Drift(context.Context, provision.Plan) ([]provision.DriftItem, error) {
+func (f fakeLive) Drift(context.Context, provision.Plan) ([]workflow.DriftItem, error) {
 	return f.items, nil
 }
 
@@ -262,7 +262,7 @@ func (f fakeLive) CheckNamespace(_ context.Context, p provision.Plan) (provision
 }
 
 func TestPlanIsComparedWithTheCluster(t *testing.T) {
-	live := fakeLive{items: []provision.DriftItem{
+	live := fakeLive{items: []workflow.DriftItem{
 		{Kind: "Namespace", Ref: "hyperpod-ns-red", What: "deleted"},
 		{Kind: "ResourceQuota", Ref: "hyperpod-ns-red/team-quota", What: "changed", Fields: []string{"spec.hard"}},
 		{Kind: "RoleBinding", Ref: "hyperpod-ns-red/old", What: "extra", Detail: "grants admin to Group x"},

@@ -95,11 +95,11 @@ func TestConnectionPageListsAWSResources(t *testing.T) {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
 	arn := "arn:aws:sagemaker:us-east-1:111122223333:compute-quota/q00000000001"
-	if err := h.db.RecordAWSResource(ctx, j.ID, "w", store.AWSResource{ConnectionID: 1, Kind: "compute-quota", Name: "red-quota",
+	if err := h.db.RecordAWSResource(ctx, j.ID, "w", workflow.AWSRecord{ConnectionID: 1, Kind: "compute-quota", Name: "red-quota",
 		ResourceID: "q00000000001", ARN: arn, Version: 2, Action: "updated"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.db.RecordAWSResource(ctx, j.ID, "someone-else", store.AWSResource{ConnectionID: 1, Kind: "pod-identity", Name: "x", Action: "created"}, time.Now()); !errors.Is(err, store.ErrLeaseLost) {
+	if err := h.db.RecordAWSResource(ctx, j.ID, "someone-else", workflow.AWSRecord{ConnectionID: 1, Kind: "pod-identity", Name: "x", Action: "created"}, time.Now()); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("a write without the lease = %v, want ErrLeaseLost", err)
 	}
 	for name, s := range map[string]session{"owner.red": owner, "member.red": h.signIn("member.red"), "admin": admin} {

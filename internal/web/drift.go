@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -17,7 +16,7 @@ func driftView(r store.DriftReport) views.DriftView {
 	v := views.DriftView{ConnectionID: r.ConnectionID, Href: fmt.Sprintf("/connections/%d", r.ConnectionID),
 		Team: r.Team, CheckedAt: fmtWhen(r.CheckedAt), Error: r.Error}
 	for _, it := range r.Items {
-		v.Items = append(v.Items, provision.DriftItem(it).String())
+		v.Items = append(v.Items, it.String())
 	}
 	return v
 }

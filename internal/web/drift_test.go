@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -14,7 +13,7 @@ func TestDriftIsShownToTheTeamAndAdmins(t *testing.T) {
 	h := newHarness(t, false)
 	owner := h.signIn("owner.red")
 	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
-	items := []store.DriftRecord{{Kind: "RoleBinding", Ref: "hyperpod-ns-red/sneaky", What: "extra", Detail: "grants admin to Group team-blue-submitters"}}
+	items := []workflow.DriftItem{{Kind: "RoleBinding", Ref: "hyperpod-ns-red/sneaky", What: "extra", Detail: "grants admin to Group team-blue-submitters"}}
 	if err := h.db.SaveDrift(context.Background(), 1, items, "", h.srv.opts.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +47,7 @@ func TestReapplyFromTheDriftPanel(t *testing.T) {
 	if err := h.db.ExecForTest(ctx, `UPDATE connections SET state = 'active', approved_version = 1 WHERE id = 1`); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.db.SaveDrift(ctx, 1, []store.DriftRecord{{Kind: "ResourceQuota", Ref: "hyperpod-ns-red/team-quota", What: "changed", Fields: []string{"spec.hard"}}}, "", h.srv.opts.Now()); err != nil {
+	if err := h.db.SaveDrift(ctx, 1, []workflow.DriftItem{{Kind: "ResourceQuota", Ref: "hyperpod-ns-red/team-quota", What: "changed", Fields: []string{"spec.hard"}}}, "", h.srv.opts.Now()); err != nil {
 		t.Fatal(err)
 	}
 	admin := h.signIn("admin")
@@ -70,7 +69,7 @@ func TestReapplyFromTheDriftPanel(t *testing.T) {
 		t.Fatalf("admin re-apply = %d", resp.StatusCode)
 	}
 	jobs, _ := h.db.JobsFor(ctx, 1)
-	if len(jobs) != 1 || jobs[0].Kind != workflow.JobReapply || jobs[0].State != store.JobQueued {
+	if len(jobs) != 1 || jobs[0].Kind != workflow.JobReapply || jobs[0].State != workflow.JobQueued {
 		t.Errorf("jobs after re-apply = %+v", jobs)
 	}
 	if resp, body := h.postAs(admin, "/connections/1/reapply", nil); resp.StatusCode != http.StatusConflict || !strings.Contains(body, "already") {

@@ -248,7 +248,7 @@ SELECT 1, %d, '%s', '%s', '', requester_id, created_at FROM connections WHERE id
 
 type failingLive struct{ err error }
 
-func (f failingLive) Drift(context.Context, provision.Plan) ([]provision.DriftItem, error) {
+func (f failingLive) Drift(context.Context, provision.Plan) ([]workflow.DriftItem, error) {
 	return nil, f.err
 }
 

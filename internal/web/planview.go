@@ -88,7 +88,7 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 			pv.Warnings = append(pv.Warnings, "Could not compare the plan with the cluster: "+detail)
 			return pv
 		}
-		byRef := map[string]provision.DriftItem{}
+		byRef := map[string]workflow.DriftItem{}
 		for _, it := range items {
 			byRef[it.Kind+" "+it.Ref] = it
 		}

@@ -32,13 +32,13 @@ func (s *Server) progressViewFor(c echo.Context, connID int64, obj *workflow.Obj
 		return nil, err
 	}
 	pr := &views.Progress{Kind: string(j.Kind), State: string(j.State), Attempts: j.Attempts, LastError: j.LastError, DryRun: j.DryRun}
-	if j.State == store.JobQueued || j.State == store.JobRunning {
+	if j.State == workflow.JobQueued || j.State == workflow.JobRunning {
 		pr.RefreshURL = fmt.Sprintf("/connections/%d/progress", connID)
-		if j.State == store.JobQueued && j.NotBefore.After(s.opts.Now()) {
+		if j.State == workflow.JobQueued && j.NotBefore.After(s.opts.Now()) {
 			pr.NextTry = fmtWhen(j.NotBefore)
 		}
 	}
-	if obj != nil && j.State == store.JobFailed {
+	if obj != nil && j.State == workflow.JobFailed {
 		if p, ok := principal(c); ok && workflow.Decide(p, workflow.ActionRetryJob, *obj).Allowed {
 			pr.RetryURL = fmt.Sprintf("/connections/%d/retry", connID)
 			pr.CSRFToken = s.csrfToken(c)
@@ -48,7 +48,7 @@ func (s *Server) progressViewFor(c echo.Context, connID int64, obj *workflow.Obj
 	failedStep := ""
 	for _, st := range steps {
 		detail := st.Detail
-		if st.State == store.StepFailed {
+		if st.State == workflow.StepFailed {
 			failedStep = st.Name
 			if !full {
 				detail = publicFailure(st.Name, st.Detail)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -50,7 +49,7 @@ func TestRetryAFailedProvisioningJob(t *testing.T) {
 		t.Fatalf("admin retry = %d", resp.StatusCode)
 	}
 	jobs, _ := h.db.JobsFor(ctx, 1)
-	if len(jobs) != 2 || jobs[0].State != store.JobQueued || jobs[0].Kind != workflow.JobProvision {
+	if len(jobs) != 2 || jobs[0].State != workflow.JobQueued || jobs[0].Kind != workflow.JobProvision {
 		t.Errorf("jobs after retry = %+v", jobs)
 	}
 	// The retry applies the plan the approval named, never an unpinned one.

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -111,7 +110,7 @@ func TestRevoke(t *testing.T) {
 		t.Errorf("state %s, want revoking", conn.State)
 	}
 	js, _ := h.db.JobsFor(ctx, 1)
-	if len(js) != 2 || js[0].Kind != workflow.JobRevoke || js[0].State != store.JobQueued || js[1].State != store.JobFailed {
+	if len(js) != 2 || js[0].Kind != workflow.JobRevoke || js[0].State != workflow.JobQueued || js[1].State != workflow.JobFailed {
 		t.Errorf("jobs = %+v, want a queued revoke job and the provisioning job cancelled", js)
 	}
 	_, page = h.get(owner.c, "/connections/1")

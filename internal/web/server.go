@@ -23,6 +23,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // Options configures the HTTP layer. cmd/portal builds it from the validated
@@ -77,7 +78,7 @@ type Options struct {
 	// reads the plan's namespace: one that exists and that neither the
 	// portal nor HyperPod created is approved only when adopted.
 	Live interface {
-		Drift(ctx context.Context, p provision.Plan) ([]provision.DriftItem, error)
+		Drift(ctx context.Context, p provision.Plan) ([]workflow.DriftItem, error)
 		CheckNamespace(ctx context.Context, p provision.Plan) (provision.NamespaceCheck, error)
 	}
 

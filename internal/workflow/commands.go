@@ -321,7 +321,7 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 	}
 	if amending {
 		// The job applies the change in place; the approved version moves
-		// only when every step is done (JobSucceeded).
+		// only when every step is done (OnJobSucceeded).
 		e.Amend = &nextAmend
 		e.Job = &JobOrder{Kind: JobAmend, Version: s.CurrentVersion, PlanHash: in.PlanHash, FromVersion: s.ApprovedVersion}
 		e.ReviewTriggers = ReviewTriggers(f.Approved, c)

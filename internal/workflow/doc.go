@@ -27,6 +27,11 @@
 //     duties around approval (ApprovalsNeeded).
 //   - Capacity (capacity.go): CheckCapacity is the approval page's math,
 //     guaranteed capacity against the cluster inventory per instance type.
+//   - Jobs (job.go, drift.go, awsrecord.go): what internal/store keeps and
+//     internal/provision works on, one type each so that neither package
+//     converts the other's: a Job (its JobKind, JobState and JobSteps), a
+//     DriftItem the drift check found, an AWSRecord of an AWS resource a job
+//     made or removed.
 //   - ExampleContract (example.go): a complete valid contract for tests and
 //     form hints.
 //

@@ -1,5 +1,7 @@
 package workflow
 
+import "time"
+
 // JobKind is what a provisioning job does to a connection's objects. Jobs
 // are queued by the effects of commands (an approval queues provision, a
 // revocation revoke, a drift fix reapply) and run by internal/provision;
@@ -9,10 +11,85 @@ type JobKind string
 // The job kinds.
 const (
 	JobProvision JobKind = "provision"
-	JobRevoke    JobKind = "revoke"
-	JobReapply   JobKind = "reapply"
+	// JobRevoke jobs run the revocation plan of the approved version's
+	// plan: the store moved the connection to revoking when it queued one,
+	// and completing it moves it to revoked.
+	JobRevoke JobKind = "revoke"
+	// JobReapply jobs re-apply the approved version's plan to a live
+	// connection and prune RoleBindings beyond it (the fix for drift).
+	JobReapply JobKind = "reapply"
 	// JobAmend applies an approved amendment in place: its version's plan,
 	// and the removal of what the approved version's plan had and the new
 	// one does not.
 	JobAmend JobKind = "amend"
 )
+
+// JobState is where a job is in the queue.
+type JobState string
+
+// The job states. succeeded and failed are final.
+const (
+	JobQueued    JobState = "queued"
+	JobRunning   JobState = "running"
+	JobSucceeded JobState = "succeeded"
+	JobFailed    JobState = "failed"
+)
+
+// StepState is where one step of a job is.
+type StepState string
+
+// The step states.
+const (
+	StepPending StepState = "pending"
+	StepRunning StepState = "running"
+	StepDone    StepState = "done"
+	StepFailed  StepState = "failed"
+)
+
+// Job is one durable unit of provisioning work on a connection: the store
+// keeps it (jobs table), the provisioning worker claims and runs it.
+type Job struct {
+	ID           int64
+	ConnectionID int64
+	Kind         JobKind
+	Version      int // the contract version the job applies
+	// PlanHash is the plan an approver pinned; "" when not pinned. A pinned
+	// job refuses to apply any other plan. AppliedPlanHash is the plan the
+	// last attempt ran.
+	PlanHash        string
+	AppliedPlanHash string
+	// AdoptNamespace is the existing namespace an admin adopted when
+	// approving the job's version ("" for none): the only foreign namespace
+	// the job may take over.
+	AdoptNamespace string
+	// FromVersion, for an amend job, is the approved version the amendment
+	// replaces (0 otherwise).
+	FromVersion int
+	State       JobState
+	Attempts       int // claims so far, this one included
+	Steps          int // steps of the applied plan
+	LeaseOwner     string
+	LeaseUntil     time.Time // zero unless running
+	NotBefore      time.Time
+	LastError      string
+	DryRun         bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	// PreviousOwner is set by a claim only: the worker whose expired lease
+	// this claim took over ("" for a queued job).
+	PreviousOwner string
+}
+
+// JobStep is one step of a job: one plan object (or AWS call), in apply
+// order.
+type JobStep struct {
+	JobID      int64
+	Seq        int
+	Name       string
+	State      StepState
+	Outcome    string
+	Detail     string
+	Attempts   int
+	StartedAt  time.Time // zero until first started
+	FinishedAt time.Time // zero unless done or failed
+}

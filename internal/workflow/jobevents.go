@@ -23,13 +23,13 @@ type JobRun struct {
 	Resumed bool
 }
 
-// JobStarted is the start of an attempt. A provisioning job that is not a
+// OnJobStarted is the start of an attempt. A provisioning job that is not a
 // dry run moves an approved connection to provisioning; a resumed attempt
 // (the connection is already provisioning) moves nothing. A revoke job must
 // find the connection revoking, a reapply job live. A connection in any
 // other state (revoked while the job waited, say) refuses with the
 // lifecycle's *TransitionError: the worker fails the job.
-func JobStarted(s Conn, j JobRun, now time.Time) (Effect, error) {
+func OnJobStarted(s Conn, j JobRun, now time.Time) (Effect, error) {
 	if now.IsZero() {
 		return Effect{}, ErrNoClock
 	}
@@ -86,13 +86,13 @@ func JobStarted(s Conn, j JobRun, now time.Time) (Effect, error) {
 	return e, nil
 }
 
-// JobSucceeded is a job whose every step is done. A provisioning job moves
+// OnJobSucceeded is a job whose every step is done. A provisioning job moves
 // the connection from provisioning to active. A dry run applied nothing, so
 // the connection stays (or goes back to) approved. A revoke job moves it
 // from revoking to revoked; a dry-run revocation does only when nothing was
 // ever applied to a cluster for it (everApplied false), since saying
 // revoked while its objects may still exist would be a lie.
-func JobSucceeded(s Conn, j JobRun, everApplied bool, now time.Time) (Effect, error) {
+func OnJobSucceeded(s Conn, j JobRun, everApplied bool, now time.Time) (Effect, error) {
 	if now.IsZero() {
 		return Effect{}, ErrNoClock
 	}
@@ -167,11 +167,11 @@ func JobSucceeded(s Conn, j JobRun, everApplied bool, now time.Time) (Effect, er
 	return e, nil
 }
 
-// JobFailed is a job the worker gave up on. A provisioning connection
+// OnJobFailed is a job the worker gave up on. A provisioning connection
 // returns to approved: the approval stands and a new job can try again. A
 // failed revoke job leaves the connection revoking: what it did not remove
 // may still be on the cluster.
-func JobFailed(s Conn, j JobRun, errText string, now time.Time) (Effect, error) {
+func OnJobFailed(s Conn, j JobRun, errText string, now time.Time) (Effect, error) {
 	if now.IsZero() {
 		return Effect{}, ErrNoClock
 	}
