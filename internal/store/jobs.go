@@ -146,6 +146,13 @@ func (d *DB) EnqueueReapply(ctx context.Context, connID int64, by workflow.Actor
 	return d.queueJob(ctx, connID, workflow.JobReapply, by, reason, now)
 }
 
+// EnqueueAmendment queues a live connection's approved change again after
+// its job failed (workflow.QueueJob: the amendment goes back from failed to
+// approved), pinned to the plan its approval named.
+func (d *DB) EnqueueAmendment(ctx context.Context, connID int64, by workflow.Actor, reason string, now time.Time) (workflow.Job, error) {
+	return d.queueJob(ctx, connID, workflow.JobAmend, by, reason, now)
+}
+
 // ClaimJob takes the next job for owner and leases it until now+lease:
 // first a running job whose lease has expired (its worker crashed or was
 // stopped: it is the oldest work), else the queued job that has been due the

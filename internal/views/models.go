@@ -193,6 +193,9 @@ type AuditRow struct {
 
 // CapacityRowView is one instance type of the approval's capacity math.
 type CapacityRowView struct {
+	// Held, for a change to a live connection, is what its active version
+	// already guarantees of the type: a count up to it always fits.
+	Held int
 	InstanceType string
 	Capacity     int
 	Committed    int
@@ -224,6 +227,18 @@ type ConnectionDetail struct {
 	CurrentVersion  int
 	ApprovedVersion int
 	Hash            string
+	// Amendment, on a live connection with a change open, is where the
+	// change is ("in review"); AmendmentState its code. The header then
+	// reads "active on v3 · change v4 in review".
+	Amendment      string
+	AmendmentState string
+	// ShownVersion is the version whose contract the page shows: the
+	// current one, or on a live connection with no change open its
+	// approved one (a later withdrawn or rejected change is history).
+	ShownVersion int
+	// EditLabel is the edit button's words: "Edit", "Request a change",
+	// "Edit the change".
+	EditLabel string
 	Fields          []FieldRow
 	DiffTitle       string
 	Diff            []ChangeRow

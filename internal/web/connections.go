@@ -48,7 +48,7 @@ func age(d time.Duration) string {
 func (s *Server) row(c store.Connection) views.ConnectionRow {
 	return views.ConnectionRow{
 		ID: c.ID, Href: fmt.Sprintf("/connections/%d", c.ID), Team: c.Team, State: string(c.State),
-		StateLabel: c.State.Label(), Cluster: c.ClusterName, Purpose: c.Purpose, Requester: c.RequesterEmail,
+		StateLabel: stateLabel(c), Cluster: c.ClusterName, Purpose: c.Purpose, Requester: c.RequesterEmail,
 		Updated: fmtWhen(c.UpdatedAt), Waiting: age(s.opts.Now().Sub(c.SubmittedAt)),
 	}
 }
@@ -130,4 +130,13 @@ func (s *Server) adminQueue(c echo.Context) error {
 		rows = append(rows, s.row(conn))
 	}
 	return render(c, http.StatusOK, views.AdminQueuePage(s.page(c, "Admin"), rows))
+}
+
+// stateLabel is a connection's state for lists: "Active · change v4 in
+// review" while a live connection's change is open.
+func stateLabel(c store.Connection) string {
+	if c.State.Live() && c.Amendment.Open() {
+		return fmt.Sprintf("%s · change v%d %s", c.State.Label(), c.CurrentVersion, c.Amendment.Label())
+	}
+	return c.State.Label()
 }

@@ -33,7 +33,7 @@ func (s *Server) loadConnection(c echo.Context) (workflow.Principal, store.Conne
 	if err != nil {
 		return p, conn, workflow.Object{}, err
 	}
-	obj := workflow.Object{Team: conn.Team, State: conn.State, RequesterID: conn.RequesterID}
+	obj := workflow.Object{Team: conn.Team, State: conn.State, Amendment: conn.Amendment, RequesterID: conn.RequesterID}
 	if d := workflow.Decide(p, workflow.ActionViewConnection, obj); !d.Allowed {
 		return p, conn, obj, &echo.HTTPError{Code: http.StatusNotFound, Internal: errDenied(d.Reason)}
 	}
@@ -87,15 +87,27 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if err != nil {
 		return views.ConnectionDetail{}, err
 	}
-	cur, err := s.opts.DB.Version(ctx, conn.ID, conn.CurrentVersion)
+	// A live connection with no change open shows the version that runs:
+	// a later version is a change that was withdrawn or rejected.
+	shown := conn.CurrentVersion
+	if conn.State.Live() && !conn.Amendment.Open() {
+		shown = conn.ApprovedVersion
+	}
+	cur, err := s.opts.DB.Version(ctx, conn.ID, shown)
 	if err != nil {
 		return views.ConnectionDetail{}, err
 	}
 	base := fmt.Sprintf("/connections/%d", conn.ID)
 	d := views.ConnectionDetail{
 		ID: conn.ID, Team: conn.Team, State: string(conn.State), StateLabel: conn.State.Label(), Purpose: conn.Purpose,
-		CurrentVersion: conn.CurrentVersion, ApprovedVersion: conn.ApprovedVersion, Hash: cur.Hash,
-		DiffURL: fmt.Sprintf("/connections/%d/diff", conn.ID),
+		CurrentVersion: conn.CurrentVersion, ApprovedVersion: conn.ApprovedVersion, Hash: cur.Hash, ShownVersion: shown,
+		DiffURL: fmt.Sprintf("/connections/%d/diff", conn.ID), EditLabel: "Edit",
+	}
+	if conn.State.Live() {
+		d.EditLabel = "Request a change"
+		if conn.Amendment.Open() {
+			d.Amendment, d.AmendmentState, d.EditLabel = conn.Amendment.Label(), string(conn.Amendment), "Edit the change"
+		}
 	}
 	for _, ch := range workflow.Diff(workflow.Contract{}, cur.Contract) {
 		d.Fields = append(d.Fields, views.FieldRow{Label: ch.Label, Value: ch.New})
@@ -111,6 +123,9 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		}
 		against = &v
 		d.DiffTitle = fmt.Sprintf("Changes since approved version %d", v.Version)
+		if conn.State.Live() {
+			d.DiffTitle = fmt.Sprintf("What this change does to the active version %d", v.Version)
+		}
 	case cur.Version > 1:
 		v, err := s.opts.DB.Version(ctx, conn.ID, cur.Version-1)
 		if err != nil {
@@ -185,17 +200,18 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		d.WithdrawURL = base + "/withdraw"
 	}
 	s.revokeForm(p, obj, &d)
+	waiting := conn.State == workflow.StateSubmitted || conn.State.Live() && conn.Amendment == workflow.AmendSubmitted
 	if p.HasRole(workflow.RoleAdmin) || workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed ||
-		(conn.State == workflow.StateSubmitted && workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed) {
+		(waiting && workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed) {
 		// Only the approvers of a submitted version get the AWS lookups: they
 		// cost a few AWS reads per view, and drafts change anyway.
-		preview := p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted
+		preview := p.HasRole(workflow.RoleAdmin) && waiting
 		d.Plan = s.planView(c.Request().Context(), conn, cur, preview, seesFullErrors(c))
 	}
 	if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
 		d.Slurm = slurmView(cur.Contract)
 	}
-	if p.HasRole(workflow.RoleAdmin) && conn.State == workflow.StateSubmitted {
+	if p.HasRole(workflow.RoleAdmin) && waiting {
 		d.ApprovalsNeed = workflow.ApprovalsNeeded(cur.Contract.DataClassification)
 		d.ApprovalsHave = len(obj.ApproverIDs)
 		if dec := workflow.Decide(p, workflow.ActionApprove, obj); dec.Allowed {
@@ -213,9 +229,18 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		}
 		rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed)
 		d.CapacityOK = rep.OK()
+		held := map[string]int{}
+		if conn.State.Live() && against != nil {
+			// A change: an increase must fit, a decrease always does
+			// (workflow.AmendCapacityOK, which the approval applies).
+			d.CapacityOK = workflow.AmendCapacityOK(inv, committed, against.Contract.Scheduling.Guaranteed, cur.Contract.Scheduling.Guaranteed)
+			for _, g := range against.Contract.Scheduling.Guaranteed {
+				held[strings.ToLower(g.InstanceType)] += g.Count
+			}
+		}
 		for _, r := range rep.Rows {
-			d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity,
-				Committed: r.Committed, Requested: r.Requested, After: r.After, OK: r.OK})
+			d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity, Held: held[r.InstanceType],
+				Committed: r.Committed, Requested: r.Requested, After: r.After, OK: r.OK || r.Requested <= held[r.InstanceType]})
 		}
 		if d.Slurm != nil {
 			d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is refused: " + workflow.SlurmNotSupported + " (see \"Slurm\" below for what it would take).")

@@ -42,10 +42,13 @@ func (s *Server) submitRequest(c echo.Context) error {
 		return &userError{page: views.ErrorPage{Status: http.StatusServiceUnavailable, Title: "Not submitted",
 			Message: "Nothing was changed: the portal could not check this request against the others just now (its database did not answer). Try again in a minute."}, err: down}
 	}
-	if len(fe) > 0 {
-		errs := mergeFieldErrors(map[string]string{}, fe)
+	errs := mergeFieldErrors(map[string]string{}, fe)
+	if errs, err = s.amendmentErrors(c, conn, v.Contract, errs); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
 		action := fmt.Sprintf("/connections/%d", conn.ID)
-		f := s.formPage(fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, conn.CurrentVersion), action, action, conn.CurrentVersion, formFromContract(v.Contract), errs)
+		f := s.formPage(editHeading(conn, conn.CurrentVersion), action, action, conn.CurrentVersion, formFromContract(v.Contract), errs)
 		f.Notice = "This draft cannot be submitted yet: complete the fields below, then choose \"Save and submit\"."
 		return render(c, http.StatusUnprocessableEntity, views.ContractFormPage(s.page(c, "Edit connection request"), f))
 	}

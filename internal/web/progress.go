@@ -80,8 +80,9 @@ func (s *Server) progress(c echo.Context) error {
 	return render(c, http.StatusOK, views.ProgressPanel(*pr))
 }
 
-// retryJob queues provisioning (an approved connection) or revocation (a
-// revoking one) again after its job failed.
+// retryJob queues provisioning (an approved connection), revocation (a
+// revoking one) or a change (a live connection's, which failed to apply)
+// again after its job failed.
 func (s *Server) retryJob(c echo.Context) error {
 	p, conn, obj, err := s.loadConnection(c)
 	if err != nil {
@@ -91,9 +92,12 @@ func (s *Server) retryJob(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if conn.State == workflow.StateRevoking {
+	switch {
+	case conn.State == workflow.StateRevoking:
 		_, err = s.opts.DB.EnqueueRevocation(ctx, conn.ID, actor(p), "retry after a failed revocation", s.opts.Now())
-	} else {
+	case conn.State.Live():
+		_, err = s.opts.DB.EnqueueAmendment(ctx, conn.ID, actor(p), "retry after a change failed to apply", s.opts.Now())
+	default:
 		_, err = s.opts.DB.EnqueueProvisioning(ctx, conn.ID, actor(p), "retry after a failed provisioning job", s.opts.Now())
 	}
 	return s.afterEnqueue(c, conn.ID, err)

@@ -149,16 +149,58 @@ func (s *Server) editRequestForm(c echo.Context) error {
 	if err := allowed(p, workflow.ActionEditRequest, obj); err != nil {
 		return err
 	}
-	v, err := s.opts.DB.Version(c.Request().Context(), conn.ID, conn.CurrentVersion)
+	// A change to a live connection starts from the version that runs
+	// (its approved version), unless a change is already open.
+	from := conn.CurrentVersion
+	if conn.State.Live() && !conn.Amendment.Open() {
+		from = conn.ApprovedVersion
+	}
+	v, err := s.opts.DB.Version(c.Request().Context(), conn.ID, from)
 	if err != nil {
 		return err
 	}
-	f := s.formPage(fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, conn.CurrentVersion),
+	f := s.formPage(editHeading(conn, conn.CurrentVersion),
 		fmt.Sprintf("/connections/%d", conn.ID), fmt.Sprintf("/connections/%d", conn.ID), conn.CurrentVersion, formFromContract(v.Contract), nil)
 	if conn.CurrentVersion >= workflow.MaxVersions {
 		f.Notice = versionLimitNotice(conn.Team)
 	}
+	if conn.State.Live() {
+		f.Notice = strings.TrimSpace(fmt.Sprintf("The connection keeps running on version %d while you change it: saving keeps your change as a draft, "+
+			"and an admin approves it before the provisioner applies it in place. The namespaces, orchestrator and cluster cannot change. %s", conn.ApprovedVersion, f.Notice))
+	}
 	return render(c, http.StatusOK, views.ContractFormPage(s.page(c, "Edit connection request"), f))
+}
+
+// editHeading is the edit form's heading: a request's version, or the
+// change to a live connection.
+func editHeading(conn store.Connection, base int) string {
+	switch {
+	case conn.State.Live() && !conn.Amendment.Open():
+		return fmt.Sprintf("Request a change to connection #%d (active on version %d)", conn.ID, conn.ApprovedVersion)
+	case conn.State.Live():
+		return fmt.Sprintf("Edit the change to connection #%d (version %d; version %d stays active)", conn.ID, base, conn.ApprovedVersion)
+	}
+	return fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, base)
+}
+
+// amendmentErrors adds to errs the fields a change to a live connection may
+// not touch (workflow.AmendmentErrors, against its approved version).
+func (s *Server) amendmentErrors(c echo.Context, conn store.Connection, con workflow.Contract, errs map[string]string) (map[string]string, error) {
+	if !conn.State.Live() {
+		return errs, nil
+	}
+	approved, err := s.opts.DB.Version(c.Request().Context(), conn.ID, conn.ApprovedVersion)
+	if err != nil {
+		return errs, err
+	}
+	fe := workflow.AmendmentErrors(approved.Contract, con)
+	if len(fe) == 0 {
+		return errs, nil
+	}
+	if errs == nil {
+		errs = map[string]string{}
+	}
+	return mergeFieldErrors(errs, fe), nil
 }
 
 // updateRequest saves the edited contract as a new version (if it changed)
@@ -176,10 +218,21 @@ func (s *Server) updateRequest(c echo.Context) error {
 		return err
 	}
 	base, _ := strconv.Atoi(c.FormValue("base_version"))
-	heading := fmt.Sprintf("Edit connection request #%d (version %d)", conn.ID, base)
+	heading := editHeading(conn, base)
 	action := fmt.Sprintf("/connections/%d", conn.ID)
 	con, errs, savable, down := s.checkContract(c, v, conn.ID)
 	submit := c.FormValue("intent") == "submit"
+	if down == nil {
+		// A change that touches what a live connection cannot change is
+		// never approvable: it is not kept even as a draft.
+		n := len(errs)
+		if errs, err = s.amendmentErrors(c, conn, con, errs); err != nil {
+			return err
+		}
+		if len(errs) > n {
+			savable = false
+		}
+	}
 	if down != nil {
 		f := s.formPage(heading, action, action, base, v, nil)
 		f.Notice = checksDown
