@@ -43,7 +43,7 @@ func (s *Server) submitRequest(c echo.Context) error {
 			Message: "Nothing was changed: the portal could not check this request against the others just now (its database did not answer). Try again in a minute."}, err: down}
 	}
 	errs := mergeFieldErrors(map[string]string{}, fe)
-	if errs, err = s.amendmentErrors(c, conn, v.Contract, errs); err != nil {
+	if errs, _, err = s.amendmentErrors(c, conn, v.Contract, errs); err != nil {
 		return err
 	}
 	if len(errs) > 0 {

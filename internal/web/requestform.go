@@ -185,22 +185,23 @@ func editHeading(conn store.Connection, base int) string {
 
 // amendmentErrors adds to errs the fields a change to a live connection may
 // not touch (workflow.AmendmentErrors, against its approved version).
-func (s *Server) amendmentErrors(c echo.Context, conn store.Connection, con workflow.Contract, errs map[string]string) (map[string]string, error) {
+// found says whether it added any.
+func (s *Server) amendmentErrors(c echo.Context, conn store.Connection, con workflow.Contract, errs map[string]string) (_ map[string]string, found bool, _ error) {
 	if !conn.State.Live() {
-		return errs, nil
+		return errs, false, nil
 	}
 	approved, err := s.opts.DB.Version(c.Request().Context(), conn.ID, conn.ApprovedVersion)
 	if err != nil {
-		return errs, err
+		return errs, false, err
 	}
 	fe := workflow.AmendmentErrors(approved.Contract, con)
 	if len(fe) == 0 {
-		return errs, nil
+		return errs, false, nil
 	}
 	if errs == nil {
 		errs = map[string]string{}
 	}
-	return mergeFieldErrors(errs, fe), nil
+	return mergeFieldErrors(errs, fe), true, nil
 }
 
 // updateRequest saves the edited contract as a new version (if it changed)
@@ -225,11 +226,11 @@ func (s *Server) updateRequest(c echo.Context) error {
 	if down == nil {
 		// A change that touches what a live connection cannot change is
 		// never approvable: it is not kept even as a draft.
-		n := len(errs)
-		if errs, err = s.amendmentErrors(c, conn, con, errs); err != nil {
+		var found bool
+		if errs, found, err = s.amendmentErrors(c, conn, con, errs); err != nil {
 			return err
 		}
-		if len(errs) > n {
+		if found {
 			savable = false
 		}
 	}
