@@ -24,10 +24,10 @@ type Connection struct {
 	// workflow.Amendment); CurrentVersion is then the change's version.
 	Amendment      workflow.Amendment
 	RequesterID    int64
-	RequesterEmail  string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-	SubmittedAt     time.Time // zero until first submitted
+	RequesterEmail string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	SubmittedAt    time.Time // zero until first submitted
 }
 
 // StaleError says the connection moved on since the caller looked at it:

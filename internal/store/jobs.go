@@ -399,7 +399,9 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 			errText, fmtTime(now), jobID); err != nil {
 			return err
 		}
-		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) { return workflow.OnJobFailed(s, jobRun(j), errText, now) })
+		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) {
+			return workflow.OnJobFailed(s, jobRun(j), errText, now)
+		})
 		if err != nil {
 			return err
 		}

@@ -195,7 +195,7 @@ type AuditRow struct {
 type CapacityRowView struct {
 	// Held, for a change to a live connection, is what its active version
 	// already guarantees of the type: a count up to it always fits.
-	Held int
+	Held         int
 	InstanceType string
 	Capacity     int
 	Committed    int
@@ -239,12 +239,12 @@ type ConnectionDetail struct {
 	// EditLabel is the edit button's words: "Edit", "Request a change",
 	// "Edit the change".
 	EditLabel string
-	Fields          []FieldRow
-	DiffTitle       string
-	Diff            []ChangeRow
-	Versions        []VersionRow
-	Decisions       []DecisionView
-	Audit           []AuditRow
+	Fields    []FieldRow
+	DiffTitle string
+	Diff      []ChangeRow
+	Versions  []VersionRow
+	Decisions []DecisionView
+	Audit     []AuditRow
 
 	EditURL       string // set when the user may edit
 	SubmitURL     string

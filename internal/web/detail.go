@@ -201,17 +201,17 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	}
 	s.revokeForm(p, obj, &d)
 	waiting := conn.State == workflow.StateSubmitted || conn.State.Live() && conn.Amendment == workflow.AmendSubmitted
-	if p.HasRole(workflow.RoleAdmin) || workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed ||
-		(waiting && workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed) {
+	admin := workflow.Decide(p, workflow.ActionViewAdminHome, workflow.Object{}).Allowed
+	if workflow.Decide(p, workflow.ActionViewPlan, obj).Allowed {
 		// Only the approvers of a submitted version get the AWS lookups: they
 		// cost a few AWS reads per view, and drafts change anyway.
-		preview := p.HasRole(workflow.RoleAdmin) && waiting
+		preview := admin && waiting
 		d.Plan = s.planView(c.Request().Context(), conn, cur, preview, seesFullErrors(c))
 	}
 	if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
 		d.Slurm = slurmView(cur.Contract)
 	}
-	if p.HasRole(workflow.RoleAdmin) && waiting {
+	if admin && waiting {
 		d.ApprovalsNeed = workflow.ApprovalsNeeded(cur.Contract.DataClassification)
 		d.ApprovalsHave = len(obj.ApproverIDs)
 		if dec := workflow.Decide(p, workflow.ActionApprove, obj); dec.Allowed {

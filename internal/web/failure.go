@@ -18,7 +18,7 @@ import (
 // text: admins only.
 func seesFullErrors(c echo.Context) bool {
 	p, ok := principal(c)
-	return ok && p.HasRole(workflow.RoleAdmin)
+	return ok && workflow.Decide(p, workflow.ActionViewFullErrors, workflow.Object{}).Allowed
 }
 
 // failureKinds classify an error's text, first match wins. Network

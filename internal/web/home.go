@@ -26,15 +26,15 @@ func (s *Server) home(c echo.Context) error {
 		h.Cards = append(h.Cards, views.HomeCard{Title: "Team " + m.Team + " (" + string(m.Role) + ")", Body: body,
 			Href: "/teams/" + m.Team, Action: action, TestID: "card-team-" + m.Team})
 	}
-	if p.HasRole(workflow.RoleAdmin) {
+	if workflow.Decide(p, workflow.ActionViewAdminHome, workflow.Object{}).Allowed {
 		h.Cards = append(h.Cards, views.HomeCard{Title: "Cluster admin", Body: "Approve connection requests, watch provisioning, revoke access.",
 			Href: "/admin", Action: "Open the admin queue", TestID: "card-admin"})
 	}
-	if p.HasRole(workflow.RoleReviewer) {
+	if workflow.Decide(p, workflow.ActionViewReviewHome, workflow.Object{}).Allowed {
 		h.Cards = append(h.Cards, views.HomeCard{Title: "Reviews", Body: "Run scheduled and event-driven lifecycle reviews of connections.",
 			Href: "/reviews", Action: "Open reviews", TestID: "card-reviews"})
 	}
-	if p.HasRole(workflow.RoleFinance) {
+	if workflow.Decide(p, workflow.ActionViewFinanceHome, workflow.Object{}).Allowed {
 		h.Cards = append(h.Cards, views.HomeCard{Title: "Usage and cost", Body: "Per-team usage, cost and monthly chargeback.",
 			Href: "/finance", Action: "Open usage and cost", TestID: "card-finance"})
 	}

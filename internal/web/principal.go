@@ -137,13 +137,13 @@ func navFor(p workflow.Principal, path string) []views.NavItem {
 	for _, m := range p.Memberships {
 		add("Team "+m.Team, "/teams/"+m.Team, "nav-team-"+m.Team)
 	}
-	if p.HasRole(workflow.RoleAdmin) {
+	if workflow.Decide(p, workflow.ActionViewAdminHome, workflow.Object{}).Allowed {
 		add("Admin", "/admin", "nav-admin")
 	}
-	if p.HasRole(workflow.RoleReviewer) {
+	if workflow.Decide(p, workflow.ActionViewReviewHome, workflow.Object{}).Allowed {
 		add("Reviews", "/reviews", "nav-reviews")
 	}
-	if p.HasRole(workflow.RoleFinance) {
+	if workflow.Decide(p, workflow.ActionViewFinanceHome, workflow.Object{}).Allowed {
 		add("Cost", "/finance", "nav-finance")
 	}
 	if workflow.Decide(p, workflow.ActionViewAudit, workflow.Object{}).Allowed {

@@ -66,15 +66,15 @@ type Job struct {
 	// replaces (0 otherwise).
 	FromVersion int
 	State       JobState
-	Attempts       int // claims so far, this one included
-	Steps          int // steps of the applied plan
-	LeaseOwner     string
-	LeaseUntil     time.Time // zero unless running
-	NotBefore      time.Time
-	LastError      string
-	DryRun         bool
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	Attempts    int // claims so far, this one included
+	Steps       int // steps of the applied plan
+	LeaseOwner  string
+	LeaseUntil  time.Time // zero unless running
+	NotBefore   time.Time
+	LastError   string
+	DryRun      bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 	// PreviousOwner is set by a claim only: the worker whose expired lease
 	// this claim took over ("" for a queued job).
 	PreviousOwner string

@@ -34,6 +34,8 @@ const (
 	ActionReapply         Action = "connection.reapply"      // re-apply the approved plan to fix drift
 	ActionRetryJob        Action = "connection.retry"        // queue provisioning or revocation again after a failure
 	ActionEditScheduler   Action = "cluster.scheduler"       // reconcile the cluster's task-governance scheduler config
+	ActionViewPlan        Action = "connection.plan"         // a connection's provisioning plan, on its page
+	ActionViewFullErrors  Action = "errors.view_full"        // job and AWS errors unreduced (they may name accounts and ARNs)
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -155,8 +157,21 @@ func Decide(p Principal, a Action, o Object) Decision {
 			return allow("owner of team %s", o.Team)
 		}
 		return deny("needs the %s role or ownership of the team", RoleFinance)
-	case ActionEditInventory, ActionEditScheduler:
+	case ActionEditInventory, ActionEditScheduler, ActionViewFullErrors:
 		return requireRole(p, RoleAdmin)
+	case ActionViewPlan:
+		// Admins read every plan; a team's owners read their request's
+		// while they shape it or wait for the decision.
+		if p.HasRole(RoleAdmin) {
+			return allow("admin")
+		}
+		if d := ownerInState(p, o, EventEdit); d.Allowed {
+			return d
+		}
+		if waitsForAdmin(o) {
+			return ownerInState(p, o, EventWithdraw)
+		}
+		return deny("the plan is shown to admins, and to the team's owners while they edit or wait for a decision")
 	case ActionViewAdminHome:
 		return requireRole(p, RoleAdmin)
 	case ActionViewReviewHome:
