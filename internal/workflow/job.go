@@ -11,4 +11,8 @@ const (
 	JobProvision JobKind = "provision"
 	JobRevoke    JobKind = "revoke"
 	JobReapply   JobKind = "reapply"
+	// JobScheduler is a cluster job, not a connection's: it reconciles the
+	// cluster's HyperPod task governance scheduler config with the
+	// portal's settings (an admin queues it on /admin/scheduler).
+	JobScheduler JobKind = "scheduler"
 )
