@@ -138,10 +138,10 @@ func TestClusterJobsTableRules(t *testing.T) {
 	const cols = `INSERT INTO jobs (connection_id, cluster, kind, version, state, not_before, created_at, updated_at) VALUES `
 	for _, row := range []string{
 		fmt.Sprintf(`(%d, '', 'scheduler', 1, 'succeeded', 'x', 'x', 'x')`, conn.ID), // a scheduler job of a connection
-		`(NULL, 'arn', 'provision', 0, 'succeeded', 'x', 'x', 'x')`,                 // a connection kind without a connection
-		`(NULL, '', 'scheduler', 0, 'succeeded', 'x', 'x', 'x')`,                    // a cluster job naming no cluster
-		`(NULL, 'arn', 'scheduler', 3, 'succeeded', 'x', 'x', 'x')`,                 // a cluster job with a version
-		`(NULL, 'arn', 'frobnicate', 0, 'succeeded', 'x', 'x', 'x')`,                // an unknown kind
+		`(NULL, 'arn', 'provision', 0, 'succeeded', 'x', 'x', 'x')`,                  // a connection kind without a connection
+		`(NULL, '', 'scheduler', 0, 'succeeded', 'x', 'x', 'x')`,                     // a cluster job naming no cluster
+		`(NULL, 'arn', 'scheduler', 3, 'succeeded', 'x', 'x', 'x')`,                  // a cluster job with a version
+		`(NULL, 'arn', 'frobnicate', 0, 'succeeded', 'x', 'x', 'x')`,                 // an unknown kind
 	} {
 		if _, err := f.raw.ExecContext(t.Context(), cols+row); err == nil || !strings.Contains(err.Error(), "CHECK") {
 			t.Errorf("insert %s: %v, want a CHECK failure", row, err)
