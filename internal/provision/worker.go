@@ -17,8 +17,9 @@ import (
 // Job is what the worker needs of a claimed job.
 type Job struct {
 	ID           int64
-	ConnectionID int64
-	Kind         string // JobKindProvision or JobKindRevoke; other kinds are not run by this worker yet
+	ConnectionID int64  // 0 for a cluster job (JobKindScheduler)
+	Cluster      string // a cluster job's cluster ARN
+	Kind         string // JobKindProvision, JobKindRevoke, JobKindReapply or JobKindScheduler; other kinds are not run by this worker yet
 	Version      int
 	// PlanHash is the plan an approver pinned, "" when none was: a pinned
 	// job refuses to apply any other plan.
@@ -198,6 +199,10 @@ type Worker struct {
 	// aborts the run at once without another write, as if the process had
 	// died there: a test hook for crash recovery.
 	AfterStep func(seq int) error
+	// Scheduler runs the cluster's scheduler config jobs
+	// (schedulerjob.go); nil fails them, saying the portal does not run
+	// them.
+	Scheduler *SchedulerJobs
 }
 
 func (w *Worker) now() time.Time {
@@ -276,13 +281,16 @@ type stop struct {
 }
 
 func (w *Worker) run(ctx, sctx context.Context, job Job, log *slog.Logger) error {
-	if job.Kind != JobKindProvision && job.Kind != JobKindRevoke && job.Kind != JobKindReapply {
+	if job.Kind != JobKindProvision && job.Kind != JobKindRevoke && job.Kind != JobKindReapply && job.Kind != JobKindScheduler {
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
 	}
 	if job.Attempts > w.maxAttempts() {
 		// Claims that never settled (crashes, lost leases) count too: a job
 		// that kills its worker must not loop forever.
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: gave up after %d attempts; last error: %s", job.Attempts-1, orNone(job.LastError))})
+	}
+	if job.Kind == JobKindScheduler {
+		return w.runScheduler(ctx, sctx, job, log)
 	}
 	steps, hash, err := w.steps(ctx, job)
 	if err != nil {

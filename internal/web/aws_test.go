@@ -156,7 +156,7 @@ func TestPlanPreviewsTheAWSCalls(t *testing.T) {
 		ClusterName: c.EKSClusterName, PrincipalARN: c.AccessRoleARN, KubernetesGroups: []string{"platform-admins"}}); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, false, withAWS, func(o *Options) { o.AWSPreview = runner })
+	h := newHarness(t, false, withAWS, func(o *Options) { o.AWSPreview = provision.AWSPreviews{Lookup: runner} })
 	owner := h.signIn("owner.red")
 	f := formValues(formFromContract(c))
 	f.Set("intent", "submit")
@@ -238,7 +238,7 @@ func TestPlanPreviewIsForApproversOnly(t *testing.T) {
 	sm := sagemaker.NewFromConfig(awstest.Config(1), func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(st.SageMaker.URL()) })
 	runner := &awsprov.Runner{Clients: awsprov.Clients{SageMaker: sm, Domains: sm,
 		EKS: eks.NewFromConfig(awstest.Config(1), func(o *eks.Options) { o.BaseEndpoint = aws.String(st.EKS.URL()) })}}
-	h := newHarness(t, false, withAWS, func(o *Options) { o.AWSPreview = runner })
+	h := newHarness(t, false, withAWS, func(o *Options) { o.AWSPreview = provision.AWSPreviews{Lookup: runner} })
 	owner := h.signIn("owner.red")
 	f := formValues(formFromContract(c))
 	f.Set("intent", "submit")
