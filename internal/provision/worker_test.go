@@ -37,7 +37,7 @@ type jobStore struct{ *store.DB }
 func (s jobStore) ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (provision.Job, bool, error) {
 	j, ok, err := s.DB.ClaimJob(ctx, owner, now, lease)
 	return provision.Job{
-		ID: j.ID, ConnectionID: j.ConnectionID, Kind: string(j.Kind), Version: j.Version, PlanHash: j.PlanHash,
+		ID: j.ID, ConnectionID: j.ConnectionID, Cluster: j.Cluster, Kind: string(j.Kind), Version: j.Version, PlanHash: j.PlanHash,
 		AdoptNamespace: j.AdoptNamespace, Attempts: j.Attempts, LastError: j.LastError, PreviousOwner: j.PreviousOwner,
 	}, ok, err
 }
