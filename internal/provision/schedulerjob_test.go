@@ -42,7 +42,10 @@ func newSchedulerBed(t *testing.T, api awsprov.SchedulerAPI) *schedulerBed {
 	b := &schedulerBed{t: t, db: db, clock: &clock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}, arn: s.AWS.ClusterARN}
 	b.w = &provision.Worker{
 		Store: jobStore{db},
-		Plans: func(context.Context, int64, int) (provision.Plan, error) { t.Fatal("a scheduler job built a plan"); return provision.Plan{}, nil },
+		Plans: func(context.Context, int64, int) (provision.Plan, error) {
+			t.Fatal("a scheduler job built a plan")
+			return provision.Plan{}, nil
+		},
 		DryRun: true, Owner: "w", Clock: b.clock.Now, Lease: time.Minute,
 		Backoff: 10 * time.Second, MaxBackoff: 15 * time.Second, MaxAttempts: 3,
 		Scheduler: &provision.SchedulerJobs{Spec: s.SchedulerSpec, API: api, Poll: awsprov.PollConfig{Interval: time.Millisecond}},
