@@ -256,4 +256,27 @@ func TestClusterJobsMigrationKeepsJobs(t *testing.T) {
 	if _, err := f.db.EnqueueProvisioning(ctx, 2, f.admins[0], "", f.tick()); err == nil {
 		t.Error("a second open provisioning job was queued after the rebuild")
 	}
+
+	// Down again: the connections' jobs stay, the cluster jobs and their
+	// steps go (the old table cannot hold them).
+	sj, err := f.db.EnqueueScheduler(ctx, testClusterARN, f.admins[0], "", f.tick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.raw.ExecContext(ctx, `INSERT INTO job_steps (job_id, seq, name, state) VALUES (?, 0, 'x', 'pending')`, sj.ID); err != nil {
+		t.Fatal(err)
+	}
+	stepsBefore := dump(`SELECT * FROM job_steps WHERE job_id != ` + fmt.Sprint(sj.ID) + ` ORDER BY job_id, seq`)
+	if err := db.MigrateDownTo(ctx, 9); err != nil {
+		t.Fatalf("down to 9: %v", err)
+	}
+	if v := dump(`SELECT count(*) FROM jobs`); v != "2" {
+		t.Errorf("%s jobs after the down migration, want the 2 connection jobs", v)
+	}
+	if v := dump(stepsQ); v != stepsBefore {
+		t.Errorf("steps after the down migration:\n%s\nwant\n%s", v, stepsBefore)
+	}
+	if v := dump(`PRAGMA foreign_key_check`); v != "" {
+		t.Errorf("foreign key violations after the down migration: %s", v)
+	}
 }

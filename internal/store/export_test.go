@@ -30,3 +30,13 @@ func (d *DB) MigrateTo(ctx context.Context, version int64) error {
 	_, err = p.UpTo(ctx, version)
 	return err
 }
+
+// MigrateDownTo rolls the migrations back to version.
+func (d *DB) MigrateDownTo(ctx context.Context, version int64) error {
+	p, err := d.provider()
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
+	return err
+}
