@@ -163,6 +163,8 @@ func TestPlanPreviewsTheAWSCalls(t *testing.T) {
 	h.postAs(owner, "/teams/red/connections", f)
 	_, body := h.get(h.signIn("admin").c, "/connections/1")
 	for _, want := range []string{`data-testid="aws-now"`, ">create<", ">would stop<", "does not take over access it did not grant", "checked when it runs",
+		// The call that would stop is also a warning above the plan.
+		"On AWS now, ", " would stop the job: ",
 		// The Studio execution role's missing IAM actions.
 		"The Studio execution role " + c.ProjectRoleARN + " is not allowed eks:AccessKubernetesApi on arn:aws:eks:us-east-1:111122223333:cluster/" + c.EKSClusterName,
 		// What each grant lets the team see.
