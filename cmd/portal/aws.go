@@ -105,8 +105,8 @@ func loadAWSConfig(ctx context.Context, region string) (aws.Config, error) {
 	return ac, nil
 }
 
-// scheduler is the client for the scheduler config page, or nil (an
-// untyped nil: the page then records dry runs) without real AWS calls.
+// scheduler is the client the scheduler config jobs call, or nil (an
+// untyped nil: the jobs then record dry runs) without real AWS calls.
 func (a awsSide) scheduler() awsprov.SchedulerAPI {
 	if a.Runner == nil {
 		return nil
@@ -114,13 +114,13 @@ func (a awsSide) scheduler() awsprov.SchedulerAPI {
 	return a.Runner.Clients.Scheduler
 }
 
-// quotas is the SageMaker client that adopts a compute quota at an admin's
-// choice, or an untyped nil without real AWS calls.
-func (a awsSide) quotas() awsprov.SageMakerAPI {
+// quotas adopts a compute quota at an admin's choice through SageMaker, or
+// is an untyped nil without real AWS calls.
+func (a awsSide) quotas() provision.QuotaAdopter {
 	if a.Runner == nil {
 		return nil
 	}
-	return a.Runner.Clients.SageMaker
+	return provision.AWSQuotaAdopter{API: a.Runner.Clients.SageMaker}
 }
 
 // drifter compares plans' AWS resources with AWS for the drift check, or
@@ -134,13 +134,11 @@ func (a awsSide) drifter() provision.AWSDrifter {
 
 // preview looks up what a plan's AWS calls would do, or is nil without
 // real AWS calls.
-func (a awsSide) preview() interface {
-	Preview(context.Context, awsprov.Call) awsprov.Preview
-} {
+func (a awsSide) preview() provision.AWSPreviewer {
 	if a.Runner == nil {
 		return nil
 	}
-	return a.Runner
+	return provision.AWSPreviews{Lookup: a.Runner}
 }
 
 // teamRolePrefix is the AWS settings' team_role_prefix (none without

@@ -218,6 +218,12 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if side.Runner != nil {
 		worker.AWS = side.Runner
 	}
+	// The admins' scheduler config reconciles are jobs this worker runs:
+	// dry runs (the calls recorded, none made) without real AWS calls.
+	worker.Scheduler = &provision.SchedulerJobs{
+		Spec: cluster.SchedulerSpec, API: side.scheduler(),
+		Poll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
+	}
 	checker, err := clusterChecker(kube, side)
 	if err != nil {
 		return err
@@ -249,8 +255,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		GroupsRecheckInterval: cfg.GroupsRecheckInterval, LoginRateLimit: cfg.LoginRateLimit,
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
-		Scheduler: side.scheduler(), AWSPoll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
-		AWSPreview: side.preview(), Quotas: side.quotas(),
+		SchedulerCalls: side.Runner != nil,
+		AWSPreview:     side.preview(), Quotas: side.quotas(),
 		ClusterCheck: checker, ClusterCanRefresh: checker.CanRead(),
 		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 	})

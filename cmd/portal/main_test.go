@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/hyperpod-governance/portal/internal/testenv"
 	"io"
 	"io/fs"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hyperpod-governance/portal/internal/testenv"
 
 	"github.com/hyperpod-governance/portal/migrations"
 )

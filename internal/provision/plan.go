@@ -5,10 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"

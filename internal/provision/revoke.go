@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"slices"
 	"strings"
+
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

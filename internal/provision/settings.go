@@ -2,11 +2,12 @@ package provision
 
 import (
 	"fmt"
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
-	"github.com/hyperpod-governance/portal/internal/workflow"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"

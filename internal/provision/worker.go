@@ -169,6 +169,10 @@ type Worker struct {
 	// aborts the run at once without another write, as if the process had
 	// died there: a test hook for crash recovery.
 	AfterStep func(seq int) error
+	// Scheduler runs the cluster's scheduler config jobs
+	// (schedulerjob.go); nil fails them, saying the portal does not run
+	// them.
+	Scheduler *SchedulerJobs
 }
 
 func (w *Worker) now() time.Time {
@@ -247,13 +251,16 @@ type stop struct {
 }
 
 func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logger) error {
-	if job.Kind != workflow.JobProvision && job.Kind != workflow.JobRevoke && job.Kind != workflow.JobReapply {
+	if job.Kind != workflow.JobProvision && job.Kind != workflow.JobRevoke && job.Kind != workflow.JobReapply && job.Kind != workflow.JobScheduler {
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
 	}
 	if job.Attempts > w.maxAttempts() {
 		// Claims that never settled (crashes, lost leases) count too: a job
 		// that kills its worker must not loop forever.
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: gave up after %d attempts; last error: %s", job.Attempts-1, orNone(job.LastError))})
+	}
+	if job.Kind == workflow.JobScheduler {
+		return w.runScheduler(ctx, sctx, job, log)
 	}
 	steps, hash, err := w.steps(ctx, job)
 	if err != nil {

@@ -38,3 +38,24 @@ func (d *DB) FireForTest(ctx context.Context, id int64, ev workflow.Event, now t
 	})
 	return c, err
 }
+
+// MigrateTo applies the migrations up to version only, so that a test can
+// put rows in an older schema and watch a later migration carry them over.
+func (d *DB) MigrateTo(ctx context.Context, version int64) error {
+	p, err := d.provider()
+	if err != nil {
+		return err
+	}
+	_, err = p.UpTo(ctx, version)
+	return err
+}
+
+// MigrateDownTo rolls the migrations back to version.
+func (d *DB) MigrateDownTo(ctx context.Context, version int64) error {
+	p, err := d.provider()
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
+	return err
+}

@@ -27,17 +27,19 @@ var ErrStepsNotDone = errors.New("store: complete job: not every step is done")
 // provisioner is the actor of the audit events the worker causes.
 const provisioner = "provisioner"
 
-const jobCols = `id, connection_id, kind, version, plan_hash, applied_plan_hash, state, attempts, steps,
+const jobCols = `id, connection_id, cluster, kind, version, plan_hash, applied_plan_hash, state, attempts, steps,
 	lease_owner, lease_until, not_before, last_error, dry_run, created_at, updated_at, from_version,
 	COALESCE((SELECT a.namespace FROM namespace_adoptions a WHERE a.connection_id = jobs.connection_id AND a.version = jobs.version), '')`
 
 func scanJob(sc interface{ Scan(...any) error }) (workflow.Job, error) {
 	var j workflow.Job
 	var leaseUntil, notBefore, created, updated string
-	if err := sc.Scan(&j.ID, &j.ConnectionID, &j.Kind, &j.Version, &j.PlanHash, &j.AppliedPlanHash, &j.State, &j.Attempts, &j.Steps,
+	var connID sql.NullInt64 // NULL for a cluster job
+	if err := sc.Scan(&j.ID, &connID, &j.Cluster, &j.Kind, &j.Version, &j.PlanHash, &j.AppliedPlanHash, &j.State, &j.Attempts, &j.Steps,
 		&j.LeaseOwner, &leaseUntil, &notBefore, &j.LastError, &j.DryRun, &created, &updated, &j.FromVersion, &j.AdoptNamespace); err != nil {
 		return j, err
 	}
+	j.ConnectionID = connID.Int64
 	for _, f := range []struct {
 		s string
 		t *time.Time
@@ -271,6 +273,9 @@ func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash s
 		if err != nil {
 			return err
 		}
+		if j.ConnectionID == 0 {
+			return startClusterJob(ctx, tx, j, appliedPlanHash, steps, dryRun, now)
+		}
 		run := jobRun(j)
 		run.Steps, run.PlanHash, run.DryRun, run.Resumed = len(steps), appliedPlanHash, dryRun, j.AppliedPlanHash != ""
 		// The lifecycle's verdict comes first: a refused start writes nothing.
@@ -394,6 +399,9 @@ func (d *DB) FailJob(ctx context.Context, jobID int64, owner, errText string, no
 		if err != nil {
 			return err
 		}
+		if j.ConnectionID == 0 {
+			return failClusterJob(ctx, tx, j, errText, now)
+		}
 		if _, err := tx.ExecContext(ctx, `
 UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error = ?, updated_at = ? WHERE id = ?`,
 			errText, fmtTime(now), jobID); err != nil {
@@ -440,6 +448,9 @@ func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now tim
 		}
 		if j.Steps == 0 || done != j.Steps {
 			return fmt.Errorf("%w: %d of %d steps done", ErrStepsNotDone, done, j.Steps)
+		}
+		if j.ConnectionID == 0 {
+			return completeClusterJob(ctx, tx, j, now)
 		}
 		// Whether anything was ever applied to a cluster for the
 		// connection: a dry-run revocation of one that was cannot say

@@ -458,16 +458,17 @@ type AWSResourceRow struct {
 }
 
 // SchedulerView is the cluster's task-governance scheduler config as the
-// portal's settings want it, and what reconciling it did.
+// portal's settings want it, the latest job that reconciles it, and what
+// the reconciles did.
 type SchedulerView struct {
 	Unavailable string // why it cannot be reconciled here (AWS off, no cluster ARN)
-	DryRun      bool
+	DryRun      bool   // the jobs record the calls they would make and make none
 	Name        string
 	ClusterARN  string
 	FairShare   bool
 	Classes     []SchedulerClassRow
-	Notice      string // the outcome of the last reconcile from this page
-	Error       string
+	Job         *Progress // the latest scheduler job, nil when there has been none
+	Error       string    // why the last POST queued nothing
 	History     []AuditRow
 }
 

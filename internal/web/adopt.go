@@ -8,11 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -23,35 +21,31 @@ const auditAdoptQuota = "connection.adopt_compute_quota"
 
 // adoptForm is the adoption form of the detail page, for admins, when the
 // last provisioning job stopped on a compute quota made outside the portal
-// (awsprov.ForeignQuotaError) and the portal makes real AWS calls.
+// (provision.ForeignQuotaARN) and the portal makes real AWS calls.
 func (s *Server) adoptForm(p workflow.Principal, conn store.Connection, obj workflow.Object, d *views.ConnectionDetail) {
 	if s.opts.Quotas == nil || d.Progress == nil || d.Progress.State != string(workflow.JobFailed) ||
 		!workflow.Decide(p, workflow.ActionRetryJob, obj).Allowed {
 		return
 	}
-	quotaARN, ok := awsprov.ForeignQuotaARN(d.Progress.LastError)
+	quotaARN, ok := provision.ForeignQuotaARN(d.Progress.LastError)
 	if !ok {
 		return
 	}
 	d.AdoptQuota = &views.AdoptQuotaView{URL: fmt.Sprintf("/connections/%d/adopt-quota", conn.ID), ARN: quotaARN}
 }
 
-// quotaCallOf is the compute quota call of the connection's approved plan.
-func (s *Server) quotaCallOf(ctx context.Context, conn store.Connection) (*awsprov.Call, error) {
+// approvedPlan is the connection's approved plan; ok is false when it has
+// no compute quota.
+func (s *Server) approvedPlan(ctx context.Context, conn store.Connection) (plan provision.Plan, ok bool, err error) {
 	v, err := s.opts.DB.Version(ctx, conn.ID, conn.ApprovedVersion)
 	if err != nil {
-		return nil, err
+		return plan, false, err
 	}
-	plan, err := provision.BuildPlan(conn.ID, v.Version, v.Hash, v.Contract, s.opts.Cluster)
+	plan, err = provision.BuildPlan(conn.ID, v.Version, v.Hash, v.Contract, s.opts.Cluster)
 	if err != nil {
-		return nil, err
+		return plan, false, err
 	}
-	for i := range plan.AWS {
-		if plan.AWS[i].Quota != nil {
-			return &plan.AWS[i], nil
-		}
-	}
-	return nil, nil
+	return plan, provision.PlanQuota(plan) != nil, nil
 }
 
 // adoptQuota is an admin's explicit choice to adopt a compute quota made
@@ -74,8 +68,8 @@ func (s *Server) adoptQuota(c echo.Context) error {
 		back.Title, back.Message = "No AWS calls are made", "This portal makes no AWS calls (dry run or AWS off), so there is no compute quota to adopt."
 		return &userError{page: back}
 	}
-	call, err := s.quotaCallOf(ctx, conn)
-	if err != nil || call == nil {
+	plan, hasQuota, err := s.approvedPlan(ctx, conn)
+	if err != nil || !hasQuota {
 		back.Title, back.Message = "No compute quota in the plan", "This connection's approved plan has no compute quota, so there is nothing to adopt."
 		return &userError{page: back, err: err}
 	}
@@ -93,18 +87,18 @@ func (s *Server) adoptQuota(c echo.Context) error {
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	res, aerr := awsprov.AdoptComputeQuota(actx, s.opts.Quotas, quotaARN, aws.ToString(call.Quota.ComputeQuotaTarget.TeamName), aws.ToString(call.Quota.ClusterArn), conn.ID)
-	var notOurs *awsprov.NotOursError
+	res, aerr := s.opts.Quotas.AdoptQuota(actx, quotaARN, plan, conn.ID)
+	var refused *provision.QuotaRefusedError
 	switch {
-	case errors.Is(aerr, awsprov.ErrNotAQuota), errors.As(aerr, &notOurs):
+	case errors.As(aerr, &refused):
 		return rerender(http.StatusUnprocessableEntity, aerr.Error())
 	case aerr != nil:
 		s.opts.Logger.WarnContext(ctx, "adopt compute quota failed", "request_id", requestID(c), "connection_id", conn.ID, "err", aerr.Error())
 		return rerender(http.StatusBadGateway, "AWS did not take the adoption; try again: "+aerr.Error())
 	}
 	why := fmt.Sprintf("adopted compute quota %s (%s), made outside the portal, for team %s: tagged %s=%d; the next provisioning run updates it to the contract",
-		res.ID, quotaARN, conn.Team, awsprov.TagConnection, conn.ID)
-	if res.Action == awsprov.Unchanged {
+		res.ID, quotaARN, conn.Team, provision.QuotaConnectionTag, conn.ID)
+	if res.Unchanged {
 		why = fmt.Sprintf("compute quota %s (%s) is already this connection's", res.ID, quotaARN)
 	}
 	if err := s.opts.DB.RecordConnectionEvent(ctx, conn.ID, auditAdoptQuota, actor(p), why, s.opts.Now()); err != nil {

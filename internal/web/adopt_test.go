@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
 	"github.com/hyperpod-governance/portal/internal/store"
@@ -29,7 +30,7 @@ func TestAdoptAConsoleQuota(t *testing.T) {
 	console := f.AddForeignQuota("console-red", c.ClusterARN, c.Team, nil)
 	blue := f.AddForeignQuota("console-blue", c.ClusterARN, "blue", nil)
 
-	h := newHarness(t, false, withAWS, func(o *Options) { o.Quotas = sm })
+	h := newHarness(t, false, withAWS, func(o *Options) { o.Quotas = provision.AWSQuotaAdopter{API: sm} })
 	owner, admin := h.signIn("owner.red"), h.signIn("admin")
 	form := formValues(formFromContract(c))
 	form.Set("intent", "submit")

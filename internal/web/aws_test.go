@@ -156,13 +156,15 @@ func TestPlanPreviewsTheAWSCalls(t *testing.T) {
 		ClusterName: c.EKSClusterName, PrincipalARN: c.AccessRoleARN, KubernetesGroups: []string{"platform-admins"}}); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, false, withAWS, func(o *Options) { o.AWSPreview = runner })
+	h := newHarness(t, false, withAWS, func(o *Options) { o.AWSPreview = provision.AWSPreviews{Lookup: runner} })
 	owner := h.signIn("owner.red")
 	f := formValues(formFromContract(c))
 	f.Set("intent", "submit")
 	h.postAs(owner, "/teams/red/connections", f)
 	_, body := h.get(h.signIn("admin").c, "/connections/1")
 	for _, want := range []string{`data-testid="aws-now"`, ">create<", ">would stop<", "does not take over access it did not grant", "checked when it runs",
+		// The call that would stop is also a warning above the plan.
+		"On AWS now, ", " would stop the job: ",
 		// The Studio execution role's missing IAM actions.
 		"The Studio execution role " + c.ProjectRoleARN + " is not allowed eks:AccessKubernetesApi on arn:aws:eks:us-east-1:111122223333:cluster/" + c.EKSClusterName,
 		// What each grant lets the team see.
@@ -238,7 +240,7 @@ func TestPlanPreviewIsForApproversOnly(t *testing.T) {
 	sm := sagemaker.NewFromConfig(awstest.Config(1), func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(st.SageMaker.URL()) })
 	runner := &awsprov.Runner{Clients: awsprov.Clients{SageMaker: sm, Domains: sm,
 		EKS: eks.NewFromConfig(awstest.Config(1), func(o *eks.Options) { o.BaseEndpoint = aws.String(st.EKS.URL()) })}}
-	h := newHarness(t, false, withAWS, func(o *Options) { o.AWSPreview = runner })
+	h := newHarness(t, false, withAWS, func(o *Options) { o.AWSPreview = provision.AWSPreviews{Lookup: runner} })
 	owner := h.signIn("owner.red")
 	f := formValues(formFromContract(c))
 	f.Set("intent", "submit")

@@ -11,6 +11,9 @@
 // are re-checked before every change and after an interval (recheck.go).
 //
 // It may import internal/workflow, internal/views, internal/store,
-// internal/auth and (later) internal/provision; nothing under internal/
-// imports it.
+// internal/auth and internal/provision, never internal/provision/awsprov:
+// AWS calls run in provisioning jobs (the scheduler config reconcile is one)
+// or behind provision's interfaces (the plan's AWS preview, the compute
+// quota adoption) that cmd/portal wires (imports_test.go). Nothing under
+// internal/ imports it.
 package web

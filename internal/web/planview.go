@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
-
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
@@ -52,12 +50,12 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 	for _, call := range plan.AWS {
 		cv := views.AWSCallView{Service: call.Service, Kind: string(call.Kind), Name: call.Name, Operations: call.Operations}
 		if actx != nil {
-			now := s.opts.AWSPreview.Preview(actx, call)
+			now := s.opts.AWSPreview.PreviewCall(actx, call)
 			cv.Now, cv.NowDetail = now.State, now.Detail
-			switch now.State {
-			case awsprov.PreviewStops:
+			switch {
+			case now.Stops:
 				pv.Warnings = append(pv.Warnings, "On AWS now, "+call.Title()+" would stop the job: "+now.Detail)
-			case awsprov.PreviewUnknown:
+			case now.Unknown:
 				pv.Warnings = append(pv.Warnings, "Could not look up "+call.Title()+" on AWS: "+now.Detail)
 			}
 			pv.Warnings = append(pv.Warnings, now.Warnings...)
@@ -68,7 +66,7 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 		for _, g := range call.Grants() {
 			cv.Grants = append(cv.Grants, views.AWSGrantView{Policy: g.Policy, Scope: g.Scope, Allows: g.Allows})
 		}
-		if call.Phase == awsprov.Guardrail {
+		if provision.BeforeCluster(call) {
 			pv.AWSBefore = append(pv.AWSBefore, cv)
 		} else {
 			pv.AWSAfter = append(pv.AWSAfter, cv)

@@ -1,31 +1,28 @@
 package web
 
 import (
-	"context"
-	"fmt"
+	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// Audit actions of the scheduler page.
-const (
-	auditSchedulerPrefix    = "scheduler."
-	auditSchedulerReconcile = "scheduler.reconcile"
-	auditSchedulerFailed    = "scheduler.reconcile_failed"
-	auditSchedulerDryRun    = "scheduler.dry_run"
-)
+// auditSchedulerPrefix starts the audit actions of the scheduler config:
+// the admin's "scheduler.enqueue" and the job's "scheduler.succeeded",
+// "scheduler.dry_run" or "scheduler.failed" (internal/store's cluster
+// jobs), and the "scheduler.reconcile*" of portals before the reconcile
+// became a job.
+const auditSchedulerPrefix = "scheduler."
 
-func (s *Server) schedulerView(ctx context.Context) (views.SchedulerView, error) {
+func (s *Server) schedulerView(c echo.Context) (views.SchedulerView, error) {
+	ctx := c.Request().Context()
 	spec, err := s.opts.Cluster.SchedulerSpec()
-	v := views.SchedulerView{DryRun: s.opts.Scheduler == nil}
+	v := views.SchedulerView{DryRun: !s.opts.SchedulerCalls}
 	if err != nil {
 		v.Unavailable = sentence(err.Error())
 	} else {
@@ -38,6 +35,11 @@ func (s *Server) schedulerView(ctx context.Context) (views.SchedulerView, error)
 			v.Classes = append(v.Classes, views.SchedulerClassRow{Name: c.Name, Value: int(values[c.Name]), Weight: c.Weight})
 		}
 	}
+	job, err := s.schedulerJob(c)
+	if err != nil {
+		return v, err
+	}
+	v.Job = job
 	evs, err := s.opts.DB.AuditEvents(ctx, store.AuditFilter{ObjectType: "cluster", ActionPrefix: auditSchedulerPrefix}, 0, 20)
 	if err != nil {
 		return v, err
@@ -48,68 +50,90 @@ func (s *Server) schedulerView(ctx context.Context) (views.SchedulerView, error)
 	return v, nil
 }
 
+// schedulerJob is the progress of the latest scheduler config job, nil
+// when there has been none. While it is open the page refreshes its panel
+// (static/progress.js fetches the page and swaps the panel in). Failures
+// are reduced as on a connection's progress for anyone who is not an admin
+// (only admins open this page today).
+func (s *Server) schedulerJob(c echo.Context) (*views.Progress, error) {
+	ctx := c.Request().Context()
+	jobs, err := s.opts.DB.ClusterJobs(ctx, workflow.JobScheduler, 1)
+	if err != nil || len(jobs) == 0 {
+		return nil, err
+	}
+	j := jobs[0]
+	steps, err := s.opts.DB.JobSteps(ctx, j.ID)
+	if err != nil {
+		return nil, err
+	}
+	pr := &views.Progress{Kind: string(j.Kind), State: string(j.State), Attempts: j.Attempts, LastError: j.LastError, DryRun: j.DryRun}
+	if j.State == workflow.JobQueued || j.State == workflow.JobRunning {
+		pr.RefreshURL = "/admin/scheduler"
+		if j.State == workflow.JobQueued && j.NotBefore.After(s.opts.Now()) {
+			pr.NextTry = fmtWhen(j.NotBefore)
+		}
+	}
+	full := seesFullErrors(c)
+	failedStep := ""
+	for _, st := range steps {
+		detail := st.Detail
+		if st.State == workflow.StepFailed {
+			failedStep = st.Name
+			if !full {
+				detail = publicFailure(st.Name, st.Detail)
+			}
+		}
+		pr.Steps = append(pr.Steps, views.StepView{Seq: st.Seq, Name: st.Name, State: string(st.State),
+			Outcome: st.Outcome, Detail: detail, Attempts: st.Attempts})
+	}
+	if !full && pr.LastError != "" {
+		pr.LastError = publicFailure(failedStep, pr.LastError)
+	}
+	return pr, nil
+}
+
 func (s *Server) schedulerPage(c echo.Context) error {
 	if _, err := authorize(c, workflow.ActionEditScheduler, workflow.Object{}); err != nil {
 		return err
 	}
-	v, err := s.schedulerView(c.Request().Context())
+	v, err := s.schedulerView(c)
 	if err != nil {
 		return err
 	}
 	return render(c, http.StatusOK, views.SchedulerPage(s.page(c, "Scheduler config"), v))
 }
 
-// reconcileScheduler makes the cluster's scheduler config match the
-// settings (or, without real AWS calls, records what it would send), with
-// an audit event either way. The call waits at most a minute for HyperPod
-// to apply it; a config still settling is reported as such, not as a
-// failure.
+// reconcileScheduler queues the job that makes the cluster's scheduler
+// config match the settings (or, without real AWS calls, records what it
+// would send), with an audit event, and returns to the page, which follows
+// the job. No AWS call is made while the request waits: the provisioning
+// worker runs the job (internal/provision's scheduler jobs). While one is
+// queued or running, another is refused with the page and a message.
 func (s *Server) reconcileScheduler(c echo.Context) error {
 	p, err := authorize(c, workflow.ActionEditScheduler, workflow.Object{})
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	spec, err := s.opts.Cluster.SchedulerSpec()
-	rerender := func(status int, notice, errText string) error {
-		v, verr := s.schedulerView(ctx)
+	rerender := func(status int, errText string) error {
+		v, verr := s.schedulerView(c)
 		if verr != nil {
 			return verr
 		}
-		v.Notice, v.Error = notice, errText
+		v.Error = errText
 		return render(c, status, views.SchedulerPage(s.page(c, "Scheduler config"), v))
 	}
+	spec, err := s.opts.Cluster.SchedulerSpec()
 	if err != nil {
-		return rerender(http.StatusConflict, "", "Nothing to reconcile: see below.")
+		return rerender(http.StatusConflict, "Nothing to reconcile: see below.")
 	}
-	var classes []string
-	for _, pc := range spec.PriorityClasses {
-		classes = append(classes, fmt.Sprintf("%s=%d", pc.Name, pc.Weight))
+	_, err = s.opts.DB.EnqueueScheduler(c.Request().Context(), spec.ClusterARN, actor(p), "", s.opts.Now())
+	if errors.Is(err, store.ErrClusterJobOpen) {
+		return rerender(http.StatusConflict, "A reconcile of the scheduler config is already queued or running: nothing new was queued. Follow it below; queue another once it has finished.")
 	}
-	what := fmt.Sprintf("%s on %s: %s; fair share %t", spec.Name, spec.ClusterARN, strings.Join(classes, " "), spec.FairShare)
-	if s.opts.Scheduler == nil {
-		if err := s.opts.DB.RecordClusterEvent(ctx, auditSchedulerDryRun, actor(p), "would call ListClusterSchedulerConfigs, then Create or UpdateClusterSchedulerConfig: "+what, s.opts.Now()); err != nil {
-			return err
-		}
-		return rerender(http.StatusOK, "Dry run recorded: no AWS call was made.", "")
-	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
-	defer cancel()
-	poll := s.opts.AWSPoll
-	poll.Timeout = min(max(poll.Timeout, 10*time.Second), 60*time.Second)
-	res, rerr := awsprov.EnsureSchedulerConfig(actx, s.opts.Scheduler, spec, poll)
-	if rerr != nil {
-		s.opts.Logger.WarnContext(ctx, "scheduler config reconcile failed", "request_id", requestID(c), "err", rerr.Error())
-		if err := s.opts.DB.RecordClusterEvent(ctx, auditSchedulerFailed, actor(p), rerr.Error(), s.opts.Now()); err != nil {
-			return err
-		}
-		return rerender(http.StatusBadGateway, "", "HyperPod did not take the scheduler config: "+rerr.Error())
-	}
-	outcome := fmt.Sprintf("%s %s version %d (%s)", res.Action, res.ID, res.Version, what)
-	if err := s.opts.DB.RecordClusterEvent(ctx, auditSchedulerReconcile, actor(p), outcome, s.opts.Now()); err != nil {
+	if err != nil {
 		return err
 	}
-	return rerender(http.StatusOK, "Scheduler config "+string(res.Action)+" (version "+fmt.Sprint(res.Version)+").", "")
+	return c.Redirect(http.StatusSeeOther, "/admin/scheduler")
 }
 
 // sentence capitalizes a message's first letter and ends it with a period.

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
-
 	"github.com/alexedwards/scs/v2"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,11 +88,11 @@ type Options struct {
 	BodyLimit string
 
 	Now func() time.Time
-	// Scheduler makes the cluster's task-governance scheduler config calls
-	// (the admins' /admin/scheduler page); nil records dry runs instead.
-	Scheduler awsprov.SchedulerAPI
-	// AWSPoll is how the page waits for HyperPod to apply it.
-	AWSPoll awsprov.PollConfig
+	// SchedulerCalls says that the provisioning worker makes the cluster's
+	// task-governance scheduler config calls: the admins' /admin/scheduler
+	// page queues a job that reconciles it. False: the job records the
+	// calls it would make (a dry run), and the page says so.
+	SchedulerCalls bool
 	// ClusterCheck reads what the cluster serves and holds: the readiness
 	// page (/admin/cluster) and the inventory's "Refresh from cluster".
 	// Nil: nothing is read (every check unknown, no refresh).
@@ -104,13 +102,11 @@ type Options struct {
 	ClusterCanRefresh bool
 	// AWSPreview, when set, looks up what each AWS call of a plan would do
 	// before approval (read-only); nil leaves the plan uncompared.
-	AWSPreview interface {
-		Preview(context.Context, awsprov.Call) awsprov.Preview
-	}
+	AWSPreview provision.AWSPreviewer
 	// Quotas tags a compute quota made outside the portal as a
 	// connection's when an admin adopts it (POST /connections/:id/adopt-quota);
 	// nil without real AWS calls, and the page offers no adoption.
-	Quotas awsprov.SageMakerAPI
+	Quotas provision.QuotaAdopter
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.

@@ -22,6 +22,10 @@ const (
 	// and the removal of what the approved version's plan had and the new
 	// one does not.
 	JobAmend JobKind = "amend"
+	// JobScheduler is a cluster job, not a connection's: it reconciles the
+	// cluster's HyperPod task governance scheduler config with the
+	// portal's settings (an admin queues it on /admin/scheduler).
+	JobScheduler JobKind = "scheduler"
 )
 
 // JobState is where a job is in the queue.
@@ -50,7 +54,8 @@ const (
 // keeps it (jobs table), the provisioning worker claims and runs it.
 type Job struct {
 	ID           int64
-	ConnectionID int64
+	ConnectionID int64  // 0 for a cluster job (JobScheduler)
+	Cluster      string // a cluster job's cluster (its ARN); "" for a connection's job
 	Kind         JobKind
 	Version      int // the contract version the job applies
 	// PlanHash is the plan an approver pinned; "" when not pinned. A pinned
