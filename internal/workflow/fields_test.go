@@ -3,6 +3,7 @@ package workflow
 import (
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -114,6 +115,57 @@ func TestEveryRowRoundTripsThroughItsCodec(t *testing.T) {
 				t.Errorf("FieldLabel(%s) = %q, want %q", f.Path, got, f.Label)
 			}
 		})
+	}
+}
+
+// richContract fills every field of the Contract type, found by
+// reflection so that a new field is filled too: every list with three
+// rows (every list of numbers with three numbers), every text with a
+// distinct word, every number distinct and non-zero.
+func richContract() Contract {
+	var c Contract
+	n := 0
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.String:
+			n++
+			v.SetString("v" + strconv.Itoa(n))
+		case reflect.Int:
+			n++
+			v.SetInt(int64(n))
+		case reflect.Struct:
+			for i := range v.NumField() {
+				fill(v.Field(i))
+			}
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(v.Type(), 3, 3))
+			for i := range 3 {
+				fill(v.Index(i))
+			}
+		}
+	}
+	fill(reflect.ValueOf(&c).Elem())
+	return c.Normalize()
+}
+
+// TestRichContractRoundTripsThroughTheForm: a contract with every field
+// and every list full survives the rows' codecs: the parts of a row, the
+// numbers of a list and the rows of a list are each written back where
+// they were read.
+func TestRichContractRoundTripsThroughTheForm(t *testing.T) {
+	rich := richContract()
+	var got Contract
+	for _, f := range Fields() {
+		if msg := f.SetFormValue(&got, f.FormValue(rich)); msg != "" {
+			t.Errorf("%s: %q: %s", f.Path, f.FormValue(rich), msg)
+		}
+	}
+	if d := Diff(rich, got); len(d) > 0 || got.Normalize().Hash() != rich.Hash() {
+		t.Errorf("the form changed the contract:\n%s", fmtChanges(d))
+	}
+	if len(rich.EgressAllowances[0].Ports) != 3 || rich.SlurmScope.QoS == "" || rich.Scheduling.FairShareWeight == 0 {
+		t.Errorf("not every field is filled: %+v", rich)
 	}
 }
 
