@@ -83,18 +83,51 @@ type Choice struct {
 	Label string
 }
 
-// ContractValues are the contract form's raw inputs, kept as typed so a
-// form with errors re-renders exactly what the user entered.
-type ContractValues struct {
-	Team, BusinessPurpose, BusinessOwner, OperationsOwner, CostOwner, ExceptionOwner string
-	StudioMode, UnifiedDomainID, UnifiedProjectID                                    string
-	AccountID, Region, Orchestrator, ClusterName, ClusterARN, EKSClusterName         string
-	ProjectRoleARN, AccessRoleARN, WorkloadRoleARN                                   string
-	WorkloadTypes                                                                    []string
-	DataClassification, Namespaces, SlurmAccount, SlurmPartition, SlurmQoS           string
-	Guaranteed, Sharing, BorrowLimitPercent, Preemption, FairShareWeight             string
-	PriorityClasses, Signals, ReviewCadenceDays, EndDate, DecommissionCriteria       string
-	Egress                                                                           string
+// ContractValues are the contract form's raw inputs by input name, kept as
+// typed so a form with errors re-renders exactly what the user entered: one
+// value per input, or one per checked box.
+type ContractValues map[string][]string
+
+// Get returns the first value of an input, "" when it has none.
+func (v ContractValues) Get(name string) string {
+	if vs := v[name]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// Set sets an input's value.
+func (v ContractValues) Set(name, value string) { v[name] = []string{value} }
+
+// Input kinds of the contract form (workflow.Input).
+const (
+	InputFixed  = "fixed"  // no input: the value is shown (the team)
+	InputLine   = "line"   // <input type="text">
+	InputDate   = "date"   // <input type="date">
+	InputText   = "text"   // <textarea>
+	InputSelect = "select" // <select>
+	InputChecks = "checks" // checkboxes
+)
+
+// FormField is one input of the contract form, with its value and error.
+type FormField struct {
+	Name    string // the input's name and id
+	Input   string // one of the Input kinds
+	Label   string
+	Help    string
+	Limit   string // its size caps (workflow.Limits), appended to its help
+	Example string // the placeholder
+	Rows    int    // a text area's height
+	Choices []Choice
+	Value   string   // the raw value
+	Values  []string // the checked boxes
+	Error   string
+}
+
+// FieldGroup is one fieldset of the contract form.
+type FieldGroup struct {
+	Legend string
+	Fields []FormField
 }
 
 // ContractForm is the new/edit connection request page.
@@ -104,13 +137,10 @@ type ContractForm struct {
 	CancelURL   string
 	ExampleURL  string // prefills the form with a complete example
 	BaseVersion int    // the version being edited (0 for a new request)
-	Values      ContractValues
+	Groups      []FieldGroup
 	Errors      map[string]string // form field name -> message
 	Notice      string            // e.g. someone else saved meanwhile
 	SlurmNotice string            // the orchestrator is Slurm, which the portal does not set up
-	Limits      map[string]string // form field name -> its size caps, appended to its help
-
-	StudioModes, Orchestrators, WorkloadTypes, DataClasses, Sharings, Preemptions []Choice
 }
 
 // ConnectionRow is one line of a connection list.

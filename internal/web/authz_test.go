@@ -197,7 +197,7 @@ func TestCompareAnyTwoVersions(t *testing.T) {
 	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
 	for i, w := range []string{"10", "20"} {
 		v := formFromContract(workflow.ExampleContract())
-		v.FairShareWeight = w
+		v.Set("fair_share_weight", w)
 		f := formValues(v)
 		f.Set("base_version", itoa0(i+1))
 		if resp, _ := h.postAs(owner, "/connections/1", f); resp.StatusCode != http.StatusSeeOther {
@@ -221,7 +221,7 @@ func TestOwnersMustBePortalUsers(t *testing.T) {
 	h := newHarness(t, false)
 	owner := h.signIn("owner.red")
 	v := formFromContract(workflow.ExampleContract())
-	v.CostOwner = "ghost@example.test"
+	v.Set("cost_owner", "ghost@example.test")
 	f := formValues(v)
 	f.Set("intent", "submit")
 	resp, body := h.postAs(owner, "/teams/red/connections", f)

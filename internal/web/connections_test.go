@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,21 +15,23 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
+// formValues is what a browser posts for the form's raw values: every
+// input of the field table (not the team, which the URL gives).
 func formValues(v views.ContractValues) url.Values {
-	f := url.Values{
-		"business_purpose": {v.BusinessPurpose}, "business_owner": {v.BusinessOwner}, "operations_owner": {v.OperationsOwner},
-		"cost_owner": {v.CostOwner}, "exception_owner": {v.ExceptionOwner}, "studio_mode": {v.StudioMode},
-		"unified_domain_id": {v.UnifiedDomainID}, "unified_project_id": {v.UnifiedProjectID}, "account_id": {v.AccountID},
-		"region": {v.Region}, "orchestrator": {v.Orchestrator}, "cluster_name": {v.ClusterName}, "cluster_arn": {v.ClusterARN},
-		"eks_cluster_name": {v.EKSClusterName}, "project_role_arn": {v.ProjectRoleARN}, "access_role_arn": {v.AccessRoleARN},
-		"workload_role_arn": {v.WorkloadRoleARN}, "workload_types": v.WorkloadTypes, "data_classification": {v.DataClassification},
-		"namespaces": {v.Namespaces}, "slurm_account": {v.SlurmAccount}, "slurm_partition": {v.SlurmPartition},
-		"slurm_qos": {v.SlurmQoS}, "guaranteed": {v.Guaranteed}, "sharing": {v.Sharing},
-		"borrow_limit_percent": {v.BorrowLimitPercent}, "preemption": {v.Preemption}, "fair_share_weight": {v.FairShareWeight},
-		"priority_classes": {v.PriorityClasses}, "signals": {v.Signals}, "review_cadence_days": {v.ReviewCadenceDays},
-		"end_date": {v.EndDate}, "decommission_criteria": {v.DecommissionCriteria}, "egress": {v.Egress},
+	f := url.Values{}
+	for _, fl := range workflow.Fields() {
+		if fl.Input != workflow.InputNone {
+			f[fl.Key] = slices.Clone(v[fl.Key])
+		}
 	}
 	return f
+}
+
+func itoa0(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // session is a signed-in browser: its client and its CSRF token.
@@ -74,8 +78,8 @@ func TestConnectionRequestLifecycle(t *testing.T) {
 
 	// Bad input: kept on the form, a message beside the field, nothing stored.
 	bad := formFromContract(workflow.ExampleContract())
-	bad.AccountID = "12345"
-	bad.Guaranteed = "ml.p5.48xlarge two"
+	bad.Set("account_id", "12345")
+	bad.Set("guaranteed", "ml.p5.48xlarge two")
 	f := formValues(bad)
 	f.Set("intent", "submit")
 	resp, body := h.postAs(owner, "/teams/red/connections", f)
@@ -170,7 +174,7 @@ func TestConnectionRequestLifecycle(t *testing.T) {
 		t.Fatalf("request changes = %d", resp.StatusCode)
 	}
 	edited := formFromContract(workflow.ExampleContract())
-	edited.BorrowLimitPercent = "20"
+	edited.Set("borrow_limit_percent", "20")
 	f = formValues(edited)
 	f.Set("base_version", "1")
 	f.Set("intent", "submit")
@@ -237,11 +241,11 @@ func TestDraftKeepsIncompleteInputAndSubmitRefusesIt(t *testing.T) {
 	h := newHarness(t, false)
 	owner := h.signIn("owner.red")
 	// A draft may be incomplete but not malformed: it must round-trip.
-	broken := views.ContractValues{Team: "red", FairShareWeight: "lots"}
+	broken := views.ContractValues{"team": {"red"}, "fair_share_weight": {"lots"}}
 	if resp, body := h.postAs(owner, "/teams/red/connections", formValues(broken)); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `value="lots"`) {
 		t.Errorf("saving a malformed draft = %d", resp.StatusCode)
 	}
-	partial := views.ContractValues{Team: "red", BusinessPurpose: "Train ranking models on the shared cluster for the red team."}
+	partial := views.ContractValues{"team": {"red"}, "business_purpose": {"Train ranking models on the shared cluster for the red team."}}
 	if resp, body := h.postAs(owner, "/teams/red/connections", formValues(partial)); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("saving an incomplete draft = %d\n%s", resp.StatusCode, body)
 	}

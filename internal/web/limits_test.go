@@ -55,35 +55,35 @@ var overCap = []struct {
 	want        string
 }{
 	{"purpose", "business_purpose", func(v *views.ContractValues) {
-		v.BusinessPurpose = strings.Repeat("é", workflow.MaxTextLen+1)
+		v.Set("business_purpose", strings.Repeat("é", workflow.MaxTextLen+1))
 	}, fmt.Sprintf("at most %d", workflow.MaxTextLen)},
 	{"criteria", "decommission_criteria", func(v *views.ContractValues) {
-		v.DecommissionCriteria = strings.Repeat("c", 900<<10)
+		v.Set("decommission_criteria", strings.Repeat("c", 900<<10))
 	}, fmt.Sprintf("at most %d", workflow.MaxTextLen)},
 	{"account id", "account_id", func(v *views.ContractValues) {
-		v.AccountID = strings.Repeat("1", workflow.MaxOneLineLen+1)
+		v.Set("account_id", strings.Repeat("1", workflow.MaxOneLineLen+1))
 	}, fmt.Sprintf("at most %d", workflow.MaxOneLineLen)},
 	{"role arn", "access_role_arn", func(v *views.ContractValues) {
-		v.AccessRoleARN = "arn:aws:iam::111122223333:role/" + strings.Repeat("r", workflow.MaxARNLen)
+		v.Set("access_role_arn", "arn:aws:iam::111122223333:role/"+strings.Repeat("r", workflow.MaxARNLen))
 	}, fmt.Sprintf("at most %d", workflow.MaxARNLen)},
 	{"namespaces", "namespaces", func(v *views.ContractValues) {
 		var ns []string
 		for i := range workflow.MaxNamespaces + 1 {
 			ns = append(ns, "ns-"+strconv.Itoa(i))
 		}
-		v.Namespaces = strings.Join(ns, "\n")
+		v.Set("namespaces", strings.Join(ns, "\n"))
 	}, fmt.Sprintf("at most %d", workflow.MaxNamespaces)},
 	{"signals", "signals", func(v *views.ContractValues) {
-		v.Signals = strings.Repeat("GPU idle | owner.red@example.test | shrink\n", workflow.MaxSignals+1)
+		v.Set("signals", strings.Repeat("GPU idle | owner.red@example.test | shrink\n", workflow.MaxSignals+1))
 	}, fmt.Sprintf("at most %d", workflow.MaxSignals)},
 	{"signal response", "signals", func(v *views.ContractValues) {
-		v.Signals = "GPU idle | owner.red@example.test | " + strings.Repeat("r", workflow.MaxRowTextLen+1)
+		v.Set("signals", "GPU idle | owner.red@example.test | "+strings.Repeat("r", workflow.MaxRowTextLen+1))
 	}, fmt.Sprintf("at most %d", workflow.MaxRowTextLen)},
 	{"egress reason", "egress", func(v *views.ContractValues) {
-		v.Egress = "10.20.0.0/16 | 443 | " + strings.Repeat("r", workflow.MaxRowTextLen+1)
+		v.Set("egress", "10.20.0.0/16 | 443 | "+strings.Repeat("r", workflow.MaxRowTextLen+1))
 	}, fmt.Sprintf("at most %d", workflow.MaxRowTextLen)},
 	{"priority classes", "priority_classes", func(v *views.ContractValues) {
-		v.PriorityClasses = strings.TrimSuffix(strings.Repeat("training, ", workflow.MaxPriorityClasses+1), ", ")
+		v.Set("priority_classes", strings.TrimSuffix(strings.Repeat("training, ", workflow.MaxPriorityClasses+1), ", "))
 	}, fmt.Sprintf("at most %d", workflow.MaxPriorityClasses)},
 }
 
@@ -132,7 +132,7 @@ func TestOverCapIsRefusedWithTheInputKept(t *testing.T) {
 // lines gets a short message.
 func TestManyBadLinesGetAShortAnswer(t *testing.T) {
 	v := formFromContract(workflow.ExampleContract())
-	v.Signals = strings.Repeat("no pipes here\n", 20000)
+	v.Set("signals", strings.Repeat("no pipes here\n", 20000))
 	_, errs := contractFromForm(v)
 	if msg := errs["signals"]; len(msg) > 1000 || !strings.Contains(msg, "and 19995 more lines") {
 		t.Errorf("signals message is %d bytes: %.200q", len(msg), msg)
@@ -143,9 +143,9 @@ func TestManyBadLinesGetAShortAnswer(t *testing.T) {
 // part of a huge malformed value (the field keeps all of it).
 func TestMessagesQuoteAShortPartOfTheInput(t *testing.T) {
 	v := formFromContract(workflow.ExampleContract())
-	v.FairShareWeight = strings.Repeat("x", 100000)
-	v.Guaranteed = "ml.p5.48xlarge " + strings.Repeat("y", 100000)
-	v.Egress = "10.20.0.0/16 | " + strings.Repeat("z", 100000) + " | reason"
+	v.Set("fair_share_weight", strings.Repeat("x", 100000))
+	v.Set("guaranteed", "ml.p5.48xlarge "+strings.Repeat("y", 100000))
+	v.Set("egress", "10.20.0.0/16 | "+strings.Repeat("z", 100000)+" | reason")
 	_, errs := contractFromForm(v)
 	for _, f := range []string{"fair_share_weight", "guaranteed", "egress"} {
 		if msg := errs[f]; msg == "" || len(msg) > 200 {
@@ -176,14 +176,14 @@ func TestVersionLimitOnTheForm(t *testing.T) {
 		}
 	}
 	v := formFromContract(workflow.ExampleContract())
-	v.BusinessPurpose = "A purpose worth keeping: fine-tune the ranking models."
+	v.Set("business_purpose", "A purpose worth keeping: fine-tune the ranking models.")
 	f := formValues(v)
 	f.Set("base_version", strconv.Itoa(workflow.MaxVersions))
 	resp, body := h.postAs(owner, "/connections/1", f)
 	if resp.StatusCode != http.StatusConflict {
 		t.Fatalf("save at the cap = %d, want 409", resp.StatusCode)
 	}
-	for _, want := range []string{"Nothing was saved", strconv.Itoa(workflow.MaxVersions) + " versions", "withdraw this request", "file a new one", v.BusinessPurpose} {
+	for _, want := range []string{"Nothing was saved", strconv.Itoa(workflow.MaxVersions) + " versions", "withdraw this request", "file a new one", v.Get("business_purpose")} {
 		if !strings.Contains(html.UnescapeString(body), want) {
 			t.Errorf("the page lacks %q", want)
 		}

@@ -17,13 +17,9 @@ import (
 // formPage builds the contract form's view model.
 func (s *Server) formPage(heading, action, cancel string, base int, v views.ContractValues, errs map[string]string) views.ContractForm {
 	f := views.ContractForm{
-		Heading: heading, Action: action, CancelURL: cancel, BaseVersion: base, Values: v, Errors: errs,
-		StudioModes: choicesOf(workflow.StudioModeChoices()), Orchestrators: choicesOf(workflow.OrchestratorChoices()),
-		WorkloadTypes: choicesOf(workflow.WorkloadTypeChoices()), DataClasses: choicesOf(workflow.DataClassificationChoices()),
-		Sharings: choicesOf(workflow.SharingChoices()), Preemptions: choicesOf(workflow.PreemptionChoices()),
-		Limits: limitHelp(),
+		Heading: heading, Action: action, CancelURL: cancel, BaseVersion: base, Errors: errs, Groups: formGroups(v, errs),
 	}
-	if strings.TrimSpace(v.Orchestrator) == string(workflow.OrchestratorSlurm) {
+	if strings.TrimSpace(v.Get("orchestrator")) == string(workflow.OrchestratorSlurm) {
 		f.SlurmNotice = "Slurm: " + workflow.SlurmNotSupported + ". You can save and submit it, but an admin will have to request changes or reject it."
 	}
 	return f
@@ -34,7 +30,7 @@ func (s *Server) newRequestForm(c echo.Context) error {
 	if _, err := authorize(c, workflow.ActionCreateRequest, workflow.Object{Team: team}); err != nil {
 		return err
 	}
-	v := views.ContractValues{Team: team}
+	v := views.ContractValues{teamKey: {team}}
 	if c.QueryParam("example") == "1" {
 		v = formFromContract(workflow.ExampleContractFor(team))
 	}
@@ -43,26 +39,25 @@ func (s *Server) newRequestForm(c echo.Context) error {
 	return render(c, http.StatusOK, views.ContractFormPage(s.page(c, "New connection request"), f))
 }
 
-// readForm reads the contract form's fields into raw values.
+// readForm reads the contract form's inputs into raw values: the first
+// value of each input, every value of checkboxes. The team is the page's.
 func readForm(c echo.Context, team string) (views.ContractValues, error) {
 	fp, err := c.FormParams()
 	if err != nil {
-		return views.ContractValues{}, echo.NewHTTPError(http.StatusBadRequest)
+		return nil, echo.NewHTTPError(http.StatusBadRequest)
 	}
-	g := func(k string) string { return fp.Get(k) }
-	return views.ContractValues{
-		Team: team, BusinessPurpose: g("business_purpose"), BusinessOwner: g("business_owner"),
-		OperationsOwner: g("operations_owner"), CostOwner: g("cost_owner"), ExceptionOwner: g("exception_owner"),
-		StudioMode: g("studio_mode"), UnifiedDomainID: g("unified_domain_id"), UnifiedProjectID: g("unified_project_id"),
-		AccountID: g("account_id"), Region: g("region"), Orchestrator: g("orchestrator"), ClusterName: g("cluster_name"),
-		ClusterARN: g("cluster_arn"), EKSClusterName: g("eks_cluster_name"), ProjectRoleARN: g("project_role_arn"),
-		AccessRoleARN: g("access_role_arn"), WorkloadRoleARN: g("workload_role_arn"), WorkloadTypes: fp["workload_types"],
-		DataClassification: g("data_classification"), Namespaces: g("namespaces"), SlurmAccount: g("slurm_account"),
-		SlurmPartition: g("slurm_partition"), SlurmQoS: g("slurm_qos"), Guaranteed: g("guaranteed"), Sharing: g("sharing"),
-		BorrowLimitPercent: g("borrow_limit_percent"), Preemption: g("preemption"), FairShareWeight: g("fair_share_weight"),
-		PriorityClasses: g("priority_classes"), Signals: g("signals"), ReviewCadenceDays: g("review_cadence_days"),
-		EndDate: g("end_date"), DecommissionCriteria: g("decommission_criteria"), Egress: g("egress"),
-	}, nil
+	v := views.ContractValues{teamKey: {team}}
+	for _, f := range workflow.Fields() {
+		vs, ok := fp[f.Key]
+		switch {
+		case f.Input == workflow.InputNone || !ok:
+		case f.Input == workflow.InputChecks:
+			v[f.Key] = vs
+		default:
+			v.Set(f.Key, fp.Get(f.Key))
+		}
+	}
+	return v, nil
 }
 
 // validationEnv is what the domain's validation needs from the portal.

@@ -162,7 +162,7 @@ func Diff(older, newer Contract) []Change {
 		if reflect.DeepEqual(f.get(older), f.get(newer)) {
 			continue
 		}
-		out = append(out, Change{Field: f.path, Label: f.label, Old: f.show(older), New: f.show(newer)})
+		out = append(out, Change{Field: f.Path, Label: f.Label, Old: f.show(older), New: f.show(newer)})
 	}
 	return out
 }

@@ -321,74 +321,22 @@ func PreemptionChoices() []Choice { return choices(AllPreemptions, Preemption.La
 // store the normalized contract.
 func (c Contract) Normalize() Contract {
 	c = c.tidy()
-	c.WorkloadTypes = sortedSet(c.WorkloadTypes)
-	c.Namespaces = sortedSet(c.Namespaces)
-	c.Scheduling.PriorityClasses = sortedSet(c.Scheduling.PriorityClasses)
-	slices.SortFunc(c.Scheduling.Guaranteed, func(a, b Capacity) int {
-		if n := strings.Compare(a.InstanceType, b.InstanceType); n != 0 {
-			return n
+	for _, f := range contractFields {
+		if f.norm != nil {
+			f.norm(&c)
 		}
-		return a.Count - b.Count
-	})
-	slices.SortFunc(c.Signals, func(a, b Signal) int {
-		return slices.Compare([]string{a.Name, a.Owner, a.Response}, []string{b.Name, b.Owner, b.Response})
-	})
-	for i := range c.EgressAllowances {
-		c.EgressAllowances[i].Ports = sortedSet(c.EgressAllowances[i].Ports)
 	}
-	slices.SortFunc(c.EgressAllowances, func(a, b Egress) int {
-		if n := strings.Compare(a.Destination, b.Destination); n != 0 {
-			return n
-		}
-		if n := slices.Compare(a.Ports, b.Ports); n != 0 {
-			return n
-		}
-		return strings.Compare(a.Reason, b.Reason)
-	})
 	return c
 }
 
 // tidy is the part of Normalize that keeps every list's length and order, so
 // that Validate can check tidy values and still report paths that index the
-// lists as the user wrote them. The slices it returns are fresh copies.
+// lists as the user wrote them. The slices it returns are fresh copies. Each
+// row of the field table (fields.go) tidies its own field.
 func (c Contract) tidy() Contract {
-	c.Team = lower(c.Team)
-	c.BusinessPurpose = text(c.BusinessPurpose)
-	c.BusinessOwner = lower(c.BusinessOwner)
-	c.OperationsOwner = lower(c.OperationsOwner)
-	c.CostOwner = lower(c.CostOwner)
-	c.ExceptionOwner = lower(c.ExceptionOwner)
-	c.StudioMode = StudioMode(lower(string(c.StudioMode)))
-	c.UnifiedDomainID = line(c.UnifiedDomainID)
-	c.UnifiedProjectID = line(c.UnifiedProjectID)
-	c.AccountID = line(c.AccountID)
-	c.Region = lower(c.Region)
-	c.Orchestrator = Orchestrator(lower(string(c.Orchestrator)))
-	c.ClusterName = line(c.ClusterName)
-	c.ClusterARN = line(c.ClusterARN)
-	c.EKSClusterName = line(c.EKSClusterName)
-	c.ProjectRoleARN = line(c.ProjectRoleARN)
-	c.AccessRoleARN = line(c.AccessRoleARN)
-	c.WorkloadRoleARN = line(c.WorkloadRoleARN)
-	c.WorkloadTypes = mapSlice(c.WorkloadTypes, func(w WorkloadType) WorkloadType { return WorkloadType(lower(string(w))) })
-	c.DataClassification = DataClassification(lower(string(c.DataClassification)))
-	c.Namespaces = mapSlice(c.Namespaces, lower)
-	c.SlurmScope = SlurmScope{Account: line(c.SlurmScope.Account), Partition: line(c.SlurmScope.Partition), QoS: line(c.SlurmScope.QoS)}
-
-	s := &c.Scheduling
-	s.Guaranteed = mapSlice(s.Guaranteed, func(g Capacity) Capacity { return Capacity{lower(g.InstanceType), g.Count} })
-	s.Sharing = Sharing(lower(string(s.Sharing)))
-	s.Preemption = Preemption(lower(string(s.Preemption)))
-	s.PriorityClasses = mapSlice(s.PriorityClasses, lower)
-
-	c.Signals = mapSlice(c.Signals, func(g Signal) Signal {
-		return Signal{Name: line(g.Name), Owner: lower(g.Owner), Response: text(g.Response)}
-	})
-	c.EndDate = line(c.EndDate)
-	c.DecommissionCriteria = text(c.DecommissionCriteria)
-	c.EgressAllowances = mapSlice(c.EgressAllowances, func(e Egress) Egress {
-		return Egress{Destination: lower(e.Destination), Ports: mapSlice(e.Ports, func(p int) int { return p }), Reason: text(e.Reason)}
-	})
+	for _, f := range contractFields {
+		f.tidy(&c)
+	}
 	return c
 }
 

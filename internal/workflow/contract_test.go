@@ -180,10 +180,10 @@ func TestFieldLabel(t *testing.T) {
 	// names a path FieldLabel knows.
 	seen := map[string]bool{}
 	for _, f := range contractFields {
-		if f.label == "" || seen[f.label] {
-			t.Errorf("field %s has an empty or repeated label %q", f.path, f.label)
+		if f.Label == "" || seen[f.Label] {
+			t.Errorf("field %s has an empty or repeated label %q", f.Path, f.Label)
 		}
-		seen[f.label] = true
+		seen[f.Label] = true
 	}
 	for _, row := range validationTable {
 		for _, w := range row.want {
@@ -200,7 +200,7 @@ func TestFieldLabel(t *testing.T) {
 func TestContractFieldsCoverEveryJSONField(t *testing.T) {
 	listed := map[string]bool{}
 	for _, f := range contractFields {
-		listed[f.path] = true
+		listed[f.Path] = true
 	}
 	var walk func(prefix string, tp reflect.Type)
 	walk = func(prefix string, tp reflect.Type) {

@@ -12,6 +12,13 @@
 //     FieldLabel for people. ValidationEnv brings in what lies outside the
 //     contract: the clock, the configured instance types, and the store's
 //     answers to "does this owner exist" and "is this namespace taken".
+//   - The field table (fields.go, fieldkit.go): the one list of the
+//     contract's fields. Each row is built from an accessor of one Contract
+//     field and gives it its label (Diff, FieldLabel), its tidying
+//     (Normalize, Validate), its size caps (Limits) and its form codec:
+//     input name and kind, help and example, and the functions between the
+//     contract and the form's raw values (Fields, FieldFor). README "Adding
+//     a contract field" lists what a new field takes.
 //   - Limits (limits.go): the size cap of every text and list of the
 //     contract, in one table that validation (LimitErrors, which drafts must
 //     pass too, and Validate), the form's help and the README read, and

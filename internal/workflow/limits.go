@@ -16,9 +16,10 @@ import (
 // of UTF-8, so the bytes of a value are at most four times its cap.
 // TestLargestContractSize checks what that makes of a whole contract.
 //
-// The table Limits is the one source of these numbers: validation
-// (LimitErrors, and Validate through it), the form's help text and the
-// README's table (TestREADMEListsEveryLimit) all read it.
+// The table Limits, which the rows of the field table (fields.go) make, is
+// the one source of these numbers: validation (LimitErrors, and Validate
+// through it), the form's help text and the README's table
+// (TestREADMEListsEveryLimit) all read it.
 const (
 	// MaxOneLineLen caps any one-line value that has no cap of its own
 	// (ids, names, region, enumerations, dates, namespaces, instance types,
@@ -115,56 +116,15 @@ var (
 )
 
 // Limits are the caps of every text and list of the contract, in form
-// order.
-var Limits = []Limit{
-	text1("team", MaxOneLineLen, func(c Contract) string { return c.Team }),
-	text1("business_purpose", MaxTextLen, func(c Contract) string { return c.BusinessPurpose }),
-	text1("business_owner", MaxEmailLen, func(c Contract) string { return c.BusinessOwner }),
-	text1("operations_owner", MaxEmailLen, func(c Contract) string { return c.OperationsOwner }),
-	text1("cost_owner", MaxEmailLen, func(c Contract) string { return c.CostOwner }),
-	text1("exception_owner", MaxEmailLen, func(c Contract) string { return c.ExceptionOwner }),
-	text1("studio_mode", MaxOneLineLen, func(c Contract) string { return string(c.StudioMode) }),
-	text1("unified_domain_id", MaxOneLineLen, func(c Contract) string { return c.UnifiedDomainID }),
-	text1("unified_project_id", MaxOneLineLen, func(c Contract) string { return c.UnifiedProjectID }),
-	text1("account_id", MaxOneLineLen, func(c Contract) string { return c.AccountID }),
-	text1("region", MaxOneLineLen, func(c Contract) string { return c.Region }),
-	text1("orchestrator", MaxOneLineLen, func(c Contract) string { return string(c.Orchestrator) }),
-	text1("cluster_name", MaxOneLineLen, func(c Contract) string { return c.ClusterName }),
-	text1("cluster_arn", MaxARNLen, func(c Contract) string { return c.ClusterARN }),
-	text1("eks_cluster_name", MaxOneLineLen, func(c Contract) string { return c.EKSClusterName }),
-	text1("project_role_arn", MaxARNLen, func(c Contract) string { return c.ProjectRoleARN }),
-	text1("access_role_arn", MaxARNLen, func(c Contract) string { return c.AccessRoleARN }),
-	text1("workload_role_arn", MaxARNLen, func(c Contract) string { return c.WorkloadRoleARN }),
-	{Field: "workload_types", Rows: len(AllWorkloadTypes), counts: rows(func(c Contract) []WorkloadType { return c.WorkloadTypes })},
-	{Field: "workload_types[]", Chars: MaxOneLineLen, texts: each(func(c Contract) []WorkloadType { return c.WorkloadTypes }, func(w WorkloadType) string { return string(w) })},
-	text1("data_classification", MaxOneLineLen, func(c Contract) string { return string(c.DataClassification) }),
-	{Field: "namespaces", Rows: MaxNamespaces, counts: rows(func(c Contract) []string { return c.Namespaces })},
-	{Field: "namespaces[]", Chars: MaxOneLineLen, texts: func(c Contract) []string { return c.Namespaces }},
-	text1("slurm_scope.account", MaxOneLineLen, func(c Contract) string { return c.SlurmScope.Account }),
-	text1("slurm_scope.partition", MaxOneLineLen, func(c Contract) string { return c.SlurmScope.Partition }),
-	text1("slurm_scope.qos", MaxOneLineLen, func(c Contract) string { return c.SlurmScope.QoS }),
-	{Field: "scheduling.guaranteed", Rows: MaxGuaranteedRows, counts: rows(getGuaranteed)},
-	{Field: "scheduling.guaranteed[].instance_type", Chars: MaxOneLineLen, texts: each(getGuaranteed, func(g Capacity) string { return g.InstanceType })},
-	text1("scheduling.sharing", MaxOneLineLen, func(c Contract) string { return string(c.Scheduling.Sharing) }),
-	text1("scheduling.preemption", MaxOneLineLen, func(c Contract) string { return string(c.Scheduling.Preemption) }),
-	{Field: "scheduling.priority_classes", Rows: MaxPriorityClasses, counts: rows(func(c Contract) []string { return c.Scheduling.PriorityClasses })},
-	{Field: "scheduling.priority_classes[]", Chars: MaxOneLineLen, texts: func(c Contract) []string { return c.Scheduling.PriorityClasses }},
-	{Field: "signals", Rows: MaxSignals, counts: rows(getSignals)},
-	{Field: "signals[].name", Chars: MaxLineLen, texts: each(getSignals, func(s Signal) string { return s.Name })},
-	{Field: "signals[].owner", Chars: MaxEmailLen, texts: each(getSignals, func(s Signal) string { return s.Owner })},
-	{Field: "signals[].response", Chars: MaxRowTextLen, texts: each(getSignals, func(s Signal) string { return s.Response })},
-	text1("end_date", MaxOneLineLen, func(c Contract) string { return c.EndDate }),
-	text1("decommission_criteria", MaxTextLen, func(c Contract) string { return c.DecommissionCriteria }),
-	{Field: "egress_allowances", Rows: MaxEgressRows, counts: rows(getEgress)},
-	{Field: "egress_allowances[].destination", Chars: MaxOneLineLen, texts: each(getEgress, func(e Egress) string { return e.Destination })},
-	{Field: "egress_allowances[].ports", Rows: MaxPortsPerEgress, counts: func(c Contract) []int {
-		out := make([]int, len(c.EgressAllowances))
-		for i, e := range c.EgressAllowances {
-			out[i] = len(e.Ports)
-		}
-		return out
-	}},
-	{Field: "egress_allowances[].reason", Chars: MaxRowTextLen, texts: each(getEgress, func(e Egress) string { return e.Reason })},
+// order: each row of the field table (fields.go) brings its own.
+var Limits = fieldLimits()
+
+func fieldLimits() []Limit {
+	var out []Limit
+	for _, f := range contractFields {
+		out = append(out, f.limits...)
+	}
+	return out
 }
 
 // LimitOf returns the cap of a field path ("signals[].response"), or false.
@@ -236,7 +196,7 @@ func formRank(path string) int {
 		root = root[:i]
 	}
 	for i, f := range contractFields {
-		if f.path == root || strings.HasPrefix(f.path, root+".") {
+		if f.Path == root || strings.HasPrefix(f.Path, root+".") {
 			return i
 		}
 	}
@@ -261,15 +221,12 @@ func (e *FieldErrors) insertInFormOrder(fe FieldError) {
 // capRows cuts every list of c to its row cap, so that the rules that look
 // at each row (some ask the database) do a bounded amount of work; the
 // rows beyond the cap are refused by LimitErrors anyway.
+// Each list's row of the field table cuts its own list.
 func capRows(c Contract) Contract {
-	c.WorkloadTypes = firstRows(c.WorkloadTypes, len(AllWorkloadTypes))
-	c.Namespaces = firstRows(c.Namespaces, MaxNamespaces)
-	c.Scheduling.Guaranteed = firstRows(c.Scheduling.Guaranteed, MaxGuaranteedRows)
-	c.Scheduling.PriorityClasses = firstRows(c.Scheduling.PriorityClasses, MaxPriorityClasses)
-	c.Signals = firstRows(c.Signals, MaxSignals)
-	c.EgressAllowances = firstRows(c.EgressAllowances, MaxEgressRows)
-	for i := range c.EgressAllowances {
-		c.EgressAllowances[i].Ports = firstRows(c.EgressAllowances[i].Ports, MaxPortsPerEgress)
+	for _, f := range contractFields {
+		if f.cut != nil {
+			f.cut(&c)
+		}
 	}
 	return c
 }

@@ -397,8 +397,8 @@ func TestValidationTableCoversEveryField(t *testing.T) {
 		return false
 	}
 	for _, f := range contractFields {
-		if !blamed(f.path) {
-			t.Errorf("no row of validationTable blames %s", f.path)
+		if !blamed(f.Path) {
+			t.Errorf("no row of validationTable blames %s", f.Path)
 		}
 	}
 	for part := range partLabels {
