@@ -3,6 +3,13 @@
 // table. Functions take ctx first, wrap errors with a "store: <op>:" prefix and
 // return ErrNotFound rather than (nil, nil).
 //
+// One writer: the connections table is written by apply (apply.go) alone.
+// Every method that changes a connection opens one write transaction, loads
+// the connection and the facts its rule needs, calls the workflow command
+// that decides (workflow.Approve, Edit, OnJobSucceeded, ...), and hands the
+// effect to apply, which records the row, the version, the decision, the
+// jobs, the audit events and the notification outbox in that transaction.
+//
 // It may import internal/workflow for domain types; it must never import
 // internal/web, internal/views, internal/provision or any HTTP, Kubernetes or
 // AWS package.

@@ -28,7 +28,20 @@
 //     to it, and Diff shows two versions field by field.
 //   - Lifecycle (lifecycle.go): Transition is the state machine, a pure
 //     function of state, event and time; the decisions the mission leaves
-//     open are written beside the transitions table.
+//     open are written beside the transitions table. Amendments (amend.go):
+//     a live connection's change request has a lifecycle of its own
+//     (AmendTransition), driven by the same events, while the connection
+//     keeps running on its approved version.
+//   - Commands (effect.go, commands.go, jobevents.go): every change to a
+//     connection (Create, Edit, Submit, Withdraw, SendBack, Approve, Revoke,
+//     QueueJob, and the worker's OnJobStarted, OnJobSucceeded, OnJobFailed)
+//     is a pure function of the connection as it is (Conn), the actor, the
+//     input, the facts its rules need and the clock, returning an Effect:
+//     the next state, the version, decision and job to record, the audit
+//     events and the notifications; or the refusal (the Err* values,
+//     *StaleError, *TransitionError, *AmendmentError). internal/store loads
+//     the facts and applies the effect in one transaction; nothing else
+//     decides a connection's state.
 //   - Policy (policy.go): Decide is the authorization policy, a pure
 //     function of principal, action and object, including the separation of
 //     duties around approval (ApprovalsNeeded).
