@@ -3,9 +3,9 @@ package provision
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -388,19 +388,14 @@ func walkDiff(path string, a, b any, out *[]string) {
 	am, aok := a.(map[string]any)
 	bm, bok := b.(map[string]any)
 	if aok && bok {
-		keys := map[string]bool{}
-		for k := range am {
-			keys[k] = true
-		}
+		keys := slices.Collect(maps.Keys(am))
 		for k := range bm {
-			keys[k] = true
+			if _, ok := am[k]; !ok {
+				keys = append(keys, k)
+			}
 		}
-		sorted := make([]string, 0, len(keys))
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		for _, k := range sorted {
+		slices.Sort(keys)
+		for _, k := range keys {
 			p := k
 			if path != "" && !strings.HasPrefix(k, "[") {
 				p = path + "." + k
