@@ -157,8 +157,8 @@ const maxDiffPaths = 4
 // namespace and service account. Its content is the call's canonical text
 // (what the approval pins) and its request.
 //
-// What only the old plan has is deleted by the rules revocation follows
-// (RevocationPlan), which it is kept instead of:
+// What only the old plan has is deleted, by the rules revocation follows
+// (RevocationPlan); what those rules spare is kept instead:
 //   - a shared object (WorkloadPriorityClass, ResourceFlavor) is never
 //     deleted: other teams use it (RevocationPlan leaves them out;
 //     Applier.Delete refuses them);
@@ -173,6 +173,8 @@ const maxDiffPaths = 4
 // An object HyperPod owns and the portal only checks (OwnerHyperPodChecked)
 // is never written, so when the plans differ on it, it is kept, not
 // updated.
+//
+// The changes' Object and Call point into the two plans' slices.
 func DiffPlans(from, to Plan) PlanDiff {
 	var d PlanDiff
 
