@@ -14,6 +14,11 @@
 // The drift check (DriftOf) reads the cluster and, through an AWSDrifter,
 // the plan's AWS resources; re-applying the plan fixes both.
 //
+// Amendments: DiffPlans compares the plan of a connection's approved
+// version with the plan of its amended one (what is created, updated,
+// deleted, kept), ignoring the contract version and hash each version
+// stamps; what it deletes follows revocation's rules and order.
+//
 // It may import internal/workflow (the approved contract is its input); it
 // must never import internal/web or internal/views.
 package provision
