@@ -1,0 +1,494 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Table tests of the commands (issue 11): for every connection state (and,
+// on a live connection, every amendment state), every kind of actor and the
+// inputs each rule reads, the whole effect or the exact refusal. The
+// expected outcomes are written out by hand here, not read from the
+// lifecycle tables, so a test breaks when a rule does.
+
+var cmdNow = time.Date(2026, 3, 15, 10, 0, 0, 0, time.UTC)
+
+// The people of the tests. Each of the first three is exactly one of the
+// independence rule's cases: the requester (who edited nothing), an editor
+// of a version, the one who submitted it.
+var (
+	requester = Actor{ID: 1, Email: "owner.red@example.test"}
+	editor    = Actor{ID: 2, Email: "member.red@example.test"}
+	submitter = Actor{ID: 3, Email: "lead.red@example.test"}
+	admin     = Actor{ID: 10, Email: "admin@example.test"}
+	admin2    = Actor{ID: 11, Email: "admin2@example.test"}
+)
+
+// approvedContract is the version a live connection runs (version 2);
+// currentContract the latest saved version (3).
+func approvedContract() Contract { return ExampleContract() }
+
+func currentContract() Contract {
+	c := ExampleContract()
+	c.BusinessPurpose += " Also nightly batch scoring."
+	return c.Normalize()
+}
+
+// testConn is connection #7 of team red in state s with its amendment in
+// a, at version 3. From approval on it has an approved version: 3, or on a
+// live connection 2 (version 3 being its change, or a change withdrawn).
+func testConn(s State, a Amendment) Conn {
+	c := Conn{ID: 7, Team: "red", State: s, Amendment: a,
+		CurrentVersion: 3, CurrentHash: currentContract().Hash(),
+		RequesterID: requester.ID, EditorIDs: []int64{editor.ID}, SubmitterIDs: []int64{submitter.ID}}
+	switch s {
+	case StateActive, StateUnderReview:
+		c.ApprovedVersion, c.ApprovedHash = 2, approvedContract().Hash()
+	case StateApproved, StateProvisioning, StateRevoking, StateRevoked:
+		c.ApprovedVersion, c.ApprovedHash = 3, c.CurrentHash
+	}
+	return c
+}
+
+// amendmentsOf is what a connection in s can have: every amendment state
+// when it is live, none otherwise.
+func amendmentsOf(s State) []Amendment {
+	if s.Live() {
+		return AllAmendments
+	}
+	return []Amendment{AmendNone}
+}
+
+func amendPtr(a Amendment) *Amendment { return &a }
+
+func contractPtr(c Contract) *Contract { c = c.Normalize(); return &c }
+
+// refusal tells an expected error from another.
+type refusal struct {
+	what string
+	ok   func(error) bool
+}
+
+func is(target error) *refusal {
+	return &refusal{"errors.Is " + target.Error(), func(err error) bool { return errors.Is(err, target) }}
+}
+
+func isStale() *refusal {
+	return &refusal{"*StaleError", func(err error) bool { var se *StaleError; return errors.As(err, &se) }}
+}
+
+func isTransition(s State, e Event) *refusal {
+	return &refusal{fmt.Sprintf("*TransitionError{%s, %s}", s, e), func(err error) bool {
+		var te *TransitionError
+		return errors.As(err, &te) && te.From == s && te.Event == e
+	}}
+}
+
+func isAmendment(a Amendment, e Event) *refusal {
+	return &refusal{fmt.Sprintf("*AmendmentError{%q, %s}", a, e), func(err error) bool {
+		var ae *AmendmentError
+		return errors.As(err, &ae) && ae.From == a && ae.Event == e
+	}}
+}
+
+// isOther is a refusal of none of the named classes, saying what it names.
+func isOther(says string) *refusal {
+	return &refusal{"an error saying " + says, func(err error) bool {
+		var se *StaleError
+		var te *TransitionError
+		var ae *AmendmentError
+		return err != nil && !errors.As(err, &se) && !errors.As(err, &te) && !errors.As(err, &ae) &&
+			strings.Contains(err.Error(), says)
+	}}
+}
+
+// both is a refusal that is a and b at once (a wrapped cause).
+func both(a, b *refusal) *refusal {
+	return &refusal{a.what + " and " + b.what, func(err error) bool { return a.ok(err) && b.ok(err) }}
+}
+
+// expect checks a command's outcome: the refusal, with the zero effect
+// (nothing to record), or no error and exactly the effect want. Notices are
+// compared without their subjects, which must name the connection; an
+// audit reason of want starting with "~" need only be contained in the
+// one got.
+func expect(t *testing.T, name string, got Effect, err error, want Effect, wantErr *refusal) {
+	t.Helper()
+	if wantErr != nil {
+		if err == nil || !wantErr.ok(err) {
+			t.Errorf("%s: error = %v, want %s", name, err, wantErr.what)
+		}
+		if !reflect.DeepEqual(got, Effect{}) {
+			t.Errorf("%s: refused, yet the effect is not zero: %s", name, showEffect(got))
+		}
+		return
+	}
+	if err != nil {
+		t.Errorf("%s: error = %v, want the effect %s", name, err, showEffect(want))
+		return
+	}
+	g := got
+	g.Notify = nil
+	for _, n := range got.Notify {
+		if !strings.Contains(n.Subject, "#7") {
+			t.Errorf("%s: notice %s subject %q does not name connection #7", name, n.Kind, n.Subject)
+		}
+		g.Notify = append(g.Notify, Notice{Kind: n.Kind, To: n.To})
+	}
+	g.Audit = append([]AuditRecord(nil), got.Audit...)
+	for i := range g.Audit {
+		if i < len(want.Audit) && strings.HasPrefix(want.Audit[i].Reason, "~") &&
+			strings.Contains(g.Audit[i].Reason, want.Audit[i].Reason[1:]) {
+			g.Audit[i].Reason = want.Audit[i].Reason
+		}
+	}
+	if len(g.Audit) == 0 {
+		g.Audit = nil
+	}
+	if !reflect.DeepEqual(g, want) {
+		t.Errorf("%s:\n got %s\nwant %s", name, showEffect(got), showEffect(want))
+	}
+}
+
+func showEffect(e Effect) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{By:%v Next:%s", e.By, e.Next)
+	if e.Version != nil {
+		fmt.Fprintf(&b, " Version:%s", e.Version.Hash()[:12])
+	}
+	if e.Approve != 0 {
+		fmt.Fprintf(&b, " Approve:%d", e.Approve)
+	}
+	if e.Amend != nil {
+		fmt.Fprintf(&b, " Amend:%q", *e.Amend)
+	}
+	if e.Submitted {
+		b.WriteString(" Submitted")
+	}
+	if e.Decision != nil {
+		fmt.Fprintf(&b, " Decision:%+v", *e.Decision)
+	}
+	if e.Adopt != "" {
+		fmt.Fprintf(&b, " Adopt:%s", e.Adopt)
+	}
+	if e.CancelJobs {
+		b.WriteString(" CancelJobs")
+	}
+	if e.Job != nil {
+		fmt.Fprintf(&b, " Job:%+v", *e.Job)
+	}
+	if e.ReviewTriggers != nil {
+		fmt.Fprintf(&b, " ReviewTriggers:%v", e.ReviewTriggers)
+	}
+	if e.Approvals != 0 {
+		fmt.Fprintf(&b, " Approvals:%d", e.Approvals)
+	}
+	fmt.Fprintf(&b, " Audit:%+v Notify:", e.Audit)
+	for _, n := range e.Notify {
+		fmt.Fprintf(&b, "[%s to %s] ", n.Kind, n.To)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+func TestCreate(t *testing.T) {
+	c := ExampleContract()
+	c.Namespaces = []string{" hyperpod-ns-red "} // normalized on the way in
+	e, err := Create(requester, c, cmdNow)
+	expect(t, "Create", e, err, Effect{By: requester, Next: StateDraft, Version: contractPtr(ExampleContract()),
+		Audit: []AuditRecord{{Actor: requester, Action: "connection.create", Version: 1}}}, nil)
+	e, err = Create(requester, c, time.Time{})
+	expect(t, "Create without a clock", e, err, Effect{}, is(ErrNoClock))
+}
+
+// editedContract is a change of the current version: a new version 4.
+func editedContract() Contract {
+	c := currentContract()
+	c.ReviewCadenceDays = 60
+	return c
+}
+
+func TestEditEveryState(t *testing.T) {
+	// Before approval: the states a request is edited in, and where it
+	// goes (edit keeps the state).
+	editable := map[State]State{StateDraft: StateDraft, StateChangesRequested: StateChangesRequested}
+	// On a live connection the edit is its amendment's: the first save
+	// opens a draft, a draft or a change sent back stays so.
+	amendEditable := map[Amendment]Amendment{
+		AmendNone: AmendDraft, AmendDraft: AmendDraft, AmendChangesRequested: AmendChangesRequested,
+	}
+	for _, s := range AllStates {
+		for _, a := range amendmentsOf(s) {
+			for _, by := range []Actor{requester, editor, submitter, admin} {
+				name := fmt.Sprintf("Edit %s/%q by %d", s, a, by.ID)
+				e, err := Edit(testConn(s, a), by, 3, editedContract(), cmdNow)
+				switch {
+				case s.Live():
+					next, ok := amendEditable[a]
+					if !ok {
+						expect(t, name, e, err, Effect{}, isAmendment(a, EventEdit))
+						continue
+					}
+					reason := ""
+					if a == AmendNone {
+						reason = "~change requested on the active connection (version 2 stays active"
+					}
+					expect(t, name, e, err, Effect{By: by, Next: s, Amend: amendPtr(next), Version: contractPtr(editedContract()),
+						Audit: []AuditRecord{{Actor: by, Action: "contract.version", Version: 4, Reason: reason}}}, nil)
+				default:
+					next, ok := editable[s]
+					if !ok {
+						expect(t, name, e, err, Effect{}, isTransition(s, EventEdit))
+						continue
+					}
+					expect(t, name, e, err, Effect{By: by, Next: next, Version: contractPtr(editedContract()),
+						Audit: []AuditRecord{{Actor: by, Action: "contract.version", Version: 4}}}, nil)
+				}
+			}
+		}
+	}
+}
+
+func TestEditInputs(t *testing.T) {
+	otherTeam := editedContract()
+	otherTeam.Team = "blue"
+	atCap := func(s State, a Amendment) Conn { c := testConn(s, a); c.CurrentVersion = MaxVersions; return c }
+	version := func(c Contract, reason string) Effect {
+		return Effect{By: editor, Next: StateDraft, Version: contractPtr(c),
+			Audit: []AuditRecord{{Actor: editor, Action: "contract.version", Version: 4, Reason: reason}}}
+	}
+	tests := []struct {
+		name    string
+		conn    Conn
+		base    int
+		c       Contract
+		now     time.Time
+		want    Effect
+		wantErr *refusal
+	}{
+		{"a change", testConn(StateDraft, AmendNone), 3, editedContract(), cmdNow, version(editedContract(), ""), nil},
+		{"someone saved since", testConn(StateDraft, AmendNone), 2, editedContract(), cmdNow, Effect{}, isStale()},
+		{"stale on a live connection", testConn(StateActive, AmendDraft), 2, editedContract(), cmdNow, Effect{}, isStale()},
+		{"stale before the state", testConn(StateRevoked, AmendNone), 2, editedContract(), cmdNow, Effect{}, isStale()},
+		{"team change", testConn(StateDraft, AmendNone), 3, otherTeam, cmdNow, Effect{}, is(ErrTeamChanged)},
+		{"team change of a live connection", testConn(StateActive, AmendNone), 3, otherTeam, cmdNow, Effect{}, is(ErrTeamChanged)},
+		{"identical to the current version", testConn(StateDraft, AmendNone), 3, currentContract(), cmdNow,
+			Effect{By: editor, Next: StateDraft}, nil},
+		{"identical once normalized", testConn(StateChangesRequested, AmendNone), 3,
+			func() Contract { c := currentContract(); c.Region = " US-EAST-1 "; return c }(), cmdNow,
+			Effect{By: editor, Next: StateChangesRequested}, nil},
+		{"no-op in a state that refuses edits", testConn(StateSubmitted, AmendNone), 3, currentContract(), cmdNow,
+			Effect{}, isTransition(StateSubmitted, EventEdit)},
+		{"live, no change open, identical to the approved version", testConn(StateActive, AmendNone), 3, approvedContract(), cmdNow,
+			Effect{By: editor, Next: StateActive}, nil},
+		{"live draft identical to its current version", testConn(StateUnderReview, AmendDraft), 3, currentContract(), cmdNow,
+			Effect{By: editor, Next: StateUnderReview}, nil},
+		{"live draft back to the approved version is a version", testConn(StateActive, AmendDraft), 3, approvedContract(), cmdNow,
+			Effect{By: editor, Next: StateActive, Amend: amendPtr(AmendDraft), Version: contractPtr(approvedContract()),
+				Audit: []AuditRecord{{Actor: editor, Action: "contract.version", Version: 4}}}, nil},
+		{"version cap", atCap(StateDraft, AmendNone), MaxVersions, editedContract(), cmdNow, Effect{}, is(ErrVersionLimit)},
+		{"version cap on a live connection", atCap(StateActive, AmendChangesRequested), MaxVersions, editedContract(), cmdNow, Effect{}, is(ErrVersionLimit)},
+		{"a no-op at the cap is still a no-op", atCap(StateDraft, AmendNone), MaxVersions, currentContract(), cmdNow,
+			Effect{By: editor, Next: StateDraft}, nil},
+		{"no clock", testConn(StateDraft, AmendNone), 3, editedContract(), time.Time{}, Effect{}, is(ErrNoClock)},
+		{"no clock on a live connection", testConn(StateActive, AmendNone), 3, editedContract(), time.Time{}, Effect{}, is(ErrNoClock)},
+	}
+	{
+		// Just below the cap a change is the last version.
+		c := testConn(StateDraft, AmendNone)
+		c.CurrentVersion = MaxVersions - 1
+		w := version(editedContract(), "")
+		w.Audit[0].Version = MaxVersions
+		tests = append(tests, struct {
+			name    string
+			conn    Conn
+			base    int
+			c       Contract
+			now     time.Time
+			want    Effect
+			wantErr *refusal
+		}{"the last version below the cap", c, MaxVersions - 1, editedContract(), cmdNow, w, nil})
+	}
+	for _, tt := range tests {
+		e, err := Edit(tt.conn, editor, tt.base, tt.c, tt.now)
+		expect(t, "Edit: "+tt.name, e, err, tt.want, tt.wantErr)
+	}
+}
+
+func TestSubmitEveryState(t *testing.T) {
+	submittable := map[State]State{StateDraft: StateSubmitted, StateChangesRequested: StateSubmitted}
+	amendSubmittable := map[Amendment]Amendment{AmendDraft: AmendSubmitted, AmendChangesRequested: AmendSubmitted}
+	for _, s := range AllStates {
+		for _, a := range amendmentsOf(s) {
+			name := fmt.Sprintf("Submit %s/%q", s, a)
+			c := testConn(s, a)
+			e, err := Submit(c, submitter, Pin{Version: 3, Hash: c.CurrentHash}, cmdNow)
+			switch {
+			case s.Live():
+				next, ok := amendSubmittable[a]
+				if !ok {
+					expect(t, name, e, err, Effect{}, isAmendment(a, EventSubmit))
+					continue
+				}
+				expect(t, name, e, err, Effect{By: submitter, Next: s, Amend: amendPtr(next), Submitted: true,
+					Audit:  []AuditRecord{{Actor: submitter, Action: "connection.submit", Version: 3, Reason: "change to the active version 2"}},
+					Notify: []Notice{{Kind: "amendment.submitted", To: ToAdmins}}}, nil)
+			default:
+				next, ok := submittable[s]
+				if !ok {
+					expect(t, name, e, err, Effect{}, isTransition(s, EventSubmit))
+					continue
+				}
+				expect(t, name, e, err, Effect{By: submitter, Next: next, Submitted: true,
+					Audit:  []AuditRecord{{Actor: submitter, Action: "connection.submit", Version: 3}},
+					Notify: []Notice{{Kind: "connection.submitted", To: ToAdmins}}}, nil)
+			}
+		}
+	}
+}
+
+func TestSubmitPins(t *testing.T) {
+	h := currentContract().Hash()
+	ok := Effect{By: submitter, Next: StateSubmitted, Submitted: true,
+		Audit:  []AuditRecord{{Actor: submitter, Action: "connection.submit", Version: 3}},
+		Notify: []Notice{{Kind: "connection.submitted", To: ToAdmins}}}
+	tests := []struct {
+		name    string
+		pin     Pin
+		wantErr *refusal
+	}{
+		{"matching", Pin{3, h}, nil},
+		{"version only", Pin{Version: 3}, nil},
+		{"zero pin", Pin{}, nil},
+		{"stale version", Pin{2, h}, isStale()},
+		{"newer version", Pin{4, h}, isStale()},
+		{"stale hash", Pin{3, approvedContract().Hash()}, isStale()},
+	}
+	for _, tt := range tests {
+		for _, s := range []State{StateDraft, StateActive} {
+			a, want := AmendNone, ok
+			if s.Live() {
+				a = AmendDraft
+				want = Effect{By: submitter, Next: s, Amend: amendPtr(AmendSubmitted), Submitted: true,
+					Audit:  []AuditRecord{{Actor: submitter, Action: "connection.submit", Version: 3, Reason: "change to the active version 2"}},
+					Notify: []Notice{{Kind: "amendment.submitted", To: ToAdmins}}}
+			}
+			if tt.wantErr != nil {
+				want = Effect{}
+			}
+			e, err := Submit(testConn(s, a), submitter, tt.pin, cmdNow)
+			expect(t, fmt.Sprintf("Submit %s pin %s", s, tt.name), e, err, want, tt.wantErr)
+		}
+	}
+	// The pin is checked first: a stale pin on a submitted request is
+	// stale, not a refused transition.
+	e, err := Submit(testConn(StateSubmitted, AmendNone), submitter, Pin{2, h}, cmdNow)
+	expect(t, "Submit stale pin in submitted", e, err, Effect{}, isStale())
+	var se *StaleError
+	if errors.As(err, &se) && (se.WantVersion != 2 || se.CurrentVersion != 3 || se.State != StateSubmitted || se.CurrentHash != h) {
+		t.Errorf("StaleError = %+v", *se)
+	}
+	e, err = Submit(testConn(StateDraft, AmendNone), submitter, Pin{3, h}, time.Time{})
+	expect(t, "Submit without a clock", e, err, Effect{}, is(ErrNoClock))
+}
+
+func TestWithdrawEveryState(t *testing.T) {
+	withdrawable := map[State]State{StateDraft: StateWithdrawn, StateSubmitted: StateWithdrawn, StateChangesRequested: StateWithdrawn}
+	amendWithdrawable := map[Amendment]Amendment{AmendDraft: AmendNone, AmendSubmitted: AmendNone, AmendChangesRequested: AmendNone}
+	for _, s := range AllStates {
+		for _, a := range amendmentsOf(s) {
+			name := fmt.Sprintf("Withdraw %s/%q", s, a)
+			e, err := Withdraw(testConn(s, a), requester, "not needed", cmdNow)
+			switch {
+			case s.Live():
+				next, ok := amendWithdrawable[a]
+				if !ok {
+					expect(t, name, e, err, Effect{}, isAmendment(a, EventWithdraw))
+					continue
+				}
+				expect(t, name, e, err, Effect{By: requester, Next: s, Amend: amendPtr(next),
+					Audit: []AuditRecord{{Actor: requester, Action: "amendment.withdraw", Version: 3, Reason: "not needed"}}}, nil)
+			default:
+				next, ok := withdrawable[s]
+				if !ok {
+					expect(t, name, e, err, Effect{}, isTransition(s, EventWithdraw))
+					continue
+				}
+				expect(t, name, e, err, Effect{By: requester, Next: next,
+					Audit: []AuditRecord{{Actor: requester, Action: "connection.withdraw", Version: 3, Reason: "not needed"}}}, nil)
+			}
+		}
+	}
+	e, err := Withdraw(testConn(StateDraft, AmendNone), requester, "", time.Time{})
+	expect(t, "Withdraw without a clock", e, err, Effect{}, is(ErrNoClock))
+}
+
+func TestSendBackEveryState(t *testing.T) {
+	// Only a submitted request, or a live connection's submitted change,
+	// is sent back. (A connection under review is the reviewer's: its
+	// request_changes is not an admin's SendBack.)
+	sendBack := map[Event]struct {
+		to, action string
+		next       State
+		amend      Amendment
+	}{
+		EventReject:         {"reject", "reject", StateRejected, AmendNone},
+		EventRequestChanges: {"request_changes", "request_changes", StateChangesRequested, AmendChangesRequested},
+	}
+	for _, ev := range []Event{EventReject, EventRequestChanges} {
+		w := sendBack[ev]
+		for _, s := range AllStates {
+			for _, a := range amendmentsOf(s) {
+				for _, by := range []Actor{requester, editor, submitter, admin, admin2} {
+					name := fmt.Sprintf("SendBack %s %s/%q by %d", ev, s, a, by.ID)
+					c := testConn(s, a)
+					e, err := SendBack(c, by, ev, Pin{3, c.CurrentHash}, "too big", cmdNow)
+					decision := &DecisionRecord{Version: 3, Hash: c.CurrentHash, Kind: w.to, Reason: "too big"}
+					dependent := by.ID < 10
+					switch {
+					case s.Live() && a != AmendSubmitted:
+						expect(t, name, e, err, Effect{}, isAmendment(a, ev))
+					case !s.Live() && s != StateSubmitted:
+						expect(t, name, e, err, Effect{}, isTransition(s, ev))
+					case dependent:
+						expect(t, name, e, err, Effect{}, is(ErrNotIndependent))
+					case s.Live():
+						expect(t, name, e, err, Effect{By: by, Next: s, Amend: amendPtr(w.amend), Decision: decision,
+							Audit:  []AuditRecord{{Actor: by, Action: "amendment." + w.action, Version: 3, Reason: "too big"}},
+							Notify: []Notice{{Kind: "amendment." + w.action, To: ToTeam}}}, nil)
+					default:
+						expect(t, name, e, err, Effect{By: by, Next: w.next, Decision: decision,
+							Audit:  []AuditRecord{{Actor: by, Action: "connection." + w.action, Version: 3, Reason: "too big"}},
+							Notify: []Notice{{Kind: "connection." + w.action, To: ToTeam}}}, nil)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestSendBackInputs(t *testing.T) {
+	c := testConn(StateSubmitted, AmendNone)
+	for _, ev := range []Event{EventApprove, EventWithdraw, EventRenew, "bogus"} {
+		e, err := SendBack(c, admin, ev, Pin{}, "no", cmdNow)
+		expect(t, "SendBack "+string(ev), e, err, Effect{}, isOther("is not a decision to send a request back"))
+	}
+	for _, pin := range []Pin{{2, c.CurrentHash}, {3, "stale"}} {
+		for _, a := range []Conn{c, testConn(StateActive, AmendSubmitted)} {
+			e, err := SendBack(a, admin, EventReject, pin, "no", cmdNow)
+			expect(t, fmt.Sprintf("SendBack %s pin %v", a.State, pin), e, err, Effect{}, isStale())
+		}
+	}
+	// A zero pin decides on the current version.
+	e, err := SendBack(c, admin, EventReject, Pin{}, "no", cmdNow)
+	expect(t, "SendBack zero pin", e, err, Effect{By: admin, Next: StateRejected,
+		Decision: &DecisionRecord{Version: 3, Hash: c.CurrentHash, Kind: "reject", Reason: "no"},
+		Audit:    []AuditRecord{{Actor: admin, Action: "connection.reject", Version: 3, Reason: "no"}},
+		Notify:   []Notice{{Kind: "connection.reject", To: ToTeam}}}, nil)
+	e, err = SendBack(c, admin, EventReject, Pin{}, "no", time.Time{})
+	expect(t, "SendBack without a clock", e, err, Effect{}, is(ErrNoClock))
+}
