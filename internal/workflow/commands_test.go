@@ -492,3 +492,234 @@ func TestSendBackInputs(t *testing.T) {
 	e, err = SendBack(c, admin, EventReject, Pin{}, "no", time.Time{})
 	expect(t, "SendBack without a clock", e, err, Effect{}, is(ErrNoClock))
 }
+
+const p5 = "ml.p5.48xlarge"
+
+// okFacts are the facts of an approval that passes every check: the
+// request's 2 p5 fit the cluster's 8 with 2 held by others.
+func okFacts() ApprovalFacts {
+	return ApprovalFacts{Contract: currentContract(), Approved: approvedContract(),
+		Inventory: map[string]int{p5: 8}, Committed: []Capacity{{InstanceType: p5, Count: 2}}}
+}
+
+func okApproval() ApprovalInput {
+	return ApprovalInput{Version: 3, Hash: currentContract().Hash(), PlanHash: "plan-3", Reason: "fits"}
+}
+
+// approved is the full effect of the approval of version 3 by by, with n
+// approvals: on a request, to approved with its provisioning job; on a live
+// connection, its change approved with the amend job from version 2.
+func approved(s State, by Actor, n int) Effect {
+	d := &DecisionRecord{Version: 3, Hash: currentContract().Hash(), Kind: "approve", Reason: "fits"}
+	if s.Live() {
+		return Effect{By: by, Next: s, Amend: amendPtr(AmendApproved), Approvals: n, Decision: d,
+			Job:    &JobOrder{Kind: JobAmend, Version: 3, PlanHash: "plan-3", FromVersion: 2},
+			Audit:  []AuditRecord{{Actor: by, Action: "amendment.approve", Version: 3, Reason: "fits"}},
+			Notify: []Notice{{Kind: "amendment.approved", To: ToTeam}}}
+	}
+	return Effect{By: by, Next: StateApproved, Approve: 3, Approvals: n, Decision: d,
+		Job:    &JobOrder{Kind: JobProvision, Version: 3, PlanHash: "plan-3"},
+		Audit:  []AuditRecord{{Actor: by, Action: "connection.approve", Version: 3, Reason: "fits"}},
+		Notify: []Notice{{Kind: "connection.approved", To: ToTeam}}}
+}
+
+// partial is the effect of the first approval of a restricted version:
+// recorded alone.
+func partial(s State, by Actor) Effect {
+	action := "connection.approve_partial"
+	if s.Live() {
+		action = "amendment.approve_partial"
+	}
+	return Effect{By: by, Next: s, Approvals: 1,
+		Decision: &DecisionRecord{Version: 3, Hash: currentContract().Hash(), Kind: "approve", Reason: "fits"},
+		Audit:    []AuditRecord{{Actor: by, Action: action, Version: 3, Reason: "fits"}}}
+}
+
+func TestApproveEveryState(t *testing.T) {
+	for _, s := range AllStates {
+		for _, a := range amendmentsOf(s) {
+			for _, by := range []Actor{requester, editor, submitter, admin, admin2} {
+				name := fmt.Sprintf("Approve %s/%q by %d", s, a, by.ID)
+				e, err := Approve(testConn(s, a), by, okApproval(), okFacts(), cmdNow)
+				switch {
+				case s.Live() && a != AmendSubmitted:
+					expect(t, name, e, err, Effect{}, isAmendment(a, EventApprove))
+				case !s.Live() && s != StateSubmitted:
+					expect(t, name, e, err, Effect{}, isTransition(s, EventApprove))
+				case by.ID < 10:
+					expect(t, name, e, err, Effect{}, is(ErrNotIndependent))
+				default:
+					expect(t, name, e, err, approved(s, by, 1), nil)
+				}
+			}
+		}
+	}
+}
+
+func TestApproveInputs(t *testing.T) {
+	type tc struct {
+		name    string
+		in      func(*ApprovalInput)
+		facts   func(*ApprovalFacts)
+		want    func(s State) Effect // nil: refused
+		wantErr *refusal
+		// requestOnly: the case is about a request, not a change (whose
+		// capacity rule TestApproveAmendment covers).
+		requestOnly bool
+	}
+	restricted := func(f *ApprovalFacts) {
+		f.Contract.DataClassification, f.Approved.DataClassification = DataRestricted, DataRestricted
+	}
+	planErr := errors.New("the cluster has no such instance group")
+	dbDown := errors.New("database is locked")
+	tests := []tc{
+		{name: "passes", want: func(s State) Effect { return approved(s, admin, 1) }},
+		{name: "no version", in: func(in *ApprovalInput) { in.Version = 0 }, wantErr: is(ErrUnpinned)},
+		{name: "no hash", in: func(in *ApprovalInput) { in.Hash = "" }, wantErr: is(ErrUnpinned)},
+		{name: "no plan hash", in: func(in *ApprovalInput) { in.PlanHash = "" }, wantErr: is(ErrUnpinned)},
+		{name: "stale version", in: func(in *ApprovalInput) { in.Version = 2 }, wantErr: isStale()},
+		{name: "stale hash", in: func(in *ApprovalInput) { in.Hash = approvedContract().Hash() }, wantErr: isStale()},
+		{name: "already approved by this admin", facts: func(f *ApprovalFacts) { f.ApproverIDs = []int64{admin.ID} }, wantErr: is(ErrAlreadyDecided)},
+		{name: "restricted, first approval", facts: restricted, want: func(s State) Effect { return partial(s, admin) }},
+		{name: "restricted, second approval", facts: func(f *ApprovalFacts) { restricted(f); f.ApproverIDs = []int64{admin2.ID} },
+			want: func(s State) Effect { return approved(s, admin, 2) }},
+		{name: "restricted, same admin twice", facts: func(f *ApprovalFacts) { restricted(f); f.ApproverIDs = []int64{admin.ID} }, wantErr: is(ErrAlreadyDecided)},
+		{name: "confidential needs one", facts: func(f *ApprovalFacts) {
+			f.Contract.DataClassification, f.Approved.DataClassification = DataConfidential, DataConfidential
+		}, want: func(s State) Effect { return approved(s, admin, 1) }},
+		{name: "over capacity", facts: func(f *ApprovalFacts) { f.Committed = []Capacity{{InstanceType: p5, Count: 7}} }, wantErr: is(ErrOverCapacity), requestOnly: true},
+		{name: "a type the cluster lacks", facts: func(f *ApprovalFacts) { f.Inventory = map[string]int{"ml.g5.xlarge": 8} }, wantErr: is(ErrOverCapacity), requestOnly: true},
+		{name: "exactly full", facts: func(f *ApprovalFacts) { f.Committed = []Capacity{{InstanceType: p5, Count: 6}} },
+			want: func(s State) Effect { return approved(s, admin, 1) }},
+		{name: "another type over-committed", facts: func(f *ApprovalFacts) {
+			f.Inventory["ml.g5.xlarge"] = 1
+			f.Committed = append(f.Committed, Capacity{InstanceType: "ml.g5.xlarge", Count: 3})
+		}, want: func(s State) Effect { return approved(s, admin, 1) }},
+		{name: "claims taken", facts: func(f *ApprovalFacts) { f.Claims = []string{"namespace hyperpod-ns-red is connection #9's"} },
+			wantErr: both(is(ErrClaimTaken), isOther("hyperpod-ns-red is connection #9's"))},
+		{name: "checks down", facts: func(f *ApprovalFacts) { f.ChecksDown = dbDown }, wantErr: both(is(ErrChecksDown), is(dbDown))},
+		{name: "slurm", facts: func(f *ApprovalFacts) {
+			f.Contract.Orchestrator, f.Approved.Orchestrator = OrchestratorSlurm, OrchestratorSlurm
+		}, wantErr: both(is(ErrNotProvisionable), is(ErrSlurm))},
+		// A version that cannot be provisioned has no plan to name: that
+		// refusal comes before the missing plan hash.
+		{name: "slurm without a plan hash", in: func(in *ApprovalInput) { in.PlanHash = "" }, facts: func(f *ApprovalFacts) {
+			f.Contract.Orchestrator, f.Approved.Orchestrator = OrchestratorSlurm, OrchestratorSlurm
+		}, wantErr: is(ErrSlurm)},
+		{name: "plan error", facts: func(f *ApprovalFacts) { f.PlanError = planErr }, wantErr: both(is(ErrNotProvisionable), is(planErr))},
+		{name: "plan error without a plan hash", in: func(in *ApprovalInput) { in.PlanHash = "" }, facts: func(f *ApprovalFacts) { f.PlanError = planErr },
+			wantErr: both(is(ErrNotProvisionable), is(planErr))},
+		{name: "foreign namespace not adopted", facts: func(f *ApprovalFacts) { f.ForeignNamespace = "hyperpod-ns-red" },
+			wantErr: both(is(ErrForeignNamespace), isOther("hyperpod-ns-red"))},
+		{name: "foreign namespace, another adopted", in: func(in *ApprovalInput) { in.Adopt = "hyperpod-ns-blue" },
+			facts: func(f *ApprovalFacts) { f.ForeignNamespace = "hyperpod-ns-red" }, wantErr: is(ErrForeignNamespace)},
+		{name: "adopting a namespace the contract does not name", in: func(in *ApprovalInput) { in.Adopt = "hyperpod-ns-blue" },
+			wantErr: isOther(`does not name namespace "hyperpod-ns-blue"`)},
+		{name: "foreign namespace adopted", in: func(in *ApprovalInput) { in.Adopt = "hyperpod-ns-red" },
+			facts: func(f *ApprovalFacts) { f.ForeignNamespace = "hyperpod-ns-red" },
+			want: func(s State) Effect {
+				e := approved(s, admin, 1)
+				e.Adopt = "hyperpod-ns-red"
+				e.Audit = append([]AuditRecord{{Actor: admin, Action: "connection.adopt_namespace", Version: 3,
+					Reason: "~adopted the existing namespace hyperpod-ns-red"}}, e.Audit...)
+				return e
+			}},
+		{name: "adopted on the first of two approvals", in: func(in *ApprovalInput) { in.Adopt = "hyperpod-ns-red" },
+			facts: func(f *ApprovalFacts) { restricted(f); f.ForeignNamespace = "hyperpod-ns-red" },
+			want: func(s State) Effect {
+				e := partial(s, admin)
+				e.Adopt = "hyperpod-ns-red"
+				e.Audit = append([]AuditRecord{{Actor: admin, Action: "connection.adopt_namespace", Version: 3,
+					Reason: "~adopted the existing namespace hyperpod-ns-red"}}, e.Audit...)
+				return e
+			}},
+	}
+	for _, s := range []State{StateSubmitted, StateActive, StateUnderReview} {
+		for _, tt := range tests {
+			c, in, f := testConn(s, AmendSubmitted), okApproval(), okFacts()
+			if !s.Live() {
+				c.Amendment = AmendNone
+			} else if tt.requestOnly {
+				continue
+			}
+			if tt.in != nil {
+				tt.in(&in)
+			}
+			if tt.facts != nil {
+				tt.facts(&f)
+			}
+			var want Effect
+			if tt.want != nil {
+				want = tt.want(s)
+			}
+			e, err := Approve(c, admin, in, f, cmdNow)
+			expect(t, fmt.Sprintf("Approve %s: %s", s, tt.name), e, err, want, tt.wantErr)
+		}
+	}
+	e, err := Approve(testConn(StateSubmitted, AmendNone), admin, okApproval(), okFacts(), time.Time{})
+	expect(t, "Approve without a clock", e, err, Effect{}, is(ErrNoClock))
+}
+
+// TestApproveAmendment: the rules only a change of a live connection has.
+func TestApproveAmendment(t *testing.T) {
+	guaranteed := func(n int) []Capacity { return []Capacity{{InstanceType: p5, Count: n}} }
+	withCapacity := func(held, asked, others, inventory int) func(*ApprovalFacts) {
+		return func(f *ApprovalFacts) {
+			f.Approved.Scheduling.Guaranteed = guaranteed(held)
+			f.Contract.Scheduling.Guaranteed = guaranteed(asked)
+			f.Committed = guaranteed(others)
+			f.Inventory = map[string]int{p5: inventory}
+		}
+	}
+	tests := []struct {
+		name     string
+		facts    func(*ApprovalFacts)
+		triggers []string
+		renewal  bool
+		wantErr  *refusal
+	}{
+		{name: "no capacity change on an over-committed cluster", facts: withCapacity(2, 2, 9, 8)},
+		{name: "a decrease on an over-committed cluster", facts: withCapacity(2, 1, 9, 8)},
+		{name: "an increase that fits", facts: withCapacity(2, 3, 5, 8)},
+		{name: "an increase that does not fit", facts: withCapacity(2, 4, 5, 8), wantErr: is(ErrOverCapacity)},
+		{name: "an increase on an over-committed cluster", facts: withCapacity(2, 3, 9, 8), wantErr: is(ErrOverCapacity)},
+		{name: "a new instance type the cluster lacks", facts: func(f *ApprovalFacts) {
+			f.Contract.Scheduling.Guaranteed = append(f.Contract.Scheduling.Guaranteed, Capacity{InstanceType: "ml.g5.xlarge", Count: 1})
+		}, wantErr: is(ErrOverCapacity)},
+		{name: "namespaces moved", facts: func(f *ApprovalFacts) { f.Contract.Namespaces = []string{"hyperpod-ns-red2"} },
+			wantErr: both(is(ErrNotProvisionable), isOther("Namespaces"))},
+		{name: "orchestrator changed", facts: func(f *ApprovalFacts) { f.Contract.Orchestrator = OrchestratorSlurm },
+			wantErr: both(is(ErrNotProvisionable), is(ErrSlurm))},
+		{name: "cluster changed", facts: func(f *ApprovalFacts) { f.Contract.ClusterName = "other-hp" },
+			wantErr: both(is(ErrNotProvisionable), isOther("cannot change on an active connection"))},
+		{name: "owners and region changed", facts: func(f *ApprovalFacts) {
+			f.Contract.Region, f.Contract.CostOwner = "us-west-2", "cfo@example.test"
+		}, triggers: []string{"cost_owner", "region"}},
+		{name: "renewal", facts: func(f *ApprovalFacts) {
+			f.Approved.EndDate, f.Contract = "2026-06-30", f.Approved
+			f.Contract.EndDate = "2026-12-31"
+		}, renewal: true},
+	}
+	for _, tt := range tests {
+		c := testConn(StateActive, AmendSubmitted)
+		f := okFacts()
+		tt.facts(&f)
+		e, err := Approve(c, admin, okApproval(), f, cmdNow)
+		var want Effect
+		if tt.wantErr == nil {
+			want = approved(StateActive, admin, 1)
+			want.ReviewTriggers = tt.triggers
+		}
+		expect(t, "Approve amendment: "+tt.name, e, err, want, tt.wantErr)
+		if err == nil && len(e.Notify) == 1 {
+			if got := strings.Contains(e.Notify[0].Subject, "renewal (end date 2026-06-30 → 2026-12-31)"); got != tt.renewal {
+				t.Errorf("Approve amendment %s: subject %q, renewal %v", tt.name, e.Notify[0].Subject, tt.renewal)
+			}
+		}
+	}
+	// The approved version never moves before the amend job succeeds.
+	e, _ := Approve(testConn(StateUnderReview, AmendSubmitted), admin, okApproval(), okFacts(), cmdNow)
+	if e.Approve != 0 || e.Next != StateUnderReview {
+		t.Errorf("an approved amendment moved the approved version or the state: %s", showEffect(e))
+	}
+}
