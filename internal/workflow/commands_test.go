@@ -723,3 +723,338 @@ func TestApproveAmendment(t *testing.T) {
 		t.Errorf("an approved amendment moved the approved version or the state: %s", showEffect(e))
 	}
 }
+
+func TestRevokeEveryState(t *testing.T) {
+	revocable := map[State]State{
+		StateApproved: StateRevoking, StateProvisioning: StateRevoking, StateActive: StateRevoking, StateUnderReview: StateRevoking,
+	}
+	for _, s := range AllStates {
+		for _, a := range amendmentsOf(s) {
+			name := fmt.Sprintf("Revoke %s/%q", s, a)
+			c := testConn(s, a)
+			e, err := Revoke(c, admin, "  left the company ", cmdNow)
+			next, ok := revocable[s]
+			if !ok {
+				expect(t, name, e, err, Effect{}, isTransition(s, EventRevoke))
+				continue
+			}
+			want := Effect{By: admin, Next: next, CancelJobs: true,
+				Job:    &JobOrder{Kind: JobRevoke, Version: c.ApprovedVersion},
+				Audit:  []AuditRecord{{Actor: admin, Action: "connection.revoke", Version: c.ApprovedVersion, Reason: "left the company"}},
+				Notify: []Notice{{Kind: "connection.revoke", To: ToTeam}}}
+			if a != AmendNone {
+				// An open change ends with the connection.
+				want.Amend = amendPtr(AmendNone)
+			}
+			expect(t, name, e, err, want, nil)
+		}
+	}
+}
+
+func TestRevokeInputs(t *testing.T) {
+	for _, reason := range []string{"", "   ", "\t\n"} {
+		for _, s := range AllStates {
+			e, err := Revoke(testConn(s, AmendNone), admin, reason, cmdNow)
+			expect(t, fmt.Sprintf("Revoke %s reason %q", s, reason), e, err, Effect{}, is(ErrReasonRequired))
+		}
+	}
+	c := testConn(StateActive, AmendNone)
+	c.ApprovedVersion = 0
+	e, err := Revoke(c, admin, "why", cmdNow)
+	expect(t, "Revoke without an approved version", e, err, Effect{}, isOther("has no approved version"))
+	e, err = Revoke(testConn(StateActive, AmendNone), admin, "why", time.Time{})
+	expect(t, "Revoke without a clock", e, err, Effect{}, is(ErrNoClock))
+}
+
+func TestQueueJobEveryState(t *testing.T) {
+	// Per kind: the states it is queued in, and the event its refusal
+	// names.
+	queues := map[JobKind]struct {
+		states  []State
+		refusal Event
+		action  string
+	}{
+		JobProvision: {[]State{StateApproved}, EventStartProvisioning, "provisioning.enqueue"},
+		JobReapply:   {[]State{StateActive, StateUnderReview}, EventStartProvisioning, "reapply.enqueue"},
+		JobRevoke:    {[]State{StateRevoking}, EventRevocationDone, "revocation.enqueue"},
+		JobAmend:     {[]State{StateActive, StateUnderReview}, EventStartProvisioning, "amendment.enqueue"},
+	}
+	for _, kind := range []JobKind{JobProvision, JobReapply, JobRevoke, JobAmend} {
+		q := queues[kind]
+		for _, s := range AllStates {
+			for _, a := range amendmentsOf(s) {
+				name := fmt.Sprintf("QueueJob %s %s/%q", kind, s, a)
+				c := testConn(s, a)
+				e, err := QueueJob(c, admin, kind, "plan-3", "retry", cmdNow)
+				allowed := false
+				for _, x := range q.states {
+					allowed = allowed || x == s
+				}
+				switch {
+				case !allowed:
+					expect(t, name, e, err, Effect{}, isTransition(s, q.refusal))
+				case kind == JobAmend && a != AmendFailed:
+					// Only a change whose job failed is tried again.
+					expect(t, name, e, err, Effect{}, isAmendment(a, EventStartProvisioning))
+				case kind == JobAmend:
+					expect(t, name, e, err, Effect{By: admin, Next: s, Amend: amendPtr(AmendApproved),
+						Job:   &JobOrder{Kind: JobAmend, Version: 3, PlanHash: "plan-3", FromVersion: 2},
+						Audit: []AuditRecord{{Actor: admin, Action: q.action, Version: 3, Reason: "retry", JobRef: true}}}, nil)
+				default:
+					plan := ""
+					if kind == JobProvision {
+						plan = "plan-3"
+					}
+					expect(t, name, e, err, Effect{By: admin, Next: s,
+						Job:   &JobOrder{Kind: kind, Version: c.ApprovedVersion, PlanHash: plan},
+						Audit: []AuditRecord{{Actor: admin, Action: q.action, Version: c.ApprovedVersion, Reason: "retry", JobRef: true}}}, nil)
+				}
+			}
+		}
+	}
+}
+
+func TestQueueJobInputs(t *testing.T) {
+	tests := []struct {
+		name    string
+		conn    Conn
+		kind    JobKind
+		pinned  string
+		now     time.Time
+		want    Effect
+		wantErr *refusal
+	}{
+		{"provision unpinned", testConn(StateApproved, AmendNone), JobProvision, "", cmdNow, Effect{}, is(ErrUnpinned)},
+		{"amend unpinned", testConn(StateActive, AmendFailed), JobAmend, "", cmdNow, Effect{}, is(ErrUnpinned)},
+		// Reapply and revoke run the approved version's plan as it is
+		// built now: no pin.
+		{"reapply unpinned", testConn(StateActive, AmendNone), JobReapply, "", cmdNow, Effect{By: admin, Next: StateActive,
+			Job:   &JobOrder{Kind: JobReapply, Version: 2},
+			Audit: []AuditRecord{{Actor: admin, Action: "reapply.enqueue", Version: 2, Reason: "r", JobRef: true}}}, nil},
+		{"reapply ignores a pin", testConn(StateUnderReview, AmendDraft), JobReapply, "plan-9", cmdNow, Effect{By: admin, Next: StateUnderReview,
+			Job:   &JobOrder{Kind: JobReapply, Version: 2},
+			Audit: []AuditRecord{{Actor: admin, Action: "reapply.enqueue", Version: 2, Reason: "r", JobRef: true}}}, nil},
+		{"revoke unpinned", testConn(StateRevoking, AmendNone), JobRevoke, "", cmdNow, Effect{By: admin, Next: StateRevoking,
+			Job:   &JobOrder{Kind: JobRevoke, Version: 3},
+			Audit: []AuditRecord{{Actor: admin, Action: "revocation.enqueue", Version: 3, Reason: "r", JobRef: true}}}, nil},
+		{"unknown kind", testConn(StateApproved, AmendNone), "bogus", "plan-3", cmdNow, Effect{}, isOther("are not queued by hand")},
+		{"no clock", testConn(StateApproved, AmendNone), JobProvision, "plan-3", time.Time{}, Effect{}, is(ErrNoClock)},
+	}
+	for _, tt := range tests {
+		e, err := QueueJob(tt.conn, admin, tt.kind, tt.pinned, "r", tt.now)
+		expect(t, "QueueJob: "+tt.name, e, err, tt.want, tt.wantErr)
+	}
+}
+
+// job is the run of a job of kind on version 3 (reapply: the approved
+// version 2 of a live connection).
+func job(kind JobKind) JobRun {
+	j := JobRun{ID: 5, Kind: kind, Version: 3, Attempts: 2, Steps: 4, PlanHash: "plan-3"}
+	if kind == JobReapply {
+		j.Version = 2
+	}
+	return j
+}
+
+func TestJobStartedEveryState(t *testing.T) {
+	type variant struct {
+		name            string
+		dryRun, resumed bool
+	}
+	variants := []variant{{"real", false, false}, {"dry run", true, false}, {"resumed", false, true}, {"resumed dry run", true, true}}
+	for _, kind := range []JobKind{JobProvision, JobReapply, JobRevoke, JobAmend} {
+		for _, v := range variants {
+			for _, s := range AllStates {
+				for _, a := range amendmentsOf(s) {
+					name := fmt.Sprintf("JobStarted %s %s %s/%q", v.name, kind, s, a)
+					j := job(kind)
+					j.DryRun, j.Resumed = v.dryRun, v.resumed
+					e, err := JobStarted(testConn(s, a), j, cmdNow)
+					same := Effect{By: Provisioner, Next: s}
+					started := func(action, reason string) Effect {
+						if v.resumed {
+							return same
+						}
+						return Effect{By: Provisioner, Next: s, Audit: []AuditRecord{{Actor: Provisioner, Action: action, Version: j.Version, Reason: reason}}}
+					}
+					switch kind {
+					case JobProvision:
+						switch {
+						case s == StateApproved && !v.dryRun:
+							// Also when resumed: an approved connection
+							// was returned there by a failure.
+							expect(t, name, e, err, Effect{By: Provisioner, Next: StateProvisioning,
+								Audit: []AuditRecord{{Actor: Provisioner, Action: "provisioning.start", Version: 3, Reason: "job 5: 4 steps, plan plan-3"}}}, nil)
+						case s == StateApproved, s == StateProvisioning:
+							expect(t, name, e, err, same, nil)
+						default:
+							expect(t, name, e, err, Effect{}, isTransition(s, EventStartProvisioning))
+						}
+					case JobReapply:
+						if s.Live() {
+							expect(t, name, e, err, same, nil)
+						} else {
+							expect(t, name, e, err, Effect{}, isTransition(s, EventStartProvisioning))
+						}
+					case JobRevoke:
+						switch {
+						case s != StateRevoking:
+							expect(t, name, e, err, Effect{}, isTransition(s, EventRevocationDone))
+						case v.dryRun:
+							expect(t, name, e, err, started("revocation.start", "job 5: 4 steps, dry run, removing nothing, plan plan-3"), nil)
+						default:
+							expect(t, name, e, err, started("revocation.start", "job 5: 4 steps, removing, plan plan-3"), nil)
+						}
+					case JobAmend:
+						switch {
+						case !s.Live():
+							expect(t, name, e, err, Effect{}, isTransition(s, EventStartProvisioning))
+						case a != AmendApproved:
+							expect(t, name, e, err, Effect{}, isAmendment(a, EventStartProvisioning))
+						case v.dryRun:
+							expect(t, name, e, err, started("amendment.start", "job 5: 4 steps, dry run, applying nothing, plan plan-3"), nil)
+						default:
+							expect(t, name, e, err, started("amendment.start", "job 5: 4 steps, applying in place, plan plan-3"), nil)
+						}
+					}
+				}
+			}
+		}
+	}
+	// An amend job of another version than the change's does not run.
+	j := job(JobAmend)
+	j.Version = 2
+	e, err := JobStarted(testConn(StateActive, AmendApproved), j, cmdNow)
+	expect(t, "JobStarted amend of another version", e, err, Effect{}, isAmendment(AmendApproved, EventStartProvisioning))
+	e, err = JobStarted(testConn(StateApproved, AmendNone), job("bogus"), cmdNow)
+	expect(t, "JobStarted bogus", e, err, Effect{}, isOther("jobs do not run on a connection"))
+	e, err = JobStarted(testConn(StateApproved, AmendNone), job(JobProvision), time.Time{})
+	expect(t, "JobStarted without a clock", e, err, Effect{}, is(ErrNoClock))
+}
+
+func TestJobSucceededEveryState(t *testing.T) {
+	for _, s := range AllStates {
+		for _, a := range amendmentsOf(s) {
+			c := testConn(s, a)
+			name := func(what string) string { return fmt.Sprintf("JobSucceeded %s %s/%q", what, s, a) }
+			audited := func(next State, action string, version int, reason string, notify ...Notice) Effect {
+				return Effect{By: Provisioner, Next: next,
+					Audit:  []AuditRecord{{Actor: Provisioner, Action: action, Version: version, Reason: reason}},
+					Notify: notify}
+			}
+
+			// A provisioning job: provisioning to active.
+			e, err := JobSucceeded(c, job(JobProvision), false, cmdNow)
+			if s == StateProvisioning {
+				expect(t, name("provision"), e, err, audited(StateActive, "provisioning.succeeded", 3,
+					"job 5, attempt 2: 4 steps applied, plan plan-3", Notice{Kind: "connection.active", To: ToTeam}), nil)
+			} else {
+				expect(t, name("provision"), e, err, Effect{}, isTransition(s, EventProvisioningSucceeded))
+			}
+
+			// A revocation: revoking to revoked; a dry run only when
+			// nothing was ever applied.
+			for _, ever := range []bool{false, true} {
+				e, err := JobSucceeded(c, job(JobRevoke), ever, cmdNow)
+				if s == StateRevoking {
+					expect(t, name("revoke"), e, err, audited(StateRevoked, "revocation.done", 3,
+						"job 5, attempt 2: 4 steps done, plan plan-3", Notice{Kind: "connection.revoked", To: ToTeam}), nil)
+				} else {
+					expect(t, name("revoke"), e, err, Effect{}, isTransition(s, EventRevocationDone))
+				}
+			}
+			dry := job(JobRevoke)
+			dry.DryRun = true
+			e, err = JobSucceeded(c, dry, false, cmdNow)
+			if s == StateRevoking {
+				expect(t, name("dry-run revoke, never applied"), e, err, audited(StateRevoked, "revocation.dry_run", 3,
+					"~nothing was ever applied to a cluster", Notice{Kind: "connection.revoked", To: ToTeam}), nil)
+			} else {
+				expect(t, name("dry-run revoke, never applied"), e, err, Effect{}, isTransition(s, EventRevocationDone))
+			}
+
+			// An amendment: the approved version moves when it is applied.
+			e, err = JobSucceeded(c, job(JobAmend), false, cmdNow)
+			if s.Live() && a == AmendApproved {
+				want := audited(s, "amendment.applied", 3, "job 5, attempt 2: 4 steps applied, plan plan-3; version 3 is active",
+					Notice{Kind: "amendment.applied", To: ToTeam})
+				want.Amend, want.Approve = amendPtr(AmendNone), 3
+				expect(t, name("amend"), e, err, want, nil)
+			} else {
+				expect(t, name("amend"), e, err, Effect{}, isAmendment(a, EventProvisioningSucceeded))
+			}
+			dryAmend := job(JobAmend)
+			dryAmend.DryRun = true
+			e, err = JobSucceeded(c, dryAmend, true, cmdNow)
+			if s.Live() && a == AmendApproved {
+				want := audited(s, "amendment.dry_run", 3, "~dry run, nothing applied")
+				want.Amend = amendPtr(AmendFailed)
+				expect(t, name("dry-run amend"), e, err, want, nil)
+			} else {
+				expect(t, name("dry-run amend"), e, err, Effect{}, isAmendment(a, EventProvisioningSucceeded))
+			}
+
+			// A drift fix on a live connection changes no state.
+			if s.Live() {
+				e, err = JobSucceeded(c, job(JobReapply), false, cmdNow)
+				expect(t, name("reapply"), e, err, audited(s, "reapply.succeeded", 2,
+					"job 5, attempt 2: 4 steps, plan plan-3 re-applied, extra role bindings removed"), nil)
+			}
+		}
+	}
+	// A dry run applied nothing: the connection stays approved, or goes
+	// back there from provisioning.
+	for s, next := range map[State]State{StateApproved: StateApproved, StateProvisioning: StateApproved} {
+		j := job(JobProvision)
+		j.DryRun = true
+		e, err := JobSucceeded(testConn(s, AmendNone), j, false, cmdNow)
+		expect(t, "JobSucceeded dry-run provision "+string(s), e, err, Effect{By: Provisioner, Next: next,
+			Audit: []AuditRecord{{Actor: Provisioner, Action: "provisioning.dry_run", Version: 3, Reason: "~the connection stays approved"}}}, nil)
+	}
+	// A dry-run revocation of a connection once provisioned stays revoking.
+	j := job(JobRevoke)
+	j.DryRun = true
+	e, err := JobSucceeded(testConn(StateRevoking, AmendNone), j, true, cmdNow)
+	expect(t, "JobSucceeded dry-run revoke, once applied", e, err, Effect{By: Provisioner, Next: StateRevoking,
+		Audit: []AuditRecord{{Actor: Provisioner, Action: "revocation.dry_run", Version: 3, Reason: "~it stays revoking"}}}, nil)
+	e, err = JobSucceeded(testConn(StateProvisioning, AmendNone), job("bogus"), false, cmdNow)
+	expect(t, "JobSucceeded bogus", e, err, Effect{}, isOther("jobs do not run on a connection"))
+	e, err = JobSucceeded(testConn(StateProvisioning, AmendNone), job(JobProvision), false, time.Time{})
+	expect(t, "JobSucceeded without a clock", e, err, Effect{}, is(ErrNoClock))
+}
+
+func TestJobFailedEveryState(t *testing.T) {
+	// A failure returns a provisioning connection to approved (the
+	// approval stands); it moves no other state.
+	after := map[State]State{StateProvisioning: StateApproved}
+	failed := func(s State, kind JobKind, action string) Effect {
+		next, ok := after[s]
+		if !ok {
+			next = s
+		}
+		return Effect{By: Provisioner, Next: next,
+			Audit:  []AuditRecord{{Actor: Provisioner, Action: action, Version: job(kind).Version, Reason: "job 5, attempt 2: boom"}},
+			Notify: []Notice{{Kind: action, To: ToAdmins}}}
+	}
+	for _, s := range AllStates {
+		e, err := JobFailed(testConn(s, AmendNone), job(JobProvision), "boom", cmdNow)
+		expect(t, "JobFailed provision "+string(s), e, err, failed(s, JobProvision, "provisioning.failed"), nil)
+	}
+	e, err := JobFailed(testConn(StateRevoking, AmendNone), job(JobRevoke), "boom", cmdNow)
+	expect(t, "JobFailed revoke", e, err, failed(StateRevoking, JobRevoke, "revocation.failed"), nil)
+	for _, s := range []State{StateActive, StateUnderReview} {
+		for _, a := range AllAmendments {
+			e, err := JobFailed(testConn(s, a), job(JobReapply), "boom", cmdNow)
+			expect(t, fmt.Sprintf("JobFailed reapply %s/%q", s, a), e, err, failed(s, JobReapply, "reapply.failed"), nil)
+			e, err = JobFailed(testConn(s, a), job(JobAmend), "boom", cmdNow)
+			want := failed(s, JobAmend, "amendment.failed")
+			if a == AmendApproved {
+				// The approved version still runs; an admin may try again.
+				want.Amend = amendPtr(AmendFailed)
+			}
+			expect(t, fmt.Sprintf("JobFailed amend %s/%q", s, a), e, err, want, nil)
+		}
+	}
+	e, err = JobFailed(testConn(StateProvisioning, AmendNone), job(JobProvision), "boom", time.Time{})
+	expect(t, "JobFailed without a clock", e, err, Effect{}, is(ErrNoClock))
+}
