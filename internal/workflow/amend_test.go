@@ -67,7 +67,10 @@ func TestIsRenewal(t *testing.T) {
 		{"end date moved", func(c *Contract) { c.EndDate = "2026-12-31" }, true},
 		{"end date earlier", func(c *Contract) { c.EndDate = "2026-04-30" }, true},
 		{"nothing", func(*Contract) {}, false},
-		{"end date and capacity", func(c *Contract) { c.EndDate = "2026-12-31"; c.Scheduling.Guaranteed = []Capacity{{InstanceType: p5, Count: 3}} }, false},
+		{"end date and capacity", func(c *Contract) {
+			c.EndDate = "2026-12-31"
+			c.Scheduling.Guaranteed = []Capacity{{InstanceType: p5, Count: 3}}
+		}, false},
 		{"end date and purpose", func(c *Contract) { c.EndDate = "2026-12-31"; c.BusinessPurpose += " More." }, false},
 		{"purpose only", func(c *Contract) { c.BusinessPurpose += " More." }, false},
 	}
@@ -91,9 +94,9 @@ func TestAmendCapacityOK(t *testing.T) {
 	const g5 = "ml.g5.xlarge"
 	inv := map[string]int{p5: 8, g5: 4}
 	tests := []struct {
-		name                          string
+		name                           string
 		committed, approved, requested []Capacity
-		want                          bool
+		want                           bool
 	}{
 		{"unchanged, fits", caps(p5, 2), caps(p5, 2), caps(p5, 2), true},
 		{"unchanged on an over-committed cluster", caps(p5, 9), caps(p5, 2), caps(p5, 2), true},
