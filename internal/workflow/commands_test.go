@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,12 @@ var (
 // currentContract the latest saved version (3).
 func approvedContract() Contract { return ExampleContract() }
 
+// The hashes of the two, computed once.
+var (
+	currentHash  = currentContract().Hash()
+	approvedHash = approvedContract().Hash()
+)
+
 func currentContract() Contract {
 	c := ExampleContract()
 	c.BusinessPurpose += " Also nightly batch scoring."
@@ -43,11 +50,11 @@ func currentContract() Contract {
 // live connection 2 (version 3 being its change, or a change withdrawn).
 func testConn(s State, a Amendment) Conn {
 	c := Conn{ID: 7, Team: "red", State: s, Amendment: a,
-		CurrentVersion: 3, CurrentHash: currentContract().Hash(),
+		CurrentVersion: 3, CurrentHash: currentHash,
 		RequesterID: requester.ID, EditorIDs: []int64{editor.ID}, SubmitterIDs: []int64{submitter.ID}}
 	switch s {
 	case StateActive, StateUnderReview:
-		c.ApprovedVersion, c.ApprovedHash = 2, approvedContract().Hash()
+		c.ApprovedVersion, c.ApprovedHash = 2, approvedHash
 	case StateApproved, StateProvisioning, StateRevoking, StateRevoked:
 		c.ApprovedVersion, c.ApprovedHash = 3, c.CurrentHash
 	}
@@ -503,7 +510,7 @@ func okFacts() ApprovalFacts {
 }
 
 func okApproval() ApprovalInput {
-	return ApprovalInput{Version: 3, Hash: currentContract().Hash(), PlanHash: "plan-3", Reason: "fits"}
+	return ApprovalInput{Version: 3, Hash: currentHash, PlanHash: "plan-3", Reason: "fits"}
 }
 
 // approved is the full effect of the approval of version 3 by by, with n
@@ -1057,4 +1064,142 @@ func TestJobFailedEveryState(t *testing.T) {
 	}
 	e, err = JobFailed(testConn(StateProvisioning, AmendNone), job(JobProvision), "boom", time.Time{})
 	expect(t, "JobFailed without a clock", e, err, Effect{}, is(ErrNoClock))
+}
+
+// TestRefusalsRecordNothing is the property every command keeps: over every
+// state, amendment (even ones a connection in that state cannot have),
+// actor and a grid of inputs, a refusal is the zero Effect (nothing to
+// record), and an effect that records anything audits it.
+func TestRefusalsRecordNothing(t *testing.T) {
+	type outcome struct {
+		name string
+		from State
+		e    Effect
+		err  error
+	}
+	var outs []outcome
+	var from State
+	add := func(name string, e Effect, err error) { outs = append(outs, outcome{name, from, e, err}) }
+	otherTeam := editedContract()
+	otherTeam.Team = "blue"
+	clocks := []time.Time{cmdNow, {}}
+	actors := []Actor{requester, submitter, admin, Provisioner}
+	kinds := []JobKind{JobProvision, JobReapply, JobRevoke, JobAmend, "bogus"}
+	approvals := []func(*ApprovalInput, *ApprovalFacts){
+		func(*ApprovalInput, *ApprovalFacts) {},
+		func(in *ApprovalInput, _ *ApprovalFacts) { in.Version = 0 },
+		func(in *ApprovalInput, _ *ApprovalFacts) { in.PlanHash = "" },
+		func(in *ApprovalInput, _ *ApprovalFacts) { in.Hash = "stale" },
+		func(_ *ApprovalInput, f *ApprovalFacts) { f.ApproverIDs = []int64{admin.ID, admin2.ID} },
+		func(_ *ApprovalInput, f *ApprovalFacts) { f.Contract.DataClassification = DataRestricted },
+		func(_ *ApprovalInput, f *ApprovalFacts) { f.Contract.Orchestrator = OrchestratorSlurm },
+		func(_ *ApprovalInput, f *ApprovalFacts) { f.PlanError = errors.New("no plan") },
+		func(_ *ApprovalInput, f *ApprovalFacts) { f.Contract.Namespaces = []string{"elsewhere"} },
+		func(_ *ApprovalInput, f *ApprovalFacts) { f.ForeignNamespace = "hyperpod-ns-red" },
+		func(in *ApprovalInput, f *ApprovalFacts) { in.Adopt, f.ForeignNamespace = "hyperpod-ns-red", "hyperpod-ns-red" },
+		func(in *ApprovalInput, _ *ApprovalFacts) { in.Adopt = "hyperpod-ns-blue" },
+		func(_ *ApprovalInput, f *ApprovalFacts) { f.Committed = []Capacity{{InstanceType: p5, Count: 99}} },
+		func(_ *ApprovalInput, f *ApprovalFacts) { f.Contract.Scheduling.Guaranteed = []Capacity{{InstanceType: p5, Count: 9}} },
+		func(_ *ApprovalInput, f *ApprovalFacts) { f.ChecksDown = errors.New("down") },
+		func(_ *ApprovalInput, f *ApprovalFacts) { f.Claims = []string{"taken"} },
+	}
+	contracts := []Contract{currentContract(), editedContract(), approvedContract(), otherTeam}
+	for _, s := range append(slices.Clone(AllStates), "archived") {
+		for _, a := range append(slices.Clone(AllAmendments), "archived") {
+			for _, capped := range []bool{false, true} {
+				c := testConn(s, a)
+				from = s
+				if capped {
+					c.CurrentVersion = MaxVersions
+				}
+				for _, now := range clocks {
+					for _, by := range actors {
+						n := fmt.Sprintf("%s/%q capped=%v clock=%v by %d", s, a, capped, !now.IsZero(), by.ID)
+						for _, base := range []int{c.CurrentVersion - 1, c.CurrentVersion} {
+							for _, k := range contracts {
+								e, err := Edit(c, by, base, k, now)
+								add("Edit "+n, e, err)
+							}
+						}
+						for _, pin := range []Pin{{}, {c.CurrentVersion, c.CurrentHash}, {c.CurrentVersion - 1, ""}, {c.CurrentVersion, "stale"}} {
+							e, err := Submit(c, by, pin, now)
+							add("Submit "+n, e, err)
+							for _, ev := range []Event{EventReject, EventRequestChanges, EventApprove} {
+								e, err := SendBack(c, by, ev, pin, "why", now)
+								add("SendBack "+n, e, err)
+							}
+						}
+						for _, reason := range []string{"", " ", "why"} {
+							e, err := Withdraw(c, by, reason, now)
+							add("Withdraw "+n, e, err)
+							e, err = Revoke(c, by, reason, now)
+							add("Revoke "+n, e, err)
+							unapproved := c
+							unapproved.ApprovedVersion = 0
+							e, err = Revoke(unapproved, by, reason, now)
+							add("Revoke unapproved "+n, e, err)
+						}
+						for i, change := range approvals {
+							in, f := okApproval(), okFacts()
+							in.Version, in.Hash = c.CurrentVersion, c.CurrentHash
+							change(&in, &f)
+							e, err := Approve(c, by, in, f, now)
+							add(fmt.Sprintf("Approve #%d %s", i, n), e, err)
+						}
+						for _, kind := range kinds {
+							for _, pinned := range []string{"", "plan-3"} {
+								e, err := QueueJob(c, by, kind, pinned, "r", now)
+								add(fmt.Sprintf("QueueJob %s %s", kind, n), e, err)
+							}
+						}
+					}
+					for _, kind := range kinds {
+						for _, dry := range []bool{false, true} {
+							for _, resumed := range []bool{false, true} {
+								for _, version := range []int{2, 3} {
+									j := job(kind)
+									j.DryRun, j.Resumed, j.Version = dry, resumed, version
+									n := fmt.Sprintf("%s %+v on %s/%q clock=%v", kind, j, s, a, !now.IsZero())
+									e, err := JobStarted(c, j, now)
+									add("JobStarted "+n, e, err)
+									for _, ever := range []bool{false, true} {
+										e, err := JobSucceeded(c, j, ever, now)
+										add("JobSucceeded "+n, e, err)
+									}
+									e, err = JobFailed(c, j, "boom", now)
+									add("JobFailed "+n, e, err)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	refused := map[string]int{}
+	for _, o := range outs {
+		cmd, _, _ := strings.Cut(o.name, " ")
+		if o.err != nil {
+			refused[cmd]++
+			if !reflect.DeepEqual(o.e, Effect{}) {
+				t.Errorf("%s: refused (%v), yet the effect is %s", o.name, o.err, showEffect(o.e))
+			}
+			continue
+		}
+		if o.e.By == (Actor{}) {
+			t.Errorf("%s: the effect names nobody: %s", o.name, showEffect(o.e))
+		}
+		if o.e.Amend != nil && !o.e.Amend.Valid() {
+			t.Errorf("%s: the effect moves the amendment to %q", o.name, *o.e.Amend)
+		}
+		if (o.e.Writes(o.from) || o.e.Job != nil || o.e.Decision != nil || o.e.CancelJobs) && len(o.e.Audit) == 0 {
+			t.Errorf("%s: the effect records without an audit event: %s", o.name, showEffect(o.e))
+		}
+	}
+	// The grid does reach every command's refusals.
+	for _, cmd := range []string{"Edit", "Submit", "SendBack", "Withdraw", "Revoke", "Approve", "QueueJob", "JobStarted", "JobSucceeded", "JobFailed"} {
+		if refused[cmd] == 0 {
+			t.Errorf("no refusal of %s was tried", cmd)
+		}
+	}
 }
