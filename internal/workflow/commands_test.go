@@ -1096,10 +1096,14 @@ func TestRefusalsRecordNothing(t *testing.T) {
 		func(_ *ApprovalInput, f *ApprovalFacts) { f.PlanError = errors.New("no plan") },
 		func(_ *ApprovalInput, f *ApprovalFacts) { f.Contract.Namespaces = []string{"elsewhere"} },
 		func(_ *ApprovalInput, f *ApprovalFacts) { f.ForeignNamespace = "hyperpod-ns-red" },
-		func(in *ApprovalInput, f *ApprovalFacts) { in.Adopt, f.ForeignNamespace = "hyperpod-ns-red", "hyperpod-ns-red" },
+		func(in *ApprovalInput, f *ApprovalFacts) {
+			in.Adopt, f.ForeignNamespace = "hyperpod-ns-red", "hyperpod-ns-red"
+		},
 		func(in *ApprovalInput, _ *ApprovalFacts) { in.Adopt = "hyperpod-ns-blue" },
 		func(_ *ApprovalInput, f *ApprovalFacts) { f.Committed = []Capacity{{InstanceType: p5, Count: 99}} },
-		func(_ *ApprovalInput, f *ApprovalFacts) { f.Contract.Scheduling.Guaranteed = []Capacity{{InstanceType: p5, Count: 9}} },
+		func(_ *ApprovalInput, f *ApprovalFacts) {
+			f.Contract.Scheduling.Guaranteed = []Capacity{{InstanceType: p5, Count: 9}}
+		},
 		func(_ *ApprovalInput, f *ApprovalFacts) { f.ChecksDown = errors.New("down") },
 		func(_ *ApprovalInput, f *ApprovalFacts) { f.Claims = []string{"taken"} },
 	}
