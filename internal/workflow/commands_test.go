@@ -1207,3 +1207,70 @@ func TestRefusalsRecordNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalOrder: which refusal a command gives when several apply is a
+// rule too. What the person acted on is checked first (the pin, whether
+// an approval names one), then the state, then who acts.
+func TestRefusalOrder(t *testing.T) {
+	h := currentHash
+	tests := []struct {
+		name    string
+		run     func() (Effect, error)
+		wantErr *refusal
+	}{
+		{"Approve naming nothing, on a revoked connection", func() (Effect, error) {
+			return Approve(testConn(StateRevoked, AmendNone), requester, ApprovalInput{}, okFacts(), cmdNow)
+		}, is(ErrUnpinned)},
+		{"Approve of a stale version, on a draft, by the requester", func() (Effect, error) {
+			return Approve(testConn(StateDraft, AmendNone), requester, ApprovalInput{Version: 2, Hash: h, PlanHash: "p"}, okFacts(), cmdNow)
+		}, isStale()},
+		{"Approve by the requester of a draft", func() (Effect, error) {
+			return Approve(testConn(StateDraft, AmendNone), requester, okApproval(), okFacts(), cmdNow)
+		}, isTransition(StateDraft, EventApprove)},
+		{"Approve by the requester, already approved by them, over capacity", func() (Effect, error) {
+			f := okFacts()
+			f.ApproverIDs, f.Committed = []int64{requester.ID}, []Capacity{{InstanceType: p5, Count: 99}}
+			return Approve(testConn(StateSubmitted, AmendNone), requester, okApproval(), f, cmdNow)
+		}, is(ErrNotIndependent)},
+		{"Approve again by the same admin of a Slurm version", func() (Effect, error) {
+			f := okFacts()
+			f.ApproverIDs, f.Contract.Orchestrator = []int64{admin.ID}, OrchestratorSlurm
+			return Approve(testConn(StateSubmitted, AmendNone), admin, okApproval(), f, cmdNow)
+		}, is(ErrAlreadyDecided)},
+		{"Approve over capacity with checks down and claims taken", func() (Effect, error) {
+			f := okFacts()
+			f.Committed, f.ChecksDown, f.Claims = []Capacity{{InstanceType: p5, Count: 99}}, errors.New("down"), []string{"taken"}
+			return Approve(testConn(StateSubmitted, AmendNone), admin, okApproval(), f, cmdNow)
+		}, is(ErrOverCapacity)},
+		{"Approve with checks down and claims taken", func() (Effect, error) {
+			f := okFacts()
+			f.ChecksDown, f.Claims = errors.New("down"), []string{"taken"}
+			return Approve(testConn(StateSubmitted, AmendNone), admin, okApproval(), f, cmdNow)
+		}, is(ErrChecksDown)},
+		{"SendBack of a stale version of a draft by the requester", func() (Effect, error) {
+			return SendBack(testConn(StateDraft, AmendNone), requester, EventReject, Pin{2, h}, "no", cmdNow)
+		}, isStale()},
+		{"Submit of a stale version of a revoked connection", func() (Effect, error) {
+			return Submit(testConn(StateRevoked, AmendNone), requester, Pin{2, h}, cmdNow)
+		}, isStale()},
+		{"Revoke of a draft without a reason", func() (Effect, error) {
+			return Revoke(testConn(StateDraft, AmendNone), admin, "", cmdNow)
+		}, is(ErrReasonRequired)},
+		{"QueueJob provision, unpinned, of a draft", func() (Effect, error) {
+			return QueueJob(testConn(StateDraft, AmendNone), admin, JobProvision, "", "r", cmdNow)
+		}, isTransition(StateDraft, EventStartProvisioning)},
+		{"QueueJob amend, unpinned, of a change in review", func() (Effect, error) {
+			return QueueJob(testConn(StateActive, AmendSubmitted), admin, JobAmend, "", "r", cmdNow)
+		}, is(ErrUnpinned)},
+		{"Edit of a stale version to another team", func() (Effect, error) {
+			return Edit(testConn(StateDraft, AmendNone), editor, 2, func() Contract { c := editedContract(); c.Team = "blue"; return c }(), cmdNow)
+		}, isStale()},
+		{"Edit to another team of a submitted request", func() (Effect, error) {
+			return Edit(testConn(StateSubmitted, AmendNone), editor, 3, func() Contract { c := editedContract(); c.Team = "blue"; return c }(), cmdNow)
+		}, is(ErrTeamChanged)},
+	}
+	for _, tt := range tests {
+		e, err := tt.run()
+		expect(t, tt.name, e, err, Effect{}, tt.wantErr)
+	}
+}
