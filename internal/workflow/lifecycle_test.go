@@ -205,3 +205,158 @@ func TestEveryStateReachable(t *testing.T) {
 		}
 	}
 }
+
+// allowedAmendTransitions is the amendment's lifecycle written out by hand;
+// every other (amendment, event) pair must be refused.
+var allowedAmendTransitions = []struct {
+	from  Amendment
+	event Event
+	to    Amendment
+}{
+	{AmendNone, EventEdit, AmendDraft},
+
+	{AmendDraft, EventEdit, AmendDraft},
+	{AmendDraft, EventSubmit, AmendSubmitted},
+	{AmendDraft, EventWithdraw, AmendNone},
+
+	{AmendSubmitted, EventApprove, AmendApproved},
+	{AmendSubmitted, EventReject, AmendNone},
+	{AmendSubmitted, EventRequestChanges, AmendChangesRequested},
+	{AmendSubmitted, EventWithdraw, AmendNone},
+
+	{AmendChangesRequested, EventEdit, AmendChangesRequested},
+	{AmendChangesRequested, EventSubmit, AmendSubmitted},
+	{AmendChangesRequested, EventWithdraw, AmendNone},
+
+	{AmendApproved, EventStartProvisioning, AmendApproved},
+	{AmendApproved, EventProvisioningSucceeded, AmendNone},
+	{AmendApproved, EventProvisioningFailed, AmendFailed},
+
+	{AmendFailed, EventStartProvisioning, AmendApproved},
+}
+
+func TestAmendTransitionEveryPair(t *testing.T) {
+	want := map[Amendment]map[Event]Amendment{}
+	for _, a := range allowedAmendTransitions {
+		if want[a.from] == nil {
+			want[a.from] = map[Event]Amendment{}
+		}
+		want[a.from][a.event] = a.to
+	}
+	pairs, allowed := 0, 0
+	for _, a := range AllAmendments {
+		for _, e := range AllEvents {
+			pairs++
+			got, err := AmendTransition(a, e)
+			if to, ok := want[a][e]; ok {
+				allowed++
+				if err != nil || got != to {
+					t.Errorf("AmendTransition(%q, %s) = %q, %v; want %q", a, e, got, err, to)
+				}
+				continue
+			}
+			var ae *AmendmentError
+			if !errors.As(err, &ae) || ae.From != a || ae.Event != e || got != "" {
+				t.Errorf("AmendTransition(%q, %s) = %q, %v; want an *AmendmentError", a, e, got, err)
+			}
+		}
+	}
+	if pairs != 6*13 || allowed != len(allowedAmendTransitions) {
+		t.Errorf("covered %d pairs, %d allowed; want %d and %d", pairs, allowed, 6*13, len(allowedAmendTransitions))
+	}
+	if _, err := AmendTransition("archived", EventEdit); err == nil {
+		t.Error("an unknown amendment state allows edit")
+	}
+}
+
+func TestAmendmentStates(t *testing.T) {
+	if len(AllAmendments) != 6 {
+		t.Fatalf("%d amendment states, want 6", len(AllAmendments))
+	}
+	for _, a := range AllAmendments {
+		if !a.Valid() {
+			t.Errorf("%q is not Valid", a)
+		}
+		if got := a.Open(); got != (a != AmendNone) {
+			t.Errorf("%q.Open() = %v", a, got)
+		}
+		if (a.Label() == "") != (a == AmendNone) {
+			t.Errorf("%q.Label() = %q", a, a.Label())
+		}
+	}
+	for _, bad := range []Amendment{"Draft", "applied", "none"} {
+		if bad.Valid() {
+			t.Errorf("%q is Valid", bad)
+		}
+	}
+	for _, s := range AllStates {
+		if got, want := s.Live(), s == StateActive || s == StateUnderReview; got != want {
+			t.Errorf("%s.Live() = %v, want %v", s, got, want)
+		}
+	}
+	tests := []struct {
+		a    Amendment
+		e    Event
+		want string
+	}{
+		{AmendNone, EventSubmit, "no change is open on this connection, so nothing can be submitted"},
+		{AmendSubmitted, EventEdit, "a change in review cannot be edited"},
+		{AmendApproved, EventWithdraw, "a change approved, being applied cannot be withdrawn"},
+		{AmendFailed, EventApprove, "a change failed to apply cannot be approved"},
+	}
+	for _, tt := range tests {
+		_, err := AmendTransition(tt.a, tt.e)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("AmendTransition(%q, %s) error = %v, want %q", tt.a, tt.e, err, tt.want)
+		}
+	}
+}
+
+// TestAllowsOnEveryPair: on a live connection the person's decisions (edit,
+// submit, withdraw, approve, reject, request changes) are its amendment's;
+// the other events, and every event of a connection that is not live, are
+// the connection's own lifecycle's, whatever the amendment says.
+func TestAllowsOnEveryPair(t *testing.T) {
+	own := map[State][]Event{
+		StateActive:      {EventStartReview, EventRevoke},
+		StateUnderReview: {EventRenew, EventRevoke},
+	}
+	amendAllows := map[Amendment][]Event{
+		AmendNone:             {EventEdit},
+		AmendDraft:            {EventEdit, EventSubmit, EventWithdraw},
+		AmendSubmitted:        {EventApprove, EventReject, EventRequestChanges, EventWithdraw},
+		AmendChangesRequested: {EventEdit, EventSubmit, EventWithdraw},
+		AmendApproved:         nil,
+		AmendFailed:           nil,
+	}
+	allowedOf := map[State]map[Event]bool{}
+	for _, a := range allowedTransitions {
+		if allowedOf[a.from] == nil {
+			allowedOf[a.from] = map[Event]bool{}
+		}
+		allowedOf[a.from][a.event] = true
+	}
+	for _, s := range AllStates {
+		for _, a := range AllAmendments {
+			for _, e := range AllEvents {
+				var want bool
+				if s.Live() {
+					want = slices.Contains(own[s], e) || slices.Contains(amendAllows[a], e)
+				} else {
+					want = allowedOf[s][e]
+				}
+				if got := allowsOn(s, a, e); got != want {
+					t.Errorf("allowsOn(%s, %q, %s) = %v, want %v", s, a, e, got, want)
+				}
+			}
+		}
+	}
+	// The amendment's events go on: a live connection never passes
+	// through the request states.
+	for _, a := range allowedAmendTransitions {
+		if !slices.Contains([]Event{EventStartProvisioning, EventProvisioningSucceeded, EventProvisioningFailed}, a.event) &&
+			!slices.Contains(amendEvents, a.event) {
+			t.Errorf("amendment event %s is neither a person's decision nor a job's report", a.event)
+		}
+	}
+}
