@@ -51,6 +51,17 @@ func (s *Server) loadConnection(c echo.Context) (workflow.Principal, store.Conne
 		return p, conn, obj, err
 	}
 	obj.DataClassification = v.Contract.DataClassification
+	if conn.State.Live() && conn.Amendment.Open() && conn.ApprovedVersion != conn.CurrentVersion {
+		// A change to a restricted connection needs what restricted data
+		// needs, whatever it moves the classification to (workflow.Approve).
+		a, err := s.opts.DB.Version(ctx, id, conn.ApprovedVersion)
+		if err != nil {
+			return p, conn, obj, err
+		}
+		if a.Contract.DataClassification == workflow.DataRestricted {
+			obj.DataClassification = workflow.DataRestricted
+		}
+	}
 	return p, conn, obj, nil
 }
 
@@ -212,7 +223,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		d.Slurm = slurmView(cur.Contract)
 	}
 	if admin && waiting {
-		d.ApprovalsNeed = workflow.ApprovalsNeeded(cur.Contract.DataClassification)
+		d.ApprovalsNeed = workflow.ApprovalsNeeded(obj.DataClassification)
 		d.ApprovalsHave = len(obj.ApproverIDs)
 		if dec := workflow.Decide(p, workflow.ActionApprove, obj); dec.Allowed {
 			d.DecideURL = base + "/decide"

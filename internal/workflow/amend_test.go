@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReviewTriggers(t *testing.T) {
@@ -50,7 +51,7 @@ func TestReviewTriggers(t *testing.T) {
 	}
 	// Every trigger field is a contract field.
 	for _, f := range ReviewTriggerFields {
-		if !slices.ContainsFunc(contractFields, func(cf field) bool { return cf.path == f }) {
+		if !slices.ContainsFunc(contractFields, func(cf Field) bool { return cf.Path == f }) {
 			t.Errorf("review trigger %q is not a contract field", f)
 		}
 	}
@@ -162,5 +163,27 @@ func TestAmendmentErrors(t *testing.T) {
 	fe := AmendmentErrors(approved, func() Contract { c := ExampleContract(); c.Namespaces = []string{"hyperpod-ns-red2"}; return c }())
 	if len(fe) != 1 || !strings.Contains(fe[0].Message, `"hyperpod-ns-red"`) {
 		t.Errorf("the error does not quote the approved namespace: %v", fe)
+	}
+}
+
+// A change to a restricted connection needs two admins, even one that
+// moves the classification away from restricted.
+func TestRestrictedConnectionChangeNeedsTwo(t *testing.T) {
+	old := ExampleContract()
+	old.DataClassification = DataRestricted
+	c := old
+	c.DataClassification = DataInternal
+	s := Conn{ID: 1, Team: "red", State: StateActive, CurrentVersion: 2, CurrentHash: "h2", ApprovedVersion: 1, ApprovedHash: "h1",
+		Amendment: AmendSubmitted, RequesterID: 1, EditorIDs: []int64{1}, SubmitterIDs: []int64{1}}
+	f := ApprovalFacts{Contract: c, Approved: old, Inventory: map[string]int{"ml.p5.48xlarge": 10}}
+	in := ApprovalInput{Version: 2, Hash: "h2", PlanHash: "p", Reason: "ok"}
+	e, err := Approve(s, Actor{ID: 8}, in, f, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil || e.Amend != nil || e.Job != nil || len(e.Audit) != 1 || e.Audit[0].Action != "amendment.approve_partial" {
+		t.Fatalf("first approval of a restricted connection's downgrade = %+v, %v; want a partial approval", e, err)
+	}
+	f.ApproverIDs = []int64{8}
+	e, err = Approve(s, Actor{ID: 9}, in, f, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil || e.Amend == nil || *e.Amend != AmendApproved || e.Job == nil {
+		t.Fatalf("second approval = %+v, %v; want the change approved", e, err)
 	}
 }

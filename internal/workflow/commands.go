@@ -86,6 +86,9 @@ func editAmendment(s Conn, by Actor, c Contract, now time.Time) (Effect, error) 
 // Submit sends the pinned version to the admins. (The contract's
 // validation runs before: the handler shows its errors on the form.)
 func Submit(s Conn, by Actor, pin Pin, now time.Time) (Effect, error) {
+	if now.IsZero() {
+		return Effect{}, ErrNoClock
+	}
 	if err := pin.check(s); err != nil {
 		return Effect{}, err
 	}
@@ -113,6 +116,9 @@ func Submit(s Conn, by Actor, pin Pin, now time.Time) (Effect, error) {
 
 // Withdraw is the owner taking a request back before approval.
 func Withdraw(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
+	if now.IsZero() {
+		return Effect{}, ErrNoClock
+	}
 	if s.State.Live() {
 		next, err := AmendTransition(s.Amendment, EventWithdraw)
 		if err != nil {
@@ -142,6 +148,9 @@ func independentOf(s Conn, by Actor) error {
 // (EventRequestChanges) of the pinned version, with the reason the team
 // reads.
 func SendBack(s Conn, by Actor, ev Event, pin Pin, reason string, now time.Time) (Effect, error) {
+	if now.IsZero() {
+		return Effect{}, ErrNoClock
+	}
 	kind, action, subject := "reject", "connection.reject", "was rejected"
 	switch ev {
 	case EventReject:
@@ -236,6 +245,9 @@ type ClusterFacts struct {
 // version and queues the provisioning job pinned to the plan; an earlier one
 // is recorded alone ("connection.approve_partial").
 func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time) (Effect, error) {
+	if now.IsZero() {
+		return Effect{}, ErrNoClock
+	}
 	// An approval names exactly what it approves: without the version,
 	// the contract hash and the plan hash it would approve whatever is
 	// current and queue an unpinned job. (A version that cannot be
@@ -310,8 +322,13 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 			"adopted the existing namespace "+in.Adopt+", which neither the portal nor HyperPod created: the portal may take it over"))
 	}
 	// How many distinct admins must approve is a property of the version
-	// approved (restricted data: two).
-	if e.Approvals < ApprovalsNeeded(c.DataClassification) {
+	// approved (restricted data: two); a change to a restricted connection
+	// needs two as well, whatever it moves the classification to.
+	needed := ApprovalsNeeded(c.DataClassification)
+	if amending {
+		needed = max(needed, ApprovalsNeeded(f.Approved.DataClassification))
+	}
+	if e.Approvals < needed {
 		action := "connection.approve_partial"
 		if amending {
 			action = "amendment.approve_partial"

@@ -876,7 +876,7 @@ func TestJobStartedEveryState(t *testing.T) {
 					name := fmt.Sprintf("JobStarted %s %s %s/%q", v.name, kind, s, a)
 					j := job(kind)
 					j.DryRun, j.Resumed = v.dryRun, v.resumed
-					e, err := JobStarted(testConn(s, a), j, cmdNow)
+					e, err := OnJobStarted(testConn(s, a), j, cmdNow)
 					same := Effect{By: Provisioner, Next: s}
 					started := func(action, reason string) Effect {
 						if v.resumed {
@@ -931,11 +931,11 @@ func TestJobStartedEveryState(t *testing.T) {
 	// An amend job of another version than the change's does not run.
 	j := job(JobAmend)
 	j.Version = 2
-	e, err := JobStarted(testConn(StateActive, AmendApproved), j, cmdNow)
+	e, err := OnJobStarted(testConn(StateActive, AmendApproved), j, cmdNow)
 	expect(t, "JobStarted amend of another version", e, err, Effect{}, isAmendment(AmendApproved, EventStartProvisioning))
-	e, err = JobStarted(testConn(StateApproved, AmendNone), job("bogus"), cmdNow)
+	e, err = OnJobStarted(testConn(StateApproved, AmendNone), job("bogus"), cmdNow)
 	expect(t, "JobStarted bogus", e, err, Effect{}, isOther("jobs do not run on a connection"))
-	e, err = JobStarted(testConn(StateApproved, AmendNone), job(JobProvision), time.Time{})
+	e, err = OnJobStarted(testConn(StateApproved, AmendNone), job(JobProvision), time.Time{})
 	expect(t, "JobStarted without a clock", e, err, Effect{}, is(ErrNoClock))
 }
 
@@ -951,7 +951,7 @@ func TestJobSucceededEveryState(t *testing.T) {
 			}
 
 			// A provisioning job: provisioning to active.
-			e, err := JobSucceeded(c, job(JobProvision), false, cmdNow)
+			e, err := OnJobSucceeded(c, job(JobProvision), false, cmdNow)
 			if s == StateProvisioning {
 				expect(t, name("provision"), e, err, audited(StateActive, "provisioning.succeeded", 3,
 					"job 5, attempt 2: 4 steps applied, plan plan-3", Notice{Kind: "connection.active", To: ToTeam}), nil)
@@ -962,7 +962,7 @@ func TestJobSucceededEveryState(t *testing.T) {
 			// A revocation: revoking to revoked; a dry run only when
 			// nothing was ever applied.
 			for _, ever := range []bool{false, true} {
-				e, err := JobSucceeded(c, job(JobRevoke), ever, cmdNow)
+				e, err := OnJobSucceeded(c, job(JobRevoke), ever, cmdNow)
 				if s == StateRevoking {
 					expect(t, name("revoke"), e, err, audited(StateRevoked, "revocation.done", 3,
 						"job 5, attempt 2: 4 steps done, plan plan-3", Notice{Kind: "connection.revoked", To: ToTeam}), nil)
@@ -972,7 +972,7 @@ func TestJobSucceededEveryState(t *testing.T) {
 			}
 			dry := job(JobRevoke)
 			dry.DryRun = true
-			e, err = JobSucceeded(c, dry, false, cmdNow)
+			e, err = OnJobSucceeded(c, dry, false, cmdNow)
 			if s == StateRevoking {
 				expect(t, name("dry-run revoke, never applied"), e, err, audited(StateRevoked, "revocation.dry_run", 3,
 					"~nothing was ever applied to a cluster", Notice{Kind: "connection.revoked", To: ToTeam}), nil)
@@ -981,7 +981,7 @@ func TestJobSucceededEveryState(t *testing.T) {
 			}
 
 			// An amendment: the approved version moves when it is applied.
-			e, err = JobSucceeded(c, job(JobAmend), false, cmdNow)
+			e, err = OnJobSucceeded(c, job(JobAmend), false, cmdNow)
 			if s.Live() && a == AmendApproved {
 				want := audited(s, "amendment.applied", 3, "job 5, attempt 2: 4 steps applied, plan plan-3; version 3 is active",
 					Notice{Kind: "amendment.applied", To: ToTeam})
@@ -992,7 +992,7 @@ func TestJobSucceededEveryState(t *testing.T) {
 			}
 			dryAmend := job(JobAmend)
 			dryAmend.DryRun = true
-			e, err = JobSucceeded(c, dryAmend, true, cmdNow)
+			e, err = OnJobSucceeded(c, dryAmend, true, cmdNow)
 			if s.Live() && a == AmendApproved {
 				want := audited(s, "amendment.dry_run", 3, "~dry run, nothing applied")
 				want.Amend = amendPtr(AmendFailed)
@@ -1003,7 +1003,7 @@ func TestJobSucceededEveryState(t *testing.T) {
 
 			// A drift fix on a live connection changes no state.
 			if s.Live() {
-				e, err = JobSucceeded(c, job(JobReapply), false, cmdNow)
+				e, err = OnJobSucceeded(c, job(JobReapply), false, cmdNow)
 				expect(t, name("reapply"), e, err, audited(s, "reapply.succeeded", 2,
 					"job 5, attempt 2: 4 steps, plan plan-3 re-applied, extra role bindings removed"), nil)
 			}
@@ -1014,19 +1014,19 @@ func TestJobSucceededEveryState(t *testing.T) {
 	for s, next := range map[State]State{StateApproved: StateApproved, StateProvisioning: StateApproved} {
 		j := job(JobProvision)
 		j.DryRun = true
-		e, err := JobSucceeded(testConn(s, AmendNone), j, false, cmdNow)
+		e, err := OnJobSucceeded(testConn(s, AmendNone), j, false, cmdNow)
 		expect(t, "JobSucceeded dry-run provision "+string(s), e, err, Effect{By: Provisioner, Next: next,
 			Audit: []AuditRecord{{Actor: Provisioner, Action: "provisioning.dry_run", Version: 3, Reason: "~the connection stays approved"}}}, nil)
 	}
 	// A dry-run revocation of a connection once provisioned stays revoking.
 	j := job(JobRevoke)
 	j.DryRun = true
-	e, err := JobSucceeded(testConn(StateRevoking, AmendNone), j, true, cmdNow)
+	e, err := OnJobSucceeded(testConn(StateRevoking, AmendNone), j, true, cmdNow)
 	expect(t, "JobSucceeded dry-run revoke, once applied", e, err, Effect{By: Provisioner, Next: StateRevoking,
 		Audit: []AuditRecord{{Actor: Provisioner, Action: "revocation.dry_run", Version: 3, Reason: "~it stays revoking"}}}, nil)
-	e, err = JobSucceeded(testConn(StateProvisioning, AmendNone), job("bogus"), false, cmdNow)
+	e, err = OnJobSucceeded(testConn(StateProvisioning, AmendNone), job("bogus"), false, cmdNow)
 	expect(t, "JobSucceeded bogus", e, err, Effect{}, isOther("jobs do not run on a connection"))
-	e, err = JobSucceeded(testConn(StateProvisioning, AmendNone), job(JobProvision), false, time.Time{})
+	e, err = OnJobSucceeded(testConn(StateProvisioning, AmendNone), job(JobProvision), false, time.Time{})
 	expect(t, "JobSucceeded without a clock", e, err, Effect{}, is(ErrNoClock))
 }
 
@@ -1044,16 +1044,16 @@ func TestJobFailedEveryState(t *testing.T) {
 			Notify: []Notice{{Kind: action, To: ToAdmins}}}
 	}
 	for _, s := range AllStates {
-		e, err := JobFailed(testConn(s, AmendNone), job(JobProvision), "boom", cmdNow)
+		e, err := OnJobFailed(testConn(s, AmendNone), job(JobProvision), "boom", cmdNow)
 		expect(t, "JobFailed provision "+string(s), e, err, failed(s, JobProvision, "provisioning.failed"), nil)
 	}
-	e, err := JobFailed(testConn(StateRevoking, AmendNone), job(JobRevoke), "boom", cmdNow)
+	e, err := OnJobFailed(testConn(StateRevoking, AmendNone), job(JobRevoke), "boom", cmdNow)
 	expect(t, "JobFailed revoke", e, err, failed(StateRevoking, JobRevoke, "revocation.failed"), nil)
 	for _, s := range []State{StateActive, StateUnderReview} {
 		for _, a := range AllAmendments {
-			e, err := JobFailed(testConn(s, a), job(JobReapply), "boom", cmdNow)
+			e, err := OnJobFailed(testConn(s, a), job(JobReapply), "boom", cmdNow)
 			expect(t, fmt.Sprintf("JobFailed reapply %s/%q", s, a), e, err, failed(s, JobReapply, "reapply.failed"), nil)
-			e, err = JobFailed(testConn(s, a), job(JobAmend), "boom", cmdNow)
+			e, err = OnJobFailed(testConn(s, a), job(JobAmend), "boom", cmdNow)
 			want := failed(s, JobAmend, "amendment.failed")
 			if a == AmendApproved {
 				// The approved version still runs; an admin may try again.
@@ -1062,7 +1062,7 @@ func TestJobFailedEveryState(t *testing.T) {
 			expect(t, fmt.Sprintf("JobFailed amend %s/%q", s, a), e, err, want, nil)
 		}
 	}
-	e, err = JobFailed(testConn(StateProvisioning, AmendNone), job(JobProvision), "boom", time.Time{})
+	e, err = OnJobFailed(testConn(StateProvisioning, AmendNone), job(JobProvision), "boom", time.Time{})
 	expect(t, "JobFailed without a clock", e, err, Effect{}, is(ErrNoClock))
 }
 
@@ -1164,13 +1164,13 @@ func TestRefusalsRecordNothing(t *testing.T) {
 									j := job(kind)
 									j.DryRun, j.Resumed, j.Version = dry, resumed, version
 									n := fmt.Sprintf("%s %+v on %s/%q clock=%v", kind, j, s, a, !now.IsZero())
-									e, err := JobStarted(c, j, now)
+									e, err := OnJobStarted(c, j, now)
 									add("JobStarted "+n, e, err)
 									for _, ever := range []bool{false, true} {
-										e, err := JobSucceeded(c, j, ever, now)
+										e, err := OnJobSucceeded(c, j, ever, now)
 										add("JobSucceeded "+n, e, err)
 									}
-									e, err = JobFailed(c, j, "boom", now)
+									e, err = OnJobFailed(c, j, "boom", now)
 									add("JobFailed "+n, e, err)
 								}
 							}
