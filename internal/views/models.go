@@ -290,7 +290,10 @@ type ConnectionDetail struct {
 	Reason        string
 	DiffURL       string // compare any two versions
 	Plan          *PlanView
-	AWSResources  []AWSResourceRow
+	// PlanDiff, while a live connection's change is open, is what the
+	// change does on the cluster and AWS against the active version.
+	PlanDiff     *PlanDiffView
+	AWSResources []AWSResourceRow
 	Progress      *Progress
 	Access        *Access
 	Drift         *DriftView

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -218,6 +219,9 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		// cost a few AWS reads per view, and drafts change anyway.
 		preview := admin && waiting
 		d.Plan = s.planView(c.Request().Context(), conn, cur, preview, seesFullErrors(c))
+		if conn.State.Live() && conn.Amendment.Open() && against != nil && against.Version == conn.ApprovedVersion {
+			d.PlanDiff = s.planDiffView(conn, *against, cur)
+		}
 	}
 	if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
 		d.Slurm = slurmView(cur.Contract)
@@ -262,4 +266,27 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		}
 	}
 	return d, nil
+}
+
+// planDiffView is what a change does on the cluster and AWS: the plan of
+// the active version against the change's (provision.DiffPlans), which the
+// change's job applies in place.
+func (s *Server) planDiffView(conn store.Connection, from, to store.Version) *views.PlanDiffView {
+	v := &views.PlanDiffView{FromVersion: from.Version, ToVersion: to.Version}
+	old, err := provision.BuildPlan(conn.ID, from.Version, from.Hash, from.Contract, s.opts.Cluster)
+	if err != nil {
+		v.Error = "The active version's plan cannot be built on this cluster: " + err.Error()
+		return v
+	}
+	next, err := provision.BuildPlan(conn.ID, to.Version, to.Hash, to.Contract, s.opts.Cluster)
+	if err != nil {
+		v.Error = "The change's plan cannot be built on this cluster: " + err.Error()
+		return v
+	}
+	diff := provision.DiffPlans(old, next)
+	for _, r := range diff.Rows() {
+		v.Rows = append(v.Rows, views.PlanDiffRow(r))
+	}
+	v.Empty = diff.Empty()
+	return v
 }
