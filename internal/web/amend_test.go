@@ -119,6 +119,12 @@ func TestAmendmentThroughThePages(t *testing.T) {
 		t.Errorf("the admin does not see the change's diff against the active version, its capacity and its approval:\n%s", decide)
 	}
 
+	// The plan diff: the quota grows in place, nothing is created or
+	// deleted.
+	diff := section(body, "plan-diff")
+	if !strings.Contains(diff, "ResourceQuota hyperpod-ns-red/") || !strings.Contains(diff, ">update<") || strings.Contains(diff, ">delete<") || strings.Contains(diff, ">create<") {
+		t.Errorf("the plan diff does not show the quota update alone:\n%s", diff)
+	}
 	// Nobody else decides on it.
 	for _, who := range []string{"member.red", "owner.blue", "reviewer", "finance"} {
 		s := h.signIn(who)
