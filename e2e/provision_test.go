@@ -126,6 +126,48 @@ studio:
 		t.Errorf("the owner's AWS resources = %q", got)
 	}
 	screenshot(t, owner, "21-owner-active")
+
+	// A change on the active connection: the owner raises the guarantee
+	// from 2 to 3 instances; the connection keeps running on version 1.
+	clickTo(t, owner, owner.GetByTestId("edit"), "**/connections/1/edit", "request a change")
+	mustOK(t, owner.Locator(`[name="guaranteed"]`).Fill("ml.p5.48xlarge 3"), "raise the guarantee")
+	clickTo(t, owner, owner.GetByTestId("save-submit"), "**/connections/1", "save and submit the change")
+	if got := text(t, owner, "amendment"); !strings.Contains(got, "change v2 in review") {
+		t.Errorf("owner sees the change as %q", got)
+	}
+	if got := text(t, owner, "connection-state"); got != "Active" {
+		t.Errorf("while the change waits the connection is %q, want Active", got)
+	}
+	screenshot(t, owner, "22-change-in-review")
+
+	// The admin sees both diffs: the contract's against the active
+	// version, and what the provisioner will do on the cluster and AWS.
+	_, err = admin.Goto(p.URL + "/connections/1")
+	mustOK(t, err, "admin opens the change")
+	body, err := admin.Content()
+	mustOK(t, err, "read the page")
+	if !strings.Contains(body, "What this change does to the active version 1") {
+		t.Error("the admin does not see the contract diff against the active version")
+	}
+	rows, err := admin.GetByTestId("plan-diff-row").AllTextContents()
+	mustOK(t, err, "read the plan diff")
+	all = strings.Join(rows, "\n")
+	if !strings.Contains(all, "ResourceQuota hyperpod-ns-red/") || !strings.Contains(all, "red-quota") || strings.Contains(all, "delete") {
+		t.Errorf("plan diff rows:\n%s", all)
+	}
+	screenshot(t, admin, "23-change-both-diffs")
+	updates := stack.SageMaker.Count("UpdateComputeQuota")
+	mustOK(t, admin.Locator("#reason").Fill("Room for one more."), "give a reason")
+	clickTo(t, admin, admin.GetByTestId("approve"), "**/connections/1", "approve the change")
+	mustOK(t, admin.Locator(`[data-testid="active-version"]:text("approved version 2")`).WaitFor(
+		playwright.LocatorWaitForOptions{Timeout: playwright.Float(60000)}), "watch version 2 become active")
+	if n := count(t, admin.GetByTestId("amendment"), "open changes"); n != 0 {
+		t.Error("the change is still shown as open after it was applied")
+	}
+	if got := stack.SageMaker.Count("UpdateComputeQuota") - updates; got != 1 {
+		t.Errorf("the change updated the compute quota %d times, want once", got)
+	}
+	screenshot(t, admin, "24-change-applied")
 }
 
 // actAsHyperPod stands in for HyperPod task governance: when a compute
