@@ -68,41 +68,14 @@ VALUES (NULL, ?, ?, 0, 'queued', ?, ?, ?) RETURNING id`,
 
 // ClusterJobs returns up to limit cluster jobs of kind, newest first.
 func (d *DB) ClusterJobs(ctx context.Context, kind workflow.JobKind, limit int) ([]workflow.Job, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE connection_id IS NULL AND kind = ? ORDER BY id DESC LIMIT ?`, kind, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: %s jobs: %w", kind, err)
-	}
-	defer rows.Close()
-	var out []workflow.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: %s jobs: %w", kind, err)
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return d.queryJobs(ctx, string(kind)+" jobs",
+		`SELECT `+jobCols+` FROM jobs WHERE connection_id IS NULL AND kind = ? ORDER BY id DESC LIMIT ?`, kind, limit)
 }
 
 // startClusterJob is StartJob for a cluster job, inside its transaction:
 // it records the attempt's steps, each pending, and moves nothing else.
 func startClusterJob(ctx context.Context, tx *sql.Tx, j workflow.Job, appliedPlanHash string, steps []string, dryRun bool, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET applied_plan_hash = ?, steps = ?, dry_run = ?, updated_at = ? WHERE id = ?`,
-		appliedPlanHash, len(steps), dryRun, fmtTime(now), j.ID); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM job_steps WHERE job_id = ? AND seq >= ?`, j.ID, len(steps)); err != nil {
-		return err
-	}
-	for seq, name := range steps {
-		if _, err := tx.ExecContext(ctx, `
-INSERT INTO job_steps (job_id, seq, name, state) VALUES (?, ?, ?, 'pending')
-ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'pending', outcome = '', detail = '', started_at = '', finished_at = ''`,
-			j.ID, seq, name); err != nil {
-			return err
-		}
-	}
-	return nil
+	return recordAttempt(ctx, tx, j.ID, appliedPlanHash, steps, dryRun, now)
 }
 
 // completeClusterJob is CompleteJob for a cluster job whose steps are all

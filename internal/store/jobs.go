@@ -283,26 +283,36 @@ func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash s
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET applied_plan_hash = ?, steps = ?, dry_run = ?, updated_at = ? WHERE id = ?`,
-			appliedPlanHash, len(steps), dryRun, fmtTime(now), jobID); err != nil {
+		if err := recordAttempt(ctx, tx, jobID, appliedPlanHash, steps, dryRun, now); err != nil {
 			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM job_steps WHERE job_id = ? AND seq >= ?`, jobID, len(steps)); err != nil {
-			return err
-		}
-		for seq, name := range steps {
-			if _, err := tx.ExecContext(ctx, `
-INSERT INTO job_steps (job_id, seq, name, state) VALUES (?, ?, ?, 'pending')
-ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'pending', outcome = '', detail = '', started_at = '', finished_at = ''`,
-				jobID, seq, name); err != nil {
-				return err
-			}
 		}
 		_, _, err = apply(ctx, tx, &cur, eff, now)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: start job %d: %w", jobID, err)
+	}
+	return nil
+}
+
+// recordAttempt records the plan an attempt runs, inside StartJob's
+// transaction: its hash and step names, each step pending (keeping its
+// attempt count), and no rows beyond the plan's length.
+func recordAttempt(ctx context.Context, tx *sql.Tx, jobID int64, appliedPlanHash string, steps []string, dryRun bool, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET applied_plan_hash = ?, steps = ?, dry_run = ?, updated_at = ? WHERE id = ?`,
+		appliedPlanHash, len(steps), dryRun, fmtTime(now), jobID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM job_steps WHERE job_id = ? AND seq >= ?`, jobID, len(steps)); err != nil {
+		return err
+	}
+	for seq, name := range steps {
+		if _, err := tx.ExecContext(ctx, `
+INSERT INTO job_steps (job_id, seq, name, state) VALUES (?, ?, ?, 'pending')
+ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'pending', outcome = '', detail = '', started_at = '', finished_at = ''`,
+			jobID, seq, name); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -483,20 +493,29 @@ UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_er
 
 // JobsFor returns a connection's jobs, newest first.
 func (d *DB) JobsFor(ctx context.Context, connectionID int64) ([]workflow.Job, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE connection_id = ? ORDER BY id DESC`, connectionID)
+	return d.queryJobs(ctx, fmt.Sprintf("jobs of connection %d", connectionID),
+		`SELECT `+jobCols+` FROM jobs WHERE connection_id = ? ORDER BY id DESC`, connectionID)
+}
+
+// queryJobs runs a query selecting jobCols and scans every row.
+func (d *DB) queryJobs(ctx context.Context, op, q string, args ...any) ([]workflow.Job, error) {
+	rows, err := d.sql.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: jobs of connection %d: %w", connectionID, err)
+		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
 	defer rows.Close()
 	var out []workflow.Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
-			return nil, fmt.Errorf("store: jobs of connection %d: %w", connectionID, err)
+			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
 		out = append(out, j)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return out, nil
 }
 
 // JobSteps returns a job's steps in order.

@@ -31,17 +31,25 @@ func (s *Server) progressViewFor(c echo.Context, connID int64, obj *workflow.Obj
 	if err != nil {
 		return nil, err
 	}
-	pr := &views.Progress{Kind: string(j.Kind), State: string(j.State), Attempts: j.Attempts, LastError: j.LastError, DryRun: j.DryRun}
-	if j.State == workflow.JobQueued || j.State == workflow.JobRunning {
-		pr.RefreshURL = fmt.Sprintf("/connections/%d/progress", connID)
-		if j.State == workflow.JobQueued && j.NotBefore.After(s.opts.Now()) {
-			pr.NextTry = fmtWhen(j.NotBefore)
-		}
-	}
+	pr := s.jobProgress(c, j, steps, fmt.Sprintf("/connections/%d/progress", connID))
 	if obj != nil && j.State == workflow.JobFailed {
 		if p, ok := principal(c); ok && workflow.Decide(p, workflow.ActionRetryJob, *obj).Allowed {
 			pr.RetryURL = fmt.Sprintf("/connections/%d/retry", connID)
 			pr.CSRFToken = s.csrfToken(c)
+		}
+	}
+	return pr, nil
+}
+
+// jobProgress is the progress panel of a job and its steps, a connection's
+// or the cluster's: while the job is open the page polls refreshURL, and
+// error text is reduced for those who may not read it whole.
+func (s *Server) jobProgress(c echo.Context, j workflow.Job, steps []workflow.JobStep, refreshURL string) *views.Progress {
+	pr := &views.Progress{Kind: string(j.Kind), State: string(j.State), Attempts: j.Attempts, LastError: j.LastError, DryRun: j.DryRun}
+	if j.State == workflow.JobQueued || j.State == workflow.JobRunning {
+		pr.RefreshURL = refreshURL
+		if j.State == workflow.JobQueued && j.NotBefore.After(s.opts.Now()) {
+			pr.NextTry = fmtWhen(j.NotBefore)
 		}
 	}
 	full := seesFullErrors(c)
@@ -60,7 +68,7 @@ func (s *Server) progressViewFor(c echo.Context, connID int64, obj *workflow.Obj
 	if !full && pr.LastError != "" {
 		pr.LastError = publicFailure(failedStep, pr.LastError)
 	}
-	return pr, nil
+	return pr
 }
 
 // progress serves the progress panel alone, polled by static/progress.js.

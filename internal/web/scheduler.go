@@ -66,30 +66,7 @@ func (s *Server) schedulerJob(c echo.Context) (*views.Progress, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr := &views.Progress{Kind: string(j.Kind), State: string(j.State), Attempts: j.Attempts, LastError: j.LastError, DryRun: j.DryRun}
-	if j.State == workflow.JobQueued || j.State == workflow.JobRunning {
-		pr.RefreshURL = "/admin/scheduler"
-		if j.State == workflow.JobQueued && j.NotBefore.After(s.opts.Now()) {
-			pr.NextTry = fmtWhen(j.NotBefore)
-		}
-	}
-	full := seesFullErrors(c)
-	failedStep := ""
-	for _, st := range steps {
-		detail := st.Detail
-		if st.State == workflow.StepFailed {
-			failedStep = st.Name
-			if !full {
-				detail = publicFailure(st.Name, st.Detail)
-			}
-		}
-		pr.Steps = append(pr.Steps, views.StepView{Seq: st.Seq, Name: st.Name, State: string(st.State),
-			Outcome: st.Outcome, Detail: detail, Attempts: st.Attempts})
-	}
-	if !full && pr.LastError != "" {
-		pr.LastError = publicFailure(failedStep, pr.LastError)
-	}
-	return pr, nil
+	return s.jobProgress(c, j, steps, "/admin/scheduler"), nil
 }
 
 func (s *Server) schedulerPage(c echo.Context) error {
