@@ -247,7 +247,7 @@ type stop struct {
 }
 
 func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logger) error {
-	if job.Kind != workflow.JobProvision && job.Kind != workflow.JobRevoke && job.Kind != workflow.JobReapply {
+	if job.Kind != workflow.JobProvision && job.Kind != workflow.JobRevoke && job.Kind != workflow.JobReapply && job.Kind != workflow.JobAmend {
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
 	}
 	if job.Attempts > w.maxAttempts() {
@@ -379,6 +379,13 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 	plan = plan.Adopting(job.AdoptNamespace)
 	if job.Kind == workflow.JobReapply {
 		return ReapplySteps(plan), hash, nil
+	}
+	if job.Kind == workflow.JobAmend {
+		// The amended version's plan, checked above like a provisioning
+		// job's (pinned hash, preflight, namespace), then the removal of
+		// what the approved version's plan has and it does not.
+		s, err := w.amendSteps(ctx, job, plan)
+		return s, hash, err
 	}
 	return ApplySteps(plan), hash, nil
 }
