@@ -373,3 +373,31 @@ func TestWorkerAmendFailsOnAPermanentError(t *testing.T) {
 		})
 	}
 }
+
+// The approval pins the amended version's plan: a worker that builds
+// another plan for it (as when the cluster settings changed since) fails the job
+// before any step, and the approved version stays as it was.
+func TestWorkerAmendRefusesAnotherPlan(t *testing.T) {
+	b, cluster := provisionedAWSBed(t)
+	job, _ := amendment(t, b.db, b.clock.Now(), b.worker("x", cluster).Plans, b.conn.ID, moreAndNewRole)
+	w := b.worker("w2", cluster)
+	w.Plans = func(ctx context.Context, id int64, v int) (provision.Plan, error) {
+		ver, err := b.db.Version(ctx, id, v)
+		if err != nil {
+			return provision.Plan{}, err
+		}
+		c := ver.Contract
+		c.Scheduling.Guaranteed[0].Count = 4 // not what was approved
+		return provision.BuildPlan(id, v, c.Hash(), c, b.settings)
+	}
+	applies := len(cluster.calls)
+	b.runOnce(w)
+	j := b.jobNow(job.ID)
+	if j.State != workflow.JobFailed || !strings.Contains(j.LastError, "is not the one approved") {
+		t.Fatalf("amend job %+v, want failed: not the approved plan", j)
+	}
+	amendedTo(t, b.db, b.conn.ID, 1, workflow.AmendFailed)
+	if n := len(cluster.calls) - applies; n != 0 || b.stack.SageMaker.Count("UpdateComputeQuota") != 0 {
+		t.Errorf("%d applies and %d quota updates for a plan nobody approved", n, b.stack.SageMaker.Count("UpdateComputeQuota"))
+	}
+}
