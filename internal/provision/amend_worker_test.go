@@ -275,12 +275,26 @@ func TestAmendSteps(t *testing.T) {
 	if r := provision.AmendRemovals(p1, p1); len(r) != 0 {
 		t.Errorf("removals of an unchanged plan: %v", r)
 	}
-	for _, st := range provision.AmendRemovals(p1, provision.Plan{}) {
-		if st.Object.Shared || st.Object.Kind == "Namespace" || (st.AWS == nil && st.Object.Owner != provision.OwnerPortal) {
-			t.Errorf("removal %s: shared, a namespace or HyperPod's", st.Name())
+	// Both ownership modes: with the portal managing the ClusterQueue the
+	// namespace is the portal's own, and still never removed.
+	portal := s
+	portal.ClusterQueueManagedByPortal = true
+	p3, err := provision.BuildPlan(1, 1, c1.Hash(), c1, portal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []provision.Plan{p1, p3} {
+		all := provision.AmendRemovals(p, provision.Plan{})
+		if len(all) == 0 {
+			t.Fatal("nothing removed when everything goes")
 		}
-		if st.Action != provision.ActionDelete && st.Action != provision.ActionAWSRemove {
-			t.Errorf("removal %s is a %s", st.Name(), st.Action)
+		for _, st := range all {
+			if st.Object.Shared || st.Object.Kind == "Namespace" || (st.AWS == nil && st.Object.Owner != provision.OwnerPortal) {
+				t.Errorf("removal %s: shared, a namespace or HyperPod's", st.Name())
+			}
+			if st.Action != provision.ActionDelete && st.Action != provision.ActionAWSRemove {
+				t.Errorf("removal %s is a %s", st.Name(), st.Action)
+			}
 		}
 	}
 }
