@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -31,39 +30,27 @@ func AmendSteps(old, new Plan) []Step {
 	return append(ApplySteps(new), AmendRemovals(old, new)...)
 }
 
-// objectKey identifies a Kubernetes object across two plans: its API group,
-// kind, namespace and name (not its version: the same object may be applied
-// in another API version).
-func objectKey(o Object) string {
-	g := ""
-	if o.Obj != nil {
-		g = o.Obj.GroupVersionKind().Group
-	}
-	return g + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name
-}
-
-// callKey identifies an AWS resource across two plans: its kind and name (a
-// quota name, a role ARN, a domain name, a namespace/service account).
-func callKey(c awsprov.Call) string { return string(c.Kind) + "/" + c.Name }
-
-// AmendRemovals are the steps that remove what old has and new does not,
-// by identity (objectKey, callKey), following the rules revocation follows
-// (RevocationPlan), restricted to what an amendment may remove:
+// AmendRemovals are the steps that remove what old has and new does not:
+// DiffPlans(old, new).DeleteSteps(), which identifies objects by group,
+// kind, namespace and name and AWS resources as their APIs do, and follows
+// the rules revocation follows (RevocationPlan), restricted to what an
+// amendment may remove:
 //
 //   - shared objects (WorkloadPriorityClasses, ResourceFlavors) are never
 //     removed: other teams use them;
 //   - objects HyperPod task governance owns (Object.Owner: the team
 //     namespace and LocalQueue) are never removed by the portal: they go
 //     with the compute quota;
-//   - the namespace is never removed (an amendment cannot change it;
-//     workflow refuses);
+//   - the namespace is never removed (it holds the team's work; an
+//     amendment cannot change it, workflow refuses);
+//   - an AWS resource kept on revocation (a team domain with
+//     studio.on_revoke keep) is kept;
 //   - each Kubernetes object is deleted with ActionDelete, which deletes it
 //     only while it carries the portal's managed-by label and this
 //     connection's label (Applier.Delete: anything else of that name is
 //     Kept, a missing one is Absent);
 //   - AWS resources go through the runner's Remove, which leaves what this
-//     connection did not make (Kept) and keeps a domain whose settings say
-//     keep;
+//     connection did not make (NotOursError: Kept);
 //   - the order is revocation's: access first (Pod Identity, access
 //     entries), then the Kubernetes objects in revocationOrder (RoleBindings
 //     and the rest of access, queues, quotas, defaults, network policies),
@@ -73,49 +60,15 @@ func callKey(c awsprov.Call) string { return string(c.Kind) + "/" + c.Name }
 // principal of an entry (UpdateAccessEntry names it in the URI and takes
 // only kubernetesGroups and username in the body; API_UpdateAccessEntry,
 // https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateAccessEntry.html),
-// so a contract naming another role creates the new role's entry (step 1)
-// and removes the old role's here. A Pod Identity association is keyed by
-// its namespace and service account, which an amendment cannot change; its
-// role is updated in place ("Only the IAM role can be changed; an
-// association can't be moved between clusters, namespaces, or service
+// so a contract naming another role creates the new role's entry (in
+// ApplySteps) and removes the old role's here. A Pod Identity association
+// is keyed by its namespace and service account, which an amendment cannot
+// change; its role is updated in place ("Only the IAM role can be changed;
+// an association can't be moved between clusters, namespaces, or service
 // accounts": API_UpdatePodIdentityAssociation,
 // https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdatePodIdentityAssociation.html).
-//
-// This computes removals on its own; a fuller plan diff (provision.DiffPlans,
-// for the approval page) may replace it.
 func AmendRemovals(old, new Plan) []Step {
-	keep := map[string]bool{}
-	for _, o := range new.Objects {
-		keep[objectKey(o)] = true
-	}
-	keepCall := map[string]bool{}
-	for _, c := range new.AWS {
-		keepCall[callKey(c)] = true
-	}
-	var gone []Object
-	for _, o := range old.Objects {
-		if o.Shared || o.Owner != OwnerPortal || o.Kind == "Namespace" || keep[objectKey(o)] {
-			continue
-		}
-		gone = append(gone, o)
-	}
-	var goneCalls []awsprov.Call
-	for _, c := range old.AWS {
-		if !keepCall[callKey(c)] {
-			goneCalls = append(goneCalls, c)
-		}
-	}
-	// RevocationPlan of just what goes, without the namespace, the sweep of
-	// hand-made RoleBindings and the lock: only the deletes and AWS removes.
-	var steps []Step
-	for _, s := range RevocationPlan(Plan{Objects: gone, AWS: goneCalls}, RevokeDelete) {
-		switch s.Action {
-		case ActionDelete, ActionAWSRemove:
-			s.Detail = "no longer in the contract: " + s.Detail
-			steps = append(steps, s)
-		}
-	}
-	return steps
+	return DiffPlans(old, new).DeleteSteps()
 }
 
 // amendSteps are an amend job's steps: new is the amended version's plan,
