@@ -102,12 +102,16 @@ func amendedTo(tb testing.TB, db *store.DB, connID int64, want int, amendment wo
 }
 
 // moreAndNewRole is the change the AWS tests amend with: 3 guaranteed
-// instances instead of 2, and another project role.
-const newProjectRole = "arn:aws:iam::111122223333:role/red-project-v2"
+// instances instead of 2, another project role and another workload role.
+const (
+	newProjectRole  = "arn:aws:iam::111122223333:role/red-project-v2"
+	newWorkloadRole = "arn:aws:iam::111122223333:role/red-workload-v2"
+)
 
 func moreAndNewRole(c *workflow.Contract) {
 	c.Scheduling.Guaranteed[0].Count = 3
 	c.ProjectRoleARN = newProjectRole
+	c.WorkloadRoleARN = newWorkloadRole
 }
 
 // provisionedAWSBed is an awsBed whose connection is active.
@@ -151,6 +155,15 @@ func (b *awsBed) assertAmendedAWS(createsBefore map[string]int) {
 	}
 	if e := st.EKS.AccessEntry(c.EKSClusterName, c.ProjectRoleARN); e.PrincipalARN != "" {
 		t.Errorf("the old project role still has an entry: %+v", e)
+	}
+	// The Pod Identity association keeps its id and gets the new role, in
+	// place (UpdatePodIdentityAssociation), once.
+	pods := st.EKS.PodIdentities(c.EKSClusterName)
+	if len(pods) != 1 || pods[0].RoleARN != newWorkloadRole || pods[0].ServiceAccount != "red-workloads" {
+		t.Errorf("pod identities after the amendment: %+v; want red-workloads with %s", pods, newWorkloadRole)
+	}
+	if n := st.EKS.Count("updated:pod-identity"); n != 1 {
+		t.Errorf("%d pod identity updates, want 1", n)
 	}
 	after := st.Creates()
 	want := map[string]int{}
