@@ -156,6 +156,27 @@ func (b *awsBed) assertAmendedAWS(createsBefore map[string]int) {
 	if e := st.EKS.AccessEntry(c.EKSClusterName, c.ProjectRoleARN); e.PrincipalARN != "" {
 		t.Errorf("the old project role still has an entry: %+v", e)
 	}
+	// The team's Studio domain runs as the new project role, updated in
+	// place (one UpdateDomain, no second domain).
+	recs, err := b.db.AWSResources(t.Context(), b.conn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	domains := 0
+	for _, r := range recs {
+		if r.Kind == string(awsprov.KindDomain) {
+			domains++
+			if d := st.SageMaker.Domain(r.ResourceID); d.ExecutionRole() != newProjectRole {
+				t.Errorf("domain %s runs as %q, want %s", r.ResourceID, d.ExecutionRole(), newProjectRole)
+			}
+		}
+	}
+	if domains != 1 {
+		t.Errorf("%d studio domains recorded, want 1", domains)
+	}
+	if n := st.SageMaker.Count("UpdateDomain"); n != 1 {
+		t.Errorf("%d UpdateDomain calls, want 1", n)
+	}
 	// The Pod Identity association keeps its id and gets the new role, in
 	// place (UpdatePodIdentityAssociation), once.
 	pods := st.EKS.PodIdentities(c.EKSClusterName)
