@@ -19,6 +19,13 @@
 // deleted, kept), ignoring the contract version and hash each version
 // stamps; what it deletes follows revocation's rules and order.
 //
+// Jobs: a provisioning job applies the approved version's plan
+// (ApplySteps), a reapply job re-applies it and prunes extra RoleBindings
+// (ReapplySteps), a revocation job runs its RevocationPlan, and an amend job
+// changes a live connection in place (AmendSteps): the amended version's
+// plan applied as provisioning applies it, then the removal of what only the
+// approved version's plan has (AmendRemovals: DiffPlans' DeleteSteps).
+//
 // It may import internal/workflow (the approved contract is its input); it
 // must never import internal/web or internal/views.
 package provision

@@ -123,6 +123,11 @@ func DefaultOwner() string {
 // has one). Every step is idempotent (a delete of what is gone is Absent),
 // so a resumed revocation simply runs them all again.
 //
+// Amend jobs (workflow.JobAmend) run the same way too: their steps are
+// AmendSteps from the plan of job.FromVersion (the approved version) to the
+// plan of job.Version, which is checked like a provisioning job's (pinned
+// hash, preflight, namespace) before the first step.
+//
 // Every step is applied on every attempt, including those a crashed attempt
 // already did: server-side apply is idempotent, and the readiness gate then
 // rests on what this attempt saw. A worker that dies leaves its job running
@@ -251,7 +256,8 @@ type stop struct {
 }
 
 func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logger) error {
-	if job.Kind != workflow.JobProvision && job.Kind != workflow.JobRevoke && job.Kind != workflow.JobReapply && job.Kind != workflow.JobScheduler {
+	if job.Kind != workflow.JobProvision && job.Kind != workflow.JobRevoke && job.Kind != workflow.JobReapply && job.Kind != workflow.JobAmend &&
+		job.Kind != workflow.JobScheduler {
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
 	}
 	if job.Attempts > w.maxAttempts() {
@@ -336,7 +342,9 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 // steps are what a job does, and the hash recorded as the plan it ran: a
 // provisioning job applies the plan of the approved version (only the one
 // an approver pinned, when one was); a revocation job runs the plan's
-// RevocationPlan, in the settings' mode.
+// RevocationPlan, in the settings' mode; an amend job runs AmendSteps to
+// the plan of its version (pinned likewise, and recorded as the plan it
+// ran).
 func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, error) {
 	plan, err := w.Plans(ctx, job.ConnectionID, job.Version)
 	if job.Kind == workflow.JobRevoke {
@@ -386,6 +394,13 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 	plan = plan.Adopting(job.AdoptNamespace)
 	if job.Kind == workflow.JobReapply {
 		return ReapplySteps(plan), hash, nil
+	}
+	if job.Kind == workflow.JobAmend {
+		// The amended version's plan, checked above like a provisioning
+		// job's (pinned hash, preflight, namespace), then the removal of
+		// what the approved version's plan has and it does not.
+		s, err := w.amendSteps(ctx, job, plan)
+		return s, hash, err
 	}
 	return ApplySteps(plan), hash, nil
 }

@@ -74,6 +74,8 @@ type wbed struct {
 	look     *provision.Applier // uncounted: Client and Mapper for checks
 	// adopt, when set, is the namespace the next approve adopts.
 	adopt string
+	// edit, when set, changes the contract approve files.
+	edit func(*workflow.Contract)
 }
 
 // wintTenant is one approved connection, its queued job and the plan the
@@ -164,6 +166,9 @@ func wintContract(team string) workflow.Contract {
 func (b *wbed) approve(ctx context.Context, team string, plans func(context.Context, int64, int) (provision.Plan, error)) wintTenant {
 	b.tb.Helper()
 	c := wintContract(team)
+	if b.edit != nil {
+		b.edit(&c)
+	}
 	var owner workflow.Actor
 	for _, email := range []string{c.BusinessOwner, c.OperationsOwner} {
 		u, err := b.db.RecordLogin(ctx, "https://idp.example.test", email, email, email, nil, b.clock.Now())

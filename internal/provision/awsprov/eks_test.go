@@ -617,3 +617,20 @@ func TestAccessEntryOfAnotherOwnerIsNeverTakenOver(t *testing.T) {
 		t.Errorf("own entry: %v, %d left", err, e.AccessEntries(testEKSCluster))
 	}
 }
+
+// The endpoint refuses an UpdatePodIdentityAssociation that changes
+// nothing, as EKS does ("You must change at least one of these in an
+// update"); EnsurePodIdentity only updates a role that differs.
+func TestPodIdentityUpdateMustChangeSomething(t *testing.T) {
+	e := newEKS(t)
+	api := eksClient(e, 1)
+	ctx := context.Background()
+	res, err := EnsurePodIdentity(ctx, api, PodIdentity{ClusterName: testEKSCluster, Namespace: "hyperpod-ns-ml-research", ServiceAccount: "trainer", RoleARN: teamRoleARN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = api.UpdatePodIdentityAssociation(ctx, &eks.UpdatePodIdentityAssociationInput{ClusterName: aws.String(testEKSCluster), AssociationId: aws.String(res.ID)})
+	if !hasCode(err, "InvalidParameterException") {
+		t.Errorf("an update changing nothing = %v; want InvalidParameterException", err)
+	}
+}

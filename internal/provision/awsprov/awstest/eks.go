@@ -761,6 +761,13 @@ func (e *EKS) updatePod(r *http.Request, decode func(any) *Error) (any, *Error) 
 	if err := decode(&in); err != nil {
 		return nil, err
 	}
+	// "In an update, you can change the IAM role, the target IAM role, or
+	// disableSessionTags. You must change at least one of these in an
+	// update." (API_UpdatePodIdentityAssociation,
+	// https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdatePodIdentityAssociation.html)
+	if in.RoleArn == nil && in.TargetRoleArn == nil && in.DisableSessionTags == nil && in.Policy == nil {
+		return nil, eksInvalid("an update must change at least one of roleArn, targetRoleArn, disableSessionTags or policy")
+	}
 	if err := eksCheckPodRoles(in.RoleArn, in.TargetRoleArn, in.Policy); err != nil {
 		return nil, err
 	}

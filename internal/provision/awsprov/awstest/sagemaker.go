@@ -27,6 +27,9 @@ type SageMaker struct {
 	// hpClusters are the HyperPod clusters DescribeCluster knows, by name
 	// (sagemaker_cluster.go).
 	hpClusters map[string]*HyperPodCluster
+	// targets are the TargetVersions of the UpdateComputeQuota calls
+	// accepted, in order.
+	targets []int32
 
 	// SettleAfter is how many Describes a quota stays Creating / Updating,
 	// and how many Describes or Lists a deleted quota stays Deleting.
@@ -418,6 +421,7 @@ func (f *SageMaker) update(in quotaUpdateIn) (any, *Error) {
 	if in.ActivationState != nil {
 		q.Activation = *in.ActivationState
 	}
+	f.targets = append(f.targets, *in.TargetVersion)
 	q.Version++
 	q.Status, q.Pending, q.Final, q.FailureReason = "Updating", f.SettleAfter, "Updated", ""
 	q.Modified = time.Now()
@@ -497,6 +501,16 @@ func (f *SageMaker) tick(q *Quota) bool {
 		}
 	}
 	return true
+}
+
+// UpdateTargets are the TargetVersions of the UpdateComputeQuota calls the
+// endpoint accepted, in order: each is the version the update was made
+// from (a stale one is refused with ConflictException), and the quota's
+// version is one more after it.
+func (f *SageMaker) UpdateTargets() []int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.targets)
 }
 
 // Quota is a copy of the stored quota id (zero when there is none).
