@@ -294,10 +294,10 @@ type ConnectionDetail struct {
 	// change does on the cluster and AWS against the active version.
 	PlanDiff     *PlanDiffView
 	AWSResources []AWSResourceRow
-	Progress      *Progress
-	Access        *Access
-	Drift         *DriftView
-	Slurm         *SlurmView // a Slurm contract: what the portal does not do
+	Progress     *Progress
+	Access       *Access
+	Drift        *DriftView
+	Slurm        *SlurmView // a Slurm contract: what the portal does not do
 	// AdoptQuota, for admins after provisioning stopped on a compute quota
 	// made outside the portal: the form that adopts it.
 	AdoptQuota *AdoptQuotaView
