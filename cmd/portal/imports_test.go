@@ -43,3 +43,28 @@ func TestImportBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectImports enforces the doc.go promises about a package's own
+// imports where its dependencies may still reach the package: internal/web
+// never imports awsprov (AWS calls run in provisioning jobs or behind
+// provision's interfaces that cmd/portal wires), although internal/provision,
+// which it imports, does.
+func TestDirectImports(t *testing.T) {
+	const mod = "github.com/hyperpod-governance/portal/"
+	rules := map[string][]string{
+		"internal/web": {mod + "internal/provision/awsprov"},
+	}
+	for pkg, forbidden := range rules {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "../../"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, imp := range strings.Fields(string(out)) {
+			for _, f := range forbidden {
+				if imp == f || strings.HasPrefix(imp, f+"/") {
+					t.Errorf("%s imports %s, which its doc.go forbids", pkg, imp)
+				}
+			}
+		}
+	}
+}

@@ -14,6 +14,7 @@
 // internal/auth and internal/provision, never internal/provision/awsprov:
 // AWS calls run in provisioning jobs (the scheduler config reconcile is one)
 // or behind provision's interfaces (the plan's AWS preview, the compute
-// quota adoption) that cmd/portal wires (imports_test.go). Nothing under
+// quota adoption) that cmd/portal wires (cmd/portal/imports_test.go,
+// TestDirectImports). Nothing under
 // internal/ imports it.
 package web
