@@ -278,16 +278,12 @@ func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash s
 		}
 		run := jobRun(j)
 		run.Steps, run.PlanHash, run.DryRun, run.Resumed = len(steps), appliedPlanHash, dryRun, j.AppliedPlanHash != ""
-		// The lifecycle's verdict comes first: a refused start writes nothing.
-		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) { return workflow.OnJobStarted(s, run, now) })
-		if err != nil {
-			return err
-		}
 		if err := recordAttempt(ctx, tx, jobID, appliedPlanHash, steps, dryRun, now); err != nil {
 			return err
 		}
-		_, _, err = apply(ctx, tx, &cur, eff, now)
-		return err
+		// A start the lifecycle refuses rolls the whole transaction back:
+		// it writes nothing.
+		return jobCommand(ctx, tx, j, now, func(s workflow.Conn) (workflow.Effect, error) { return workflow.OnJobStarted(s, run, now) })
 	})
 	if err != nil {
 		return fmt.Errorf("store: start job %d: %w", jobID, err)
@@ -323,14 +319,20 @@ func jobRun(j workflow.Job) workflow.JobRun {
 		PlanHash: j.AppliedPlanHash, DryRun: j.DryRun, Resumed: j.AppliedPlanHash != ""}
 }
 
-// jobEffect loads a job's connection inside tx and runs a job command on it.
-func jobEffect(ctx context.Context, tx *sql.Tx, j workflow.Job, cmd func(workflow.Conn) (workflow.Effect, error)) (workflow.Effect, Connection, error) {
+// jobCommand runs one of the workflow's job commands on a job's connection
+// inside the job's transaction: load, decide, apply. A refusal is returned
+// and rolls the transaction back.
+func jobCommand(ctx context.Context, tx *sql.Tx, j workflow.Job, now time.Time, cmd func(workflow.Conn) (workflow.Effect, error)) error {
 	cur, s, err := loadConn(ctx, tx, j.ConnectionID, false)
 	if err != nil {
-		return workflow.Effect{}, Connection{}, err
+		return err
 	}
 	eff, err := cmd(s)
-	return eff, cur, err
+	if err != nil {
+		return err
+	}
+	_, _, err = apply(ctx, tx, &cur, eff, now)
+	return err
 }
 
 // StepStarted marks step seq of a job owner holds as running and counts the
@@ -417,14 +419,9 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 			errText, fmtTime(now), jobID); err != nil {
 			return err
 		}
-		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) {
+		return jobCommand(ctx, tx, j, now, func(s workflow.Conn) (workflow.Effect, error) {
 			return workflow.OnJobFailed(s, jobRun(j), errText, now)
 		})
-		if err != nil {
-			return err
-		}
-		_, _, err = apply(ctx, tx, &cur, eff, now)
-		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: fail job %d: %w", jobID, err)
@@ -444,7 +441,9 @@ UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error
 // was restarted in dry-run mode, it goes back to approved.)
 //
 // A revoke job moves the connection from revoking to revoked
-// ("revocation.done"); see completeRevocation for its dry run.
+// ("revocation.done"); a dry-run revocation does only when nothing was ever
+// applied to a cluster for the connection (workflow.OnJobSucceeded). An
+// amend job moves the approved version to the change's.
 func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now time.Time) error {
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		j, err := leased(ctx, tx, jobID, owner)
@@ -471,19 +470,14 @@ SELECT EXISTS (SELECT 1 FROM jobs WHERE connection_id = ? AND kind != ? AND dry_
 			j.ConnectionID, workflow.JobRevoke).Scan(&applied); err != nil {
 			return err
 		}
-		eff, cur, err := jobEffect(ctx, tx, j, func(s workflow.Conn) (workflow.Effect, error) {
-			return workflow.OnJobSucceeded(s, jobRun(j), applied, now)
-		})
-		if err != nil {
-			return err
-		}
 		if _, err := tx.ExecContext(ctx, `
 UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_error = '', updated_at = ? WHERE id = ?`,
 			fmtTime(now), jobID); err != nil {
 			return err
 		}
-		_, _, err = apply(ctx, tx, &cur, eff, now)
-		return err
+		return jobCommand(ctx, tx, j, now, func(s workflow.Conn) (workflow.Effect, error) {
+			return workflow.OnJobSucceeded(s, jobRun(j), applied, now)
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("store: complete job %d: %w", jobID, err)
