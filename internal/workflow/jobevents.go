@@ -39,14 +39,7 @@ func OnJobStarted(s Conn, j JobRun, now time.Time) (Effect, error) {
 		if s.State != StateRevoking {
 			return Effect{}, &TransitionError{From: s.State, Event: EventRevocationDone}
 		}
-		if !j.Resumed {
-			what := "removing"
-			if j.DryRun {
-				what = "dry run, removing nothing"
-			}
-			e.Audit = []AuditRecord{audit(Provisioner, "revocation.start", j.Version,
-				fmt.Sprintf("job %d: %d steps, %s, plan %s", j.ID, j.Steps, what, j.PlanHash))}
-		}
+		e.Audit = firstStart(j, "revocation.start", "removing", "dry run, removing nothing")
 	case j.Kind == JobReapply:
 		// Re-applying fixes drift on a live connection; it changes no state.
 		if s.State != StateActive && s.State != StateUnderReview {
@@ -60,14 +53,7 @@ func OnJobStarted(s Conn, j JobRun, now time.Time) (Effect, error) {
 		if s.Amendment != AmendApproved || s.CurrentVersion != j.Version {
 			return Effect{}, &AmendmentError{From: s.Amendment, Event: EventStartProvisioning}
 		}
-		if !j.Resumed {
-			what := "applying in place"
-			if j.DryRun {
-				what = "dry run, applying nothing"
-			}
-			e.Audit = []AuditRecord{audit(Provisioner, "amendment.start", j.Version,
-				fmt.Sprintf("job %d: %d steps, %s, plan %s", j.ID, j.Steps, what, j.PlanHash))}
-		}
+		e.Audit = firstStart(j, "amendment.start", "applying in place", "dry run, applying nothing")
 	case j.Kind != JobProvision:
 		return Effect{}, fmt.Errorf("workflow: %s jobs do not run on a connection", j.Kind)
 	case s.State == StateProvisioning:
@@ -84,6 +70,18 @@ func OnJobStarted(s Conn, j JobRun, now time.Time) (Effect, error) {
 		return Effect{}, &TransitionError{From: s.State, Event: EventStartProvisioning}
 	}
 	return e, nil
+}
+
+// firstStart is the audit event of a job's first attempt (none for a resumed
+// one): what it does, or its dry run.
+func firstStart(j JobRun, action, doing, dryRun string) []AuditRecord {
+	if j.Resumed {
+		return nil
+	}
+	if j.DryRun {
+		doing = dryRun
+	}
+	return []AuditRecord{audit(Provisioner, action, j.Version, fmt.Sprintf("job %d: %d steps, %s, plan %s", j.ID, j.Steps, doing, j.PlanHash))}
 }
 
 // OnJobSucceeded is a job whose every step is done. A provisioning job moves
