@@ -27,11 +27,10 @@ func (s *Server) progressViewFor(c echo.Context, connID int64, obj *workflow.Obj
 		return nil, err
 	}
 	j := jobs[0]
-	steps, err := s.opts.DB.JobSteps(ctx, j.ID)
+	pr, err := s.jobProgress(c, j, fmt.Sprintf("/connections/%d/progress", connID))
 	if err != nil {
 		return nil, err
 	}
-	pr := s.jobProgress(c, j, steps, fmt.Sprintf("/connections/%d/progress", connID))
 	if obj != nil && j.State == workflow.JobFailed {
 		if p, ok := principal(c); ok && workflow.Decide(p, workflow.ActionRetryJob, *obj).Allowed {
 			pr.RetryURL = fmt.Sprintf("/connections/%d/retry", connID)
@@ -44,7 +43,11 @@ func (s *Server) progressViewFor(c echo.Context, connID int64, obj *workflow.Obj
 // jobProgress is the progress panel of a job and its steps, a connection's
 // or the cluster's: while the job is open the page polls refreshURL, and
 // error text is reduced for those who may not read it whole.
-func (s *Server) jobProgress(c echo.Context, j workflow.Job, steps []workflow.JobStep, refreshURL string) *views.Progress {
+func (s *Server) jobProgress(c echo.Context, j workflow.Job, refreshURL string) (*views.Progress, error) {
+	steps, err := s.opts.DB.JobSteps(c.Request().Context(), j.ID)
+	if err != nil {
+		return nil, err
+	}
 	pr := &views.Progress{Kind: string(j.Kind), State: string(j.State), Attempts: j.Attempts, LastError: j.LastError, DryRun: j.DryRun}
 	if j.State == workflow.JobQueued || j.State == workflow.JobRunning {
 		pr.RefreshURL = refreshURL
@@ -68,7 +71,7 @@ func (s *Server) jobProgress(c echo.Context, j workflow.Job, steps []workflow.Jo
 	if !full && pr.LastError != "" {
 		pr.LastError = publicFailure(failedStep, pr.LastError)
 	}
-	return pr
+	return pr, nil
 }
 
 // progress serves the progress panel alone, polled by static/progress.js.

@@ -61,12 +61,7 @@ func (s *Server) schedulerJob(c echo.Context) (*views.Progress, error) {
 	if err != nil || len(jobs) == 0 {
 		return nil, err
 	}
-	j := jobs[0]
-	steps, err := s.opts.DB.JobSteps(ctx, j.ID)
-	if err != nil {
-		return nil, err
-	}
-	return s.jobProgress(c, j, steps, "/admin/scheduler"), nil
+	return s.jobProgress(c, jobs[0], "/admin/scheduler")
 }
 
 func (s *Server) schedulerPage(c echo.Context) error {
