@@ -52,16 +52,14 @@ func (s *Server) loadConnection(c echo.Context) (workflow.Principal, store.Conne
 		return p, conn, obj, err
 	}
 	obj.DataClassification = v.Contract.DataClassification
-	if conn.State.Live() && conn.Amendment.Open() && conn.ApprovedVersion != conn.CurrentVersion {
-		// A change to a restricted connection needs what restricted data
-		// needs, whatever it moves the classification to (workflow.Approve).
+	if conn.State.Live() && conn.Amendment.Open() {
+		// The approvals a change needs depend on the running version's
+		// data too (workflow.ApprovalsNeededFor).
 		a, err := s.opts.DB.Version(ctx, id, conn.ApprovedVersion)
 		if err != nil {
 			return p, conn, obj, err
 		}
-		if a.Contract.DataClassification == workflow.DataRestricted {
-			obj.DataClassification = workflow.DataRestricted
-		}
+		obj.ApprovedDataClassification = a.Contract.DataClassification
 	}
 	return p, conn, obj, nil
 }
@@ -227,7 +225,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		d.Slurm = slurmView(cur.Contract)
 	}
 	if admin && waiting {
-		d.ApprovalsNeed = workflow.ApprovalsNeeded(obj.DataClassification)
+		d.ApprovalsNeed = workflow.ApprovalsNeededFor(obj)
 		d.ApprovalsHave = len(obj.ApproverIDs)
 		if dec := workflow.Decide(p, workflow.ActionApprove, obj); dec.Allowed {
 			d.DecideURL = base + "/decide"
@@ -243,19 +241,15 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 			return d, err
 		}
 		rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed)
-		d.CapacityOK = rep.OK()
-		held := map[string]int{}
 		if conn.State.Live() && against != nil {
-			// A change: an increase must fit, a decrease always does
-			// (workflow.AmendCapacityOK, which the approval applies).
-			d.CapacityOK = workflow.AmendCapacityOK(inv, committed, against.Contract.Scheduling.Guaranteed, cur.Contract.Scheduling.Guaranteed)
-			for _, g := range against.Contract.Scheduling.Guaranteed {
-				held[strings.ToLower(g.InstanceType)] += g.Count
-			}
+			// A change: an increase must fit, a decrease always does (the
+			// rule the approval applies).
+			rep = workflow.AmendCapacity(inv, committed, against.Contract.Scheduling.Guaranteed, cur.Contract.Scheduling.Guaranteed)
 		}
+		d.CapacityOK = rep.OK()
 		for _, r := range rep.Rows {
-			d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity, Held: held[r.InstanceType],
-				Committed: r.Committed, Requested: r.Requested, After: r.After, OK: r.OK || r.Requested <= held[r.InstanceType]})
+			d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity, Held: r.Held,
+				Committed: r.Committed, Requested: r.Requested, After: r.After, OK: r.OK})
 		}
 		if d.Slurm != nil {
 			d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is refused: " + workflow.SlurmNotSupported + " (see \"Slurm\" below for what it would take).")

@@ -160,22 +160,37 @@ func IsRenewal(old, new Contract) bool {
 	return len(ch) == 1 && ch[0].Field == "end_date"
 }
 
-// AmendCapacityOK is the capacity rule of an amendment: an increase must
+// AmendCapacity is the capacity math of an amendment: an increase must
 // fit, a decrease always fits. Per instance type, a count no larger than the
-// approved version's passes whatever the cluster's state (the connection
-// already holds it); a larger one must fit with every other connection's
-// commitment.
-func AmendCapacityOK(inventory map[string]int, committed []Capacity, approved, requested []Capacity) bool {
+// approved version's (Held) passes whatever the cluster's state (the
+// connection already holds it); a larger one must fit with every other
+// connection's commitment. The approval page shows it; Approve refuses a
+// change whose report is not OK.
+func AmendCapacity(inventory map[string]int, committed []Capacity, approved, requested []Capacity) CapacityReport {
 	held := map[string]int{}
 	for _, c := range approved {
-		held[strings.ToLower(c.InstanceType)] += c.Count
+		held[strings.ToLower(strings.TrimSpace(c.InstanceType))] += c.Count
 	}
-	for _, row := range CheckCapacity(inventory, committed, requested).Rows {
-		if row.Requested > held[row.InstanceType] && !row.OK {
-			return false
-		}
+	rep := CheckCapacity(inventory, committed, requested)
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		r.Held = held[r.InstanceType]
+		r.OK = r.OK || r.Requested <= r.Held
 	}
-	return true
+	return rep
+}
+
+// AmendCapacityOK reports whether an amendment fits (AmendCapacity).
+func AmendCapacityOK(inventory map[string]int, committed []Capacity, approved, requested []Capacity) bool {
+	return AmendCapacity(inventory, committed, approved, requested).OK()
+}
+
+// ChangeApprovalsNeeded is how many distinct admins must approve a change
+// to a live connection: what its new version's data needs, and two when
+// the running version's data is restricted, whatever the change moves the
+// classification to (taking data out of restricted is as sensitive).
+func ChangeApprovalsNeeded(approved, changed DataClassification) int {
+	return max(ApprovalsNeeded(approved), ApprovalsNeeded(changed))
 }
 
 // immutableInAmendment are the fields an amendment may not change: the

@@ -187,3 +187,27 @@ func TestRestrictedConnectionChangeNeedsTwo(t *testing.T) {
 		t.Fatalf("second approval = %+v, %v; want the change approved", e, err)
 	}
 }
+
+// The page's policy asks the same as Approve: after one approval of a
+// change that takes a restricted connection's data out of restricted, a
+// second admin may still approve; a change of internal data has its one.
+func TestApprovalsNeededForAChange(t *testing.T) {
+	admin := NewPrincipal(9, "s9", "", "Ada", []Role{RoleAdmin}, nil)
+	o := Object{Team: "red", State: StateActive, Amendment: AmendSubmitted, RequesterID: 1, EditorIDs: []int64{1},
+		ApproverIDs: []int64{4}, DataClassification: DataInternal, ApprovedDataClassification: DataRestricted}
+	if n := ApprovalsNeededFor(o); n != 2 {
+		t.Errorf("ApprovalsNeededFor(restricted -> internal change) = %d, want 2", n)
+	}
+	if d := Decide(admin, ActionApprove, o); !d.Allowed {
+		t.Errorf("second approval of a restricted connection's change refused: %s", d.Reason)
+	}
+	o.ApprovedDataClassification = DataInternal
+	if d := Decide(admin, ActionApprove, o); d.Allowed {
+		t.Error("a second approval of an internal change is allowed; it already has its one")
+	}
+	o.State, o.Amendment = StateSubmitted, AmendNone
+	o.ApprovedDataClassification = DataRestricted // not a change: ignored
+	if n := ApprovalsNeededFor(o); n != 1 {
+		t.Errorf("ApprovalsNeededFor(internal request) = %d, want 1", n)
+	}
+}

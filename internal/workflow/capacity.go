@@ -12,7 +12,10 @@ type CapacityRow struct {
 	Committed    int  // guaranteed to approved and active connections
 	Requested    int  // guaranteed by this request
 	After        int  // Committed + Requested
-	OK           bool // After <= Capacity
+	OK           bool // After <= Capacity (for an amendment, or Requested <= Held)
+	// Held, for an amendment (AmendCapacity), is what the connection's
+	// approved version already guarantees of the type.
+	Held int
 }
 
 // CapacityReport is the capacity check shown on the approval page.

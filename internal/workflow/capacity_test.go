@@ -20,7 +20,7 @@ func TestCheckCapacity(t *testing.T) {
 			inventory: map[string]int{p5: 8},
 			committed: []Capacity{{p5, 4}},
 			requested: []Capacity{{p5, 2}},
-			want:      []CapacityRow{{p5, 8, 4, 2, 6, true}},
+			want:      []CapacityRow{{p5, 8, 4, 2, 6, true, 0}},
 			wantOK:    true,
 		},
 		{
@@ -28,7 +28,7 @@ func TestCheckCapacity(t *testing.T) {
 			inventory: map[string]int{p5: 8},
 			committed: []Capacity{{p5, 3}, {p5, 3}},
 			requested: []Capacity{{p5, 2}},
-			want:      []CapacityRow{{p5, 8, 6, 2, 8, true}},
+			want:      []CapacityRow{{p5, 8, 6, 2, 8, true, 0}},
 			wantOK:    true,
 		},
 		{
@@ -36,14 +36,14 @@ func TestCheckCapacity(t *testing.T) {
 			inventory: map[string]int{p5: 8},
 			committed: []Capacity{{p5, 6}},
 			requested: []Capacity{{p5, 3}},
-			want:      []CapacityRow{{p5, 8, 6, 3, 9, false}},
+			want:      []CapacityRow{{p5, 8, 6, 3, 9, false, 0}},
 			wantOK:    false,
 		},
 		{
 			name:      "type not in the inventory",
 			inventory: map[string]int{p5: 8},
 			requested: []Capacity{{trn, 1}},
-			want:      []CapacityRow{{p5, 8, 0, 0, 0, true}, {trn, 0, 0, 1, 1, false}},
+			want:      []CapacityRow{{p5, 8, 0, 0, 0, true, 0}, {trn, 0, 0, 1, 1, false, 0}},
 			wantOK:    false,
 		},
 		{
@@ -51,7 +51,7 @@ func TestCheckCapacity(t *testing.T) {
 			inventory: map[string]int{p5: 4, g5: 16, trn: 2},
 			committed: []Capacity{{g5, 10}, {p5, 2}},
 			requested: []Capacity{{p5, 2}, {g5, 8}},
-			want:      []CapacityRow{{g5, 16, 10, 8, 18, false}, {p5, 4, 2, 2, 4, true}, {trn, 2, 0, 0, 0, true}},
+			want:      []CapacityRow{{g5, 16, 10, 8, 18, false, 0}, {p5, 4, 2, 2, 4, true, 0}, {trn, 2, 0, 0, 0, true, 0}},
 			wantOK:    false,
 		},
 		{
@@ -59,7 +59,7 @@ func TestCheckCapacity(t *testing.T) {
 			inventory: map[string]int{p5: 2, g5: 4},
 			committed: []Capacity{{p5, 4}},
 			requested: []Capacity{{g5, 4}},
-			want:      []CapacityRow{{g5, 4, 0, 4, 4, true}, {p5, 2, 4, 0, 4, false}},
+			want:      []CapacityRow{{g5, 4, 0, 4, 4, true, 0}, {p5, 2, 4, 0, 4, false, 0}},
 			wantOK:    true,
 		},
 		{
@@ -67,14 +67,14 @@ func TestCheckCapacity(t *testing.T) {
 			inventory: map[string]int{p5: 2},
 			committed: []Capacity{{p5, 4}},
 			requested: []Capacity{{p5, 1}},
-			want:      []CapacityRow{{p5, 2, 4, 1, 5, false}},
+			want:      []CapacityRow{{p5, 2, 4, 1, 5, false, 0}},
 			wantOK:    false,
 		},
 		{
 			name:      "the same type twice in a request is summed",
 			inventory: map[string]int{p5: 4},
 			requested: []Capacity{{p5, 2}, {p5, 3}},
-			want:      []CapacityRow{{p5, 4, 0, 5, 5, false}},
+			want:      []CapacityRow{{p5, 4, 0, 5, 5, false, 0}},
 			wantOK:    false,
 		},
 		{
@@ -82,7 +82,7 @@ func TestCheckCapacity(t *testing.T) {
 			inventory: map[string]int{"ML.P5.48XLARGE": 4},
 			committed: []Capacity{{" ml.p5.48xlarge", 1}},
 			requested: []Capacity{{"Ml.P5.48xlarge", 1}},
-			want:      []CapacityRow{{p5, 4, 1, 1, 2, true}},
+			want:      []CapacityRow{{p5, 4, 1, 1, 2, true, 0}},
 			wantOK:    true,
 		},
 		{
@@ -93,7 +93,7 @@ func TestCheckCapacity(t *testing.T) {
 		{
 			name:      "empty inventory",
 			requested: []Capacity{{p5, 1}},
-			want:      []CapacityRow{{p5, 0, 0, 1, 1, false}},
+			want:      []CapacityRow{{p5, 0, 0, 1, 1, false, 0}},
 			wantOK:    false,
 		},
 	}

@@ -326,7 +326,7 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 	// needs two as well, whatever it moves the classification to.
 	needed := ApprovalsNeeded(c.DataClassification)
 	if amending {
-		needed = max(needed, ApprovalsNeeded(f.Approved.DataClassification))
+		needed = ChangeApprovalsNeeded(f.Approved.DataClassification, c.DataClassification)
 	}
 	if e.Approvals < needed {
 		action := "connection.approve_partial"

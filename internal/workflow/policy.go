@@ -55,6 +55,19 @@ type Object struct {
 	// ApproverIDs are the admins who already approved the current version.
 	ApproverIDs        []int64
 	DataClassification DataClassification
+	// ApprovedDataClassification, while a live connection's change is
+	// open, is its running (approved) version's: the change's approvals
+	// need what either needs (ChangeApprovalsNeeded).
+	ApprovedDataClassification DataClassification
+}
+
+// ApprovalsNeededFor is how many distinct admins must approve what o waits
+// for: its version, or a live connection's change.
+func ApprovalsNeededFor(o Object) int {
+	if o.State.Live() && o.Amendment.Open() {
+		return ChangeApprovalsNeeded(o.ApprovedDataClassification, o.DataClassification)
+	}
+	return ApprovalsNeeded(o.DataClassification)
 }
 
 // ApprovalsNeeded is how many distinct admins must approve a contract
@@ -310,7 +323,7 @@ func decideApproval(p Principal, o Object) Decision {
 	if !waitsForAdmin(o) {
 		return deny("%s cannot be approved", stateName(o.State))
 	}
-	need := ApprovalsNeeded(o.DataClassification)
+	need := ApprovalsNeededFor(o)
 	if slices.Contains(o.ApproverIDs, p.UserID) {
 		return deny("%s already approved this version; the next approval must come from another admin", p.DisplayName())
 	}
