@@ -216,9 +216,10 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		// Only the approvers of a submitted version get the AWS lookups: they
 		// cost a few AWS reads per view, and drafts change anyway.
 		preview := admin && waiting
-		d.Plan = s.planView(c.Request().Context(), conn, cur, preview, seesFullErrors(c))
+		var next *provision.Plan
+		d.Plan, next = s.planView(c.Request().Context(), conn, cur, preview, seesFullErrors(c))
 		if conn.State.Live() && conn.Amendment.Open() && against != nil && against.Version == conn.ApprovedVersion {
-			d.PlanDiff = s.planDiffView(conn, *against, cur)
+			d.PlanDiff = s.planDiffView(conn, *against, cur, next)
 		}
 	}
 	if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
@@ -264,20 +265,20 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 
 // planDiffView is what a change does on the cluster and AWS: the plan of
 // the active version against the change's (provision.DiffPlans), which the
-// change's job applies in place.
-func (s *Server) planDiffView(conn store.Connection, from, to store.Version) *views.PlanDiffView {
+// change's job applies in place. next is the change's plan as the plan
+// panel built it (nil: it could not be built).
+func (s *Server) planDiffView(conn store.Connection, from, to store.Version, next *provision.Plan) *views.PlanDiffView {
 	v := &views.PlanDiffView{FromVersion: from.Version, ToVersion: to.Version}
+	if next == nil {
+		v.Error = "The change's plan cannot be built on this cluster: see the plan below."
+		return v
+	}
 	old, err := provision.BuildPlan(conn.ID, from.Version, from.Hash, from.Contract, s.opts.Cluster)
 	if err != nil {
 		v.Error = "The active version's plan cannot be built on this cluster: " + err.Error()
 		return v
 	}
-	next, err := provision.BuildPlan(conn.ID, to.Version, to.Hash, to.Contract, s.opts.Cluster)
-	if err != nil {
-		v.Error = "The change's plan cannot be built on this cluster: " + err.Error()
-		return v
-	}
-	diff := provision.DiffPlans(old, next)
+	diff := provision.DiffPlans(old, *next)
 	for _, r := range diff.Rows() {
 		v.Rows = append(v.Rows, views.PlanDiffRow(r))
 	}

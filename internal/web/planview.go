@@ -15,18 +15,19 @@ import (
 // planView builds the provisioning plan of a version for display; with
 // preview, each AWS call is looked up on AWS (Options.AWSPreview). Without
 // full (owners and members), a failure's client-go text is reduced to the
-// step and the kind of failure (publicFailure's words).
-func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Version, preview, full bool) *views.PlanView {
+// step and the kind of failure (publicFailure's words). It also returns the
+// plan it built, nil when there is none.
+func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Version, preview, full bool) (*views.PlanView, *provision.Plan) {
 	id := conn.ID
 	pv := &views.PlanView{DryRun: s.opts.DryRun}
 	if fe := v.Contract.Validate(workflow.ValidationEnv{Now: s.opts.Now()}); len(fe) > 0 {
 		pv.Error = "No plan yet: the contract is incomplete (" + strconv.Itoa(len(fe)) + " field(s) to complete)."
-		return pv
+		return pv, nil
 	}
 	plan, err := provision.BuildPlan(id, v.Version, v.Hash, v.Contract, s.opts.Cluster)
 	if err != nil {
 		pv.Error = "No plan: " + err.Error()
-		return pv
+		return pv, nil
 	}
 	pv.Summary, pv.Warnings, pv.YAML, pv.Hash = plan.Summary(), plan.Warnings, plan.YAML(), plan.Hash()
 	if preview && s.opts.ClusterCheck != nil {
@@ -84,7 +85,7 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 				detail = failureKind(detail) + ". The platform team sees the full error"
 			}
 			pv.Warnings = append(pv.Warnings, "Could not compare the plan with the cluster: "+detail)
-			return pv
+			return pv, &plan
 		}
 		byRef := map[string]workflow.DriftItem{}
 		for _, it := range items {
@@ -117,5 +118,5 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 			pv.Warnings = append(pv.Warnings, "Namespace "+nc.Namespace+" already exists, and neither the portal nor HyperPod created it: approving needs the explicit adoption below.")
 		}
 	}
-	return pv
+	return pv, &plan
 }
