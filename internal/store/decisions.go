@@ -43,24 +43,23 @@ type Expect struct {
 // transaction. Approvals go through Approve, revocations through Revoke.
 func (d *DB) Transition(ctx context.Context, id int64, ev workflow.Event, by workflow.Actor, reason string, expect Expect, now time.Time) (Connection, error) {
 	pin := workflow.Pin{Version: expect.Version, Hash: expect.Hash}
-	var cmd func(s workflow.Conn) (workflow.Effect, error)
-	switch ev {
-	case workflow.EventSubmit:
-		cmd = func(s workflow.Conn) (workflow.Effect, error) { return workflow.Submit(s, by, pin, now) }
-	case workflow.EventWithdraw:
-		cmd = func(s workflow.Conn) (workflow.Effect, error) { return workflow.Withdraw(s, by, reason, now) }
-	case workflow.EventReject, workflow.EventRequestChanges:
-		cmd = func(s workflow.Conn) (workflow.Effect, error) { return workflow.SendBack(s, by, ev, pin, reason, now) }
-	default:
-		cmd = func(s workflow.Conn) (workflow.Effect, error) {
-			if _, err := workflow.Transition(s.State, ev, now); err != nil {
-				return workflow.Effect{}, err
-			}
-			return workflow.Effect{}, fmt.Errorf("store: %s is not a transition a person makes here (approvals: Approve; revocations: Revoke; the rest: the provisioner's jobs)", ev)
+	decision := ev == workflow.EventReject || ev == workflow.EventRequestChanges
+	c, _, _, err := d.command(ctx, id, decision, now, func(_ *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
+		switch {
+		case ev == workflow.EventSubmit:
+			return workflow.Submit(s, by, pin, now)
+		case ev == workflow.EventWithdraw:
+			return workflow.Withdraw(s, by, reason, now)
+		case decision:
+			return workflow.SendBack(s, by, ev, pin, reason, now)
 		}
-	}
-	c, _, _, err := d.command(ctx, id, ev == workflow.EventReject || ev == workflow.EventRequestChanges, now,
-		func(_ *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) { return cmd(s) })
+		// Any other event: the lifecycle's refusal when the state does
+		// not allow it, else the way it is made.
+		if _, err := workflow.Transition(s.State, ev, now); err != nil {
+			return workflow.Effect{}, err
+		}
+		return workflow.Effect{}, fmt.Errorf("store: %s is not a transition a person makes here (approvals: Approve; revocations: Revoke; the rest: the provisioner's jobs)", ev)
+	})
 	return c, err
 }
 
