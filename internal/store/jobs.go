@@ -24,8 +24,9 @@ var ErrJobOpen = errors.New("store: the connection already has an unfinished job
 // step of its plan is done.
 var ErrStepsNotDone = errors.New("store: complete job: not every step is done")
 
-// provisioner is the actor of the audit events the worker causes.
-const provisioner = "provisioner"
+// provisioner is the actor of the audit events the worker causes: the
+// workflow's Provisioner, as its commands' audit records name it.
+var provisioner = workflow.Provisioner.Email
 
 const jobCols = `id, connection_id, cluster, kind, version, plan_hash, applied_plan_hash, state, attempts, steps,
 	lease_owner, lease_until, not_before, last_error, dry_run, created_at, updated_at, from_version,
