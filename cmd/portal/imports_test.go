@@ -18,6 +18,9 @@ func TestImportBoundaries(t *testing.T) {
 		"internal/auth":      {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision"},
 		"internal/devidp":    {mod + "internal/web", mod + "internal/views", mod + "internal/workflow", mod + "internal/provision"},
 		"internal/provision": {mod + "internal/web", mod + "internal/views"},
+		// Metering and money are pure: the collector and the store use them.
+		"internal/usage": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision",
+			mod + "internal/auth", "github.com/labstack/echo", "k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "database/sql", "net/http"},
 		"internal/provision/awsprov": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/auth",
 			mod + "internal/provision", "k8s.io/client-go"},
 		// The binary never carries the test endpoints.

@@ -10,7 +10,7 @@
 // effect to apply, which records the row, the version, the decision, the
 // jobs, the audit events and the notification outbox in that transaction.
 //
-// It may import internal/workflow for domain types; it must never import
+// It may import internal/workflow and internal/usage for domain types; it must never import
 // internal/web, internal/views, internal/provision or any HTTP, Kubernetes or
 // AWS package.
 package store
