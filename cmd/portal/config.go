@@ -57,6 +57,12 @@ type Config struct {
 	AWSEndpoints    map[string]string // service -> URL
 	AWSPollInterval time.Duration
 	AWSPollTimeout  time.Duration
+
+	// GPU utilization from Prometheus (see utilization.go); off when
+	// PrometheusURL is empty.
+	PrometheusURL            string
+	PrometheusSigV4Region    string
+	PrometheusNamespaceLabel string
 }
 
 // awsServices are the services with an --aws-endpoint-<service> flag.
@@ -121,6 +127,11 @@ var specs = []flagSpec{
 	{"aws-endpoint-iam", "PORTAL_AWS_ENDPOINT_IAM", "", "IAM endpoint URL override (the plan preview's check of the Studio execution role)", false},
 	{"aws-poll-interval", "PORTAL_AWS_POLL_INTERVAL", "5s", "how often a step polls a resource that is being created (compute quota, domain)", false},
 	{"aws-poll-timeout", "PORTAL_AWS_POLL_TIMEOUT", "50s", "how long one step waits for it before the job retries later (must stay under half the job lease, 1m)", false},
+
+	// GPU utilization (DCGM_FI_DEV_GPU_UTIL by namespace) from Prometheus.
+	{"prometheus-url", "PORTAL_PROMETHEUS_URL", "", "Prometheus base URL (http://prometheus.monitoring:9090) or Amazon Managed Service for Prometheus workspace URL (https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>) to read GPU utilization from; empty: pages show allocation only", false},
+	{"prometheus-sigv4-region", "PORTAL_PROMETHEUS_SIGV4_REGION", "", "sign Prometheus queries with AWS SigV4 (service aps) for this region, with the default AWS credential chain; default: the region of an aps-workspaces URL, unsigned otherwise", false},
+	{"prometheus-namespace-label", "PORTAL_PROMETHEUS_NAMESPACE_LABEL", "namespace", "label of DCGM_FI_DEV_GPU_UTIL holding the GPU's pod namespace (exported_namespace when the scrape renamed the exporter's label)", false},
 }
 
 // parseConfig reads args (after the subcommand) and env into a Config and
@@ -221,6 +232,10 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		AWSEndpoints:               map[string]string{},
 		AWSPollInterval:            dur("aws-poll-interval"),
 		AWSPollTimeout:             dur("aws-poll-timeout"),
+
+		PrometheusURL:            strings.TrimSpace(*vals["prometheus-url"]),
+		PrometheusSigV4Region:    strings.TrimSpace(*vals["prometheus-sigv4-region"]),
+		PrometheusNamespaceLabel: strings.TrimSpace(*vals["prometheus-namespace-label"]),
 	}
 	for _, svc := range awsServices {
 		if v := strings.TrimRight(strings.TrimSpace(*vals["aws-endpoint-"+svc]), "/"); v != "" {
@@ -262,6 +277,7 @@ func (c Config) validate(cmd string) []error {
 		errs = append(errs, fmt.Errorf("--on-revoke: %q must be lock or delete", c.OnRevoke))
 	}
 	errs = append(errs, c.validateIdentityStore()...)
+	errs = append(errs, c.validatePrometheus()...)
 	for _, svc := range awsServices {
 		if v, ok := c.AWSEndpoints[svc]; ok {
 			if u, err := url.Parse(v); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {

@@ -21,6 +21,9 @@ func TestImportBoundaries(t *testing.T) {
 		// Metering and money are pure: the collector and the store use them.
 		"internal/usage": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision",
 			mod + "internal/auth", "github.com/labstack/echo", "k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "database/sql", "net/http"},
+		// The Prometheus reader: HTTP and the SigV4 signer; no web, store, provisioning or auth.
+		"internal/usage/prom": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision",
+			mod + "internal/auth", "github.com/labstack/echo", "k8s.io/client-go"},
 		"internal/provision/awsprov": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/auth",
 			mod + "internal/provision", "k8s.io/client-go"},
 		// The binary never carries the test endpoints.

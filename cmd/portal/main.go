@@ -245,6 +245,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 			"cache_ttl", cfg.IdentityStoreCacheTTL.String())
 	}
 
+	util, err := utilizationSource(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := web.New(web.Options{
@@ -259,6 +264,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		AWSPreview:     side.preview(), Quotas: side.quotas(),
 		ClusterCheck: checker, ClusterCanRefresh: checker.CanRead(),
 		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
+		Utilization: util,
 	})
 	if err != nil {
 		return err

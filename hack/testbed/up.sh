@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Start the whole test bed (Kubernetes API + Dex) for STATE_DIR and write
-# STATE_DIR/testbed.env = kube.env + dex.env (KEY=VALUE lines, no quotes).
+# STATE_DIR/testbed.env = kube.env + dex.env + prometheus.env (KEY=VALUE
+# lines, no quotes). Prometheus is only built here: each test that needs it
+# starts its own from PORTAL_TEST_PROMETHEUS_BIN (see prometheus.sh).
 #
 #   hack/testbed/up.sh STATE_DIR
 #
-# Builds first (kube and dex builds run concurrently; both are cached, so a
-# second run builds nothing). On failure everything started is stopped again.
+# Builds first (kube, dex and prometheus builds run concurrently; all are
+# cached, so a second run builds nothing). On failure everything started is stopped again.
 # Stop with hack/testbed/down.sh STATE_DIR.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 KUBE="$HERE/kube.sh"
 DEX="$HERE/dex.sh"
+PROM="$HERE/prometheus.sh"
 
 log() { printf 'up.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -19,6 +22,7 @@ die() { log "error: $*"; exit 1; }
 [[ $# -eq 1 && -n "$1" ]] || { echo "usage: $0 STATE_DIR" >&2; exit 2; }
 [[ -f "$KUBE" ]] || die "$KUBE is missing (the Kubernetes part of the test bed); cannot start the test bed without it"
 [[ -f "$DEX" ]] || die "$DEX is missing"
+[[ -f "$PROM" ]] || die "$PROM is missing"
 mkdir -p "$1"
 STATE="$(cd "$1" && pwd -P)"
 
@@ -36,14 +40,17 @@ rm -f "$STATE/testbed.env" "$STATE/testbed.env.tmp"
 mkdir -p "$STATE/logs"
 
 # --- build (concurrently) ---------------------------------------------------
-log "building (kube and dex in parallel; build logs also in $STATE/logs/build-*.log)"
+log "building (kube, dex and prometheus in parallel; build logs also in $STATE/logs/build-*.log)"
 bash "$KUBE" build > >(tee "$STATE/logs/build-kube.log" >&2) 2>&1 &
 kube_build=$!
 bash "$DEX" build > >(tee "$STATE/logs/build-dex.log" >&2) 2>&1 &
 dex_build=$!
+bash "$PROM" build > >(tee "$STATE/logs/build-prometheus.log" >&2) 2>&1 &
+prom_build=$!
 fail=0
 wait "$kube_build" || { log "kube.sh build failed (see $STATE/logs/build-kube.log)"; fail=1; }
 wait "$dex_build" || { log "dex.sh build failed (see $STATE/logs/build-dex.log)"; fail=1; }
+wait "$prom_build" || { log "prometheus.sh build failed (see $STATE/logs/build-prometheus.log)"; fail=1; }
 ((fail == 0)) || die "build failed"
 log "builds done in $((SECONDS - t0))s"
 
@@ -51,8 +58,9 @@ log "builds done in $((SECONDS - t0))s"
 trap 'log "up failed; stopping the test bed"; bash "$HERE/down.sh" "$STATE" || true' EXIT
 bash "$KUBE" up "$STATE"
 bash "$DEX" up "$STATE"
+bash "$PROM" env "$STATE"
 
-for f in kube.env dex.env; do
+for f in kube.env dex.env prometheus.env; do
 	[[ -s "$STATE/$f" ]] || die "$STATE/$f was not written"
 done
 {
@@ -60,6 +68,8 @@ done
 	# Guard against a file without a trailing newline.
 	[[ -z "$(tail -c1 "$STATE/kube.env")" ]] || echo
 	cat "$STATE/dex.env"
+	[[ -z "$(tail -c1 "$STATE/dex.env")" ]] || echo
+	cat "$STATE/prometheus.env"
 } >"$STATE/testbed.env.tmp"
 mv -f "$STATE/testbed.env.tmp" "$STATE/testbed.env"
 trap - EXIT

@@ -21,6 +21,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -107,6 +108,10 @@ type Options struct {
 	// connection's when an admin adopts it (POST /connections/:id/adopt-quota);
 	// nil without real AWS calls, and the page offers no adoption.
 	Quotas provision.QuotaAdopter
+	// Utilization is how busy each namespace's allocated GPUs are, from
+	// Prometheus (--prometheus-url). Nil when not configured
+	// (usage.Configured): usage pages then show allocation only and say so.
+	Utilization usage.Utilization
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.
