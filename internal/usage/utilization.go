@@ -6,8 +6,9 @@ import (
 )
 
 // Point is one step of a utilization series: how busy, on average, the GPUs
-// allocated to a namespace were during [At, At+step), in percent (0-100, the
-// scale of the DCGM exporter's DCGM_FI_DEV_GPU_UTIL). A step in which the
+// allocated to a namespace were during the step that starts at At (the
+// samples in (At, At+step], as Prometheus's range selectors count them), in
+// percent (0-100, the scale of the DCGM exporter's DCGM_FI_DEV_GPU_UTIL). A step in which the
 // namespace held no GPU that reported has no Point (a gap, not a zero).
 type Point struct {
 	At      time.Time

@@ -407,9 +407,11 @@ func steps(from, to time.Time, step time.Duration) (int, error) {
 	return int(n), nil
 }
 
-// utilization runs the range query for [from, to): the window
-// [from+k*step, from+(k+1)*step) is evaluated at its end (a range selector
-// covers (t-step, t]), and its Point is dated at its start.
+// utilization runs the range query for [from, to): step k is evaluated at
+// its end t = from+(k+1)*step, where the range selector [step] covers the
+// samples in (t-step, t] (left-open, right-closed: Prometheus
+// docs/querying/basics.md, "Range Vector Selectors"), and its Point is dated
+// at its start t-step. Steps tile the range without overlap or gap.
 func (c *Client) utilization(ctx context.Context, selector string, from, to time.Time, step time.Duration) (map[string][]usage.Point, error) {
 	n, err := steps(from, to, step)
 	if err != nil {

@@ -4,14 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,15 +44,15 @@ var fixtureGPUs = []fixtureGPU{
 // namespace, pod and container for a GPU the kubelet assigned to a pod
 // (dcgm-exporter source: internal/pkg/rendermetrics/render_metrics.go,
 // gpuMetricsFormat; internal/pkg/transformation/const.go for the pod
-// attribute names). It counts the scrapes.
-func fixtureExporter(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	var scrapes atomic.Int64
+// attribute names). It records when each scrape arrived.
+func fixtureExporter(t *testing.T) (*httptest.Server, *scrapeLog) {
+	scrapes := &scrapeLog{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {
 			http.NotFound(w, r)
 			return
 		}
-		scrapes.Add(1)
+		scrapes.add(time.Now())
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		var b strings.Builder
 		b.WriteString("# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n")
@@ -65,7 +67,42 @@ func fixtureExporter(t *testing.T) (*httptest.Server, *atomic.Int64) {
 		io.WriteString(w, b.String())
 	}))
 	t.Cleanup(srv.Close)
-	return srv, &scrapes
+	return srv, scrapes
+}
+
+// scrapeLog is when the fixture was scraped.
+type scrapeLog struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (l *scrapeLog) add(t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at = append(l.at, t)
+}
+
+// first is when the first scrape arrived (the zero time before it).
+func (l *scrapeLog) first() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.at) == 0 {
+		return time.Time{}
+	}
+	return l.at[0]
+}
+
+// count is how many scrapes arrived after t.
+func (l *scrapeLog) count(after time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, a := range l.at {
+		if a.After(after) {
+			n++
+		}
+	}
+	return n
 }
 
 // freePort returns a loopback port nobody listens on right now.
@@ -160,22 +197,34 @@ func TestUtilizationFromRealPrometheus(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	// Wait until all four series are queryable (the first scrapes landed).
+	// Wait until all four series are queryable (the first scrapes landed)
+	// and three steps have passed since the first scrape.
+	step := 2 * time.Second
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s, err := c.Query(ctx, "count("+Metric+")", time.Now())
 		if err != nil {
 			t.Fatalf("instant query: %v", err)
 		}
-		if len(s) == 1 && s[0].Value == 4 && scrapes.Load() >= 3 {
+		if len(s) == 1 && s[0].Value == 4 && scrapes.count(time.Time{}) >= 3 && time.Since(scrapes.first()) >= 3*step {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the fixture's series never appeared (%d scrapes, last answer %+v)", scrapes.Load(), s)
+			t.Fatalf("the fixture's series never appeared (%d scrapes, last answer %+v)", scrapes.count(time.Time{}), s)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	now := time.Now()
+	// The range ends on a step boundary in the past. Once two scrapes have
+	// arrived after it, every sample stamped up to it is stored: a target's
+	// scrapes run one after another, each appended before the next starts.
+	to := from.Add(now.Sub(from) / step * step)
+	for scrapes.count(to) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no scrapes after the range's end")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	// The exporter's labels arrive as it wrote them.
 	series, err := c.Query(ctx, Metric+`{namespace="team-blue"}`, now)
@@ -211,14 +260,38 @@ func TestUtilizationFromRealPrometheus(t *testing.T) {
 		}
 	}
 
-	// Range: [from, now+step) in 2 s steps.
-	step := 2 * time.Second
-	to := now.Add(step)
+	// Range: [from, to) in 2 s steps. The steps that have points are exactly
+	// those holding a sample by Prometheus's own timestamps: step k (dated
+	// from+k*step) counts the samples in (from+k*step, from+(k+1)*step].
 	red, err := c.NamespaceUtilization(ctx, "team-red", from, to, step)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSeries(t, "team-red", red, from, to, step, 60)
+	ts, err := c.QueryRange(ctx, "timestamp("+Metric+`{namespace="team-red",gpu="0"})`, from, to, 250*time.Millisecond)
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("sample timestamps: %v, %v", ts, err)
+	}
+	wantAt := map[time.Time]bool{}
+	for _, p := range ts[0].Points {
+		at := time.UnixMilli(int64(math.Round(p.Percent * 1000))).UTC()
+		if at.After(from) && !at.After(to) {
+			wantAt[from.Add((at.Sub(from)+step-1)/step*step-step)] = true
+		}
+	}
+	var gotAt []time.Time
+	for _, p := range red {
+		gotAt = append(gotAt, p.At)
+	}
+	var wantSorted []time.Time
+	for at := range wantAt {
+		wantSorted = append(wantSorted, at)
+	}
+	slices.SortFunc(wantSorted, time.Time.Compare)
+	t.Logf("team-red over [%s, %s) in %s steps: %v", from.Format(time.TimeOnly), to.Format(time.TimeOnly), step, red)
+	if !slices.Equal(gotAt, wantSorted) {
+		t.Errorf("team-red's steps %v, want the steps holding samples %v", gotAt, wantSorted)
+	}
 
 	all, err := c.NamespacesUtilization(ctx, from, to, step)
 	if err != nil {
@@ -229,6 +302,9 @@ func TestUtilizationFromRealPrometheus(t *testing.T) {
 	}
 	checkSeries(t, "team-red", all["team-red"], from, to, step, 60)
 	checkSeries(t, "team-blue", all["team-blue"], from, to, step, 25)
+	if !slices.Equal(all["team-red"], red) {
+		t.Errorf("team-red alone %v and among all %v differ", red, all["team-red"])
+	}
 
 	none, err := c.NamespaceUtilization(ctx, "team-green", from, to, step)
 	if err != nil || len(none) != 0 {
