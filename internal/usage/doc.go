@@ -1,7 +1,10 @@
 // Package usage is the portal's metering and money, in pure functions: the
 // hourly usage rows the collector records per team, namespace and instance
-// type; missing data periods; and (as they arrive) prices, the shared-cost
-// policy and the monthly statements computed from those rows.
+// type; missing data periods; the Utilization interface through which pages
+// read how busy a namespace's GPUs are (implemented over Prometheus by
+// internal/usage/prom; nil when --prometheus-url is unset); and (as they
+// arrive) prices, the shared-cost policy and the monthly statements computed
+// from those rows.
 //
 // It imports nothing of the portal but internal/workflow, and never an HTTP,
 // Kubernetes, AWS or SQL package: the collector that watches the cluster
