@@ -69,10 +69,10 @@ func TestChargeByHand(t *testing.T) {
 	}
 	// Cluster: 3 h × 3.00 = 9.00, + 10 % = 9.90. Direct: a 3.00, b 4.50. Idle 3.00.
 	for _, c := range []struct {
-		m                  Method
-		aIdle, bIdle       int64
-		aOver, bOver       int64
-		unallocated        int64
+		m            Method
+		aIdle, bIdle int64
+		aOver, bOver int64
+		unallocated  int64
 	}{
 		// guarantee 2:1 -> idle 2.00/1.00, overhead 0.60/0.30; 9.90 - 11.40 = -1.50 (the borrowed premium)
 		{SplitByGuarantee, 200, 100, 60, 30, -150},
