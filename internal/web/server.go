@@ -21,6 +21,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -107,6 +108,9 @@ type Options struct {
 	// connection's when an admin adopts it (POST /connections/:id/adopt-quota);
 	// nil without real AWS calls, and the page offers no adoption.
 	Quotas provision.QuotaAdopter
+	// RateCard prices usage (--rate-card); nil: pages show usage without
+	// money and say why, and no month is closed.
+	RateCard *usage.RateCard
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.
