@@ -19,10 +19,14 @@ import (
 // noRateCard is what pages say when the portal has no prices.
 const noRateCard = "No rate card is configured (--rate-card), so usage is shown without money: hours only, no cost, no statements frozen."
 
-// accelerators is what one instance of each type carries, from the
-// cluster settings (the same table plans use for quotas).
-func (s *Server) accelerators() map[string]usage.InstanceAccel {
-	table := s.opts.Cluster.Accelerators
+// accelerators is what one instance of each type carries.
+func (s *Server) accelerators() map[string]usage.InstanceAccel { return AcceleratorsOf(s.opts.Cluster) }
+
+// AcceleratorsOf is what one instance of each type carries, from the
+// cluster settings (the same table plans use for quotas), as chargebacks
+// need it.
+func AcceleratorsOf(cs provision.ClusterSettings) map[string]usage.InstanceAccel {
+	table := cs.Accelerators
 	if table == nil {
 		table = provision.DefaultAccelerators
 	}
