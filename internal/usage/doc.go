@@ -1,7 +1,10 @@
 // Package usage is the portal's metering and money, in pure functions: the
 // hourly usage rows the collector records per team, namespace and instance
-// type; missing data periods; and (as they arrive) prices, the shared-cost
-// policy and the monthly statements computed from those rows.
+// type; missing data periods; money (integer minor units), the rate card
+// (price per instance-hour over time), the shared-cost policies and the
+// chargeback that splits the cluster's cost among the teams to the cent
+// (chargeback.go), and the monthly statements computed from those rows
+// (statement.go).
 //
 // It imports nothing of the portal but internal/workflow, and never an HTTP,
 // Kubernetes, AWS or SQL package: the collector that watches the cluster

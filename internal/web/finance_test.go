@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 const testRateCard = `{"currency": "USD", "demo": true, "note": "test prices",
@@ -173,4 +174,36 @@ func TestTeamStatements(t *testing.T) {
 	if !strings.Contains(body, "/teams/red/statements/"+last.From.Format("2006-01")+"/csv") {
 		t.Error("/finance does not list the frozen statement")
 	}
+}
+
+// The team usage page's cost component: money with a rate card (and the
+// statement link for those who may read it), the reason without one.
+func TestTeamCostBlock(t *testing.T) {
+	h := newHarness(t, false, withRateCard(t))
+	seedCostHours(t, h)
+	ownerRed := workflowPrincipal(t, h, "owner.red")
+	memberRed := workflowPrincipal(t, h, "member.red")
+	b, err := h.srv.TeamCostBlock(t.Context(), ownerRed, "red")
+	if err != nil || !b.Priced || !strings.HasSuffix(b.ToDate, " USD") || b.Projected == "" || !b.DemoPrices || len(b.Missing) != 1 || b.StatementURL == "" {
+		t.Errorf("owner's block = %+v, %v", b, err)
+	}
+	if b, _ := h.srv.TeamCostBlock(t.Context(), memberRed, "red"); b.StatementURL != "" {
+		t.Errorf("a member gets the statement link %q", b.StatementURL)
+	}
+	h2 := newHarness(t, false)
+	if b, err := h2.srv.TeamCostBlock(t.Context(), ownerRed, "red"); err != nil || b.Priced || !strings.Contains(b.Why, "--rate-card") || b.ToDate != "" {
+		t.Errorf("unpriced block = %+v, %v", b, err)
+	}
+}
+
+func workflowPrincipal(t *testing.T, _ *harness, who string) workflow.Principal {
+	t.Helper()
+	switch who {
+	case "owner.red":
+		return workflow.NewPrincipal(1, "owner.red", "owner.red@example.test", "", nil, []workflow.Membership{{Team: "red", Role: workflow.TeamOwner}})
+	case "member.red":
+		return workflow.NewPrincipal(2, "member.red", "member.red@example.test", "", nil, []workflow.Membership{{Team: "red", Role: workflow.TeamMember}})
+	}
+	t.Fatalf("no principal %s", who)
+	return workflow.Principal{}
 }
