@@ -112,9 +112,6 @@ func (m Money) Add(o Money) Money {
 	return Money{Minor: m.Minor + o.Minor, Currency: c}
 }
 
-// rat is m as an exact fraction of minor units.
-func (m Money) rat() *big.Rat { return new(big.Rat).SetInt64(m.Minor) }
-
 // roundRat rounds an exact fraction of minor units half away from zero.
 func roundRat(r *big.Rat) int64 {
 	n, d := new(big.Int).Set(r.Num()), r.Denom()

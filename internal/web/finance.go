@@ -97,13 +97,6 @@ func monthToDate(now time.Time) (month, toDate usage.Period) {
 	return month, usage.Period{From: month.From, To: usage.HourStart(now).Add(time.Hour)}
 }
 
-func (s *Server) money(v costView, m usage.Money) string {
-	if !v.priced {
-		return ""
-	}
-	return m.String()
-}
-
 func missingText(ms []usage.Missing) []string {
 	var out []string
 	for _, m := range ms {
