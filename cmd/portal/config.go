@@ -45,6 +45,9 @@ type Config struct {
 	Kubeconfig          string
 	OnRevoke            string // "lock" or "delete": what revocation does with a team namespace
 	ClusterSettingsFile string // YAML: namespace prefix, priority classes, ClusterQueue mode, accelerators, instance types
+	// RateCardFile is the JSON rate card that prices usage; empty: usage
+	// without money (and with --dev, the demo rate card).
+	RateCardFile string
 
 	// Users' groups from IAM Identity Center's identity store at login
 	// (off when IdentityStoreID is empty), and the AWS settings it needs.
@@ -110,6 +113,7 @@ var specs = []flagSpec{
 	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
 	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
 	{"cluster-settings", "PORTAL_CLUSTER_SETTINGS", "", "YAML file of the shared cluster's settings: namespace prefix, priority classes, ClusterQueue mode, accelerator table, instance types (see the README); empty: the HyperPod task governance defaults", false},
+	{"rate-card", "PORTAL_RATE_CARD", "", "JSON rate card: hourly price per instance type, currency, effective-from dates, optional borrowed rate (see the README); empty: usage is shown without money and no month is closed", false},
 	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish", false},
 
 	// IAM Identity Center groups at login (and the AWS settings they need).
@@ -223,6 +227,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		Kubeconfig:            strings.TrimSpace(*vals["kubeconfig"]),
 		OnRevoke:              strings.TrimSpace(*vals["on-revoke"]),
 		ClusterSettingsFile:   strings.TrimSpace(*vals["cluster-settings"]),
+		RateCardFile:          strings.TrimSpace(*vals["rate-card"]),
 
 		IdentityStoreID:            strings.TrimSpace(*vals["identity-store-id"]),
 		IdentityStoreUserAttribute: strings.TrimSpace(*vals["identity-store-user-attribute"]),

@@ -182,6 +182,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		}
 	}
 
+	rates, err := loadRateCard(cfg.RateCardFile)
+	if err != nil {
+		return err
+	}
+
 	var knownOwners []string
 	if cfg.Dev {
 		for _, u := range devidp.DemoUsers() {
@@ -265,6 +270,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		ClusterCheck: checker, ClusterCanRefresh: checker.CanRead(),
 		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 		Utilization: util,
+		RateCard: rates,
 	})
 	if err != nil {
 		return err
@@ -298,6 +304,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 			logger.Error("provisioner stopped", "err", err)
 		}
 	}()
+	// Last month's statements are frozen once it has ended (see cost.go).
+	closer := newMonthCloser(db, rates, cluster, logger)
+	wg.Add(1)
+	go func() { defer wg.Done(); closer.Run(workCtx) }()
 	if kube == nil {
 		logger.Info("provisioner in dry-run mode: no --kubeconfig, plans are recorded and nothing is applied")
 	} else {

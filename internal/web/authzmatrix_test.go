@@ -133,7 +133,7 @@ func (m *matrixFixture) routes() []matrixRoute {
 		}
 		seen[r.Method+" "+r.Path] = true
 		mr := matrixRoute{method: r.Method, path: r.Path}
-		p := strings.NewReplacer(":team", "red", ":v", "1", ":format", "contract.json", "*", "app.css").Replace(r.Path)
+		p := strings.NewReplacer(":team", "red", ":v", "1", ":format", "contract.json", ":month", statementMonth, "*", "app.css").Replace(r.Path)
 		if strings.Contains(p, ":id") {
 			mr.byState = true
 			for i := range workflow.AllStates {
@@ -218,7 +218,8 @@ func (m *matrixFixture) do(t *testing.T, user, method, path string) (string, boo
 //     (and their state-changing requests refused); users outside team red
 //     without oversight (another team's owner, finance) get 404 for every
 //     route naming red or one of its connections, whatever the state and
-//     the method; every non-admin gets 403 from the admin routes; nobody
+//     the method, except that finance reads every team's statements
+//     (financeReadsTeam); every non-admin gets 403 from the admin routes; nobody
 //     but red's owner and the admins changes anything;
 //   - compares the answers with docs/authorization-matrix.md, so a new
 //     route, or a route that answers differently, fails until the
@@ -248,7 +249,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 					t.Errorf("%s = %s, want 403 csrf", what, ans)
 				case u.login == "" && r.method == http.MethodGet && !publicRoutes[key] && ans != "login":
 					t.Errorf("%s = %s, want a redirect to sign in", what, ans)
-				case (u.login == "owner.blue" || u.login == "finance") && teamObject && ans != "404":
+				case u.login == "finance" && financeReadsTeam(r.method, r.path) && ans != "200":
+					t.Errorf("%s = %s, want 200 (finance reads every team's costs)", what, ans)
+				case (u.login == "owner.blue" || (u.login == "finance" && !financeReadsTeam(r.method, r.path))) && teamObject && ans != "404":
 					t.Errorf("%s = %s, want 404 (another team's object)", what, ans)
 				case u.login != "" && u.login != "admin" && admin && ans != "403":
 					t.Errorf("%s = %s, want 403 (admins only)", what, ans)

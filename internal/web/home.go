@@ -97,16 +97,3 @@ func (s *Server) reviewHome(c echo.Context) error {
 		TestID:     "review-home",
 	}))
 }
-
-func (s *Server) financeHome(c echo.Context) error {
-	if _, err := authorize(c, workflow.ActionViewFinanceHome, workflow.Object{}); err != nil {
-		return err
-	}
-	return render(c, http.StatusOK, views.RoleHomePage(s.page(c, "Usage and cost"), views.RoleHome{
-		Heading:    "Usage and cost",
-		Lead:       "Per-team accelerator usage, cost and monthly chargeback.",
-		EmptyTitle: "No usage recorded",
-		EmptyBody:  "No team is connected to the cluster yet, so there is no usage to price. Once connections are active, usage per team and month and the chargeback statements will appear here.",
-		TestID:     "finance-home",
-	}))
-}

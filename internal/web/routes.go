@@ -43,6 +43,10 @@ func (s *Server) routes() {
 	e.POST("/admin/scheduler", s.reconcileScheduler, s.requireLogin)
 	e.GET("/reviews", s.reviewHome, s.requireLogin)
 	e.GET("/finance", s.financeHome, s.requireLogin)
+	e.POST("/finance/policy", s.setCostPolicy, s.requireLogin)
+	e.GET("/teams/:team/statements/:month", s.teamStatement, s.requireLogin)
+	e.GET("/teams/:team/statements/:month/csv", s.teamStatementCSV, s.requireLogin)
+	e.GET("/teams/:team/statements/:month/json", s.teamStatementJSON, s.requireLogin)
 
 	// Connection requests and their contracts.
 	e.GET("/connections", s.listConnections, s.requireLogin)

@@ -112,6 +112,9 @@ type Options struct {
 	// Prometheus (--prometheus-url). Nil when not configured
 	// (usage.Configured): usage pages then show allocation only and say so.
 	Utilization usage.Utilization
+	// RateCard prices usage (--rate-card); nil: pages show usage without
+	// money and say why, and no month is closed.
+	RateCard *usage.RateCard
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.

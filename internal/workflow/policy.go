@@ -30,6 +30,7 @@ const (
 	ActionRevoke          Action = "connection.revoke"       // remove a connection's access
 	ActionReview          Action = "connection.review"       // start and decide lifecycle reviews
 	ActionViewCosts       Action = "costs.view"              // usage and cost, portal-wide or of a team
+	ActionEditCostPolicy  Action = "costs.policy"            // choose the shared-cost policy (how idle capacity and overhead are split)
 	ActionEditInventory   Action = "inventory.edit"          // the cluster's instance inventory
 	ActionReapply         Action = "connection.reapply"      // re-apply the approved plan to fix drift
 	ActionRetryJob        Action = "connection.retry"        // queue provisioning or revocation again after a failure
@@ -190,6 +191,9 @@ func Decide(p Principal, a Action, o Object) Decision {
 	case ActionViewReviewHome:
 		return requireRole(p, RoleReviewer)
 	case ActionViewFinanceHome:
+		return requireRole(p, RoleFinance)
+	case ActionEditCostPolicy:
+		// Finance alone decides who pays for idle capacity and overhead.
 		return requireRole(p, RoleFinance)
 	case ActionViewAudit:
 		// The trail is oversight: admins answer for changes, reviewers cite

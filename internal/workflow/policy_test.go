@@ -154,6 +154,8 @@ var policyTable = []struct {
 	{ActionViewCosts, Object{Team: "red"}, [8]bool{true, false, false, false, false, true, false, true}},
 	{ActionViewCosts, Object{Team: "blue"}, [8]bool{false, false, true, false, false, true, false, false}},
 	{ActionViewCosts, Object{}, [8]bool{false, false, false, false, false, true, false, false}},
+	{ActionEditCostPolicy, Object{}, [8]bool{false, false, false, false, false, true, false, false}},
+	{ActionEditCostPolicy, Object{Team: "red"}, [8]bool{false, false, false, false, false, true, false, false}},
 
 	{ActionEditInventory, Object{}, [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionReapply, redRequest(StateActive), [8]bool{false, false, false, true, false, false, false, true}},

@@ -1,0 +1,209 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// TeamGuarantees is each team's guaranteed instances per instance type: the
+// approved contract versions of its live connections (approved, being
+// provisioned, active, under review or being revoked), summed over them.
+func (d *DB) TeamGuarantees(ctx context.Context) (map[string]map[string]int, error) {
+	ph := strings.TrimSuffix(strings.Repeat("?,", len(liveStates)), ",")
+	args := make([]any, 0, len(liveStates))
+	for _, s := range liveStates {
+		args = append(args, s)
+	}
+	rows, err := d.sql.QueryContext(ctx, `
+SELECT c.team, vc.instance_type, SUM(vc.count) FROM connections c
+JOIN version_capacity vc ON vc.connection_id = c.id AND vc.version = c.approved_version
+WHERE c.state IN (`+ph+`) GROUP BY c.team, vc.instance_type ORDER BY c.team, vc.instance_type`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: team guarantees: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]map[string]int{}
+	for rows.Next() {
+		var team, it string
+		var n int
+		if err := rows.Scan(&team, &it, &n); err != nil {
+			return nil, fmt.Errorf("store: team guarantees: %w", err)
+		}
+		if out[team] == nil {
+			out[team] = map[string]int{}
+		}
+		out[team][it] = n
+	}
+	return out, rows.Err()
+}
+
+// CostInput loads what a chargeback of the period needs from the store:
+// every team's hourly rows, every cluster's capacity rows, the teams'
+// guarantees, and the missing data periods that touch the period.
+func (d *DB) CostInput(ctx context.Context, p usage.Period) (usage.ChargeInput, []usage.Missing, error) {
+	in := usage.ChargeInput{Period: p}
+	var err error
+	if in.Hours, err = d.UsageHours(ctx, UsageFilter{From: p.From, To: p.To}); err != nil {
+		return in, nil, err
+	}
+	if in.Cluster, err = d.ClusterHours(ctx, "", p.From, p.To); err != nil {
+		return in, nil, err
+	}
+	if in.Guarantees, err = d.TeamGuarantees(ctx); err != nil {
+		return in, nil, err
+	}
+	missing, err := d.MissingIn(ctx, p.From, p.To)
+	return in, missing, err
+}
+
+// FrozenStatement is a closed month's statement as listed.
+type FrozenStatement struct {
+	Team, Month string
+	Total       string
+	Currency    string
+	Hash        string
+	ClosedAt    time.Time
+}
+
+// ErrNoRateCard: statements carry money, so a month is not closed without
+// prices.
+var ErrNoRateCard = errors.New("no rate card (--rate-card): months are not closed without prices")
+
+// CloseMonth freezes the month's statements for every team, at the policy
+// in force now, in one transaction with their audit events: one
+// cost.statement per team whose reason carries the SHA-256 of the frozen
+// JSON, and one cost.month_closed. It is idempotent: a month closed before
+// is left as it is, and closed reports false.
+func (d *DB) CloseMonth(ctx context.Context, month usage.Period, rates *usage.RateCard, accel map[string]usage.InstanceAccel, now time.Time) (closed bool, err error) {
+	if rates == nil {
+		return false, ErrNoRateCard
+	}
+	label := month.From.Format("2006-01")
+	if usage.MonthOf(month.From) != month {
+		return false, fmt.Errorf("store: close month: %s is not a calendar month", month.Label())
+	}
+	if now.Before(month.To) {
+		return false, fmt.Errorf("store: close month: %s has not ended", label)
+	}
+	var done int
+	if err := d.sql.QueryRowContext(ctx, `SELECT COUNT(*) FROM cost_months WHERE month = ?`, label).Scan(&done); err != nil {
+		return false, fmt.Errorf("store: close month: %w", err)
+	}
+	if done > 0 {
+		return false, nil
+	}
+	pol, err := d.CostPolicy(ctx)
+	if err != nil {
+		return false, err
+	}
+	in, missing, err := d.CostInput(ctx, month)
+	if err != nil {
+		return false, err
+	}
+	in.Rates, in.Accelerators, in.Policy = rates, accel, pol.Policy
+	cb, err := usage.Charge(in)
+	if err != nil {
+		return false, fmt.Errorf("store: close month %s: %w", label, err)
+	}
+	err = d.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO cost_months (month, closed_at, policy_version, currency) VALUES (?, ?, ?, ?)
+ON CONFLICT (month) DO NOTHING`, label, fmtTime(now), nullID(int64(pol.Version)), cb.Currency)
+		if err != nil {
+			return fmt.Errorf("store: close month: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // closed meanwhile by another caller
+		}
+		closed = true
+		for _, tc := range cb.Teams {
+			st := usage.StatementOf(cb, tc.Team, missing, rates.Demo, now)
+			st.Frozen = true
+			body := st.JSON()
+			hash := usage.HashBytes(body)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO cost_statements (month, team, total, body, hash) VALUES (?, ?, ?, ?, ?)`,
+				label, tc.Team, tc.Total.Amount(), string(body), hash); err != nil {
+				return fmt.Errorf("store: close month: %w", err)
+			}
+			if err := appendAudit(ctx, tx, AuditEvent{At: now, Actor: workflow.Provisioner.Email, Action: "cost.statement",
+				ObjectType: "cost_statement", Team: tc.Team,
+				Reason: fmt.Sprintf("%s statement frozen: total %v, sha256 %s", label, tc.Total, hash)}); err != nil {
+				return err
+			}
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: workflow.Provisioner.Email, Action: "cost.month_closed",
+			ObjectType: "cost_month", Version: pol.Version,
+			Reason: fmt.Sprintf("%s closed: %d statements, cluster cost %v, unallocated %v, policy version %d (%s, overhead %s%%)",
+				label, len(cb.Teams), cb.ClusterCost, cb.Unallocated, pol.Version, pol.Policy.Method, usage.FormatOverhead(pol.Policy.OverheadBasisPoints))})
+	})
+	return closed, err
+}
+
+// LastClosableMonth is the month before the one now (less grace) falls in:
+// the grace lets the collector write the month's last hour before it closes.
+func LastClosableMonth(now time.Time, grace time.Duration) usage.Period {
+	cur := usage.MonthOf(now.Add(-grace))
+	return usage.MonthOf(cur.From.Add(-time.Hour))
+}
+
+// FrozenStatements lists closed months' statements, newest month first; a
+// team's only when team is set (callers scope it to what the user may read).
+func (d *DB) FrozenStatements(ctx context.Context, team string) ([]FrozenStatement, error) {
+	rows, err := d.sql.QueryContext(ctx, `
+SELECT s.team, s.month, s.total, m.currency, s.hash, m.closed_at FROM cost_statements s JOIN cost_months m ON m.month = s.month
+WHERE (? = '' OR s.team = ?) ORDER BY s.month DESC, s.team`, team, team)
+	if err != nil {
+		return nil, fmt.Errorf("store: statements: %w", err)
+	}
+	defer rows.Close()
+	var out []FrozenStatement
+	for rows.Next() {
+		var f FrozenStatement
+		var at string
+		if err := rows.Scan(&f.Team, &f.Month, &f.Total, &f.Currency, &f.Hash, &at); err != nil {
+			return nil, fmt.Errorf("store: statements: %w", err)
+		}
+		if f.ClosedAt, err = parseTime(at); err != nil {
+			return nil, fmt.Errorf("store: statements: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// FrozenStatement returns a closed month's statement of a team, checking
+// its body against the recorded hash; ok is false when the month is not
+// closed or the team had no statement in it.
+func (d *DB) FrozenStatement(ctx context.Context, team, month string) (st usage.Statement, ok bool, err error) {
+	var body, hash string
+	err = d.sql.QueryRowContext(ctx, `SELECT body, hash FROM cost_statements WHERE team = ? AND month = ?`, team, month).Scan(&body, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, false, nil
+	}
+	if err != nil {
+		return st, false, fmt.Errorf("store: statement: %w", err)
+	}
+	if usage.HashBytes([]byte(body)) != hash {
+		return st, false, fmt.Errorf("store: statement %s %s: its body does not match its recorded hash", team, month)
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		return st, false, fmt.Errorf("store: statement %s %s: %w", team, month, err)
+	}
+	return st, true, nil
+}
+
+// MonthClosed reports whether a month ("2026-11") is closed.
+func (d *DB) MonthClosed(ctx context.Context, month string) (bool, error) {
+	var n int
+	if err := d.sql.QueryRowContext(ctx, `SELECT COUNT(*) FROM cost_months WHERE month = ?`, month).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: month closed: %w", err)
+	}
+	return n > 0, nil
+}

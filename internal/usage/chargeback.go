@@ -1,0 +1,542 @@
+package usage
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/big"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Method is how a shared-cost policy splits the cluster's idle capacity and
+// the platform overhead among the teams.
+type Method string
+
+const (
+	// SplitByGuarantee: in proportion to each team's guarantee, priced ("you
+	// reserved it, you pay for it").
+	SplitByGuarantee Method = "guarantee"
+	// SplitByUsage: in proportion to each team's direct charges.
+	SplitByUsage Method = "usage"
+	// SplitEvenly: the same share for every team with a guarantee or usage.
+	SplitEvenly Method = "even"
+	// SplitUnallocated: nobody; it stays platform cost.
+	SplitUnallocated Method = "unallocated"
+)
+
+// Methods lists every method, in the order pages offer them.
+var Methods = []Method{SplitByGuarantee, SplitByUsage, SplitEvenly, SplitUnallocated}
+
+// Describe is the method's one-line explanation for pages.
+func (m Method) Describe() string {
+	switch m {
+	case SplitByGuarantee:
+		return "in proportion to each team's guarantee (you reserved it, you pay for it)"
+	case SplitByUsage:
+		return "in proportion to each team's usage"
+	case SplitEvenly:
+		return "evenly among the teams"
+	case SplitUnallocated:
+		return "left unallocated, as platform cost"
+	}
+	return string(m)
+}
+
+// ParseMethod reads a method's name.
+func ParseMethod(s string) (Method, error) {
+	for _, m := range Methods {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not a split method (one of guarantee, usage, even, unallocated)", s)
+}
+
+// MaxOverheadBasisPoints caps the platform overhead at 100 %.
+const MaxOverheadBasisPoints = 10000
+
+// Policy is the shared-cost policy finance chooses.
+type Policy struct {
+	Method Method
+	// OverheadBasisPoints is the platform overhead added on top of the
+	// cluster's cost, in hundredths of a percent (1250 = 12.5 %).
+	OverheadBasisPoints int
+}
+
+// Validate reports what is wrong with p.
+func (p Policy) Validate() error {
+	if _, err := ParseMethod(string(p.Method)); err != nil {
+		return err
+	}
+	if p.OverheadBasisPoints < 0 || p.OverheadBasisPoints > MaxOverheadBasisPoints {
+		return fmt.Errorf("overhead %s %% is not between 0 and 100", FormatOverhead(p.OverheadBasisPoints))
+	}
+	return nil
+}
+
+// ParseOverhead reads a percentage with at most two decimals ("12.5") as
+// basis points.
+func ParseOverhead(s string) (int, error) {
+	m, err := ParseAmount(strings.TrimSuffix(strings.TrimSpace(s), "%"), "XXX")
+	if err != nil {
+		return 0, fmt.Errorf("overhead %q is not a percentage such as 12.5", s)
+	}
+	if m.Minor < 0 || m.Minor > MaxOverheadBasisPoints {
+		return 0, fmt.Errorf("overhead %q is not between 0 and 100", s)
+	}
+	return int(m.Minor), nil
+}
+
+// FormatOverhead writes basis points as a percentage ("12.50").
+func FormatOverhead(bp int) string { return Money{Minor: int64(bp), Currency: "XXX"}.Amount() }
+
+// Period is [From, To) in whole UTC hours.
+type Period struct{ From, To time.Time }
+
+// MonthOf is the calendar month (UTC) containing t.
+func MonthOf(t time.Time) Period {
+	t = t.UTC()
+	from := time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return Period{From: from, To: from.AddDate(0, 1, 0)}
+}
+
+// Label is "2026-11" for a calendar month, else the two bounds.
+func (p Period) Label() string {
+	if m := MonthOf(p.From); m == p {
+		return p.From.Format("2006-01")
+	}
+	return p.From.Format(time.RFC3339) + " – " + p.To.Format(time.RFC3339)
+}
+
+// InstanceAccel is what one instance of a type carries: its accelerator
+// count and whether they are Neuron cores (aws.amazon.com/neuroncore) rather
+// than GPUs (nvidia.com/gpu). Callers fill it from the provision settings.
+type InstanceAccel struct {
+	Count  int
+	Neuron bool
+}
+
+// ChargeInput is everything one chargeback needs. Guarantees are instances
+// per instance type per team (the approved contracts' guarantees as they are
+// now: a guarantee amended mid-period counts at its current value).
+type ChargeInput struct {
+	Hours        []Hour
+	Cluster      []ClusterHour
+	Rates        *RateCard
+	Accelerators map[string]InstanceAccel
+	Guarantees   map[string]map[string]int
+	Policy       Policy
+	Period       Period
+}
+
+// Line is one team's use of one instance type in one namespace over the
+// period: the rows of HyperPod's summary report, plus their direct cost.
+type Line struct {
+	Team, Namespace, InstanceType string
+	Neuron                        bool
+	GuaranteedAccelSeconds        int64
+	BorrowedAccelSeconds          int64
+	CPUMilliSeconds               int64
+	Guaranteed, Borrowed          Money
+}
+
+// Cost is the line's direct cost.
+func (l Line) Cost() Money { return l.Guaranteed.Add(l.Borrowed) }
+
+// TeamCharge is what one team pays for the period.
+type TeamCharge struct {
+	Team  string
+	Lines []Line
+	// Direct charges for hours held within the guarantee and above it.
+	Guaranteed, Borrowed Money
+	// Shares of the cluster's idle capacity and of the platform overhead.
+	Idle, Overhead Money
+	Total          Money
+}
+
+// Unpriced is use the rate card cannot price (no rate in force, or the
+// instance type's accelerator count is unknown); it is charged nothing.
+type Unpriced struct {
+	InstanceType string
+	AccelSeconds int64
+	Reason       string
+}
+
+// Chargeback is the period's split of the cluster's cost. The teams' totals
+// plus Unallocated equal ClusterCost to the minor unit.
+type Chargeback struct {
+	Period   Period
+	Policy   Policy
+	Currency string
+	// ClusterCost is Infrastructure (capacity at the rates in force) plus
+	// Overhead (the policy's percentage of it).
+	ClusterCost, Infrastructure, Overhead Money
+	// IdleCost is the capacity no team held, at the rates in force.
+	IdleCost Money
+	Teams    []TeamCharge
+	// Unallocated is platform cost: the idle capacity and overhead the
+	// policy leaves to nobody, and capacity held but not attributed to a
+	// team's rows. It is negative when borrowed hours carry a premium rate
+	// that brings in more than the idle capacity cost.
+	Unallocated Money
+	Unpriced    []Unpriced
+	Notes       []string
+}
+
+// Team returns a team's charge (zero when it had none).
+func (c *Chargeback) Team(team string) TeamCharge {
+	for _, t := range c.Teams {
+		if t.Team == team {
+			return t
+		}
+	}
+	z := Money{Currency: c.Currency}
+	return TeamCharge{Team: team, Guaranteed: z, Borrowed: z, Idle: z, Overhead: z, Total: z}
+}
+
+type lineKey struct{ team, ns, itype string }
+
+type rateSeconds struct{ g, b int64 }
+
+type lineAcc struct {
+	line   Line
+	byRate []rateSeconds
+}
+
+// Charge splits the cluster's cost for the period among the teams under
+// the policy. Exact fractions of minor units are rounded once, at the end,
+// by the largest-remainder method over every amount shown (each line's
+// guaranteed and borrowed cost, each team's idle and overhead share, and the
+// unallocated rest), ties going to the earlier team and line by name, so
+// that the rounded amounts add up to the rounded cluster cost.
+func Charge(in ChargeInput) (*Chargeback, error) {
+	if in.Rates == nil {
+		return nil, errors.New("usage: no rate card: usage can be shown, but not priced")
+	}
+	if err := in.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	if !in.Period.From.Before(in.Period.To) {
+		return nil, fmt.Errorf("usage: empty period %s", in.Period.Label())
+	}
+	cur := in.Rates.Currency
+	out := &Chargeback{Period: in.Period, Policy: in.Policy, Currency: cur}
+	unpriced := map[string]*Unpriced{}
+	markUnpriced := func(itype string, s int64, reason string) {
+		u := unpriced[itype]
+		if u == nil {
+			u = &Unpriced{InstanceType: itype, Reason: reason}
+			unpriced[itype] = u
+		}
+		u.AccelSeconds += s
+	}
+	// rateOf finds the rate index of an hour and the instance type's
+	// accelerators, or says why it cannot be priced.
+	rateOf := func(itype string, at time.Time) (int, int, string) {
+		acc := in.Accelerators[itype]
+		if acc.Count <= 0 {
+			return -1, 0, "accelerators per instance unknown"
+		}
+		i := in.Rates.rateIndex(itype, at)
+		if i < 0 {
+			return -1, 0, "no rate in force"
+		}
+		return i, acc.Count, ""
+	}
+	inPeriod := func(t time.Time) bool { return !t.Before(in.Period.From) && t.Before(in.Period.To) }
+
+	// Cluster capacity and idle accelerator-seconds by instance type and rate.
+	type typeRate struct {
+		itype string
+		rate  int
+	}
+	capacity, idle := map[typeRate]int64{}, map[typeRate]int64{}
+	for _, c := range in.Cluster {
+		if !inPeriod(c.Start) {
+			continue
+		}
+		r, _, why := rateOf(c.InstanceType, c.Start)
+		if why != "" {
+			markUnpriced(c.InstanceType, c.CapacityAccelSeconds, why)
+			continue
+		}
+		k := typeRate{c.InstanceType, r}
+		capacity[k] += c.CapacityAccelSeconds
+		idle[k] += c.IdleAccelSeconds()
+	}
+	// priced is seconds × the rate's hourly price / (accelerators × 3600):
+	// exact minor units.
+	priced := func(seconds map[typeRate]int64) *big.Rat {
+		sum := new(big.Rat)
+		for k, s := range seconds {
+			sum.Add(sum, priceSeconds(s, in.Rates.rates[k.itype][k.rate].Hourly, in.Accelerators[k.itype].Count))
+		}
+		return sum
+	}
+	infra, idleCost := priced(capacity), priced(idle)
+	overhead := new(big.Rat).Mul(infra, big.NewRat(int64(in.Policy.OverheadBasisPoints), 10000))
+	total := new(big.Rat).Add(infra, overhead)
+
+	// Team rows by line and rate.
+	lines := map[lineKey]*lineAcc{}
+	for i := range in.Hours {
+		h := &in.Hours[i]
+		if !inPeriod(h.Start) {
+			continue
+		}
+		k := lineKey{h.Team, h.Namespace, h.InstanceType}
+		la := lines[k]
+		if la == nil {
+			la = &lineAcc{line: Line{Team: h.Team, Namespace: h.Namespace, InstanceType: h.InstanceType,
+				Neuron: in.Accelerators[h.InstanceType].Neuron}}
+			lines[k] = la
+		}
+		la.line.GuaranteedAccelSeconds += h.GuaranteedAccelSeconds
+		la.line.BorrowedAccelSeconds += h.BorrowedAccelSeconds
+		la.line.CPUMilliSeconds += h.CPUMilliSeconds
+		r, _, why := rateOf(h.InstanceType, h.Start)
+		if why != "" {
+			markUnpriced(h.InstanceType, h.AccelSeconds(), why)
+			continue
+		}
+		for len(la.byRate) <= r {
+			la.byRate = append(la.byRate, rateSeconds{})
+		}
+		la.byRate[r].g += h.GuaranteedAccelSeconds
+		la.byRate[r].b += h.BorrowedAccelSeconds
+	}
+
+	// Teams: every team with usage or a guarantee, by name.
+	teamSet := map[string]bool{}
+	for k := range lines {
+		teamSet[k.team] = true
+	}
+	for t, g := range in.Guarantees {
+		for _, n := range g {
+			if n > 0 {
+				teamSet[t] = true
+			}
+		}
+	}
+	teams := slices.Sorted(maps.Keys(teamSet))
+	keys := slices.SortedFunc(maps.Keys(lines), func(a, b lineKey) int {
+		return cmpStrings(a.team, b.team, a.ns, b.ns, a.itype, b.itype)
+	})
+
+	// Exact amounts, in the order they are rounded and tie-broken.
+	var exact []*big.Rat
+	lineExact := make([][2]*big.Rat, len(keys))
+	direct := map[string]*big.Rat{}
+	for i, k := range keys {
+		la := lines[k]
+		g, b := new(big.Rat), new(big.Rat)
+		n := in.Accelerators[k.itype].Count
+		for r, s := range la.byRate {
+			rate := in.Rates.rates[k.itype][r]
+			g.Add(g, priceSeconds(s.g, rate.Hourly, n))
+			b.Add(b, priceSeconds(s.b, rate.Borrowed, n))
+		}
+		lineExact[i] = [2]*big.Rat{g, b}
+		if direct[k.team] == nil {
+			direct[k.team] = new(big.Rat)
+		}
+		direct[k.team].Add(direct[k.team], g).Add(direct[k.team], b)
+	}
+
+	// Weights of the shares.
+	weights := make([]*big.Rat, len(teams))
+	for i := range weights {
+		weights[i] = new(big.Rat)
+	}
+	switch in.Policy.Method {
+	case SplitByGuarantee:
+		// A guarantee's weight is its price over the period: instances ×
+		// the sum of the hourly prices in force each hour.
+		priceHours := map[string]int64{}
+		for i, t := range teams {
+			for itype, n := range in.Guarantees[t] {
+				if n <= 0 {
+					continue
+				}
+				ph, ok := priceHours[itype]
+				if !ok {
+					ph = in.Rates.priceHours(itype, in.Period)
+					priceHours[itype] = ph
+				}
+				weights[i].Add(weights[i], new(big.Rat).SetInt64(int64(n)*ph))
+			}
+		}
+	case SplitByUsage:
+		for i, t := range teams {
+			if d := direct[t]; d != nil {
+				weights[i].Set(d)
+			}
+		}
+	case SplitEvenly:
+		for i := range teams {
+			weights[i].SetInt64(1)
+		}
+	}
+	sumW := new(big.Rat)
+	for _, w := range weights {
+		sumW.Add(sumW, w)
+	}
+	if in.Policy.Method != SplitUnallocated && sumW.Sign() == 0 && (idleCost.Sign() != 0 || overhead.Sign() != 0) {
+		out.Notes = append(out.Notes, fmt.Sprintf("No team has a %s to split by: the idle capacity and overhead stay unallocated.",
+			map[Method]string{SplitByGuarantee: "guarantee", SplitByUsage: "usage", SplitEvenly: "guarantee or usage"}[in.Policy.Method]))
+	}
+	share := func(pool *big.Rat, i int) *big.Rat {
+		if sumW.Sign() == 0 {
+			return new(big.Rat)
+		}
+		r := new(big.Rat).Mul(pool, weights[i])
+		return r.Quo(r, sumW)
+	}
+
+	// Lay out the amounts: per team, its lines (guaranteed, borrowed), then
+	// its idle and overhead shares; the unallocated rest last.
+	type teamSlots struct {
+		lines          []int
+		idle, overhead int
+	}
+	slots := make([]teamSlots, len(teams))
+	rest := new(big.Rat).Set(total)
+	li := 0
+	for ti, t := range teams {
+		for li < len(keys) && keys[li].team == t {
+			slots[ti].lines = append(slots[ti].lines, len(exact))
+			exact = append(exact, lineExact[li][0], lineExact[li][1])
+			rest.Sub(rest, lineExact[li][0]).Sub(rest, lineExact[li][1])
+			li++
+		}
+		is, os := share(idleCost, ti), share(overhead, ti)
+		slots[ti].idle, slots[ti].overhead = len(exact), len(exact)+1
+		exact = append(exact, is, os)
+		rest.Sub(rest, is).Sub(rest, os)
+	}
+	exact = append(exact, rest)
+	rounded := apportion(exact, roundRat(total))
+
+	m := func(v int64) Money { return Money{Minor: v, Currency: cur} }
+	li = 0
+	for ti, t := range teams {
+		tc := TeamCharge{Team: t, Guaranteed: m(0), Borrowed: m(0)}
+		for _, at := range slots[ti].lines {
+			l := lines[keys[li]].line
+			li++
+			l.Guaranteed, l.Borrowed = m(rounded[at]), m(rounded[at+1])
+			tc.Lines = append(tc.Lines, l)
+			tc.Guaranteed = tc.Guaranteed.Add(l.Guaranteed)
+			tc.Borrowed = tc.Borrowed.Add(l.Borrowed)
+		}
+		tc.Idle, tc.Overhead = m(rounded[slots[ti].idle]), m(rounded[slots[ti].overhead])
+		tc.Total = tc.Guaranteed.Add(tc.Borrowed).Add(tc.Idle).Add(tc.Overhead)
+		out.Teams = append(out.Teams, tc)
+	}
+	out.Unallocated = m(rounded[len(rounded)-1])
+	out.ClusterCost = m(roundRat(total))
+	out.Infrastructure = m(roundRat(infra))
+	out.Overhead = m(out.ClusterCost.Minor - out.Infrastructure.Minor)
+	out.IdleCost = m(roundRat(idleCost))
+	for _, t := range slices.Sorted(maps.Keys(unpriced)) {
+		out.Unpriced = append(out.Unpriced, *unpriced[t])
+	}
+	return out, nil
+}
+
+// priceSeconds is accelerator-seconds at an hourly instance price, exactly.
+func priceSeconds(seconds int64, hourly Money, accelerators int) *big.Rat {
+	n := new(big.Int).Mul(big.NewInt(seconds), big.NewInt(hourly.Minor))
+	return new(big.Rat).SetFrac(n, big.NewInt(int64(accelerators)*3600))
+}
+
+// priceHours is the sum over the period's hours of the hourly price in
+// force, in minor units.
+func (c *RateCard) priceHours(itype string, p Period) int64 {
+	var sum int64
+	rs := c.rates[itype]
+	for i, r := range rs {
+		from, to := r.From, p.To
+		if i+1 < len(rs) && rs[i+1].From.Before(to) {
+			to = rs[i+1].From
+		}
+		if from.Before(p.From) {
+			from = p.From
+		}
+		if to.After(from) {
+			sum += int64(to.Sub(from)/time.Hour) * r.Hourly.Minor
+		}
+	}
+	return sum
+}
+
+// apportion rounds exact amounts to integers that add up to target, by the
+// largest-remainder method: each is floored, and the shortfall goes one unit
+// at a time to the largest fractional parts (the excess is taken from the
+// smallest), ties to the earlier amount.
+func apportion(exact []*big.Rat, target int64) []int64 {
+	out := make([]int64, len(exact))
+	fr := make([]*big.Rat, len(exact))
+	var sum int64
+	for i, e := range exact {
+		out[i], fr[i] = floorRat(e)
+		sum += out[i]
+	}
+	if len(exact) == 0 {
+		return out
+	}
+	order := make([]int, len(exact))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return fr[order[a]].Cmp(fr[order[b]]) > 0 })
+	short := target - sum
+	for short > 0 {
+		for _, i := range order {
+			if short == 0 {
+				break
+			}
+			out[i]++
+			short--
+		}
+	}
+	for short < 0 {
+		for j := len(order) - 1; j >= 0 && short < 0; j-- {
+			out[order[j]]--
+			short++
+		}
+	}
+	return out
+}
+
+func cmpStrings(pairs ...string) int {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if c := strings.Compare(pairs[i], pairs[i+1]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// Project extends an amount accrued over elapsed to the whole period, in
+// proportion to time (rounded half away from zero). With nothing elapsed it
+// is the amount itself.
+func Project(toDate Money, elapsed, whole time.Duration) Money {
+	if elapsed <= 0 || elapsed >= whole {
+		return toDate
+	}
+	r := new(big.Rat).SetFrac(new(big.Int).Mul(big.NewInt(toDate.Minor), big.NewInt(int64(whole/time.Second))),
+		big.NewInt(int64(elapsed/time.Second)))
+	return Money{Minor: roundRat(r), Currency: toDate.Currency}
+}
+
+// Hours formats accelerator- or CPU-seconds as hours with three decimals
+// (truncated), the unit of HyperPod's report.
+func Hours(seconds int64) string {
+	ms := seconds * 1000 / 3600
+	return strconv.FormatInt(ms/1000, 10) + "." + fmt.Sprintf("%03d", ms%1000)
+}

@@ -1,0 +1,122 @@
+package views
+
+// CostBlock is the small "cost to date and projected month end" component a
+// team's pages embed (web.Server.TeamCostBlock builds it).
+type CostBlock struct {
+	Team  string
+	Month string
+	// Priced is false without a rate card; Why then says so.
+	Priced     bool
+	Why        string
+	ToDate     string // "1234.56 USD"
+	Projected  string
+	DemoPrices bool
+	DemoUsage  bool
+	Missing    []string
+	// StatementURL is the team's statement of the month, when the viewer
+	// may read it ("" otherwise).
+	StatementURL string
+}
+
+// Finance is the finance page.
+type Finance struct {
+	Month      string // "2026-11"
+	Elapsed    string // "to 2026-11-14 09:00 UTC"
+	Priced     bool
+	NoPrices   string
+	DemoPrices bool
+	DemoUsage  bool
+	RateNote   string
+	Currency   string
+
+	Teams       []FinanceTeam
+	ClusterCost string
+	Unallocated string
+	Projected   string
+	Missing     []string
+	Unpriced    []string
+	Notes       []string
+
+	Statements []StatementRow
+
+	Policy  PolicyInfo
+	History []PolicyInfo
+	CanEdit bool
+	Form    PolicyForm
+	Errors  map[string]string
+	Saved   string
+	Methods []Choice
+	Preview Preview
+}
+
+// FinanceTeam is one team's month to date.
+type FinanceTeam struct {
+	Team                                 string
+	GPUHours, NeuronHours, CPUHours      string
+	Guaranteed, Borrowed, Idle, Overhead string
+	ToDate, Projected                    string
+	StatementURL                         string
+}
+
+// StatementRow is a frozen statement in the list.
+type StatementRow struct {
+	Team, Month, Total, Hash string
+	URL, CSV, JSON           string
+}
+
+// PolicyInfo is a version of the shared-cost policy.
+type PolicyInfo struct {
+	Version  int
+	Method   string
+	Describe string
+	Overhead string
+	ChosenBy string
+	ChosenAt string
+	Reason   string
+}
+
+// PolicyForm is the policy editor's input, kept on an error.
+type PolicyForm struct {
+	Method, Overhead, Reason string
+}
+
+// Preview is next month's split under each policy, on a stated basis.
+type Preview struct {
+	Basis   string
+	Methods []string
+	Rows    []PreviewRow
+	Empty   bool
+}
+
+// PreviewRow is one team (or the unallocated rest) under each method.
+type PreviewRow struct {
+	Team    string
+	Amounts []string
+}
+
+// StatementPage is one team's statement of one month.
+type StatementPage struct {
+	Team, Month                                 string
+	Status                                      string // "Frozen on …" or "Projection: …"
+	Frozen                                      bool
+	Priced                                      bool
+	NoPrices                                    string
+	DemoPrices                                  bool
+	DemoUsage                                   bool
+	Currency                                    string
+	Policy                                      string
+	Hash                                        string
+	Lines                                       []StatementLine
+	Guaranteed, Borrowed, Idle, Overhead, Total string
+	Projected                                   string
+	Missing                                     []string
+	Unpriced                                    []string
+	CSV, JSON                                   string
+}
+
+// StatementLine is one row of the summary columns.
+type StatementLine struct {
+	Namespace, InstanceType                                      string
+	GuaranteedGPU, BorrowedGPU, GuaranteedNeuron, BorrowedNeuron string
+	CPU, Cost                                                    string
+}

@@ -1,0 +1,474 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// noRateCard is what pages say when the portal has no prices.
+const noRateCard = "No rate card is configured (--rate-card), so usage is shown without money: hours only, no cost, no statements frozen."
+
+// accelerators is what one instance of each type carries.
+func (s *Server) accelerators() map[string]usage.InstanceAccel { return AcceleratorsOf(s.opts.Cluster) }
+
+// AcceleratorsOf is what one instance of each type carries, from the
+// cluster settings (the same table plans use for quotas), as chargebacks
+// need it.
+func AcceleratorsOf(cs provision.ClusterSettings) map[string]usage.InstanceAccel {
+	table := cs.Accelerators
+	if table == nil {
+		table = provision.DefaultAccelerators
+	}
+	out := make(map[string]usage.InstanceAccel, len(table))
+	for t, r := range table {
+		out[t] = usage.InstanceAccel{Count: r.Accelerators, Neuron: r.AcceleratorResource == provision.ResourceNeuron}
+	}
+	return out
+}
+
+// costView is one period's chargeback as the pages show it. Without a rate
+// card, Priced is false and the chargeback is computed at price zero, for
+// its hours only.
+type costView struct {
+	cb        *usage.Chargeback
+	in        usage.ChargeInput
+	missing   []usage.Missing
+	priced    bool
+	demoUsage bool
+}
+
+// charge computes a period's chargeback from the store under a policy.
+func (s *Server) charge(ctx context.Context, p usage.Period, pol usage.Policy) (costView, error) {
+	in, missing, err := s.opts.DB.CostInput(ctx, p)
+	if err != nil {
+		return costView{}, err
+	}
+	v := costView{in: in, missing: missing, priced: s.opts.RateCard != nil}
+	in.Accelerators, in.Policy, in.Rates = s.accelerators(), pol, s.opts.RateCard
+	if !v.priced {
+		in.Rates = zeroRates(in.Accelerators)
+	}
+	for _, h := range in.Hours {
+		if h.Source == usage.SourceDemo {
+			v.demoUsage = true
+			break
+		}
+	}
+	v.in = in
+	v.cb, err = usage.Charge(in)
+	return v, err
+}
+
+// zeroRates prices every known instance type at zero: the hours of a
+// chargeback without money.
+func zeroRates(accel map[string]usage.InstanceAccel) *usage.RateCard {
+	var b strings.Builder
+	b.WriteString(`{"currency": "XXX", "rates": [`)
+	first := true
+	for t := range accel {
+		if !first {
+			b.WriteString(",")
+		}
+		first = false
+		fmt.Fprintf(&b, `{"instance_type": %q, "effective_from": "1970-01-01", "hourly": "0"}`, t)
+	}
+	b.WriteString("]}")
+	card, err := usage.ParseRateCard([]byte(b.String()))
+	if err != nil {
+		panic(err) // built from the accelerator table above
+	}
+	return card
+}
+
+// monthToDate is the current month up to the end of the current hour.
+func monthToDate(now time.Time) (month, toDate usage.Period) {
+	month = usage.MonthOf(now)
+	return month, usage.Period{From: month.From, To: usage.HourStart(now).Add(time.Hour)}
+}
+
+func missingText(ms []usage.Missing) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, fmt.Sprintf("%s to %s on %s: %s", m.From.UTC().Format("2006-01-02 15:04"), m.To.UTC().Format("2006-01-02 15:04 UTC"), m.Cluster, m.Reason))
+	}
+	return out
+}
+
+func unpricedText(us []usage.Unpriced) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, fmt.Sprintf("%s accelerator-hours of %s (%s); charged nothing", usage.Hours(u.AccelSeconds), u.InstanceType, u.Reason))
+	}
+	return out
+}
+
+func statementURL(team, month string) string { return "/teams/" + team + "/statements/" + month }
+
+// TeamCostBlock is a team's cost to date and projected month end, for the
+// team usage page to embed (views.CostBlockView). The caller has already
+// decided the viewer may read the team's usage; the statement link shows
+// only to those who may read its costs (workflow.ActionViewCosts).
+func (s *Server) TeamCostBlock(ctx context.Context, p workflow.Principal, team string) (views.CostBlock, error) {
+	now := s.opts.Now()
+	month, toDate := monthToDate(now)
+	pol, err := s.opts.DB.CostPolicy(ctx)
+	if err != nil {
+		return views.CostBlock{}, err
+	}
+	v, err := s.charge(ctx, toDate, pol.Policy)
+	if err != nil {
+		return views.CostBlock{}, err
+	}
+	tc := v.cb.Team(team)
+	b := views.CostBlock{Team: team, Month: month.From.Format("2006-01"), Priced: v.priced, Why: noRateCard,
+		DemoUsage: v.demoUsage, Missing: missingText(v.missing)}
+	if v.priced {
+		b.DemoPrices = s.opts.RateCard.Demo
+		b.ToDate = tc.Total.String()
+		b.Projected = usage.Project(tc.Total, now.Sub(month.From), month.To.Sub(month.From)).String()
+	}
+	if workflow.Decide(p, workflow.ActionViewCosts, workflow.Object{Team: team}).Allowed {
+		b.StatementURL = statementURL(team, b.Month)
+	}
+	return b, nil
+}
+
+// financeHome is finance's page: every team's month to date, the missing
+// data periods, the frozen statements, and the policy editor with its
+// preview.
+func (s *Server) financeHome(c echo.Context) error {
+	p, err := authorize(c, workflow.ActionViewFinanceHome, workflow.Object{})
+	if err != nil {
+		return err
+	}
+	f, err := s.financeView(c.Request().Context(), p, views.PolicyForm{}, nil)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.FinancePage(s.page(c, "Usage and cost"), f))
+}
+
+func (s *Server) financeView(ctx context.Context, p workflow.Principal, form views.PolicyForm, errs map[string]string) (views.Finance, error) {
+	now := s.opts.Now()
+	month, toDate := monthToDate(now)
+	pol, err := s.opts.DB.CostPolicy(ctx)
+	if err != nil {
+		return views.Finance{}, err
+	}
+	v, err := s.charge(ctx, toDate, pol.Policy)
+	if err != nil {
+		return views.Finance{}, err
+	}
+	f := views.Finance{Month: month.From.Format("2006-01"), Elapsed: "to " + toDate.To.Format("2006-01-02 15:04 UTC"),
+		Priced: v.priced, NoPrices: noRateCard, DemoUsage: v.demoUsage, Currency: v.cb.Currency,
+		Missing: missingText(v.missing), Notes: v.cb.Notes, Policy: policyInfo(pol),
+		CanEdit: workflow.Decide(p, workflow.ActionEditCostPolicy, workflow.Object{}).Allowed, Errors: errs}
+	if v.priced {
+		f.DemoPrices, f.RateNote = s.opts.RateCard.Demo, s.opts.RateCard.Note
+		f.ClusterCost, f.Unallocated = v.cb.ClusterCost.String(), v.cb.Unallocated.String()
+		f.Unpriced = unpricedText(v.cb.Unpriced)
+	}
+	whole, elapsed := month.To.Sub(month.From), now.Sub(month.From)
+	for _, tc := range v.cb.Teams {
+		var gpu, neuron, cpu int64
+		for _, l := range tc.Lines {
+			if l.Neuron {
+				neuron += l.GuaranteedAccelSeconds + l.BorrowedAccelSeconds
+			} else {
+				gpu += l.GuaranteedAccelSeconds + l.BorrowedAccelSeconds
+			}
+			cpu += l.CPUMilliSeconds / 1000
+		}
+		ft := views.FinanceTeam{Team: tc.Team, GPUHours: usage.Hours(gpu), NeuronHours: usage.Hours(neuron), CPUHours: usage.Hours(cpu),
+			StatementURL: statementURL(tc.Team, f.Month)}
+		if v.priced {
+			ft.Guaranteed, ft.Borrowed, ft.Idle, ft.Overhead = tc.Guaranteed.String(), tc.Borrowed.String(), tc.Idle.String(), tc.Overhead.String()
+			ft.ToDate, ft.Projected = tc.Total.String(), usage.Project(tc.Total, elapsed, whole).String()
+		}
+		f.Teams = append(f.Teams, ft)
+	}
+	frozen, err := s.opts.DB.FrozenStatements(ctx, "")
+	if err != nil {
+		return f, err
+	}
+	for _, st := range frozen {
+		u := statementURL(st.Team, st.Month)
+		f.Statements = append(f.Statements, views.StatementRow{Team: st.Team, Month: st.Month, Total: st.Total + " " + st.Currency,
+			Hash: st.Hash, URL: u, CSV: u + "/csv", JSON: u + "/json"})
+	}
+	hist, err := s.opts.DB.CostPolicies(ctx, 20)
+	if err != nil {
+		return f, err
+	}
+	for _, h := range hist {
+		f.History = append(f.History, policyInfo(h))
+	}
+	for _, m := range usage.Methods {
+		f.Methods = append(f.Methods, views.Choice{Value: string(m), Label: methodLabel(m) + ": " + m.Describe()})
+	}
+	if form == (views.PolicyForm{}) {
+		form = views.PolicyForm{Method: string(pol.Policy.Method), Overhead: usage.FormatOverhead(pol.Policy.OverheadBasisPoints)}
+	}
+	f.Form = form
+	f.Preview, err = s.preview(ctx, now, pol.Policy, form)
+	return f, err
+}
+
+func methodLabel(m usage.Method) string {
+	switch m {
+	case usage.SplitByGuarantee:
+		return "By guarantee"
+	case usage.SplitByUsage:
+		return "By usage"
+	case usage.SplitEvenly:
+		return "Evenly"
+	case usage.SplitUnallocated:
+		return "Unallocated"
+	}
+	return string(m)
+}
+
+func policyInfo(v store.CostPolicyVersion) views.PolicyInfo {
+	pi := views.PolicyInfo{Version: v.Version, Method: methodLabel(v.Policy.Method), Describe: v.Policy.Method.Describe(),
+		Overhead: usage.FormatOverhead(v.Policy.OverheadBasisPoints), ChosenBy: v.ChosenBy, Reason: v.Reason}
+	if !v.ChosenAt.IsZero() {
+		pi.ChosenAt = v.ChosenAt.Format("2006-01-02 15:04 UTC")
+	}
+	return pi
+}
+
+// preview splits last month (or, when it has no usage, this month to date)
+// under every method, at the overhead on the form (else the policy's): what
+// next month would look like if usage repeated.
+func (s *Server) preview(ctx context.Context, now time.Time, cur usage.Policy, form views.PolicyForm) (views.Preview, error) {
+	if s.opts.RateCard == nil {
+		return views.Preview{Empty: true, Basis: "No preview without a rate card: there is no cost to split."}, nil
+	}
+	overhead := cur.OverheadBasisPoints
+	if bp, err := usage.ParseOverhead(form.Overhead); err == nil {
+		overhead = bp
+	}
+	month, toDate := monthToDate(now)
+	last := usage.MonthOf(month.From.Add(-time.Hour))
+	basis := last
+	basisText := fmt.Sprintf("Basis: last month's (%s) usage and capacity at the current guarantees and prices, with %s %% overhead: next month's split if usage repeats.",
+		last.From.Format("2006-01"), usage.FormatOverhead(overhead))
+	in, _, err := s.opts.DB.CostInput(ctx, last)
+	if err != nil {
+		return views.Preview{}, err
+	}
+	if len(in.Hours) == 0 && len(in.Cluster) == 0 {
+		basis = toDate
+		basisText = fmt.Sprintf("Basis: this month's (%s) usage and capacity so far, because last month has none, at the current guarantees and prices, with %s %% overhead: next month's split if usage repeats.",
+			month.From.Format("2006-01"), usage.FormatOverhead(overhead))
+		if in, _, err = s.opts.DB.CostInput(ctx, basis); err != nil {
+			return views.Preview{}, err
+		}
+	}
+	if len(in.Hours) == 0 && len(in.Cluster) == 0 {
+		return views.Preview{Empty: true, Basis: "No preview yet: neither last month nor this month has usage to split."}, nil
+	}
+	in.Rates, in.Accelerators = s.opts.RateCard, s.accelerators()
+	pv := views.Preview{Basis: basisText}
+	rows := map[string][]string{}
+	var teams []string
+	var unalloc []string
+	for _, m := range usage.Methods {
+		pv.Methods = append(pv.Methods, methodLabel(m))
+		in.Policy = usage.Policy{Method: m, OverheadBasisPoints: overhead}
+		cb, err := usage.Charge(in)
+		if err != nil {
+			return views.Preview{}, err
+		}
+		for _, tc := range cb.Teams {
+			if _, ok := rows[tc.Team]; !ok {
+				teams = append(teams, tc.Team)
+			}
+			rows[tc.Team] = append(rows[tc.Team], tc.Total.String())
+		}
+		unalloc = append(unalloc, cb.Unallocated.String())
+	}
+	for _, t := range teams {
+		pv.Rows = append(pv.Rows, views.PreviewRow{Team: t, Amounts: rows[t]})
+	}
+	pv.Rows = append(pv.Rows, views.PreviewRow{Team: "Unallocated (platform cost)", Amounts: unalloc})
+	return pv, nil
+}
+
+// setCostPolicy records finance's choice of policy, with a reason.
+func (s *Server) setCostPolicy(c echo.Context) error {
+	p, err := authorize(c, workflow.ActionEditCostPolicy, workflow.Object{})
+	if err != nil {
+		return err
+	}
+	form := views.PolicyForm{Method: strings.TrimSpace(c.FormValue("method")), Overhead: strings.TrimSpace(c.FormValue("overhead")),
+		Reason: strings.TrimSpace(c.FormValue("reason"))}
+	errs := map[string]string{}
+	method, err := usage.ParseMethod(form.Method)
+	if err != nil {
+		errs["method"] = "Choose how idle capacity and overhead are split."
+	}
+	bp, err := usage.ParseOverhead(form.Overhead)
+	if err != nil {
+		errs["overhead"] = "Give a percentage between 0 and 100 with at most two decimals, e.g. 12.5."
+	}
+	if form.Reason == "" {
+		errs["reason"] = "Say why: the reason is kept with the policy in the audit trail."
+	} else if len(form.Reason) > 2000 {
+		errs["reason"] = "Keep the reason under 2000 characters."
+	}
+	ctx := c.Request().Context()
+	if len(errs) > 0 {
+		f, err := s.financeView(ctx, p, form, errs)
+		if err != nil {
+			return err
+		}
+		return render(c, http.StatusUnprocessableEntity, views.FinancePage(s.page(c, "Usage and cost"), f))
+	}
+	v, err := s.opts.DB.SetCostPolicy(ctx, usage.Policy{Method: method, OverheadBasisPoints: bp}, form.Reason, actor(p), s.opts.Now())
+	if err != nil {
+		return err
+	}
+	f, err := s.financeView(ctx, p, views.PolicyForm{}, nil)
+	if err != nil {
+		return err
+	}
+	f.Saved = fmt.Sprintf("Saved: policy version %d, %s, overhead %s %%. It applies to the month in progress and to every month that closes while it is in force.",
+		v.Version, v.Policy.Method.Describe(), usage.FormatOverhead(bp))
+	return render(c, http.StatusOK, views.FinancePage(s.page(c, "Usage and cost"), f))
+}
+
+// statement finds a team's statement of a month: the frozen one of a closed
+// month, else computed now (a projection for the current month). A month
+// that is not a past or current calendar month is not found.
+func (s *Server) statement(c echo.Context) (usage.Statement, string, costView, error) {
+	team := c.Param("team")
+	if _, err := authorize(c, workflow.ActionViewCosts, workflow.Object{Team: team}); err != nil {
+		return usage.Statement{}, "", costView{}, err
+	}
+	ctx := c.Request().Context()
+	now := s.opts.Now()
+	t, err := time.Parse("2006-01", c.Param("month"))
+	if err != nil || t.After(now) || t.Format("2006-01") != c.Param("month") {
+		return usage.Statement{}, "", costView{}, echo.NewHTTPError(http.StatusNotFound)
+	}
+	month := usage.MonthOf(t)
+	st, ok, err := s.opts.DB.FrozenStatement(ctx, team, month.From.Format("2006-01"))
+	if err != nil {
+		return st, "", costView{}, err
+	}
+	if ok {
+		return st, st.Hash(), costView{priced: true}, nil
+	}
+	pol, err := s.opts.DB.CostPolicy(ctx)
+	if err != nil {
+		return st, "", costView{}, err
+	}
+	period := month
+	if now.Before(month.To) {
+		_, period = monthToDate(now)
+	}
+	v, err := s.charge(ctx, period, pol.Policy)
+	if err != nil {
+		return st, "", costView{}, err
+	}
+	st = usage.StatementOf(v.cb, team, v.missing, v.priced && s.opts.RateCard.Demo, now)
+	st.Month = month.From.Format("2006-01")
+	return st, "", v, nil
+}
+
+// teamStatement is a team's statement page.
+func (s *Server) teamStatement(c echo.Context) error {
+	st, hash, v, err := s.statement(c)
+	if err != nil {
+		return err
+	}
+	u := statementURL(st.Team, st.Month)
+	sp := views.StatementPage{Team: st.Team, Month: st.Month, Frozen: st.Frozen, Priced: v.priced, NoPrices: noRateCard,
+		DemoPrices: st.DemoPrices, DemoUsage: v.demoUsage, Currency: st.Currency, Hash: hash,
+		Policy:     fmt.Sprintf("%s, overhead %s %%", st.Policy.Method.Describe(), st.Policy.OverheadPercent),
+		Guaranteed: st.Guaranteed, Borrowed: st.Borrowed, Idle: st.IdleShare, Overhead: st.Overhead, Total: st.Total,
+		CSV: u + "/csv", JSON: u + "/json"}
+	for _, m := range st.Missing {
+		sp.Missing = append(sp.Missing, missingText([]usage.Missing{{Cluster: m.Cluster, From: m.From, To: m.To, Reason: m.Reason}})...)
+	}
+	sp.Unpriced = unpricedText(st.Unpriced)
+	for _, l := range st.Lines {
+		sp.Lines = append(sp.Lines, views.StatementLine{Namespace: l.Namespace, InstanceType: l.InstanceType,
+			GuaranteedGPU: l.GuaranteedGPUHours, BorrowedGPU: l.BorrowedGPUHours, GuaranteedNeuron: l.GuaranteedNeuronCoreHours,
+			BorrowedNeuron: l.BorrowedNeuronCoreHours, CPU: l.CPUHours, Cost: l.Cost})
+	}
+	switch {
+	case st.Frozen:
+		sp.Status = "Frozen when " + st.Month + " closed (" + st.ComputedAt.Format("2006-01-02 15:04 UTC") + "): it will not change."
+	case v.cb != nil && st.Month == s.opts.Now().UTC().Format("2006-01"):
+		sp.Status = "Projection: " + st.Month + " is in progress; this is the month to date, computed now, and it changes as usage arrives."
+		if v.priced {
+			month := usage.MonthOf(s.opts.Now())
+			total := v.cb.Team(st.Team).Total
+			sp.Projected = usage.Project(total, s.opts.Now().Sub(month.From), month.To.Sub(month.From)).String()
+		}
+	default:
+		sp.Status = st.Month + " has not been closed: computed now from the current data, not frozen."
+	}
+	if !v.priced {
+		sp.Total = ""
+	} else {
+		for _, p := range []*string{&sp.Guaranteed, &sp.Borrowed, &sp.Idle, &sp.Overhead, &sp.Total} {
+			*p += " " + st.Currency
+		}
+	}
+	return render(c, http.StatusOK, views.StatementView(s.page(c, "Statement "+st.Month+" of team "+st.Team), sp))
+}
+
+// teamStatementCSV serves the statement as CSV (HyperPod's summary
+// columns plus cost); without a rate card the cost columns are empty.
+func (s *Server) teamStatementCSV(c echo.Context) error {
+	st, _, v, err := s.statement(c)
+	if err != nil {
+		return err
+	}
+	if !v.priced {
+		st = unpricedStatement(st)
+	}
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="statement-`+st.Team+`-`+st.Month+`.csv"`)
+	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	c.Response().WriteHeader(http.StatusOK)
+	return st.WriteCSV(c.Response())
+}
+
+// teamStatementJSON serves the statement as JSON: for a frozen month, the
+// very bytes whose hash is in the audit trail.
+func (s *Server) teamStatementJSON(c echo.Context) error {
+	st, _, v, err := s.statement(c)
+	if err != nil {
+		return err
+	}
+	if !v.priced {
+		st = unpricedStatement(st)
+	}
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="statement-`+st.Team+`-`+st.Month+`.json"`)
+	return c.Blob(http.StatusOK, "application/json", st.JSON())
+}
+
+// unpricedStatement blanks the money of a statement computed at price
+// zero (no rate card): hours only.
+func unpricedStatement(st usage.Statement) usage.Statement {
+	st.Currency = ""
+	st.Guaranteed, st.Borrowed, st.IdleShare, st.Overhead, st.Total = "", "", "", "", ""
+	for i := range st.Lines {
+		st.Lines[i].Cost = ""
+	}
+	return st
+}

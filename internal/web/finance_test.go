@@ -1,0 +1,209 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+const testRateCard = `{"currency": "USD", "demo": true, "note": "test prices",
+  "rates": [{"instance_type": "ml.p5.48xlarge", "effective_from": "2025-01-01", "hourly": "98.32", "borrowed_hourly": "120.00"}]}`
+
+func withRateCard(t testing.TB) harnessOpt {
+	card, err := usage.ParseRateCard([]byte(testRateCard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(o *Options) { o.RateCard = card }
+}
+
+// seedCostHours records two hours of red's and blue's use this month and
+// last month, and the cluster's capacity in them.
+func seedCostHours(t *testing.T, h *harness) {
+	t.Helper()
+	ctx := t.Context()
+	now := h.srv.opts.Now()
+	for _, at := range []time.Time{usage.MonthOf(now).From, usage.MonthOf(usage.MonthOf(now).From.Add(-time.Hour)).From} {
+		if err := h.db.PutUsageHours(ctx, []usage.Hour{
+			{Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge", Start: at, GuaranteedAccelSeconds: 8 * 3600, BorrowedAccelSeconds: 3600, CPUMilliSeconds: 1000 * 3600},
+			{Team: "blue", Namespace: "hyperpod-ns-blue", InstanceType: "ml.p5.48xlarge", Start: at, GuaranteedAccelSeconds: 4 * 3600, Source: usage.SourceDemo},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.db.PutClusterHours(ctx, []usage.ClusterHour{{Cluster: "shared-hp", InstanceType: "ml.p5.48xlarge", Start: at,
+			CapacityAccelSeconds: 32 * 3600, AllocatedAccelSeconds: 13 * 3600}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.db.AddMissing(ctx, usage.Missing{Cluster: "shared-hp", From: usage.MonthOf(now).From.Add(time.Hour),
+		To: usage.MonthOf(now).From.Add(2 * time.Hour), Reason: "portal down"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Without a rate card, finance sees hours and is told why there is no money.
+func TestFinanceWithoutRateCardShowsUsageOnly(t *testing.T) {
+	h := newHarness(t, false)
+	seedCostHours(t, h)
+	fin := h.signIn("finance")
+	resp, body := h.get(fin.c, "/finance")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /finance = %d", resp.StatusCode)
+	}
+	for _, want := range []string{"No rate card is configured", `data-testid="finance-team-red"`, "9.000", "Missing data", "portal down", "Demo usage"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/finance lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "USD") || strings.Contains(body, "XXX") {
+		t.Error("/finance shows money without a rate card")
+	}
+	month := usage.MonthOf(h.srv.opts.Now()).From.Format("2006-01")
+	resp, body = h.get(fin.c, "/teams/red/statements/"+month+"/csv")
+	rows, err := usage.ParseStatementCSV(strings.NewReader(body))
+	if resp.StatusCode != http.StatusOK || err != nil || len(rows) == 0 || rows[0]["cost"] != "" || rows[0]["guaranteed_gpu_hours"] != "8.000" {
+		t.Errorf("unpriced CSV = %d, %v, %v", resp.StatusCode, err, rows)
+	}
+}
+
+// Finance chooses the policy: a reason is required (input kept), the choice
+// is versioned and audited, and the page shows the preview.
+func TestFinanceChoosesPolicy(t *testing.T) {
+	h := newHarness(t, false, withRateCard(t))
+	seedCostHours(t, h)
+	fin := h.signIn("finance")
+	_, body := h.get(fin.c, "/finance")
+	for _, want := range []string{"Demo prices", `data-testid="policy-preview"`, "last month", "Unallocated (platform cost)", `data-testid="policy-form"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/finance lacks %q", want)
+		}
+	}
+	resp, body := h.postAs(fin, "/finance/policy", url.Values{"method": {"even"}, "overhead": {"12.345"}, "reason": {""}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `data-testid="error-reason"`) ||
+		!strings.Contains(body, `data-testid="error-overhead"`) || !strings.Contains(body, `value="12.345"`) {
+		t.Fatalf("bad policy form = %d; want 422 with both errors and the input kept", resp.StatusCode)
+	}
+	if p, _ := h.db.CostPolicy(t.Context()); p.Version != 0 {
+		t.Fatalf("a refused form stored policy %+v", p)
+	}
+	resp, body = h.postAs(fin, "/finance/policy", url.Values{"method": {"guarantee"}, "overhead": {"10"}, "reason": {"reserved capacity is paid for"}})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-testid="policy-saved"`) {
+		t.Fatalf("save policy = %d", resp.StatusCode)
+	}
+	p, _ := h.db.CostPolicy(t.Context())
+	if p.Version != 1 || p.Policy.Method != usage.SplitByGuarantee || p.Policy.OverheadBasisPoints != 1000 || p.ChosenBy != "finance@example.test" {
+		t.Errorf("policy = %+v", p)
+	}
+	if ev, _ := h.db.AuditEvents(t.Context(), store.AuditFilter{Action: "cost.policy"}, 0, 5); len(ev) != 1 || !strings.Contains(ev[0].Reason, "reserved capacity is paid for") {
+		t.Errorf("audit = %+v", ev)
+	}
+	// Nobody else may choose it.
+	for _, u := range []string{"admin", "owner.red"} {
+		if resp, _ := h.postAs(h.signIn(u), "/finance/policy", url.Values{"method": {"even"}, "overhead": {"0"}, "reason": {"x"}}); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s POST /finance/policy = %d, want 403", u, resp.StatusCode)
+		}
+	}
+}
+
+// Team owners read their own statements; the CSV parses back and adds up;
+// a closed month serves the frozen JSON whose hash is in the audit trail.
+func TestTeamStatements(t *testing.T) {
+	h := newHarness(t, false, withRateCard(t))
+	seedCostHours(t, h)
+	now := h.srv.opts.Now()
+	month := usage.MonthOf(now).From.Format("2006-01")
+	owner := h.signIn("owner.red")
+	resp, body := h.get(owner.c, "/teams/red/statements/"+month)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Projection") || !strings.Contains(body, "portal down") || !strings.Contains(body, "hyperpod-ns-red") {
+		t.Fatalf("statement page = %d", resp.StatusCode)
+	}
+	resp, body = h.get(owner.c, "/teams/red/statements/"+month+"/csv")
+	rows, err := usage.ParseStatementCSV(strings.NewReader(body))
+	if resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("CSV = %d, %v", resp.StatusCode, err)
+	}
+	var sum usage.Money
+	var total string
+	for _, r := range rows {
+		switch r["item"] {
+		case usage.ItemUsage, usage.ItemIdle, usage.ItemOverhead:
+			m, err := usage.ParseAmount(r["cost"], "USD")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum = sum.Add(m)
+		case usage.ItemTotal:
+			total = r["cost"]
+		}
+	}
+	// 8 GPU-hours at 98.32/8 + 1 borrowed at 120/8 = 98.32 + 15.00.
+	if sum.Amount() != total || rows[0]["cost"] != "113.32" {
+		t.Errorf("CSV rows add to %v, total %s; first row %v", sum, total, rows[0])
+	}
+	for _, path := range []string{"/teams/red/statements/" + month, "/teams/red/statements/" + month + "/csv"} {
+		if resp, _ := h.get(noRedirect(h.signIn("owner.blue").c), path); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("owner.blue GET %s = %d, want 404", path, resp.StatusCode)
+		}
+	}
+	for _, bad := range []string{"2026-13", "9999-01", "2026-1", "x"} {
+		if resp, _ := h.get(owner.c, "/teams/red/statements/"+bad); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("month %q = %d, want 404", bad, resp.StatusCode)
+		}
+	}
+
+	// Close last month; its JSON is what was hashed.
+	last := usage.MonthOf(usage.MonthOf(now).From.Add(-time.Hour))
+	if closed, err := h.db.CloseMonth(t.Context(), last, h.srv.opts.RateCard, h.srv.accelerators(), now); err != nil || !closed {
+		t.Fatalf("CloseMonth = %v, %v", closed, err)
+	}
+	resp, body = h.get(owner.c, "/teams/red/statements/"+last.From.Format("2006-01")+"/json")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("frozen JSON = %d", resp.StatusCode)
+	}
+	ev, _ := h.db.AuditEvents(t.Context(), store.AuditFilter{Action: "cost.statement", Team: "red"}, 0, 5)
+	if len(ev) != 1 || !strings.Contains(ev[0].Reason, "sha256 "+usage.HashBytes([]byte(body))) {
+		t.Errorf("the served JSON's hash is not the audited one: %+v", ev)
+	}
+	_, body = h.get(h.signIn("finance").c, "/finance")
+	if !strings.Contains(body, "/teams/red/statements/"+last.From.Format("2006-01")+"/csv") {
+		t.Error("/finance does not list the frozen statement")
+	}
+}
+
+// The team usage page's cost component: money with a rate card (and the
+// statement link for those who may read it), the reason without one.
+func TestTeamCostBlock(t *testing.T) {
+	h := newHarness(t, false, withRateCard(t))
+	seedCostHours(t, h)
+	ownerRed := workflowPrincipal(t, h, "owner.red")
+	memberRed := workflowPrincipal(t, h, "member.red")
+	b, err := h.srv.TeamCostBlock(t.Context(), ownerRed, "red")
+	if err != nil || !b.Priced || !strings.HasSuffix(b.ToDate, " USD") || b.Projected == "" || !b.DemoPrices || len(b.Missing) != 1 || b.StatementURL == "" {
+		t.Errorf("owner's block = %+v, %v", b, err)
+	}
+	if b, _ := h.srv.TeamCostBlock(t.Context(), memberRed, "red"); b.StatementURL != "" {
+		t.Errorf("a member gets the statement link %q", b.StatementURL)
+	}
+	h2 := newHarness(t, false)
+	if b, err := h2.srv.TeamCostBlock(t.Context(), ownerRed, "red"); err != nil || b.Priced || !strings.Contains(b.Why, "--rate-card") || b.ToDate != "" {
+		t.Errorf("unpriced block = %+v, %v", b, err)
+	}
+}
+
+func workflowPrincipal(t *testing.T, _ *harness, who string) workflow.Principal {
+	t.Helper()
+	switch who {
+	case "owner.red":
+		return workflow.NewPrincipal(1, "owner.red", "owner.red@example.test", "", nil, []workflow.Membership{{Team: "red", Role: workflow.TeamOwner}})
+	case "member.red":
+		return workflow.NewPrincipal(2, "member.red", "member.red@example.test", "", nil, []workflow.Membership{{Team: "red", Role: workflow.TeamMember}})
+	}
+	t.Fatalf("no principal %s", who)
+	return workflow.Principal{}
+}
