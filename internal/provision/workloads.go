@@ -79,7 +79,7 @@ func (r *ClusterReader) PendingWorkloads(ctx context.Context, namespaces []strin
 // pendingOf: a workload waits when it is neither finished nor admitted.
 func pendingOf(wl *kueue.Workload) (PendingWorkload, bool) {
 	conds := wl.Status.Conditions
-	if apimeta.IsStatusConditionTrue(conds, kueue.WorkloadFinished)  {
+	if apimeta.IsStatusConditionTrue(conds, kueue.WorkloadFinished) || apimeta.IsStatusConditionTrue(conds, kueue.WorkloadAdmitted) {
 		return PendingWorkload{}, false
 	}
 	p := PendingWorkload{Namespace: wl.Namespace, Name: wl.Name, Queue: string(wl.Spec.QueueName), Created: wl.CreationTimestamp.UTC()}
