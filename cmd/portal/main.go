@@ -259,6 +259,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		AWSPreview:     side.preview(), Quotas: side.quotas(),
 		ClusterCheck: checker, ClusterCanRefresh: checker.CanRead(),
 		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
+		Workloads: workloadsOrNil(checker.Sources.Kube),
 	})
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	// Signed-in pages. (Not an echo Group: a Group with middleware also
 	// captures every unknown path, turning 404s into login redirects.)
 	e.GET("/teams/:team", s.teamHome, s.requireLogin)
+	e.GET("/teams/:team/submit", s.submitPage, s.requireLogin)
 	e.GET("/admin", s.adminQueue, s.requireLogin)
 	e.GET("/admin/inventory", s.inventoryPage, s.requireLogin)
 	e.GET("/admin/drift", s.driftOverview, s.requireLogin)

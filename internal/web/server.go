@@ -107,6 +107,9 @@ type Options struct {
 	// connection's when an admin adopts it (POST /connections/:id/adopt-quota);
 	// nil without real AWS calls, and the page offers no adoption.
 	Quotas provision.QuotaAdopter
+	// Workloads reads a team's waiting Kueue Workloads for the member's
+	// page; nil without a cluster (the page says so).
+	Workloads WorkloadReader
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.
