@@ -560,3 +560,33 @@ type PendingRow struct {
 	Waiting                               string
 	Reason, Message                       string
 }
+
+// Signals is a signals page: a team's (Team set) or every team's and the
+// cluster's.
+type Signals struct {
+	Team             string
+	Statuses         []SignalRow
+	Events           []SignalEventRow
+	AckURL           string
+	NoLiveConnection bool
+}
+
+// SignalRow is one signal's status now.
+type SignalRow struct {
+	Title, Team, State         string
+	Threshold, Current, Intent string
+	Owner, Response            string
+}
+
+// SignalEventRow is a signal that fired; AckAction is set when the viewer
+// may acknowledge it; Note and Error re-show a refused acknowledgement.
+type SignalEventRow struct {
+	ID                      int64
+	Title, Team, FiredAt    string
+	Detail, Owner, Response string
+	Open                    bool
+	AckBy, AckAt, AckNote   string
+	AckAction               string
+	AckID                   int64 // set: the form posts the event\'s id
+	Note, Error             string
+}
