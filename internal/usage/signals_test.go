@@ -100,7 +100,9 @@ func TestWaitSignal(t *testing.T) {
 // More than 3 preempted tasks in the last 24 hours.
 func TestPreemptionSignal(t *testing.T) {
 	c := workflow.ExampleContract()
-	row := func(at time.Time, n int) Hour { return Hour{Team: "red", Start: at, Preempted: n, Pending: 5, WaitP90Seconds: -1} }
+	row := func(at time.Time, n int) Hour {
+		return Hour{Team: "red", Start: at, Preempted: n, Pending: 5, WaitP90Seconds: -1}
+	}
 	day := recorded(24, 0, 0)
 	for _, tc := range []struct {
 		name    string

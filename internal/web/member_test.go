@@ -112,7 +112,9 @@ func TestSubmitPageWithoutOrFailingCluster(t *testing.T) {
 	if !strings.Contains(body, `data-testid="pending-no-cluster"`) || strings.Contains(body, `data-testid="pending-list"`) {
 		t.Error("without a cluster the page should say waiting workloads need a cluster connection")
 	}
-	h = newHarness(t, false, func(o *Options) { o.Workloads = fakeWorkloads{err: errors.New("dial tcp 10.0.0.1:443: secret-internal-detail")} })
+	h = newHarness(t, false, func(o *Options) {
+		o.Workloads = fakeWorkloads{err: errors.New("dial tcp 10.0.0.1:443: secret-internal-detail")}
+	})
 	activeRed(t, h)
 	resp, body := h.get(h.signIn("member.red").c, "/teams/red/submit")
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-testid="pending-failed"`) || strings.Contains(body, "secret-internal-detail") {
