@@ -127,6 +127,27 @@ studio:
 	}
 	screenshot(t, owner, "21-owner-active")
 
+	// The member's page: the submit snippets, and a workload Kueue could
+	// not fit, read live from the cluster with Kueue's reason. No Kueue
+	// runs in the test bed: the test writes the condition its scheduler
+	// writes (QuotaReserved False, reason Pending) through the status
+	// subresource.
+	const noFit = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge, 8 more needed"
+	pendingWorkload(t, kubeconfig, "hyperpod-ns-red", "e2e-train-waiting", noFit)
+	member := signIn(t, b, p, "Mateo Member (Red)")
+	_, err = member.Goto(p.URL + "/teams/red/submit")
+	mustOK(t, err, "member opens the member's page")
+	snips, err := member.GetByTestId("snippet").AllTextContents()
+	mustOK(t, err, "read the member's snippets")
+	if all := strings.Join(snips, "\n"); !strings.Contains(all, "kueue.x-k8s.io/queue-name: hyperpod-ns-red-localqueue") ||
+		!strings.Contains(all, "hyp create hyp-pytorch-job") || !strings.Contains(all, "--priority inference-priority") {
+		t.Errorf("member's snippets = %q", snips)
+	}
+	if got := text(t, member, "pending-e2e-train-waiting"); !strings.Contains(got, "Pending") || !strings.Contains(got, noFit) {
+		t.Errorf("the waiting workload's row = %q", got)
+	}
+	screenshot(t, member, "21b-member-submit-and-pending")
+
 	// A change on the active connection: the owner raises the guarantee
 	// from 2 to 3 instances; the connection keeps running on version 1.
 	clickTo(t, owner, owner.GetByTestId("edit"), "**/connections/1/edit", "request a change")
@@ -210,4 +231,39 @@ func actAsHyperPod(t *testing.T, kubeconfig string, sm *awstest.SageMaker) {
 			})
 		}
 	})
+}
+
+// pendingWorkload creates a Kueue Workload in ns and writes on it the
+// condition Kueue's scheduler writes when it cannot fit it.
+func pendingWorkload(t *testing.T, kubeconfig, ns, name, msg string) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	mustOK(t, err, "load the kubeconfig")
+	dyn, err := dynamic.NewForConfig(cfg)
+	mustOK(t, err, "dynamic client")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wls := dyn.Resource(schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}).Namespace(ns)
+	created, err := wls.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"queueName": ns + "-localqueue",
+			"podSets": []any{map[string]any{"name": "main", "count": int64(1), "template": map[string]any{"spec": map[string]any{
+				"restartPolicy": "Never", "containers": []any{map[string]any{"name": "main", "image": "example.test/train:1"}},
+			}}}},
+		},
+	}}, metav1.CreateOptions{})
+	mustOK(t, err, "create the workload")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = wls.Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	mustOK(t, unstructured.SetNestedSlice(created.Object, []any{map[string]any{
+		"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": msg,
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+	}}, "status", "conditions"), "set the condition")
+	_, err = wls.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	mustOK(t, err, "write the workload's status")
 }

@@ -270,7 +270,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		ClusterCheck: checker, ClusterCanRefresh: checker.CanRead(),
 		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 		Utilization: util,
-		RateCard: rates,
+		RateCard:    rates,
+		Workloads:   workloadsOrNil(checker.Sources.Kube),
 	})
 	if err != nil {
 		return err
@@ -315,6 +316,13 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		wg.Add(1)
 		go func() { defer wg.Done(); drift.Run(workCtx) }()
 	}
+	// The signals loop runs beside the drift checker, in this process.
+	// It reads only stored usage rows (a cluster's or the demo seed's),
+	// so it runs in dry-run mode too; the open-event index makes a second
+	// replica evaluating at the same time store nothing twice.
+	signals := web.NewSignals(db, cluster, logger.With("component", "signals"))
+	wg.Add(1)
+	go func() { defer wg.Done(); signals.Run(workCtx, 10*time.Minute, time.Now) }()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/web"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -97,4 +98,13 @@ func liveOrNil(a *provision.Applier) interface {
 		return nil
 	}
 	return a
+}
+
+// workloadsOrNil keeps a nil *ClusterReader (no cluster) from becoming a
+// non-nil interface: the member's page then says it needs a cluster.
+func workloadsOrNil(r *provision.ClusterReader) web.WorkloadReader {
+	if r == nil {
+		return nil
+	}
+	return r
 }

@@ -159,20 +159,23 @@ type ConnectionRow struct {
 
 // ConnectionList is a filterable, paginated list of connections.
 type ConnectionList struct {
-	Heading    string
-	Lead       string
-	Rows       []ConnectionRow
-	Team       string
-	State      string
-	Cluster    string
-	Query      string
-	Teams      []Choice
-	States     []Choice
-	NextURL    string
-	CreateURL  string // set when the user may file a request
-	EmptyTitle string
-	EmptyBody  string
-	TestID     string
+	Heading   string
+	Lead      string
+	Rows      []ConnectionRow
+	Team      string
+	State     string
+	Cluster   string
+	Query     string
+	Teams     []Choice
+	States    []Choice
+	NextURL   string
+	CreateURL string // set when the user may file a request
+	// SubmitURL and SignalsURL (a team's home only): the member's page
+	// and the team's signals.
+	SubmitURL, SignalsURL string
+	EmptyTitle            string
+	EmptyBody             string
+	TestID                string
 }
 
 // FieldRow is one label/value line of a contract.
@@ -518,4 +521,72 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// Submit is the member's page of a team: how to submit work to each live
+// connection and which of the team's workloads wait, and why.
+type Submit struct {
+	Team         string
+	Connections  []SubmitConn
+	PendingState PendingState
+	Pending      []PendingRow
+	SignalsURL   string
+}
+
+// SubmitConn is one live connection: its queue, classes and snippets.
+type SubmitConn struct {
+	ID      int64
+	Href    string
+	Cluster string
+	Access  Access
+	// PriorityClasses: Value is the Kueue class a job's label names,
+	// Label the contract's class.
+	PriorityClasses []Choice
+}
+
+// PendingState says whether the pending workloads could be read.
+type PendingState string
+
+const (
+	PendingRead        PendingState = "read"         // read live from the cluster
+	PendingNoCluster   PendingState = "no-cluster"   // no cluster configured
+	PendingNoNamespace PendingState = "no-namespace" // no live connection to read
+	PendingReadFailed  PendingState = "failed"       // the cluster did not answer
+)
+
+// PendingRow is one waiting workload with Kueue's reason.
+type PendingRow struct {
+	Namespace, Name, Queue, PriorityClass string
+	Waiting                               string
+	Reason, Message                       string
+}
+
+// Signals is a signals page: a team's (Team set) or every team's and the
+// cluster's.
+type Signals struct {
+	Team             string
+	Statuses         []SignalRow
+	Events           []SignalEventRow
+	AckURL           string
+	NoLiveConnection bool
+}
+
+// SignalRow is one signal's status now.
+type SignalRow struct {
+	Title, Team, State         string
+	Threshold, Current, Intent string
+	Owner, Response            string
+}
+
+// SignalEventRow is a signal that fired; AckAction is set when the viewer
+// may acknowledge it; Note and Error re-show a refused acknowledgement.
+type SignalEventRow struct {
+	ID                      int64
+	Title, Team, FiredAt    string
+	Detail, Owner, Response string
+	Open                    bool
+	AckBy, AckAt, AckNote   string
+	AckAction               string
+	AckID                   int64 // set: the form posts the event\'s id
+	Note, Error             string
 }

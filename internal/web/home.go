@@ -62,6 +62,7 @@ func (s *Server) teamHome(c echo.Context) error {
 	l := views.ConnectionList{
 		Heading: "Team " + team, Lead: "Team " + team + "'s requests and connections to the shared HyperPod cluster.",
 		Team: team, TestID: "team-home", EmptyTitle: "No connection yet",
+		SubmitURL: "/teams/" + team + "/submit", SignalsURL: "/teams/" + team + "/signals",
 	}
 	for _, st := range workflow.AllStates {
 		l.States = append(l.States, views.Choice{Value: string(st), Label: st.Label()})

@@ -115,6 +115,9 @@ type Options struct {
 	// RateCard prices usage (--rate-card); nil: pages show usage without
 	// money and say why, and no month is closed.
 	RateCard *usage.RateCard
+	// Workloads reads a team's waiting Kueue Workloads for the member's
+	// page; nil without a cluster (the page says so).
+	Workloads WorkloadReader
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.

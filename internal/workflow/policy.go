@@ -37,6 +37,8 @@ const (
 	ActionEditScheduler   Action = "cluster.scheduler"       // reconcile the cluster's task-governance scheduler config
 	ActionViewPlan        Action = "connection.plan"         // a connection's provisioning plan, on its page
 	ActionViewFullErrors  Action = "errors.view_full"        // job and AWS errors unreduced (they may name accounts and ARNs)
+	ActionViewSignals     Action = "signals.view"            // watched signals: a team's, or (no team) every team's and the cluster's
+	ActionAckSignal       Action = "signal.acknowledge"      // acknowledge a fired signal with a note
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -186,6 +188,24 @@ func Decide(p Principal, a Action, o Object) Decision {
 			return ownerInState(p, o, EventWithdraw)
 		}
 		return deny("the plan is shown to admins, and to the team's owners while they edit or wait for a decision")
+	case ActionViewSignals:
+		// A team's signals are part of its page; every team's and the
+		// cluster's together are the admins' overview.
+		if o.Team == "" {
+			return requireRole(p, RoleAdmin)
+		}
+		return viewTeam(p, o)
+	case ActionAckSignal:
+		// Acknowledging says "we saw it and this is what we do": the
+		// team's owners answer for their team's signals, admins for every
+		// team's and for the cluster's. Members and oversight roles read.
+		if p.HasRole(RoleAdmin) {
+			return allow("admin")
+		}
+		if o.Team == "" {
+			return deny("the cluster's signals are acknowledged by admins")
+		}
+		return requireTeamOwner(p, o)
 	case ActionViewAdminHome:
 		return requireRole(p, RoleAdmin)
 	case ActionViewReviewHome:

@@ -41,6 +41,11 @@ var policyTable = []struct {
 	{ActionViewFinanceHome, Object{}, [8]bool{false, false, false, false, false, true, false, false}},
 	{ActionViewAudit, Object{}, [8]bool{false, false, false, true, true, false, false, true}},
 	{Action("team.delete"), Object{Team: "red"}, [8]bool{false, false, false, false, false, false, false, false}},
+	{ActionViewSignals, Object{Team: "red"}, [8]bool{true, true, false, true, true, false, false, true}},
+	{ActionViewSignals, Object{}, [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionAckSignal, Object{Team: "red"}, [8]bool{true, false, false, true, false, false, false, true}},
+	{ActionAckSignal, Object{Team: "blue"}, [8]bool{false, false, true, true, false, false, false, true}},
+	{ActionAckSignal, Object{}, [8]bool{false, false, false, true, false, false, false, true}},
 
 	// Connection requests. Red's requests are filed and edited by ownerRed
 	// (id 1) unless a row says otherwise; ownerRedAdmin is id 8, admin 4,
