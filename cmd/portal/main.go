@@ -31,6 +31,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/web"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -188,6 +189,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 			knownOwners = append(knownOwners, u.Email)
 		}
 		if err := seedDev(ctx, db); err != nil {
+			return err
+		}
+		if err := seedDemoUsage(ctx, db, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -405,4 +409,44 @@ func seedDev(ctx context.Context, db *store.DB) error {
 		}
 	}
 	return nil
+}
+
+// demoSeed makes the demo usage the same on every fresh database.
+const demoSeed = 12
+
+// seedDemoUsage gives a development database without any usage 60 days of
+// hourly demo usage for the demo teams (Source demo: every page showing it
+// says "demo data"), so that the usage pages have something to show in
+// `make run`. A database with usage rows, demo or measured, is left as it
+// is, so restarts neither add nor change any.
+func seedDemoUsage(ctx context.Context, db *store.DB, now time.Time) error {
+	has, err := db.HasUsage(ctx)
+	if err != nil || has {
+		return err
+	}
+	const cluster = "shared-hp"
+	inv, err := db.Inventory(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	capacity := map[string]int{}
+	for typ, n := range inv {
+		capacity[typ] = n * provision.DefaultAccelerators[typ].Accelerators
+	}
+	// Guarantees as in the example contract (2 × ml.p5.48xlarge), so that
+	// approving it in the demo matches the demo's split.
+	teams := []usage.DemoTeam{
+		{Team: "red", Namespace: "hyperpod-ns-red", Types: []usage.DemoType{{InstanceType: "ml.p5.48xlarge", Guaranteed: 16, Busy: 24}}},
+		{Team: "blue", Namespace: "hyperpod-ns-blue", Types: []usage.DemoType{
+			{InstanceType: "ml.p5.48xlarge", Guaranteed: 16, Busy: 14}, {InstanceType: "ml.g5.8xlarge", Guaranteed: 0, Busy: 3}}},
+	}
+	end := usage.HourStart(now)
+	d := usage.DemoUsage(teams, cluster, capacity, end.Add(-60*24*time.Hour), end, demoSeed)
+	if err := db.PutUsageHours(ctx, d.Hours); err != nil {
+		return err
+	}
+	if err := db.PutClusterHours(ctx, d.Cluster); err != nil {
+		return err
+	}
+	return db.AddMissing(ctx, d.Missing)
 }

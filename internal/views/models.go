@@ -53,6 +53,8 @@ type HomeCard struct {
 	Href   string
 	Action string
 	TestID string
+	// UsageHref, when set, links the team's usage page beside the action.
+	UsageHref string
 }
 
 // RoleHome is the empty-state home page of one role (team owner or member,
@@ -170,6 +172,7 @@ type ConnectionList struct {
 	States     []Choice
 	NextURL    string
 	CreateURL  string // set when the user may file a request
+	UsageURL   string // the team's usage page, when the user may see it
 	EmptyTitle string
 	EmptyBody  string
 	TestID     string
@@ -284,6 +287,9 @@ type ConnectionDetail struct {
 	ApprovalsNeed int
 	ApprovalsHave int
 	Capacity      []CapacityRowView
+	// QuotaSuggestions, on the approval of a change to the guarantee: what
+	// the team's last 30 days of usage suggest, with the reasoning.
+	QuotaSuggestions []QuotaSuggestionView
 	CapacityOK    bool
 	Notice        string
 	ReasonError   string

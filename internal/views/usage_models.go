@@ -18,9 +18,11 @@ type MissingRow struct {
 type QuotaSuggestionView struct {
 	InstanceType string
 	Current      int
-	Suggested    int
-	Enough       bool
-	Reasoning    []string
+	// Proposed is what a change under approval asks for ("" elsewhere).
+	Proposed  string
+	Suggested int
+	Enough    bool
+	Reasoning []string
 }
 
 // WaitView is the period's wait-time percentiles (creation to admission).

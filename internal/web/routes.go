@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	// Signed-in pages. (Not an echo Group: a Group with middleware also
 	// captures every unknown path, turning 404s into login redirects.)
 	e.GET("/teams/:team", s.teamHome, s.requireLogin)
+	e.GET("/teams/:team/usage", s.teamUsage, s.requireLogin)
 	e.GET("/admin", s.adminQueue, s.requireLogin)
 	e.GET("/admin/inventory", s.inventoryPage, s.requireLogin)
 	e.GET("/admin/drift", s.driftOverview, s.requireLogin)
@@ -40,6 +41,7 @@ func (s *Server) routes() {
 	e.POST("/admin/inventory/refresh", s.refreshInventory, s.requireLogin)
 	e.GET("/admin/cluster", s.clusterReadiness, s.requireLogin)
 	e.GET("/admin/scheduler", s.schedulerPage, s.requireLogin)
+	e.GET("/admin/usage", s.clusterUsage, s.requireLogin)
 	e.POST("/admin/scheduler", s.reconcileScheduler, s.requireLogin)
 	e.GET("/reviews", s.reviewHome, s.requireLogin)
 	e.GET("/finance", s.financeHome, s.requireLogin)

@@ -107,6 +107,10 @@ type Options struct {
 	// connection's when an admin adopts it (POST /connections/:id/adopt-quota);
 	// nil without real AWS calls, and the page offers no adoption.
 	Quotas provision.QuotaAdopter
+	// Utilization, when set, reads how busy teams' accelerators were
+	// (Prometheus, --prometheus-url); nil: the usage pages show allocation
+	// only and say so.
+	Utilization UtilizationSource
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.
