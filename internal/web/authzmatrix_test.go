@@ -218,7 +218,8 @@ func (m *matrixFixture) do(t *testing.T, user, method, path string) (string, boo
 //     (and their state-changing requests refused); users outside team red
 //     without oversight (another team's owner, finance) get 404 for every
 //     route naming red or one of its connections, whatever the state and
-//     the method; every non-admin gets 403 from the admin routes; nobody
+//     the method, except that finance reads every team's usage
+//     (financeReadsEveryTeam); every non-admin gets 403 from the admin routes; nobody
 //     but red's owner and the admins changes anything;
 //   - compares the answers with docs/authorization-matrix.md, so a new
 //     route, or a route that answers differently, fails until the
@@ -248,7 +249,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 					t.Errorf("%s = %s, want 403 csrf", what, ans)
 				case u.login == "" && r.method == http.MethodGet && !publicRoutes[key] && ans != "login":
 					t.Errorf("%s = %s, want a redirect to sign in", what, ans)
-				case (u.login == "owner.blue" || u.login == "finance") && teamObject && ans != "404":
+				case u.login == "finance" && financeReadsEveryTeam[key] && ans != "200":
+					t.Errorf("%s = %s, want 200 (finance reads every team's usage)", what, ans)
+				case (u.login == "owner.blue" || u.login == "finance" && !financeReadsEveryTeam[key]) && teamObject && ans != "404":
 					t.Errorf("%s = %s, want 404 (another team's object)", what, ans)
 				case u.login != "" && u.login != "admin" && admin && ans != "403":
 					t.Errorf("%s = %s, want 403 (admins only)", what, ans)
@@ -349,7 +352,8 @@ token (anonymous visitors have none) and one form with the contract's fields, a 
 A test fails when a route is added or removed or answers differently from this file; it also
 checks the rules: no 5xx; anonymous visitors are sent to sign in and their state changes refused;
 another team's owner and finance get 404 for every route naming team red or one of its
-connections, in every state and with every method; non-admins get 403 from the admin routes;
+connections, in every state and with every method, except that finance reads every team's
+usage page (` + "`/teams/:team/usage`" + `, for chargeback); non-admins get 403 from the admin routes;
 nobody but the team's owner and the admins changes anything. Users in no mapped group are refused
 at login and stay anonymous. Every state-changing route also refuses a missing, wrong or foreign
 CSRF token (TestEveryStateChangingRouteNeedsCSRF).
