@@ -37,7 +37,9 @@ const maxUsagePeriodDays = 366
 
 // usagePeriod reads the from and to query parameters (UTC days, both
 // included; default the last 30 days) and returns the hours they cover,
-// up to the current hour. Bad input yields the form with its messages.
+// up to the last complete hour (the current one is still being recorded,
+// and would show as a drop to nothing). Bad input yields the form with its
+// messages.
 func usagePeriod(c echo.Context, now time.Time) (views.PeriodForm, time.Time, time.Time, bool) {
 	today := usage.DayStart(now)
 	f := views.PeriodForm{From: c.QueryParam("from"), To: c.QueryParam("to"), Errors: map[string]string{}}
@@ -74,7 +76,7 @@ func usagePeriod(c echo.Context, now time.Time) (views.PeriodForm, time.Time, ti
 	}
 	f.From, f.To = from.Format(time.DateOnly), to.Format(time.DateOnly)
 	end := to.AddDate(0, 0, 1)
-	if cur := usage.HourStart(now).Add(time.Hour); end.After(cur) {
+	if cur := usage.HourStart(now); end.After(cur) {
 		end = cur
 	}
 	return f, from, end, true
@@ -158,7 +160,7 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 	u.Missing = missingRows(missing)
 	u.NoData = len(rows) == 0
 	if len(guarantee) == 0 {
-		u.Guarantee = "none (team " + team + " has no approved connection), so everything it held was borrowed"
+		u.Guarantee = "none in force (team " + team + " has no approved connection)"
 	} else {
 		var parts []string
 		for _, c := range guarantee {

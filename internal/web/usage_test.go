@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -52,7 +54,7 @@ func seedUsage(t *testing.T, h *harness) {
 }
 
 // periodHours is how many seeded hours the default period (29 days and
-// today up to the current hour) holds, less the 3 missing.
+// today up to the last complete hour) holds, less the 3 missing.
 func periodHours(h *harness) int64 {
 	now := h.srv.opts.Now()
 	return int64(usage.HourStart(now).Sub(usage.DayStart(now).AddDate(0, 0, -29))/time.Hour) - 3
@@ -191,6 +193,43 @@ func TestQuotaSuggestionOnTheApprovalOfAGuaranteeChange(t *testing.T) {
 		"The current guarantee is 2: raising it to 3"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the approval page lacks %s:\n%s", want, section(body, "decide"))
+		}
+	}
+}
+
+// busyFake is a utilization source for the seam's test: the Prometheus
+// client (issue 12's prom work) is tested against a real Prometheus.
+type busyFake struct{ err error }
+
+func (f busyFake) BusyAccelerators(_ context.Context, ns []string, from, to time.Time) (map[time.Time]float64, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := map[time.Time]float64{}
+	if len(ns) == 1 && ns[0] == "hyperpod-ns-red" {
+		for h := from; h.Before(to); h = h.Add(time.Hour) {
+			out[h] = 10
+		}
+	}
+	return out, nil
+}
+
+// With a utilization source the page draws busy accelerators and drops the
+// "allocation only" note; when the source fails, it says so and shows
+// allocation only (no 500).
+func TestTeamUsageWithUtilization(t *testing.T) {
+	for _, tc := range []struct {
+		src           busyFake
+		want, wantNot string
+	}{
+		{busyFake{}, `data-testid="usage-allocation-s-busy"`, `data-testid="utilization-note"`},
+		{busyFake{err: errors.New("prometheus down")}, "could not be read from Prometheus", `data-testid="usage-allocation-s-busy"`},
+	} {
+		h := newHarness(t, false, func(o *Options) { o.Utilization = tc.src })
+		seedUsage(t, h)
+		resp, body := h.get(h.signIn("owner.red").c, "/teams/red/usage")
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, tc.want) || strings.Contains(body, tc.wantNot) {
+			t.Errorf("utilization %+v: %d, want %s and not %s", tc.src, resp.StatusCode, tc.want, tc.wantNot)
 		}
 	}
 }
