@@ -290,12 +290,12 @@ type ConnectionDetail struct {
 	// QuotaSuggestions, on the approval of a change to the guarantee: what
 	// the team's last 30 days of usage suggest, with the reasoning.
 	QuotaSuggestions []QuotaSuggestionView
-	CapacityOK    bool
-	Notice        string
-	ReasonError   string
-	Reason        string
-	DiffURL       string // compare any two versions
-	Plan          *PlanView
+	CapacityOK       bool
+	Notice           string
+	ReasonError      string
+	Reason           string
+	DiffURL          string // compare any two versions
+	Plan             *PlanView
 	// PlanDiff, while a live connection's change is open, is what the
 	// change does on the cluster and AWS against the active version.
 	PlanDiff     *PlanDiffView
