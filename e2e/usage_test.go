@@ -3,6 +3,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOwnerSeesTeamUsage: in `make run` (--dev) the portal seeds demo
@@ -12,6 +13,8 @@ import (
 func TestOwnerSeesTeamUsage(t *testing.T) {
 	b := browser(t)
 	p := startPortal(t)
+	// The demo usage is seeded in the background after start.
+	waitForLog(t, p, "demo usage seeded")
 
 	pg := signIn(t, b, p, "Olivia Owner (Red)")
 	clickTo(t, pg, pg.GetByTestId("card-team-red-usage"), p.URL+"/teams/red/usage", "open red's usage from the home card")
@@ -49,4 +52,16 @@ func TestOwnerSeesTeamUsage(t *testing.T) {
 		t.Errorf("red's usage for owner.blue = %d, want 404", resp.Status())
 	}
 	screenshot(t, blue, "usage-02-blue-not-found")
+}
+
+// waitForLog waits until the portal has logged a line containing msg (an
+// event, not a timing: the bound only keeps a broken build from hanging).
+func waitForLog(t *testing.T, p *portal, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if strings.Contains(p.out.String(), msg) {
+			return
+		}
+	}
+	t.Fatalf("the portal never logged %q:\n%s", msg, p.out.String())
 }

@@ -191,9 +191,6 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		if err := seedDev(ctx, db); err != nil {
 			return err
 		}
-		if err := seedDemoUsage(ctx, db, time.Now()); err != nil {
-			return err
-		}
 	}
 
 	kube, err := kubeConfig(cfg.Kubeconfig)
@@ -296,6 +293,19 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 			logger.Error("provisioner stopped", "err", err)
 		}
 	}()
+	if cfg.Dev {
+		// In the background: under load the seed takes seconds, and the
+		// portal need not wait for it (the pages fill in when it is done).
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n, err := seedDemoUsage(workCtx, db, time.Now()); err != nil && workCtx.Err() == nil {
+				logger.Error("demo usage seed failed", "err", err)
+			} else if n > 0 {
+				logger.Info("demo usage seeded", "rows", n)
+			}
+		}()
+	}
 	if kube == nil {
 		logger.Info("provisioner in dry-run mode: no --kubeconfig, plans are recorded and nothing is applied")
 	} else {
@@ -418,16 +428,13 @@ const demoSeed = 12
 // hourly demo usage for the demo teams (Source demo: every page showing it
 // says "demo data"), so that the usage pages have something to show in
 // `make run`. A database with usage rows, demo or measured, is left as it
-// is, so restarts neither add nor change any.
-func seedDemoUsage(ctx context.Context, db *store.DB, now time.Time) error {
-	has, err := db.HasUsage(ctx)
-	if err != nil || has {
-		return err
-	}
+// is, so restarts neither add nor change any; the seed is one transaction.
+// It returns how many hourly rows it wrote.
+func seedDemoUsage(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 	const cluster = "shared-hp"
 	inv, err := db.Inventory(ctx, cluster)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	capacity := map[string]int{}
 	for typ, n := range inv {
@@ -442,11 +449,9 @@ func seedDemoUsage(ctx context.Context, db *store.DB, now time.Time) error {
 	}
 	end := usage.HourStart(now)
 	d := usage.DemoUsage(teams, cluster, capacity, end.Add(-60*24*time.Hour), end, demoSeed)
-	if err := db.PutUsageHours(ctx, d.Hours); err != nil {
-		return err
+	seeded, err := db.SeedUsage(ctx, d.Hours, d.Cluster, []usage.Missing{d.Missing})
+	if err != nil || !seeded {
+		return 0, err
 	}
-	if err := db.PutClusterHours(ctx, d.Cluster); err != nil {
-		return err
-	}
-	return db.AddMissing(ctx, d.Missing)
+	return len(d.Hours), nil
 }

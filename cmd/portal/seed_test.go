@@ -24,8 +24,8 @@ func TestSeedDemoUsageOnceAndLabelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 12, 1, 16, 20, 0, 0, time.UTC)
-	if err := seedDemoUsage(ctx, db, now); err != nil {
-		t.Fatal(err)
+	if n, err := seedDemoUsage(ctx, db, now); err != nil || n == 0 {
+		t.Fatalf("seed = %d, %v", n, err)
 	}
 	all := store.UsageFilter{From: now.AddDate(0, 0, -90), To: now.Add(time.Hour)}
 	rows, err := db.UsageHours(ctx, all)
@@ -50,8 +50,8 @@ func TestSeedDemoUsageOnceAndLabelled(t *testing.T) {
 	if len(missing) != 1 || len(cluster) == 0 {
 		t.Errorf("%d missing periods, %d cluster hours", len(missing), len(cluster))
 	}
-	if err := seedDemoUsage(ctx, db, now.Add(5*time.Hour)); err != nil {
-		t.Fatal(err)
+	if n, err := seedDemoUsage(ctx, db, now.Add(5*time.Hour)); err != nil || n != 0 {
+		t.Fatalf("second seed = %d, %v; want nothing", n, err)
 	}
 	again, _ := db.UsageHours(ctx, store.UsageFilter{From: all.From, To: all.To.Add(10 * time.Hour)})
 	missing2, _ := db.MissingIn(ctx, all.From, all.To)

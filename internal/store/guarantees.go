@@ -38,13 +38,3 @@ GROUP BY c.team, vc.instance_type ORDER BY c.team, vc.instance_type`, args...)
 	}
 	return out, rows.Err()
 }
-
-// HasUsage reports whether any hourly usage row is recorded (the demo seed
-// runs only on a database without any).
-func (d *DB) HasUsage(ctx context.Context) (bool, error) {
-	var n int
-	if err := d.sql.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM usage_hours) OR EXISTS (SELECT 1 FROM usage_cluster_hours)`).Scan(&n); err != nil {
-		return false, fmt.Errorf("store: has usage: %w", err)
-	}
-	return n == 1, nil
-}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -33,17 +34,36 @@ func TestGuaranteesInForce(t *testing.T) {
 	}
 }
 
-func TestHasUsage(t *testing.T) {
+// SeedUsage writes everything or nothing, and nothing on a database that
+// already has usage (a measured cluster hour is enough).
+func TestSeedUsageOnlyOnAnEmptyDatabase(t *testing.T) {
 	db, _ := openDB(t, true)
 	ctx := t.Context()
-	if has, err := db.HasUsage(ctx); err != nil || has {
-		t.Fatalf("fresh database HasUsage = %v, %v", has, err)
-	}
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	if err := db.PutClusterHours(ctx, []usage.ClusterHour{{Cluster: "c", InstanceType: "t", Start: at}}); err != nil {
+	hours := []usage.Hour{{Team: "red", Namespace: "ns", InstanceType: "t", Start: at, GuaranteedAccelSeconds: 5, Source: usage.SourceDemo}}
+	miss := []usage.Missing{{Cluster: "c", From: at, To: at.Add(time.Hour), Reason: "demo"}}
+	// A bad row fails the whole seed: no row of it is kept.
+	bad := append(hours, usage.Hour{Team: "red", Namespace: "ns", InstanceType: "t", Start: at.Add(time.Minute)})
+	if ok, err := db.SeedUsage(ctx, bad, nil, miss); err == nil || ok {
+		t.Fatalf("seeding an hour that does not start on the hour = %v, %v", ok, err)
+	}
+	if got, _ := db.UsageHours(ctx, store.UsageFilter{From: at, To: at.Add(2 * time.Hour)}); len(got) != 0 {
+		t.Fatalf("a failed seed kept %d rows", len(got))
+	}
+	if ok, err := db.SeedUsage(ctx, hours, nil, miss); err != nil || !ok {
+		t.Fatalf("first seed = %v, %v", ok, err)
+	}
+	if ok, err := db.SeedUsage(ctx, hours, nil, miss); err != nil || ok {
+		t.Errorf("second seed = %v, %v; want nothing written", ok, err)
+	}
+	if m, _ := db.MissingIn(ctx, at, at.Add(time.Hour)); len(m) != 1 {
+		t.Errorf("%d missing periods after two seeds", len(m))
+	}
+	other, _ := openDB(t, true)
+	if err := other.PutClusterHours(ctx, []usage.ClusterHour{{Cluster: "c", InstanceType: "t", Start: at}}); err != nil {
 		t.Fatal(err)
 	}
-	if has, err := db.HasUsage(ctx); err != nil || !has {
-		t.Errorf("with a cluster hour HasUsage = %v, %v", has, err)
+	if ok, err := other.SeedUsage(ctx, hours, nil, nil); err != nil || ok {
+		t.Errorf("seed over a measured cluster hour = %v, %v", ok, err)
 	}
 }
