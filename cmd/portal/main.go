@@ -31,6 +31,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/web"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -309,6 +310,19 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	closer := newMonthCloser(db, rates, cluster, logger)
 	wg.Add(1)
 	go func() { defer wg.Done(); closer.Run(workCtx) }()
+	if cfg.Dev {
+		// In the background: under load the seed takes seconds, and the
+		// portal need not wait for it (the pages fill in when it is done).
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n, err := seedDemoUsage(workCtx, db, time.Now()); err != nil && workCtx.Err() == nil {
+				logger.Error("demo usage seed failed", "err", err)
+			} else if n > 0 {
+				logger.Info("demo usage seeded", "rows", n)
+			}
+		}()
+	}
 	if kube == nil {
 		logger.Info("provisioner in dry-run mode: no --kubeconfig, plans are recorded and nothing is applied")
 	} else {
@@ -429,4 +443,39 @@ func seedDev(ctx context.Context, db *store.DB) error {
 		}
 	}
 	return nil
+}
+
+// demoSeed makes the demo usage the same on every fresh database.
+const demoSeed = 12
+
+// seedDemoUsage gives a development database without any usage 60 days of
+// hourly demo usage for the demo teams (Source demo: every page showing it
+// says "demo data"), so that the usage pages have something to show in
+// `make run`. A database with usage rows, demo or measured, is left as it
+// is, so restarts neither add nor change any; the seed is one transaction.
+// It returns how many hourly rows it wrote.
+func seedDemoUsage(ctx context.Context, db *store.DB, now time.Time) (int, error) {
+	const cluster = "shared-hp"
+	inv, err := db.Inventory(ctx, cluster)
+	if err != nil {
+		return 0, err
+	}
+	capacity := map[string]int{}
+	for typ, n := range inv {
+		capacity[typ] = n * provision.DefaultAccelerators[typ].Accelerators
+	}
+	// Guarantees as in the example contract (2 × ml.p5.48xlarge), so that
+	// approving it in the demo matches the demo's split.
+	teams := []usage.DemoTeam{
+		{Team: "red", Namespace: "hyperpod-ns-red", Types: []usage.DemoType{{InstanceType: "ml.p5.48xlarge", Guaranteed: 16, Busy: 24}}},
+		{Team: "blue", Namespace: "hyperpod-ns-blue", Types: []usage.DemoType{
+			{InstanceType: "ml.p5.48xlarge", Guaranteed: 16, Busy: 14}, {InstanceType: "ml.g5.8xlarge", Guaranteed: 0, Busy: 3}}},
+	}
+	end := usage.HourStart(now)
+	d := usage.DemoUsage(teams, cluster, capacity, end.Add(-60*24*time.Hour), end, demoSeed)
+	seeded, err := db.SeedUsage(ctx, d.Hours, d.Cluster, []usage.Missing{d.Missing})
+	if err != nil || !seeded {
+		return 0, err
+	}
+	return len(d.Hours), nil
 }

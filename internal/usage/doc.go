@@ -1,13 +1,15 @@
 // Package usage is the portal's metering and money, in pure functions: the
 // hourly usage rows the collector records per team, namespace and instance
-// type; missing data periods; the five watched signals of mission.md
-// evaluated over those rows (signals.go); the Utilization interface through
-// which pages read how busy a namespace's GPUs are (implemented over
-// Prometheus by internal/usage/prom; nil when --prometheus-url is unset);
-// money (integer minor units), the rate card (price per instance-hour over
-// time), the shared-cost policies and the chargeback that splits the
-// cluster's cost among the teams to the cent (chargeback.go), and the
-// monthly statements computed from those rows (statement.go).
+// type; missing data periods; sums per hour, nearest-rank percentiles and
+// the quota suggestion (quota.go); the demo usage `make run` seeds
+// (demo.go); the five watched signals of mission.md evaluated over those
+// rows (signals.go); the Utilization interface through which pages read how
+// busy a namespace's GPUs are (implemented over Prometheus by
+// internal/usage/prom; nil when --prometheus-url is unset); money (integer
+// minor units), the rate card (price per instance-hour over time), the
+// shared-cost policies and the chargeback that splits the cluster's cost
+// among the teams to the cent (chargeback.go), and the monthly statements
+// computed from those rows (statement.go).
 //
 // It imports nothing of the portal but internal/workflow, and never an HTTP,
 // Kubernetes, AWS or SQL package: the collector that watches the cluster

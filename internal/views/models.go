@@ -53,6 +53,8 @@ type HomeCard struct {
 	Href   string
 	Action string
 	TestID string
+	// UsageHref, when set, links the team's usage page beside the action.
+	UsageHref string
 }
 
 // RoleHome is the empty-state home page of one role (team owner or member,
@@ -170,6 +172,7 @@ type ConnectionList struct {
 	States    []Choice
 	NextURL   string
 	CreateURL string // set when the user may file a request
+	UsageURL  string // the team's usage page, when the user may see it
 	// SubmitURL and SignalsURL (a team's home only): the member's page
 	// and the team's signals.
 	SubmitURL, SignalsURL string
@@ -287,12 +290,15 @@ type ConnectionDetail struct {
 	ApprovalsNeed int
 	ApprovalsHave int
 	Capacity      []CapacityRowView
-	CapacityOK    bool
-	Notice        string
-	ReasonError   string
-	Reason        string
-	DiffURL       string // compare any two versions
-	Plan          *PlanView
+	// QuotaSuggestions, on the approval of a change to the guarantee: what
+	// the team's last 30 days of usage suggest, with the reasoning.
+	QuotaSuggestions []QuotaSuggestionView
+	CapacityOK       bool
+	Notice           string
+	ReasonError      string
+	Reason           string
+	DiffURL          string // compare any two versions
+	Plan             *PlanView
 	// PlanDiff, while a live connection's change is open, is what the
 	// change does on the cluster and AWS against the active version.
 	PlanDiff     *PlanDiffView

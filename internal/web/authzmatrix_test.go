@@ -218,7 +218,7 @@ func (m *matrixFixture) do(t *testing.T, user, method, path string) (string, boo
 //     (and their state-changing requests refused); users outside team red
 //     without oversight (another team's owner, finance) get 404 for every
 //     route naming red or one of its connections, whatever the state and
-//     the method, except that finance reads every team's statements
+//     the method, except that finance reads every team's usage and statements
 //     (financeReadsTeam); every non-admin gets 403 from the admin routes; nobody
 //     but red's owner and the admins changes anything;
 //   - compares the answers with docs/authorization-matrix.md, so a new
@@ -352,7 +352,9 @@ token (anonymous visitors have none) and one form with the contract's fields, a 
 A test fails when a route is added or removed or answers differently from this file; it also
 checks the rules: no 5xx; anonymous visitors are sent to sign in and their state changes refused;
 another team's owner and finance get 404 for every route naming team red or one of its
-connections, in every state and with every method; non-admins get 403 from the admin routes;
+connections, in every state and with every method, except that finance reads every team's
+usage page and statements (` + "`/teams/:team/usage`" + `, ` + "`/teams/:team/statements/…`" + `, for chargeback);
+non-admins get 403 from the admin routes;
 nobody but the team's owner and the admins changes anything. Users in no mapped group are refused
 at login and stay anonymous. Every state-changing route also refuses a missing, wrong or foreign
 CSRF token (TestEveryStateChangingRouteNeedsCSRF).

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -247,6 +248,22 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 			// rule the approval applies).
 			rep = workflow.AmendCapacity(inv, committed, against.Contract.Scheduling.Guaranteed, cur.Contract.Scheduling.Guaranteed)
 		}
+		if conn.State.Live() && against != nil && !sameCapacity(against.Contract.Scheduling.Guaranteed, cur.Contract.Scheduling.Guaranteed) {
+			// A change to the guarantee: show what the team's usage suggests.
+			if d.QuotaSuggestions, err = s.quotaSuggestions(ctx, conn.Team, against.Contract.Scheduling.Guaranteed,
+				cur.Contract.Scheduling.Guaranteed, s.opts.Now()); err != nil {
+				return d, err
+			}
+			for i := range d.QuotaSuggestions {
+				n := 0
+				for _, c := range cur.Contract.Scheduling.Guaranteed {
+					if c.InstanceType == d.QuotaSuggestions[i].InstanceType {
+						n += c.Count
+					}
+				}
+				d.QuotaSuggestions[i].Proposed = strconv.Itoa(n)
+			}
+		}
 		d.CapacityOK = rep.OK()
 		for _, r := range rep.Rows {
 			d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity, Held: r.Held,
@@ -284,4 +301,22 @@ func (s *Server) planDiffView(conn store.Connection, from, to store.Version, nex
 	}
 	v.Empty = diff.Empty()
 	return v
+}
+
+// sameCapacity reports whether two guarantees hold the same instances per
+// type (in any order).
+func sameCapacity(a, b []workflow.Capacity) bool {
+	sum := func(cs []workflow.Capacity) map[string]int {
+		m := map[string]int{}
+		for _, c := range cs {
+			m[c.InstanceType] += c.Count
+		}
+		for t, n := range m {
+			if n == 0 {
+				delete(m, t)
+			}
+		}
+		return m
+	}
+	return maps.Equal(sum(a), sum(b))
 }

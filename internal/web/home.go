@@ -18,13 +18,13 @@ func (s *Server) home(c echo.Context) error {
 	}
 	var h views.Home
 	for _, m := range p.Memberships {
-		body := "Your team's connection to the shared cluster: namespace, queue, quota and how to submit jobs."
+		body := "Your team's connection to the shared cluster: namespace, queue and quota, and how much of it the team uses."
 		action := "Open team " + m.Team
 		if m.Role == workflow.TeamOwner {
 			body = "Request and manage your team's connection to the shared cluster, and follow its approval, usage and reviews."
 		}
 		h.Cards = append(h.Cards, views.HomeCard{Title: "Team " + m.Team + " (" + string(m.Role) + ")", Body: body,
-			Href: "/teams/" + m.Team, Action: action, TestID: "card-team-" + m.Team})
+			Href: "/teams/" + m.Team, Action: action, TestID: "card-team-" + m.Team, UsageHref: "/teams/" + m.Team + "/usage"})
 	}
 	if workflow.Decide(p, workflow.ActionViewAdminHome, workflow.Object{}).Allowed {
 		h.Cards = append(h.Cards, views.HomeCard{Title: "Cluster admin", Body: "Approve connection requests, watch provisioning, revoke access.",
@@ -63,6 +63,9 @@ func (s *Server) teamHome(c echo.Context) error {
 		Heading: "Team " + team, Lead: "Team " + team + "'s requests and connections to the shared HyperPod cluster.",
 		Team: team, TestID: "team-home", EmptyTitle: "No connection yet",
 		SubmitURL: "/teams/" + team + "/submit", SignalsURL: "/teams/" + team + "/signals",
+	}
+	if workflow.Decide(p, workflow.ActionViewUsage, workflow.Object{Team: team}).Allowed {
+		l.UsageURL = "/teams/" + team + "/usage"
 	}
 	for _, st := range workflow.AllStates {
 		l.States = append(l.States, views.Choice{Value: string(st), Label: st.Label()})

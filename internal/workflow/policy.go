@@ -39,6 +39,7 @@ const (
 	ActionViewFullErrors  Action = "errors.view_full"        // job and AWS errors unreduced (they may name accounts and ARNs)
 	ActionViewSignals     Action = "signals.view"            // watched signals: a team's, or (no team) every team's and the cluster's
 	ActionAckSignal       Action = "signal.acknowledge"      // acknowledge a fired signal with a note
+	ActionViewUsage       Action = "usage.view"              // a team's usage page: allocation, hours, tasks, quota suggestion
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -173,6 +174,23 @@ func Decide(p Principal, a Action, o Object) Decision {
 			return allow("owner of team %s", o.Team)
 		}
 		return deny("needs the %s role or ownership of the team", RoleFinance)
+	case ActionViewUsage:
+		// A team's owners and members see their usage; finance reads every
+		// team's (chargeback), admins oversee capacity, and reviewers cite
+		// usage as evidence in lifecycle reviews (is the guarantee used?).
+		// Another team's owner or member does not (404).
+		if o.Team == "" {
+			return deny("no team given")
+		}
+		if r, ok := p.TeamRole(o.Team); ok {
+			return allow("%s of team %s", r, o.Team)
+		}
+		for _, r := range []Role{RoleAdmin, RoleReviewer, RoleFinance} {
+			if p.HasRole(r) {
+				return allow("%s", r)
+			}
+		}
+		return deny("not a member of team %s", o.Team)
 	case ActionEditInventory, ActionEditScheduler, ActionViewFullErrors:
 		return requireRole(p, RoleAdmin)
 	case ActionViewPlan:

@@ -162,6 +162,10 @@ var policyTable = []struct {
 	{ActionEditCostPolicy, Object{}, [8]bool{false, false, false, false, false, true, false, false}},
 	{ActionEditCostPolicy, Object{Team: "red"}, [8]bool{false, false, false, false, false, true, false, false}},
 
+	{ActionViewUsage, Object{Team: "red"}, [8]bool{true, true, false, true, true, true, false, true}},
+	{ActionViewUsage, Object{Team: "blue"}, [8]bool{false, false, true, true, true, true, false, true}},
+	{ActionViewUsage, Object{}, [8]bool{}},
+
 	{ActionEditInventory, Object{}, [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionReapply, redRequest(StateActive), [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionRetryJob, redRequest(StateApproved), [8]bool{false, false, false, true, false, false, false, true}},

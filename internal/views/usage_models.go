@@ -1,0 +1,96 @@
+package views
+
+import "github.com/a-h/templ"
+
+// PeriodForm is the period picker of the usage pages: dates as typed (kept
+// on an error) and each field's message.
+type PeriodForm struct {
+	From, To string // YYYY-MM-DD, UTC days, both included
+	Errors   map[string]string
+}
+
+// MissingRow is a missing data period that touches the page's period.
+type MissingRow struct {
+	From, To, Reason string
+}
+
+// QuotaSuggestionView is a suggested guarantee with its reasoning.
+type QuotaSuggestionView struct {
+	InstanceType string
+	Current      int
+	// Proposed is what a change under approval asks for ("" elsewhere).
+	Proposed  string
+	Suggested int
+	Enough    bool
+	Reasoning []string
+}
+
+// WaitView is the period's wait-time percentiles (creation to admission).
+type WaitView struct {
+	Label         string // e.g. "Median hour" or "Worst hour"
+	P50, P90, P99 string
+}
+
+// TeamUsage is the team usage page (/teams/:team/usage).
+type TeamUsage struct {
+	Team   string
+	Period PeriodForm
+	// PeriodLabel says which hours are shown, e.g. "2026-11-01 to
+	// 2026-11-30 (UTC)".
+	PeriodLabel string
+	Demo        bool // some rows are demo data: the page says so
+	Missing     []MissingRow
+	// UtilizationNote says why utilization is not shown (no Prometheus
+	// source configured); empty when it is.
+	UtilizationNote string
+	// Guarantee says what the guarantee line is, e.g. "2 × ml.p5.48xlarge
+	// = 16 accelerators", or that the team has no approved connection.
+	Guarantee  string
+	Allocation TimeSeriesChart
+	Hours      StackedBarChart
+	// Totals of the period, already formatted.
+	GuaranteedHours, BorrowedHours string
+	PeakRunning, PeakPending       int
+	Preemptions                    int
+	Waits                          []WaitView
+	Suggestions                    []QuotaSuggestionView
+	NoData                         bool // no rows at all in the period
+
+	// Cost is the cost block (cost to date, projected month end; without a
+	// rate card it says why there is no money): CostBlockView. Nil: the
+	// page shows no cost block.
+	Cost templ.Component
+}
+
+// TeamUsageRow is one team on the cluster overview.
+type TeamUsageRow struct {
+	Team                  string
+	Href                  string
+	GuaranteeAccelerators string
+	MeanAccelerators      string
+	P95Accelerators       string
+	BorrowedHours         string
+	Status                string // "above", "below", "within", "none"
+	StatusLabel           string
+}
+
+// UnhealthyRow is an instance type with unhealthy node time in the period.
+type UnhealthyRow struct {
+	Cluster, InstanceType string
+	NodeHours             string
+	LatestHour            string // unhealthy nodes in the latest recorded hour
+}
+
+// ClusterUsage is the admins' cluster overview (/admin/usage).
+type ClusterUsage struct {
+	Period                                   PeriodForm
+	PeriodLabel                              string
+	Demo                                     bool
+	Missing                                  []MissingRow
+	Stacked                                  StackedBarChart // every team's accelerator-hours per day, and idle capacity
+	CapacityHours, AllocatedHours, IdleHours string
+	IdlePercent                              string
+	Teams                                    []TeamUsageRow
+	Unhealthy                                []UnhealthyRow
+	NoData                                   bool
+}

@@ -1,0 +1,478 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// usagePeriodDays is the default period of the usage pages, ending today.
+const usagePeriodDays = 30
+
+// maxUsagePeriodDays bounds a chosen period (a year of hourly points).
+const maxUsagePeriodDays = 366
+
+// usagePeriod reads the from and to query parameters (UTC days, both
+// included; default the last 30 days) and returns the hours they cover,
+// up to the last complete hour (the current one is still being recorded,
+// and would show as a drop to nothing). Bad input yields the form with its
+// messages.
+func usagePeriod(c echo.Context, now time.Time) (views.PeriodForm, time.Time, time.Time, bool) {
+	today := usage.DayStart(now)
+	f := views.PeriodForm{From: c.QueryParam("from"), To: c.QueryParam("to"), Errors: map[string]string{}}
+	to, from := today, today.AddDate(0, 0, -(usagePeriodDays-1))
+	if f.To != "" {
+		t, err := time.Parse(time.DateOnly, f.To)
+		if err != nil {
+			f.Errors["to"] = "To: enter a day as YYYY-MM-DD, e.g. " + today.Format(time.DateOnly) + "."
+		}
+		to = t
+	}
+	if f.From != "" {
+		t, err := time.Parse(time.DateOnly, f.From)
+		if err != nil {
+			f.Errors["from"] = "From: enter a day as YYYY-MM-DD, e.g. " + today.AddDate(0, 0, -(usagePeriodDays-1)).Format(time.DateOnly) + "."
+		}
+		from = t
+	} else if f.To != "" {
+		from = to.AddDate(0, 0, -(usagePeriodDays - 1))
+	}
+	if len(f.Errors) == 0 {
+		switch {
+		case from.After(today):
+			f.Errors["from"] = "From: " + from.Format(time.DateOnly) + " is in the future; usage is recorded up to today (" + today.Format(time.DateOnly) + ", UTC)."
+		case to.Before(from):
+			f.Errors["period"] = "The period ends (" + to.Format(time.DateOnly) + ") before it starts (" + from.Format(time.DateOnly) + ")."
+		case to.Sub(from) >= maxUsagePeriodDays*24*time.Hour:
+			f.Errors["period"] = fmt.Sprintf("Choose a period of at most %d days.", maxUsagePeriodDays)
+		}
+	}
+	f.From, f.To = strings.TrimSpace(f.From), strings.TrimSpace(f.To)
+	if len(f.Errors) > 0 {
+		return f, time.Time{}, time.Time{}, false
+	}
+	f.From, f.To = from.Format(time.DateOnly), to.Format(time.DateOnly)
+	end := to.AddDate(0, 0, 1)
+	if cur := usage.HourStart(now); end.After(cur) {
+		end = cur
+	}
+	return f, from, end, true
+}
+
+func periodLabel(from, to time.Time) string {
+	return from.Format("2006-01-02 15:04") + " to " + to.Format("2006-01-02 15:04") + " (UTC)"
+}
+
+func missingRows(ms []usage.Missing) []views.MissingRow {
+	var out []views.MissingRow
+	for _, m := range ms {
+		out = append(out, views.MissingRow{From: m.From.UTC().Format("2006-01-02 15:04"), To: m.To.UTC().Format("2006-01-02 15:04 MST"), Reason: m.Reason})
+	}
+	return out
+}
+
+func inAnyMissing(ms []usage.Missing, h time.Time) bool {
+	for _, m := range ms {
+		if m.Overlaps(h, h.Add(time.Hour)) {
+			return true
+		}
+	}
+	return false
+}
+
+// hoursText formats accelerator-seconds as accelerator-hours.
+func hoursText(secs int64) string {
+	return strconv.FormatFloat(math.Round(float64(secs)/36)/100, 'f', 2, 64)
+}
+
+func (s *Server) accelPerInstance(typ string) int {
+	return s.opts.Cluster.WithDefaults().Accelerators[typ].Accelerators
+}
+
+// guaranteeAccel is a guarantee in accelerators.
+func (s *Server) guaranteeAccel(caps []workflow.Capacity) int {
+	n := 0
+	for _, c := range caps {
+		n += c.Count * s.accelPerInstance(c.InstanceType)
+	}
+	return n
+}
+
+// teamUsage is a team's usage page.
+func (s *Server) teamUsage(c echo.Context) error {
+	team := c.Param("team")
+	p, err := authorize(c, workflow.ActionViewUsage, workflow.Object{Team: team})
+	if err != nil {
+		return err
+	}
+	title := "Team " + team + " usage"
+	pf, from, to, ok := usagePeriod(c, s.opts.Now())
+	if !ok {
+		return render(c, http.StatusBadRequest, views.TeamUsagePage(s.page(c, title), views.TeamUsage{Team: team, Period: pf,
+			PeriodLabel: "no period shown: correct the dates", NoData: true, Guarantee: "-"}))
+	}
+	u, err := s.teamUsageView(c.Request().Context(), team, from, to)
+	if err != nil {
+		return err
+	}
+	u.Period = pf
+	// The month's cost so far and its projection (finance.go); the
+	// statement link inside shows only to those who may read statements.
+	b, err := s.TeamCostBlock(c.Request().Context(), p, team)
+	if err != nil {
+		return err
+	}
+	u.Cost = views.CostBlockView(b)
+	return render(c, http.StatusOK, views.TeamUsagePage(s.page(c, title), u))
+}
+
+func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.Time) (views.TeamUsage, error) {
+	u := views.TeamUsage{Team: team, PeriodLabel: periodLabel(from, to)}
+	rows, err := s.opts.DB.UsageHours(ctx, store.UsageFilter{Team: team, From: from, To: to})
+	if err != nil {
+		return u, err
+	}
+	missing, err := s.opts.DB.MissingIn(ctx, from, to)
+	if err != nil {
+		return u, err
+	}
+	g, err := s.opts.DB.Guarantees(ctx, team)
+	if err != nil {
+		return u, err
+	}
+	guarantee := g[team]
+	gAccel := s.guaranteeAccel(guarantee)
+	u.Missing = missingRows(missing)
+	u.NoData = len(rows) == 0
+	if len(guarantee) == 0 {
+		u.Guarantee = "none in force (team " + team + " has no approved connection)"
+	} else {
+		var parts []string
+		for _, c := range guarantee {
+			parts = append(parts, fmt.Sprintf("%d × %s", c.Count, c.InstanceType))
+		}
+		u.Guarantee = fmt.Sprintf("%s = %d accelerators (the approved connection's guarantee today)", strings.Join(parts, " + "), gAccel)
+	}
+
+	hourly := usage.SumByHour(rows)
+	byHour := map[time.Time]usage.TeamHour{}
+	for _, h := range hourly {
+		byHour[h.Start] = h
+		u.Demo = u.Demo || h.Demo
+	}
+	var namespaces []string
+	for _, r := range rows {
+		if !slices.Contains(namespaces, r.Namespace) {
+			namespaces = append(namespaces, r.Namespace)
+		}
+	}
+	var busy map[time.Time]float64
+	if s.opts.Utilization == nil {
+		u.UtilizationNote = "Allocation only: utilization (how busy the allocated accelerators were) needs the portal to run with --prometheus-url."
+	} else if busy, err = busyAccelerators(ctx, s.opts.Utilization, rows, namespaces, from, to); err != nil {
+		s.opts.Logger.WarnContext(ctx, "utilization unavailable", "err", err)
+		u.UtilizationNote = "Utilization could not be read from Prometheus just now; allocation only."
+		busy = nil
+	}
+	var xs []time.Time
+	var alloc, guar, busyV []float64
+	for h := from; h.Before(to); h = h.Add(time.Hour) {
+		xs = append(xs, h)
+		guar = append(guar, float64(gAccel))
+		if inAnyMissing(missing, h) {
+			alloc, busyV = append(alloc, math.NaN()), append(busyV, math.NaN())
+			continue
+		}
+		alloc = append(alloc, float64(byHour[h].AccelSeconds())/3600)
+		if v, ok := busy[h]; ok {
+			busyV = append(busyV, v)
+		} else {
+			busyV = append(busyV, math.NaN())
+		}
+	}
+	series := []views.SeriesInput{
+		{Name: "Allocated (guaranteed + borrowed)", Class: "s-alloc", Values: alloc, Area: true},
+		{Name: "Guarantee", Class: "s-guarantee", Values: guar, Step: true},
+	}
+	if busy != nil {
+		series = append(series, views.SeriesInput{Name: "Busy (allocated × utilization)", Class: "s-busy", Values: busyV})
+	}
+	u.Allocation = views.NewTimeSeries("usage-allocation", "Team "+team+": accelerators allocated vs guaranteed, per hour",
+		"Mean accelerators the team held in each hour of "+u.PeriodLabel+", against its guarantee. Gaps are missing data periods.",
+		"accelerators", xs, series)
+
+	days := usage.Days(from, to)
+	dayIdx := map[time.Time]int{}
+	var labels []string
+	for i, d := range days {
+		dayIdx[d] = i
+		labels = append(labels, d.Format("Jan 2"))
+	}
+	gh, bh := make([]float64, len(days)), make([]float64, len(days))
+	var gSum, bSum int64
+	var p50s []int64
+	var worst views.WaitView
+	var w90, w99, w50 int64 = -1, -1, -1
+	var p90s, p99s []int64
+	for _, h := range hourly {
+		i := dayIdx[usage.DayStart(h.Start)]
+		gh[i] += float64(h.GuaranteedAccelSeconds) / 3600
+		bh[i] += float64(h.BorrowedAccelSeconds) / 3600
+		gSum += h.GuaranteedAccelSeconds
+		bSum += h.BorrowedAccelSeconds
+		u.PeakRunning = max(u.PeakRunning, h.Running)
+		u.PeakPending = max(u.PeakPending, h.Pending)
+		u.Preemptions += h.Preempted
+		if h.WaitP50Seconds >= 0 {
+			p50s, p90s, p99s = append(p50s, h.WaitP50Seconds), append(p90s, h.WaitP90Seconds), append(p99s, h.WaitP99Seconds)
+			w50, w90, w99 = max(w50, h.WaitP50Seconds), max(w90, h.WaitP90Seconds), max(w99, h.WaitP99Seconds)
+		}
+	}
+	u.Hours = views.NewStackedBars("usage-hours", "Team "+team+": guaranteed vs borrowed accelerator-hours, per day",
+		"Accelerator-hours per UTC day within the team's guarantee and borrowed above it.", "accelerator-hours", labels,
+		[]views.BarSeries{{Name: "Guaranteed", Class: "s-guaranteed", Values: gh}, {Name: "Borrowed", Class: "s-borrowed", Values: bh}})
+	u.GuaranteedHours, u.BorrowedHours = hoursText(gSum), hoursText(bSum)
+	if len(p50s) == 0 {
+		u.Waits = []views.WaitView{{Label: "No workload admitted in this period", P50: "-", P90: "-", P99: "-"}}
+	} else {
+		m50, _, _ := usage.Percentile(p50s, 50)
+		m90, _, _ := usage.Percentile(p90s, 50)
+		m99, _, _ := usage.Percentile(p99s, 50)
+		worst = views.WaitView{Label: "Worst hour", P50: waitText(w50), P90: waitText(w90), P99: waitText(w99)}
+		u.Waits = []views.WaitView{{Label: fmt.Sprintf("Median hour (of %d with admissions)", len(p50s)), P50: waitText(m50), P90: waitText(m90), P99: waitText(m99)}, worst}
+	}
+	if u.Suggestions, err = s.quotaSuggestions(ctx, team, guarantee, nil, to); err != nil {
+		return u, err
+	}
+	return u, nil
+}
+
+func waitText(secs int64) string {
+	if secs < 0 {
+		return "-"
+	}
+	return (time.Duration(secs) * time.Second).String()
+}
+
+// quotaSuggestions suggests a guarantee per instance type the team is
+// guaranteed, uses, or (proposed) a change names, from the 30 days of
+// hourly rows before end.
+func (s *Server) quotaSuggestions(ctx context.Context, team string, current, proposed []workflow.Capacity, end time.Time) ([]views.QuotaSuggestionView, error) {
+	end = usage.HourStart(end)
+	from := end.Add(-usagePeriodDays * 24 * time.Hour)
+	rows, err := s.opts.DB.UsageHours(ctx, store.UsageFilter{Team: team, From: from, To: end})
+	if err != nil {
+		return nil, err
+	}
+	missing, err := s.opts.DB.MissingIn(ctx, from, end)
+	if err != nil {
+		return nil, err
+	}
+	cur := map[string]int{}
+	var types []string
+	add := func(t string) {
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	for _, c := range current {
+		cur[c.InstanceType] += c.Count
+		add(c.InstanceType)
+	}
+	for _, c := range proposed {
+		add(c.InstanceType)
+	}
+	for _, r := range rows {
+		add(r.InstanceType)
+	}
+	slices.Sort(types)
+	var out []views.QuotaSuggestionView
+	for _, t := range types {
+		sg := usage.SuggestGuarantee(rows, missing, t, s.accelPerInstance(t), cur[t], from, end)
+		out = append(out, views.QuotaSuggestionView{InstanceType: t, Current: sg.CurrentInstances, Suggested: sg.SuggestedInstances,
+			Enough: sg.Enough, Reasoning: sg.Reasoning()})
+	}
+	return out, nil
+}
+
+// clusterUsage is the admins' cluster overview: every team against
+// capacity, idle capacity, teams above and below their guarantee, and
+// unhealthy nodes.
+func (s *Server) clusterUsage(c echo.Context) error {
+	if _, err := authorize(c, workflow.ActionViewAdminHome, workflow.Object{}); err != nil {
+		return err
+	}
+	pf, from, to, ok := usagePeriod(c, s.opts.Now())
+	if !ok {
+		return render(c, http.StatusBadRequest, views.ClusterUsagePage(s.page(c, "Cluster usage"), views.ClusterUsage{Period: pf,
+			PeriodLabel: "no period shown: correct the dates", NoData: true}))
+	}
+	ctx := c.Request().Context()
+	u := views.ClusterUsage{Period: pf, PeriodLabel: periodLabel(from, to)}
+	rows, err := s.opts.DB.UsageHours(ctx, store.UsageFilter{From: from, To: to})
+	if err != nil {
+		return err
+	}
+	cluster, err := s.opts.DB.ClusterHours(ctx, "", from, to)
+	if err != nil {
+		return err
+	}
+	missing, err := s.opts.DB.MissingIn(ctx, from, to)
+	if err != nil {
+		return err
+	}
+	guarantees, err := s.opts.DB.Guarantees(ctx, "")
+	if err != nil {
+		return err
+	}
+	u.Missing = missingRows(missing)
+	u.NoData = len(rows) == 0 && len(cluster) == 0
+
+	days := usage.Days(from, to)
+	dayIdx := map[time.Time]int{}
+	var labels []string
+	for i, d := range days {
+		dayIdx[d] = i
+		labels = append(labels, d.Format("Jan 2"))
+	}
+	var teams []string
+	for t := range guarantees {
+		teams = append(teams, t)
+	}
+	perTeamHour := map[string]map[time.Time]int64{}
+	borrowed := map[string]int64{}
+	for _, r := range rows {
+		u.Demo = u.Demo || r.Source == usage.SourceDemo
+		if perTeamHour[r.Team] == nil {
+			perTeamHour[r.Team] = map[time.Time]int64{}
+			if !slices.Contains(teams, r.Team) {
+				teams = append(teams, r.Team)
+			}
+		}
+		perTeamHour[r.Team][r.Start] += r.AccelSeconds()
+		borrowed[r.Team] += r.BorrowedAccelSeconds
+	}
+	slices.Sort(teams)
+	var series []views.BarSeries
+	for i, t := range teams {
+		v := make([]float64, len(days))
+		for at, secs := range perTeamHour[t] {
+			v[dayIdx[usage.DayStart(at)]] += float64(secs) / 3600
+		}
+		series = append(series, views.BarSeries{Name: "Team " + t, Class: fmt.Sprintf("s-team%d", i%6), Values: v})
+	}
+	idle := make([]float64, len(days))
+	var capS, allocS, idleS int64
+	type key struct{ cluster, typ string }
+	unhealthy := map[key]int64{}
+	latest := map[key]usage.ClusterHour{}
+	for _, ch := range cluster {
+		u.Demo = u.Demo || ch.Source == usage.SourceDemo
+		idle[dayIdx[usage.DayStart(ch.Start)]] += float64(ch.IdleAccelSeconds()) / 3600
+		capS += ch.CapacityAccelSeconds
+		allocS += ch.AllocatedAccelSeconds
+		idleS += ch.IdleAccelSeconds()
+		k := key{ch.Cluster, ch.InstanceType}
+		unhealthy[k] += ch.UnhealthyNodeSeconds
+		if l, ok := latest[k]; !ok || ch.Start.After(l.Start) {
+			latest[k] = ch
+		}
+	}
+	series = append(series, views.BarSeries{Name: "Idle capacity", Class: "s-idle", Values: idle})
+	u.Stacked = views.NewStackedBars("cluster-stacked", "Accelerator-hours per day: every team, and idle capacity",
+		"Each team's accelerator-hours per UTC day stacked, topped by the capacity nobody held; a full bar is the cluster's capacity.",
+		"accelerator-hours", labels, series)
+	u.CapacityHours, u.AllocatedHours, u.IdleHours = hoursText(capS), hoursText(allocS), hoursText(idleS)
+	u.IdlePercent = "-"
+	if capS > 0 {
+		u.IdlePercent = fmt.Sprintf("%d%% of capacity", idleS*100/capS)
+	}
+	for _, t := range teams {
+		g := s.guaranteeAccel(guarantees[t])
+		var samples []int64
+		var total int64
+		for h := from; h.Before(to); h = h.Add(time.Hour) {
+			if inAnyMissing(missing, h) {
+				continue
+			}
+			samples = append(samples, perTeamHour[t][h])
+			total += perTeamHour[t][h]
+		}
+		row := views.TeamUsageRow{Team: t, Href: "/teams/" + t + "/usage?from=" + pf.From + "&to=" + pf.To,
+			GuaranteeAccelerators: strconv.Itoa(g), BorrowedHours: hoursText(borrowed[t]), MeanAccelerators: "-", P95Accelerators: "-"}
+		if len(samples) > 0 {
+			p95, _, _ := usage.Percentile(samples, 95)
+			mean := total / int64(len(samples))
+			row.MeanAccelerators, row.P95Accelerators = hoursText(mean), hoursText(p95)
+			row.Status, row.StatusLabel = guaranteeStatus(mean, p95, int64(g)*3600)
+		}
+		u.Teams = append(u.Teams, row)
+	}
+	for _, k := range slices.SortedFunc(func(yield func(key) bool) {
+		for k := range unhealthy {
+			if !yield(k) {
+				return
+			}
+		}
+	}, func(a, b key) int { return strings.Compare(a.cluster+" "+a.typ, b.cluster+" "+b.typ) }) {
+		if unhealthy[k] == 0 {
+			continue
+		}
+		u.Unhealthy = append(u.Unhealthy, views.UnhealthyRow{Cluster: k.cluster, InstanceType: k.typ, NodeHours: hoursText(unhealthy[k]),
+			LatestHour: fmt.Sprintf("%s nodes (%s)", hoursText(latest[k].UnhealthyNodeSeconds), latest[k].Start.Format("2006-01-02 15:04"))})
+	}
+	return render(c, http.StatusOK, views.ClusterUsagePage(s.page(c, "Cluster usage"), u))
+}
+
+// guaranteeStatus compares a team's hourly use (mean and p95
+// accelerator-seconds per hour) with its guarantee (accelerator-seconds per
+// hour): above when it holds more than its guarantee on average (it lives on
+// borrowed capacity), below when even its 95th-percentile hour leaves part
+// of the guarantee idle, within otherwise.
+func guaranteeStatus(mean, p95, guarantee int64) (string, string) {
+	switch {
+	case mean > guarantee:
+		return "above", "above its guarantee"
+	case p95 < guarantee:
+		return "below", "below its guarantee"
+	}
+	return "within", "within its guarantee"
+}
+
+// busyAccelerators is, per UTC hour in [from, to), how many of the
+// namespaces' allocated accelerators were busy: each namespace's allocation
+// that hour (its rows) times its GPUs' mean utilization (Prometheus, one
+// point per hour). An hour without a utilization point is absent (a gap in
+// the chart, not a zero).
+func busyAccelerators(ctx context.Context, u usage.Utilization, rows []usage.Hour, namespaces []string, from, to time.Time) (map[time.Time]float64, error) {
+	alloc := map[string]map[time.Time]float64{}
+	for _, r := range rows {
+		if alloc[r.Namespace] == nil {
+			alloc[r.Namespace] = map[time.Time]float64{}
+		}
+		alloc[r.Namespace][r.Start] += float64(r.AccelSeconds()) / 3600
+	}
+	out := map[time.Time]float64{}
+	for _, ns := range namespaces {
+		points, err := u.NamespaceUtilization(ctx, ns, from, to, time.Hour)
+		if err != nil {
+			return nil, fmt.Errorf("utilization of %s: %w", ns, err)
+		}
+		for _, p := range points {
+			out[p.At] += alloc[ns][p.At] * p.Percent / 100
+		}
+	}
+	return out, nil
+}
