@@ -17,6 +17,15 @@ import (
 // ml.p5.48xlarge every hour (4 borrowed above 16), blue 4; a 3-hour
 // missing period two days ago without rows; the cluster offers 64 GPUs,
 // with one node unhealthy for one hour.
+// frozenClock stops the portal's clock at the harness's start: the usage
+// tests seed hours up to "now" and compute their expected totals from it, so
+// an hour turning between seeding and the request must not move the page's
+// period.
+func frozenClock(o *Options) {
+	at := time.Now()
+	o.Now = func() time.Time { return at }
+}
+
 func seedUsage(t *testing.T, h *harness) {
 	t.Helper()
 	ctx := t.Context()
@@ -63,7 +72,7 @@ func periodHours(h *harness) int64 {
 // The team usage page: the team's owners and members, finance, admins and
 // reviewers see it; another team's owner gets 404 and none of it.
 func TestTeamUsagePageScoping(t *testing.T) {
-	h := newHarness(t, false)
+	h := newHarness(t, false, frozenClock)
 	seedUsage(t, h)
 	n := periodHours(h)
 	for _, u := range []string{"owner.red", "member.red", "finance", "admin", "reviewer"} {
@@ -107,7 +116,7 @@ func TestTeamUsagePageScoping(t *testing.T) {
 // Bad period parameters re-render the page with the message beside the
 // form and the input kept: 400, never 500.
 func TestUsagePeriodValidation(t *testing.T) {
-	h := newHarness(t, false)
+	h := newHarness(t, false, frozenClock)
 	today := usage.DayStart(h.srv.opts.Now())
 	for _, path := range []string{"/teams/red/usage", "/admin/usage"} {
 		s := h.signIn("admin")
@@ -135,7 +144,7 @@ func TestUsagePeriodValidation(t *testing.T) {
 }
 
 func TestClusterUsageOverview(t *testing.T) {
-	h := newHarness(t, false)
+	h := newHarness(t, false, frozenClock)
 	seedUsage(t, h)
 	n := periodHours(h)
 	admin := h.signIn("admin")
@@ -163,7 +172,7 @@ func TestClusterUsageOverview(t *testing.T) {
 // A change to the guarantee shows the approving admin the quota suggestion
 // beside the change; the team page shows the approved guarantee.
 func TestQuotaSuggestionOnTheApprovalOfAGuaranteeChange(t *testing.T) {
-	h := newHarness(t, false)
+	h := newHarness(t, false, frozenClock)
 	owner, admin := h.signIn("owner.red"), h.signIn("admin")
 	activeConnection(t, h, owner, admin)
 	seedUsage(t, h)
@@ -229,7 +238,7 @@ func TestTeamUsageWithUtilization(t *testing.T) {
 		{busyFake{}, `data-testid="usage-allocation-s-busy"`, `data-testid="utilization-note"`},
 		{busyFake{err: errors.New("prometheus down")}, "could not be read from Prometheus", `data-testid="usage-allocation-s-busy"`},
 	} {
-		h := newHarness(t, false, func(o *Options) { o.Utilization = tc.src })
+		h := newHarness(t, false, frozenClock, func(o *Options) { o.Utilization = tc.src })
 		seedUsage(t, h)
 		resp, body := h.get(h.signIn("owner.red").c, "/teams/red/usage")
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, tc.want) || strings.Contains(body, tc.wantNot) {
