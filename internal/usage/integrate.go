@@ -22,6 +22,21 @@ type Alloc struct {
 	MemoryMiB    int64
 
 	Start, End time.Time
+
+	// For the detailed task report: the pod's name, priority class and
+	// phase (Running, Succeeded, Failed, or Deleted when it went before it
+	// finished).
+	Pod, PriorityClass, Status string
+}
+
+// Task is one line of the detailed task report (HyperPod's per-task
+// report): a Workload, or a pod that belongs to none, with its execution
+// window, status, priority class and the accelerator-seconds its pods held
+// within the report's period.
+type Task struct {
+	Task, Team, Namespace, InstanceType, PriorityClass, Status string
+	Start, End                                                 time.Time // End zero: still running
+	AccelSeconds                                               int64
 }
 
 // Span is a half-open period [From, To); To zero means still open.
@@ -39,8 +54,12 @@ type Admission struct {
 // InstanceType is the flavor it was (or asks to be) admitted to; "" when
 // not known yet.
 type Workload struct {
-	Key                           string
+	Key                           string // the Workload's UID
+	Name                          string
 	Team, Namespace, InstanceType string
+	PriorityClass                 string
+	Created                       time.Time
+	Finished                      time.Time // zero while not finished (or deleted)
 	Pending                       []Span
 	Admissions                    []Admission
 	Preemptions                   []time.Time
