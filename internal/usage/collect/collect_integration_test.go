@@ -31,7 +31,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // waitFor polls the collector's state until cond holds: informer events
@@ -89,6 +89,7 @@ func TestCollectorIntegration(t *testing.T) {
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	}
 	n1, n2 := "usage-n1-"+sfx, "usage-n2-"+sfx
 	for _, name := range []string{n1, n2} {
@@ -143,7 +144,9 @@ func TestCollectorIntegration(t *testing.T) {
 	if cq, err = kq.KueueV1beta2().ClusterQueues().Create(ctx, cq, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kq.KueueV1beta2().ClusterQueues().Delete(context.Background(), cq.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kq.KueueV1beta2().ClusterQueues().Delete(context.Background(), cq.Name, metav1.DeleteOptions{})
+	})
 	cq.Status.FlavorsUsage = []kueue.FlavorUsage{{Name: p5, Resources: []kueue.ResourceUsage{
 		{Name: ResourceGPU, Total: resource.MustParse("12"), Borrowed: resource.MustParse("4")}}}}
 	if _, err := kq.KueueV1beta2().ClusterQueues().UpdateStatus(ctx, cq, metav1.UpdateOptions{}); err != nil {
@@ -350,7 +353,7 @@ func TestCollectorIntegration(t *testing.T) {
 	}
 
 	// The task report over B -> B+2h.
-	tasks, err := db.UsageTasks(ctx, store.TaskFilter{Cluster: c.Cluster, Team: "red", From: B, To: m(120)})
+	tasks, err := db.UsageTasks(ctx, store.TaskFilter{Cluster: c.Cluster, Team: "red", Namespace: redNS, From: B, To: m(120)})
 	if err != nil || len(tasks) != 2 || tasks[0].Task != "a" || tasks[0].AccelSeconds != 24000 || tasks[0].Status != "Gone" ||
 		tasks[1].Task != "b" || tasks[1].AccelSeconds != 9600+3600 || tasks[1].Status != "Succeeded" || !tasks[1].End.Equal(m(75)) {
 		t.Errorf("tasks = %+v, %v", tasks, err)
