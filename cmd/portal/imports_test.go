@@ -21,6 +21,8 @@ func TestImportBoundaries(t *testing.T) {
 		// Metering and money are pure: the collector and the store use them.
 		"internal/usage": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision",
 			mod + "internal/auth", "github.com/labstack/echo", "k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "database/sql", "net/http"},
+		// The collector writes through the store; it serves no pages.
+		"internal/usage/collect": {mod + "internal/web", mod + "internal/views", mod + "internal/auth", "github.com/labstack/echo"},
 		"internal/provision/awsprov": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/auth",
 			mod + "internal/provision", "k8s.io/client-go"},
 		// The binary never carries the test endpoints.
