@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -19,25 +21,7 @@ import (
 func strip(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		p := &corev1.Pod{ObjectMeta: slimMeta(o.ObjectMeta)}
-		p.Spec.NodeName, p.Spec.PriorityClassName = o.Spec.NodeName, o.Spec.PriorityClassName
-		for _, ctr := range o.Spec.Containers {
-			req := corev1.ResourceList{}
-			for _, r := range []corev1.ResourceName{ResourceGPU, ResourceNeuronCore, corev1.ResourceCPU, corev1.ResourceMemory} {
-				if q, ok := ctr.Resources.Requests[r]; ok {
-					req[r] = q
-				}
-			}
-			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Resources: corev1.ResourceRequirements{Requests: req}})
-		}
-		p.Status.Phase, p.Status.StartTime = o.Status.Phase, o.Status.StartTime
-		for _, cs := range o.Status.ContainerStatuses {
-			if t := cs.State.Terminated; t != nil {
-				p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: t.FinishedAt}}})
-			}
-		}
-		return p, nil
+		return slimPodOf(o), nil
 	case *corev1.Node:
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: o.Name, ResourceVersion: o.ResourceVersion, UID: o.UID, Labels: map[string]string{}}}
 		for _, k := range []string{corev1.LabelInstanceTypeStable, LabelNodeHealth} {
@@ -170,45 +154,73 @@ func (c *Collector) onNodeGone(obj any) {
 	}
 }
 
-// podAlloc is what a pod holds, from its status as the kubelet reports it:
-// status.startTime is when the kubelet acknowledged the pod (k8s.io/api
-// core/v1 PodStatus.StartTime: "RFC 3339 date and time at which the object
-// was acknowledged by the Kubelet"), and a finished pod (phase Succeeded
-// or Failed, all containers terminated) ended when its last container did
-// (ContainerStateTerminated.FinishedAt). ok is false for a pod that has
-// not started or is not in a team namespace.
-func (c *Collector) podAlloc(p *corev1.Pod, now time.Time) (usage.Alloc, bool) {
+// slimPod is all the collector keeps of a pod, in the informer's cache
+// too (the transform returns it in place of the *corev1.Pod): names, node,
+// priority class, the summed requests and the times from its status.
+type slimPod struct {
+	metav1.ObjectMeta
+	NodeName, PriorityClass string
+	Phase                   corev1.PodPhase
+	Accelerators, CPUMilli  int64
+	MemoryMiB               int64
+	Start, End              time.Time // End: when its last container finished
+}
+
+func (p *slimPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (p *slimPod) DeepCopyObject() runtime.Object {
+	c := *p
+	c.ObjectMeta = *p.ObjectMeta.DeepCopy()
+	return &c
+}
+
+// slimPodOf reads what a pod holds from its spec and its status as the
+// kubelet reports it: status.startTime is when the kubelet acknowledged
+// the pod (k8s.io/api core/v1 PodStatus.StartTime: "RFC 3339 date and time
+// at which the object was acknowledged by the Kubelet"), and a finished
+// pod (phase Succeeded or Failed: all containers terminated) ended when its
+// last container did (ContainerStateTerminated.FinishedAt).
+func slimPodOf(o *corev1.Pod) *slimPod {
+	p := &slimPod{ObjectMeta: slimMeta(o.ObjectMeta), NodeName: o.Spec.NodeName, PriorityClass: o.Spec.PriorityClassName, Phase: o.Status.Phase}
+	for _, ctr := range o.Spec.Containers {
+		r := ctr.Resources.Requests
+		p.Accelerators += qty(r, ResourceGPU) + qty(r, ResourceNeuronCore)
+		if q, ok := r[corev1.ResourceCPU]; ok {
+			p.CPUMilli += q.MilliValue()
+		}
+		if q, ok := r[corev1.ResourceMemory]; ok {
+			p.MemoryMiB += (q.Value() + 1<<20 - 1) >> 20 // MiB, rounded up
+		}
+	}
+	if o.Status.StartTime != nil {
+		p.Start = o.Status.StartTime.UTC().Truncate(time.Second)
+	}
+	for _, cs := range o.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.FinishedAt.After(p.End) {
+			p.End = t.FinishedAt.UTC().Truncate(time.Second)
+		}
+	}
+	return p
+}
+
+// podAlloc is what a pod in a team namespace holds; ok is false for a pod
+// that has not started or is not in a team namespace. The caller holds mu.
+func (c *Collector) podAlloc(p *slimPod, now time.Time) (usage.Alloc, bool) {
 	team := c.teams[p.Namespace]
-	if team == "" || p.Status.StartTime == nil || p.Spec.NodeName == "" {
+	if team == "" || p.Start.IsZero() || p.NodeName == "" {
 		return usage.Alloc{}, false
 	}
 	a := usage.Alloc{Key: string(p.UID), Pod: p.Name, Team: team, Namespace: p.Namespace,
-		PriorityClass: p.Spec.PriorityClassName, Status: string(p.Status.Phase),
-		Start: p.Status.StartTime.UTC().Truncate(time.Second)}
+		PriorityClass: p.PriorityClass, Status: string(p.Phase), Start: p.Start,
+		Accelerators: p.Accelerators, CPUMilli: p.CPUMilli, MemoryMiB: p.MemoryMiB}
 	if o := p.OwnerReferences; len(o) == 1 {
 		a.Task = string(o[0].UID)
 	}
-	if st := c.nodes[p.Spec.NodeName]; st != nil {
+	if st := c.nodes[p.NodeName]; st != nil {
 		a.InstanceType = st.span.InstanceType
 	}
-	for _, ctr := range p.Spec.Containers {
-		r := ctr.Resources.Requests
-		a.Accelerators += qty(r, ResourceGPU) + qty(r, ResourceNeuronCore)
-		if q, ok := r[corev1.ResourceCPU]; ok {
-			a.CPUMilli += q.MilliValue()
-		}
-		if q, ok := r[corev1.ResourceMemory]; ok {
-			a.MemoryMiB += (q.Value() + 1<<20 - 1) >> 20 // MiB, rounded up
-		}
-	}
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		var end time.Time
-		for _, cs := range p.Status.ContainerStatuses {
-			if t := cs.State.Terminated; t != nil && t.FinishedAt.After(end) {
-				end = t.FinishedAt.UTC().Truncate(time.Second)
-			}
-		}
-		a.End = tmax(cmp.Or(end, now), a.Start)
+	if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
+		a.End = tmax(cmp.Or(p.End, now), a.Start)
 	}
 	return a, true
 }
@@ -221,7 +233,7 @@ func qty(r corev1.ResourceList, name corev1.ResourceName) int64 {
 }
 
 func (c *Collector) onPod(obj any) {
-	p, ok := obj.(*corev1.Pod)
+	p, ok := obj.(*slimPod)
 	if !ok {
 		return
 	}
@@ -249,7 +261,7 @@ func (c *Collector) onPod(obj any) {
 }
 
 func (c *Collector) onPodGone(obj any) {
-	p, ok := obj.(*corev1.Pod)
+	p, ok := obj.(*slimPod)
 	if !ok {
 		return
 	}
