@@ -145,6 +145,9 @@ func (c *Collector) Run(ctx context.Context) error {
 		case <-time.After(interval):
 		}
 	}
+	// Records past the retention go first, then once a day.
+	pruned := c.now()
+	c.prune(ctx, pruned)
 	stop, err := c.Start(ctx, last)
 	if err != nil {
 		return err
@@ -152,15 +155,10 @@ func (c *Collector) Run(ctx context.Context) error {
 	defer stop()
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	prune := time.Time{}
 	for {
-		if c.Retention > 0 && c.now().Sub(prune) >= 24*time.Hour {
-			prune = c.now()
-			if n, err := c.Store.PruneUsage(ctx, prune.Add(-c.Retention)); err != nil {
-				c.logger().Error("pruning usage failed", "err", err)
-			} else if n > 0 {
-				c.logger().Info("pruned usage records past retention", "rows", n)
-			}
+		if now := c.now(); now.Sub(pruned) >= 24*time.Hour {
+			pruned = now
+			c.prune(ctx, now)
 		}
 		select {
 		case <-ctx.Done():
@@ -173,6 +171,17 @@ func (c *Collector) Run(ctx context.Context) error {
 			}
 			c.logger().Error("usage flush failed", "err", err)
 		}
+	}
+}
+
+func (c *Collector) prune(ctx context.Context, now time.Time) {
+	if c.Retention <= 0 {
+		return
+	}
+	if n, err := c.Store.PruneUsage(ctx, now.Add(-c.Retention)); err != nil {
+		c.logger().Error("pruning usage failed", "err", err)
+	} else if n > 0 {
+		c.logger().Info("pruned usage records past retention", "rows", n)
 	}
 }
 
