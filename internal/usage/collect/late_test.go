@@ -1,0 +1,63 @@
+package collect
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
+)
+
+// A pod whose finish reaches the collector late (its status says it ended
+// before the last flush) has the hours since its end recomputed: the hour
+// already written is replaced with the shorter figure, not left as it was.
+func TestLateFinishRecomputesWrittenHours(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0}
+	c := benchCollector(t0)
+	c.Now, c.Store, c.Owner = clk.now, db, "one"
+	c.Guarantees = func(context.Context) (usage.Guarantees, error) { return usage.Guarantees{"team01": {"ml.p5.48xlarge": 8}}, nil }
+	if _, err := db.ClaimCollector(ctx, "bench", "one", t0, t0); err != nil {
+		t.Fatal(err)
+	}
+	pod := fatPod(1, t0) // team01, 1 GPU, 4 CPUs, 16 GiB, running from 10:00
+	obj, _ := strip(pod)
+	c.onPod(obj)
+	clk.set(t0.Add(30 * time.Minute))
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.set(t0.Add(65 * time.Minute)) // 11:05: counted as running so far
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// At 11:10 the status arrives: it finished at 10:20.
+	clk.set(t0.Add(70 * time.Minute))
+	pod.Status.Phase = corev1.PodSucceeded
+	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.Time{Time: t0.Add(20 * time.Minute)}}}
+	obj, _ = strip(pod)
+	c.onPod(obj)
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.UsageHours(ctx, store.UsageFilter{From: t0, To: t0.Add(2 * time.Hour)})
+	// 10h: 1 GPU x 1200 s, guaranteed; 4000m x 1200 s; 16384 MiB x 1200 s;
+	// and no 11h row any more.
+	if err != nil || len(got) != 1 || got[0].GuaranteedAccelSeconds != 1200 || got[0].CPUMilliSeconds != 4000*1200 || got[0].MemoryMiBSeconds != 16384*1200 {
+		t.Errorf("hours = %+v, %v", got, err)
+	}
+}
