@@ -30,7 +30,9 @@ func TestLateFinishRecomputesWrittenHours(t *testing.T) {
 	clk := &clock{t: t0}
 	c := benchCollector(t0)
 	c.Now, c.Store, c.Owner = clk.now, db, "one"
-	c.Guarantees = func(context.Context) (usage.Guarantees, error) { return usage.Guarantees{"team01": {"ml.p5.48xlarge": 8}}, nil }
+	c.Guarantees = func(context.Context) (usage.Guarantees, error) {
+		return usage.Guarantees{"team01": {"ml.p5.48xlarge": 8}}, nil
+	}
 	if _, err := db.ClaimCollector(ctx, "bench", "one", t0, t0); err != nil {
 		t.Fatal(err)
 	}
