@@ -39,7 +39,7 @@ func fatPod(i int, start time.Time) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("train-%d", i), Namespace: ns, UID: types.UID(fmt.Sprintf("uid-%08d", i)),
 			ResourceVersion: strconv.Itoa(i), Labels: labels, Annotations: ann, CreationTimestamp: metav1.Time{Time: start},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(strings.Repeat("{}", 200))}}}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(strings.Repeat("{}", 200))}}},
 		Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%500), PriorityClassName: "training",
 			Containers: []corev1.Container{{Name: "main", Image: "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:latest",
 				Command: []string{"torchrun", "--nproc-per-node=8", "train.py"}, Env: env,
@@ -56,6 +56,7 @@ func fatPod(i int, start time.Time) *corev1.Pod {
 func benchCollector(start time.Time) *Collector {
 	c := &Collector{Cluster: "bench", Now: func() time.Time { return start.Add(time.Hour) }}
 	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*usage.Alloc{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
+	c.seenNodes = map[string]bool{}
 	c.last, c.dirtyFrom = start, start
 	for i := range 50 {
 		c.teams[fmt.Sprintf("hyperpod-ns-team%02d", i)] = fmt.Sprintf("team%02d", i)

@@ -43,15 +43,11 @@ const (
 	// request accelerators with (the NVIDIA and AWS Neuron device plugins).
 	ResourceGPU        corev1.ResourceName = "nvidia.com/gpu"
 	ResourceNeuronCore corev1.ResourceName = "aws.amazon.com/neuroncore"
-	// LabelNodeHealth is HyperPod's node health label: "Schedulable" when
-	// the node passed its health checks and is available for workloads;
-	// "Unschedulable", "UnschedulablePendingReplacement" and
-	// "UnschedulablePendingReboot" otherwise (Amazon SageMaker AI developer
-	// guide, "Resilience-related Kubernetes labels by SageMaker HyperPod",
-	// sagemaker-hyperpod-eks-resiliency-node-labels). A node without the
-	// label (not a HyperPod node) counts as schedulable.
-	LabelNodeHealth   = "sagemaker.amazonaws.com/node-health-status"
-	HealthSchedulable = "Schedulable"
+	// LabelNodeHealth is HyperPod's node health label; only
+	// HealthSchedulable means the node passed its health checks and runs
+	// workloads (provision.LabelNodeHealth cites AWS's documentation).
+	LabelNodeHealth   = provision.LabelNodeHealth
+	HealthSchedulable = provision.HealthSchedulable
 )
 
 // Store is what the collector keeps in the portal's database.
@@ -90,6 +86,7 @@ type Collector struct {
 	mu        sync.Mutex
 	teams     map[string]string // namespace -> team
 	nodes     map[string]*nodeState
+	seenNodes map[string]bool // nodes the informer delivered since Start
 	pods      map[types.UID]*usage.Alloc
 	wls       map[types.UID]*wlState
 	queues    map[string]map[string]int64 // ClusterQueue -> flavor/resource -> borrowed
@@ -193,6 +190,7 @@ func (c *Collector) Start(ctx context.Context, last time.Time) (stop func(), err
 	now := c.now()
 	c.mu.Lock()
 	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*usage.Alloc{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
+	c.seenNodes = map[string]bool{}
 	c.last, c.dirtyFrom = cmp.Or(last, now), cmp.Or(last, now)
 	c.mu.Unlock()
 
@@ -264,6 +262,17 @@ func (c *Collector) Start(ctx context.Context, last time.Time) (stop func(), err
 func (c *Collector) reconcile(ctx context.Context, open store.UsageRecords, last, now time.Time) error {
 	c.mu.Lock()
 	c.synced = true
+	// A node recorded that the cluster no longer has went while the
+	// collector was down: its capacity counts until the last heartbeat.
+	for name, st := range c.nodes {
+		if !c.seenNodes[name] {
+			span := st.span
+			span.To = tmax(cmp.Or(last, now), span.From)
+			c.dirty.Nodes = append(c.dirty.Nodes, span)
+			c.dirtyFrom = tmin(c.dirtyFrom, span.To)
+			delete(c.nodes, name)
+		}
+	}
 	var gone []string
 	for _, a := range open.Allocs {
 		if _, ok := c.pods[types.UID(a.Key)]; ok {

@@ -25,8 +25,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/usage"
 )
 
-const p5 = "ml.p5.48xlarge"
-
 type clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -81,6 +79,8 @@ func TestCollectorIntegration(t *testing.T) {
 	}
 
 	sfx := fmt.Sprintf("%d", time.Now().UnixNano()%1e6)
+	// Instance types of this run only, so other tests' nodes do not count.
+	p5, g5 := "ml.u"+sfx+".48xlarge", "ml.v"+sfx+".8xlarge"
 	redNS, blueNS, otherNS := "usage-red-"+sfx, "usage-blue-"+sfx, "usage-other-"+sfx
 	for ns, team := range map[string]string{redNS: "red", blueNS: "blue", otherNS: ""} {
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
@@ -108,9 +108,33 @@ func TestCollectorIntegration(t *testing.T) {
 		t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	}
 
+	// n3, a g5 with 1 GPU, is deleted while the collector is down.
+	n3 := "usage-n3-" + sfx
+	{
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n3, Labels: map[string]string{corev1.LabelInstanceTypeStable: g5, LabelNodeHealth: HealthSchedulable}}}
+		n, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Allocatable = corev1.ResourceList{ResourceGPU: resource.MustParse("1")}
+		n.Status.Capacity = n.Status.Allocatable
+		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), n3, metav1.DeleteOptions{}) })
+	}
+	// The Workload belongs to a job (here a ConfigMap stands in as its
+	// controller owner, so the garbage collector keeps it): its key in the
+	// records is the owner's UID.
+	owner, err := kube.CoreV1().ConfigMaps(redNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "job-w"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// The Workload first: its creation time C is the server's; B, the
 	// scenario's first hour, is the hour after C.
-	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-w", Namespace: redNS},
+	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-w", Namespace: redNS,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr(true)}}},
 		Spec: kueue.WorkloadSpec{
 			PriorityClassRef: kueue.NewWorkloadPriorityClassRef("training"), Priority: ptr(int32(100)),
 			PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -148,7 +172,7 @@ func TestCollectorIntegration(t *testing.T) {
 	t.Cleanup(func() {
 		_ = kq.KueueV1beta2().ClusterQueues().Delete(context.Background(), cq.Name, metav1.DeleteOptions{})
 	})
-	cq.Status.FlavorsUsage = []kueue.FlavorUsage{{Name: p5, Resources: []kueue.ResourceUsage{
+	cq.Status.FlavorsUsage = []kueue.FlavorUsage{{Name: kueue.ResourceFlavorReference(p5), Resources: []kueue.ResourceUsage{
 		{Name: ResourceGPU, Total: resource.MustParse("12"), Borrowed: resource.MustParse("4")}}}}
 	if _, err := kq.KueueV1beta2().ClusterQueues().UpdateStatus(ctx, cq, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -214,7 +238,7 @@ func TestCollectorIntegration(t *testing.T) {
 		}
 		w.Status.Conditions = conds
 		w.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq.Name), PodSetAssignments: []kueue.PodSetAssignment{{
-			Name: "main", Flavors: map[corev1.ResourceName]kueue.ResourceFlavorReference{ResourceGPU: p5}, Count: ptr(int32(1))}}}
+			Name: "main", Flavors: map[corev1.ResourceName]kueue.ResourceFlavorReference{ResourceGPU: kueue.ResourceFlavorReference(p5)}, Count: ptr(int32(1))}}}
 		if _, err := kq.KueueV1beta2().Workloads(redNS).UpdateStatus(ctx, w, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -268,6 +292,9 @@ func TestCollectorIntegration(t *testing.T) {
 	// deleted (gone for good), and job-w is readmitted at B+70m.
 	finish(podB, m(75))
 	if err := kube.CoreV1().Pods(redNS).Delete(ctx, "a", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.CoreV1().Nodes().Delete(ctx, n3, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	setWL(cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", m(70)), cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", m(70)),
@@ -343,9 +370,11 @@ func TestCollectorIntegration(t *testing.T) {
 		{Cluster: c.Cluster, InstanceType: p5, Start: B, CapacityAccelSeconds: 52800, AllocatedAccelSeconds: 33680, UnhealthyNodeSeconds: 600, Source: usage.SourceCluster},
 		{Cluster: c.Cluster, InstanceType: p5, Start: B.Add(time.Hour), CapacityAccelSeconds: 28800, AllocatedAccelSeconds: 3600, UnhealthyNodeSeconds: 3600, Source: usage.SourceCluster},
 	}
-	// (Pods of earlier runs on the shared test bed, whose nodes are gone,
-	// count under an unknown instance type: only p5 is this test's.)
-	ch = slices.DeleteFunc(ch, func(h usage.ClusterHour) bool { return h.InstanceType != p5 })
+	// (Only this run's instance types: the test bed is shared.) n3 (g5, 1 GPU) offered 1 x 3600 in B and, deleted while the
+	// collector was down, is counted until the heartbeat (B+60m): no g5
+	// row in B+1h.
+	ch = slices.DeleteFunc(ch, func(h usage.ClusterHour) bool { return h.InstanceType != p5 && h.InstanceType != g5 })
+	wantCH = slices.Insert(wantCH, 1, usage.ClusterHour{Cluster: c.Cluster, InstanceType: g5, Start: B, CapacityAccelSeconds: 3600, Source: usage.SourceCluster})
 	if !reflect.DeepEqual(ch, wantCH) {
 		t.Errorf("cluster hours:\n%+v\nwant\n%+v", ch, wantCH)
 	}

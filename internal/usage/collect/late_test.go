@@ -3,11 +3,13 @@ package collect
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
@@ -61,5 +63,31 @@ func TestLateFinishRecomputesWrittenHours(t *testing.T) {
 	// and no 11h row any more.
 	if err != nil || len(got) != 1 || got[0].GuaranteedAccelSeconds != 1200 || got[0].CPUMilliSeconds != 4000*1200 || got[0].MemoryMiBSeconds != 16384*1200 {
 		t.Errorf("hours = %+v, %v", got, err)
+	}
+}
+
+// An Evicted condition still True beside Admitted True (readmitted) is the
+// old eviction: the preemption is counted once.
+func TestStaleEvictionCountedOnce(t *testing.T) {
+	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	c := benchCollector(t0)
+	w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "hyperpod-ns-team01", UID: "w-uid", CreationTimestamp: metav1.Time{Time: t0}}}
+	cond := func(typ string, st metav1.ConditionStatus, reason string, min int) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: st, Reason: reason, LastTransitionTime: metav1.Time{Time: t0.Add(time.Duration(min) * time.Minute)}}
+	}
+	for _, conds := range [][]metav1.Condition{
+		{cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", 5)},
+		{cond(kueue.WorkloadAdmitted, metav1.ConditionFalse, "NoReservation", 40), cond(kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption, 40)},
+		{cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", 70), cond(kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption, 40)},
+		{cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", 70), cond(kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption, 40)},
+	} {
+		w = w.DeepCopy()
+		w.Status.Conditions = conds
+		c.onWorkload(w)
+	}
+	x := c.wls["w-uid"].w
+	want := []usage.Admission{{At: t0.Add(5 * time.Minute), WaitSeconds: 300}, {At: t0.Add(70 * time.Minute), WaitSeconds: 1800}}
+	if len(x.Preemptions) != 1 || !reflect.DeepEqual(x.Admissions, want) {
+		t.Errorf("history = %+v", x)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -24,6 +25,7 @@ func strip(obj any) (any, error) {
 		return slimPodOf(o), nil
 	case *corev1.Node:
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: o.Name, ResourceVersion: o.ResourceVersion, UID: o.UID, Labels: map[string]string{}}}
+		n.Spec.Unschedulable = o.Spec.Unschedulable
 		for _, k := range []string{corev1.LabelInstanceTypeStable, LabelNodeHealth} {
 			if v, ok := o.Labels[k]; ok {
 				n.Labels[k] = v
@@ -118,10 +120,20 @@ func (c *Collector) onNode(obj any) {
 	}
 	now := c.now()
 	itype := n.Labels[corev1.LabelInstanceTypeStable]
+	if itype == "" {
+		// Not an instance of any type (as the provisioner's node count
+		// skips it): no capacity.
+		c.onNodeGone(obj)
+		return
+	}
+	// Capacity as the provisioner's node count has it
+	// (provision.ClusterReader.Nodes): HyperPod says Schedulable and the
+	// node is not cordoned.
 	span := usage.NodeSpan{Node: n.Name, InstanceType: itype, Accelerators: c.accelerators(n, itype),
-		Schedulable: cmp.Or(n.Labels[LabelNodeHealth], HealthSchedulable) == HealthSchedulable}
+		Schedulable: n.Labels[LabelNodeHealth] == HealthSchedulable && !n.Spec.Unschedulable}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.seenNodes[n.Name] = true
 	if st := c.nodes[n.Name]; st != nil {
 		cur := st.span
 		if cur.InstanceType == span.InstanceType && cur.Accelerators == span.Accelerators && cur.Schedulable == span.Schedulable {
@@ -311,18 +323,18 @@ func (c *Collector) onWorkload(obj any) {
 	if !ok {
 		return
 	}
-	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	team := c.teams[w.Namespace]
 	if team == "" {
 		return
 	}
-	st := c.wls[w.UID]
+	key := workloadKey(w)
+	st := c.wls[types.UID(key)]
 	if st == nil {
 		created := w.CreationTimestamp.UTC().Truncate(time.Second)
-		st = &wlState{w: usage.Workload{Key: workloadKey(w), Created: created, Pending: []usage.Span{{From: created}}}}
-		c.wls[w.UID] = st
+		st = &wlState{w: usage.Workload{Key: key, Created: created, Pending: []usage.Span{{From: created}}}}
+		c.wls[types.UID(key)] = st
 	}
 	before := fingerprint(st)
 	x := &st.w
@@ -337,7 +349,11 @@ func (c *Collector) onWorkload(obj any) {
 	ltt := func(cd *metav1.Condition) time.Time {
 		return tmax(cd.LastTransitionTime.UTC().Truncate(time.Second), x.Created)
 	}
-	if ev := cond(kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue && !st.admittedAt.IsZero() {
+	ad := cond(kueue.WorkloadAdmitted)
+	admitted := ad != nil && ad.Status == metav1.ConditionTrue
+	// Kueue clears Admitted when it evicts; an Evicted condition still True
+	// beside Admitted True is an old one.
+	if ev := cond(kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue && !admitted && !st.admittedAt.IsZero() {
 		at := tmax(ltt(ev), st.admittedAt)
 		if ev.Reason == kueue.WorkloadEvictedByPreemption {
 			x.Preemptions = append(x.Preemptions, at)
@@ -345,7 +361,7 @@ func (c *Collector) onWorkload(obj any) {
 		st.admittedAt = time.Time{}
 		x.Pending = append(x.Pending, usage.Span{From: at})
 	}
-	if ad := cond(kueue.WorkloadAdmitted); ad != nil && ad.Status == metav1.ConditionTrue && st.admittedAt.IsZero() {
+	if admitted && st.admittedAt.IsZero() {
 		at := ltt(ad)
 		if n := len(x.Pending); n > 0 && x.Pending[n-1].To.IsZero() {
 			from := x.Pending[n-1].From
@@ -365,7 +381,6 @@ func (c *Collector) onWorkload(obj any) {
 		c.dirty.Workloads = append(c.dirty.Workloads, *x)
 		c.dirtyFrom = tmin(c.dirtyFrom, x.Created)
 	}
-	_ = now
 }
 
 // workloadKey links a Workload to its pods: both are owned by the same job
