@@ -42,6 +42,8 @@ type Config struct {
 	// (the ingress or load balancer); none by default.
 	TrustedProxies      []*net.IPNet
 	ShutdownTimeout     time.Duration
+	UsageRetention      time.Duration
+	UsageInterval       time.Duration
 	Kubeconfig          string
 	OnRevoke            string // "lock" or "delete": what revocation does with a team namespace
 	ClusterSettingsFile string // YAML: namespace prefix, priority classes, ClusterQueue mode, accelerators, instance types
@@ -114,6 +116,8 @@ var specs = []flagSpec{
 	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
 	{"cluster-settings", "PORTAL_CLUSTER_SETTINGS", "", "YAML file of the shared cluster's settings: namespace prefix, priority classes, ClusterQueue mode, accelerator table, instance types (see the README); empty: the HyperPod task governance defaults", false},
 	{"rate-card", "PORTAL_RATE_CARD", "", "JSON rate card: hourly price per instance type, currency, effective-from dates, optional borrowed rate (see the README); empty: usage is shown without money and no month is closed", false},
+	{"usage-retention", "PORTAL_USAGE_RETENTION", "9600h", "how long usage records (hourly rows, pods' intervals, missing periods) are kept; older ones are pruned daily (default 400 days)", false},
+	{"usage-interval", "PORTAL_USAGE_INTERVAL", "1m", "how often the usage collector (with --kubeconfig) records what it saw and recomputes the hours it touched", false},
 	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish", false},
 
 	// IAM Identity Center groups at login (and the AWS settings they need).
@@ -224,6 +228,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		DevAllowRemote:        boolean("dev-allow-remote"),
 		TrustedProxies:        cidrs("trusted-proxies"),
 		ShutdownTimeout:       dur("shutdown-timeout"),
+		UsageRetention:        dur("usage-retention"),
+		UsageInterval:         dur("usage-interval"),
 		Kubeconfig:            strings.TrimSpace(*vals["kubeconfig"]),
 		OnRevoke:              strings.TrimSpace(*vals["on-revoke"]),
 		ClusterSettingsFile:   strings.TrimSpace(*vals["cluster-settings"]),

@@ -24,6 +24,8 @@ func TestImportBoundaries(t *testing.T) {
 		// The Prometheus reader: HTTP and the SigV4 signer; no web, store, provisioning or auth.
 		"internal/usage/prom": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision",
 			mod + "internal/auth", "github.com/labstack/echo", "k8s.io/client-go"},
+		// The collector writes through the store; it serves no pages.
+		"internal/usage/collect": {mod + "internal/web", mod + "internal/views", mod + "internal/auth", "github.com/labstack/echo"},
 		"internal/provision/awsprov": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/auth",
 			mod + "internal/provision", "k8s.io/client-go"},
 		// The binary never carries the test endpoints.

@@ -32,6 +32,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/usage/collect"
 	"github.com/hyperpod-governance/portal/internal/web"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -288,6 +289,12 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 
+	var collector *collect.Collector
+	if kube != nil {
+		if collector, err = newUsageCollector(kube, db, cluster, cfg, logger); err != nil {
+			return err
+		}
+	}
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -329,6 +336,13 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		drift := newDriftChecker(db, applier, side.drifter(), cluster, logger)
 		wg.Add(1)
 		go func() { defer wg.Done(); drift.Run(workCtx) }()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := collector.Run(workCtx); err != nil && workCtx.Err() == nil {
+				logger.Error("usage collector stopped", "err", err)
+			}
+		}()
 	}
 	// The signals loop runs beside the drift checker, in this process.
 	// It reads only stored usage rows (a cluster's or the demo seed's),

@@ -14,7 +14,11 @@ import (
 // team, namespace, instance type and hour: the collector recomputes an hour
 // from its intervals, so writing it again never counts anything twice.
 func (d *DB) PutUsageHours(ctx context.Context, hours []usage.Hour) error {
-	return d.inTx(ctx, func(tx *sql.Tx) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error { return putUsageHours(ctx, tx, hours) })
+}
+
+func putUsageHours(ctx context.Context, tx *sql.Tx, hours []usage.Hour) error {
+	{
 		stmt, err := tx.PrepareContext(ctx, `
 INSERT INTO usage_hours (team, namespace, instance_type, hour, guaranteed_accel_s, borrowed_accel_s,
   cpu_milli_s, memory_mib_s, running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source)
@@ -41,7 +45,7 @@ ON CONFLICT (team, namespace, instance_type, hour) DO UPDATE SET
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // UsageFilter selects hourly rows: hours in [From, To), and a team and
@@ -91,7 +95,11 @@ FROM usage_hours WHERE `+strings.Join(where, " AND ")+` ORDER BY hour, team, nam
 // PutClusterHours records a cluster's hourly capacity rows, replacing rows of
 // the same cluster, instance type and hour.
 func (d *DB) PutClusterHours(ctx context.Context, hours []usage.ClusterHour) error {
-	return d.inTx(ctx, func(tx *sql.Tx) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error { return putClusterHours(ctx, tx, hours) })
+}
+
+func putClusterHours(ctx context.Context, tx *sql.Tx, hours []usage.ClusterHour) error {
+	{
 		for _, h := range hours {
 			if err := checkHour(h.Start); err != nil {
 				return fmt.Errorf("store: put cluster hours: %w", err)
@@ -108,7 +116,7 @@ ON CONFLICT (cluster, instance_type, hour) DO UPDATE SET
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // ClusterHours returns a cluster's hourly capacity rows in [from, to), by
@@ -179,8 +187,9 @@ SELECT cluster, from_at, to_at, reason FROM usage_missing WHERE to_at > ? AND fr
 	return out, rows.Err()
 }
 
-// PruneUsage deletes hourly rows and missing periods that ended before
-// cutoff (the retention setting). Frozen statements keep their own copy of
+// PruneUsage deletes hourly rows, missing periods and the collector's
+// records (pods, Workloads, node spans) that ended before cutoff (the
+// retention setting). Frozen statements keep their own copy of
 // what they charged, so pruning never rewrites a closed month.
 func (d *DB) PruneUsage(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
@@ -190,6 +199,9 @@ func (d *DB) PruneUsage(ctx context.Context, cutoff time.Time) (int64, error) {
 			`DELETE FROM usage_hours WHERE hour < ?`,
 			`DELETE FROM usage_cluster_hours WHERE hour < ?`,
 			`DELETE FROM usage_missing WHERE to_at <= ?`,
+			`DELETE FROM usage_allocs WHERE end_at IS NOT NULL AND end_at < ?`,
+			`DELETE FROM usage_workloads WHERE finished_at IS NOT NULL AND finished_at < ?`,
+			`DELETE FROM usage_node_spans WHERE to_at IS NOT NULL AND to_at < ?`,
 		} {
 			res, err := tx.ExecContext(ctx, q, c)
 			if err != nil {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/usage/collect"
+)
+
+// usageCluster names the shared cluster in the usage records (the portal
+// serves one cluster).
+const usageCluster = "shared"
+
+// newUsageCollector follows the cluster's pods, nodes and Kueue objects
+// for the usage rows (internal/usage/collect). Like the drift checker it
+// runs once in this process; across processes the store's heartbeat keeps
+// it to one instance.
+func newUsageCollector(kube *rest.Config, db *store.DB, settings provision.ClusterSettings, cfg Config, logger *slog.Logger) (*collect.Collector, error) {
+	kc, err := kubernetes.NewForConfig(kube)
+	if err != nil {
+		return nil, fmt.Errorf("usage collector: %w", err)
+	}
+	qc, err := kueueclient.NewForConfig(kube)
+	if err != nil {
+		return nil, fmt.Errorf("usage collector: %w", err)
+	}
+	host, _ := os.Hostname()
+	s := settings.WithDefaults()
+	return &collect.Collector{
+		Kube: kc, Kueue: qc, Store: db, Cluster: usageCluster,
+		Owner:        fmt.Sprintf("%s/%d", host, os.Getpid()),
+		Guarantees:   guaranteesFrom(db, s),
+		Accelerators: s.Accelerators,
+		Interval:     cfg.UsageInterval,
+		Retention:    cfg.UsageRetention,
+		Logger:       logger.With("component", "usage"),
+	}, nil
+}
+
+// guaranteesFrom reads each team's guaranteed accelerators per instance
+// type from the approved versions of the provisioned connections:
+// Scheduling.Guaranteed instances x accelerators per instance.
+func guaranteesFrom(db *store.DB, s provision.ClusterSettings) func(ctx context.Context) (usage.Guarantees, error) {
+	return func(ctx context.Context) (usage.Guarantees, error) {
+		ps, err := db.Provisioned(ctx)
+		if err != nil {
+			return nil, err
+		}
+		g := usage.Guarantees{}
+		for _, p := range ps {
+			v, err := db.Version(ctx, p.ConnectionID, p.Version)
+			if err != nil {
+				return nil, err
+			}
+			team := v.Contract.Team
+			if g[team] == nil {
+				g[team] = map[string]int64{}
+			}
+			for _, c := range v.Contract.Scheduling.Guaranteed {
+				g[team][c.InstanceType] += int64(c.Count) * int64(s.Accelerators[c.InstanceType].Accelerators)
+			}
+		}
+		return g, nil
+	}
+}

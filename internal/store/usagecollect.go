@@ -1,0 +1,360 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/usage"
+)
+
+// UsageRecords is what the usage collector learned since its last flush:
+// pods' allocations (by pod UID), Workloads (by UID) and node state spans
+// (by node and start), each replacing its earlier record.
+type UsageRecords struct {
+	Allocs    []usage.Alloc
+	Workloads []usage.Workload
+	Nodes     []usage.NodeSpan
+}
+
+// PutUsageRecords records the collector's allocations, Workloads and node
+// spans for cluster in one transaction; a record with the same key
+// replaces the earlier one, so recording again never counts twice.
+func (d *DB) PutUsageRecords(ctx context.Context, cluster string, r UsageRecords) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		for _, a := range r.Allocs {
+			if a.Key == "" {
+				return errors.New("store: put usage records: an allocation without a pod UID")
+			}
+			if _, err := tx.ExecContext(ctx, `
+INSERT INTO usage_allocs (uid, cluster, task, pod, team, namespace, instance_type, priority_class, status,
+  accelerators, cpu_milli, memory_mib, start_at, end_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (uid) DO UPDATE SET task = excluded.task, pod = excluded.pod, team = excluded.team,
+  namespace = excluded.namespace, instance_type = excluded.instance_type, priority_class = excluded.priority_class,
+  status = excluded.status, accelerators = excluded.accelerators, cpu_milli = excluded.cpu_milli,
+  memory_mib = excluded.memory_mib, start_at = excluded.start_at, end_at = excluded.end_at`,
+				a.Key, cluster, a.Task, a.Pod, a.Team, a.Namespace, a.InstanceType, a.PriorityClass, a.Status,
+				a.Accelerators, a.CPUMilli, a.MemoryMiB, fmtTime(a.Start), nullTime(a.End)); err != nil {
+				return fmt.Errorf("store: put usage records: pod %s: %w", a.Key, err)
+			}
+		}
+		for _, w := range r.Workloads {
+			hist, err := json.Marshal(workloadHistory{w.Pending, w.Admissions, w.Preemptions})
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `
+INSERT INTO usage_workloads (uid, cluster, name, team, namespace, instance_type, priority_class, created_at, finished_at, history)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (uid) DO UPDATE SET name = excluded.name, team = excluded.team, namespace = excluded.namespace,
+  instance_type = excluded.instance_type, priority_class = excluded.priority_class, created_at = excluded.created_at,
+  finished_at = excluded.finished_at, history = excluded.history`,
+				w.Key, cluster, w.Name, w.Team, w.Namespace, w.InstanceType, w.PriorityClass, fmtTime(w.Created),
+				nullTime(w.Finished), string(hist)); err != nil {
+				return fmt.Errorf("store: put usage records: workload %s: %w", w.Key, err)
+			}
+		}
+		for _, n := range r.Nodes {
+			if _, err := tx.ExecContext(ctx, `
+INSERT INTO usage_node_spans (cluster, node, from_at, to_at, instance_type, accelerators, schedulable)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (cluster, node, from_at) DO UPDATE SET to_at = excluded.to_at, instance_type = excluded.instance_type,
+  accelerators = excluded.accelerators, schedulable = excluded.schedulable`,
+				cluster, n.Node, fmtTime(n.From), nullTime(n.To), n.InstanceType, n.Accelerators, n.Schedulable); err != nil {
+				return fmt.Errorf("store: put usage records: node %s: %w", n.Node, err)
+			}
+		}
+		return nil
+	})
+}
+
+type workloadHistory struct {
+	Pending     []usage.Span      `json:"pending,omitempty"`
+	Admissions  []usage.Admission `json:"admissions,omitempty"`
+	Preemptions []time.Time       `json:"preemptions,omitempty"`
+}
+
+// UsageRecordsIn returns cluster's records that touch [from, to): pods and
+// node spans that held or offered something then (open ones included) and
+// Workloads created before to and not finished before from.
+func (d *DB) UsageRecordsIn(ctx context.Context, cluster string, from, to time.Time) (UsageRecords, error) {
+	var r UsageRecords
+	var err error
+	f, t := fmtTime(from), fmtTime(to)
+	if r.Allocs, err = d.allocs(ctx, `cluster = ? AND start_at < ? AND (end_at IS NULL OR end_at >= ?)`, cluster, t, f); err != nil {
+		return r, err
+	}
+	rows, err := d.sql.QueryContext(ctx, `
+SELECT uid, name, team, namespace, instance_type, priority_class, created_at, finished_at, history
+FROM usage_workloads WHERE cluster = ? AND created_at < ? AND (finished_at IS NULL OR finished_at >= ?) ORDER BY uid`, cluster, t, f)
+	if err != nil {
+		return r, fmt.Errorf("store: usage workloads: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var w usage.Workload
+		var created, hist string
+		var finished sql.NullString
+		if err := rows.Scan(&w.Key, &w.Name, &w.Team, &w.Namespace, &w.InstanceType, &w.PriorityClass, &created, &finished, &hist); err != nil {
+			return r, fmt.Errorf("store: usage workloads: %w", err)
+		}
+		var h workloadHistory
+		if err := json.Unmarshal([]byte(hist), &h); err != nil {
+			return r, fmt.Errorf("store: usage workload %s history: %w", w.Key, err)
+		}
+		w.Pending, w.Admissions, w.Preemptions = h.Pending, h.Admissions, h.Preemptions
+		if w.Created, err = parseTime(created); err != nil {
+			return r, err
+		}
+		if w.Finished, err = parseNullTime(finished); err != nil {
+			return r, err
+		}
+		r.Workloads = append(r.Workloads, w)
+	}
+	if err := rows.Err(); err != nil {
+		return r, err
+	}
+	r.Nodes, err = d.nodeSpans(ctx, `cluster = ? AND from_at < ? AND (to_at IS NULL OR to_at >= ?)`, cluster, t, f)
+	return r, err
+}
+
+// OpenUsageRecords returns cluster's allocations and node spans still open
+// (no end recorded): on start, the collector reconciles them with what the
+// cluster shows.
+func (d *DB) OpenUsageRecords(ctx context.Context, cluster string) (UsageRecords, error) {
+	var r UsageRecords
+	var err error
+	if r.Allocs, err = d.allocs(ctx, `cluster = ? AND end_at IS NULL`, cluster); err != nil {
+		return r, err
+	}
+	r.Nodes, err = d.nodeSpans(ctx, `cluster = ? AND to_at IS NULL`, cluster)
+	return r, err
+}
+
+func (d *DB) allocs(ctx context.Context, where string, args ...any) ([]usage.Alloc, error) {
+	rows, err := d.sql.QueryContext(ctx, `
+SELECT uid, task, pod, team, namespace, instance_type, priority_class, status, accelerators, cpu_milli, memory_mib, start_at, end_at
+FROM usage_allocs WHERE `+where+` ORDER BY start_at, uid`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: usage allocations: %w", err)
+	}
+	defer rows.Close()
+	var out []usage.Alloc
+	for rows.Next() {
+		var a usage.Alloc
+		var start string
+		var end sql.NullString
+		if err := rows.Scan(&a.Key, &a.Task, &a.Pod, &a.Team, &a.Namespace, &a.InstanceType, &a.PriorityClass, &a.Status,
+			&a.Accelerators, &a.CPUMilli, &a.MemoryMiB, &start, &end); err != nil {
+			return nil, fmt.Errorf("store: usage allocations: %w", err)
+		}
+		if a.Start, err = parseTime(start); err != nil {
+			return nil, err
+		}
+		if a.End, err = parseNullTime(end); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func (d *DB) nodeSpans(ctx context.Context, where string, args ...any) ([]usage.NodeSpan, error) {
+	rows, err := d.sql.QueryContext(ctx, `
+SELECT node, from_at, to_at, instance_type, accelerators, schedulable FROM usage_node_spans WHERE `+where+` ORDER BY node, from_at`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: usage node spans: %w", err)
+	}
+	defer rows.Close()
+	var out []usage.NodeSpan
+	for rows.Next() {
+		var n usage.NodeSpan
+		var from string
+		var to sql.NullString
+		if err := rows.Scan(&n.Node, &from, &to, &n.InstanceType, &n.Accelerators, &n.Schedulable); err != nil {
+			return nil, fmt.Errorf("store: usage node spans: %w", err)
+		}
+		if n.From, err = parseTime(from); err != nil {
+			return nil, err
+		}
+		if n.To, err = parseNullTime(to); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// ReplaceUsage replaces, in one transaction, the cluster-sourced hourly
+// rows (and cluster's capacity rows) of every hour from the hour of from
+// to the hour of until with hours and clusterHours, and moves the
+// collector's heartbeat to until. Rows of those hours that the new
+// computation no longer has are deleted, so a recomputation never leaves a
+// stale hour behind and never adds to one. Demo rows are left alone.
+func (d *DB) ReplaceUsage(ctx context.Context, cluster string, from, until time.Time, hours []usage.Hour, clusterHours []usage.ClusterHour, owner string) error {
+	lo, hi := fmtTime(usage.HourStart(from)), fmtTime(usage.HourStart(until).Add(time.Hour))
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM usage_hours WHERE source = 'cluster' AND hour >= ? AND hour < ?`, lo, hi); err != nil {
+			return fmt.Errorf("store: replace usage: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM usage_cluster_hours WHERE cluster = ? AND source = 'cluster' AND hour >= ? AND hour < ?`, cluster, lo, hi); err != nil {
+			return fmt.Errorf("store: replace usage: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE usage_collector SET last_at = ? WHERE cluster = ? AND owner = ?`, fmtTime(until), cluster, owner)
+		if err != nil {
+			return fmt.Errorf("store: replace usage: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return ErrCollectorLost
+		}
+		if err := putUsageHours(ctx, tx, hours); err != nil {
+			return err
+		}
+		return putClusterHours(ctx, tx, clusterHours)
+	})
+}
+
+// ErrCollectorLost: another collector instance holds the cluster's
+// heartbeat; this one must stop writing.
+var ErrCollectorLost = errors.New("store: another usage collector holds this cluster")
+
+// ClaimCollector makes owner the one usage collector of cluster, unless
+// another owner's heartbeat is newer than staleBefore (it is still running:
+// one instance at a time). It returns the previous heartbeat (zero on the
+// first start): the time until which usage is known, from which the new
+// instance reconciles.
+func (d *DB) ClaimCollector(ctx context.Context, cluster, owner string, now, staleBefore time.Time) (last time.Time, err error) {
+	err = d.inTx(ctx, func(tx *sql.Tx) error {
+		var prevOwner, lastAt string
+		switch err := tx.QueryRowContext(ctx, `SELECT owner, last_at FROM usage_collector WHERE cluster = ?`, cluster).Scan(&prevOwner, &lastAt); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("store: claim collector: %w", err)
+		default:
+			if last, err = parseTime(lastAt); err != nil {
+				return err
+			}
+			if prevOwner != owner && last.After(staleBefore) {
+				return fmt.Errorf("%w (%s, heartbeat %s)", ErrCollectorLost, prevOwner, lastAt)
+			}
+		}
+		hb := cmp.Or(lastAt, fmtTime(now))
+		_, err := tx.ExecContext(ctx, `
+INSERT INTO usage_collector (cluster, owner, started_at, last_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (cluster) DO UPDATE SET owner = excluded.owner, started_at = excluded.started_at`, cluster, owner, fmtTime(now), hb)
+		if err != nil {
+			return fmt.Errorf("store: claim collector: %w", err)
+		}
+		return nil
+	})
+	return last, err
+}
+
+// TaskFilter selects the detailed task report: tasks whose pods held
+// resources in [From, To) (To is also where still-running pods are counted
+// until: pass the report's end or now, whichever is earlier), of a team
+// and namespace when set.
+type TaskFilter struct {
+	Cluster   string
+	Team      string
+	Namespace string
+	From, To  time.Time
+}
+
+// UsageTasks returns the detailed task report for f: one line per Workload
+// (or per pod without one) with its execution window, status, priority
+// class and accelerator-seconds within [From, To), by start.
+func (d *DB) UsageTasks(ctx context.Context, f TaskFilter) ([]usage.Task, error) {
+	where, args := `cluster = ? AND start_at < ? AND (end_at IS NULL OR end_at > ?)`, []any{f.Cluster, fmtTime(f.To), fmtTime(f.From)}
+	if f.Team != "" {
+		where, args = where+" AND team = ?", append(args, f.Team)
+	}
+	if f.Namespace != "" {
+		where, args = where+" AND namespace = ?", append(args, f.Namespace)
+	}
+	as, err := d.allocs(ctx, where, args...)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{}
+	rows, err := d.sql.QueryContext(ctx, `SELECT uid, name, priority_class FROM usage_workloads WHERE cluster = ?`, f.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("store: usage tasks: %w", err)
+	}
+	wpc := map[string]string{}
+	for rows.Next() {
+		var uid, name, pc string
+		if err := rows.Scan(&uid, &name, &pc); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: usage tasks: %w", err)
+		}
+		names[uid], wpc[uid] = name, pc
+	}
+	rows.Close()
+	lo, hi := f.From.Unix(), f.To.Unix()
+	byTask := map[string]*usage.Task{}
+	var order []string
+	for _, a := range as {
+		key := a.Task
+		if key == "" {
+			key = "pod:" + a.Key
+		}
+		t := byTask[key]
+		if t == nil {
+			t = &usage.Task{Task: cmp.Or(names[a.Task], a.Pod), Team: a.Team, Namespace: a.Namespace, InstanceType: a.InstanceType,
+				PriorityClass: cmp.Or(wpc[a.Task], a.PriorityClass), Start: a.Start, End: a.End, Status: a.Status}
+			byTask[key] = t
+			order = append(order, key)
+		}
+		if a.Start.Before(t.Start) {
+			t.Start = a.Start
+		}
+		switch {
+		case a.End.IsZero() || t.End.IsZero():
+			t.End, t.Status = time.Time{}, cmp.Or(runningStatus(a, t), t.Status)
+		case a.End.After(t.End):
+			t.End, t.Status = a.End, a.Status
+		}
+		s, e := max(a.Start.Unix(), lo), hi
+		if !a.End.IsZero() {
+			e = min(a.End.Unix(), hi)
+		}
+		if e > s {
+			t.AccelSeconds += a.Accelerators * (e - s)
+		}
+	}
+	out := make([]usage.Task, 0, len(order))
+	for _, k := range order {
+		out = append(out, *byTask[k])
+	}
+	slices.SortStableFunc(out, func(a, b usage.Task) int { return a.Start.Compare(b.Start) })
+	return out, nil
+}
+
+// runningStatus: a task with a pod still running is Running.
+func runningStatus(a usage.Alloc, t *usage.Task) string {
+	if a.End.IsZero() {
+		return a.Status
+	}
+	return t.Status
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return fmtTime(t)
+}
+
+func parseNullTime(s sql.NullString) (time.Time, error) {
+	if !s.Valid {
+		return time.Time{}, nil
+	}
+	return parseTime(s.String)
+}

@@ -1,0 +1,105 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
+)
+
+func TestUsageRecordsReplaceAndTasks(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t, true)
+	h0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	a := usage.Alloc{Key: "uid-1", Task: "wl-1", Pod: "train-0", Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge",
+		Accelerators: 8, CPUMilli: 1000, MemoryMiB: 512, Start: h0, Status: "Running", PriorityClass: "training"}
+	b := usage.Alloc{Key: "uid-2", Pod: "solo", Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge",
+		Accelerators: 2, Start: h0.Add(30 * time.Minute), End: h0.Add(40 * time.Minute), Status: "Succeeded"}
+	w := usage.Workload{Key: "wl-1", Name: "job-a", Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge",
+		PriorityClass: "training-wpc", Created: h0.Add(-5 * time.Minute),
+		Pending:     []usage.Span{{From: h0.Add(-5 * time.Minute), To: h0}},
+		Admissions:  []usage.Admission{{At: h0, WaitSeconds: 300}},
+		Preemptions: nil}
+	n := usage.NodeSpan{Node: "n1", InstanceType: "ml.p5.48xlarge", Accelerators: 8, Schedulable: true, From: h0}
+	if err := db.PutUsageRecords(ctx, "hp", store.UsageRecords{Allocs: []usage.Alloc{a, b}, Workloads: []usage.Workload{w}, Nodes: []usage.NodeSpan{n}}); err != nil {
+		t.Fatal(err)
+	}
+	open, err := db.OpenUsageRecords(ctx, "hp")
+	if err != nil || len(open.Allocs) != 1 || open.Allocs[0] != a || len(open.Nodes) != 1 || open.Nodes[0] != n {
+		t.Fatalf("open = %+v, %v", open, err)
+	}
+	// The pod finished: recorded again by UID, it is replaced, not added.
+	a.End, a.Status = h0.Add(90*time.Minute), "Succeeded"
+	if err := db.PutUsageRecords(ctx, "hp", store.UsageRecords{Allocs: []usage.Alloc{a}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.UsageRecordsIn(ctx, "hp", h0.Add(time.Hour), h0.Add(2*time.Hour))
+	if err != nil || len(got.Allocs) != 1 || got.Allocs[0] != a || len(got.Workloads) != 1 || !reflect.DeepEqual(got.Workloads[0], w) {
+		t.Fatalf("records in 11h = %+v, %v", got, err)
+	}
+	if got, _ := db.UsageRecordsIn(ctx, "other", h0, h0.Add(2*time.Hour)); len(got.Allocs)+len(got.Workloads)+len(got.Nodes) != 0 {
+		t.Errorf("another cluster's records = %+v", got)
+	}
+	// The task report over 10:00-11:00: job-a (its Workload's name and
+	// priority class) held 8 GPUs the whole hour; solo 2 x 600 s.
+	tasks, err := db.UsageTasks(ctx, store.TaskFilter{Cluster: "hp", Team: "red", From: h0, To: h0.Add(time.Hour)})
+	want := []usage.Task{
+		{Task: "job-a", Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge", PriorityClass: "training-wpc",
+			Status: "Succeeded", Start: h0, End: h0.Add(90 * time.Minute), AccelSeconds: 8 * 3600},
+		{Task: "solo", Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge",
+			Status: "Succeeded", Start: b.Start, End: b.End, AccelSeconds: 2 * 600},
+	}
+	if err != nil || !reflect.DeepEqual(tasks, want) {
+		t.Errorf("tasks = %+v, %v\nwant %+v", tasks, err, want)
+	}
+	if tasks, _ := db.UsageTasks(ctx, store.TaskFilter{Cluster: "hp", Team: "blue", From: h0, To: h0.Add(time.Hour)}); len(tasks) != 0 {
+		t.Errorf("blue sees %+v", tasks)
+	}
+}
+
+func TestClaimCollectorAndReplaceUsage(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t, true)
+	h0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	last, err := db.ClaimCollector(ctx, "hp", "one", h0, h0.Add(-time.Minute))
+	if err != nil || !last.IsZero() {
+		t.Fatalf("first claim = %v, %v", last, err)
+	}
+	row := func(team string, at time.Time, g int64) usage.Hour {
+		return usage.Hour{Team: team, Namespace: "ns-" + team, InstanceType: "p5", Start: at, GuaranteedAccelSeconds: g, WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1}
+	}
+	demo := row("demo", h0, 5)
+	demo.Source = usage.SourceDemo
+	if err := db.PutUsageHours(ctx, []usage.Hour{row("red", h0, 100), row("blue", h0, 50), row("red", h0.Add(-time.Hour), 7), demo}); err != nil {
+		t.Fatal(err)
+	}
+	// Recomputing 10:00-10:30 finds only red: blue's stale row of that
+	// hour goes, red's is replaced, the hour before and demo rows stay.
+	if err := db.ReplaceUsage(ctx, "hp", h0, h0.Add(30*time.Minute), []usage.Hour{row("red", h0, 60)}, nil, "one"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := db.UsageHours(ctx, store.UsageFilter{From: h0.Add(-time.Hour), To: h0.Add(time.Hour)})
+	if len(got) != 3 || got[0].GuaranteedAccelSeconds != 7 || got[1].Team != "demo" || got[2].Team != "red" || got[2].GuaranteedAccelSeconds != 60 {
+		t.Errorf("after replace = %+v", got)
+	}
+	// A second instance is refused while the first's heartbeat (10:30) is
+	// fresh, and takes over once it is stale, learning where it stopped.
+	if _, err := db.ClaimCollector(ctx, "hp", "two", h0.Add(31*time.Minute), h0.Add(29*time.Minute)); !errors.Is(err, store.ErrCollectorLost) {
+		t.Fatalf("second claim while fresh = %v", err)
+	}
+	last, err = db.ClaimCollector(ctx, "hp", "two", h0.Add(2*time.Hour), h0.Add(time.Hour))
+	if err != nil || !last.Equal(h0.Add(30*time.Minute)) {
+		t.Fatalf("takeover = %v, %v", last, err)
+	}
+	// The first instance, still writing, is told it lost the cluster.
+	if err := db.ReplaceUsage(ctx, "hp", h0, h0.Add(time.Hour), nil, nil, "one"); !errors.Is(err, store.ErrCollectorLost) {
+		t.Errorf("stale writer = %v", err)
+	}
+	if got, _ := db.UsageHours(ctx, store.UsageFilter{Team: "red", From: h0, To: h0.Add(time.Hour)}); len(got) != 1 {
+		t.Errorf("a refused replace deleted rows: %+v", got)
+	}
+}

@@ -1,0 +1,401 @@
+// Package collect is the usage collector: it follows the cluster with
+// client-go informers (pods in team namespaces, nodes, Kueue Workloads and
+// ClusterQueues), each object stripped by a transform to the few fields it
+// needs, records every pod's allocation interval, every Workload's waiting,
+// admission and preemption history and every node's health over time, and
+// recomputes the hourly rows of internal/usage from those intervals.
+//
+// One instance runs per cluster at a time (a heartbeat in the store; a
+// second one waits until the first's goes stale). It is restart-safe:
+// records are keyed by UID and hours are recomputed and replaced, never
+// added to; on start it reconciles what it recorded with what pods and
+// Workloads show in their status, and what it cannot recover (pods deleted
+// while it was not running) is recorded as a missing data period.
+package collect
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
+)
+
+// Resources and labels the collector reads.
+const (
+	// ResourceGPU and ResourceNeuronCore are the extended resources pods
+	// request accelerators with (the NVIDIA and AWS Neuron device plugins).
+	ResourceGPU        corev1.ResourceName = "nvidia.com/gpu"
+	ResourceNeuronCore corev1.ResourceName = "aws.amazon.com/neuroncore"
+	// LabelNodeHealth is HyperPod's node health label; only
+	// HealthSchedulable means the node passed its health checks and runs
+	// workloads (provision.LabelNodeHealth cites AWS's documentation).
+	LabelNodeHealth   = provision.LabelNodeHealth
+	HealthSchedulable = provision.HealthSchedulable
+)
+
+// Store is what the collector keeps in the portal's database.
+type Store interface {
+	ClaimCollector(ctx context.Context, cluster, owner string, now, staleBefore time.Time) (time.Time, error)
+	PutUsageRecords(ctx context.Context, cluster string, r store.UsageRecords) error
+	UsageRecordsIn(ctx context.Context, cluster string, from, to time.Time) (store.UsageRecords, error)
+	OpenUsageRecords(ctx context.Context, cluster string) (store.UsageRecords, error)
+	ReplaceUsage(ctx context.Context, cluster string, from, until time.Time, hours []usage.Hour, clusterHours []usage.ClusterHour, owner string) error
+	AddMissing(ctx context.Context, m usage.Missing) error
+	PruneUsage(ctx context.Context, cutoff time.Time) (int64, error)
+}
+
+var _ Store = (*store.DB)(nil)
+
+// Collector follows one cluster. Kube, Kueue, Store, Cluster, Owner and
+// Guarantees are required.
+type Collector struct {
+	Kube    kubernetes.Interface
+	Kueue   kueueclient.Interface
+	Store   Store
+	Cluster string
+	// Owner names this instance in the heartbeat (host and process).
+	Owner string
+	// Guarantees returns each team's guaranteed accelerators per instance
+	// type (from the approved contracts).
+	Guarantees func(ctx context.Context) (usage.Guarantees, error)
+	// Accelerators per instance type, for nodes whose allocatable shows
+	// none (provision.ClusterSettings.Accelerators).
+	Accelerators map[string]provision.ResourcesPerInstance
+	Interval     time.Duration // between flushes; default one minute
+	Retention    time.Duration // records older are pruned daily; 0 keeps all
+	Now          func() time.Time
+	Logger       *slog.Logger
+
+	mu        sync.Mutex
+	teams     map[string]string // namespace -> team
+	nodes     map[string]*nodeState
+	seenNodes map[string]bool // nodes the informer delivered since Start
+	pods      map[types.UID]*usage.Alloc
+	wls       map[types.UID]*wlState
+	queues    map[string]map[string]int64 // ClusterQueue -> flavor/resource -> borrowed
+	dirty     store.UsageRecords
+	dirtyFrom time.Time // earliest instant whose hour must be recomputed
+	last      time.Time // the heartbeat: usage known until here
+	synced    bool
+}
+
+type nodeState struct {
+	span usage.NodeSpan // the open span
+}
+
+type wlState struct {
+	w          usage.Workload
+	admittedAt time.Time // the admission in force; zero when not admitted
+}
+
+func (c *Collector) now() time.Time {
+	if c.Now != nil {
+		return c.Now().UTC().Truncate(time.Second)
+	}
+	return time.Now().UTC().Truncate(time.Second)
+}
+
+func (c *Collector) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Run claims the cluster, starts the informers, reconciles and flushes
+// every Interval until ctx is done; then it flushes once more and returns.
+// While another instance holds the cluster it waits.
+func (c *Collector) Run(ctx context.Context) error {
+	interval := cmp.Or(c.Interval, time.Minute)
+	var last time.Time
+	for {
+		var err error
+		now := c.now()
+		last, err = c.Store.ClaimCollector(ctx, c.Cluster, c.Owner, now, now.Add(-3*interval))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrCollectorLost) {
+			return err
+		}
+		c.logger().Info("another usage collector is running; waiting", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+	// Records past the retention go first, then once a day.
+	pruned := c.now()
+	c.prune(ctx, pruned)
+	stop, err := c.Start(ctx, last)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if now := c.now(); now.Sub(pruned) >= 24*time.Hour {
+			pruned = now
+			c.prune(ctx, now)
+		}
+		select {
+		case <-ctx.Done():
+			return c.Flush(context.WithoutCancel(ctx))
+		case <-t.C:
+		}
+		if err := c.Flush(ctx); err != nil {
+			if errors.Is(err, store.ErrCollectorLost) {
+				return err
+			}
+			c.logger().Error("usage flush failed", "err", err)
+		}
+	}
+}
+
+func (c *Collector) prune(ctx context.Context, now time.Time) {
+	if c.Retention <= 0 {
+		return
+	}
+	if n, err := c.Store.PruneUsage(ctx, now.Add(-c.Retention)); err != nil {
+		c.logger().Error("pruning usage failed", "err", err)
+	} else if n > 0 {
+		c.logger().Info("pruned usage records past retention", "rows", n)
+	}
+}
+
+// Start starts the informers, waits until they have delivered the
+// cluster's current state, and reconciles it with the records left open
+// by an earlier run whose heartbeat was last (zero on the first start).
+// stop ends the informers. The caller then calls Flush.
+func (c *Collector) Start(ctx context.Context, last time.Time) (stop func(), err error) {
+	now := c.now()
+	c.mu.Lock()
+	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*usage.Alloc{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
+	c.seenNodes = map[string]bool{}
+	c.last, c.dirtyFrom = cmp.Or(last, now), cmp.Or(last, now)
+	c.mu.Unlock()
+
+	open, err := c.Store.OpenUsageRecords(ctx, c.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	prev, err := c.Store.UsageRecordsIn(ctx, c.Cluster, c.last, now.Add(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	for _, n := range open.Nodes {
+		c.nodes[n.Node] = &nodeState{span: n}
+	}
+	for _, w := range prev.Workloads {
+		st := &wlState{w: w}
+		if n := len(w.Admissions); n > 0 && (len(w.Pending) == 0 || !w.Pending[len(w.Pending)-1].To.IsZero()) {
+			st.admittedAt = w.Admissions[n-1].At
+		}
+		c.wls[types.UID(w.Key)] = st
+	}
+	c.mu.Unlock()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	kf := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTransform(strip))
+	qf := kueueinformers.NewSharedInformerFactoryWithOptions(c.Kueue, 0, kueueinformers.WithTransform(strip))
+	// Namespaces and nodes first: a pod's team and instance type are
+	// looked up when its event arrives.
+	nsReg, err1 := kf.Core().V1().Namespaces().Informer().AddEventHandler(handler(c.onNamespace, nil))
+	nodeReg, err2 := kf.Core().V1().Nodes().Informer().AddEventHandler(handler(c.onNode, c.onNodeGone))
+	if err := errors.Join(err1, err2); err != nil {
+		cancel()
+		return nil, err
+	}
+	kf.Start(runCtx.Done())
+	if !cache.WaitForCacheSync(runCtx.Done(), nsReg.HasSynced, nodeReg.HasSynced) {
+		cancel()
+		kf.Shutdown()
+		return nil, fmt.Errorf("usage collector: namespaces and nodes did not sync: %w", context.Cause(runCtx))
+	}
+	podReg, err1 := kf.Core().V1().Pods().Informer().AddEventHandler(handler(c.onPod, c.onPodGone))
+	wlReg, err2 := qf.Kueue().V1beta2().Workloads().Informer().AddEventHandler(handler(c.onWorkload, nil))
+	cqReg, err3 := qf.Kueue().V1beta2().ClusterQueues().Informer().AddEventHandler(handler(c.onQueue, nil))
+	if err := errors.Join(err1, err2, err3); err != nil {
+		cancel()
+		kf.Shutdown()
+		return nil, err
+	}
+	kf.Start(runCtx.Done())
+	qf.Start(runCtx.Done())
+	stop = func() { cancel(); kf.Shutdown(); qf.Shutdown() }
+	if !cache.WaitForCacheSync(runCtx.Done(), podReg.HasSynced, wlReg.HasSynced, cqReg.HasSynced) {
+		stop()
+		return nil, fmt.Errorf("usage collector: pods and Workloads did not sync: %w", context.Cause(runCtx))
+	}
+	if err := c.reconcile(ctx, open, last, now); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// reconcile closes the pods recorded as running that the cluster no longer
+// has: they ended while the collector was not running, at a time nobody
+// can tell any more. Their use is counted until the last heartbeat, and the
+// rest of the outage is recorded as a missing data period. Pods still
+// present were recovered exactly from their status by the informer.
+func (c *Collector) reconcile(ctx context.Context, open store.UsageRecords, last, now time.Time) error {
+	c.mu.Lock()
+	c.synced = true
+	// A node recorded that the cluster no longer has went while the
+	// collector was down: its capacity counts until the last heartbeat.
+	for name, st := range c.nodes {
+		if !c.seenNodes[name] {
+			span := st.span
+			span.To = tmax(cmp.Or(last, now), span.From)
+			c.dirty.Nodes = append(c.dirty.Nodes, span)
+			c.dirtyFrom = tmin(c.dirtyFrom, span.To)
+			delete(c.nodes, name)
+		}
+	}
+	var gone []string
+	for _, a := range open.Allocs {
+		if _, ok := c.pods[types.UID(a.Key)]; ok {
+			continue
+		}
+		a.End = tmax(cmp.Or(last, a.Start), a.Start)
+		a.Status = "Gone"
+		c.markAlloc(a, a.End)
+		gone = append(gone, a.Namespace+"/"+a.Pod)
+	}
+	c.mu.Unlock()
+	if len(gone) == 0 || last.IsZero() || !last.Before(now) {
+		return nil
+	}
+	slices.Sort(gone)
+	return c.Store.AddMissing(ctx, usage.Missing{Cluster: c.Cluster, From: last, To: now,
+		Reason: fmt.Sprintf("the usage collector was not running; %d pod(s) recorded as running were deleted before it restarted (%s), so their use after %s is unknown",
+			len(gone), summarize(gone), last.Format(time.RFC3339))})
+}
+
+func summarize(names []string) string {
+	if len(names) <= 3 {
+		return fmt.Sprint(names)
+	}
+	return fmt.Sprintf("%v and %d more", names[:3], len(names)-3)
+}
+
+// Flush records what changed since the last flush and recomputes the
+// hours it touched, up to now, replacing them in the store.
+func (c *Collector) Flush(ctx context.Context) error {
+	now := c.now()
+	c.mu.Lock()
+	recs := c.dirty
+	c.dirty = store.UsageRecords{}
+	from := tmin(c.dirtyFrom, c.last)
+	c.dirtyFrom = now
+	c.mu.Unlock()
+	if err := c.Store.PutUsageRecords(ctx, c.Cluster, recs); err != nil {
+		c.requeue(recs, from)
+		return err
+	}
+	if err := c.recompute(ctx, from, now); err != nil {
+		c.mu.Lock()
+		c.dirtyFrom = tmin(c.dirtyFrom, from)
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Lock()
+	c.last = now
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Collector) requeue(r store.UsageRecords, from time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dirty.Allocs = append(r.Allocs, c.dirty.Allocs...)
+	c.dirty.Workloads = append(r.Workloads, c.dirty.Workloads...)
+	c.dirty.Nodes = append(r.Nodes, c.dirty.Nodes...)
+	c.dirtyFrom = tmin(c.dirtyFrom, from)
+}
+
+func (c *Collector) recompute(ctx context.Context, from, now time.Time) error {
+	lo := usage.HourStart(from)
+	recs, err := c.Store.UsageRecordsIn(ctx, c.Cluster, lo, now.Add(time.Second))
+	if err != nil {
+		return err
+	}
+	g, err := c.Guarantees(ctx)
+	if err != nil {
+		return err
+	}
+	hours := usage.Integrate(lo, now, recs.Allocs, recs.Workloads, g)
+	ch := usage.IntegrateCluster(c.Cluster, lo, now, recs.Nodes, recs.Allocs)
+	return c.Store.ReplaceUsage(ctx, c.Cluster, lo, now, hours, ch, c.Owner)
+}
+
+// QueueBorrowed is what each ClusterQueue reports borrowing
+// (status.flavorsUsage[].resources[].borrowed), by "flavor/resource", in
+// the resource's units (GPUs, cores as millicores, bytes): Kueue's own
+// account, to compare with the collector's.
+func (c *Collector) QueueBorrowed() map[string]map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]map[string]int64, len(c.queues))
+	for k, v := range c.queues {
+		out[k] = maps.Clone(v)
+	}
+	return out
+}
+
+// markAlloc records a (new or changed) allocation for the next flush. The
+// caller holds mu.
+func (c *Collector) markAlloc(a usage.Alloc, from time.Time) {
+	c.dirty.Allocs = append(c.dirty.Allocs, a)
+	c.dirtyFrom = tmin(c.dirtyFrom, from)
+}
+
+func handler(on func(any), gone func(any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { on(obj) },
+		UpdateFunc: func(_, obj any) { on(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if gone != nil {
+				gone(obj)
+			}
+		},
+	}
+}
+
+func tmin(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func tmax(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

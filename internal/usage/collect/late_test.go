@@ -1,0 +1,93 @@
+package collect
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
+)
+
+// A pod whose finish reaches the collector late (its status says it ended
+// before the last flush) has the hours since its end recomputed: the hour
+// already written is replaced with the shorter figure, not left as it was.
+func TestLateFinishRecomputesWrittenHours(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0}
+	c := benchCollector(t0)
+	c.Now, c.Store, c.Owner = clk.now, db, "one"
+	c.Guarantees = func(context.Context) (usage.Guarantees, error) {
+		return usage.Guarantees{"team01": {"ml.p5.48xlarge": 8}}, nil
+	}
+	if _, err := db.ClaimCollector(ctx, "bench", "one", t0, t0); err != nil {
+		t.Fatal(err)
+	}
+	pod := fatPod(1, t0) // team01, 1 GPU, 4 CPUs, 16 GiB, running from 10:00
+	obj, _ := strip(pod)
+	c.onPod(obj)
+	clk.set(t0.Add(30 * time.Minute))
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.set(t0.Add(65 * time.Minute)) // 11:05: counted as running so far
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// At 11:10 the status arrives: it finished at 10:20.
+	clk.set(t0.Add(70 * time.Minute))
+	pod.Status.Phase = corev1.PodSucceeded
+	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.Time{Time: t0.Add(20 * time.Minute)}}}
+	obj, _ = strip(pod)
+	c.onPod(obj)
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.UsageHours(ctx, store.UsageFilter{From: t0, To: t0.Add(2 * time.Hour)})
+	// 10h: 1 GPU x 1200 s, guaranteed; 4000m x 1200 s; 16384 MiB x 1200 s;
+	// and no 11h row any more.
+	if err != nil || len(got) != 1 || got[0].GuaranteedAccelSeconds != 1200 || got[0].CPUMilliSeconds != 4000*1200 || got[0].MemoryMiBSeconds != 16384*1200 {
+		t.Errorf("hours = %+v, %v", got, err)
+	}
+}
+
+// An Evicted condition still True beside Admitted True (readmitted) is the
+// old eviction: the preemption is counted once.
+func TestStaleEvictionCountedOnce(t *testing.T) {
+	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	c := benchCollector(t0)
+	w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "hyperpod-ns-team01", UID: "w-uid", CreationTimestamp: metav1.Time{Time: t0}}}
+	cond := func(typ string, st metav1.ConditionStatus, reason string, min int) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: st, Reason: reason, LastTransitionTime: metav1.Time{Time: t0.Add(time.Duration(min) * time.Minute)}}
+	}
+	for _, conds := range [][]metav1.Condition{
+		{cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", 5)},
+		{cond(kueue.WorkloadAdmitted, metav1.ConditionFalse, "NoReservation", 40), cond(kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption, 40)},
+		{cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", 70), cond(kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption, 40)},
+		{cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", 70), cond(kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption, 40)},
+	} {
+		w = w.DeepCopy()
+		w.Status.Conditions = conds
+		c.onWorkload(w)
+	}
+	x := c.wls["w-uid"].w
+	want := []usage.Admission{{At: t0.Add(5 * time.Minute), WaitSeconds: 300}, {At: t0.Add(70 * time.Minute), WaitSeconds: 1800}}
+	if len(x.Preemptions) != 1 || !reflect.DeepEqual(x.Admissions, want) {
+		t.Errorf("history = %+v", x)
+	}
+}

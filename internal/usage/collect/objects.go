@@ -1,0 +1,427 @@
+package collect
+
+import (
+	"cmp"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/usage"
+)
+
+// strip is the informers' transform (cache.TransformFunc): it runs before
+// an object enters the informer's cache and keeps only the fields the
+// collector reads, so that following 50,000 pods costs little memory.
+func strip(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return slimPodOf(o), nil
+	case *corev1.Node:
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: o.Name, ResourceVersion: o.ResourceVersion, UID: o.UID, Labels: map[string]string{}}}
+		n.Spec.Unschedulable = o.Spec.Unschedulable
+		for _, k := range []string{corev1.LabelInstanceTypeStable, LabelNodeHealth} {
+			if v, ok := o.Labels[k]; ok {
+				n.Labels[k] = v
+			}
+		}
+		n.Status.Allocatable = corev1.ResourceList{}
+		for _, r := range []corev1.ResourceName{ResourceGPU, ResourceNeuronCore} {
+			if q, ok := o.Status.Allocatable[r]; ok {
+				n.Status.Allocatable[r] = q
+			}
+		}
+		return n, nil
+	case *corev1.Namespace:
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Name, ResourceVersion: o.ResourceVersion, UID: o.UID}}
+		if t, ok := o.Labels[provision.LabelTeam]; ok {
+			ns.Labels = map[string]string{provision.LabelTeam: t}
+		}
+		return ns, nil
+	case *kueue.Workload:
+		w := &kueue.Workload{ObjectMeta: slimMeta(o.ObjectMeta)}
+		w.Spec.PriorityClassRef = o.Spec.PriorityClassRef
+		for _, ps := range o.Spec.PodSets[:min(1, len(o.Spec.PodSets))] {
+			if it, ok := ps.Template.Spec.NodeSelector[corev1.LabelInstanceTypeStable]; ok {
+				w.Spec.PodSets = []kueue.PodSet{{Name: ps.Name, Count: ps.Count, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{corev1.LabelInstanceTypeStable: it}}}}}
+			}
+		}
+		for _, cond := range o.Status.Conditions {
+			switch cond.Type {
+			case kueue.WorkloadQuotaReserved, kueue.WorkloadAdmitted, kueue.WorkloadEvicted, kueue.WorkloadFinished:
+				cond.Message = ""
+				w.Status.Conditions = append(w.Status.Conditions, cond)
+			}
+		}
+		if a := o.Status.Admission; a != nil {
+			w.Status.Admission = &kueue.Admission{ClusterQueue: a.ClusterQueue}
+			for _, psa := range a.PodSetAssignments[:min(1, len(a.PodSetAssignments))] {
+				w.Status.Admission.PodSetAssignments = []kueue.PodSetAssignment{{Name: psa.Name, Flavors: psa.Flavors}}
+			}
+		}
+		return w, nil
+	case *kueue.ClusterQueue:
+		q := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: o.Name, ResourceVersion: o.ResourceVersion, UID: o.UID}}
+		q.Status.FlavorsUsage = o.Status.FlavorsUsage
+		return q, nil
+	}
+	return obj, nil
+}
+
+func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp}
+	if c := metav1.GetControllerOfNoCopy(&m); c != nil {
+		out.OwnerReferences = []metav1.OwnerReference{{APIVersion: c.APIVersion, Kind: c.Kind, Name: c.Name, UID: c.UID, Controller: c.Controller}}
+	}
+	return out
+}
+
+func (c *Collector) onNamespace(obj any) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Team namespaces are those the provisioner labels with the team
+	// (provision.LabelTeam on the Namespace it applies).
+	if t := ns.Labels[provision.LabelTeam]; t != "" {
+		c.teams[ns.Name] = t
+	} else {
+		delete(c.teams, ns.Name)
+	}
+}
+
+func (c *Collector) accelerators(n *corev1.Node, itype string) int64 {
+	var sum int64
+	for _, r := range []corev1.ResourceName{ResourceGPU, ResourceNeuronCore} {
+		if q, ok := n.Status.Allocatable[r]; ok {
+			sum += q.Value()
+		}
+	}
+	if sum == 0 {
+		sum = int64(c.Accelerators[itype].Accelerators)
+	}
+	return sum
+}
+
+func (c *Collector) onNode(obj any) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	now := c.now()
+	itype := n.Labels[corev1.LabelInstanceTypeStable]
+	if itype == "" {
+		// Not an instance of any type (as the provisioner's node count
+		// skips it): no capacity.
+		c.onNodeGone(obj)
+		return
+	}
+	// Capacity as the provisioner's node count has it
+	// (provision.ClusterReader.Nodes): HyperPod says Schedulable and the
+	// node is not cordoned.
+	span := usage.NodeSpan{Node: n.Name, InstanceType: itype, Accelerators: c.accelerators(n, itype),
+		Schedulable: n.Labels[LabelNodeHealth] == HealthSchedulable && !n.Spec.Unschedulable}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seenNodes[n.Name] = true
+	if st := c.nodes[n.Name]; st != nil {
+		cur := st.span
+		if cur.InstanceType == span.InstanceType && cur.Accelerators == span.Accelerators && cur.Schedulable == span.Schedulable {
+			return
+		}
+		cur.To = tmax(now, cur.From)
+		c.dirty.Nodes = append(c.dirty.Nodes, cur)
+		c.dirtyFrom = tmin(c.dirtyFrom, now)
+	}
+	span.From = now
+	c.nodes[n.Name] = &nodeState{span: span}
+	c.dirty.Nodes = append(c.dirty.Nodes, span)
+	c.dirtyFrom = tmin(c.dirtyFrom, now)
+}
+
+func (c *Collector) onNodeGone(obj any) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.nodes[n.Name]; st != nil {
+		cur := st.span
+		cur.To = tmax(now, cur.From)
+		c.dirty.Nodes = append(c.dirty.Nodes, cur)
+		c.dirtyFrom = tmin(c.dirtyFrom, now)
+		delete(c.nodes, n.Name)
+	}
+}
+
+// slimPod is all the collector keeps of a pod, in the informer's cache
+// too (the transform returns it in place of the *corev1.Pod): names, node,
+// priority class, the summed requests and the times from its status.
+type slimPod struct {
+	metav1.ObjectMeta
+	NodeName, PriorityClass string
+	Phase                   corev1.PodPhase
+	Accelerators, CPUMilli  int64
+	MemoryMiB               int64
+	Start, End              time.Time // End: when its last container finished
+}
+
+func (p *slimPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (p *slimPod) DeepCopyObject() runtime.Object {
+	c := *p
+	c.ObjectMeta = *p.ObjectMeta.DeepCopy()
+	return &c
+}
+
+// slimPodOf reads what a pod holds from its spec and its status as the
+// kubelet reports it: status.startTime is when the kubelet acknowledged
+// the pod (k8s.io/api core/v1 PodStatus.StartTime: "RFC 3339 date and time
+// at which the object was acknowledged by the Kubelet"), and a finished
+// pod (phase Succeeded or Failed: all containers terminated) ended when its
+// last container did (ContainerStateTerminated.FinishedAt).
+func slimPodOf(o *corev1.Pod) *slimPod {
+	p := &slimPod{ObjectMeta: slimMeta(o.ObjectMeta), NodeName: o.Spec.NodeName, PriorityClass: o.Spec.PriorityClassName, Phase: o.Status.Phase}
+	for _, ctr := range o.Spec.Containers {
+		r := ctr.Resources.Requests
+		p.Accelerators += qty(r, ResourceGPU) + qty(r, ResourceNeuronCore)
+		if q, ok := r[corev1.ResourceCPU]; ok {
+			p.CPUMilli += q.MilliValue()
+		}
+		if q, ok := r[corev1.ResourceMemory]; ok {
+			p.MemoryMiB += (q.Value() + 1<<20 - 1) >> 20 // MiB, rounded up
+		}
+	}
+	if o.Status.StartTime != nil {
+		p.Start = o.Status.StartTime.UTC().Truncate(time.Second)
+	}
+	for _, cs := range o.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.FinishedAt.After(p.End) {
+			p.End = t.FinishedAt.UTC().Truncate(time.Second)
+		}
+	}
+	return p
+}
+
+// podAlloc is what a pod in a team namespace holds; ok is false for a pod
+// that has not started or is not in a team namespace. The caller holds mu.
+func (c *Collector) podAlloc(p *slimPod, now time.Time) (usage.Alloc, bool) {
+	team := c.teams[p.Namespace]
+	if team == "" || p.Start.IsZero() || p.NodeName == "" {
+		return usage.Alloc{}, false
+	}
+	a := usage.Alloc{Key: string(p.UID), Pod: p.Name, Team: team, Namespace: p.Namespace,
+		PriorityClass: p.PriorityClass, Status: string(p.Phase), Start: p.Start,
+		Accelerators: p.Accelerators, CPUMilli: p.CPUMilli, MemoryMiB: p.MemoryMiB}
+	if o := p.OwnerReferences; len(o) == 1 {
+		a.Task = string(o[0].UID)
+	}
+	if st := c.nodes[p.NodeName]; st != nil {
+		a.InstanceType = st.span.InstanceType
+	}
+	if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
+		a.End = tmax(cmp.Or(p.End, now), a.Start)
+	}
+	return a, true
+}
+
+func qty(r corev1.ResourceList, name corev1.ResourceName) int64 {
+	if q, ok := r[name]; ok {
+		return q.Value()
+	}
+	return 0
+}
+
+func (c *Collector) onPod(obj any) {
+	p, ok := obj.(*slimPod)
+	if !ok {
+		return
+	}
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.podAlloc(p, now)
+	if !ok {
+		return
+	}
+	// A change to a pod already counted touches the hours from its end
+	// (or from the last flush, up to which it was counted as running); a
+	// new pod, those from its start.
+	from := a.Start
+	if prev := c.pods[p.UID]; prev != nil {
+		if *prev == a {
+			return
+		}
+		if prev.Start.Equal(a.Start) {
+			from = tmin(cmp.Or(a.End, now), c.last)
+		}
+	}
+	c.pods[p.UID] = &a
+	c.markAlloc(a, from)
+}
+
+func (c *Collector) onPodGone(obj any) {
+	p, ok := obj.(*slimPod)
+	if !ok {
+		return
+	}
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev := c.pods[p.UID]
+	delete(c.pods, p.UID)
+	if prev == nil || !prev.End.IsZero() {
+		return
+	}
+	// Deleted while running: it held its resources until now.
+	a := *prev
+	a.End, a.Status = tmax(now, a.Start), "Deleted"
+	c.markAlloc(a, tmin(a.End, c.last))
+}
+
+func (c *Collector) onQueue(obj any) {
+	q, ok := obj.(*kueue.ClusterQueue)
+	if !ok {
+		return
+	}
+	b := map[string]int64{}
+	for _, f := range q.Status.FlavorsUsage {
+		for _, r := range f.Resources {
+			v := r.Borrowed.Value()
+			if r.Name == corev1.ResourceCPU {
+				v = r.Borrowed.MilliValue()
+			}
+			b[string(f.Name)+"/"+string(r.Name)] = v
+		}
+	}
+	c.mu.Lock()
+	c.queues[q.Name] = b
+	c.mu.Unlock()
+}
+
+// onWorkload folds a Workload's conditions into its history. Kueue
+// (sigs.k8s.io/kueue@v0.17.0 apis/kueue/v1beta2/workload_types.go) sets
+// Admitted when the Workload reserved quota and its admission checks
+// passed; Evicted with reason "Preempted" when it was preempted (other
+// reasons: PodsReadyTimeout, AdmissionCheck, ClusterQueueStopped,
+// Deactivated), after which it waits again; Finished when its job ended.
+// Each condition's lastTransitionTime dates the event.
+func (c *Collector) onWorkload(obj any) {
+	w, ok := obj.(*kueue.Workload)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	team := c.teams[w.Namespace]
+	if team == "" {
+		return
+	}
+	key := workloadKey(w)
+	st := c.wls[types.UID(key)]
+	if st == nil {
+		created := w.CreationTimestamp.UTC().Truncate(time.Second)
+		st = &wlState{w: usage.Workload{Key: key, Created: created, Pending: []usage.Span{{From: created}}}}
+		c.wls[types.UID(key)] = st
+	}
+	before := fingerprint(st)
+	x := &st.w
+	x.Name, x.Team, x.Namespace = w.Name, team, w.Namespace
+	if r := w.Spec.PriorityClassRef; r != nil {
+		x.PriorityClass = r.Name
+	}
+	if it := instanceType(w); it != "" {
+		x.InstanceType = it
+	}
+	cond := func(t string) *metav1.Condition { return meta.FindStatusCondition(w.Status.Conditions, t) }
+	ltt := func(cd *metav1.Condition) time.Time {
+		return tmax(cd.LastTransitionTime.UTC().Truncate(time.Second), x.Created)
+	}
+	ad := cond(kueue.WorkloadAdmitted)
+	admitted := ad != nil && ad.Status == metav1.ConditionTrue
+	// Kueue clears Admitted when it evicts; an Evicted condition still True
+	// beside Admitted True is an old one.
+	if ev := cond(kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue && !admitted && !st.admittedAt.IsZero() {
+		at := tmax(ltt(ev), st.admittedAt)
+		if ev.Reason == kueue.WorkloadEvictedByPreemption {
+			x.Preemptions = append(x.Preemptions, at)
+		}
+		st.admittedAt = time.Time{}
+		x.Pending = append(x.Pending, usage.Span{From: at})
+	}
+	if admitted && st.admittedAt.IsZero() {
+		at := ltt(ad)
+		if n := len(x.Pending); n > 0 && x.Pending[n-1].To.IsZero() {
+			from := x.Pending[n-1].From
+			at = tmax(at, from)
+			x.Pending[n-1].To = at
+			x.Admissions = append(x.Admissions, usage.Admission{At: at, WaitSeconds: int64(at.Sub(from) / time.Second)})
+		}
+		st.admittedAt = at
+	}
+	if fin := cond(kueue.WorkloadFinished); fin != nil && fin.Status == metav1.ConditionTrue && x.Finished.IsZero() {
+		x.Finished = ltt(fin)
+		if n := len(x.Pending); n > 0 && x.Pending[n-1].To.IsZero() {
+			x.Pending[n-1].To = tmax(x.Finished, x.Pending[n-1].From)
+		}
+	}
+	if fingerprint(st) != before {
+		c.dirty.Workloads = append(c.dirty.Workloads, *x)
+		c.dirtyFrom = tmin(c.dirtyFrom, x.Created)
+	}
+}
+
+// workloadKey links a Workload to its pods: both are owned by the same job
+// (Kueue creates a job's Workload with the job as its controller owner),
+// so the owner's UID is the task; a Workload without one is its own.
+func workloadKey(w *kueue.Workload) string {
+	if o := w.OwnerReferences; len(o) == 1 {
+		return string(o[0].UID)
+	}
+	return string(w.UID)
+}
+
+// instanceType is the flavor the Workload was admitted to (the portal
+// names ResourceFlavors after instance types), or the instance type its
+// pods ask for by node selector.
+func instanceType(w *kueue.Workload) string {
+	if a := w.Status.Admission; a != nil {
+		for _, psa := range a.PodSetAssignments {
+			for _, f := range psa.Flavors {
+				return string(f)
+			}
+		}
+	}
+	for _, ps := range w.Spec.PodSets {
+		return ps.Template.Spec.NodeSelector[corev1.LabelInstanceTypeStable]
+	}
+	return ""
+}
+
+type wlPrint struct {
+	name, team, it, pc string
+	fin                time.Time
+	pend, adm, pre     int
+	lastPendTo         time.Time
+}
+
+func fingerprint(st *wlState) wlPrint {
+	x := st.w
+	p := wlPrint{x.Name, x.Team, x.InstanceType, x.PriorityClass, x.Finished, len(x.Pending), len(x.Admissions), len(x.Preemptions), time.Time{}}
+	if n := len(x.Pending); n > 0 {
+		p.lastPendTo = x.Pending[n-1].To
+	}
+	return p
+}

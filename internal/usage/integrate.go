@@ -1,0 +1,317 @@
+package usage
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Alloc is one task's pod holding resources on a node of one instance type,
+// from Start to End (End zero: still holding them). The collector makes one
+// per pod, keyed by the pod's UID so that recording it again replaces it.
+// Times count in whole seconds (the Kubernetes API's timestamps have a
+// resolution of one second: metav1.Time serializes as RFC 3339 seconds).
+type Alloc struct {
+	Key  string // the pod's UID
+	Task string // the Kueue Workload the pod belongs to; "" counts the pod as its own task
+
+	Team, Namespace, InstanceType string
+
+	Accelerators int64 // GPUs or Neuron cores requested
+	CPUMilli     int64
+	MemoryMiB    int64
+
+	Start, End time.Time
+
+	// For the detailed task report: the pod's name, priority class and
+	// phase (Running, Succeeded, Failed, or Deleted when it went before it
+	// finished).
+	Pod, PriorityClass, Status string
+}
+
+// Task is one line of the detailed task report (HyperPod's per-task
+// report): a Workload, or a pod that belongs to none, with its execution
+// window, status, priority class and the accelerator-seconds its pods held
+// within the report's period.
+type Task struct {
+	Task, Team, Namespace, InstanceType, PriorityClass, Status string
+	Start, End                                                 time.Time // End zero: still running
+	AccelSeconds                                               int64
+}
+
+// Span is a half-open period [From, To); To zero means still open.
+type Span struct{ From, To time.Time }
+
+// Admission is a Workload being admitted after waiting WaitSeconds (from
+// its creation, or from its eviction when readmitted after a preemption).
+type Admission struct {
+	At          time.Time
+	WaitSeconds int64
+}
+
+// Workload is what the integrator needs of a Kueue Workload's history: when
+// it waited for quota, when it was admitted and when it was preempted.
+// InstanceType is the flavor it was (or asks to be) admitted to; "" when
+// not known yet.
+type Workload struct {
+	Key                           string // the Workload's UID
+	Name                          string
+	Team, Namespace, InstanceType string
+	PriorityClass                 string
+	Created                       time.Time
+	Finished                      time.Time // zero while not finished (or deleted)
+	Pending                       []Span
+	Admissions                    []Admission
+	Preemptions                   []time.Time
+}
+
+// NodeSpan is a node of one instance type in one health state over a
+// period: Schedulable per HyperPod's health label, offering Accelerators.
+type NodeSpan struct {
+	Node, InstanceType string
+	Accelerators       int64
+	Schedulable        bool
+	From, To           time.Time // To zero: still in this state
+}
+
+// Guarantees is each team's guaranteed quota: team -> instance type ->
+// accelerators (instances guaranteed x accelerators per instance).
+type Guarantees map[string]map[string]int64
+
+// Integrate computes the hourly rows of every hour from the hour of from
+// up to and including the hour of until, clipping open periods at until.
+// Accelerator-seconds are split exactly: at each instant the team's
+// allocation on an instance type up to its guarantee is guaranteed, the
+// rest borrowed; within the guarantee, pods that started earlier come
+// first (ties by key), so the split per namespace is deterministic and
+// each part a whole number of accelerator-seconds.
+func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarantees) []Hour {
+	lo, hi := HourStart(from).Unix(), until.Unix()
+	if hi <= lo {
+		return nil
+	}
+	type rowKey struct {
+		team, ns, itype string
+		hour            int64
+	}
+	rows := map[rowKey]*Hour{}
+	row := func(team, ns, itype string, hour int64) *Hour {
+		k := rowKey{team, ns, itype, hour}
+		r := rows[k]
+		if r == nil {
+			r = &Hour{Team: team, Namespace: ns, InstanceType: itype, Start: time.Unix(hour, 0).UTC(),
+				WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1, Source: SourceCluster}
+			rows[k] = r
+		}
+		return r
+	}
+	type taskKey struct {
+		rowKey
+		task string
+	}
+	seen := map[taskKey]bool{}
+	count := func(k rowKey, task string, field func(*Hour) *int) {
+		tk := taskKey{k, task}
+		if !seen[tk] {
+			seen[tk] = true
+			*field(row(k.team, k.ns, k.itype, k.hour))++
+		}
+	}
+
+	// Group allocations by team and instance type for the guarantee sweep.
+	type group struct{ team, itype string }
+	groups := map[group][]Alloc{}
+	for _, a := range allocs {
+		s, e := clip(a.Start, a.End, lo, hi)
+		if e < s {
+			continue
+		}
+		groups[group{a.Team, a.InstanceType}] = append(groups[group{a.Team, a.InstanceType}], a)
+		task := cmp.Or(a.Task, "pod:"+a.Key)
+		for h := hourOf(s); h < e || h == hourOf(s); h += 3600 {
+			count(rowKey{a.Team, a.Namespace, a.InstanceType, h}, "run:"+task, func(r *Hour) *int { return &r.Running })
+		}
+		// CPU and memory are never borrowed: they integrate per hour.
+		forHours(s, e, func(h, secs int64) {
+			r := row(a.Team, a.Namespace, a.InstanceType, h)
+			r.CPUMilliSeconds += a.CPUMilli * secs
+			r.MemoryMiBSeconds += a.MemoryMiB * secs
+		})
+	}
+	for grp, as := range groups {
+		sweep(as, g[grp.team][grp.itype], lo, hi, func(a Alloc, h, guaranteed, borrowed int64) {
+			r := row(a.Team, a.Namespace, a.InstanceType, h)
+			r.GuaranteedAccelSeconds += guaranteed
+			r.BorrowedAccelSeconds += borrowed
+		})
+	}
+
+	waits := map[rowKey][]int64{}
+	for _, w := range wls {
+		for _, p := range w.Pending {
+			s, e := clip(p.From, p.To, lo, hi)
+			if e < s {
+				continue
+			}
+			for h := hourOf(s); h < e || h == hourOf(s); h += 3600 {
+				count(rowKey{w.Team, w.Namespace, w.InstanceType, h}, "pend:"+w.Key, func(r *Hour) *int { return &r.Pending })
+			}
+		}
+		for _, t := range w.Preemptions {
+			if u := t.Unix(); u >= lo && u < hi {
+				count(rowKey{w.Team, w.Namespace, w.InstanceType, hourOf(u)}, "pre:"+w.Key, func(r *Hour) *int { return &r.Preempted })
+			}
+		}
+		for _, ad := range w.Admissions {
+			if u := ad.At.Unix(); u >= lo && u < hi {
+				k := rowKey{w.Team, w.Namespace, w.InstanceType, hourOf(u)}
+				row(k.team, k.ns, k.itype, k.hour)
+				waits[k] = append(waits[k], ad.WaitSeconds)
+			}
+		}
+	}
+	for k, ws := range waits {
+		slices.Sort(ws)
+		r := rows[k]
+		r.WaitP50Seconds, r.WaitP90Seconds, r.WaitP99Seconds = waitPercentile(ws, 50), waitPercentile(ws, 90), waitPercentile(ws, 99)
+	}
+
+	out := make([]Hour, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b Hour) int {
+		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Team, b.Team), cmp.Compare(a.Namespace, b.Namespace),
+			cmp.Compare(a.InstanceType, b.InstanceType))
+	})
+	return out
+}
+
+// sweep walks the team's allocations on one instance type between every
+// start, end and hour boundary; in each piece the guarantee is filled in
+// order of start time and emit gets each allocation's guaranteed and
+// borrowed accelerator-seconds in that piece's hour.
+func sweep(as []Alloc, guarantee, lo, hi int64, emit func(a Alloc, hour, guaranteed, borrowed int64)) {
+	slices.SortFunc(as, func(a, b Alloc) int {
+		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Key, b.Key))
+	})
+	points := []int64{}
+	for _, a := range as {
+		s, e := clip(a.Start, a.End, lo, hi)
+		points = append(points, s, e)
+	}
+	if len(points) == 0 {
+		return
+	}
+	first, last := slices.Min(points), slices.Max(points)
+	for h := hourOf(first) + 3600; h < last; h += 3600 {
+		points = append(points, h)
+	}
+	slices.Sort(points)
+	points = slices.Compact(points)
+	// as is in start order and clipping keeps that order, so the active
+	// set, appended as pieces begin, stays in start order too.
+	var active []Alloc
+	next := 0
+	for i := 0; i+1 < len(points); i++ {
+		p, q := points[i], points[i+1]
+		for ; next < len(as); next++ {
+			if s, _ := clip(as[next].Start, as[next].End, lo, hi); s > p {
+				break
+			}
+			active = append(active, as[next])
+		}
+		active = slices.DeleteFunc(active, func(a Alloc) bool { _, e := clip(a.Start, a.End, lo, hi); return e <= p })
+		left := guarantee
+		for _, a := range active {
+			if a.Accelerators <= 0 {
+				continue
+			}
+			in := min(max(left, 0), a.Accelerators)
+			left -= in
+			emit(a, hourOf(p), in*(q-p), (a.Accelerators-in)*(q-p))
+		}
+	}
+}
+
+// IntegrateCluster computes a cluster's hourly capacity rows per instance
+// type over the same hours as Integrate: capacity is what Schedulable
+// nodes offered, allocated what every team's pods held, and unhealthy the
+// node-seconds of nodes not Schedulable.
+func IntegrateCluster(cluster string, from, until time.Time, nodes []NodeSpan, allocs []Alloc) []ClusterHour {
+	lo, hi := HourStart(from).Unix(), until.Unix()
+	if hi <= lo {
+		return nil
+	}
+	type key struct {
+		itype string
+		hour  int64
+	}
+	rows := map[key]*ClusterHour{}
+	row := func(itype string, h int64) *ClusterHour {
+		r := rows[key{itype, h}]
+		if r == nil {
+			r = &ClusterHour{Cluster: cluster, InstanceType: itype, Start: time.Unix(h, 0).UTC(), Source: SourceCluster}
+			rows[key{itype, h}] = r
+		}
+		return r
+	}
+	for _, n := range nodes {
+		s, e := clip(n.From, n.To, lo, hi)
+		forHours(s, e, func(h, secs int64) {
+			r := row(n.InstanceType, h)
+			if n.Schedulable {
+				r.CapacityAccelSeconds += n.Accelerators * secs
+			} else {
+				r.UnhealthyNodeSeconds += secs
+			}
+		})
+	}
+	for _, a := range allocs {
+		s, e := clip(a.Start, a.End, lo, hi)
+		forHours(s, e, func(h, secs int64) { row(a.InstanceType, h).AllocatedAccelSeconds += a.Accelerators * secs })
+	}
+	out := make([]ClusterHour, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b ClusterHour) int {
+		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.InstanceType, b.InstanceType))
+	})
+	return out
+}
+
+// waitPercentile is Percentile for a row's wait columns: -1 for none.
+func waitPercentile(waits []int64, p int) int64 {
+	if v, _, ok := Percentile(waits, p); ok {
+		return v
+	}
+	return -1
+}
+
+// clip returns [start, end) in unix seconds within [lo, hi), an open end
+// running to hi; e < s when the period lies outside.
+func clip(start, end time.Time, lo, hi int64) (int64, int64) {
+	s, e := start.Unix(), hi
+	if !end.IsZero() {
+		e = min(end.Unix(), hi)
+	}
+	s = max(s, lo)
+	if s >= hi {
+		return 1, 0
+	}
+	return s, e
+}
+
+func hourOf(u int64) int64 { return u - ((u%3600)+3600)%3600 }
+
+// forHours calls f with each hour touched by [s, e) and the seconds of it
+// that fall in that hour.
+func forHours(s, e int64, f func(hour, secs int64)) {
+	for s < e {
+		h := hourOf(s)
+		n := min(e, h+3600)
+		f(h, n-s)
+		s = n
+	}
+}

@@ -1,0 +1,180 @@
+package usage_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/usage"
+)
+
+var h0 = time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+
+func at(hm string) time.Time {
+	d, err := time.ParseDuration(hm)
+	if err != nil {
+		panic(err)
+	}
+	return h0.Add(d - 10*time.Hour)
+}
+
+const (
+	red, redNS   = "red", "hyperpod-ns-red"
+	blue, blueNS = "blue", "hyperpod-ns-blue"
+	p5           = "ml.p5.48xlarge"
+)
+
+func hour(team, ns, itype string, start time.Time, g, b, cpu, mem int64, run, pend, pre int, waits ...int64) usage.Hour {
+	h := usage.Hour{Team: team, Namespace: ns, InstanceType: itype, Start: start,
+		GuaranteedAccelSeconds: g, BorrowedAccelSeconds: b, CPUMilliSeconds: cpu, MemoryMiBSeconds: mem,
+		Running: run, Pending: pend, Preempted: pre, WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1,
+		Source: usage.SourceCluster}
+	if len(waits) == 3 {
+		h.WaitP50Seconds, h.WaitP90Seconds, h.WaitP99Seconds = waits[0], waits[1], waits[2]
+	}
+	return h
+}
+
+func TestIntegrateExact(t *testing.T) {
+	cases := []struct {
+		name   string
+		allocs []usage.Alloc
+		wls    []usage.Workload
+		until  time.Time
+		g      usage.Guarantees // nil: red's 8
+		want   []usage.Hour
+	}{{
+		// A: 8 GPUs, 4 CPUs, 1024 MiB, 10:30 -> 12:15 (crosses two hour
+		// boundaries). B: 4 GPUs, 1 CPU, 512 MiB, 10:45 -> 11:30: A fills the
+		// guarantee first, so B borrows all of its 4. C: 2 GPUs, 500m, 256
+		// MiB, 11:50:00 -> 11:50:40, a 40-second task: borrowed too.
+		name: "boundaries, borrowing, a 40-second task",
+		allocs: []usage.Alloc{
+			{Key: "a", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 8, CPUMilli: 4000, MemoryMiB: 1024, Start: at("10h30m"), End: at("12h15m")},
+			{Key: "b", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 4, CPUMilli: 1000, MemoryMiB: 512, Start: at("10h45m"), End: at("11h30m")},
+			{Key: "c", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 2, CPUMilli: 500, MemoryMiB: 256, Start: at("11h50m"), End: at("11h50m40s")},
+		},
+		until: at("12h30m"),
+		want: []usage.Hour{
+			// 10h: A 8x1800 = 14400 guaranteed; B 4x900 = 3600 borrowed.
+			// CPU 4000x1800 + 1000x900 = 8,100,000; memory 1024x1800 +
+			// 512x900 = 2,304,000. Two tasks ran.
+			hour(red, redNS, p5, at("10h"), 14400, 3600, 8_100_000, 2_304_000, 2, 0, 0),
+			// 11h: A 8x3600 = 28800 guaranteed; B 4x1800 = 7200 and C 2x40 =
+			// 80 borrowed = 7280. CPU 4000x3600 + 1000x1800 + 500x40 =
+			// 16,220,000; memory 1024x3600 + 512x1800 + 256x40 = 4,618,240.
+			hour(red, redNS, p5, at("11h"), 28800, 7280, 16_220_000, 4_618_240, 3, 0, 0),
+			// 12h: A 8x900 = 7200; CPU 4000x900; memory 1024x900.
+			hour(red, redNS, p5, at("12h"), 7200, 0, 3_600_000, 921_600, 1, 0, 0),
+		},
+	}, {
+		// Workload W (4 GPUs, red guaranteed only 2 here) is created 10:00,
+		// admitted 10:10 (waited 600 s), its pod P1 runs 10:10 -> 10:40, it
+		// is preempted at 10:40, waits again and is readmitted at 11:05
+		// (waited 1500 s since its eviction); P2 runs from 11:05, still
+		// running at 11:30.
+		name: "preempted and readmitted",
+		allocs: []usage.Alloc{
+			{Key: "p1", Task: "w", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 4, Start: at("10h10m"), End: at("10h40m")},
+			{Key: "p2", Task: "w", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 4, Start: at("11h05m")},
+		},
+		wls: []usage.Workload{{Key: "w", Team: red, Namespace: redNS, InstanceType: p5,
+			Pending:     []usage.Span{{From: at("10h"), To: at("10h10m")}, {From: at("10h40m"), To: at("11h05m")}},
+			Admissions:  []usage.Admission{{At: at("10h10m"), WaitSeconds: 600}, {At: at("11h05m"), WaitSeconds: 1500}},
+			Preemptions: []time.Time{at("10h40m")},
+		}},
+		until: at("11h30m"),
+		g:     usage.Guarantees{red: {p5: 2}},
+		want: []usage.Hour{
+			// 10h: P1 1800 s x 4: 2 guaranteed (3600), 2 borrowed (3600);
+			// pending twice but one workload; preempted once; waits [600].
+			hour(red, redNS, p5, at("10h"), 3600, 3600, 0, 0, 1, 1, 1, 600, 600, 600),
+			// 11h: P2 11:05 -> 11:30 = 1500 s x (2 + 2); pending 11:00 ->
+			// 11:05; waits [1500].
+			hour(red, redNS, p5, at("11h"), 3000, 3000, 0, 0, 1, 1, 0, 1500, 1500, 1500),
+		},
+	}, {
+		// Blue has no guarantee: everything it holds is borrowed, and red's
+		// guarantee is not shared with blue. Ten workloads admitted in the
+		// hour after waiting 10, 20, ... 100 s: nearest-rank p50 = 5th = 50,
+		// p90 = 9th = 90, p99 = 10th = 100. A workload still pending at
+		// until counts as pending.
+		name: "no guarantee, percentiles, a pending workload",
+		allocs: []usage.Alloc{
+			{Key: "x", Team: blue, Namespace: blueNS, InstanceType: p5, Accelerators: 8, Start: at("10h"), End: at("10h01m")},
+			{Key: "y", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 8, Start: at("10h"), End: at("10h01m")},
+		},
+		wls: append(tenAdmitted(), usage.Workload{Key: "q", Team: blue, Namespace: blueNS, InstanceType: p5,
+			Pending: []usage.Span{{From: at("10h50m")}}}),
+		until: at("11h"),
+		want: []usage.Hour{
+			hour(blue, blueNS, p5, at("10h"), 0, 480, 0, 0, 1, 1, 0, 50, 90, 100),
+			hour(red, redNS, p5, at("10h"), 480, 0, 0, 0, 1, 0, 0),
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// Red is guaranteed 8 GPUs (one p5) on p5 unless the case says.
+			g := usage.Guarantees{red: {p5: 8}}
+			if tc.g != nil {
+				g = tc.g
+			}
+			got := usage.Integrate(at("10h"), tc.until, tc.allocs, tc.wls, g)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func tenAdmitted() []usage.Workload {
+	var out []usage.Workload
+	for i := int64(1); i <= 10; i++ {
+		out = append(out, usage.Workload{Key: string(rune('a' + i)), Team: blue, Namespace: blueNS, InstanceType: p5,
+			Admissions: []usage.Admission{{At: at("10h30m"), WaitSeconds: 10 * i}}})
+	}
+	return out
+}
+
+// Integrating a later window gives the same hours as the whole: the
+// collector recomputes only the hours it touched.
+func TestIntegrateWindowed(t *testing.T) {
+	g := usage.Guarantees{red: {p5: 8}}
+	allocs := []usage.Alloc{
+		{Key: "a", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 8, Start: at("10h30m"), End: at("12h15m")},
+		{Key: "b", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 4, Start: at("9h45m"), End: at("11h30m")},
+	}
+	all := usage.Integrate(at("9h"), at("13h"), allocs, nil, g)
+	later := usage.Integrate(at("11h"), at("13h"), allocs, nil, g)
+	if len(all) != 4 || !reflect.DeepEqual(all[2:], later) {
+		t.Errorf("whole %+v\nwindow %+v", all, later)
+	}
+	// In 10h, B (started 9:45) comes first: 4 guaranteed x 3600; A takes
+	// the remaining 4 guaranteed x 1800 and borrows 4 x 1800.
+	if h := all[1]; h.GuaranteedAccelSeconds != 4*3600+4*1800 || h.BorrowedAccelSeconds != 4*1800 {
+		t.Errorf("10h = %+v", h)
+	}
+}
+
+func TestIntegrateCluster(t *testing.T) {
+	nodes := []usage.NodeSpan{
+		{Node: "n1", InstanceType: p5, Accelerators: 8, Schedulable: true, From: at("10h")},
+		{Node: "n2", InstanceType: p5, Accelerators: 8, Schedulable: true, From: at("10h"), To: at("11h")},
+		{Node: "n2", InstanceType: p5, Accelerators: 8, Schedulable: false, From: at("11h"), To: at("11h30m")},
+	}
+	allocs := []usage.Alloc{{Key: "a", Team: red, InstanceType: p5, Accelerators: 8, Start: at("10h30m"), End: at("12h15m")}}
+	got := usage.IntegrateCluster("hp", at("10h"), at("12h"), nodes, allocs)
+	want := []usage.ClusterHour{
+		// 10h: two schedulable nodes: 16x3600 = 57600; A 8x1800 = 14400.
+		{Cluster: "hp", InstanceType: p5, Start: at("10h"), CapacityAccelSeconds: 57600, AllocatedAccelSeconds: 14400, Source: usage.SourceCluster},
+		// 11h: n1 only, 8x3600 = 28800; n2 unhealthy 1800 node-seconds; A
+		// 8x3600 (the open n1 span and A stop at until = 12:00).
+		{Cluster: "hp", InstanceType: p5, Start: at("11h"), CapacityAccelSeconds: 28800, AllocatedAccelSeconds: 28800, UnhealthyNodeSeconds: 1800, Source: usage.SourceCluster},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+	if got[0].IdleAccelSeconds() != 43200 {
+		t.Errorf("idle = %d", got[0].IdleAccelSeconds())
+	}
+}
