@@ -39,6 +39,29 @@ func seedUsage(t *testing.T, dbPath string) string {
 	return month.From.Format("2006-01")
 }
 
+// redGuaranteedHours is red's guaranteed GPU-hours this month as the
+// database holds them (the demo rows and the hours seedUsage wrote), in the
+// statement's format.
+func redGuaranteedHours(t *testing.T, dbPath string) string {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	month := usage.MonthOf(time.Now())
+	rows, err := db.UsageHours(ctx, store.UsageFilter{Team: "red", From: month.From, To: month.To})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secs int64
+	for _, r := range rows {
+		secs += r.GuaranteedAccelSeconds
+	}
+	return usage.Hours(secs)
+}
+
 // TestFinanceSwitchesPolicyAndDownloadsCSV: finance sees every team's cost
 // with demo prices labelled, switches the shared-cost policy (a reason is
 // required), and downloads red's statement as a CSV that parses; red's
@@ -52,6 +75,9 @@ func TestFinanceSwitchesPolicyAndDownloadsCSV(t *testing.T) {
 	}
 	dbPath := filepath.Join(dir, "cost.db")
 	p := startPortal(t, "--db", dbPath, "--rate-card", card)
+	// The dev portal seeds its demo usage in the background: let it finish,
+	// so that the hours below replace the demo rows of those hours.
+	waitForLog(t, p, "demo usage seeded")
 	month := seedUsage(t, dbPath)
 
 	fin := signIn(t, b, p, "Felix Finance")
@@ -104,8 +130,8 @@ func TestFinanceSwitchesPolicyAndDownloadsCSV(t *testing.T) {
 			total = r["cost"]
 		}
 	}
-	if len(rows) == 0 || rows[0]["namespace"] != "hyperpod-ns-red" || rows[0]["guaranteed_gpu_hours"] != "24.000" || sum.Amount() != total {
-		t.Errorf("CSV rows %v: costs add to %v, total %q", rows, sum, total)
+	if want := redGuaranteedHours(t, dbPath); len(rows) == 0 || rows[0]["namespace"] != "hyperpod-ns-red" || rows[0]["guaranteed_gpu_hours"] != want || sum.Amount() != total {
+		t.Errorf("CSV rows %v: costs add to %v, total %q; want red's guaranteed GPU-hours %s", rows, sum, total, want)
 	}
 
 	owner := signIn(t, b, p, "Olivia Owner (Red)")
