@@ -258,8 +258,8 @@ ON CONFLICT (cluster) DO UPDATE SET owner = excluded.owner, started_at = exclude
 
 // TaskFilter selects the detailed task report: tasks whose pods held
 // resources in [From, To) (To is also where still-running pods are counted
-// until: pass the report's end or now, whichever is earlier), of a team
-// and namespace when set.
+// until: pass the report's end or now, whichever is earlier), of a cluster,
+// team and namespace when set.
 type TaskFilter struct {
 	Cluster   string
 	Team      string
@@ -271,7 +271,7 @@ type TaskFilter struct {
 // (or per pod without one) with its execution window, status, priority
 // class and accelerator-seconds within [From, To), by start.
 func (d *DB) UsageTasks(ctx context.Context, f TaskFilter) ([]usage.Task, error) {
-	where, args := `cluster = ? AND start_at < ? AND (end_at IS NULL OR end_at > ?)`, []any{f.Cluster, fmtTime(f.To), fmtTime(f.From)}
+	where, args := `(? = '' OR cluster = ?) AND start_at < ? AND (end_at IS NULL OR end_at > ?)`, []any{f.Cluster, f.Cluster, fmtTime(f.To), fmtTime(f.From)}
 	if f.Team != "" {
 		where, args = where+" AND team = ?", append(args, f.Team)
 	}
@@ -283,7 +283,7 @@ func (d *DB) UsageTasks(ctx context.Context, f TaskFilter) ([]usage.Task, error)
 		return nil, err
 	}
 	names := map[string]string{}
-	rows, err := d.sql.QueryContext(ctx, `SELECT uid, name, priority_class FROM usage_workloads WHERE cluster = ?`, f.Cluster)
+	rows, err := d.sql.QueryContext(ctx, `SELECT uid, name, priority_class FROM usage_workloads WHERE (? = '' OR cluster = ?)`, f.Cluster, f.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("store: usage tasks: %w", err)
 	}

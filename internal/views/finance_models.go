@@ -112,6 +112,8 @@ type StatementPage struct {
 	Missing                                     []string
 	Unpriced                                    []string
 	CSV, JSON                                   string
+	// Tasks is the detailed task report's CSV beside the statement.
+	Tasks string
 }
 
 // StatementLine is one row of the summary columns.

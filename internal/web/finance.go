@@ -399,7 +399,7 @@ func (s *Server) teamStatement(c echo.Context) error {
 		DemoPrices: st.DemoPrices, DemoUsage: v.demoUsage, Currency: st.Currency, Hash: hash,
 		Policy:     fmt.Sprintf("%s, overhead %s %%", st.Policy.Method.Describe(), st.Policy.OverheadPercent),
 		Guaranteed: st.Guaranteed, Borrowed: st.Borrowed, Idle: st.IdleShare, Overhead: st.Overhead, Total: st.Total,
-		CSV: u + "/csv", JSON: u + "/json"}
+		CSV: u + "/csv", JSON: u + "/json", Tasks: u + "/tasks"}
 	for _, m := range st.Missing {
 		sp.Missing = append(sp.Missing, missingText([]usage.Missing{{Cluster: m.Cluster, From: m.From, To: m.To, Reason: m.Reason}})...)
 	}
@@ -460,6 +460,36 @@ func (s *Server) teamStatementJSON(c echo.Context) error {
 	}
 	c.Response().Header().Set("Content-Disposition", `attachment; filename="statement-`+st.Team+`-`+st.Month+`.json"`)
 	return c.Blob(http.StatusOK, "application/json", st.JSON())
+}
+
+// teamTasksCSV serves the detailed task report beside a statement: the
+// team's tasks (Kueue Workloads, or pods without one) that held
+// accelerators in the statement's month, up to now for the current month,
+// as the collector recorded them. Who may read the statement may read it.
+func (s *Server) teamTasksCSV(c echo.Context) error {
+	team := c.Param("team")
+	if _, err := authorize(c, workflow.ActionViewCosts, workflow.Object{Team: team}); err != nil {
+		return err
+	}
+	now := s.opts.Now()
+	t, err := time.Parse("2006-01", c.Param("month"))
+	if err != nil || t.After(now) || t.Format("2006-01") != c.Param("month") {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	month := usage.MonthOf(t)
+	to := month.To
+	if now.Before(to) {
+		to = now
+	}
+	tasks, err := s.opts.DB.UsageTasks(c.Request().Context(), store.TaskFilter{Team: team, From: month.From, To: to})
+	if err != nil {
+		return err
+	}
+	label := month.From.Format("2006-01")
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="tasks-`+team+`-`+label+`.csv"`)
+	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	c.Response().WriteHeader(http.StatusOK)
+	return usage.WriteTasksCSV(c.Response(), team, label, tasks)
 }
 
 // unpricedStatement blanks the money of a statement computed at price

@@ -54,6 +54,7 @@ func (s *Server) routes() {
 	e.GET("/teams/:team/statements/:month", s.teamStatement, s.requireLogin)
 	e.GET("/teams/:team/statements/:month/csv", s.teamStatementCSV, s.requireLogin)
 	e.GET("/teams/:team/statements/:month/json", s.teamStatementJSON, s.requireLogin)
+	e.GET("/teams/:team/statements/:month/tasks", s.teamTasksCSV, s.requireLogin)
 
 	// Connection requests and their contracts.
 	e.GET("/connections", s.listConnections, s.requireLogin)
