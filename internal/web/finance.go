@@ -97,6 +97,17 @@ func monthToDate(now time.Time) (month, toDate usage.Period) {
 	return month, usage.Period{From: month.From, To: usage.HourStart(now).Add(time.Hour)}
 }
 
+// monthSoFar is the current month's chargeback to date under the policy in
+// force: what /finance and the team usage page's cost block show.
+func (s *Server) monthSoFar(ctx context.Context, now time.Time) (month, toDate usage.Period, pol store.CostPolicyVersion, v costView, err error) {
+	month, toDate = monthToDate(now)
+	if pol, err = s.opts.DB.CostPolicy(ctx); err != nil {
+		return month, toDate, pol, v, err
+	}
+	v, err = s.charge(ctx, toDate, pol.Policy)
+	return month, toDate, pol, v, err
+}
+
 func missingText(ms []usage.Missing) []string {
 	var out []string
 	for _, m := range ms {
@@ -121,12 +132,7 @@ func statementURL(team, month string) string { return "/teams/" + team + "/state
 // only to those who may read its costs (workflow.ActionViewCosts).
 func (s *Server) TeamCostBlock(ctx context.Context, p workflow.Principal, team string) (views.CostBlock, error) {
 	now := s.opts.Now()
-	month, toDate := monthToDate(now)
-	pol, err := s.opts.DB.CostPolicy(ctx)
-	if err != nil {
-		return views.CostBlock{}, err
-	}
-	v, err := s.charge(ctx, toDate, pol.Policy)
+	month, _, _, v, err := s.monthSoFar(ctx, now)
 	if err != nil {
 		return views.CostBlock{}, err
 	}
@@ -161,12 +167,7 @@ func (s *Server) financeHome(c echo.Context) error {
 
 func (s *Server) financeView(ctx context.Context, p workflow.Principal, form views.PolicyForm, errs map[string]string) (views.Finance, error) {
 	now := s.opts.Now()
-	month, toDate := monthToDate(now)
-	pol, err := s.opts.DB.CostPolicy(ctx)
-	if err != nil {
-		return views.Finance{}, err
-	}
-	v, err := s.charge(ctx, toDate, pol.Policy)
+	month, toDate, pol, v, err := s.monthSoFar(ctx, now)
 	if err != nil {
 		return views.Finance{}, err
 	}
@@ -359,11 +360,10 @@ func (s *Server) statement(c echo.Context) (usage.Statement, string, costView, e
 	}
 	ctx := c.Request().Context()
 	now := s.opts.Now()
-	t, err := time.Parse("2006-01", c.Param("month"))
-	if err != nil || t.After(now) || t.Format("2006-01") != c.Param("month") {
+	month, ok := monthParam(c, now)
+	if !ok {
 		return usage.Statement{}, "", costView{}, echo.NewHTTPError(http.StatusNotFound)
 	}
-	month := usage.MonthOf(t)
 	st, ok, err := s.opts.DB.FrozenStatement(ctx, team, month.From.Format("2006-01"))
 	if err != nil {
 		return st, "", costView{}, err
@@ -462,6 +462,16 @@ func (s *Server) teamStatementJSON(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/json", st.JSON())
 }
 
+// monthParam reads the :month of a statement route ("2026-11", exactly):
+// a month that has begun by now. Anything else is no statement (404).
+func monthParam(c echo.Context, now time.Time) (usage.Period, bool) {
+	t, err := time.Parse("2006-01", c.Param("month"))
+	if err != nil || t.After(now) || t.Format("2006-01") != c.Param("month") {
+		return usage.Period{}, false
+	}
+	return usage.MonthOf(t), true
+}
+
 // teamTasksCSV serves the detailed task report beside a statement: the
 // team's tasks (Kueue Workloads, or pods without one) that held
 // accelerators in the statement's month, up to now for the current month,
@@ -472,11 +482,10 @@ func (s *Server) teamTasksCSV(c echo.Context) error {
 		return err
 	}
 	now := s.opts.Now()
-	t, err := time.Parse("2006-01", c.Param("month"))
-	if err != nil || t.After(now) || t.Format("2006-01") != c.Param("month") {
+	month, ok := monthParam(c, now)
+	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
-	month := usage.MonthOf(t)
 	to := month.To
 	if now.Before(to) {
 		to = now

@@ -75,6 +75,17 @@ func periodLabel(from, to time.Time) string {
 	return from.Format("2006-01-02 15:04") + " to " + to.Format("2006-01-02 15:04") + " (UTC)"
 }
 
+// teamHours is a team's hourly rows in [from, to) and the missing data
+// periods that touch it: what every usage figure of a team is computed from.
+func (s *Server) teamHours(ctx context.Context, team string, from, to time.Time) ([]usage.Hour, []usage.Missing, error) {
+	rows, err := s.opts.DB.UsageHours(ctx, store.UsageFilter{Team: team, From: from, To: to})
+	if err != nil {
+		return nil, nil, err
+	}
+	missing, err := s.opts.DB.MissingIn(ctx, from, to)
+	return rows, missing, err
+}
+
 func missingRows(ms []usage.Missing) []views.MissingRow {
 	var out []views.MissingRow
 	for _, m := range ms {
@@ -97,9 +108,7 @@ func hoursText(secs int64) string {
 	return strconv.FormatFloat(math.Round(float64(secs)/36)/100, 'f', 2, 64)
 }
 
-func (s *Server) accelPerInstance(typ string) int {
-	return s.opts.Cluster.WithDefaults().Accelerators[typ].Accelerators
-}
+func (s *Server) accelPerInstance(typ string) int { return s.accelerators()[typ].Count }
 
 // guaranteeAccel is a guarantee in accelerators.
 func (s *Server) guaranteeAccel(caps []workflow.Capacity) int {
@@ -140,11 +149,7 @@ func (s *Server) teamUsage(c echo.Context) error {
 
 func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.Time) (views.TeamUsage, error) {
 	u := views.TeamUsage{Team: team, PeriodLabel: periodLabel(from, to)}
-	rows, err := s.opts.DB.UsageHours(ctx, store.UsageFilter{Team: team, From: from, To: to})
-	if err != nil {
-		return u, err
-	}
-	missing, err := s.opts.DB.MissingIn(ctx, from, to)
+	rows, missing, err := s.teamHours(ctx, team, from, to)
 	if err != nil {
 		return u, err
 	}
@@ -272,11 +277,7 @@ func waitText(secs int64) string {
 func (s *Server) quotaSuggestions(ctx context.Context, team string, current, proposed []workflow.Capacity, end time.Time) ([]views.QuotaSuggestionView, error) {
 	end = usage.HourStart(end)
 	from := end.Add(-usagePeriodDays * 24 * time.Hour)
-	rows, err := s.opts.DB.UsageHours(ctx, store.UsageFilter{Team: team, From: from, To: end})
-	if err != nil {
-		return nil, err
-	}
-	missing, err := s.opts.DB.MissingIn(ctx, from, end)
+	rows, missing, err := s.teamHours(ctx, team, from, end)
 	if err != nil {
 		return nil, err
 	}
