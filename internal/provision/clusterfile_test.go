@@ -53,7 +53,7 @@ reserved_namespaces: [team-infra, "platform-*"]
 		t.Errorf("parsed %+v", s)
 	}
 	// Accelerator entries change or add to the default table.
-	if got := s.Accelerators["ml.g6.8xlarge"]; got != (ResourcesPerInstance{1, ResourceNvidiaGPU, 32, 128}) {
+	if got := s.Accelerators["ml.g6.8xlarge"]; got != (ResourcesPerInstance{Accelerators: 1, AcceleratorResource: ResourceNvidiaGPU, CPU: 32, MemoryGiB: 128}) {
 		t.Errorf("ml.g6.8xlarge = %+v", got)
 	}
 	if got := s.Accelerators["ml.p5.48xlarge"]; got != DefaultAccelerators["ml.p5.48xlarge"] {
