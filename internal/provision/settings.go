@@ -151,9 +151,11 @@ type ResourcesPerInstance struct {
 	// NeuronCoresPerDevice is, for a Neuron instance type, the physical
 	// NeuronCores of one device as the Neuron documentation gives them;
 	// 0 when not established. The statement's Neuron-core hours are the
-	// device-hours times it, and the collector converts a pod's
-	// aws.amazon.com/neuroncore request to devices with it when the node
-	// itself does not show both counts.
+	// device-hours times it. (The collector converts a pod's
+	// aws.amazon.com/neuroncore request to devices with the node's own
+	// ratio instead: on Trainium2 the device plugin's core count may follow
+	// the logical NeuronCore configuration, which the documentation leaves
+	// to each cluster.)
 	NeuronCoresPerDevice int
 	CPU                  int // vCPUs
 	MemoryGiB            int
@@ -176,12 +178,18 @@ const (
 	// to the device"): https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/k8s-neuron-device-plugin.html.
 	// Newer plugins also show aws.amazon.com/neurondevice, a device count
 	// too: a node's capacity lists neuron 1, neuroncore 2, neurondevice 1
-	// (aws-samples eks-workshop, website/docs/aiml/inferentia), and the
-	// HyperPod CLI asks for Trainium in aws.amazon.com/neurondevice, 16 per
+	// (github:aws-samples/eks-workshop-v2 website/docs/aiml/inferentia/index.md),
+	// and the HyperPod CLI asks for Trainium in aws.amazon.com/neurondevice, 16 per
 	// ml.trn1.32xlarge, ml.trn1n.32xlarge and ml.trn2.48xlarge
 	// (github:aws/sagemaker-hyperpod-cli
 	// src/sagemaker/hyperpod/training/quota_allocation_util.py,
 	// INSTANCE_RESOURCES "trainium" and _get_accelerator_type_and_count).
+	//
+	// Which of the two device resources the ClusterQueues of HyperPod task
+	// governance cover for Trainium is not documented that we found; the
+	// CLI's choice suggests neurondevice. The plan keeps
+	// aws.amazon.com/neuron (the Neuron documentation's name); usage counts
+	// both as the same devices.
 	//
 	// ResourceNeuron counts Trainium/Inferentia devices; it is the unit of
 	// the Neuron instance types (ResourcesPerInstance).
