@@ -169,7 +169,13 @@ func ParseClusterSettings(b []byte) (ClusterSettings, error) {
 			case a.Resource != "" && len(validation.IsQualifiedName(a.Resource)) > 0:
 				bad("%s.resource: %q is not a Kubernetes resource name such as %s or %s", where, a.Resource, ResourceNvidiaGPU, ResourceNeuron)
 			}
-			s.Accelerators[t] = ResourcesPerInstance{Accelerators: a.Accelerators, AcceleratorResource: a.Resource, CPU: a.VCPU, MemoryGiB: a.MemoryGiB}
+			r := ResourcesPerInstance{Accelerators: a.Accelerators, AcceleratorResource: a.Resource, CPU: a.VCPU, MemoryGiB: a.MemoryGiB}
+			if d := DefaultAccelerators[t]; IsNeuronDevices(a.Resource) && IsNeuronDevices(d.AcceleratorResource) {
+				// Cores per device are the hardware's: a file that counts the
+				// same devices keeps them.
+				r.NeuronCoresPerDevice = d.NeuronCoresPerDevice
+			}
+			s.Accelerators[t] = r
 		}
 	}
 

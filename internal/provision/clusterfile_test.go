@@ -24,6 +24,7 @@ priority_classes:
 accelerators:
   ml.g6.8xlarge: {accelerators: 1, resource: nvidia.com/gpu, vcpu: 32, memory_gib: 128}
   ml.p4d.24xlarge: {accelerators: 8, vcpu: 96, memory_gib: 1152}
+  ml.trn1.32xlarge: {accelerators: 16, resource: aws.amazon.com/neurondevice, vcpu: 128, memory_gib: 512}
 instance_types: [ml.p5.48xlarge, ml.g6.8xlarge]
 kubernetes_groups: {studio: "sm-%s", viewers: "%s-view", submitters: "%s-submit"}
 max_pods_per_instance: 250
@@ -53,8 +54,13 @@ reserved_namespaces: [team-infra, "platform-*"]
 		t.Errorf("parsed %+v", s)
 	}
 	// Accelerator entries change or add to the default table.
-	if got := s.Accelerators["ml.g6.8xlarge"]; got != (ResourcesPerInstance{1, ResourceNvidiaGPU, 32, 128}) {
+	if got := s.Accelerators["ml.g6.8xlarge"]; got != (ResourcesPerInstance{Accelerators: 1, AcceleratorResource: ResourceNvidiaGPU, CPU: 32, MemoryGiB: 128}) {
 		t.Errorf("ml.g6.8xlarge = %+v", got)
+	}
+	// A file counting the same Neuron devices keeps the hardware's cores
+	// per device (the statement's Neuron-core hours need them).
+	if got := s.Accelerators["ml.trn1.32xlarge"]; got.NeuronCoresPerDevice != 2 || got.AcceleratorResource != ResourceNeuronDevice {
+		t.Errorf("ml.trn1.32xlarge = %+v", got)
 	}
 	if got := s.Accelerators["ml.p5.48xlarge"]; got != DefaultAccelerators["ml.p5.48xlarge"] {
 		t.Errorf("the default entries were lost: ml.p5.48xlarge = %+v", got)

@@ -137,13 +137,28 @@ type KubernetesGroups struct {
 }
 
 // ResourcesPerInstance is what one instance of a type brings to a quota.
+//
+// Accelerators in AcceleratorResource is the one unit of the instance type
+// everywhere: the plan's quotas, the usage collector's pod requests and node
+// capacity, the teams' guarantees and the chargeback's per-instance divisor
+// all count in it (GPUs for nvidia.com/gpu, whole Neuron devices for
+// aws.amazon.com/neuron).
 type ResourcesPerInstance struct {
 	// Accelerators is the number of accelerator devices, counted in
 	// AcceleratorResource (default nvidia.com/gpu).
 	Accelerators        int
 	AcceleratorResource string
-	CPU                 int // vCPUs
-	MemoryGiB           int
+	// NeuronCoresPerDevice is, for a Neuron instance type, the physical
+	// NeuronCores of one device as the Neuron documentation gives them;
+	// 0 when not established. The statement's Neuron-core hours are the
+	// device-hours times it. (The collector converts a pod's
+	// aws.amazon.com/neuroncore request to devices with the node's own
+	// ratio instead: on Trainium2 the device plugin's core count may follow
+	// the logical NeuronCore configuration, which the documentation leaves
+	// to each cluster.)
+	NeuronCoresPerDevice int
+	CPU                  int // vCPUs
+	MemoryGiB            int
 }
 
 // Defaults.
@@ -157,10 +172,37 @@ const (
 	DefaultMaxPodsPerInstance = 110
 
 	ResourceNvidiaGPU = "nvidia.com/gpu"
-	// ResourceNeuron counts Trainium/Inferentia devices (the Neuron device
-	// plugin's resource).
-	ResourceNeuron = "aws.amazon.com/neuron"
+	// The Neuron device plugin registers aws.amazon.com/neuroncore ("used
+	// for allocating individual Neuron cores") and aws.amazon.com/neuron
+	// ("used for allocating entire Neuron devices ... all cores belonging
+	// to the device"): https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/k8s-neuron-device-plugin.html.
+	// Newer plugins also show aws.amazon.com/neurondevice, a device count
+	// too: a node's capacity lists neuron 1, neuroncore 2, neurondevice 1
+	// (github:aws-samples/eks-workshop-v2 website/docs/aiml/inferentia/index.md),
+	// and the HyperPod CLI asks for Trainium in aws.amazon.com/neurondevice, 16 per
+	// ml.trn1.32xlarge, ml.trn1n.32xlarge and ml.trn2.48xlarge
+	// (github:aws/sagemaker-hyperpod-cli
+	// src/sagemaker/hyperpod/training/quota_allocation_util.py,
+	// INSTANCE_RESOURCES "trainium" and _get_accelerator_type_and_count).
+	//
+	// Which of the two device resources the ClusterQueues of HyperPod task
+	// governance cover for Trainium is not documented that we found; the
+	// CLI's choice suggests neurondevice. The plan keeps
+	// aws.amazon.com/neuron (the Neuron documentation's name); usage counts
+	// both as the same devices.
+	//
+	// ResourceNeuron counts Trainium/Inferentia devices; it is the unit of
+	// the Neuron instance types (ResourcesPerInstance).
+	ResourceNeuron       = "aws.amazon.com/neuron"
+	ResourceNeuronDevice = "aws.amazon.com/neurondevice"
+	ResourceNeuronCore   = "aws.amazon.com/neuroncore"
 )
+
+// IsNeuronDevices reports whether resource counts whole Neuron devices
+// (aws.amazon.com/neuron or aws.amazon.com/neurondevice).
+func IsNeuronDevices(resource string) bool {
+	return resource == ResourceNeuron || resource == ResourceNeuronDevice
+}
 
 // DefaultContainerDefaults: requests enough for a sidecar or a small tool,
 // and no default limits (see ContainerDefaults): a container that names
@@ -230,9 +272,15 @@ var DefaultAccelerators = map[string]ResourcesPerInstance{
 	"ml.p5en.48xlarge":      gpu(8, 192, 2048), // 8 H200
 	"ml.p6-b200.48xlarge":   gpu(8, 192, 2048), // 8 B200
 	"ml.p6e-gb200.36xlarge": gpu(4, 144, 960),  // 4 B200 (GB200 superchips)
-	"ml.trn1.32xlarge":      neuron(16, 128, 512),
-	"ml.trn1n.32xlarge":     neuron(16, 128, 512),
-	"ml.trn2.48xlarge":      neuron(16, 192, 2048),
+	// Trainium: 16 devices per instance. Trn1/Trn1n: 16 Trainium chips,
+	// each "2 x NeuronCore-v2"
+	// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/trainium.html).
+	// Trn2: "A trn2.48xlarge has 16 Trainium2 chips with eight physical
+	// NeuronCores" each, combined by default into four logical cores per
+	// chip (LNC=2) (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/training/best-practices.html).
+	"ml.trn1.32xlarge":  neuron(16, 2, 128, 512),
+	"ml.trn1n.32xlarge": neuron(16, 2, 128, 512),
+	"ml.trn2.48xlarge":  neuron(16, 8, 192, 2048),
 	// A10G
 	"ml.g5.xlarge": gpu(1, 4, 16), "ml.g5.2xlarge": gpu(1, 8, 32), "ml.g5.4xlarge": gpu(1, 16, 64),
 	"ml.g5.8xlarge": gpu(1, 32, 128), "ml.g5.12xlarge": gpu(4, 48, 192), "ml.g5.16xlarge": gpu(1, 64, 256),
@@ -257,8 +305,8 @@ func gpu(n, vcpu, gib int) ResourcesPerInstance {
 	return ResourcesPerInstance{Accelerators: n, AcceleratorResource: ResourceNvidiaGPU, CPU: vcpu, MemoryGiB: gib}
 }
 
-func neuron(n, vcpu, gib int) ResourcesPerInstance {
-	return ResourcesPerInstance{Accelerators: n, AcceleratorResource: ResourceNeuron, CPU: vcpu, MemoryGiB: gib}
+func neuron(n, coresPerDevice, vcpu, gib int) ResourcesPerInstance {
+	return ResourcesPerInstance{Accelerators: n, AcceleratorResource: ResourceNeuron, NeuronCoresPerDevice: coresPerDevice, CPU: vcpu, MemoryGiB: gib}
 }
 
 func cpu(vcpu, gib int) ResourcesPerInstance { return ResourcesPerInstance{CPU: vcpu, MemoryGiB: gib} }

@@ -112,12 +112,17 @@ func (p Period) Label() string {
 	return p.From.Format(time.RFC3339) + " – " + p.To.Format(time.RFC3339)
 }
 
-// InstanceAccel is what one instance of a type carries: its accelerator
-// count and whether they are Neuron cores (aws.amazon.com/neuroncore) rather
-// than GPUs (nvidia.com/gpu). Callers fill it from the provision settings.
+// InstanceAccel is what one instance of a type carries, in the unit its
+// usage is counted in (provision.ResourcesPerInstance): Count accelerators
+// per instance, the divisor of the hourly instance price. Neuron says they
+// are Neuron devices (aws.amazon.com/neuron) rather than GPUs
+// (nvidia.com/gpu); NeuronCoresPerDevice turns device-hours into the
+// Neuron-core hours of HyperPod's report (0: not established, the column
+// is left empty). Callers fill it from the provision settings.
 type InstanceAccel struct {
-	Count  int
-	Neuron bool
+	Count                int
+	Neuron               bool
+	NeuronCoresPerDevice int
 }
 
 // ChargeInput is everything one chargeback needs. Guarantees are instances
@@ -137,11 +142,14 @@ type ChargeInput struct {
 // period: the rows of HyperPod's summary report, plus their direct cost.
 type Line struct {
 	Team, Namespace, InstanceType string
-	Neuron                        bool
-	GuaranteedAccelSeconds        int64
-	BorrowedAccelSeconds          int64
-	CPUMilliSeconds               int64
-	Guaranteed, Borrowed          Money
+	// Neuron: the accelerator-seconds are Neuron device-seconds, of
+	// NeuronCoresPerDevice cores each (InstanceAccel).
+	Neuron                 bool
+	NeuronCoresPerDevice   int
+	GuaranteedAccelSeconds int64
+	BorrowedAccelSeconds   int64
+	CPUMilliSeconds        int64
+	Guaranteed, Borrowed   Money
 }
 
 // Cost is the line's direct cost.
@@ -292,7 +300,7 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 		la := lines[k]
 		if la == nil {
 			la = &lineAcc{line: Line{Team: h.Team, Namespace: h.Namespace, InstanceType: h.InstanceType,
-				Neuron: in.Accelerators[h.InstanceType].Neuron}}
+				Neuron: in.Accelerators[h.InstanceType].Neuron, NeuronCoresPerDevice: in.Accelerators[h.InstanceType].NeuronCoresPerDevice}}
 			lines[k] = la
 		}
 		la.line.GuaranteedAccelSeconds += h.GuaranteedAccelSeconds

@@ -49,10 +49,15 @@ type Admission struct {
 	WaitSeconds int64
 }
 
+// NoInstanceType is the instance type of rows for what has none yet: a
+// Workload waiting without an admission or a node selector naming one, a
+// pod on a node the collector has not seen. Never a blank.
+const NoInstanceType = "(not assigned)"
+
 // Workload is what the integrator needs of a Kueue Workload's history: when
 // it waited for quota, when it was admitted and when it was preempted.
 // InstanceType is the flavor it was (or asks to be) admitted to; "" when
-// not known yet.
+// not known yet (its rows then say NoInstanceType).
 type Workload struct {
 	Key                           string // the Workload's UID
 	Name                          string
@@ -126,6 +131,7 @@ func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarante
 		if e < s {
 			continue
 		}
+		a.InstanceType = cmp.Or(a.InstanceType, NoInstanceType)
 		groups[group{a.Team, a.InstanceType}] = append(groups[group{a.Team, a.InstanceType}], a)
 		task := cmp.Or(a.Task, "pod:"+a.Key)
 		for h := hourOf(s); h < e || h == hourOf(s); h += 3600 {
@@ -148,6 +154,7 @@ func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarante
 
 	waits := map[rowKey][]int64{}
 	for _, w := range wls {
+		w.InstanceType = cmp.Or(w.InstanceType, NoInstanceType)
 		for _, p := range w.Pending {
 			s, e := clip(p.From, p.To, lo, hi)
 			if e < s {

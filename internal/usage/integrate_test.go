@@ -178,3 +178,16 @@ func TestIntegrateCluster(t *testing.T) {
 		t.Errorf("idle = %d", got[0].IdleAccelSeconds())
 	}
 }
+
+// A Workload never admitted and naming no instance type, and a pod on a
+// node not seen, are counted under usage.NoInstanceType, never under a blank.
+func TestIntegrateNoInstanceType(t *testing.T) {
+	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	wls := []usage.Workload{{Key: "w", Team: "a", Namespace: "ns-a", Created: t0, Pending: []usage.Span{{From: t0}}}}
+	allocs := []usage.Alloc{{Key: "p", Team: "a", Namespace: "ns-a", Start: t0, End: t0.Add(time.Hour), Accelerators: 1}}
+	hours := usage.Integrate(t0, t0.Add(time.Hour), allocs, wls, nil)
+	if len(hours) != 1 || hours[0].InstanceType != usage.NoInstanceType || hours[0].Pending != 1 || hours[0].Running != 1 ||
+		hours[0].BorrowedAccelSeconds != 3600 {
+		t.Errorf("hours = %+v; want one row under %q with the pending workload and the pod", hours, usage.NoInstanceType)
+	}
+}

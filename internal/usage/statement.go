@@ -74,9 +74,16 @@ func StatementOf(cb *Chargeback, team string, missing []Missing, demoPrices bool
 		sl := StatementLine{Namespace: l.Namespace, InstanceType: l.InstanceType, CPUHours: Hours(l.CPUMilliSeconds / 1000),
 			GuaranteedGPUHours: Hours(0), BorrowedGPUHours: Hours(0), GuaranteedNeuronCoreHours: Hours(0), BorrowedNeuronCoreHours: Hours(0),
 			Cost: l.Cost().Amount()}
-		if l.Neuron {
-			sl.GuaranteedNeuronCoreHours, sl.BorrowedNeuronCoreHours = Hours(l.GuaranteedAccelSeconds), Hours(l.BorrowedAccelSeconds)
-		} else {
+		switch {
+		case l.Neuron && l.NeuronCoresPerDevice > 0:
+			// Usage is counted in devices; the report's column is cores.
+			c := int64(l.NeuronCoresPerDevice)
+			sl.GuaranteedNeuronCoreHours, sl.BorrowedNeuronCoreHours = Hours(l.GuaranteedAccelSeconds*c), Hours(l.BorrowedAccelSeconds*c)
+		case l.Neuron:
+			// Cores per device not established for this instance type:
+			// no figure rather than device-hours under a cores heading.
+			sl.GuaranteedNeuronCoreHours, sl.BorrowedNeuronCoreHours = "", ""
+		default:
 			sl.GuaranteedGPUHours, sl.BorrowedGPUHours = Hours(l.GuaranteedAccelSeconds), Hours(l.BorrowedAccelSeconds)
 		}
 		s.Lines = append(s.Lines, sl)

@@ -32,7 +32,8 @@ func AcceleratorsOf(cs provision.ClusterSettings) map[string]usage.InstanceAccel
 	}
 	out := make(map[string]usage.InstanceAccel, len(table))
 	for t, r := range table {
-		out[t] = usage.InstanceAccel{Count: r.Accelerators, Neuron: r.AcceleratorResource == provision.ResourceNeuron}
+		out[t] = usage.InstanceAccel{Count: r.Accelerators, Neuron: provision.IsNeuronDevices(r.AcceleratorResource),
+			NeuronCoresPerDevice: r.NeuronCoresPerDevice}
 	}
 	return out
 }

@@ -39,10 +39,14 @@ import (
 
 // Resources and labels the collector reads.
 const (
-	// ResourceGPU and ResourceNeuronCore are the extended resources pods
-	// request accelerators with (the NVIDIA and AWS Neuron device plugins).
-	ResourceGPU        corev1.ResourceName = "nvidia.com/gpu"
-	ResourceNeuronCore corev1.ResourceName = "aws.amazon.com/neuroncore"
+	// The extended resources pods request accelerators with (the NVIDIA
+	// and AWS Neuron device plugins; provision.ResourceNeuron cites the
+	// Neuron documentation). Each instance type is counted in the one the
+	// settings' table names (provision.ResourcesPerInstance).
+	ResourceGPU          corev1.ResourceName = provision.ResourceNvidiaGPU
+	ResourceNeuron       corev1.ResourceName = provision.ResourceNeuron
+	ResourceNeuronDevice corev1.ResourceName = provision.ResourceNeuronDevice
+	ResourceNeuronCore   corev1.ResourceName = provision.ResourceNeuronCore
 	// LabelNodeHealth is HyperPod's node health label; only
 	// HealthSchedulable means the node passed its health checks and runs
 	// workloads (provision.LabelNodeHealth cites AWS's documentation).
@@ -75,8 +79,9 @@ type Collector struct {
 	// Guarantees returns each team's guaranteed accelerators per instance
 	// type (from the approved contracts).
 	Guarantees func(ctx context.Context) (usage.Guarantees, error)
-	// Accelerators per instance type, for nodes whose allocatable shows
-	// none (provision.ClusterSettings.Accelerators).
+	// Accelerators per instance type (provision.ClusterSettings.Accelerators):
+	// the resource each instance type is counted in, and the count per
+	// instance for nodes whose allocatable shows none.
 	Accelerators map[string]provision.ResourcesPerInstance
 	Interval     time.Duration // between flushes; default one minute
 	Retention    time.Duration // records older are pruned daily; 0 keeps all
@@ -94,10 +99,12 @@ type Collector struct {
 	dirtyFrom time.Time // earliest instant whose hour must be recomputed
 	last      time.Time // the heartbeat: usage known until here
 	synced    bool
+	warned    map[string]bool // instance types with unconverted requests logged
 }
 
 type nodeState struct {
-	span usage.NodeSpan // the open span
+	span           usage.NodeSpan // the open span
+	coresPerDevice int64          // the node's NeuronCores per device; 0 unknown
 }
 
 type wlState struct {

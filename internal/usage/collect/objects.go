@@ -32,7 +32,7 @@ func strip(obj any) (any, error) {
 			}
 		}
 		n.Status.Allocatable = corev1.ResourceList{}
-		for _, r := range []corev1.ResourceName{ResourceGPU, ResourceNeuronCore} {
+		for _, r := range []corev1.ResourceName{ResourceGPU, ResourceNeuron, ResourceNeuronDevice, ResourceNeuronCore} {
 			if q, ok := o.Status.Allocatable[r]; ok {
 				n.Status.Allocatable[r] = q
 			}
@@ -100,17 +100,120 @@ func (c *Collector) onNamespace(obj any) {
 	}
 }
 
-func (c *Collector) accelerators(n *corev1.Node, itype string) int64 {
-	var sum int64
-	for _, r := range []corev1.ResourceName{ResourceGPU, ResourceNeuronCore} {
-		if q, ok := n.Status.Allocatable[r]; ok {
-			sum += q.Value()
+// accel is a count of accelerators in each resource the collector reads:
+// GPUs, whole Neuron devices (aws.amazon.com/neuron and
+// aws.amazon.com/neurondevice both count devices) and NeuronCores.
+type accel struct{ GPU, NeuronDevices, NeuronCores int64 }
+
+func accelOf(r corev1.ResourceList, devices func(a, b int64) int64) accel {
+	return accel{GPU: qty(r, ResourceGPU), NeuronDevices: devices(qty(r, ResourceNeuron), qty(r, ResourceNeuronDevice)),
+		NeuronCores: qty(r, ResourceNeuronCore)}
+}
+
+func sum(a, b int64) int64 { return a + b }
+
+// nodeAccel is what a node offers. A node's two device resources are the
+// same devices (the plugin shows each device under both names), so they
+// are not added up.
+func nodeAccel(n *corev1.Node) accel { return accelOf(n.Status.Allocatable, larger) }
+
+func larger(a, b int64) int64 { return max(a, b) }
+
+// coresPerDevice is the node's own ratio of NeuronCores to devices, as its
+// device plugin advertises them (both resources for the same hardware); 0
+// when the node does not show both.
+func (a accel) coresPerDevice() int64 {
+	if a.NeuronDevices > 0 && a.NeuronCores > 0 && a.NeuronCores%a.NeuronDevices == 0 {
+		return a.NeuronCores / a.NeuronDevices
+	}
+	return 0
+}
+
+// unit is the resource instance type itype is counted in: the settings'
+// table's (provision.ResourcesPerInstance), so that usage, guarantees,
+// capacity and the price per accelerator agree. "" for an instance type
+// the table does not know, or one without accelerators.
+func (c *Collector) unit(itype string) string {
+	return c.Accelerators[itype].AcceleratorResource
+}
+
+// inUnit counts a pod's requests a in the unit of the instance type it
+// runs on, given the node's cores per device (0: unknown).
+//
+// A request in NeuronCores on an instance type counted in devices takes
+// whole devices, rounded up (a device's cores serve one pod's request at
+// most as far as the count goes); the ratio is the node's own, because on
+// Trainium2 the device plugin's core count follows the logical NeuronCore
+// configuration, which the documentation leaves to each cluster. Without
+// that ratio the cores cannot be converted: they are left out and logged.
+func (c *Collector) inUnit(itype string, a accel, coresPerDevice int64) int64 {
+	switch u := c.unit(itype); {
+	case u == provision.ResourceNvidiaGPU:
+		return a.GPU
+	case provision.IsNeuronDevices(u):
+		n := a.NeuronDevices
+		if a.NeuronCores > 0 {
+			if coresPerDevice > 0 {
+				n += (a.NeuronCores + coresPerDevice - 1) / coresPerDevice
+			} else {
+				c.warnUnconverted(itype)
+			}
+		}
+		return n
+	case u == provision.ResourceNeuronCore:
+		n := a.NeuronCores
+		if a.NeuronDevices > 0 {
+			if coresPerDevice > 0 {
+				n += a.NeuronDevices * coresPerDevice
+			} else {
+				c.warnUnconverted(itype)
+			}
+		}
+		return n
+	case u == "":
+		// Not in the table (or no accelerators there): whatever the pod
+		// asks for, each in its own resource.
+		return a.GPU + a.NeuronDevices + a.NeuronCores
+	default:
+		return 0 // a resource the collector does not read
+	}
+}
+
+// warnUnconverted logs, once per instance type, requests that could not be
+// converted to the instance type's unit. The caller holds mu.
+func (c *Collector) warnUnconverted(itype string) {
+	if c.warned[itype] {
+		return
+	}
+	if c.warned == nil {
+		c.warned = map[string]bool{}
+	}
+	c.warned[itype] = true
+	c.logger().Warn("usage collector: Neuron requests on nodes that do not show both aws.amazon.com/neuron and aws.amazon.com/neuroncore cannot be converted and are not counted",
+		"instance_type", itype, "unit", c.unit(itype))
+}
+
+// capacity is what a node offers, in its instance type's unit; the
+// table's count per instance when the node shows none.
+func (c *Collector) capacity(a accel, itype string) int64 {
+	var n int64
+	switch u := c.unit(itype); {
+	case u == provision.ResourceNvidiaGPU:
+		n = a.GPU
+	case provision.IsNeuronDevices(u):
+		n = a.NeuronDevices
+	case u == provision.ResourceNeuronCore:
+		n = a.NeuronCores
+	case u == "":
+		n = a.GPU + a.NeuronDevices
+		if n == 0 {
+			n = a.NeuronCores
 		}
 	}
-	if sum == 0 {
-		sum = int64(c.Accelerators[itype].Accelerators)
+	if n == 0 {
+		n = int64(c.Accelerators[itype].Accelerators)
 	}
-	return sum
+	return n
 }
 
 func (c *Collector) onNode(obj any) {
@@ -129,7 +232,8 @@ func (c *Collector) onNode(obj any) {
 	// Capacity as the provisioner's node count has it
 	// (provision.ClusterReader.Nodes): HyperPod says Schedulable and the
 	// node is not cordoned.
-	span := usage.NodeSpan{Node: n.Name, InstanceType: itype, Accelerators: c.accelerators(n, itype),
+	na := nodeAccel(n)
+	span := usage.NodeSpan{Node: n.Name, InstanceType: itype, Accelerators: c.capacity(na, itype),
 		Schedulable: n.Labels[LabelNodeHealth] == HealthSchedulable && !n.Spec.Unschedulable}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -137,6 +241,7 @@ func (c *Collector) onNode(obj any) {
 	if st := c.nodes[n.Name]; st != nil {
 		cur := st.span
 		if cur.InstanceType == span.InstanceType && cur.Accelerators == span.Accelerators && cur.Schedulable == span.Schedulable {
+			st.coresPerDevice = na.coresPerDevice()
 			return
 		}
 		cur.To = tmax(now, cur.From)
@@ -144,7 +249,7 @@ func (c *Collector) onNode(obj any) {
 		c.dirtyFrom = tmin(c.dirtyFrom, now)
 	}
 	span.From = now
-	c.nodes[n.Name] = &nodeState{span: span}
+	c.nodes[n.Name] = &nodeState{span: span, coresPerDevice: na.coresPerDevice()}
 	c.dirty.Nodes = append(c.dirty.Nodes, span)
 	c.dirtyFrom = tmin(c.dirtyFrom, now)
 }
@@ -173,8 +278,8 @@ type slimPod struct {
 	metav1.ObjectMeta
 	NodeName, PriorityClass string
 	Phase                   corev1.PodPhase
-	Accelerators, CPUMilli  int64
-	MemoryMiB               int64
+	Accel                   accel // requested, in each resource
+	CPUMilli, MemoryMiB     int64
 	Start, End              time.Time // End: when its last container finished
 }
 
@@ -196,7 +301,8 @@ func slimPodOf(o *corev1.Pod) *slimPod {
 	p := &slimPod{ObjectMeta: slimMeta(o.ObjectMeta), NodeName: o.Spec.NodeName, PriorityClass: o.Spec.PriorityClassName, Phase: o.Status.Phase}
 	for _, ctr := range o.Spec.Containers {
 		r := ctr.Resources.Requests
-		p.Accelerators += qty(r, ResourceGPU) + qty(r, ResourceNeuronCore)
+		a := accelOf(r, sum)
+		p.Accel.GPU, p.Accel.NeuronDevices, p.Accel.NeuronCores = p.Accel.GPU+a.GPU, p.Accel.NeuronDevices+a.NeuronDevices, p.Accel.NeuronCores+a.NeuronCores
 		if q, ok := r[corev1.ResourceCPU]; ok {
 			p.CPUMilli += q.MilliValue()
 		}
@@ -224,13 +330,16 @@ func (c *Collector) podAlloc(p *slimPod, now time.Time) (usage.Alloc, bool) {
 	}
 	a := usage.Alloc{Key: string(p.UID), Pod: p.Name, Team: team, Namespace: p.Namespace,
 		PriorityClass: p.PriorityClass, Status: string(p.Phase), Start: p.Start,
-		Accelerators: p.Accelerators, CPUMilli: p.CPUMilli, MemoryMiB: p.MemoryMiB}
+		CPUMilli: p.CPUMilli, MemoryMiB: p.MemoryMiB}
 	if o := p.OwnerReferences; len(o) == 1 {
 		a.Task = string(o[0].UID)
 	}
+	var coresPerDevice int64
 	if st := c.nodes[p.NodeName]; st != nil {
-		a.InstanceType = st.span.InstanceType
+		a.InstanceType, coresPerDevice = st.span.InstanceType, st.coresPerDevice
 	}
+	// Counted in the unit of the instance type it runs on.
+	a.Accelerators = c.inUnit(a.InstanceType, p.Accel, coresPerDevice)
 	if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
 		a.End = tmax(cmp.Or(p.End, now), a.Start)
 	}

@@ -22,9 +22,9 @@ func TestStrip(t *testing.T) {
 		corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.Time{Time: start.Add(30 * time.Second)}}}})
 	obj, _ := strip(pod)
 	p := obj.(*slimPod)
-	// 1 GPU + 2 Neuron cores; 4000m + 250m; 16 GiB = 16384 MiB + 1000 KiB
+	// 1 GPU and 2 Neuron cores, each in its own resource; 4000m + 250m; 16 GiB = 16384 MiB + 1000 KiB
 	// rounded up to 1 MiB; the last container finished at +90 s.
-	if p.Accelerators != 3 || p.CPUMilli != 4250 || p.MemoryMiB != 16385 || !p.End.Equal(start.Add(90*time.Second)) ||
+	if p.Accel != (accel{GPU: 1, NeuronCores: 2}) || p.CPUMilli != 4250 || p.MemoryMiB != 16385 || !p.End.Equal(start.Add(90*time.Second)) ||
 		!p.Start.Equal(start) || p.NodeName != "node-7" || p.PriorityClass != "training" || p.Phase != corev1.PodFailed {
 		t.Errorf("slim pod = %+v", p)
 	}
