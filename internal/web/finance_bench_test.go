@@ -61,7 +61,7 @@ func seedCostScale(tb testing.TB, h *harness) {
 // (month to date and the preview under every policy), a team's usage page
 // (with its cost block) and a team's statement of the current month.
 //
-//	go test -run x -bench FinancePages -benchmem -benchtime 10x ./internal/web
+//	go test -run '^$' -bench FinancePages -benchmem -benchtime 10x ./internal/web
 func BenchmarkFinancePages(b *testing.B) {
 	// Sign in on the real clock (the IdP's tokens carry it), then fix it.
 	var fixed bool
