@@ -166,7 +166,7 @@ func (d *DB) CloseMonth(ctx context.Context, month usage.Period, rates *usage.Ra
 	if err != nil {
 		return false, err
 	}
-	in, missing, err := d.CostInput(ctx, month)
+	in, missing, err := d.CostInputSummed(ctx, month, rates.Changes(month))
 	if err != nil {
 		return false, err
 	}
