@@ -260,7 +260,7 @@ func policyInfo(v store.CostPolicyVersion) views.PolicyInfo {
 // under every method, at the overhead on the form (else the policy's): what
 // next month would look like if usage repeated.
 //
-// toDate is this month's input to date as already loaded for the page, so
+// toDateIn is this month's input to date as already loaded for the page, so
 // that it is not read twice.
 func (s *Server) preview(ctx context.Context, now time.Time, cur usage.Policy, form views.PolicyForm, toDateIn usage.ChargeInput) (views.Preview, error) {
 	if s.opts.RateCard == nil {
