@@ -59,3 +59,7 @@ func (d *DB) MigrateDownTo(ctx context.Context, version int64) error {
 	_, err = p.DownTo(ctx, version)
 	return err
 }
+
+// SummedHoursSQL is the query CostInputSummed runs per span, for the query
+// plan test.
+const SummedHoursSQL = summedHoursSQL

@@ -164,6 +164,26 @@ func (c *RateCard) RateAt(instanceType string, hour time.Time) (Rate, bool) {
 	return rs[i-1], true
 }
 
+// Changes lists the times inside p (after its start, before its end) at
+// which some instance type's rate changes, in order: hours between two of
+// them are all billed at the same rates, so a chargeback may sum them first
+// (store.DB.CostInputSummed).
+func (c *RateCard) Changes(p Period) []time.Time {
+	if c == nil {
+		return nil
+	}
+	var out []time.Time
+	for _, rs := range c.rates {
+		for _, r := range rs {
+			if r.From.After(p.From) && r.From.Before(p.To) {
+				out = append(out, r.From)
+			}
+		}
+	}
+	slices.SortFunc(out, time.Time.Compare)
+	return slices.CompactFunc(out, time.Time.Equal)
+}
+
 // rateIndex is RateAt's position, for grouping hours billed at one rate.
 func (c *RateCard) rateIndex(instanceType string, hour time.Time) int {
 	rs := c.rates[instanceType]

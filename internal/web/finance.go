@@ -49,9 +49,16 @@ type costView struct {
 	demoUsage bool
 }
 
+// costInput loads what a chargeback of the period needs, each team's hours
+// summed between the rate card's changes (the same chargeback as from every
+// hourly row, read in a few rows per team: BenchmarkFinancePages).
+func (s *Server) costInput(ctx context.Context, p usage.Period) (usage.ChargeInput, []usage.Missing, error) {
+	return s.opts.DB.CostInputSummed(ctx, p, s.opts.RateCard.Changes(p))
+}
+
 // charge computes a period's chargeback from the store under a policy.
 func (s *Server) charge(ctx context.Context, p usage.Period, pol usage.Policy) (costView, error) {
-	in, missing, err := s.opts.DB.CostInput(ctx, p)
+	in, missing, err := s.costInput(ctx, p)
 	if err != nil {
 		return costView{}, err
 	}
@@ -223,7 +230,7 @@ func (s *Server) financeView(ctx context.Context, p workflow.Principal, form vie
 		form = views.PolicyForm{Method: string(pol.Policy.Method), Overhead: usage.FormatOverhead(pol.Policy.OverheadBasisPoints)}
 	}
 	f.Form = form
-	f.Preview, err = s.preview(ctx, now, pol.Policy, form)
+	f.Preview, err = s.preview(ctx, now, pol.Policy, form, v.in)
 	return f, err
 }
 
@@ -253,7 +260,10 @@ func policyInfo(v store.CostPolicyVersion) views.PolicyInfo {
 // preview splits last month (or, when it has no usage, this month to date)
 // under every method, at the overhead on the form (else the policy's): what
 // next month would look like if usage repeated.
-func (s *Server) preview(ctx context.Context, now time.Time, cur usage.Policy, form views.PolicyForm) (views.Preview, error) {
+//
+// toDateIn is this month's input to date as already loaded for the page, so
+// that it is not read twice.
+func (s *Server) preview(ctx context.Context, now time.Time, cur usage.Policy, form views.PolicyForm, toDateIn usage.ChargeInput) (views.Preview, error) {
 	if s.opts.RateCard == nil {
 		return views.Preview{Empty: true, Basis: "No preview without a rate card: there is no cost to split."}, nil
 	}
@@ -266,7 +276,7 @@ func (s *Server) preview(ctx context.Context, now time.Time, cur usage.Policy, f
 	basis := last
 	basisText := fmt.Sprintf("Basis: last month's (%s) usage and capacity at the current guarantees and prices, with %s %% overhead: next month's split if usage repeats.",
 		last.From.Format("2006-01"), usage.FormatOverhead(overhead))
-	in, _, err := s.opts.DB.CostInput(ctx, last)
+	in, _, err := s.costInput(ctx, last)
 	if err != nil {
 		return views.Preview{}, err
 	}
@@ -274,9 +284,10 @@ func (s *Server) preview(ctx context.Context, now time.Time, cur usage.Policy, f
 		basis = toDate
 		basisText = fmt.Sprintf("Basis: this month's (%s) usage and capacity so far, because last month has none, at the current guarantees and prices, with %s %% overhead: next month's split if usage repeats.",
 			month.From.Format("2006-01"), usage.FormatOverhead(overhead))
-		if in, _, err = s.opts.DB.CostInput(ctx, basis); err != nil {
-			return views.Preview{}, err
+		if toDateIn.Period != basis {
+			return views.Preview{}, fmt.Errorf("web: preview: the month to date given is %s, not %s", toDateIn.Period.Label(), basis.Label())
 		}
+		in = toDateIn
 	}
 	if len(in.Hours) == 0 && len(in.Cluster) == 0 {
 		return views.Preview{Empty: true, Basis: "No preview yet: neither last month nor this month has usage to split."}, nil
