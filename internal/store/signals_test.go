@@ -150,9 +150,13 @@ func TestUtilizationSignalOverStoredRows(t *testing.T) {
 			t.Errorf("failing source: %s (%s)", s.State, s.Current)
 		}
 	}
+	asked = nil
 	sig.Utilization = utilFake{pct: 10, asked: &asked}
 	if n, err := sig.Evaluate(ctx, now); err != nil || n != 1 {
 		t.Fatalf("Evaluate = %d, %v; want 1", n, err)
+	}
+	if len(asked) != 1 || asked[0] != want {
+		t.Errorf("asked %q, want [%q]", asked, want)
 	}
 	if n, err := sig.Evaluate(ctx, now.Add(time.Hour)); err != nil || n != 0 {
 		t.Fatalf("second Evaluate = %d, %v; want 0", n, err)

@@ -209,6 +209,9 @@ func TestUtilizationSignalFiresAndShows(t *testing.T) {
 			t.Errorf("red's signals page lacks %q", want)
 		}
 	}
+	if strings.Contains(body, "needs --prometheus-url") {
+		t.Error("the page evaluates without the portal's utilization source")
+	}
 
 	h2 := newHarness(t, false, frozenClock)
 	activeRed(t, h2)
