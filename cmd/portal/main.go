@@ -349,7 +349,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	// GPU utilization from Prometheus when --prometheus-url is set, so it
 	// runs in dry-run mode too; the open-event index makes a second
 	// replica evaluating at the same time store nothing twice.
-	signals := web.NewSignals(db, cluster, util, logger.With("component", "signals"))
+	signals := srv.Signals(logger.With("component", "signals"))
 	wg.Add(1)
 	go func() { defer wg.Done(); signals.Run(workCtx, 10*time.Minute, time.Now) }()
 

@@ -37,6 +37,14 @@ func NewSignals(db *store.DB, cs provision.ClusterSettings, util usage.Utilizati
 	return store.Signals{DB: db, Accelerators: acc, Thresholds: usage.DefaultThresholds, ClusterOwner: ClusterSignalOwner, Utilization: util, Logger: logger}
 }
 
+// Signals is the server's evaluator: its database, cluster settings and
+// utilization source (Options.Utilization). cmd/portal's loop and the pages
+// both take it from here, so that what fires and what the pages show read
+// the same sources.
+func (s *Server) Signals(logger *slog.Logger) store.Signals {
+	return NewSignals(s.opts.DB, s.opts.Cluster, s.opts.Utilization, logger)
+}
+
 // teamSignals is a team's signals: their status now and the events that
 // fired, each open one with an acknowledgement form for those who may.
 func (s *Server) teamSignals(c echo.Context) error {
@@ -136,7 +144,7 @@ func (s *Server) ackSignal(c echo.Context, p workflow.Principal, teams []string,
 func (s *Server) signalsView(c echo.Context, p workflow.Principal, teams []string, errID int64, note, errMsg string) (views.Signals, error) {
 	ctx := c.Request().Context()
 	now := s.opts.Now()
-	sig := NewSignals(s.opts.DB, s.opts.Cluster, s.opts.Utilization, s.opts.Logger)
+	sig := s.Signals(s.opts.Logger)
 	statuses, err := sig.Statuses(ctx, now, teams)
 	if err != nil {
 		return views.Signals{}, err

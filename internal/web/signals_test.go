@@ -183,7 +183,7 @@ func TestUtilizationSignalFiresAndShows(t *testing.T) {
 	if err := h.db.PutUsageHours(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
-	sig := NewSignals(h.db, h.srv.opts.Cluster, h.srv.opts.Utilization, nil)
+	sig := h.srv.Signals(nil) // what cmd/portal's loop runs
 	if n, err := sig.Evaluate(ctx, now); err != nil || n != 1 {
 		t.Fatalf("Evaluate = %d, %v; want 1 (red's utilization; every other signal lacks data)", n, err)
 	}
