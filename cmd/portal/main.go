@@ -345,10 +345,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		}()
 	}
 	// The signals loop runs beside the drift checker, in this process.
-	// It reads only stored usage rows (a cluster's or the demo seed's),
-	// so it runs in dry-run mode too; the open-event index makes a second
+	// It reads stored usage rows (a cluster's or the demo seed's), and
+	// GPU utilization from Prometheus when --prometheus-url is set, so it
+	// runs in dry-run mode too; the open-event index makes a second
 	// replica evaluating at the same time store nothing twice.
-	signals := web.NewSignals(db, cluster, logger.With("component", "signals"))
+	signals := srv.Signals(logger.With("component", "signals"))
 	wg.Add(1)
 	go func() { defer wg.Done(); signals.Run(workCtx, 10*time.Minute, time.Now) }()
 

@@ -186,7 +186,7 @@ func (d *DB) AckSignal(ctx context.Context, id int64, by workflow.Actor, note st
 	})
 }
 
-// Signals evaluates the five signals over the stored usage rows: every
+// Signals evaluates the watched signals over the stored usage rows: every
 // team with a live connection (its newest one's approved contract) and the
 // cluster.
 type Signals struct {
@@ -196,7 +196,12 @@ type Signals struct {
 	// ClusterOwner answers for the cluster's signals (the platform's
 	// admins).
 	ClusterOwner string
-	Logger       *slog.Logger
+	// Utilization is how busy the GPUs each namespace holds are (the
+	// interface declared in internal/usage; cmd/portal hands in the
+	// Prometheus client, which this package never imports). nil: no
+	// --prometheus-url, and the utilization signal says "no-data".
+	Utilization usage.Utilization
+	Logger      *slog.Logger
 }
 
 // Statuses computes every signal at now; teams, when not nil, limits the
@@ -232,9 +237,42 @@ func (s Signals) Statuses(ctx context.Context, now time.Time, teams []string) ([
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, usage.EvaluateTeam(usage.TeamInput{Contract: contracts[t], Accelerators: s.Accelerators, Hours: hours}, cluster, now, th)...)
+		series := s.utilization(ctx, t, hours, now, th)
+		out = append(out, usage.EvaluateTeam(usage.TeamInput{Contract: contracts[t], Accelerators: s.Accelerators, Hours: hours, Utilization: series}, cluster, now, th)...)
 	}
 	return out, nil
+}
+
+// utilization reads, from the source, the hourly utilization of each
+// namespace in which the team held accelerators during the utilization
+// signal's window (the whole hours before now). A failure is the series'
+// Err (that signal says so), not the evaluation's.
+func (s Signals) utilization(ctx context.Context, team string, rows []usage.Hour, now time.Time, th usage.Thresholds) usage.UtilizationSeries {
+	if !usage.Configured(s.Utilization) {
+		return usage.UtilizationSeries{}
+	}
+	end := usage.HourStart(now)
+	from := end.Add(-time.Duration(th.UtilizationDays) * 24 * time.Hour)
+	out := usage.UtilizationSeries{Configured: true, Points: map[string][]usage.Point{}}
+	var namespaces []string
+	for _, r := range rows {
+		if r.AccelSeconds() > 0 && !r.Start.Before(from) && r.Start.Before(end) && !containsStr(namespaces, r.Namespace) {
+			namespaces = append(namespaces, r.Namespace)
+		}
+	}
+	sort.Strings(namespaces)
+	for _, ns := range namespaces {
+		points, err := s.Utilization.NamespaceUtilization(ctx, ns, from, end, time.Hour)
+		if err != nil {
+			if s.Logger != nil {
+				s.Logger.WarnContext(ctx, "utilization unavailable for the signals", "team", team, "namespace", ns, "err", err)
+			}
+			out.Err = err
+			return out
+		}
+		out.Points[ns] = points
+	}
+	return out
 }
 
 // liveContracts is the approved contract of each team's newest live

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,4 +84,84 @@ func TestSignalsFireOnceUntilAcknowledged(t *testing.T) {
 		t.Errorf("after the acknowledgement stored %d, %v; want 1", n, err)
 	}
 	_ = conn
+}
+
+// utilFake answers every namespace with pct every hour, or fails with err.
+type utilFake struct {
+	pct   float64
+	err   error
+	asked *[]string
+}
+
+func (f utilFake) NamespaceUtilization(_ context.Context, ns string, from, to time.Time, step time.Duration) ([]usage.Point, error) {
+	*f.asked = append(*f.asked, ns+" "+from.Format(time.RFC3339)+" "+to.Format(time.RFC3339))
+	if f.err != nil {
+		return nil, f.err
+	}
+	var out []usage.Point
+	for at := from; at.Before(to); at = at.Add(step) {
+		out = append(out, usage.Point{At: at, Percent: f.pct})
+	}
+	return out, nil
+}
+
+func (f utilFake) NamespacesUtilization(context.Context, time.Time, time.Time, time.Duration) (map[string][]usage.Point, error) {
+	return nil, errors.New("not used")
+}
+
+// The evaluator reads utilization for the namespaces in which the team held
+// accelerators in the last 7 whole days (not one it held nothing in, not
+// the current hour), fires red's utilization signal once when they were
+// 10% busy, and a failing source is that signal's "no-data", not a failed
+// evaluation.
+func TestUtilizationSignalOverStoredRows(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t, true)
+	now := time.Date(2026, 11, 30, 12, 30, 0, 0, time.UTC)
+	end := usage.HourStart(now)
+	u, _ := db.RecordLogin(ctx, "iss", "owner", "owner.red@example.test", "", nil, now)
+	if _, err := db.CreateConnection(ctx, workflow.ExampleContract(), workflow.Actor{ID: u.ID, Email: u.Email}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ExecForTest(ctx, `UPDATE connections SET state = 'active', approved_version = 1 WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	row := func(ns string, at time.Time, sec int64) usage.Hour {
+		return usage.Hour{Team: "red", Namespace: ns, InstanceType: "ml.p5.48xlarge", Start: at, GuaranteedAccelSeconds: sec,
+			WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1, Source: usage.SourceCluster}
+	}
+	if err := db.PutUsageHours(ctx, []usage.Hour{row("hyperpod-ns-red", end.Add(-time.Hour), 8*3600), row("hyperpod-ns-red-idle", end.Add(-time.Hour), 0),
+		row("hyperpod-ns-red-now", end, 8*3600)}); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	sig := store.Signals{DB: db, Accelerators: map[string]int{"ml.p5.48xlarge": 8}, ClusterOwner: "platform admins",
+		Utilization: utilFake{err: errors.New("prometheus down"), asked: &asked}}
+	st, err := sig.Statuses(ctx, now, []string{"red"})
+	if err != nil {
+		t.Fatalf("a failing source failed the evaluation: %v", err)
+	}
+	want := "hyperpod-ns-red " + end.Add(-7*24*time.Hour).Format(time.RFC3339) + " " + end.Format(time.RFC3339)
+	if len(asked) != 1 || asked[0] != want {
+		t.Errorf("asked %q, want [%q]", asked, want)
+	}
+	for _, s := range st {
+		if s.Kind == usage.SignalUtilization && (s.State != usage.SignalNoData || !strings.Contains(s.Current, "prometheus down")) {
+			t.Errorf("failing source: %s (%s)", s.State, s.Current)
+		}
+	}
+	asked = nil
+	sig.Utilization = utilFake{pct: 10, asked: &asked}
+	if n, err := sig.Evaluate(ctx, now); err != nil || n != 1 {
+		t.Fatalf("Evaluate = %d, %v; want 1", n, err)
+	}
+	if len(asked) != 1 || asked[0] != want {
+		t.Errorf("asked %q, want [%q]", asked, want)
+	}
+	if n, err := sig.Evaluate(ctx, now.Add(time.Hour)); err != nil || n != 0 {
+		t.Fatalf("second Evaluate = %d, %v; want 0", n, err)
+	}
+	if evs, _ := db.SignalEvents(ctx, store.SignalFilter{Teams: []string{"red"}}); len(evs) != 1 || evs[0].Signal != usage.SignalUtilization {
+		t.Errorf("events = %+v", evs)
+	}
 }

@@ -3,7 +3,9 @@
 // type; missing data periods; sums per hour, nearest-rank percentiles and
 // the quota suggestion (quota.go); the demo usage `make run` seeds
 // (demo.go); the five watched signals of mission.md evaluated over those
-// rows (signals.go); the Utilization interface through which pages read how
+// rows (signals.go), allocation vs utilization also against the GPU
+// utilization a Utilization returns and the floor the contract states
+// (signals_utilization.go); the Utilization interface through which pages read how
 // busy a namespace's GPUs are (implemented over Prometheus by
 // internal/usage/prom; nil when --prometheus-url is unset); money (integer
 // minor units), the rate card (price per instance-hour over time), the

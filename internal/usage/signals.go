@@ -19,6 +19,10 @@ const (
 	SignalCapacity SignalKind = "capacity"
 	// SignalAllocation: a team's allocation against its guarantee.
 	SignalAllocation SignalKind = "allocation"
+	// SignalUtilization: how busy the GPUs a team holds really are
+	// (Prometheus), against the contract's floor: the utilization half of
+	// "allocation vs utilization per team".
+	SignalUtilization SignalKind = "utilization"
 	// SignalWaitTime: task run and wait times (a team's).
 	SignalWaitTime SignalKind = "wait-time"
 	// SignalPreemption: pending and preempted tasks (a team's).
@@ -28,7 +32,7 @@ const (
 )
 
 // SignalKinds in the order pages list them.
-var SignalKinds = []SignalKind{SignalCapacity, SignalAllocation, SignalWaitTime, SignalPreemption, SignalNodeHealth}
+var SignalKinds = []SignalKind{SignalCapacity, SignalAllocation, SignalUtilization, SignalWaitTime, SignalPreemption, SignalNodeHealth}
 
 // Title is the signal's name as mission.md writes it.
 func (k SignalKind) Title() string {
@@ -37,6 +41,8 @@ func (k SignalKind) Title() string {
 		return "Cluster capacity and accelerator utilization"
 	case SignalAllocation:
 		return "Allocation vs utilization"
+	case SignalUtilization:
+		return "Utilization below the contract's floor"
 	case SignalWaitTime:
 		return "Task run and wait times"
 	case SignalPreemption:
@@ -49,14 +55,15 @@ func (k SignalKind) Title() string {
 
 // Team reports whether the signal is a team's (else the cluster's).
 func (k SignalKind) Team() bool {
-	return k == SignalAllocation || k == SignalWaitTime || k == SignalPreemption
+	return k == SignalAllocation || k == SignalUtilization || k == SignalWaitTime || k == SignalPreemption
 }
 
 // keywords match a contract's free-text signal name to a kind.
 var keywords = map[SignalKind][]string{
-	SignalAllocation: {"allocation", "utilization", "utilisation", "idle", "guarantee"},
-	SignalWaitTime:   {"wait", "run time", "runtime"},
-	SignalPreemption: {"preempt", "pending"},
+	SignalAllocation:  {"allocation", "utilization", "utilisation", "idle", "guarantee"},
+	SignalUtilization: {"utilization", "utilisation"},
+	SignalWaitTime:    {"wait", "run time", "runtime"},
+	SignalPreemption:  {"preempt", "pending"},
 }
 
 // Thresholds are when the signals fire.
@@ -75,6 +82,13 @@ type Thresholds struct {
 	// of the cluster's accelerator-hours idle over the last CapacityDays.
 	CapacityDays        int
 	IdleCapacityPercent int64
+	// UtilizationDays and UtilizationFloorPercent: a team's GPUs were, on
+	// average weighted by the GPU-hours it held, less than
+	// UtilizationFloorPercent busy over the last UtilizationDays. A
+	// contract whose utilization signal states a floor ("below 40%")
+	// overrides the percentage (ContractFloor).
+	UtilizationDays         int
+	UtilizationFloorPercent int
 	// UnhealthyWindow: any node-second not Schedulable in the hours that
 	// start within this window before now fires.
 	UnhealthyWindow time.Duration
@@ -85,12 +99,13 @@ var DefaultThresholds = Thresholds{
 	IdleGuaranteeDays: 14, IdleGuaranteePercent: 10,
 	PreemptionsPerDay: 3, WaitP90: time.Hour,
 	CapacityDays: 7, IdleCapacityPercent: 50,
+	UtilizationDays: 7, UtilizationFloorPercent: 30,
 	UnhealthyWindow: 2 * time.Hour,
 }
 
 // Window is how far back the signals read rows.
 func (t Thresholds) Window() time.Duration {
-	return time.Duration(max(t.IdleGuaranteeDays, t.CapacityDays, 1)) * 24 * time.Hour
+	return time.Duration(max(t.IdleGuaranteeDays, t.CapacityDays, t.UtilizationDays, 1)) * 24 * time.Hour
 }
 
 // SignalState is a signal's current status.
@@ -124,6 +139,7 @@ type TeamInput struct {
 	Contract     workflow.Contract
 	Accelerators map[string]int
 	Hours        []Hour // the team's rows, any namespace and instance type
+	Utilization  UtilizationSeries
 }
 
 // coverage is how many distinct hours in [from, to) the collector
@@ -143,7 +159,7 @@ func covered(cluster []ClusterHour, from, to time.Time) bool {
 	return int64(coverage(cluster, from, to))*2 >= int64(to.Sub(from)/time.Hour)
 }
 
-// EvaluateTeam computes a team's three signals at now from its rows and the
+// EvaluateTeam computes a team's four signals at now from its rows and the
 // cluster's rows (whose hours say when the collector was running).
 func EvaluateTeam(in TeamInput, cluster []ClusterHour, now time.Time, th Thresholds) []SignalStatus {
 	c := in.Contract
@@ -184,6 +200,7 @@ func EvaluateTeam(in TeamInput, cluster []ClusterHour, now time.Time, th Thresho
 		}
 		out = append(out, s)
 	}
+	out = append(out, EvaluateUtilization(c, in.Hours, in.Utilization, now, th))
 	day := end.Add(-24 * time.Hour)
 	// Wait times: the worst hourly p90 of the last 24 hours.
 	{

@@ -26,14 +26,23 @@ const ClusterSignalOwner = "platform admins"
 const maxAckNote = 2000
 
 // NewSignals is the signal evaluator over db's usage rows with the
-// accelerators per instance type of the cluster settings; cmd/portal runs
-// its Evaluate periodically, the pages call Statuses.
-func NewSignals(db *store.DB, cs provision.ClusterSettings, logger *slog.Logger) store.Signals {
+// accelerators per instance type of the cluster settings and util's GPU
+// utilization (nil without --prometheus-url); cmd/portal runs its Evaluate
+// periodically, the pages call Statuses.
+func NewSignals(db *store.DB, cs provision.ClusterSettings, util usage.Utilization, logger *slog.Logger) store.Signals {
 	acc := map[string]int{}
 	for t, r := range cs.WithDefaults().Accelerators {
 		acc[t] = r.Accelerators
 	}
-	return store.Signals{DB: db, Accelerators: acc, Thresholds: usage.DefaultThresholds, ClusterOwner: ClusterSignalOwner, Logger: logger}
+	return store.Signals{DB: db, Accelerators: acc, Thresholds: usage.DefaultThresholds, ClusterOwner: ClusterSignalOwner, Utilization: util, Logger: logger}
+}
+
+// Signals is the server's evaluator: its database, cluster settings and
+// utilization source (Options.Utilization). cmd/portal's loop and the pages
+// both take it from here, so that what fires and what the pages show read
+// the same sources.
+func (s *Server) Signals(logger *slog.Logger) store.Signals {
+	return NewSignals(s.opts.DB, s.opts.Cluster, s.opts.Utilization, logger)
 }
 
 // teamSignals is a team's signals: their status now and the events that
@@ -135,7 +144,7 @@ func (s *Server) ackSignal(c echo.Context, p workflow.Principal, teams []string,
 func (s *Server) signalsView(c echo.Context, p workflow.Principal, teams []string, errID int64, note, errMsg string) (views.Signals, error) {
 	ctx := c.Request().Context()
 	now := s.opts.Now()
-	sig := NewSignals(s.opts.DB, s.opts.Cluster, s.opts.Logger)
+	sig := s.Signals(s.opts.Logger)
 	statuses, err := sig.Statuses(ctx, now, teams)
 	if err != nil {
 		return views.Signals{}, err

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -28,7 +29,7 @@ func idleRed(t *testing.T, h *harness) (red, cluster store.SignalEvent) {
 	if err := h.db.PutClusterHours(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := NewSignals(h.db, h.srv.opts.Cluster, nil).Evaluate(ctx, now); err != nil || n != 2 {
+	if n, err := NewSignals(h.db, h.srv.opts.Cluster, nil, nil).Evaluate(ctx, now); err != nil || n != 2 {
 		t.Fatalf("Evaluate = %d, %v", n, err)
 	}
 	evs, _ := h.db.SignalEvents(ctx, store.SignalFilter{})
@@ -138,5 +139,84 @@ func TestSignalsPageAndAcknowledgement(t *testing.T) {
 	}
 	if resp, _ := h.postAs(owner, "/admin/signals/ack", url.Values{"id": {itoa64(cluster.ID)}, "note": {"x"}}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("owner via the admin URL = %d, want 403", resp.StatusCode)
+	}
+}
+
+// lowUtil is a utilization source whose GPUs in hyperpod-ns-red were 10%
+// busy every hour asked (the Prometheus client itself is tested against a
+// real Prometheus in internal/usage/prom).
+type lowUtil struct{ asked *[]string }
+
+func (f lowUtil) NamespaceUtilization(_ context.Context, ns string, from, to time.Time, step time.Duration) ([]usage.Point, error) {
+	*f.asked = append(*f.asked, ns)
+	var out []usage.Point
+	if ns == "hyperpod-ns-red" {
+		for at := from; at.Before(to); at = at.Add(step) {
+			out = append(out, usage.Point{At: at, Percent: 10})
+		}
+	}
+	return out, nil
+}
+
+func (f lowUtil) NamespacesUtilization(context.Context, time.Time, time.Time, time.Duration) (map[string][]usage.Point, error) {
+	return nil, errors.New("not used by the signals")
+}
+
+// Team red held 8 GPUs for the last day and they were 10% busy: below the
+// example contract's "Below 40% for 7 days", so the utilization signal
+// fires once (evaluating again stores nothing), and red's signals page
+// shows it with the contract's floor, the measured mean, and the owner
+// and response of the contract's "Accelerator utilization" signal.
+// Without a utilization source the page says what it needs.
+func TestUtilizationSignalFiresAndShows(t *testing.T) {
+	var asked []string
+	h := newHarness(t, false, frozenClock, func(o *Options) { o.Utilization = lowUtil{asked: &asked} })
+	ctx := context.Background()
+	activeRed(t, h)
+	now := h.srv.opts.Now()
+	var rows []usage.Hour
+	for i := 1; i <= 24; i++ {
+		rows = append(rows, usage.Hour{Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge",
+			Start: usage.HourStart(now).Add(-time.Duration(i) * time.Hour), GuaranteedAccelSeconds: 8 * 3600,
+			WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1, Source: usage.SourceCluster})
+	}
+	if err := h.db.PutUsageHours(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	sig := h.srv.Signals(nil) // what cmd/portal's loop runs
+	if n, err := sig.Evaluate(ctx, now); err != nil || n != 1 {
+		t.Fatalf("Evaluate = %d, %v; want 1 (red's utilization; every other signal lacks data)", n, err)
+	}
+	if n, err := sig.Evaluate(ctx, now); err != nil || n != 0 {
+		t.Fatalf("second Evaluate = %d, %v; want 0 (still open)", n, err)
+	}
+	if len(asked) == 0 || asked[0] != "hyperpod-ns-red" {
+		t.Errorf("asked the source for %v", asked)
+	}
+	evs, _ := h.db.SignalEvents(ctx, store.SignalFilter{Teams: []string{"red"}})
+	if len(evs) != 1 || evs[0].Signal != usage.SignalUtilization || !evs[0].Open() || evs[0].Owner != "member.red@example.test" ||
+		!strings.Contains(evs[0].Detail, "mean utilization 10.0%") {
+		t.Fatalf("red's events = %+v", evs)
+	}
+	resp, body := h.get(h.signIn("member.red").c, "/teams/red/signals")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET = %d", resp.StatusCode)
+	}
+	for _, want := range []string{"Utilization below the contract&#39;s floor", "mean utilization 10.0% over 192.0 accelerator-hours",
+		"less than 40% busy over 7 days", "states a floor of 40%", "Below 40% for 7 days: propose a smaller guarantee",
+		`data-testid="signal-event-` + itoa64(evs[0].ID)} {
+		if !strings.Contains(body, want) {
+			t.Errorf("red's signals page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "needs --prometheus-url") {
+		t.Error("the page evaluates without the portal's utilization source")
+	}
+
+	h2 := newHarness(t, false, frozenClock)
+	activeRed(t, h2)
+	_, body = h2.get(h2.signIn("member.red").c, "/teams/red/signals")
+	if !strings.Contains(body, "needs --prometheus-url") {
+		t.Error("without a source the utilization signal does not say what it needs")
 	}
 }
