@@ -55,13 +55,21 @@ func (d *DB) CostInput(ctx context.Context, p usage.Period) (usage.ChargeInput, 
 	if in.Hours, err = d.UsageHours(ctx, UsageFilter{From: p.From, To: p.To}); err != nil {
 		return in, nil, err
 	}
-	if in.Cluster, err = d.ClusterHours(ctx, "", p.From, p.To); err != nil {
+	return d.costContext(ctx, in)
+}
+
+// costContext completes a chargeback's input whose hours are read: the
+// cluster's hourly capacity rows, the teams' guarantees, and the missing
+// data periods that touch the period.
+func (d *DB) costContext(ctx context.Context, in usage.ChargeInput) (usage.ChargeInput, []usage.Missing, error) {
+	var err error
+	if in.Cluster, err = d.ClusterHours(ctx, "", in.Period.From, in.Period.To); err != nil {
 		return in, nil, err
 	}
 	if in.Guarantees, err = d.TeamGuarantees(ctx); err != nil {
 		return in, nil, err
 	}
-	missing, err := d.MissingIn(ctx, p.From, p.To)
+	missing, err := d.MissingIn(ctx, in.Period.From, in.Period.To)
 	return in, missing, err
 }
 
@@ -87,14 +95,7 @@ func (d *DB) CostInputSummed(ctx context.Context, p usage.Period, changes []time
 		}
 		from = to
 	}
-	if in.Cluster, err = d.ClusterHours(ctx, "", p.From, p.To); err != nil {
-		return in, nil, err
-	}
-	if in.Guarantees, err = d.TeamGuarantees(ctx); err != nil {
-		return in, nil, err
-	}
-	missing, err := d.MissingIn(ctx, p.From, p.To)
-	return in, missing, err
+	return d.costContext(ctx, in)
 }
 
 // summedHoursSQL sums a span's rows by line; it reads the span through the
