@@ -49,15 +49,8 @@ func SuggestGuarantee(rows []Hour, missing []Missing, instanceType string, accel
 			held[HourStart(r.Start)] += r.AccelSeconds()
 		}
 	}
-	var samples []int64
-	for h := from; h.Before(to); h = h.Add(time.Hour) {
-		if inMissing(missing, h) {
-			s.Excluded++
-			continue
-		}
-		samples = append(samples, held[h])
-	}
-	s.Samples = len(samples)
+	samples, excluded := HourlySamples(held, missing, from, to)
+	s.Samples, s.Excluded = len(samples), excluded
 	if accelPerInstance <= 0 || s.Samples < MinSuggestionSamples {
 		return s
 	}
@@ -68,7 +61,65 @@ func SuggestGuarantee(rows []Hour, missing []Missing, instanceType string, accel
 	return s
 }
 
-func inMissing(missing []Missing, hour time.Time) bool {
+// HourlySamples lists, for each UTC hour of [from, to), the
+// accelerator-seconds held that hour (held, by hour start; an hour with no
+// entry held nothing: 0), leaving out the hours a missing data period
+// touches (their use is unknown, not zero) and counting them in excluded.
+func HourlySamples(held map[time.Time]int64, missing []Missing, from, to time.Time) (samples []int64, excluded int) {
+	for h := from; h.Before(to); h = h.Add(time.Hour) {
+		if InMissing(missing, h) {
+			excluded++
+			continue
+		}
+		samples = append(samples, held[h])
+	}
+	return samples, excluded
+}
+
+// Standing is how a team's hourly allocation compares with its guarantee
+// (GuaranteeStanding).
+type Standing string
+
+const (
+	// Above: it holds more than its guarantee on average (it lives on
+	// borrowed capacity).
+	Above Standing = "above"
+	// Below: even its 95th-percentile hour leaves part of the guarantee idle.
+	Below Standing = "below"
+	// Within otherwise.
+	Within Standing = "within"
+)
+
+// GuaranteeStanding compares a team's hourly allocation over [from, to)
+// (held, as HourlySamples takes it) with its guarantee in accelerators:
+// the mean and nearest-rank p95 of accelerator-seconds per hour and the
+// standing they give. ok is false when no hour could be counted.
+func GuaranteeStanding(held map[time.Time]int64, missing []Missing, from, to time.Time, guaranteeAccel int) (mean, p95 int64, st Standing, ok bool) {
+	samples, _ := HourlySamples(held, missing, from, to)
+	if len(samples) == 0 {
+		return 0, 0, "", false
+	}
+	var total int64
+	for _, v := range samples {
+		total += v
+	}
+	mean = total / int64(len(samples))
+	p95, _, _ = Percentile(samples, 95)
+	g := int64(guaranteeAccel) * 3600
+	switch {
+	case mean > g:
+		st = Above
+	case p95 < g:
+		st = Below
+	default:
+		st = Within
+	}
+	return mean, p95, st, true
+}
+
+// InMissing reports whether a missing data period touches the UTC hour that
+// starts at hour.
+func InMissing(missing []Missing, hour time.Time) bool {
 	for _, m := range missing {
 		if m.Overlaps(hour, hour.Add(time.Hour)) {
 			return true

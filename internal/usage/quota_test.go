@@ -205,3 +205,33 @@ func TestDemoUsageIsDeterministicAndPlausible(t *testing.T) {
 		t.Errorf("borrowed %d, preempted %d, unhealthy %v: the demo should show all three", borrowed, preempted, unhealthy)
 	}
 }
+
+// GuaranteeStanding by hand, guarantee 8 accelerators (28,800 s per hour):
+// a missing hour is left out, an hour without a row is 0, and the bounds are
+// strict (a mean of exactly 8 is not above; a p95 of exactly 8 is not below).
+func TestGuaranteeStanding(t *testing.T) {
+	h0 := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	at := func(i int) time.Time { return h0.Add(time.Duration(i) * time.Hour) }
+	gap := []Missing{{From: at(3), To: at(4), Reason: "down"}}
+	for _, tc := range []struct {
+		name      string
+		held      map[time.Time]int64
+		mean, p95 int64
+		want      Standing
+	}{
+		// hours 0,1,2 = 8, 8, 8 GPUs; hour 3 missing (its 99 never counts).
+		{"exactly the guarantee", map[time.Time]int64{at(0): 28800, at(1): 28800, at(2): 28800, at(3): 99 * 3600}, 28800, 28800, Within},
+		// 12, 12, 4 → mean 9.33 > 8.
+		{"above", map[time.Time]int64{at(0): 43200, at(1): 43200, at(2): 14400}, 33600, 43200, Above},
+		// 7, 0 (no row), 7 → p95 = 7 < 8.
+		{"below", map[time.Time]int64{at(0): 25200, at(2): 25200}, 16800, 25200, Below},
+	} {
+		mean, p95, st, ok := GuaranteeStanding(tc.held, gap, at(0), at(4), 8)
+		if !ok || mean != tc.mean || p95 != tc.p95 || st != tc.want {
+			t.Errorf("%s: = %d, %d, %q, %v; want %d, %d, %q", tc.name, mean, p95, st, ok, tc.mean, tc.p95, tc.want)
+		}
+	}
+	if _, _, _, ok := GuaranteeStanding(nil, []Missing{{From: at(0), To: at(4)}}, at(0), at(4), 8); ok {
+		t.Error("a period wholly missing gave a standing")
+	}
+}

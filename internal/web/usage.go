@@ -94,15 +94,6 @@ func missingRows(ms []usage.Missing) []views.MissingRow {
 	return out
 }
 
-func inAnyMissing(ms []usage.Missing, h time.Time) bool {
-	for _, m := range ms {
-		if m.Overlaps(h, h.Add(time.Hour)) {
-			return true
-		}
-	}
-	return false
-}
-
 // hoursText formats accelerator-seconds as accelerator-hours.
 func hoursText(secs int64) string {
 	return strconv.FormatFloat(math.Round(float64(secs)/36)/100, 'f', 2, 64)
@@ -196,7 +187,7 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
 		xs = append(xs, h)
 		guar = append(guar, float64(gAccel))
-		if inAnyMissing(missing, h) {
+		if usage.InMissing(missing, h) {
 			alloc, busyV = append(alloc, math.NaN()), append(busyV, math.NaN())
 			continue
 		}
@@ -402,22 +393,11 @@ func (s *Server) clusterUsage(c echo.Context) error {
 	}
 	for _, t := range teams {
 		g := s.guaranteeAccel(guarantees[t])
-		var samples []int64
-		var total int64
-		for h := from; h.Before(to); h = h.Add(time.Hour) {
-			if inAnyMissing(missing, h) {
-				continue
-			}
-			samples = append(samples, perTeamHour[t][h])
-			total += perTeamHour[t][h]
-		}
 		row := views.TeamUsageRow{Team: t, Href: "/teams/" + t + "/usage?from=" + pf.From + "&to=" + pf.To,
 			GuaranteeAccelerators: strconv.Itoa(g), BorrowedHours: hoursText(borrowed[t]), MeanAccelerators: "-", P95Accelerators: "-"}
-		if len(samples) > 0 {
-			p95, _, _ := usage.Percentile(samples, 95)
-			mean := total / int64(len(samples))
+		if mean, p95, st, ok := usage.GuaranteeStanding(perTeamHour[t], missing, from, to, g); ok {
 			row.MeanAccelerators, row.P95Accelerators = hoursText(mean), hoursText(p95)
-			row.Status, row.StatusLabel = guaranteeStatus(mean, p95, int64(g)*3600)
+			row.Status, row.StatusLabel = string(st), string(st)+" its guarantee"
 		}
 		u.Teams = append(u.Teams, row)
 	}
@@ -435,21 +415,6 @@ func (s *Server) clusterUsage(c echo.Context) error {
 			LatestHour: fmt.Sprintf("%s nodes (%s)", hoursText(latest[k].UnhealthyNodeSeconds), latest[k].Start.Format("2006-01-02 15:04"))})
 	}
 	return render(c, http.StatusOK, views.ClusterUsagePage(s.page(c, "Cluster usage"), u))
-}
-
-// guaranteeStatus compares a team's hourly use (mean and p95
-// accelerator-seconds per hour) with its guarantee (accelerator-seconds per
-// hour): above when it holds more than its guarantee on average (it lives on
-// borrowed capacity), below when even its 95th-percentile hour leaves part
-// of the guarantee idle, within otherwise.
-func guaranteeStatus(mean, p95, guarantee int64) (string, string) {
-	switch {
-	case mean > guarantee:
-		return "above", "above its guarantee"
-	case p95 < guarantee:
-		return "below", "below its guarantee"
-	}
-	return "within", "within its guarantee"
 }
 
 // busyAccelerators is, per UTC hour in [from, to), how many of the
