@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -31,17 +32,23 @@ func TestCostPolicyVersionsAudited(t *testing.T) {
 		t.Fatalf("before any choice: %+v, %v", p, err)
 	}
 	fin := f.user("finance")
-	if _, err := f.db.SetCostPolicy(ctx, usage.Policy{Method: usage.SplitByGuarantee, OverheadBasisPoints: 500}, "  ", fin, f.tick()); err != store.ErrReasonRequired {
+	if _, err := f.db.SetCostPolicy(ctx, 0, usage.Policy{Method: usage.SplitByGuarantee, OverheadBasisPoints: 500}, "  ", fin, f.tick()); err != store.ErrReasonRequired {
 		t.Fatalf("no reason: %v", err)
 	}
-	if _, err := f.db.SetCostPolicy(ctx, usage.Policy{Method: "random"}, "why", fin, f.tick()); err == nil {
+	if _, err := f.db.SetCostPolicy(ctx, 0, usage.Policy{Method: "random"}, "why", fin, f.tick()); err == nil {
 		t.Fatal("an unknown method was stored")
 	}
 	for i, m := range []usage.Method{usage.SplitByGuarantee, usage.SplitEvenly} {
-		v, err := f.db.SetCostPolicy(ctx, usage.Policy{Method: m, OverheadBasisPoints: 1250}, "budget review", fin, f.tick())
+		v, err := f.db.SetCostPolicy(ctx, i, usage.Policy{Method: m, OverheadBasisPoints: 1250}, "budget review", fin, f.tick())
 		if err != nil || v.Version != i+1 {
 			t.Fatalf("SetCostPolicy: %+v, %v", v, err)
 		}
+	}
+	// A choice made against version 1 while version 2 is in force (two
+	// finance users on the same page): refused inside the transaction,
+	// nothing stored, nothing audited.
+	if _, err := f.db.SetCostPolicy(ctx, 1, usage.Policy{Method: usage.SplitByUsage}, "late", fin, f.tick()); !errors.Is(err, store.ErrPolicyChanged) {
+		t.Fatalf("a stale choice = %v, want ErrPolicyChanged", err)
 	}
 	cur, _ := f.db.CostPolicy(ctx)
 	if cur.Version != 2 || cur.Policy.Method != usage.SplitEvenly || cur.ChosenBy != fin.Email || cur.Reason != "budget review" {
@@ -78,7 +85,7 @@ func TestCloseMonthFreezesOnce(t *testing.T) {
 	if err := f.db.AddMissing(ctx, usage.Missing{Cluster: "shared-hp", From: h.Add(time.Hour), To: h.Add(3 * time.Hour), Reason: "portal down"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.SetCostPolicy(ctx, usage.Policy{Method: usage.SplitByGuarantee}, "reserve pays", f.admins[0], f.tick()); err != nil {
+	if _, err := f.db.SetCostPolicy(ctx, 0, usage.Policy{Method: usage.SplitByGuarantee}, "reserve pays", f.admins[0], f.tick()); err != nil {
 		t.Fatal(err)
 	}
 	card := costCard(t)

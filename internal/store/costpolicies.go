@@ -30,9 +30,16 @@ var DefaultCostPolicy = usage.Policy{Method: usage.SplitUnallocated}
 // ErrReasonRequired is returned when a policy change carries no reason.
 var ErrReasonRequired = errors.New("a reason is required")
 
+// ErrPolicyChanged is returned when the policy in force is no longer the
+// version the choice was made against: someone saved another meanwhile.
+var ErrPolicyChanged = errors.New("the shared-cost policy changed meanwhile")
+
 // SetCostPolicy records a new version of the shared-cost policy and its
-// audit event (cost.policy) in one transaction.
-func (d *DB) SetCostPolicy(ctx context.Context, p usage.Policy, reason string, by workflow.Actor, now time.Time) (CostPolicyVersion, error) {
+// audit event (cost.policy) in one transaction. basedOn is the version in
+// force when finance chose (0: the default); it is checked inside the
+// transaction, so of two choices made against the same version only the
+// first is recorded and the second gets ErrPolicyChanged.
+func (d *DB) SetCostPolicy(ctx context.Context, basedOn int, p usage.Policy, reason string, by workflow.Actor, now time.Time) (CostPolicyVersion, error) {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		return CostPolicyVersion{}, ErrReasonRequired
@@ -44,6 +51,9 @@ func (d *DB) SetCostPolicy(ctx context.Context, p usage.Policy, reason string, b
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) + 1 FROM cost_policies`).Scan(&v.Version); err != nil {
 			return fmt.Errorf("store: set cost policy: %w", err)
+		}
+		if current := v.Version - 1; current != basedOn {
+			return fmt.Errorf("%w: version %d is in force, the choice was made against version %d", ErrPolicyChanged, current, basedOn)
 		}
 		if _, err := tx.ExecContext(ctx, `
 INSERT INTO cost_policies (version, method, overhead_bp, chosen_by_id, chosen_by, chosen_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)`,

@@ -46,6 +46,9 @@ type Finance struct {
 	Errors  map[string]string
 	Saved   string
 	Methods []Choice
+	// BasedOn is the policy version the form is filled against; saving
+	// is refused when another was saved meanwhile.
+	BasedOn int
 	Preview Preview
 }
 

@@ -2,8 +2,10 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -182,7 +184,8 @@ func (s *Server) financeView(ctx context.Context, p workflow.Principal, form vie
 	f := views.Finance{Month: month.From.Format("2006-01"), Elapsed: "to " + toDate.To.Format("2006-01-02 15:04 UTC"),
 		Priced: v.priced, NoPrices: noRateCard, DemoUsage: v.demoUsage, Currency: v.cb.Currency,
 		Missing: missingText(v.missing), Notes: v.cb.Notes, Policy: policyInfo(pol),
-		CanEdit: workflow.Decide(p, workflow.ActionEditCostPolicy, workflow.Object{}).Allowed, Errors: errs}
+		CanEdit: workflow.Decide(p, workflow.ActionEditCostPolicy, workflow.Object{}).Allowed, Errors: errs,
+		BasedOn: pol.Version}
 	if v.priced {
 		f.DemoPrices, f.RateNote = s.opts.RateCard.Demo, s.opts.RateCard.Note
 		f.ClusterCost, f.Unallocated = v.cb.ClusterCost.String(), v.cb.Unallocated.String()
@@ -349,7 +352,20 @@ func (s *Server) setCostPolicy(c echo.Context) error {
 		}
 		return render(c, http.StatusUnprocessableEntity, views.FinancePage(s.page(c, "Usage and cost"), f))
 	}
-	v, err := s.opts.DB.SetCostPolicy(ctx, usage.Policy{Method: method, OverheadBasisPoints: bp}, form.Reason, actor(p), s.opts.Now())
+	// based_on is the version the page showed: a missing or garbled one
+	// can match no version but 0, so at worst the choice is refused.
+	basedOn, err := strconv.Atoi(c.FormValue("based_on"))
+	if err != nil {
+		basedOn = -1
+	}
+	v, err := s.opts.DB.SetCostPolicy(ctx, basedOn, usage.Policy{Method: method, OverheadBasisPoints: bp}, form.Reason, actor(p), s.opts.Now())
+	if errors.Is(err, store.ErrPolicyChanged) {
+		f, err := s.financeView(ctx, p, form, map[string]string{"policy": "Someone saved another policy while you chose: it is shown above. Your choice is kept below; check it and save again."})
+		if err != nil {
+			return err
+		}
+		return render(c, http.StatusConflict, views.FinancePage(s.page(c, "Usage and cost"), f))
+	}
 	if err != nil {
 		return err
 	}

@@ -92,9 +92,19 @@ func TestFinanceChoosesPolicy(t *testing.T) {
 	if p, _ := h.db.CostPolicy(t.Context()); p.Version != 0 {
 		t.Fatalf("a refused form stored policy %+v", p)
 	}
-	resp, body = h.postAs(fin, "/finance/policy", url.Values{"method": {"guarantee"}, "overhead": {"10"}, "reason": {"reserved capacity is paid for"}})
+	if !strings.Contains(body, `name="based_on" value="0"`) {
+		t.Error("the form does not say which policy version it was filled against")
+	}
+	resp, body = h.postAs(fin, "/finance/policy", url.Values{"based_on": {"0"}, "method": {"guarantee"}, "overhead": {"10"}, "reason": {"reserved capacity is paid for"}})
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-testid="policy-saved"`) {
 		t.Fatalf("save policy = %d", resp.StatusCode)
+	}
+	// A second finance page still filled against version 0: refused with
+	// the choice kept, the first choice stays in force.
+	resp, body = h.postAs(fin, "/finance/policy", url.Values{"based_on": {"0"}, "method": {"usage"}, "overhead": {"3"}, "reason": {"usage pays"}})
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, `data-testid="error-policy"`) || !strings.Contains(body, `value="3"`) ||
+		!strings.Contains(body, `name="based_on" value="1"`) {
+		t.Errorf("a stale policy form = %d; want 409 with the error, the input kept and the form moved to version 1", resp.StatusCode)
 	}
 	p, _ := h.db.CostPolicy(t.Context())
 	if p.Version != 1 || p.Policy.Method != usage.SplitByGuarantee || p.Policy.OverheadBasisPoints != 1000 || p.ChosenBy != "finance@example.test" {
