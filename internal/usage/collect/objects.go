@@ -244,9 +244,7 @@ func (c *Collector) onNode(obj any) {
 			st.coresPerDevice = na.coresPerDevice()
 			return
 		}
-		cur.To = tmax(now, cur.From)
-		c.dirty.Nodes = append(c.dirty.Nodes, cur)
-		c.dirtyFrom = tmin(c.dirtyFrom, now)
+		c.closeNodeSpan(st, now)
 	}
 	span.From = now
 	c.nodes[n.Name] = &nodeState{span: span, coresPerDevice: na.coresPerDevice()}
@@ -263,12 +261,18 @@ func (c *Collector) onNodeGone(obj any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st := c.nodes[n.Name]; st != nil {
-		cur := st.span
-		cur.To = tmax(now, cur.From)
-		c.dirty.Nodes = append(c.dirty.Nodes, cur)
-		c.dirtyFrom = tmin(c.dirtyFrom, now)
+		c.closeNodeSpan(st, now)
 		delete(c.nodes, n.Name)
 	}
+}
+
+// closeNodeSpan ends a node's current span at now (never before it began)
+// and marks it to be written. c.mu is held.
+func (c *Collector) closeNodeSpan(st *nodeState, now time.Time) {
+	cur := st.span
+	cur.To = tmax(now, cur.From)
+	c.dirty.Nodes = append(c.dirty.Nodes, cur)
+	c.dirtyFrom = tmin(c.dirtyFrom, now)
 }
 
 // slimPod is all the collector keeps of a pod, in the informer's cache
