@@ -361,9 +361,11 @@ func TestWebhookSignatureVerifies(t *testing.T) {
 		t.Fatalf("the right secret: %v", err)
 	}
 	for name, bad := range map[string]func() error{
-		"wrong secret":   func() error { return notify.Verify([]byte("wrong"), ts, sig, body, now, 5*time.Minute) },
-		"changed body":   func() error { return notify.Verify(secret, ts, sig, []byte(`{"text":"hellO"}`), now, 5*time.Minute) },
-		"other time":     func() error { return notify.Verify(secret, strconv.FormatInt(now.Unix()+1, 10), sig, body, now, 5*time.Minute) },
+		"wrong secret": func() error { return notify.Verify([]byte("wrong"), ts, sig, body, now, 5*time.Minute) },
+		"changed body": func() error { return notify.Verify(secret, ts, sig, []byte(`{"text":"hellO"}`), now, 5*time.Minute) },
+		"other time": func() error {
+			return notify.Verify(secret, strconv.FormatInt(now.Unix()+1, 10), sig, body, now, 5*time.Minute)
+		},
 		"replayed later": func() error { return notify.Verify(secret, ts, sig, body, now.Add(time.Hour), 5*time.Minute) },
 		"no signature":   func() error { return notify.Verify(secret, ts, "", body, now, 5*time.Minute) },
 	} {
