@@ -324,7 +324,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	// configured (internal/notify; every delivery is leased, so replicas
 	// may run it side by side).
 	wg.Add(1)
-	go func() { defer wg.Done(); notifier.Run(workCtx, 15*time.Second) }()
+	go func() { defer wg.Done(); notifier.Run(workCtx, 5*time.Second) }()
 	// Last month's statements are frozen once it has ended (see cost.go).
 	closer := newMonthCloser(db, rates, cluster, logger)
 	wg.Add(1)

@@ -192,6 +192,7 @@ func (w *Worker) Drain(ctx context.Context, ch store.Channel) (int, error) {
 			return delivered, err
 		case ok:
 			delivered++
+			w.logger().Info("notice delivered", "channel", ch, "kind", dl.Kind, "outbox", dl.OutboxID, "attempt", dl.Attempts)
 		}
 	}
 	return delivered, ctx.Err()

@@ -57,6 +57,15 @@ func (d *DB) DispatchOutbox(ctx context.Context, channels []Channel, now time.Ti
 	if len(channels) == 0 {
 		return 0, errors.New("store: dispatch: no channel")
 	}
+	// A read first: the loop runs every few seconds, and most runs find
+	// nothing, which then takes no write lock.
+	var pending bool
+	if err := d.sql.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE dispatched_at = '')`).Scan(&pending); err != nil {
+		return 0, fmt.Errorf("store: dispatch: %w", err)
+	}
+	if !pending {
+		return 0, nil
+	}
 	n := 0
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		ids, err := column[int64](ctx, tx, `SELECT id FROM outbox WHERE dispatched_at = '' ORDER BY id LIMIT ?`, limit)
@@ -114,6 +123,14 @@ func scanDelivery(sc interface{ Scan(...any) error }) (Delivery, error) {
 // is due.
 func (d *DB) ClaimDelivery(ctx context.Context, ch Channel, now time.Time, lease time.Duration) (dl Delivery, ok bool, err error) {
 	ts := fmtTime(now)
+	var due bool
+	if err := d.sql.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE channel = ? AND delivered_at = '' AND next_attempt_at <= ? AND lease_until <= ?)`,
+		ch, ts, ts).Scan(&due); err != nil {
+		return Delivery{}, false, fmt.Errorf("store: claim delivery: %w", err)
+	}
+	if !due { // nothing to claim: no write lock taken
+		return Delivery{}, false, nil
+	}
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
 		var id int64
 		switch err := tx.QueryRowContext(ctx, `
