@@ -473,35 +473,47 @@ func TestRefusedConnectionIsRetried(t *testing.T) {
 	}
 }
 
-// TestHungChannelDoesNotHoldUpOthers: a webhook receiver that never answers
-// holds its own channel only; email and in-app are delivered meanwhile.
+// TestHungChannelDoesNotHoldUpOthers: a mail server that accepts the
+// connection and never answers holds the email channel only: in-app and the
+// webhook (drained after email, were the channels tried one after the
+// other) are delivered meanwhile.
 func TestHungChannelDoesNotHoldUpOthers(t *testing.T) {
 	f := newFixture(t)
-	mailSink := startSMTP(t, "")
 	hooks := startHook(t, []byte("s"), f.clock.Now)
-	release := make(chan struct{})
-	hooks.mu.Lock()
-	hooks.block, hooks.entered = release, make(chan struct{}, 10)
-	hooks.mu.Unlock()
-	w := f.worker(mailSink.mailer(), &notify.Webhook{URL: hooks.srv.URL, Secret: []byte("s"), Now: f.clock.Now})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c // held open, never greeted
+		}
+	}()
+	defer ln.Close()
+	w := f.worker(&notify.Mailer{Addr: ln.Addr().String(), From: "portal@example.test"},
+		&notify.Webhook{URL: hooks.srv.URL, Secret: []byte("s"), Now: f.clock.Now})
 	f.submit()
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.RunOnce(context.Background()) }()
-	<-hooks.entered // the webhook's send is hanging now
-	// RunOnce's other channels finish while the webhook hangs.
-	for f.deliveries(1)[store.ChannelEmail].Delivered.IsZero() || f.deliveries(1)[store.ChannelInApp].Delivered.IsZero() {
+	go func() { done <- w.RunOnce(ctx) }()
+	hung := <-accepted // the email's send is waiting for a greeting now
+	for len(hooks.hooks()) == 0 || f.deliveries(1)[store.ChannelInApp].Delivered.IsZero() {
 		select {
 		case err := <-done:
-			t.Fatalf("RunOnce returned while the webhook hangs: %v", err)
+			t.Fatalf("RunOnce returned while the mail server hangs: %v", err)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	if len(mailSink.mails()) != 1 || f.unread("admin") != 1 {
-		t.Errorf("mails %d, unread %d", len(mailSink.mails()), f.unread("admin"))
+	if !f.deliveries(1)[store.ChannelEmail].Delivered.IsZero() || f.unread("admin") != 1 {
+		t.Errorf("email delivered %v, admin unread %d", f.deliveries(1)[store.ChannelEmail], f.unread("admin"))
 	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	// Stopping the process ends the hung send; the email stays to do.
+	cancel()
+	<-done
+	hung.Close()
+	if d := f.deliveries(1)[store.ChannelEmail]; !d.Delivered.IsZero() {
+		t.Errorf("email = %+v", d)
 	}
 }
 
@@ -531,6 +543,14 @@ func TestNothingLostAcrossARestart(t *testing.T) {
 	}
 	if len(mailSink.mails()) != 0 || f.unread("admin") != 1 {
 		t.Fatalf("before the restart: %d mails, admin unread %d", len(mailSink.mails()), f.unread("admin"))
+	}
+	// While its lease holds, nobody else sends the claimed webhook: a
+	// second worker sends only the other outbox row's.
+	if n, err := f.worker(nil, &notify.Webhook{URL: hooks.srv.URL, Secret: []byte("s"), Now: f.clock.Now}).Drain(t.Context(), store.ChannelWebhook); err != nil || n != 1 {
+		t.Fatalf("second worker delivered %d webhooks (%v), want 1 (the unclaimed one)", n, err)
+	}
+	if hs := hooks.hooks(); len(hs) != 1 || hs[0].Delivery != "2" {
+		t.Fatalf("webhooks while the lease holds = %+v", hs)
 	}
 	// The process dies.
 	if err := f.db.Close(); err != nil {
