@@ -68,6 +68,9 @@ type Config struct {
 	PrometheusURL            string
 	PrometheusSigV4Region    string
 	PrometheusNamespaceLabel string
+
+	// Notify: email and webhook delivery of notices (see notify.go).
+	Notify NotifyConfig
 }
 
 // awsServices are the services with an --aws-endpoint-<service> flag.
@@ -247,6 +250,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		PrometheusURL:            strings.TrimSpace(*vals["prometheus-url"]),
 		PrometheusSigV4Region:    strings.TrimSpace(*vals["prometheus-sigv4-region"]),
 		PrometheusNamespaceLabel: strings.TrimSpace(*vals["prometheus-namespace-label"]),
+
+		Notify: notifyConfig(vals, boolean),
 	}
 	for _, svc := range awsServices {
 		if v := strings.TrimRight(strings.TrimSpace(*vals["aws-endpoint-"+svc]), "/"); v != "" {
@@ -289,6 +294,7 @@ func (c Config) validate(cmd string) []error {
 	}
 	errs = append(errs, c.validateIdentityStore()...)
 	errs = append(errs, c.validatePrometheus()...)
+	errs = append(errs, c.Notify.validate()...)
 	for _, svc := range awsServices {
 		if v, ok := c.AWSEndpoints[svc]; ok {
 			if u, err := url.Parse(v); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {

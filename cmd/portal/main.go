@@ -257,6 +257,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		return err
 	}
 
+	notifier, channels, err := notifyWorker(cfg.Notify, db, mapping, base, logger)
+	if err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := web.New(web.Options{
@@ -274,6 +279,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Utilization: util,
 		RateCard:    rates,
 		Workloads:   workloadsOrNil(checker.Sources.Kube),
+
+		NotifyChannels: channels,
 	})
 	if err != nil {
 		return err
@@ -313,6 +320,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 			logger.Error("provisioner stopped", "err", err)
 		}
 	}()
+	// Notices leave the outbox: in-app, and by email and webhook when
+	// configured (internal/notify; every delivery is leased, so replicas
+	// may run it side by side).
+	wg.Add(1)
+	go func() { defer wg.Done(); notifier.Run(workCtx, 5*time.Second) }()
 	// Last month's statements are frozen once it has ended (see cost.go).
 	closer := newMonthCloser(db, rates, cluster, logger)
 	wg.Add(1)

@@ -11,6 +11,9 @@ type Page struct {
 	DevIdP  bool
 	Version string
 	Flash   string
+	// Unread is the signed-in user's unread notifications, shown in the
+	// header beside the link to /notifications.
+	Unread int
 }
 
 // User is the signed-in person as shown in the header and on the home page.

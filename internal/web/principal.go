@@ -122,6 +122,7 @@ func (s *Server) page(c echo.Context, title string) views.Page {
 	pg.User = u
 	pg.CSRFToken = s.csrfToken(c)
 	pg.Nav = navFor(p, c.Request().URL.Path)
+	pg.Unread = s.unreadCount(c, p)
 	return pg
 }
 

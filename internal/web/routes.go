@@ -75,6 +75,12 @@ func (s *Server) routes() {
 	e.POST("/connections/:id/adopt-quota", s.adoptQuota, s.requireLogin)
 	e.GET("/audit", s.auditTrail, s.requireLogin)
 
+	// Notifications: the signed-in user's own, and the admins' failures.
+	e.GET("/notifications", s.notificationsPage, s.requireLogin)
+	e.POST("/notifications/read-all", s.markAllNotificationsRead, s.requireLogin)
+	e.POST("/notifications/:id/read", s.markNotificationRead, s.requireLogin)
+	e.GET("/admin/notifications", s.deliveryFailures, s.requireLogin)
+
 	if s.opts.DevIdP != nil {
 		h := echo.WrapHandler(s.opts.DevIdP)
 		e.Any("/dev-idp", h)

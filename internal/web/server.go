@@ -118,6 +118,10 @@ type Options struct {
 	// Workloads reads a team's waiting Kueue Workloads for the member's
 	// page; nil without a cluster (the page says so).
 	Workloads WorkloadReader
+	// NotifyChannels are the channels notices are delivered on (inapp,
+	// and email and webhook when configured), for the admins' page of
+	// failing deliveries.
+	NotifyChannels []string
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.

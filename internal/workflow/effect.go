@@ -126,12 +126,12 @@ type AuditRecord struct {
 // Audience is who a notice is for.
 type Audience string
 
-// The audiences of notices. The reviews issue delivers the outbox.
+// The audiences of notices. internal/notify resolves them at delivery time
+// from every portal user's last known groups.
 const (
-	ToAdmins Audience = "admins"      // every portal admin
-	ToTeam   Audience = "team-owners" // the connection's team owners
-	// ToReviewers is every portal reviewer.
-	ToReviewers Audience = "reviewers"
+	ToAdmins    Audience = "admins"      // every portal admin
+	ToTeam      Audience = "team-owners" // the connection's team owners
+	ToReviewers Audience = "reviewers"   // every portal reviewer
 )
 
 // Notice is one notification an effect leaves in the outbox.

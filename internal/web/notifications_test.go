@@ -1,0 +1,141 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hyperpod-governance/portal/internal/auth"
+	"github.com/hyperpod-governance/portal/internal/notify"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+var reUnread = regexp.MustCompile(`data-testid="unread-count"[^>]*>(\d+)<`)
+
+// unreadIn is the header's unread count on a page ("" when none is shown).
+func unreadIn(body string) string {
+	if m := reUnread.FindStringSubmatch(body); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// TestNotificationsAreEachUsersOwn: an admin's change request reaches team
+// red's owner in the header of every page and on /notifications; nobody
+// else can read it or mark it read (404, and it stays unread); the owner
+// marks it read, and marking all read touches only one's own.
+func TestNotificationsAreEachUsersOwn(t *testing.T) {
+	h := newHarness(t, false)
+	ctx := t.Context()
+	owner, admin, blue := h.signIn("owner.red"), h.signIn("admin"), h.signIn("owner.blue")
+	f := formValues(formFromContract(workflow.ExampleContract()))
+	f.Set("intent", "submit")
+	if resp, body := h.postAs(owner, "/teams/red/connections", f); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create = %d\n%s", resp.StatusCode, body)
+	}
+	h.mustPost(admin, "/connections/1/decide", h.decision("request_changes", 1))
+	w := &notify.Worker{DB: h.db, Resolve: auth.DevMapping().Resolve, Now: h.srv.opts.Now}
+	if err := w.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	_, page := h.get(owner.c, "/connections")
+	if got := unreadIn(page); got != "1" {
+		t.Fatalf("owner's header unread = %q, want 1", got)
+	}
+	_, page = h.get(owner.c, "/notifications")
+	if !strings.Contains(page, "was sent back for changes: because") || !strings.Contains(page, `href="/connections/1"`) {
+		t.Fatalf("owner's notifications page:\n%s", page)
+	}
+	ns, err := h.db.Notifications(ctx, ownerID(t, h, "owner.red"), 10)
+	if err != nil || len(ns) != 1 {
+		t.Fatalf("owner's notifications = %+v, %v", ns, err)
+	}
+	mine := fmt.Sprintf("/notifications/%d/read", ns[0].ID)
+	if !strings.Contains(page, `action="`+mine+`"`) {
+		t.Errorf("no mark-read form for %s", mine)
+	}
+	// Others do not see it and cannot mark it.
+	for name, s := range map[string]session{"admin": admin, "owner.blue": blue} {
+		_, p := h.get(s.c, "/notifications")
+		if strings.Contains(p, "was sent back for changes") {
+			t.Errorf("%s sees the owner's notification", name)
+		}
+		if resp, _ := h.postAs(s, mine, nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s POST %s = %d, want 404", name, mine, resp.StatusCode)
+		}
+	}
+	if _, page = h.get(owner.c, "/"); unreadIn(page) != "1" {
+		t.Errorf("after others tried, owner's unread = %q, want 1", unreadIn(page))
+	}
+	// The admin has their own (the submission); marking all read is theirs
+	// only.
+	if _, p := h.get(admin.c, "/admin"); unreadIn(p) != "1" {
+		t.Errorf("admin's unread = %q, want 1", unreadIn(p))
+	}
+	if resp, _ := h.postAs(admin, "/notifications/read-all", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("admin read-all = %d", resp.StatusCode)
+	}
+	if _, p := h.get(admin.c, "/admin"); unreadIn(p) != "" {
+		t.Errorf("admin's unread after read-all = %q", unreadIn(p))
+	}
+	if _, page = h.get(owner.c, "/"); unreadIn(page) != "1" {
+		t.Errorf("admin's read-all reached the owner: unread %q", unreadIn(page))
+	}
+	// The owner marks it read.
+	if resp, _ := h.postAs(owner, mine, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("owner marks read = %d", resp.StatusCode)
+	}
+	if _, page = h.get(owner.c, "/notifications"); unreadIn(page) != "" || strings.Contains(page, `data-testid="mark-read"`) {
+		t.Errorf("after marking read, the owner's page still shows it unread")
+	}
+	// Bad ids are 404, never 500.
+	for _, p := range []string{"/notifications/0/read", "/notifications/x/read", "/notifications/99999999999999999999/read"} {
+		if resp, _ := h.postAs(owner, p, nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("POST %s = %d, want 404", p, resp.StatusCode)
+		}
+	}
+}
+
+func ownerID(t *testing.T, h *harness, login string) int64 {
+	t.Helper()
+	u, err := h.db.UserByEmail(t.Context(), login+"@example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.ID
+}
+
+// TestDeliveryFailuresPage: the admins see a failing delivery's channel,
+// attempts and error; the webhook's URL (a secret) is not in it.
+func TestDeliveryFailuresPage(t *testing.T) {
+	h := newHarness(t, false, func(o *Options) { o.NotifyChannels = []string{"inapp", "webhook"} })
+	owner, admin := h.signIn("owner.red"), h.signIn("admin")
+	f := formValues(formFromContract(workflow.ExampleContract()))
+	f.Set("intent", "submit")
+	if resp, _ := h.postAs(owner, "/teams/red/connections", f); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create = %d", resp.StatusCode)
+	}
+	_, p := h.get(admin.c, "/admin/notifications")
+	if !strings.Contains(p, `data-testid="delivery-failures-none"`) || !strings.Contains(p, "inapp, webhook") {
+		t.Errorf("failures page before any failure:\n%s", p)
+	}
+	w := &notify.Worker{DB: h.db, Resolve: auth.DevMapping().Resolve, Now: h.srv.opts.Now,
+		Webhook: &notify.Webhook{URL: "http://127.0.0.1:1/hooks/SECRETTOKEN", Secret: []byte("s")}}
+	if err := w.RunOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, p = h.get(admin.c, "/admin/notifications")
+	if !strings.Contains(p, `data-testid="delivery-channel">webhook<`) || !strings.Contains(p, `data-testid="delivery-attempts">1<`) ||
+		!strings.Contains(p, "waits for approval") {
+		t.Errorf("failures page:\n%s", p)
+	}
+	if strings.Contains(p, "SECRETTOKEN") {
+		t.Errorf("the failures page shows the webhook URL")
+	}
+	if resp, _ := h.get(noRedirect(owner.c), "/admin/notifications"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("owner GET /admin/notifications = %d, want 403", resp.StatusCode)
+	}
+}
