@@ -40,6 +40,8 @@ type Conn struct {
 	// submitted it. Only the decision commands read them.
 	EditorIDs    []int64
 	SubmitterIDs []int64
+	// Hold is where the connection's hold is (hold.go).
+	Hold Hold
 }
 
 // Effect is what a command decided. The zero parts are left alone.
@@ -78,11 +80,13 @@ type Effect struct {
 	Notify []Notice
 	// Approvals is, for an approval, how many the version has with this one.
 	Approvals int
+	// Hold moves the connection's hold (nil: unchanged); see hold.go.
+	Hold *HoldChange
 }
 
 // Writes reports whether the effect changes the connection's row.
 func (e Effect) Writes(from State) bool {
-	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil
+	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil || e.Hold != nil
 }
 
 // DecisionRecord is an admin's approval, rejection or change request of one
@@ -103,6 +107,9 @@ type JobOrder struct {
 	// FromVersion, for an amendment, is the approved version it replaces:
 	// what the new plan no longer contains is removed.
 	FromVersion int
+	// StopPolicy, for a hold job, is the Kueue stopPolicy it applies
+	// (None, Hold, HoldAndDrain).
+	StopPolicy string
 }
 
 // AuditRecord is one audit event of an effect, about its connection.
