@@ -112,7 +112,7 @@ func (s *Server) decideHold(c echo.Context) error {
 			}
 			return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "That is no longer possible",
 				Message: "Nothing was changed: " + why + ". Reload the connection to see where it stands.",
-				Action: "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
+				Action:  "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
 		case errors.Is(err, workflow.ErrHoldReason), errors.Is(err, workflow.ErrDrainUnconfirmed):
 			msg = err.Error()
 		default:
