@@ -89,6 +89,9 @@ func TestHoldPanel(t *testing.T) {
 	if c.Hold != workflow.HoldOn || js[0].Kind != workflow.JobHold || js[0].StopPolicy != workflow.StopHold {
 		t.Errorf("after confirm: hold %q, job %+v", c.Hold, js[0])
 	}
+	if _, page := h.get(owner.c, "/connections/1"); !strings.Contains(page, "<h2>Setting the hold</h2>") || !strings.Contains(page, `data-hold="hold"`) {
+		t.Error("the team's page does not show the hold job's progress under its own heading")
+	}
 	// Confirming again (a second tab) is refused, nothing written.
 	if resp, body := h.postAs(h.signIn("admin2"), "/connections/1/hold", url.Values{"step": {"confirm"}, "reason": {"x"}}); resp.StatusCode != http.StatusConflict ||
 		!strings.Contains(body, "Nothing was changed") {
