@@ -64,9 +64,25 @@ func (d *DB) DecideHold(ctx context.Context, id int64, step HoldStep, by workflo
 }
 
 // EnqueueHold queues the hold job of a live connection again (after one
-// failed): it applies the stopPolicy the hold says now.
+// failed): it applies the stopPolicy the hold says now. While a hold job is
+// queued or running it refuses with ErrJobOpen (a retry does not supersede
+// one; a hold step does).
 func (d *DB) EnqueueHold(ctx context.Context, id int64, by workflow.Actor, reason string, now time.Time) (workflow.Job, error) {
-	return d.queueJob(ctx, id, workflow.JobHold, by, reason, now)
+	_, _, jobID, err := d.command(ctx, id, false, now, func(tx *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
+		var open bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE connection_id = ? AND kind = 'hold' AND state IN ('queued', 'running'))`,
+			id).Scan(&open); err != nil {
+			return workflow.Effect{}, err
+		}
+		if open {
+			return workflow.Effect{}, ErrJobOpen
+		}
+		return workflow.QueueJob(s, by, workflow.JobHold, "", reason, now)
+	})
+	if err != nil {
+		return workflow.Job{}, fmt.Errorf("store: enqueue hold job: %w", err)
+	}
+	return d.Job(ctx, jobID)
 }
 
 // HoldQueue lists the connections whose proposed hold waits for an admin,

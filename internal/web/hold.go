@@ -71,6 +71,9 @@ func (s *Server) decideHold(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.FormValue("step") == "retry" {
+		return s.retryHold(c, p, conn, obj)
+	}
 	// Authorization first: an unknown step is checked as a confirmation,
 	// so that nobody learns more than "not allowed" from a bad form.
 	step, action, ok := holdStepOf(c.FormValue("step"))
@@ -141,4 +144,21 @@ func (s *Server) holdRows(c echo.Context) ([]views.HoldRow, error) {
 			By: h.HoldBy, Reason: h.HoldReason, Waiting: age(s.opts.Now().Sub(h.HoldAt))})
 	}
 	return rows, nil
+}
+
+// retryHold queues a failed hold job again (the progress panel's "Try
+// again"): it applies the stopPolicy the connection's hold says now.
+func (s *Server) retryHold(c echo.Context, p workflow.Principal, conn store.Connection, obj workflow.Object) error {
+	if err := allowed(p, workflow.ActionRetryHold, obj); err != nil {
+		return err
+	}
+	if _, err := s.opts.DB.EnqueueHold(c.Request().Context(), conn.ID, actor(p), "retry after the hold job failed", s.opts.Now()); err != nil {
+		if errors.Is(err, store.ErrJobOpen) {
+			return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "Already queued",
+				Message: "A hold job of this connection is already queued or running.", Action: "Back to the connection",
+				ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
+		}
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -91,6 +92,38 @@ func TestHoldPanel(t *testing.T) {
 	}
 	if _, page := h.get(owner.c, "/connections/1"); !strings.Contains(page, "<h2>Setting the hold</h2>") || !strings.Contains(page, `data-hold="hold"`) {
 		t.Error("the team's page does not show the hold job's progress under its own heading")
+	}
+	// The hold job fails: the progress panel offers to try it again,
+	// through the hold route, with the stopPolicy the hold says.
+	now := h.srv.opts.Now()
+	j, ok, err := h.db.ClaimJob(ctx, "w", now, time.Minute)
+	if err != nil || !ok || j.Kind != workflow.JobHold {
+		t.Fatalf("claim = %+v, %v, %v", j, ok, err)
+	}
+	if err := h.db.FailJob(ctx, j.ID, "w", "the API server refused", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := h.get(admin.c, "/connections/1"); !strings.Contains(page, `action="/connections/1/hold?step=retry"`) {
+		t.Error("no retry of the failed hold job")
+	}
+	if _, page := h.get(owner.c, "/connections/1"); strings.Contains(page, "step=retry") {
+		t.Error("the owner is offered the hold job's retry")
+	}
+	if resp, _ := h.postAs(owner, "/connections/1/hold?step=retry", nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("the owner's retry = %d, want 403", resp.StatusCode)
+	}
+	if resp, _ := h.postAs(admin, "/connections/1/hold?step=retry", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("retry = %d", resp.StatusCode)
+	}
+	js, _ = h.db.JobsFor(ctx, 1)
+	if js[0].Kind != workflow.JobHold || js[0].State != workflow.JobQueued || js[0].StopPolicy != workflow.StopHold {
+		t.Errorf("after the retry: %+v", js[0])
+	}
+	if resp, _ := h.postAs(admin, "/connections/1/hold?step=retry", nil); resp.StatusCode != http.StatusConflict {
+		t.Errorf("a second retry while one is queued = %d, want 409", resp.StatusCode)
+	}
+	if js2, _ := h.db.JobsFor(ctx, 1); len(js2) != len(js) {
+		t.Error("a refused retry queued a job")
 	}
 	// Confirming again (a second tab) is refused, nothing written.
 	if resp, body := h.postAs(h.signIn("admin2"), "/connections/1/hold", url.Values{"step": {"confirm"}, "reason": {"x"}}); resp.StatusCode != http.StatusConflict ||

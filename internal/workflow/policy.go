@@ -42,6 +42,7 @@ const (
 	ActionViewUsage       Action = "usage.view"              // a team's usage page: allocation, hours, tasks, quota suggestion
 	ActionConfirmHold     Action = "connection.hold"         // confirm or decline a proposed hold, escalate a hold to hold-and-drain
 	ActionReleaseHold     Action = "connection.release_hold" // release a confirmed hold
+	ActionRetryHold       Action = "connection.retry_hold"   // queue a failed hold job again
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -232,6 +233,20 @@ func Decide(p Principal, a Action, o Object) Decision {
 		return holdAction(p, o, "confirm", "drain", "decline")
 	case ActionReleaseHold:
 		return holdAction(p, o, "release")
+	case ActionRetryHold:
+		// Trying a failed hold job again carries out a step already
+		// decided (the queue's stopPolicy as the hold says now), so any
+		// admin may, on a live connection, as with ActionRetryJob.
+		if d := requireRole(p, RoleAdmin); !d.Allowed {
+			return d
+		}
+		if o.Team == "" {
+			return deny("no team given")
+		}
+		if !o.State.Live() {
+			return deny("%s has no hold job to try again", stateName(o.State))
+		}
+		return allow("admin, live connection")
 	case ActionViewAdminHome:
 		return requireRole(p, RoleAdmin)
 	case ActionViewReviewHome:

@@ -143,6 +143,10 @@ var policyTable = []struct {
 	{ActionReleaseHold, held(StateActive, HoldNone), [8]bool{}},
 	{ActionReleaseHold, held(StateRevoked, HoldOn), [8]bool{}},
 	{ActionReleaseHold, func() Object { o := filedBy(4, StateActive); o.Hold = HoldOn; return o }(), [8]bool{}},
+	{ActionRetryHold, held(StateActive, HoldNone), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRetryHold, held(StateUnderReview, HoldDrain), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRetryHold, held(StateRevoking, HoldOn), [8]bool{}},
+	{ActionRetryHold, Object{State: StateActive}, [8]bool{}},
 
 	{ActionReject, redRequest(StateSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionReject, filedBy(8, StateSubmitted), [8]bool{false, false, false, true, false, false, false, false}},
