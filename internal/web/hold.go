@@ -43,8 +43,8 @@ func holdStepOf(step string) (store.HoldStep, workflow.Action, bool) {
 
 // holdPanel fills the hold panel of a connection that has a hold.
 func (s *Server) holdPanel(p workflow.Principal, conn store.Connection, obj workflow.Object, d *views.ConnectionDetail) {
-	if conn.Hold == workflow.HoldNone {
-		return
+	if conn.Hold == workflow.HoldNone || !conn.State.Live() {
+		return // a revoked connection's hold is history (its audit events)
 	}
 	h := &views.HoldView{State: string(conn.Hold), Label: conn.Hold.Label(), By: conn.HoldBy, Reason: conn.HoldReason,
 		At: fmtWhen(conn.HoldAt), DrainWord: conn.Team}
