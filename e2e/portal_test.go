@@ -23,6 +23,7 @@ import (
 // portal is a running `portal serve --dev` process.
 type portal struct {
 	URL string
+	DB  string // the portal's database file
 	cmd *exec.Cmd
 	out *testenv.Buffer
 }
@@ -93,7 +94,7 @@ func startPortal(t *testing.T, extra ...string) *portal {
 		}
 		io.Copy(io.Discard, stdout)
 	}()
-	p := &portal{cmd: cmd, out: out}
+	p := &portal{cmd: cmd, out: out, DB: filepath.Join(dir, "portal.db")}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan error, 1)

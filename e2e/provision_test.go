@@ -16,7 +16,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // TestApprovalProvisionsOnTheCluster runs the portal against the test bed's
@@ -189,6 +191,76 @@ studio:
 		t.Errorf("the change updated the compute quota %d times, want once", got)
 	}
 	screenshot(t, admin, "24-change-applied")
+
+	// A hold (issue 13): proposed (as a reviewer's decision or the end
+	// date would), confirmed by the admin in the browser; the hold job
+	// sets stopPolicy Hold on HyperPod's LocalQueue on the cluster. Then
+	// the admin revokes and the team's access is gone.
+	proposeHold(t, p.DB, 1, "e2e: the project is paused")
+	_, err = admin.Goto(p.URL + "/connections/1")
+	mustOK(t, err, "admin opens the held connection")
+	if got := text(t, admin, "hold-state"); !strings.Contains(got, "hold proposed") {
+		t.Errorf("hold panel = %q", got)
+	}
+	screenshot(t, admin, "25-hold-proposed")
+	mustOK(t, admin.Locator("#hold_reason").Fill("Paused until the next quarter."), "give the hold's reason")
+	clickTo(t, admin, admin.GetByTestId("hold-confirm"), "**/connections/1", "confirm the hold")
+	mustOK(t, admin.Locator(`#progress:has(h2:text("Setting the hold")) [data-testid="job-state"]:text("succeeded")`).WaitFor(
+		playwright.LocatorWaitForOptions{Timeout: playwright.Float(60000)}), "watch the hold job succeed")
+	if got := text(t, admin, "hold-state"); !strings.Contains(got, "on hold") {
+		t.Errorf("hold panel after the confirmation = %q", got)
+	}
+	if got := stopPolicy(t, kubeconfig, "hyperpod-ns-red", "hyperpod-ns-red-localqueue"); got != "Hold" {
+		t.Errorf("the LocalQueue's stopPolicy after the hold = %q, want Hold", got)
+	}
+	screenshot(t, admin, "26-held")
+	mustOK(t, admin.Locator("#revoke_reason").Fill("The project ended."), "give the revocation's reason")
+	clickTo(t, admin, admin.GetByTestId("revoke-submit"), "**/connections/1", "revoke")
+	mustOK(t, admin.Locator(`[data-testid="connection-state"]:text("Revoked")`).WaitFor(
+		playwright.LocatorWaitForOptions{Timeout: playwright.Float(60000)}), "watch the connection become revoked")
+	if n := roleBindings(t, kubeconfig, "hyperpod-ns-red"); n != 0 {
+		t.Errorf("%d role bindings left in the team's namespace after the revocation", n)
+	}
+	screenshot(t, admin, "27-revoked-after-hold")
+}
+
+// proposeHold proposes a hold of connection id in the portal's database, as
+// a reviewer's decision (or the end date passing) does.
+func proposeHold(t *testing.T, dbPath string, id int64, reason string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbPath)
+	mustOK(t, err, "open the portal's database")
+	defer db.Close()
+	_, err = db.ProposeHold(ctx, id, workflow.Actor{Email: "reviewer@example.test"}, reason, time.Now())
+	mustOK(t, err, "propose a hold")
+}
+
+// stopPolicy reads a LocalQueue's spec.stopPolicy on the cluster.
+func stopPolicy(t *testing.T, kubeconfig, ns, name string) string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	mustOK(t, err, "load the kubeconfig")
+	dyn, err := dynamic.NewForConfig(cfg)
+	mustOK(t, err, "dynamic client")
+	lq, err := dyn.Resource(schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}).
+		Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	mustOK(t, err, "read the LocalQueue")
+	p, _, _ := unstructured.NestedString(lq.Object, "spec", "stopPolicy")
+	return p
+}
+
+// roleBindings counts the RoleBindings in ns.
+func roleBindings(t *testing.T, kubeconfig, ns string) int {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	mustOK(t, err, "load the kubeconfig")
+	dyn, err := dynamic.NewForConfig(cfg)
+	mustOK(t, err, "dynamic client")
+	l, err := dyn.Resource(schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}).
+		Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	mustOK(t, err, "list the role bindings")
+	return len(l.Items)
 }
 
 // actAsHyperPod stands in for HyperPod task governance: when a compute

@@ -364,6 +364,12 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	signals := srv.Signals(logger.With("component", "signals"))
 	wg.Add(1)
 	go func() { defer wg.Done(); signals.Run(workCtx, 10*time.Minute, time.Now) }()
+	// Contract end dates: owners told ahead, a hold proposed once passed.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		endDateHolds(workCtx, db, time.Hour, time.Now, logger.With("component", "end-dates"))
+	}()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()

@@ -118,6 +118,9 @@ func (s Step) Name() string {
 		return "leave " + o.Kind + " " + o.Ref() + " to HyperPod"
 	case ActionPrune:
 		return "remove role bindings beyond the plan in " + o.Namespace
+	case ActionStopPolicy:
+		p, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "stopPolicy")
+		return "stopPolicy " + p + " on " + o.Kind + " " + o.Ref()
 	case ActionAWSEnsure:
 		return s.AWS.Title()
 	case ActionAWSRemove:
@@ -349,6 +352,8 @@ func (a ApplierSteps) RunStep(ctx context.Context, s Step) (Outcome, string, err
 		return Absent, s.Detail, nil
 	case ActionLeave:
 		return Kept, s.Detail, nil
+	case ActionStopPolicy:
+		return a.Applier.StopPolicy(ctx, s.Object)
 	}
 	return Failed, "", permanent(fmt.Errorf("provision: unknown step action %q", s.Action))
 }

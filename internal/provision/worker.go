@@ -257,7 +257,7 @@ type stop struct {
 
 func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logger) error {
 	if job.Kind != workflow.JobProvision && job.Kind != workflow.JobRevoke && job.Kind != workflow.JobReapply && job.Kind != workflow.JobAmend &&
-		job.Kind != workflow.JobScheduler {
+		job.Kind != workflow.JobScheduler && job.Kind != workflow.JobHold {
 		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
 	}
 	if job.Attempts > w.maxAttempts() {
@@ -368,6 +368,18 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 	}
 	if err != nil {
 		return nil, "", err
+	}
+	if job.Kind == workflow.JobHold {
+		// A hold job sets the stopPolicy of the approved plan's queues
+		// (hold.go); it is not pinned, as it applies no plan.
+		if job.StopPolicy == "" {
+			return nil, "", permanent(fmt.Errorf("provision: hold job %d names no stopPolicy", job.ID))
+		}
+		s := HoldSteps(plan, job.StopPolicy)
+		if len(s) == 0 {
+			return nil, "", permanent(fmt.Errorf("provision: the plan of version %d has no Kueue queue to hold", job.Version))
+		}
+		return s, StepsHash(s), nil
 	}
 	hash := plan.Hash()
 	if job.PlanHash != "" && job.PlanHash != hash {

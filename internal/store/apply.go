@@ -30,7 +30,7 @@ func loadConn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool) (Conne
 		return Connection{}, workflow.Conn{}, err
 	}
 	s := workflow.Conn{ID: c.ID, Team: c.Team, State: c.State, CurrentVersion: c.CurrentVersion, CurrentHash: h,
-		ApprovedVersion: c.ApprovedVersion, Amendment: c.Amendment, RequesterID: c.RequesterID}
+		ApprovedVersion: c.ApprovedVersion, Amendment: c.Amendment, RequesterID: c.RequesterID, Hold: c.Hold}
 	if c.ApprovedVersion != 0 {
 		if s.ApprovedHash, err = versionHash(ctx, tx, id, c.ApprovedVersion); err != nil {
 			return Connection{}, workflow.Conn{}, err
@@ -129,6 +129,10 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 			if e.ReviewDue != "" {
 				set, args = append(set, "review_due = ?"), append(args, e.ReviewDue)
 			}
+			if h := e.Hold; h != nil {
+				set = append(set, "hold = ?", "hold_by = ?", "hold_by_id = ?", "hold_reason = ?", "hold_at = ?")
+				args = append(args, h.State, h.By.Email, h.By.ID, h.Reason, ts)
+			}
 			if _, err := tx.ExecContext(ctx, `UPDATE connections SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
 				return 0, 0, fmt.Errorf("store: connection %d: %w", id, err)
 			}
@@ -168,7 +172,19 @@ ON CONFLICT (connection_id, version) DO NOTHING`, id, r.Version, e.Adopt, e.By.I
 			return 0, 0, workflow.ErrUnpinned // a provisioning job is never queued unpinned
 		}
 		var err error
-		if jobID, err = enqueueJob(ctx, tx, id, j.Kind, j.Version, j.PlanHash, due, now); err != nil {
+		if j.Kind == workflow.JobHold {
+			// A newer hold step supersedes an unfinished hold job: that
+			// one would apply a stopPolicy the hold no longer says. It is
+			// failed here, and the new job is due when its lease (if it
+			// runs) expires, so the two never write the queue together.
+			var superseded []AuditEvent
+			if due, superseded, err = cancelOpenJobsOf(ctx, tx, id, team, now, `kind = 'hold'`,
+				"superseded: a newer hold step queued another hold job"); err != nil {
+				return 0, 0, err
+			}
+			cancelled = append(cancelled, superseded...)
+		}
+		if jobID, err = enqueueJob(ctx, tx, id, j.Kind, j.Version, j.PlanHash, j.StopPolicy, due, now); err != nil {
 			return 0, 0, err
 		}
 		if j.FromVersion != 0 {

@@ -35,6 +35,14 @@ type Connection struct {
 	// or no owner still in the team's owners group), as the review
 	// scheduler last found it; "" when it is not.
 	Orphan string
+	// Hold is where the connection's hold is (workflow.Hold); HoldBy,
+	// HoldReason and HoldAt say who moved it last ("system" for the
+	// end-date rule), why and when (zero: never).
+	Hold       workflow.Hold
+	HoldBy     string
+	HoldByID   int64
+	HoldReason string
+	HoldAt     time.Time
 }
 
 // StaleError says the connection moved on since the caller looked at it:
@@ -53,16 +61,23 @@ func (e *StaleError) Error() string {
 }
 
 const connCols = `c.id, c.team, c.state, c.cluster_name, c.purpose, c.current_version, COALESCE(c.approved_version, 0), c.amendment,
-	c.requester_id, u.email, c.created_at, c.updated_at, COALESCE(c.submitted_at, ''), c.review_due, c.orphan`
+	c.requester_id, u.email, c.created_at, c.updated_at, COALESCE(c.submitted_at, ''), c.review_due, c.orphan,
+	c.hold, c.hold_by, c.hold_by_id, c.hold_reason, c.hold_at`
 
 func scanConn(sc interface{ Scan(...any) error }) (Connection, error) {
 	var c Connection
-	var created, updated, submitted string
+	var created, updated, submitted, holdAt string
 	if err := sc.Scan(&c.ID, &c.Team, &c.State, &c.ClusterName, &c.Purpose, &c.CurrentVersion, &c.ApprovedVersion, &c.Amendment,
-		&c.RequesterID, &c.RequesterEmail, &created, &updated, &submitted, &c.ReviewDue, &c.Orphan); err != nil {
+		&c.RequesterID, &c.RequesterEmail, &created, &updated, &submitted, &c.ReviewDue, &c.Orphan,
+		&c.Hold, &c.HoldBy, &c.HoldByID, &c.HoldReason, &holdAt); err != nil {
 		return c, err
 	}
 	var err error
+	if holdAt != "" {
+		if c.HoldAt, err = parseTime(holdAt); err != nil {
+			return c, err
+		}
+	}
 	if c.CreatedAt, err = parseTime(created); err != nil {
 		return c, err
 	}

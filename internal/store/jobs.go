@@ -29,7 +29,7 @@ var ErrStepsNotDone = errors.New("store: complete job: not every step is done")
 var provisioner = workflow.Provisioner.Email
 
 const jobCols = `id, connection_id, cluster, kind, version, plan_hash, applied_plan_hash, state, attempts, steps,
-	lease_owner, lease_until, not_before, last_error, dry_run, created_at, updated_at, from_version,
+	lease_owner, lease_until, not_before, last_error, dry_run, created_at, updated_at, from_version, stop_policy,
 	COALESCE((SELECT a.namespace FROM namespace_adoptions a WHERE a.connection_id = jobs.connection_id AND a.version = jobs.version), '')`
 
 func scanJob(sc interface{ Scan(...any) error }) (workflow.Job, error) {
@@ -37,7 +37,7 @@ func scanJob(sc interface{ Scan(...any) error }) (workflow.Job, error) {
 	var leaseUntil, notBefore, created, updated string
 	var connID sql.NullInt64 // NULL for a cluster job
 	if err := sc.Scan(&j.ID, &connID, &j.Cluster, &j.Kind, &j.Version, &j.PlanHash, &j.AppliedPlanHash, &j.State, &j.Attempts, &j.Steps,
-		&j.LeaseOwner, &leaseUntil, &notBefore, &j.LastError, &j.DryRun, &created, &updated, &j.FromVersion, &j.AdoptNamespace); err != nil {
+		&j.LeaseOwner, &leaseUntil, &notBefore, &j.LastError, &j.DryRun, &created, &updated, &j.FromVersion, &j.StopPolicy, &j.AdoptNamespace); err != nil {
 		return j, err
 	}
 	j.ConnectionID = connID.Int64
@@ -72,13 +72,13 @@ func getJob(ctx context.Context, q queryer, id int64) (workflow.Job, error) {
 func (d *DB) Job(ctx context.Context, id int64) (workflow.Job, error) { return getJob(ctx, d.sql, id) }
 
 // enqueueJob queues a job inside the caller's transaction (apply's), due at
-// notBefore.
-func enqueueJob(ctx context.Context, tx *sql.Tx, connID int64, kind workflow.JobKind, version int, planHash string, notBefore, now time.Time) (int64, error) {
+// notBefore. stopPolicy is a hold job's ("" for every other kind).
+func enqueueJob(ctx context.Context, tx *sql.Tx, connID int64, kind workflow.JobKind, version int, planHash, stopPolicy string, notBefore, now time.Time) (int64, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `
-INSERT INTO jobs (connection_id, kind, version, plan_hash, state, not_before, created_at, updated_at)
-VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
-		connID, kind, version, planHash, fmtTime(notBefore), fmtTime(now), fmtTime(now)).Scan(&id)
+INSERT INTO jobs (connection_id, kind, version, plan_hash, stop_policy, state, not_before, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
+		connID, kind, version, planHash, stopPolicy, fmtTime(notBefore), fmtTime(now), fmtTime(now)).Scan(&id)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
 			return 0, ErrJobOpen

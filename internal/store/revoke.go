@@ -37,8 +37,14 @@ func (d *DB) Revoke(ctx context.Context, id int64, by workflow.Actor, reason str
 // and returns when the last lease among them expires (now when none was
 // running) and the audit event of each, for apply to append.
 func cancelOpenJobs(ctx context.Context, tx *sql.Tx, connID int64, team string, now time.Time) (time.Time, []AuditEvent, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE connection_id = ? AND state IN ('queued', 'running') AND kind != ? ORDER BY id`,
-		connID, workflow.JobRevoke)
+	return cancelOpenJobsOf(ctx, tx, connID, team, now, `kind != '`+string(workflow.JobRevoke)+`'`, "cancelled: the connection is being revoked")
+}
+
+// cancelOpenJobsOf is cancelOpenJobs for the unfinished jobs that where (a
+// constant SQL condition on jobs) selects, failed with msg.
+func cancelOpenJobsOf(ctx context.Context, tx *sql.Tx, connID int64, team string, now time.Time, where, msg string) (time.Time, []AuditEvent, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE connection_id = ? AND state IN ('queued', 'running') AND `+where+` ORDER BY id`,
+		connID)
 	if err != nil {
 		return now, nil, err
 	}
@@ -61,7 +67,6 @@ func cancelOpenJobs(ctx context.Context, tx *sql.Tx, connID int64, team string, 
 		if j.State == workflow.JobRunning && j.LeaseUntil.After(due) {
 			due = j.LeaseUntil
 		}
-		msg := "cancelled: the connection is being revoked"
 		if _, err := tx.ExecContext(ctx, `
 UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error = ?, updated_at = ? WHERE id = ?`,
 			msg, fmtTime(now), j.ID); err != nil {

@@ -320,6 +320,52 @@ type ConnectionDetail struct {
 	RevokeNote   string
 	RevokeReason string
 	RevokeError  string
+
+	// Hold, while the connection has one: where it is, and the admin's
+	// steps (hold.go in internal/web).
+	Hold *HoldView
+}
+
+// HoldView is a connection's hold panel: where the hold is, who moved it
+// last and why, and the steps this admin may take (none for others).
+type HoldView struct {
+	State  string // proposed, hold, drain
+	Label  string
+	By     string
+	Reason string
+	At     string
+	URL    string // the steps' form action; "" when this user takes none
+	// Steps are the steps offered, in order: confirm, drain, release,
+	// decline.
+	Steps []HoldStepView
+	// Note says why this admin takes no step, when an admin cannot.
+	Note string
+	// DrainWord is what the admin types to confirm a drain (the team).
+	DrainWord string
+	// Step, Input, Confirm and Error are the last attempt's, on a
+	// re-render after a refusal.
+	Step    string
+	Input   string
+	Confirm string
+	Error   string
+}
+
+// HoldStepView is one hold step's button.
+type HoldStepView struct {
+	Step   string // confirm, drain, release, decline
+	Label  string
+	Danger bool
+}
+
+// HoldRow is a hold waiting for an admin on the admin queue.
+type HoldRow struct {
+	ID      int64
+	Href    string
+	Team    string
+	Purpose string
+	By      string
+	Reason  string
+	Waiting string
 }
 
 // AdoptQuotaView is the form that adopts, at an admin's explicit choice, a

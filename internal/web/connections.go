@@ -129,7 +129,11 @@ func (s *Server) adminQueue(c echo.Context) error {
 	for _, conn := range conns {
 		rows = append(rows, s.row(conn))
 	}
-	return render(c, http.StatusOK, views.AdminQueuePage(s.page(c, "Admin"), rows))
+	holds, err := s.holdRows(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.AdminQueuePage(s.page(c, "Admin"), rows, holds...))
 }
 
 // stateLabel is a connection's state for lists: "Active · change v4 in

@@ -35,7 +35,7 @@ func (s *Server) loadConnection(c echo.Context) (workflow.Principal, store.Conne
 	if err != nil {
 		return p, conn, workflow.Object{}, err
 	}
-	obj := workflow.Object{Team: conn.Team, State: conn.State, Amendment: conn.Amendment, RequesterID: conn.RequesterID}
+	obj := workflow.Object{Team: conn.Team, State: conn.State, Amendment: conn.Amendment, RequesterID: conn.RequesterID, Hold: conn.Hold}
 	if d := workflow.Decide(p, workflow.ActionViewConnection, obj); !d.Allowed {
 		return p, conn, obj, &echo.HTTPError{Code: http.StatusNotFound, Internal: errDenied(d.Reason)}
 	}
@@ -211,6 +211,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		d.WithdrawURL = base + "/withdraw"
 	}
 	s.revokeForm(p, obj, &d)
+	s.holdPanel(p, conn, obj, &d)
 	waiting := conn.State == workflow.StateSubmitted || conn.State.Live() && conn.Amendment == workflow.AmendSubmitted
 	admin := workflow.Decide(p, workflow.ActionViewAdminHome, workflow.Object{}).Allowed
 	if workflow.Decide(p, workflow.ActionViewPlan, obj).Allowed {

@@ -31,7 +31,14 @@ func (s *Server) progressViewFor(c echo.Context, connID int64, obj *workflow.Obj
 	if err != nil {
 		return nil, err
 	}
-	if obj != nil && j.State == workflow.JobFailed {
+	if obj != nil && j.State == workflow.JobFailed && j.Kind == workflow.JobHold {
+		// A failed hold job (hold.go) is tried again through the hold
+		// route: it applies the stopPolicy the hold says now.
+		if p, ok := principal(c); ok && workflow.Decide(p, workflow.ActionRetryHold, *obj).Allowed {
+			pr.RetryURL = fmt.Sprintf("/connections/%d/hold?step=retry", connID)
+			pr.CSRFToken = s.csrfToken(c)
+		}
+	} else if obj != nil && j.State == workflow.JobFailed {
 		if p, ok := principal(c); ok && workflow.Decide(p, workflow.ActionRetryJob, *obj).Allowed {
 			pr.RetryURL = fmt.Sprintf("/connections/%d/retry", connID)
 			pr.CSRFToken = s.csrfToken(c)

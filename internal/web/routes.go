@@ -67,6 +67,7 @@ func (s *Server) routes() {
 	e.POST("/connections/:id/withdraw", s.withdrawRequest, s.requireLogin)
 	e.POST("/connections/:id/decide", s.decide, s.requireLogin)
 	e.POST("/connections/:id/revoke", s.revoke, s.requireLogin)
+	e.POST("/connections/:id/hold", s.decideHold, s.requireLogin)
 	e.GET("/connections/:id/versions/:v/:format", s.exportVersion, s.requireLogin)
 	e.GET("/connections/:id/diff", s.versionDiff, s.requireLogin)
 	e.GET("/connections/:id/progress", s.progress, s.requireLogin)

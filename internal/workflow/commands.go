@@ -404,6 +404,9 @@ var jobQueues = map[JobKind]struct {
 	JobRevoke: {[]State{StateRevoking}, EventRevocationDone, "revocation.enqueue"},
 	// A failed amendment is tried again on the live connection.
 	JobAmend: {[]State{StateActive, StateUnderReview}, EventStartProvisioning, "amendment.enqueue"},
+	// A failed hold job is tried again on the live connection: it applies
+	// the stopPolicy the hold says now.
+	JobHold: {[]State{StateActive, StateUnderReview}, EventStartProvisioning, "hold.enqueue"},
 }
 
 // QueueJob queues a job of kind again: provision after a failure or a dry
@@ -437,6 +440,9 @@ func QueueJob(s Conn, by Actor, kind JobKind, pinned, reason string, now time.Ti
 		}
 		e.Amend = &next
 		e.Job.Version, e.Job.FromVersion = s.CurrentVersion, s.ApprovedVersion
+	}
+	if kind == JobHold {
+		e.Job.StopPolicy = s.Hold.StopPolicy()
 	}
 	rec := audit(by, q.action, e.Job.Version, reason)
 	rec.JobRef = true

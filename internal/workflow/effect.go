@@ -40,6 +40,8 @@ type Conn struct {
 	// submitted it. Only the decision commands read them.
 	EditorIDs    []int64
 	SubmitterIDs []int64
+	// Hold is where the connection's hold is (hold.go).
+	Hold Hold
 }
 
 // Effect is what a command decided. The zero parts are left alone.
@@ -85,11 +87,13 @@ type Effect struct {
 	// ReviewDue sets the connection's next scheduled review date (civil
 	// date, NextReviewDue); "" leaves it.
 	ReviewDue string
+	// Hold moves the connection's hold (nil: unchanged); see hold.go.
+	Hold *HoldChange
 }
 
 // Writes reports whether the effect changes the connection's row.
 func (e Effect) Writes(from State) bool {
-	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil || e.ReviewDue != ""
+	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil || e.ReviewDue != "" || e.Hold != nil
 }
 
 // DecisionRecord is an admin's approval, rejection or change request of one
@@ -110,6 +114,9 @@ type JobOrder struct {
 	// FromVersion, for an amendment, is the approved version it replaces:
 	// what the new plan no longer contains is removed.
 	FromVersion int
+	// StopPolicy, for a hold job, is the Kueue stopPolicy it applies
+	// (None, Hold, HoldAndDrain).
+	StopPolicy string
 }
 
 // AuditRecord is one audit event of an effect, about its connection.

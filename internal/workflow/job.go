@@ -26,6 +26,10 @@ const (
 	// cluster's HyperPod task governance scheduler config with the
 	// portal's settings (an admin queues it on /admin/scheduler).
 	JobScheduler JobKind = "scheduler"
+	// JobHold server-side applies the Kueue stopPolicy of a live
+	// connection's hold (Job.StopPolicy) to its LocalQueue, and to its
+	// ClusterQueue when the portal manages it (see hold.go).
+	JobHold JobKind = "hold"
 )
 
 // JobState is where a job is in the queue.
@@ -70,16 +74,18 @@ type Job struct {
 	// FromVersion, for an amend job, is the approved version the amendment
 	// replaces (0 otherwise).
 	FromVersion int
-	State       JobState
-	Attempts    int // claims so far, this one included
-	Steps       int // steps of the applied plan
-	LeaseOwner  string
-	LeaseUntil  time.Time // zero unless running
-	NotBefore   time.Time
-	LastError   string
-	DryRun      bool
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// StopPolicy, for a hold job, is the stopPolicy it applies.
+	StopPolicy string
+	State      JobState
+	Attempts   int // claims so far, this one included
+	Steps      int // steps of the applied plan
+	LeaseOwner string
+	LeaseUntil time.Time // zero unless running
+	NotBefore  time.Time
+	LastError  string
+	DryRun     bool
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 	// PreviousOwner is set by a claim only: the worker whose expired lease
 	// this claim took over ("" for a queued job).
 	PreviousOwner string

@@ -54,6 +54,13 @@ func OnJobStarted(s Conn, j JobRun, now time.Time) (Effect, error) {
 			return Effect{}, &AmendmentError{From: s.Amendment, Event: EventStartProvisioning}
 		}
 		e.Audit = firstStart(j, "amendment.start", "applying in place", "dry run, applying nothing")
+	case j.Kind == JobHold:
+		// A hold job runs on a live connection; one revoked meanwhile has
+		// its jobs cancelled and its queue removed or locked.
+		if !s.State.Live() {
+			return Effect{}, &TransitionError{From: s.State, Event: EventStartProvisioning}
+		}
+		e.Audit = firstStart(j, "hold.start", "setting the queues' stopPolicy", "dry run, setting nothing")
 	case j.Kind != JobProvision:
 		return Effect{}, fmt.Errorf("workflow: %s jobs do not run on a connection", j.Kind)
 	case s.State == StateProvisioning:
@@ -135,6 +142,13 @@ func OnJobSucceeded(s Conn, j JobRun, everApplied bool, now time.Time) (Effect, 
 			fmt.Sprintf("job %d, attempt %d: %d steps applied, plan %s; version %d is active", j.ID, j.Attempts, j.Steps, j.PlanHash, j.Version))}
 		e.Notify = []Notice{{Kind: "amendment.applied", To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s is active on version %d", s.ID, s.Team, j.Version)}}
 		return e, nil
+	case j.Kind == JobHold:
+		rec = audit(Provisioner, "hold.applied", j.Version,
+			fmt.Sprintf("job %d, attempt %d: %d steps, the queues' stopPolicy is set", j.ID, j.Attempts, j.Steps))
+		if j.DryRun {
+			rec.Action = "hold.dry_run"
+			rec.Reason = fmt.Sprintf("job %d: dry run, nothing set: the %d steps record what the hold would set", j.ID, j.Steps)
+		}
 	case j.Kind == JobReapply:
 		rec = audit(Provisioner, "reapply.succeeded", j.Version,
 			fmt.Sprintf("job %d, attempt %d: %d steps, plan %s re-applied, extra role bindings removed", j.ID, j.Attempts, j.Steps, j.PlanHash))
@@ -187,6 +201,10 @@ func OnJobFailed(s Conn, j JobRun, errText string, now time.Time) (Effect, error
 		action = "reapply.failed"
 	case JobRevoke:
 		action = "revocation.failed"
+	case JobHold:
+		// The hold is recorded; the queue may not say it yet. An admin
+		// releases or confirms again, which queues a new job.
+		action = "hold.failed"
 	case JobAmend:
 		// The approved version still runs; an admin may try again.
 		action = "amendment.failed"

@@ -40,6 +40,9 @@ const (
 	ActionViewSignals     Action = "signals.view"            // watched signals: a team's, or (no team) every team's and the cluster's
 	ActionAckSignal       Action = "signal.acknowledge"      // acknowledge a fired signal with a note
 	ActionViewUsage       Action = "usage.view"              // a team's usage page: allocation, hours, tasks, quota suggestion
+	ActionConfirmHold     Action = "connection.hold"         // confirm or decline a proposed hold, escalate a hold to hold-and-drain
+	ActionReleaseHold     Action = "connection.release_hold" // release a confirmed hold
+	ActionRetryHold       Action = "connection.retry_hold"   // queue a failed hold job again
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -63,6 +66,8 @@ type Object struct {
 	// open, is its running (approved) version's: the change's approvals
 	// need what either needs (ChangeApprovalsNeeded).
 	ApprovedDataClassification DataClassification
+	// Hold is where a live connection's hold is (hold.go).
+	Hold Hold
 }
 
 // ApprovalsNeededFor is how many distinct admins must approve what o waits
@@ -229,6 +234,24 @@ func Decide(p Principal, a Action, o Object) Decision {
 			return deny("the cluster's signals are acknowledged by admins")
 		}
 		return requireTeamOwner(p, o)
+	case ActionConfirmHold:
+		return holdAction(p, o, "confirm", "drain", "decline")
+	case ActionReleaseHold:
+		return holdAction(p, o, "release")
+	case ActionRetryHold:
+		// Trying a failed hold job again carries out a step already
+		// decided (the queue's stopPolicy as the hold says now), so any
+		// admin may, on a live connection, as with ActionRetryJob.
+		if d := requireRole(p, RoleAdmin); !d.Allowed {
+			return d
+		}
+		if o.Team == "" {
+			return deny("no team given")
+		}
+		if !o.State.Live() {
+			return deny("%s has no hold job to try again", stateName(o.State))
+		}
+		return allow("admin, live connection")
 	case ActionViewAdminHome:
 		return requireRole(p, RoleAdmin)
 	case ActionViewReviewHome:
@@ -384,4 +407,33 @@ func decideApproval(p Principal, o Object) Decision {
 // change.
 func waitsForAdmin(o Object) bool {
 	return o.State == StateSubmitted || o.State.Live() && o.Amendment == AmendSubmitted
+}
+
+// holdAction: an admin's hold step (hold.go). Admins decide, but not on a
+// connection of a team they own, nor one they filed, edited or submitted:
+// the independence of approvals, as a hold (and its release) decides what
+// the team may run. The connection must be live and its hold in a state one
+// of the steps starts from.
+func holdAction(p Principal, o Object, steps ...string) Decision {
+	if d := requireRole(p, RoleAdmin); !d.Allowed {
+		return d
+	}
+	if o.Team == "" {
+		return deny("no team given")
+	}
+	if r, ok := p.TeamRole(o.Team); ok && r == TeamOwner {
+		return deny("%s owns team %s; nobody decides a hold of their own team's connection", p.DisplayName(), o.Team)
+	}
+	if d := independent(p, o, "decides a hold of"); !d.Allowed {
+		return d
+	}
+	if !o.State.Live() {
+		return deny("%s cannot be held", stateName(o.State))
+	}
+	for _, st := range steps {
+		if HoldAllows(o.Hold, st) {
+			return allow("admin, independent; %s", o.Hold.Label())
+		}
+	}
+	return deny("the connection has %s", o.Hold.Label())
 }

@@ -125,6 +125,29 @@ var policyTable = []struct {
 	{ActionApprove, blueRequest(StateSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionApprove, Object{State: StateSubmitted, RequesterID: 1}, [8]bool{}},
 
+	// Holds: admins decide, independent of the connection and never on a
+	// team they own (ownerRedAdmin, 8, owns red); only a live connection,
+	// from the hold states each step starts from.
+	{ActionConfirmHold, held(StateActive, HoldProposed), [8]bool{false, false, false, true, false, false, false, false}},
+	{ActionConfirmHold, held(StateUnderReview, HoldOn), [8]bool{false, false, false, true, false, false, false, false}},
+	{ActionConfirmHold, held(StateActive, HoldDrain), [8]bool{}},
+	{ActionConfirmHold, held(StateActive, HoldNone), [8]bool{}},
+	{ActionConfirmHold, held(StateRevoking, HoldProposed), [8]bool{}},
+	{ActionConfirmHold, editedBy(4, StateActive), [8]bool{}},
+	{ActionConfirmHold, func() Object { o := editedBy(4, StateActive); o.Hold = HoldProposed; return o }(), [8]bool{}},
+	{ActionConfirmHold, func() Object { o := blueRequest(StateActive); o.Hold = HoldProposed; return o }(), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionConfirmHold, Object{State: StateActive, Hold: HoldProposed}, [8]bool{}},
+	{ActionReleaseHold, held(StateActive, HoldOn), [8]bool{false, false, false, true, false, false, false, false}},
+	{ActionReleaseHold, held(StateActive, HoldDrain), [8]bool{false, false, false, true, false, false, false, false}},
+	{ActionReleaseHold, held(StateActive, HoldProposed), [8]bool{}},
+	{ActionReleaseHold, held(StateActive, HoldNone), [8]bool{}},
+	{ActionReleaseHold, held(StateRevoked, HoldOn), [8]bool{}},
+	{ActionReleaseHold, func() Object { o := filedBy(4, StateActive); o.Hold = HoldOn; return o }(), [8]bool{}},
+	{ActionRetryHold, held(StateActive, HoldNone), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRetryHold, held(StateUnderReview, HoldDrain), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRetryHold, held(StateRevoking, HoldOn), [8]bool{}},
+	{ActionRetryHold, Object{State: StateActive}, [8]bool{}},
+
 	{ActionReject, redRequest(StateSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionReject, filedBy(8, StateSubmitted), [8]bool{false, false, false, true, false, false, false, false}},
 	{ActionReject, editedBy(4, StateSubmitted), [8]bool{false, false, false, false, false, false, false, true}},
@@ -184,6 +207,13 @@ var policyTable = []struct {
 func amending(s State, a Amendment) Object {
 	o := redRequest(s)
 	o.Amendment = a
+	return o
+}
+
+// held is a live red connection (filed by ownerRed) with its hold at h.
+func held(s State, h Hold) Object {
+	o := redRequest(s)
+	o.Hold = h
 	return o
 }
 

@@ -1,0 +1,140 @@
+package provision_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// TestHoldIntegration is a hold's journey on the real kube-apiserver with
+// the real Kueue CRDs: a proposed hold that an admin confirms sets
+// spec.stopPolicy Hold on the team's LocalQueue and its (portal-managed)
+// ClusterQueue through a recorded hold job; a re-apply of the plan and the
+// drift check leave the hold alone; an explicit drain sets HoldAndDrain;
+// release sets None.
+func TestHoldIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	b.setInventory(ctx, 1)
+	tn := b.approve(ctx, "wint"+wintRandom(t), b.plans)
+	w := b.worker("w1")
+	b.runOnce(ctx, w)
+	if st := b.state(ctx, tn.conn.ID); st != workflow.StateActive {
+		t.Fatalf("state after provisioning = %s", st)
+	}
+	b.settleQuota(ctx, tn)
+
+	var queues []provision.Object
+	for _, o := range tn.plan.Objects {
+		if o.Kind == "LocalQueue" || o.Kind == "ClusterQueue" {
+			queues = append(queues, o)
+		}
+	}
+	if len(queues) != 2 {
+		t.Fatalf("plan queues = %d, want the ClusterQueue and the LocalQueue", len(queues))
+	}
+	stopPolicies := func() string {
+		t.Helper()
+		var out []string
+		for _, o := range queues {
+			live, err := b.live(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _, _ := unstructured.NestedString(live.Object, "spec", "stopPolicy")
+			out = append(out, o.Kind+"="+p)
+		}
+		return strings.Join(out, " ")
+	}
+	// Kueue's CRD defaults stopPolicy to None.
+	if got := stopPolicies(); got != "ClusterQueue=None LocalQueue=None" {
+		t.Fatalf("before any hold: %s", got)
+	}
+	runHold := func(step store.HoldStep, confirmed bool, want string) {
+		t.Helper()
+		b.clock.Add(time.Minute)
+		_, jobID, err := b.db.DecideHold(ctx, tn.conn.ID, step, b.admin, confirmed, "test "+string(step), b.clock.Now())
+		if err != nil || jobID == 0 {
+			t.Fatalf("%s: job %d, %v", step, jobID, err)
+		}
+		b.runOnce(ctx, w)
+		if j := b.job(ctx, jobID); j.State != workflow.JobSucceeded || j.Kind != workflow.JobHold {
+			t.Fatalf("%s job = %s %s: %s", step, j.Kind, j.State, j.LastError)
+		}
+		ss := b.steps(ctx, jobID)
+		if len(ss) != 2 {
+			t.Fatalf("%s steps = %+v", step, ss)
+		}
+		for _, s := range ss {
+			if s.State != workflow.StepDone || !strings.Contains(s.Name, "stopPolicy") || !strings.Contains(s.Detail, "spec.stopPolicy") {
+				t.Errorf("%s step = %+v", step, s)
+			}
+		}
+		if got := stopPolicies(); got != want {
+			t.Errorf("after %s: %s, want %s", step, got, want)
+		}
+	}
+
+	// Nothing is stopped by a proposal.
+	if _, err := b.db.ProposeHold(ctx, tn.conn.ID, workflow.Actor{Email: "reviewer@example.test"}, "no longer used", b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := stopPolicies(); got != "ClusterQueue=None LocalQueue=None" {
+		t.Fatalf("after a proposal: %s", got)
+	}
+	runHold(store.HoldConfirm, false, "ClusterQueue=Hold LocalQueue=Hold")
+
+	// A re-apply of the plan (its own field manager, no stopPolicy) keeps
+	// the hold, and the drift check does not report it.
+	job, err := b.db.EnqueueReapply(ctx, tn.conn.ID, b.admin, "re-apply while held", b.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.runOnce(ctx, w)
+	if j := b.job(ctx, job.ID); j.State != workflow.JobSucceeded {
+		t.Fatalf("re-apply job = %s: %s", j.State, j.LastError)
+	}
+	if got := stopPolicies(); got != "ClusterQueue=Hold LocalQueue=Hold" {
+		t.Errorf("after a re-apply while held: %s", got)
+	}
+	checker := &provision.DriftChecker{
+		List: func(ctx context.Context) ([]provision.ConnVersion, error) {
+			return []provision.ConnVersion{{ConnectionID: tn.conn.ID, Version: tn.conn.ApprovedVersion}}, nil
+		},
+		Plans: b.plans,
+		Check: b.look.Drift,
+		Save:  b.db.SaveDrift,
+		Clock: b.clock.Now,
+	}
+	if n, err := checker.RunOnce(ctx); err != nil || n != 0 {
+		r, _ := b.db.Drift(ctx, tn.conn.ID)
+		t.Errorf("drift while held: %d drifted (%+v), %v", n, r.Items, err)
+	}
+
+	// A drain needs the explicit confirmation.
+	if _, _, err := b.db.DecideHold(ctx, tn.conn.ID, store.HoldDrain, b.admin, false, "drain", b.clock.Now()); err == nil {
+		t.Fatal("a drain without the explicit confirmation was accepted")
+	}
+	runHold(store.HoldDrain, true, "ClusterQueue=HoldAndDrain LocalQueue=HoldAndDrain")
+	runHold(store.HoldRelease, false, "ClusterQueue=None LocalQueue=None")
+
+	c, err := b.db.Connection(ctx, tn.conn.ID)
+	if err != nil || c.Hold != workflow.HoldNone || c.State != workflow.StateActive {
+		t.Errorf("after release: hold %q, state %s, %v", c.Hold, c.State, err)
+	}
+	acts := strings.Join(auditActions(b.auditOf(ctx, tn.conn.ID)), " ")
+	for _, want := range []string{"hold.propose", "hold.confirm", "hold.start", "hold.applied", "hold.drain", "hold.release"} {
+		if !strings.Contains(acts, want) {
+			t.Errorf("audit lacks %s: %s", want, acts)
+		}
+	}
+	b.verifyAudit(ctx)
+}

@@ -1,0 +1,164 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// Holds (workflow/hold.go): the connection page shows a hold panel while
+// the connection has one, and an independent admin's steps on it; the
+// admin queue lists proposed holds. One route takes every step:
+// POST /connections/:id/hold with step=confirm|drain|release|decline and a
+// reason (a drain also needs the team's name typed as its confirmation).
+
+// holdSteps are the admin's steps, each with the action that allows it.
+var holdSteps = []struct {
+	step   store.HoldStep
+	action workflow.Action
+	label  string
+	danger bool
+}{
+	{store.HoldConfirm, workflow.ActionConfirmHold, "Confirm hold (no new admissions)", true},
+	{store.HoldDrain, workflow.ActionConfirmHold, "Confirm hold and drain (evict running work)", true},
+	{store.HoldRelease, workflow.ActionReleaseHold, "Release hold", false},
+	{store.HoldDecline, workflow.ActionConfirmHold, "Decline the proposed hold", false},
+}
+
+func holdStepOf(step string) (store.HoldStep, workflow.Action, bool) {
+	for _, h := range holdSteps {
+		if string(h.step) == step {
+			return h.step, h.action, true
+		}
+	}
+	return "", "", false
+}
+
+// holdPanel fills the hold panel of a connection that has a hold.
+func (s *Server) holdPanel(p workflow.Principal, conn store.Connection, obj workflow.Object, d *views.ConnectionDetail) {
+	if conn.Hold == workflow.HoldNone || !conn.State.Live() {
+		return // a revoked connection's hold is history (its audit events)
+	}
+	h := &views.HoldView{State: string(conn.Hold), Label: conn.Hold.Label(), By: conn.HoldBy, Reason: conn.HoldReason,
+		At: fmtWhen(conn.HoldAt), DrainWord: conn.Team}
+	for _, st := range holdSteps {
+		if workflow.HoldAllows(conn.Hold, string(st.step)) && workflow.Decide(p, st.action, obj).Allowed {
+			h.Steps = append(h.Steps, views.HoldStepView{Step: string(st.step), Label: st.label, Danger: st.danger})
+		}
+	}
+	if len(h.Steps) > 0 {
+		h.URL = fmt.Sprintf("/connections/%d/hold", conn.ID)
+	} else if p.HasRole(workflow.RoleAdmin) {
+		act := workflow.ActionConfirmHold
+		if conn.Hold.Applied() {
+			act = workflow.ActionReleaseHold
+		}
+		h.Note = "You cannot decide this hold: " + workflow.Decide(p, act, obj).Reason + "."
+	}
+	d.Hold = h
+}
+
+// decideHold takes an admin's hold step.
+func (s *Server) decideHold(c echo.Context) error {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return err
+	}
+	if c.FormValue("step") == "retry" {
+		return s.retryHold(c, p, conn, obj)
+	}
+	// Authorization first: an unknown step is checked as a confirmation,
+	// so that nobody learns more than "not allowed" from a bad form.
+	step, action, ok := holdStepOf(c.FormValue("step"))
+	if !ok {
+		action = workflow.ActionConfirmHold
+	}
+	if err := allowed(p, action, obj); err != nil {
+		return err
+	}
+	if !ok {
+		return &userError{page: views.ErrorPage{Status: http.StatusBadRequest, Title: "Unknown step",
+			Message: "Choose one of the hold panel's buttons."}, err: fmt.Errorf("hold step %q", c.FormValue("step"))}
+	}
+	reason := strings.TrimSpace(c.FormValue("reason"))
+	confirm := strings.TrimSpace(c.FormValue("confirm"))
+	msg := ""
+	switch {
+	case reason == "":
+		msg = "Give a reason: it is recorded in the connection's history and shown to the team."
+	case len(reason) > 2000:
+		msg = "Keep the reason under 2000 characters."
+	case step == store.HoldDrain && confirm != conn.Team:
+		msg = fmt.Sprintf("Hold and drain evicts the team's running work: type the team's name (%s) to confirm it.", conn.Team)
+	}
+	if msg == "" {
+		_, _, err = s.opts.DB.DecideHold(c.Request().Context(), conn.ID, step, actor(p), confirm == conn.Team, reason, s.opts.Now())
+		if err == nil {
+			return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+		}
+		var he *workflow.HoldError
+		switch {
+		case errors.As(err, &he), errors.Is(err, workflow.ErrHoldNotLive), errors.Is(err, workflow.ErrNotIndependent):
+			why := workflow.ErrNotIndependent.Error()
+			switch {
+			case he != nil:
+				why = he.Error()
+			case errors.Is(err, workflow.ErrHoldNotLive):
+				why = workflow.ErrHoldNotLive.Error()
+			}
+			return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "That is no longer possible",
+				Message: "Nothing was changed: " + why + ". Reload the connection to see where it stands.",
+				Action:  "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
+		case errors.Is(err, workflow.ErrHoldReason), errors.Is(err, workflow.ErrDrainUnconfirmed):
+			msg = err.Error()
+		default:
+			return s.lifecycleError(err)
+		}
+	}
+	d, err := s.detail(c, p, conn, obj)
+	if err != nil {
+		return err
+	}
+	if d.Hold != nil {
+		d.Hold.Step, d.Hold.Input, d.Hold.Confirm, d.Hold.Error = string(step), reason, confirm, msg
+	}
+	return render(c, http.StatusUnprocessableEntity, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+}
+
+// holdRows are the proposed holds for the admin queue.
+func (s *Server) holdRows(c echo.Context) ([]views.HoldRow, error) {
+	conns, err := s.opts.DB.HoldQueue(c.Request().Context(), 200)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]views.HoldRow, 0, len(conns))
+	for _, h := range conns {
+		rows = append(rows, views.HoldRow{ID: h.ID, Href: fmt.Sprintf("/connections/%d#hold", h.ID), Team: h.Team, Purpose: h.Purpose,
+			By: h.HoldBy, Reason: h.HoldReason, Waiting: age(s.opts.Now().Sub(h.HoldAt))})
+	}
+	return rows, nil
+}
+
+// retryHold queues a failed hold job again (the progress panel's "Try
+// again"): it applies the stopPolicy the connection's hold says now.
+func (s *Server) retryHold(c echo.Context, p workflow.Principal, conn store.Connection, obj workflow.Object) error {
+	if err := allowed(p, workflow.ActionRetryHold, obj); err != nil {
+		return err
+	}
+	if _, err := s.opts.DB.EnqueueHold(c.Request().Context(), conn.ID, actor(p), "retry after the hold job failed", s.opts.Now()); err != nil {
+		if errors.Is(err, store.ErrJobOpen) {
+			return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "Already queued",
+				Message: "A hold job of this connection is already queued or running.", Action: "Back to the connection",
+				ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
+		}
+		return s.lifecycleError(err)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}

@@ -1,0 +1,309 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Holds (issue 13): a graduated step short of revocation. A hold stops new
+// admissions on a live connection's Kueue queue; running work finishes. It
+// is proposed (by a reviewer's decision, or by the system when the
+// contract's end date passes), and only an admin confirms it. A second
+// step, HoldAndDrain, evicts admitted work and needs the admin's explicit
+// confirmation. Release undoes either. Confirm, drain and release each
+// queue a hold job (JobHold) that server-side applies the stopPolicy the
+// hold says to the team's LocalQueue, and to its ClusterQueue when the
+// portal manages it (internal/provision HoldSteps). Nothing is revoked
+// automatically: revocation stays an admin's separate decision.
+//
+// Kueue's stopPolicy (sigs.k8s.io/kueue v0.17.0,
+// apis/kueue/v1beta2/localqueue_types.go and clusterqueue_types.go,
+// LocalQueueSpec.StopPolicy / ClusterQueueSpec.StopPolicy, enum
+// None;Hold;HoldAndDrain, default None): "if set to a value different from
+// None, the LocalQueue is considered Inactive, no new reservation being
+// made ... None - Workloads are admitted; HoldAndDrain - Admitted
+// workloads are evicted and Reserving workloads will cancel the
+// reservation; Hold - Admitted workloads will run to completion and
+// Reserving workloads will cancel the reservation."
+
+// Hold is where a connection's hold is.
+type Hold string
+
+// The hold states.
+const (
+	HoldNone     Hold = ""
+	HoldProposed Hold = "proposed" // asked for; an admin confirms or declines
+	HoldOn       Hold = "hold"     // confirmed: stopPolicy Hold
+	HoldDrain    Hold = "drain"    // explicitly confirmed: stopPolicy HoldAndDrain
+)
+
+// The Kueue stopPolicy values a hold job applies (see above).
+const (
+	StopNone         = "None"
+	StopHold         = "Hold"
+	StopHoldAndDrain = "HoldAndDrain"
+)
+
+// StopPolicy is the Kueue stopPolicy a hold state puts on the queues: None
+// for no hold and for a proposal (nothing is stopped before an admin
+// confirms).
+func (h Hold) StopPolicy() string {
+	switch h {
+	case HoldOn:
+		return StopHold
+	case HoldDrain:
+		return StopHoldAndDrain
+	}
+	return StopNone
+}
+
+// Applied reports whether the hold stops admissions (confirmed).
+func (h Hold) Applied() bool { return h == HoldOn || h == HoldDrain }
+
+// Label is the hold state in a few words, for pages.
+func (h Hold) Label() string {
+	switch h {
+	case HoldProposed:
+		return "hold proposed, waiting for an admin"
+	case HoldOn:
+		return "on hold (no new admissions; running work finishes)"
+	case HoldDrain:
+		return "on hold and draining (admitted work is evicted)"
+	}
+	return "no hold"
+}
+
+// HoldChange is the hold an effect records on the connection's row, with
+// who moved it and why.
+type HoldChange struct {
+	State  Hold
+	By     Actor
+	Reason string
+}
+
+// The refusals of the hold commands.
+var (
+	// ErrHoldReason: every hold step is recorded with why.
+	ErrHoldReason = errors.New("a hold step needs a reason")
+	// ErrHoldNotLive: only a live (active or under review) connection is
+	// held.
+	ErrHoldNotLive = errors.New("only a live (active or under review) connection can be held")
+	// ErrDrainUnconfirmed: HoldAndDrain evicts running work; the admin
+	// must confirm it explicitly.
+	ErrDrainUnconfirmed = errors.New("hold and drain evicts the team's running work: confirm it explicitly")
+)
+
+// HoldError refuses a hold step the hold's state does not allow.
+type HoldError struct {
+	From Hold
+	Step string // propose, confirm, drain, release, decline
+}
+
+func (e *HoldError) Error() string {
+	return fmt.Sprintf("a hold cannot be %s when the connection has %s", holdSteps[e.Step], e.From.Label())
+}
+
+var holdSteps = map[string]string{
+	"propose": "proposed", "confirm": "confirmed", "drain": "escalated to hold and drain",
+	"release": "released", "decline": "declined",
+}
+
+// holdFrom says, per step, the hold states it starts from and where it goes.
+var holdFrom = map[string]struct {
+	from []Hold
+	to   Hold
+}{
+	"propose": {[]Hold{HoldNone}, HoldProposed},
+	"confirm": {[]Hold{HoldProposed}, HoldOn},
+	"drain":   {[]Hold{HoldOn}, HoldDrain},
+	"release": {[]Hold{HoldOn, HoldDrain}, HoldNone},
+	"decline": {[]Hold{HoldProposed}, HoldNone},
+}
+
+// HoldAllows reports whether a hold step may start from h.
+func HoldAllows(h Hold, step string) bool {
+	for _, f := range holdFrom[step].from {
+		if f == h {
+			return true
+		}
+	}
+	return false
+}
+
+func holdCheck(s Conn, step, reason string, now time.Time) (string, error) {
+	if now.IsZero() {
+		return "", ErrNoClock
+	}
+	if !s.State.Live() || s.ApprovedVersion == 0 {
+		return "", ErrHoldNotLive
+	}
+	if !HoldAllows(s.Hold, step) {
+		return "", &HoldError{From: s.Hold, Step: step}
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return "", ErrHoldReason
+	}
+	return reason, nil
+}
+
+// HoldProposal is ProposeHold's effect parts, for a command that proposes
+// a hold among other things (a reviewer's "hold" decision): the hold to
+// record, its audit event and its notices. It checks the same rules.
+func HoldProposal(s Conn, by Actor, reason string, now time.Time) (*HoldChange, []AuditRecord, []Notice, error) {
+	reason, err := holdCheck(s, "propose", reason, now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return &HoldChange{State: HoldProposed, By: by, Reason: reason},
+		[]AuditRecord{audit(by, "hold.propose", s.ApprovedVersion, reason)},
+		[]Notice{
+			{Kind: "hold.proposed", To: ToTeam, Subject: fmt.Sprintf("A hold of connection #%d of team %s was proposed: %s. If an admin confirms it, the team's queue admits no new work (running work finishes)", s.ID, s.Team, reason)},
+			{Kind: "hold.proposed", To: ToAdmins, Subject: fmt.Sprintf("Connection #%d of team %s: a hold waits for an admin's confirmation: %s", s.ID, s.Team, reason)},
+		}, nil
+}
+
+// ProposeHold asks for a hold of a live connection (by a reviewer, or by
+// the system when the end date passes). Nothing is stopped yet: an admin
+// confirms or declines it.
+func ProposeHold(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
+	h, a, n, err := HoldProposal(s, by, reason, now)
+	if err != nil {
+		return Effect{}, err
+	}
+	return Effect{By: by, Next: s.State, Hold: h, Audit: a, Notify: n}, nil
+}
+
+// holdDecision is an admin's hold step: the independence rule of
+// approvals (nobody decides on a connection they filed, edited or
+// submitted; see independentOf), the state rule, the reason, and the hold
+// job when the step changes what is applied.
+func holdDecision(s Conn, by Actor, step, reason string, now time.Time) (Effect, error) {
+	reason, err := holdCheck(s, step, reason, now)
+	if err != nil {
+		return Effect{}, err
+	}
+	if err := independentOf(s, by); err != nil {
+		return Effect{}, err
+	}
+	to := holdFrom[step].to
+	e := Effect{By: by, Next: s.State, Hold: &HoldChange{State: to, By: by, Reason: reason}}
+	rec := audit(by, "hold."+step, s.ApprovedVersion, reason)
+	if to.StopPolicy() != s.Hold.StopPolicy() {
+		e.Job = &JobOrder{Kind: JobHold, Version: s.ApprovedVersion, StopPolicy: to.StopPolicy()}
+		rec.JobRef = true
+		rec.Reason = "stopPolicy " + to.StopPolicy() + "; " + reason
+	}
+	e.Audit = []AuditRecord{rec}
+	var subject string
+	switch step {
+	case "confirm":
+		subject = "is on hold: its queue admits no new work; running work finishes"
+	case "drain":
+		subject = "is on hold and draining: admitted work is evicted from its queue"
+	case "release":
+		subject = "is released from its hold: its queue admits work again"
+	case "decline":
+		subject = "will not be held: the proposed hold was declined"
+	}
+	e.Notify = []Notice{{Kind: "hold." + step, To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s %s (%s)", s.ID, s.Team, subject, reason)}}
+	return e, nil
+}
+
+// ConfirmHold is an admin's confirmation of a proposed hold: stopPolicy
+// Hold on the team's queues (a hold job).
+func ConfirmHold(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
+	return holdDecision(s, by, "confirm", reason, now)
+}
+
+// ConfirmDrain is an admin's explicit escalation of a confirmed hold to
+// HoldAndDrain, which evicts admitted work. confirmed is the admin's
+// explicit confirmation (the page asks them to type the team's name).
+func ConfirmDrain(s Conn, by Actor, confirmed bool, reason string, now time.Time) (Effect, error) {
+	if HoldAllows(s.Hold, "drain") && !confirmed {
+		return Effect{}, ErrDrainUnconfirmed
+	}
+	return holdDecision(s, by, "drain", reason, now)
+}
+
+// ReleaseHold is an admin's release of a hold: stopPolicy None (a hold
+// job), the hold back to none.
+func ReleaseHold(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
+	return holdDecision(s, by, "release", reason, now)
+}
+
+// DeclineHold is an admin's refusal of a proposed hold: nothing was
+// applied, so no job.
+func DeclineHold(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
+	return holdDecision(s, by, "decline", reason, now)
+}
+
+// End dates. A contract's EndDate (a civil date, YYYY-MM-DD) is the last
+// day of the connection: when it has passed, the system proposes a hold,
+// once, which an admin confirms; before that the owners are told, 14 and
+// 3 days ahead. Nothing is revoked automatically.
+
+// EndDateStage is what the end-date rule does for a connection today.
+type EndDateStage string
+
+// The end-date stages, in order; each is done once per end date.
+const (
+	EndDateNone     EndDateStage = ""
+	EndDateNotice14 EndDateStage = "notice_14"
+	EndDateNotice3  EndDateStage = "notice_3"
+	EndDatePassed   EndDateStage = "passed"
+)
+
+// EndDateNoticeDays are the days ahead of the end date when the owners are
+// told.
+var EndDateNoticeDays = map[EndDateStage]int{EndDateNotice14: 14, EndDateNotice3: 3}
+
+// EndDateDue is the most urgent end-date stage due at now for a contract
+// ending on end (UTC dates), and the days left (negative once passed). An
+// empty or malformed end date is no stage. Only the most urgent stage is
+// due: a connection first seen 2 days before its end gets the 3-day notice,
+// not also the 14-day one.
+func EndDateDue(end string, now time.Time) (EndDateStage, int) {
+	if end == "" || now.IsZero() {
+		return EndDateNone, 0
+	}
+	d, err := time.Parse(time.DateOnly, end)
+	if err != nil {
+		return EndDateNone, 0
+	}
+	y, m, dd := now.UTC().Date()
+	today := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
+	left := int(d.Sub(today).Hours() / 24)
+	switch {
+	case left < 0:
+		return EndDatePassed, left
+	case left <= EndDateNoticeDays[EndDateNotice3]:
+		return EndDateNotice3, left
+	case left <= EndDateNoticeDays[EndDateNotice14]:
+		return EndDateNotice14, left
+	}
+	return EndDateNone, left
+}
+
+// EndDateNotice tells the team's owners that the connection's end date is
+// coming (the stage's notice), with an audit event. It writes nothing on
+// the connection's row.
+func EndDateNotice(s Conn, end string, left int, now time.Time) (Effect, error) {
+	if now.IsZero() {
+		return Effect{}, ErrNoClock
+	}
+	if !s.State.Live() {
+		return Effect{}, ErrHoldNotLive
+	}
+	msg := fmt.Sprintf("the contract ends on %s (%d days left): after that date an admin may put the connection on hold; renew it with a change to the end date", end, left)
+	return Effect{By: SystemActor, Next: s.State,
+		Audit:  []AuditRecord{audit(SystemActor, "end_date.notice", s.ApprovedVersion, msg)},
+		Notify: []Notice{{Kind: "end_date.coming", To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s: %s", s.ID, s.Team, msg)}},
+	}, nil
+}
+
+// SystemActor is the actor of what the portal's own schedule does (the
+// end-date rule).
+var SystemActor = Actor{Email: "system"}
