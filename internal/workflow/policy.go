@@ -40,6 +40,7 @@ const (
 	ActionViewSignals     Action = "signals.view"            // watched signals: a team's, or (no team) every team's and the cluster's
 	ActionAckSignal       Action = "signal.acknowledge"      // acknowledge a fired signal with a note
 	ActionViewUsage       Action = "usage.view"              // a team's usage page: allocation, hours, tasks, quota suggestion
+	ActionExportEvidence  Action = "connection.evidence"     // a connection's evidence bundle (JSON and printable page)
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -191,6 +192,21 @@ func Decide(p Principal, a Action, o Object) Decision {
 			}
 		}
 		return deny("not a member of team %s", o.Team)
+	case ActionExportEvidence:
+		// The bundle is oversight's record of a connection: admins and
+		// reviewers export any; a team's owners export their own
+		// connection's, which they answer for. Members read the
+		// connection's page but do not take its whole record away, and
+		// another team's owner does not see it exists (404).
+		if o.Team == "" {
+			return deny("no team given")
+		}
+		for _, r := range []Role{RoleAdmin, RoleReviewer} {
+			if p.HasRole(r) {
+				return allow("%s", r)
+			}
+		}
+		return requireTeamOwner(p, o)
 	case ActionEditInventory, ActionEditScheduler, ActionViewFullErrors:
 		return requireRole(p, RoleAdmin)
 	case ActionViewPlan:
