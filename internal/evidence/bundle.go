@@ -163,11 +163,11 @@ type Usage struct {
 // UsageMonth is one month of one instance type: allocated
 // accelerator-seconds, guaranteed and borrowed, and the hours collected.
 type UsageMonth struct {
-	Month                string  `json:"month"`
-	InstanceType         string  `json:"instance_type"`
-	GuaranteedAccelSeconds int64 `json:"guaranteed_accelerator_seconds"`
-	BorrowedAccelSeconds   int64 `json:"borrowed_accelerator_seconds"`
-	HoursCollected       int     `json:"hours_collected"`
+	Month                  string `json:"month"`
+	InstanceType           string `json:"instance_type"`
+	GuaranteedAccelSeconds int64  `json:"guaranteed_accelerator_seconds"`
+	BorrowedAccelSeconds   int64  `json:"borrowed_accelerator_seconds"`
+	HoursCollected         int    `json:"hours_collected"`
 }
 
 // Costs are the team's frozen monthly cost statements, each with the body

@@ -33,7 +33,9 @@ func (r Report) Err() error {
 	return fmt.Errorf("evidence bundle refused: %s", strings.Join(r.Failures, "; "))
 }
 
-func (r *Report) pass(format string, a ...any) { r.Checked = append(r.Checked, fmt.Sprintf(format, a...)) }
+func (r *Report) pass(format string, a ...any) {
+	r.Checked = append(r.Checked, fmt.Sprintf(format, a...))
+}
 func (r *Report) fail(format string, a ...any) {
 	r.Failures = append(r.Failures, fmt.Sprintf(format, a...))
 }
