@@ -126,6 +126,9 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 			if e.Amend != nil {
 				set, args = append(set, "amendment = ?"), append(args, *e.Amend)
 			}
+			if e.ReviewDue != "" {
+				set, args = append(set, "review_due = ?"), append(args, e.ReviewDue)
+			}
 			if _, err := tx.ExecContext(ctx, `UPDATE connections SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
 				return 0, 0, fmt.Errorf("store: connection %d: %w", id, err)
 			}
@@ -179,6 +182,9 @@ ON CONFLICT (connection_id, version) DO NOTHING`, id, r.Version, e.Adopt, e.By.I
 			id, version, strings.Join(e.ReviewTriggers, " "), ts); err != nil {
 			return 0, 0, fmt.Errorf("store: review trigger: %w", err)
 		}
+	}
+	if err := recordReview(ctx, tx, id, team, cur, e, now); err != nil {
+		return 0, 0, err
 	}
 	for _, a := range e.Audit {
 		reason := a.Reason

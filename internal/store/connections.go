@@ -28,6 +28,13 @@ type Connection struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	SubmittedAt    time.Time // zero until first submitted
+	// ReviewDue is the civil date (YYYY-MM-DD) the next scheduled review
+	// is due; "" until the scheduler or a review's decision sets it.
+	ReviewDue string
+	// Orphan says why the connection is an orphan (no business purpose,
+	// or no owner still in the team's owners group), as the review
+	// scheduler last found it; "" when it is not.
+	Orphan string
 }
 
 // StaleError says the connection moved on since the caller looked at it:
@@ -46,13 +53,13 @@ func (e *StaleError) Error() string {
 }
 
 const connCols = `c.id, c.team, c.state, c.cluster_name, c.purpose, c.current_version, COALESCE(c.approved_version, 0), c.amendment,
-	c.requester_id, u.email, c.created_at, c.updated_at, COALESCE(c.submitted_at, '')`
+	c.requester_id, u.email, c.created_at, c.updated_at, COALESCE(c.submitted_at, ''), c.review_due, c.orphan`
 
 func scanConn(sc interface{ Scan(...any) error }) (Connection, error) {
 	var c Connection
 	var created, updated, submitted string
 	if err := sc.Scan(&c.ID, &c.Team, &c.State, &c.ClusterName, &c.Purpose, &c.CurrentVersion, &c.ApprovedVersion, &c.Amendment,
-		&c.RequesterID, &c.RequesterEmail, &created, &updated, &submitted); err != nil {
+		&c.RequesterID, &c.RequesterEmail, &created, &updated, &submitted, &c.ReviewDue, &c.Orphan); err != nil {
 		return c, err
 	}
 	var err error

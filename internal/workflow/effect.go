@@ -78,11 +78,18 @@ type Effect struct {
 	Notify []Notice
 	// Approvals is, for an approval, how many the version has with this one.
 	Approvals int
+	// OpenReview opens a review of the approved version (its row, with the
+	// frozen evidence); CloseReview records the decision on the open one.
+	OpenReview  *ReviewOrder
+	CloseReview *ReviewOutcome
+	// ReviewDue sets the connection's next scheduled review date (civil
+	// date, NextReviewDue); "" leaves it.
+	ReviewDue string
 }
 
 // Writes reports whether the effect changes the connection's row.
 func (e Effect) Writes(from State) bool {
-	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil
+	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil || e.ReviewDue != ""
 }
 
 // DecisionRecord is an admin's approval, rejection or change request of one
@@ -123,6 +130,8 @@ type Audience string
 const (
 	ToAdmins Audience = "admins"      // every portal admin
 	ToTeam   Audience = "team-owners" // the connection's team owners
+	// ToReviewers is every portal reviewer.
+	ToReviewers Audience = "reviewers"
 )
 
 // Notice is one notification an effect leaves in the outbox.

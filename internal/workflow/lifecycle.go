@@ -48,6 +48,7 @@ const (
 	EventProvisioningFailed    Event = "provisioning_failed"
 	EventStartReview           Event = "start_review"
 	EventRenew                 Event = "renew"
+	EventReviewHold            Event = "review_hold"
 	EventRevoke                Event = "revoke"
 	EventRevocationDone        Event = "revocation_done"
 )
@@ -56,7 +57,7 @@ const (
 var AllEvents = []Event{
 	EventEdit, EventSubmit, EventRequestChanges, EventApprove, EventReject, EventWithdraw,
 	EventStartProvisioning, EventProvisioningSucceeded, EventProvisioningFailed,
-	EventStartReview, EventRenew, EventRevoke, EventRevocationDone,
+	EventStartReview, EventRenew, EventReviewHold, EventRevoke, EventRevocationDone,
 }
 
 // transitions is the whole lifecycle: state -> event -> next state. A pair
@@ -80,7 +81,8 @@ var AllEvents = []Event{
 //     objects (approved, provisioning, active, under_review) and always goes
 //     through revoking, where the provisioner removes access in a safe order
 //     and reports revocation_done, even when there was nothing to remove.
-//   - A review ends in renew (back to active), revoke, or request_changes,
+//   - A review ends in renew (back to active), review_hold (back to active
+//     with a hold proposed, which an admin confirms), revoke, or request_changes,
 //     which also returns to active: the connection keeps running while the
 //     owner amends the contract, and a live connection never passes through
 //     a pre-approval state whose exits (withdrawn, rejected) are terminal
@@ -117,6 +119,7 @@ var transitions = map[State]map[Event]State{
 	},
 	StateUnderReview: {
 		EventRenew:          StateActive,
+		EventReviewHold:     StateActive,
 		EventRequestChanges: StateActive,
 		EventRevoke:         StateRevoking,
 	},
@@ -175,6 +178,7 @@ var eventPhrases = map[Event]string{
 	EventProvisioningFailed:    "marked as failed to provision",
 	EventStartReview:           "put under review",
 	EventRenew:                 "renewed",
+	EventReviewHold:            "put on hold by a review",
 	EventRevoke:                "revoked",
 	EventRevocationDone:        "marked as revoked",
 }

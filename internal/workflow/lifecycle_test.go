@@ -38,6 +38,7 @@ var allowedTransitions = []struct {
 	{StateActive, EventRevoke, StateRevoking},
 
 	{StateUnderReview, EventRenew, StateActive},
+	{StateUnderReview, EventReviewHold, StateActive},
 	{StateUnderReview, EventRequestChanges, StateActive},
 	{StateUnderReview, EventRevoke, StateRevoking},
 
@@ -72,8 +73,8 @@ func TestTransitionEveryPair(t *testing.T) {
 			}
 		}
 	}
-	if pairs != 11*13 || allowed != len(allowedTransitions) {
-		t.Errorf("covered %d pairs, %d allowed; want %d and %d", pairs, allowed, 11*13, len(allowedTransitions))
+	if pairs != 11*14 || allowed != len(allowedTransitions) {
+		t.Errorf("covered %d pairs, %d allowed; want %d and %d", pairs, allowed, 11*14, len(allowedTransitions))
 	}
 }
 
@@ -104,8 +105,8 @@ func TestTransitionErrors(t *testing.T) {
 }
 
 func TestStateAndEventLists(t *testing.T) {
-	if len(AllStates) != 11 || len(AllEvents) != 13 {
-		t.Fatalf("%d states, %d events; want 11 and 13", len(AllStates), len(AllEvents))
+	if len(AllStates) != 11 || len(AllEvents) != 14 {
+		t.Fatalf("%d states, %d events; want 11 and 14", len(AllStates), len(AllEvents))
 	}
 	for _, s := range AllStates {
 		if !s.Valid() || s.Label() == "" || s.Label() == string(s) || statePhrases[s] == "" {
@@ -151,7 +152,7 @@ func TestNextEvents(t *testing.T) {
 	}{
 		{StateDraft, []Event{EventEdit, EventSubmit, EventWithdraw}},
 		{StateSubmitted, []Event{EventRequestChanges, EventApprove, EventReject, EventWithdraw}},
-		{StateUnderReview, []Event{EventRequestChanges, EventRenew, EventRevoke}},
+		{StateUnderReview, []Event{EventRequestChanges, EventRenew, EventReviewHold, EventRevoke}},
 		{StateRevoked, nil},
 		{"unknown", nil},
 	}
@@ -261,8 +262,8 @@ func TestAmendTransitionEveryPair(t *testing.T) {
 			}
 		}
 	}
-	if pairs != 6*13 || allowed != len(allowedAmendTransitions) {
-		t.Errorf("covered %d pairs, %d allowed; want %d and %d", pairs, allowed, 6*13, len(allowedAmendTransitions))
+	if pairs != 6*14 || allowed != len(allowedAmendTransitions) {
+		t.Errorf("covered %d pairs, %d allowed; want %d and %d", pairs, allowed, 6*14, len(allowedAmendTransitions))
 	}
 	if _, err := AmendTransition("archived", EventEdit); err == nil {
 		t.Error("an unknown amendment state allows edit")
@@ -319,7 +320,7 @@ func TestAmendmentStates(t *testing.T) {
 func TestAllowsOnEveryPair(t *testing.T) {
 	own := map[State][]Event{
 		StateActive:      {EventStartReview, EventRevoke},
-		StateUnderReview: {EventRenew, EventRevoke},
+		StateUnderReview: {EventRenew, EventReviewHold, EventRevoke},
 	}
 	amendAllows := map[Amendment][]Event{
 		AmendNone:             {EventEdit},

@@ -161,6 +161,11 @@ func Decide(p Principal, a Action, o Object) Decision {
 		if d := independent(p, o, "reviews"); !d.Allowed {
 			return d
 		}
+		// A reviewer who belongs to the team (an admin who owns it, say)
+		// reviews neither its connections nor their own.
+		if r, ok := p.TeamRole(o.Team); ok {
+			return deny("%s is %s of team %s; nobody reviews their own team's connection", p.DisplayName(), r, o.Team)
+		}
 		if !allows(o.State, EventStartReview) && !allows(o.State, EventRenew) {
 			return deny("%s cannot be reviewed", stateName(o.State))
 		}

@@ -1,0 +1,159 @@
+package store_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+func TestReviewInTheStore(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	conn := f.active("red")
+	reviewer := f.user("reviewer")
+	evidence := []byte(`{"collected_at":"2025-03-01T09:00:00Z","owners":[]}`)
+
+	r, err := f.db.OpenReview(ctx, conn.ID, workflow.OpenReviewInput{Trigger: workflow.TriggerScheduled, DueOn: "2025-02-20", Evidence: evidence}, f.tick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != 1 || r.Team != "red" || r.DueOn != "2025-02-20" || string(r.Evidence) != string(evidence) || r.EvidenceHash != store.EvidenceHash(evidence) || !r.Open() {
+		t.Fatalf("opened review = %+v", r)
+	}
+	if f.state(conn.ID) != workflow.StateUnderReview {
+		t.Errorf("connection %s, want under review", f.state(conn.ID))
+	}
+	// One open review per connection: a second trigger joins the open one.
+	if _, err := f.db.OpenReview(ctx, conn.ID, workflow.OpenReviewInput{Trigger: workflow.TriggerOwnerLeft}, f.tick()); !errors.Is(err, workflow.ErrReviewOpen) {
+		t.Errorf("second OpenReview = %v, want ErrReviewOpen", err)
+	}
+	if added, err := f.db.AddReviewTrigger(ctx, conn.ID, workflow.TriggerOwnerLeft, "bob left red-owners", f.tick()); err != nil || !added {
+		t.Fatalf("AddReviewTrigger = %v, %v", added, err)
+	}
+	q, err := f.db.ReviewQueue(ctx, store.ReviewFilter{Team: "red"}, 10)
+	if err != nil || len(q) != 1 || q[0].ID != r.ID || len(q[0].MoreTriggers) != 1 || !strings.Contains(q[0].MoreTriggers[0], "owner_left: bob left red-owners") {
+		t.Fatalf("queue = %+v, %v", q, err)
+	}
+	if q, _ := f.db.ReviewQueue(ctx, store.ReviewFilter{Team: "blue"}, 10); len(q) != 0 {
+		t.Errorf("blue's queue lists red's review: %+v", q)
+	}
+	if q, _ := f.db.ReviewQueue(ctx, store.ReviewFilter{Trigger: workflow.TriggerSignal}, 10); len(q) != 0 {
+		t.Errorf("the signal filter lists a scheduled review: %+v", q)
+	}
+
+	// The evidence is frozen: the database refuses to rewrite it.
+	if _, err := f.raw.ExecContext(ctx, `UPDATE reviews SET evidence = '{}' WHERE id = ?`, r.ID); err == nil || !strings.Contains(err.Error(), "frozen") {
+		t.Errorf("rewriting the evidence: %v, want refused", err)
+	}
+	if _, err := f.raw.ExecContext(ctx, `DELETE FROM reviews WHERE id = ?`, r.ID); err == nil {
+		t.Error("a review was deleted")
+	}
+
+	// The requester does not review.
+	if _, err := f.db.DecideReview(ctx, r.ID, f.owner, workflow.DecideReviewInput{Decision: workflow.ReviewRenew, Reason: "mine"}, f.tick()); !errors.Is(err, workflow.ErrNotIndependent) {
+		t.Errorf("owner's renewal = %v, want ErrNotIndependent", err)
+	}
+	now := f.tick()
+	got, err := f.db.DecideReview(ctx, r.ID, reviewer, workflow.DecideReviewInput{Decision: workflow.ReviewRenew, Reason: "in use, owners present"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Decision != workflow.ReviewRenew || got.DecidedBy != reviewer.ID || got.DecidedByEmail != reviewer.Email || got.Reason != "in use, owners present" {
+		t.Errorf("decided review = %+v", got)
+	}
+	c, _ := f.db.Connection(ctx, conn.ID)
+	if c.State != workflow.StateActive || c.ReviewDue != workflow.NextReviewDue(now, 0, "") {
+		t.Errorf("after renewal: %s due %q, want active due %s", c.State, c.ReviewDue, workflow.NextReviewDue(now, 0, ""))
+	}
+	// Decided once: a second decision (a race lost) is refused inside the
+	// transaction, and the decision cannot be rewritten.
+	if _, err := f.db.DecideReview(ctx, r.ID, reviewer, workflow.DecideReviewInput{Decision: workflow.ReviewRenew, Reason: "again"}, f.tick()); !errors.Is(err, workflow.ErrReviewClosed) {
+		t.Errorf("second decision = %v, want ErrReviewClosed", err)
+	}
+	if _, err := f.raw.ExecContext(ctx, `UPDATE reviews SET decision = 'hold' WHERE id = ?`, r.ID); err == nil {
+		t.Error("a decision was rewritten")
+	}
+	acts := f.auditActions(conn.ID)
+	for _, want := range []string{"review.open", "review.trigger", "review.renew"} {
+		found := false
+		for _, a := range acts {
+			found = found || a == want
+		}
+		if !found {
+			t.Errorf("audit %v lacks %s", acts, want)
+		}
+	}
+	var notices int
+	if err := f.raw.QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE connection_id = ? AND kind LIKE 'review.%'`, conn.ID).Scan(&notices); err != nil || notices != 3 {
+		t.Errorf("review notices in the outbox = %d, %v; want 3 (opened: reviewers and owners; renewed: owners)", notices, err)
+	}
+	f.verifyAudit()
+	if rs, err := f.db.ReviewsOf(ctx, conn.ID); err != nil || len(rs) != 1 {
+		t.Errorf("ReviewsOf = %+v, %v", rs, err)
+	}
+}
+
+// A review whose stored evidence was changed behind the portal's back
+// (the trigger dropped, say) is reported, never shown as if frozen.
+func TestReviewEvidenceTamperDetected(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	conn := f.active("red")
+	r, err := f.db.OpenReview(ctx, conn.ID, workflow.OpenReviewInput{Trigger: workflow.TriggerScheduled, Evidence: []byte(`{"a":1}`)}, f.tick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.raw.ExecContext(ctx, `DROP TRIGGER reviews_frozen`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.raw.ExecContext(ctx, `UPDATE reviews SET evidence = '{"a":2}' WHERE id = ?`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Review(ctx, r.ID); !errors.Is(err, store.ErrEvidenceTampered) {
+		t.Errorf("Review after tampering = %v, want ErrEvidenceTampered", err)
+	}
+}
+
+// Request changes sets the follow-up on the deadline; a recommendation of
+// revocation keeps the connection under review for an admin; hold returns
+// it to active.
+func TestReviewDecisionsMoveTheConnection(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	reviewer := f.user("reviewer")
+	for _, tt := range []struct {
+		team     string
+		in       workflow.DecideReviewInput
+		want     workflow.State
+		wantDue  string
+		sameDue  bool
+		deadline string
+	}{
+		{"red", workflow.DecideReviewInput{Decision: workflow.ReviewRequestChanges, Reason: "name a new owner", Deadline: "2025-04-01"}, workflow.StateActive, "2025-04-01", false, "2025-04-01"},
+		{"blue", workflow.DecideReviewInput{Decision: workflow.ReviewRecommendRevocation, Reason: "project ended"}, workflow.StateUnderReview, "", true, ""},
+		{"green", workflow.DecideReviewInput{Decision: workflow.ReviewHold, Reason: "idle"}, workflow.StateActive, "", false, ""},
+	} {
+		conn := f.active(tt.team)
+		r, err := f.db.OpenReview(ctx, conn.ID, workflow.OpenReviewInput{Trigger: workflow.TriggerSignal, Detail: "idle guarantee"}, f.tick())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.db.DecideReview(ctx, r.ID, reviewer, tt.in, f.tick())
+		if err != nil {
+			t.Fatalf("%s: %v", tt.team, err)
+		}
+		c, _ := f.db.Connection(ctx, conn.ID)
+		if c.State != tt.want || got.Deadline != tt.deadline {
+			t.Errorf("%s: %s deadline %q, want %s %q", tt.team, c.State, got.Deadline, tt.want, tt.deadline)
+		}
+		if tt.wantDue != "" && c.ReviewDue != tt.wantDue {
+			t.Errorf("%s: due %q, want %q", tt.team, c.ReviewDue, tt.wantDue)
+		}
+		if tt.sameDue && c.ReviewDue != "" {
+			t.Errorf("%s: due %q, want unchanged", tt.team, c.ReviewDue)
+		}
+	}
+}
