@@ -103,6 +103,11 @@ func Build(in Input, by string, now time.Time) (Bundle, error) {
 	if b.Reviews == nil {
 		b.Reviews = []Review{}
 	}
+	for i := range b.Reviews {
+		if b.Reviews[i].MoreTriggers == nil {
+			b.Reviews[i].MoreTriggers = []string{}
+		}
+	}
 	if b.Costs.Statements == nil {
 		b.Costs.Statements = []Statement{}
 	}

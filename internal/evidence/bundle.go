@@ -137,19 +137,25 @@ type Step struct {
 	FinishedAt string `json:"finished_at"`
 }
 
-// Review is a lifecycle review with the evidence frozen when it opened.
+// Review is a lifecycle review with the evidence frozen when it opened:
+// Evidence is the exact JSON text whose SHA-256 is EvidenceHash (kept as
+// text, not re-encoded, so that the hash can be recomputed byte for byte).
 type Review struct {
-	ID           int64           `json:"id"`
-	Version      int             `json:"version"`
-	Trigger      string          `json:"trigger"`
-	Detail       string          `json:"detail"`
-	OpenedAt     string          `json:"opened_at"`
-	Evidence     json.RawMessage `json:"evidence"`
-	EvidenceHash string          `json:"evidence_hash"`
-	Decision     string          `json:"decision"`
-	Reason       string          `json:"reason"`
-	DecidedBy    string          `json:"decided_by"`
-	DecidedAt    string          `json:"decided_at"`
+	ID           int64    `json:"id"`
+	Version      int      `json:"version"`
+	Trigger      string   `json:"trigger"`
+	Detail       string   `json:"detail"`
+	MoreTriggers []string `json:"more_triggers"`
+	DueOn        string   `json:"due_on"`
+	OpenedAt     string   `json:"opened_at"`
+	Demo         bool     `json:"demo"`
+	Evidence     string   `json:"evidence_json"`
+	EvidenceHash string   `json:"evidence_sha256"`
+	Decision     string   `json:"decision"`
+	Reason       string   `json:"reason"`
+	Deadline     string   `json:"deadline"`
+	DecidedBy    string   `json:"decided_by"`
+	DecidedAt    string   `json:"decided_at"`
 }
 
 // Usage is the team's collected usage by month and instance type, from the

@@ -79,7 +79,7 @@ func Verify(data []byte) Report {
 	hashes := verifyVersions(&r, b)
 	verifyDecisions(&r, b, hashes)
 	verifyPlansAndJobs(&r, b, hashes)
-	verifyReviews(&r, b)
+	verifyReviews(&r, b, hashes)
 	verifyCosts(&r, b)
 	verifyAudit(&r, b)
 
@@ -323,21 +323,23 @@ func verifyAudit(r *Report, b Bundle) {
 var decodeContract = workflow.DecodeContract
 
 // verifyReviews recomputes each review's frozen evidence hash: the SHA-256
-// of the evidence JSON as frozen (compact).
-func verifyReviews(r *Report, b Bundle) {
+// of the evidence JSON exactly as frozen.
+func verifyReviews(r *Report, b Bundle, hashes map[int]string) {
 	ok := true
 	for i, rv := range b.Reviews {
 		if i > 0 && rv.ID <= b.Reviews[i-1].ID {
 			r.fail("reviews: review %d after review %d: not in recorded order", rv.ID, b.Reviews[i-1].ID)
 			ok = false
 		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, rv.Evidence); err != nil {
-			r.fail("review %d: evidence: %v", rv.ID, err)
+		if _, found := hashes[rv.Version]; !found {
+			r.fail("review %d: version %d is not in the bundle", rv.ID, rv.Version)
 			ok = false
-			continue
 		}
-		if got := sha256Hex(compact.Bytes()); got != rv.EvidenceHash {
+		if !json.Valid([]byte(rv.Evidence)) {
+			r.fail("review %d: its frozen evidence is not JSON", rv.ID)
+			ok = false
+		}
+		if got := sha256Hex([]byte(rv.Evidence)); got != rv.EvidenceHash {
 			r.fail("review %d: its evidence hash %q is not the SHA-256 of its frozen evidence (%s)", rv.ID, rv.EvidenceHash, got)
 			ok = false
 		}

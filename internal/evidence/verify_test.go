@@ -41,7 +41,7 @@ func sampleInput(t *testing.T) Input {
 			Steps: []Step{{Seq: 0, Name: "Namespace hyperpod-ns-red", State: "done", Outcome: "created", Attempts: 1},
 				{Seq: 1, Name: "RoleBinding hyperpod-ns-red/owners", State: "done", Outcome: "created", Attempts: 1}}}},
 		Reviews: []Review{{ID: 1, Version: 2, Trigger: "scheduled", Detail: "90 days", OpenedAt: ts(t0.Add(90 * 24 * time.Hour)),
-			Evidence: evidenceJSON, EvidenceHash: sha256Hex(evidenceJSON), Decision: "renew", Reason: "still used", DecidedBy: "reviewer@example.test", DecidedAt: ts(t0.Add(91 * 24 * time.Hour))}},
+			DueOn: "2027-01-31", Evidence: string(evidenceJSON), EvidenceHash: sha256Hex(evidenceJSON), Decision: "renew", Reason: "still used", DecidedBy: "reviewer@example.test", DecidedAt: ts(t0.Add(91 * 24 * time.Hour))}},
 		Usage: []UsageHour{
 			{Start: t0, InstanceType: "ml.p5.48xlarge", GuaranteedAccelSeconds: 8 * 3600, BorrowedAccelSeconds: 1800},
 			{Start: t0.Add(time.Hour), InstanceType: "ml.p5.48xlarge", GuaranteedAccelSeconds: 8 * 3600},
@@ -259,7 +259,7 @@ func TestVerifyRefuses(t *testing.T) {
 			return resign(t, *b)
 		}, "steps are in apply order"},
 		{"a review's frozen evidence changed", func(b *Bundle) []byte {
-			b.Reviews[0].Evidence = []byte(`{"approved_version":2,"drift":"some","owners":["owner.red@example.test"]}`)
+			b.Reviews[0].Evidence = `{"approved_version":2,"drift":"some","owners":["owner.red@example.test"]}`
 			return resign(t, *b)
 		}, "review 1: its evidence hash"},
 		{"a cost statement changed", func(b *Bundle) []byte {

@@ -10,7 +10,8 @@ import (
 
 // EvidenceInput reads what a connection's evidence bundle holds
 // (evidence.Build): the connection, every contract version with its
-// contract, the decisions, the jobs with their steps, the team's usage
+// contract, the decisions, the jobs with their steps, the reviews with
+// their frozen evidence, the team's usage
 // hours since the connection was created, and the connection's audit
 // events up to the chain's head, which it reads first: an event appended
 // while the bundle is read is not in it, and the head names the last one
@@ -74,6 +75,17 @@ func (d *DB) EvidenceInput(ctx context.Context, connID int64, now time.Time) (ev
 				Detail: s.Detail, Attempts: s.Attempts, StartedAt: evidence.Time(s.StartedAt), FinishedAt: evidence.Time(s.FinishedAt)})
 		}
 		in.Jobs = append(in.Jobs, ej)
+	}
+
+	reviews, err := d.ReviewsOf(ctx, connID)
+	if err != nil {
+		return in, err
+	}
+	for _, r := range reviews {
+		in.Reviews = append(in.Reviews, evidence.Review{ID: r.ID, Version: r.Version, Trigger: string(r.Trigger), Detail: r.Detail,
+			MoreTriggers: r.MoreTriggers, DueOn: r.DueOn, OpenedAt: evidence.Time(r.OpenedAt), Demo: r.Demo, Evidence: string(r.Evidence),
+			EvidenceHash: r.EvidenceHash, Decision: string(r.Decision), Reason: r.Reason, Deadline: r.Deadline, DecidedBy: r.DecidedByEmail,
+			DecidedAt: evidence.Time(r.DecidedAt)})
 	}
 
 	hours, err := d.UsageHours(ctx, UsageFilter{Team: c.Team, From: c.CreatedAt.UTC().Truncate(time.Hour), To: now})
