@@ -28,6 +28,10 @@ func TestImportBoundaries(t *testing.T) {
 		"internal/usage/collect": {mod + "internal/web", mod + "internal/views", mod + "internal/auth", "github.com/labstack/echo"},
 		"internal/provision/awsprov": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/auth",
 			mod + "internal/provision", "k8s.io/client-go"},
+		// The evidence bundle is pure: its verifier runs offline, with no
+		// database, network, cluster or cloud.
+		"internal/evidence": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision",
+			mod + "internal/auth", mod + "internal/usage", "github.com/labstack/echo", "k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "database/sql", "net/http"},
 		// The binary never carries the test endpoints.
 		"cmd/portal":       {mod + "internal/provision/awsprov/awstest", mod + "internal/testenv"},
 		"internal/testenv": {mod},

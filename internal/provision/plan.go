@@ -213,17 +213,26 @@ func (p Plan) YAML() string {
 // The AWS calls are part of it (their canonical text after the YAML); a
 // plan without AWS calls hashes as it always has.
 func (p Plan) Hash() string {
-	h := sha256.New()
-	h.Write([]byte(p.YAML()))
+	sum := sha256.Sum256([]byte(p.HashedText()))
+	return hex.EncodeToString(sum[:])
+}
+
+// HashedText is the exact text Hash is taken over: the YAML, then one line
+// per object HyperPod owns and the plan only checks, then one line per AWS
+// call. An evidence bundle carries it so that its verifier can recompute
+// the plan hash an approval pinned without the cluster settings.
+func (p Plan) HashedText() string {
+	var b strings.Builder
+	b.WriteString(p.YAML())
 	for _, o := range p.Objects {
 		if o.Owner == OwnerHyperPodChecked {
-			fmt.Fprintf(h, "# checked: %s %s\n", o.Kind, o.Ref())
+			fmt.Fprintf(&b, "# checked: %s %s\n", o.Kind, o.Ref())
 		}
 	}
 	for _, c := range p.AWS {
-		fmt.Fprintf(h, "# aws: %s\n", c.Canonical())
+		fmt.Fprintf(&b, "# aws: %s\n", c.Canonical())
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return b.String()
 }
 
 // BuildPlan turns an approved contract version into the desired objects on

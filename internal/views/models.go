@@ -258,6 +258,9 @@ type SlurmStepView struct {
 
 // ConnectionDetail is one connection: contract, history, decisions, actions.
 type ConnectionDetail struct {
+	// EvidenceURL is the connection's evidence bundle (printable page;
+	// + ".json" the download), "" when the user may not export it.
+	EvidenceURL     string
 	ID              int64
 	Team            string
 	State           string

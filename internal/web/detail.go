@@ -114,6 +114,9 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		CurrentVersion: conn.CurrentVersion, ApprovedVersion: conn.ApprovedVersion, Hash: cur.Hash, ShownVersion: shown,
 		DiffURL: fmt.Sprintf("/connections/%d/diff", conn.ID), EditLabel: "Edit",
 	}
+	if workflow.Decide(p, workflow.ActionExportEvidence, obj).Allowed {
+		d.EvidenceURL = base + "/evidence"
+	}
 	if conn.State.Live() {
 		d.EditLabel = "Request a change"
 		if conn.Amendment.Open() {

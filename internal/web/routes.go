@@ -70,6 +70,8 @@ func (s *Server) routes() {
 	e.POST("/connections/:id/hold", s.decideHold, s.requireLogin)
 	e.GET("/connections/:id/versions/:v/:format", s.exportVersion, s.requireLogin)
 	e.GET("/connections/:id/diff", s.versionDiff, s.requireLogin)
+	e.GET("/connections/:id/evidence", s.evidencePage, s.requireLogin)
+	e.GET("/connections/:id/evidence.json", s.evidenceJSON, s.requireLogin)
 	e.GET("/connections/:id/progress", s.progress, s.requireLogin)
 	e.POST("/connections/:id/reapply", s.reapply, s.requireLogin)
 	e.POST("/connections/:id/retry", s.retryJob, s.requireLogin)

@@ -43,6 +43,7 @@ const (
 	ActionConfirmHold     Action = "connection.hold"         // confirm or decline a proposed hold, escalate a hold to hold-and-drain
 	ActionReleaseHold     Action = "connection.release_hold" // release a confirmed hold
 	ActionRetryHold       Action = "connection.retry_hold"   // queue a failed hold job again
+	ActionExportEvidence  Action = "connection.evidence"     // a connection's evidence bundle (JSON and printable page)
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -201,6 +202,21 @@ func Decide(p Principal, a Action, o Object) Decision {
 			}
 		}
 		return deny("not a member of team %s", o.Team)
+	case ActionExportEvidence:
+		// The bundle is oversight's record of a connection: admins and
+		// reviewers export any; a team's owners export their own
+		// connection's, which they answer for. Members read the
+		// connection's page but do not take its whole record away, and
+		// another team's owner does not see it exists (404).
+		if o.Team == "" {
+			return deny("no team given")
+		}
+		for _, r := range []Role{RoleAdmin, RoleReviewer} {
+			if p.HasRole(r) {
+				return allow("%s", r)
+			}
+		}
+		return requireTeamOwner(p, o)
 	case ActionEditInventory, ActionEditScheduler, ActionViewFullErrors:
 		return requireRole(p, RoleAdmin)
 	case ActionViewPlan:

@@ -189,6 +189,12 @@ var policyTable = []struct {
 	{ActionViewUsage, Object{Team: "blue"}, [8]bool{false, false, true, true, true, true, false, true}},
 	{ActionViewUsage, Object{}, [8]bool{}},
 
+	// The evidence bundle: admins and reviewers, and the team's owners; not
+	// members, finance, or another team's owner.
+	{ActionExportEvidence, redRequest(StateActive), [8]bool{true, false, false, true, true, false, false, true}},
+	{ActionExportEvidence, blueRequest(StateRevoked), [8]bool{false, false, true, true, true, false, false, true}},
+	{ActionExportEvidence, Object{}, [8]bool{}},
+
 	{ActionEditInventory, Object{}, [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionReapply, redRequest(StateActive), [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionRetryJob, redRequest(StateApproved), [8]bool{false, false, false, true, false, false, false, true}},

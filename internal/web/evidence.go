@@ -1,0 +1,134 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/evidence"
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/views"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// evidenceBundle builds a connection's evidence bundle for the signed-in
+// user (workflow.ActionExportEvidence: 404 to other teams) and checks it
+// as `portal evidence verify` would before serving it: a bundle whose
+// stored records do not verify (a contract that is not its hash, a broken
+// audit chain) is refused with what failed, never served as evidence.
+func (s *Server) evidenceBundle(c echo.Context) (store.Connection, evidence.Bundle, []byte, evidence.Report, error) {
+	_, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return conn, evidence.Bundle{}, nil, evidence.Report{}, err
+	}
+	p, err := authorize(c, workflow.ActionExportEvidence, obj)
+	if err != nil {
+		return conn, evidence.Bundle{}, nil, evidence.Report{}, err
+	}
+	ctx := c.Request().Context()
+	now := s.opts.Now()
+	in, err := s.opts.DB.EvidenceInput(ctx, conn.ID, now)
+	if err != nil {
+		return conn, evidence.Bundle{}, nil, evidence.Report{}, err
+	}
+	in.Plans = s.evidencePlans(conn.ID, in)
+	if workflow.Decide(p, workflow.ActionViewCosts, workflow.Object{Team: conn.Team}).Allowed {
+		if in.Statements, err = s.opts.DB.TeamStatementBodies(ctx, conn.Team, conn.CreatedAt); err != nil {
+			return conn, evidence.Bundle{}, nil, evidence.Report{}, err
+		}
+	} else {
+		in.CostsOmitted = "Left out: the exporter may not read the team's costs (finance and the team's owners may); a bundle exported by one of them includes the team's frozen cost statements."
+	}
+	by := p.Email
+	if by == "" {
+		by = p.DisplayName()
+	}
+	b, err := evidence.Build(in, by, now)
+	if err != nil {
+		return conn, b, nil, evidence.Report{}, err
+	}
+	data, err := evidence.Encode(b)
+	if err != nil {
+		return conn, b, nil, evidence.Report{}, err
+	}
+	rep := evidence.Verify(data)
+	if !rep.OK() {
+		return conn, b, nil, rep, &userError{page: views.ErrorPage{Status: http.StatusInternalServerError, Title: "The connection's records do not verify",
+			Message: "The evidence bundle was not served: the portal's own records of this connection fail its verification (" + strings.Join(rep.Failures, "; ") +
+				"). Run `portal audit verify` and tell the portal's operators.",
+			Action: "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: rep.Err()}
+	}
+	return conn, b, data, rep, nil
+}
+
+// evidencePlans rebuilds the plan of every (version, plan hash) the jobs
+// name with the cluster settings in force now; when the rebuilt plan has
+// the recorded hash, the bundle carries the text that hash covers, so the
+// verifier recomputes it. Otherwise the hash is kept as recorded, with why.
+func (s *Server) evidencePlans(connID int64, in evidence.Input) []evidence.Plan {
+	contracts := map[int]evidence.VersionInput{}
+	for _, v := range in.Versions {
+		contracts[v.Version] = v
+	}
+	type key struct {
+		version int
+		hash    string
+	}
+	seen := map[key]bool{}
+	var out []evidence.Plan
+	for _, j := range in.Jobs {
+		for _, h := range []string{j.PlanHash, j.AppliedPlanHash} {
+			k := key{j.Version, h}
+			if h == "" || seen[k] {
+				continue
+			}
+			seen[k] = true
+			pl := evidence.Plan{Version: j.Version, Hash: h}
+			v, ok := contracts[j.Version]
+			if !ok {
+				pl.Note = "The version is not in the bundle."
+				out = append(out, pl)
+				continue
+			}
+			built, err := provision.BuildPlan(connID, v.Version, v.Hash, v.Contract, s.opts.Cluster)
+			switch {
+			case err != nil:
+				pl.Note = "As recorded: the plan could not be rebuilt at export (" + err.Error() + ")."
+			case built.Hash() != h:
+				pl.Note = "As recorded: the plan rebuilt with the cluster settings in force at export has another hash (the settings, or the job's steps, differ from the approved plan's)."
+			default:
+				pl.Text = built.HashedText()
+				pl.Note = "Rebuilt at export with the same hash: the text is what the hash covers."
+			}
+			out = append(out, pl)
+		}
+	}
+	return out
+}
+
+// evidencePage is the printable bundle: the same content as the JSON, for
+// people and paper.
+func (s *Server) evidencePage(c echo.Context) error {
+	conn, b, _, rep, err := s.evidenceBundle(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.EvidencePage(s.page(c, fmt.Sprintf("Evidence · connection #%d", conn.ID)), views.EvidenceView{
+		Bundle: b, Checked: rep.Checked, ConnURL: fmt.Sprintf("/connections/%d", conn.ID), JSONURL: fmt.Sprintf("/connections/%d/evidence.json", conn.ID),
+	}))
+}
+
+// evidenceJSON downloads the bundle, for `portal evidence verify FILE`.
+func (s *Server) evidenceJSON(c echo.Context) error {
+	conn, b, data, _, err := s.evidenceBundle(c)
+	if err != nil {
+		return err
+	}
+	stamp := strings.NewReplacer("-", "", ":", "").Replace(b.GeneratedAt[:len("2006-01-02T15:04:05")]) + "Z"
+	c.Response().Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="connection-%d-evidence-%s.json"`, conn.ID, stamp))
+	c.Response().Header().Set("X-Bundle-Hash", b.BundleHash)
+	return c.Blob(http.StatusOK, "application/json", data)
+}
