@@ -129,6 +129,9 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 			if e.ReviewDue != "" {
 				set, args = append(set, "review_due = ?"), append(args, e.ReviewDue)
 			}
+			if e.Orphan != nil {
+				set, args = append(set, "orphan = ?"), append(args, *e.Orphan)
+			}
 			if _, err := tx.ExecContext(ctx, `UPDATE connections SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
 				return 0, 0, fmt.Errorf("store: connection %d: %w", id, err)
 			}

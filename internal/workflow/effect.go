@@ -85,11 +85,14 @@ type Effect struct {
 	// ReviewDue sets the connection's next scheduled review date (civil
 	// date, NextReviewDue); "" leaves it.
 	ReviewDue string
+	// Orphan sets (non-nil) the connection's orphan flag: why it is an
+	// orphan, or "" to clear it (OrphanReason).
+	Orphan *string
 }
 
 // Writes reports whether the effect changes the connection's row.
 func (e Effect) Writes(from State) bool {
-	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil || e.ReviewDue != ""
+	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil || e.ReviewDue != "" || e.Orphan != nil
 }
 
 // DecisionRecord is an admin's approval, rejection or change request of one
