@@ -245,7 +245,21 @@ func (t *tick) connection(ctx context.Context, c store.Connection) error {
 	// The calendar.
 	if workflow.ReviewIsDue(c.ReviewDue, t.now) {
 		trig := workflow.ScheduledTrigger(c.ReviewDue, v.Contract)
-		ev := store.ReviewEvent{Key: fmt.Sprintf("%s:conn:%d:%s", trig, c.ID, c.ReviewDue), Open: true, Trigger: trig,
+		// Keyed by the date and the connection's latest decided review:
+		// once per due date while a review is open (its trigger added
+		// once), and again after a decision that set the same date.
+		var latest int64
+		rs, err := db.ReviewsOf(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs { // newest first
+			if !r.Open() {
+				latest = r.ID
+				break
+			}
+		}
+		ev := store.ReviewEvent{Key: fmt.Sprintf("%s:conn:%d:%s:after:%d", trig, c.ID, c.ReviewDue, latest), Open: true, Trigger: trig,
 			Detail: workflow.ScheduledDetail(trig, c.ReviewDue, v.Contract), DueOn: c.ReviewDue}
 		if _, err := t.event(ctx, c, ev, why); err != nil {
 			return err
