@@ -59,11 +59,14 @@ const SingletonName = "review-scheduler"
 const DefaultLease = 10 * time.Minute
 
 // Directory answers who is in a group, from the Identity Store (cmd/portal
-// binds awsprov's calls to it): the group sync.
+// binds awsprov.GroupMemberIDs and awsprov.UserID to it): the group sync.
 type Directory interface {
-	// GroupMembers returns the directory userNames of the members of the
-	// group whose display name is group.
-	GroupMembers(ctx context.Context, group string) ([]string, error)
+	// GroupMemberIDs returns the user ids of the members of the group
+	// whose display name is group (ListGroupMemberships).
+	GroupMemberIDs(ctx context.Context, group string) ([]string, error)
+	// UserID returns the id of the user whose userName is userName, ""
+	// when the directory has none.
+	UserID(ctx context.Context, userName string) (string, error)
 }
 
 // Scheduler is the review loop. DB is required; the rest is optional.
@@ -332,17 +335,26 @@ func (t *tick) owners(ctx context.Context, team string, c workflow.Contract) ([]
 	return owners, nil
 }
 
-// inDirectory reports whether email is a member of any of groups in the
-// directory; known is false when the directory could not answer.
+// inDirectory reports whether email (as the directory userName) is a
+// member of any of groups in the directory; known is false when the
+// directory could not answer. Each group is listed once per tick.
 func (t *tick) inDirectory(ctx context.Context, groups []string, email string) (known, in bool) {
+	uid, err := t.s.Directory.UserID(ctx, email)
+	if err != nil {
+		t.s.log().Warn("review scheduler: group sync: user lookup failed", "user", email, "err", err)
+		return false, false
+	}
+	if uid == "" {
+		return true, false // not in the directory: in no group
+	}
 	known = true
 	for _, g := range groups {
 		m, ok := t.members[g]
 		if !ok {
-			names, err := t.s.Directory.GroupMembers(ctx, g)
+			ids, err := t.s.Directory.GroupMemberIDs(ctx, g)
 			m = memberSet{names: map[string]bool{}, err: err}
-			for _, n := range names {
-				m.names[strings.ToLower(n)] = true
+			for _, id := range ids {
+				m.names[id] = true
 			}
 			if err != nil {
 				t.s.log().Warn("review scheduler: group sync failed", "group", g, "err", err)
@@ -353,7 +365,7 @@ func (t *tick) inDirectory(ctx context.Context, groups []string, email string) (
 			known = false
 			continue
 		}
-		if m.names[strings.ToLower(email)] {
+		if m.names[uid] {
 			return true, true
 		}
 	}

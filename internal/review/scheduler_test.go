@@ -11,6 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/identitystore"
+
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
 	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
@@ -534,5 +539,46 @@ func TestSchedulerSingleton(t *testing.T) {
 	}
 	if rs := f.reviews(conn.ID); len(rs) != 1 {
 		t.Errorf("%d reviews; want one", len(rs))
+	}
+}
+
+// Integration: the group sync sees an owner removed from the owners group
+// in the Identity Store test endpoint, though the owner's last sign-in
+// still had it, and flags the orphan.
+func TestGroupSyncFlagsOrphan(t *testing.T) {
+	f := newFixture(t)
+	ids := awstest.NewIdentityStore(t)
+	group := ids.AddGroup(ownersGroup)
+	owner := ids.AddUser("owner.red@example.test")
+	ids.AddMembership(owner, group)
+	ids.AddUser("member.red@example.test")
+	api := identitystore.NewFromConfig(awstest.Config(1), func(o *identitystore.Options) { o.BaseEndpoint = aws.String(ids.URL()) })
+	f.s.Directory = awsprov.GroupDirectory{API: api, StoreID: ids.StoreID()}
+	conn := f.active(workflow.ExampleContract())
+	f.run(f.tick())
+	if c := f.conn(conn.ID); c.Orphan != "" || len(f.reviews(conn.ID)) != 0 {
+		t.Fatalf("with the owner in the group: orphan %q, %d reviews", c.Orphan, len(f.reviews(conn.ID)))
+	}
+	ids.RemoveMembership(owner, group)
+	f.run(f.tick())
+	c := f.conn(conn.ID)
+	if c.Orphan != workflow.OrphanNoOwner {
+		t.Errorf("orphan = %q after the owner left the group in the Identity Store; want %q", c.Orphan, workflow.OrphanNoOwner)
+	}
+	r := f.open(conn.ID)
+	if r.Trigger != workflow.TriggerOwnerLeft || len(r.MoreTriggers) != 1 || !strings.Contains(r.MoreTriggers[0], "orphan") {
+		t.Errorf("review = %+v; want owner_left with the orphan added", r)
+	}
+	var ev workflow.Evidence
+	if err := json.Unmarshal(r.Evidence, &ev); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range ev.Owners {
+		if o.Email == "owner.red@example.test" && o.InOwnersGroup != workflow.InGroupNo {
+			t.Errorf("evidence owner %+v; want not in the owners group", o)
+		}
+	}
+	if ids.Count("ListGroupMemberships") == 0 {
+		t.Error("the group sync never called ListGroupMemberships")
 	}
 }

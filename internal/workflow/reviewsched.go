@@ -149,10 +149,11 @@ func OrphanReason(c Contract, owners []EvidenceOwner, groupKnown bool) string {
 }
 
 // OwnerLeft reports whether an owner whose membership of the owners group
-// was last seen as before and is now now has left it: a "no" after anything
-// else (a first sighting included: an owner named in a live contract who is
-// not in the group).
-func OwnerLeft(before, now string) bool { return now == InGroupNo && before != InGroupNo }
+// was last seen as before and is now now has left it: a "no" after a "yes".
+// An owner never seen in the group (an operations owner who is a team
+// member, say) has not left it; the orphan rule covers a connection none of
+// whose owners is in it.
+func OwnerLeft(before, now string) bool { return now == InGroupNo && before == InGroupYes }
 
 // OverdueReminderDays: an open review this many days past due reminds its
 // reviewers and the team's owners, once.

@@ -133,7 +133,7 @@ func TestOrphanOwnerLeftOverdueRules(t *testing.T) {
 		before, now string
 		want        bool
 	}{
-		{"", InGroupNo, true}, {InGroupYes, InGroupNo, true}, {InGroupUnknown, InGroupNo, true},
+		{"", InGroupNo, false}, {InGroupYes, InGroupNo, true}, {InGroupUnknown, InGroupNo, false},
 		{InGroupNo, InGroupNo, false}, {InGroupYes, InGroupYes, false}, {InGroupNo, InGroupYes, false}, {"", InGroupUnknown, false},
 	} {
 		if got := OwnerLeft(tc.before, tc.now); got != tc.want {
