@@ -257,6 +257,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		return err
 	}
 
+	reviews, err := newReviewScheduler(ctx, db, cfg, mapping, rates, cluster, kube, logger.With("component", "reviews"))
+	if err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := web.New(web.Options{
@@ -274,6 +279,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Utilization: util,
 		RateCard:    rates,
 		Workloads:   workloadsOrNil(checker.Sources.Kube),
+		OnLogin:     func(ctx context.Context, email string) error { return reviews.OwnerSignedIn(ctx, email, time.Now()) },
 	})
 	if err != nil {
 		return err
@@ -352,6 +358,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	signals := srv.Signals(logger.With("component", "signals"))
 	wg.Add(1)
 	go func() { defer wg.Done(); signals.Run(workCtx, 10*time.Minute, time.Now) }()
+
+	// The review scheduler: one portal process at a time runs it (a claim
+	// with a heartbeat in the database), in dry-run mode too.
+	wg.Add(1)
+	go func() { defer wg.Done(); reviews.Run(workCtx, cfg.ReviewInterval, time.Now) }()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()

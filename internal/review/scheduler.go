@@ -538,3 +538,30 @@ func (t *tick) overdue(ctx context.Context) error {
 	}
 	return nil
 }
+
+// OwnerSignedIn applies the owner and orphan rules, at a sign-in, to the
+// live connections whose approved contract names email as an owner: an
+// owner who signs in without the team's owners group (the groups of this
+// sign-in are recorded already) has left it, and the review opens now
+// rather than at the next tick. It claims nothing: what it records is keyed
+// and checked in each transaction like a tick's.
+func (s *Scheduler) OwnerSignedIn(ctx context.Context, email string, now time.Time) error {
+	live, err := s.DB.LiveConnections(ctx)
+	if err != nil {
+		return err
+	}
+	t := &tick{s: s, now: now, members: map[string]memberSet{}}
+	var errs []error
+	for _, c := range live {
+		v, err := s.DB.Version(ctx, c.ID, c.ApprovedVersion)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !slices.ContainsFunc(workflow.ContractOwners(v.Contract), func(o workflow.EvidenceOwner) bool { return strings.EqualFold(o.Email, email) }) {
+			continue
+		}
+		errs = append(errs, t.connection(ctx, c))
+	}
+	return errors.Join(errs...)
+}

@@ -582,3 +582,26 @@ func TestGroupSyncFlagsOrphan(t *testing.T) {
 		t.Error("the group sync never called ListGroupMemberships")
 	}
 }
+
+// Seen at login: an owner who signs in without the owners group opens the
+// owner_left review at once, before any tick.
+func TestOwnerLeftSeenAtSignIn(t *testing.T) {
+	f := newFixture(t)
+	conn := f.active(workflow.ExampleContract())
+	f.run(f.tick()) // the owner is seen in the group
+	f.login("owner.red")
+	if err := f.s.OwnerSignedIn(t.Context(), "Owner.Red@example.test", f.tick()); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.open(conn.ID); r.Trigger != workflow.TriggerOwnerLeft {
+		t.Errorf("review = %+v; want owner_left opened at the sign-in", r)
+	}
+	// Someone who owns nothing changes nothing.
+	f.login("stranger")
+	if err := f.s.OwnerSignedIn(t.Context(), "stranger@example.test", f.tick()); err != nil {
+		t.Fatal(err)
+	}
+	if rs := f.reviews(conn.ID); len(rs) != 1 {
+		t.Errorf("%d reviews; want the one", len(rs))
+	}
+}
