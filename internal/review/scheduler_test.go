@@ -234,8 +234,21 @@ func TestScheduledReview(t *testing.T) {
 		t.Errorf("a review opened before the renewal's due date")
 	}
 	f.run(day(next))
-	if rs := f.reviews(conn.ID); len(rs) != 2 || rs[0].DueOn != next {
-		t.Errorf("after the renewal's due date: %d reviews; want a second one due %s", len(rs), next)
+	rs := f.reviews(conn.ID)
+	if len(rs) != 2 || rs[0].DueOn != next {
+		t.Fatalf("after the renewal's due date: %d reviews; want a second one due %s", len(rs), next)
+	}
+	// Its evidence lists the contract's changes since the last review:
+	// none (the first one listed the first approval).
+	var first, second workflow.Evidence
+	if err := json.Unmarshal(rs[1].Evidence, &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(rs[0].Evidence, &second); err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Changes) != 1 || len(second.Changes) != 0 || second.Contract.Version != 1 {
+		t.Errorf("changes since the last review: first %+v, second %+v; want the first approval, then none", first.Changes, second.Changes)
 	}
 }
 
@@ -603,5 +616,31 @@ func TestOwnerLeftSeenAtSignIn(t *testing.T) {
 	}
 	if rs := f.reviews(conn.ID); len(rs) != 1 {
 		t.Errorf("%d reviews; want the one", len(rs))
+	}
+}
+
+// An applied change of the review cadence moves the next review date,
+// from the day it is applied.
+func TestAmendedCadenceMovesTheDueDate(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	conn := f.active(workflow.ExampleContract())
+	c := workflow.ExampleContract()
+	c.ReviewCadenceDays = 30
+	if _, _, err := f.db.SaveContract(ctx, conn.ID, 1, c, f.owner, f.tick()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Transition(ctx, conn.ID, workflow.EventSubmit, f.owner, "", store.Expect{}, f.tick()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.db.Approve(ctx, conn.ID, f.admin, f.pin(conn.ID), "ok", workflow.ClusterFacts{}, f.tick()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.conn(conn.ID).ReviewDue; got != conn.ReviewDue {
+		t.Errorf("review_due moved at the approval: %s, want %s until applied", got, conn.ReviewDue)
+	}
+	f.runJob()
+	if got, want := f.conn(conn.ID).ReviewDue, workflow.NextReviewDue(f.now, 30, ""); got != want || got == conn.ReviewDue {
+		t.Errorf("review_due after the change applied = %s, want %s", got, want)
 	}
 }
