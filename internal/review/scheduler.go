@@ -117,8 +117,17 @@ func (s *Scheduler) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Run ticks every interval until ctx is done, with the clock's time.
+// Run ticks every interval until ctx is done, with the clock's time. The
+// first tick comes a minute after the start (or an interval, when
+// shorter), out of the way of a starting portal's migrations and seeds.
 func (s *Scheduler) Run(ctx context.Context, interval time.Duration, clock func() time.Time) {
+	first := time.NewTimer(min(interval, time.Minute))
+	select {
+	case <-ctx.Done():
+		first.Stop()
+		return
+	case <-first.C:
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
