@@ -40,10 +40,12 @@ type Config struct {
 	DevAllowRemote bool
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (the ingress or load balancer); none by default.
-	TrustedProxies      []*net.IPNet
-	ShutdownTimeout     time.Duration
-	UsageRetention      time.Duration
-	UsageInterval       time.Duration
+	TrustedProxies  []*net.IPNet
+	ShutdownTimeout time.Duration
+	UsageRetention  time.Duration
+	UsageInterval   time.Duration
+	// ReviewInterval is how often the review scheduler ticks.
+	ReviewInterval      time.Duration
 	Kubeconfig          string
 	OnRevoke            string // "lock" or "delete": what revocation does with a team namespace
 	ClusterSettingsFile string // YAML: namespace prefix, priority classes, ClusterQueue mode, accelerators, instance types
@@ -121,6 +123,7 @@ var specs = []flagSpec{
 	{"rate-card", "PORTAL_RATE_CARD", "", "JSON rate card: hourly price per instance type, currency, effective-from dates, optional borrowed rate (see the README); empty: usage is shown without money and no month is closed", false},
 	{"usage-retention", "PORTAL_USAGE_RETENTION", "9600h", "how long usage records (hourly rows, pods' intervals, missing periods) are kept; older ones are pruned daily (default 400 days)", false},
 	{"usage-interval", "PORTAL_USAGE_INTERVAL", "1m", "how often the usage collector (with --kubeconfig) records what it saw and recomputes the hours it touched", false},
+	{"review-interval", "PORTAL_REVIEW_INTERVAL", "10m", "how often the review scheduler opens due and event-driven reviews, flags orphans, syncs the owners groups (with --identity-store-id) and reminds of overdue reviews; one portal process at a time runs it", false},
 	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish", false},
 
 	// IAM Identity Center groups at login (and the AWS settings they need).
@@ -233,6 +236,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		ShutdownTimeout:       dur("shutdown-timeout"),
 		UsageRetention:        dur("usage-retention"),
 		UsageInterval:         dur("usage-interval"),
+		ReviewInterval:        dur("review-interval"),
 		Kubeconfig:            strings.TrimSpace(*vals["kubeconfig"]),
 		OnRevoke:              strings.TrimSpace(*vals["on-revoke"]),
 		ClusterSettingsFile:   strings.TrimSpace(*vals["cluster-settings"]),

@@ -66,7 +66,7 @@ func TestParseConfig(t *testing.T) {
 					SessionKeyFile: "data/session.key", OIDCGroupsClaim: "groups", Dev: true,
 					OIDCScopes:         []string{"openid", "email", "profile", "groups"},
 					SessionIdleTimeout: 30 * time.Minute, SessionLifetime: 12 * time.Hour, ShutdownTimeout: 20 * time.Second,
-					UsageRetention: 400 * 24 * time.Hour, UsageInterval: time.Minute,
+					UsageRetention: 400 * 24 * time.Hour, UsageInterval: time.Minute, ReviewInterval: 10 * time.Minute,
 					GroupsRecheckInterval: 5 * time.Minute, LoginRateLimit: 60,
 					OnRevoke:                   "lock",
 					IdentityStoreUserAttribute: "email", IdentityStoreCacheTTL: 5 * time.Minute,

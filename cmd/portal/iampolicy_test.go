@@ -47,6 +47,8 @@ var resourceTypes = []struct {
 	{"identitystore:GetUserId", []string{"arn:${Partition}:identitystore::${Account}:identitystore/${IdentityStoreId}", "arn:${Partition}:identitystore:::user/${UserId}"}, identityStoreSAR},
 	{"identitystore:GetGroupId", []string{"arn:${Partition}:identitystore:::group/${GroupId}", "arn:${Partition}:identitystore::${Account}:identitystore/${IdentityStoreId}"}, identityStoreSAR},
 	{"identitystore:ListGroupMembershipsForMember", []string{"arn:${Partition}:identitystore:::membership/*", "arn:${Partition}:identitystore::${Account}:identitystore/${IdentityStoreId}", "arn:${Partition}:identitystore:::user/${UserId}"}, identityStoreSAR},
+	// ListGroupMemberships is authorized on AllGroupMemberships (membership/*), Group and Identitystore.
+	{"identitystore:ListGroupMemberships", []string{"arn:${Partition}:identitystore:::membership/*", "arn:${Partition}:identitystore:::group/${GroupId}", "arn:${Partition}:identitystore::${Account}:identitystore/${IdentityStoreId}"}, identityStoreSAR},
 	{"identitystore:DescribeGroup", []string{"arn:${Partition}:identitystore:::group/${GroupId}", "arn:${Partition}:identitystore::${Account}:identitystore/${IdentityStoreId}"}, identityStoreSAR},
 	{"datazone:ListEnvironments", []string{}, dataZoneSAR},
 	{"datazone:ListConnections", []string{}, dataZoneSAR},

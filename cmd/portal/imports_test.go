@@ -32,6 +32,10 @@ func TestImportBoundaries(t *testing.T) {
 		// database, network, cluster or cloud.
 		"internal/evidence": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision",
 			mod + "internal/auth", mod + "internal/usage", "github.com/labstack/echo", "k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "database/sql", "net/http"},
+		// The review scheduler decides through workflow and writes through
+		// the store; it serves no pages and calls no cloud API itself.
+		"internal/review": {mod + "internal/web", mod + "internal/views", mod + "internal/provision", "github.com/labstack/echo",
+			"k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "net/http"},
 		// The binary never carries the test endpoints.
 		"cmd/portal":       {mod + "internal/provision/awsprov/awstest", mod + "internal/testenv"},
 		"internal/testenv": {mod},

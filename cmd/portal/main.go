@@ -263,6 +263,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
+	reviews, err := newReviewScheduler(ctx, db, cfg, mapping, rates, cluster, kube, logger.With("component", "reviews"))
+	if err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -278,11 +282,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		AWSPreview:     side.preview(), Quotas: side.quotas(),
 		ClusterCheck: checker, ClusterCanRefresh: checker.CanRead(),
 		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
-		Utilization: util,
-		RateCard:    rates,
-		Workloads:   workloadsOrNil(checker.Sources.Kube),
-
+		Utilization:    util,
+		RateCard:       rates,
+		Workloads:      workloadsOrNil(checker.Sources.Kube),
 		NotifyChannels: channels,
+		OnLogin:        func(ctx context.Context, email string) error { return reviews.OwnerSignedIn(ctx, email, time.Now()) },
 	})
 	if err != nil {
 		return err
@@ -372,6 +376,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		defer wg.Done()
 		endDateHolds(workCtx, db, time.Hour, time.Now, logger.With("component", "end-dates"))
 	}()
+
+	// The review scheduler: one portal process at a time runs it (a claim
+	// with a heartbeat in the database), in dry-run mode too.
+	wg.Add(1)
+	go func() { defer wg.Done(); reviews.Run(workCtx, cfg.ReviewInterval, time.Now) }()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()

@@ -133,6 +133,9 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 				set = append(set, "hold = ?", "hold_by = ?", "hold_by_id = ?", "hold_reason = ?", "hold_at = ?")
 				args = append(args, h.State, h.By.Email, h.By.ID, h.Reason, ts)
 			}
+			if e.Orphan != nil {
+				set, args = append(set, "orphan = ?"), append(args, *e.Orphan)
+			}
 			if _, err := tx.ExecContext(ctx, `UPDATE connections SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
 				return 0, 0, fmt.Errorf("store: connection %d: %w", id, err)
 			}

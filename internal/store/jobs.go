@@ -477,7 +477,27 @@ UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_er
 			return err
 		}
 		return jobCommand(ctx, tx, j, now, func(s workflow.Conn) (workflow.Effect, error) {
-			return workflow.OnJobSucceeded(s, jobRun(j), applied, now)
+			e, err := workflow.OnJobSucceeded(s, jobRun(j), applied, now)
+			if err != nil {
+				return e, err
+			}
+			// The next review date: set when the connection becomes
+			// active, and again when an applied change moves its cadence
+			// or end date (workflow.ReviewDueOnJob).
+			if (s.State == workflow.StateProvisioning && e.Next == workflow.StateActive) || e.Approve != 0 {
+				approved, err := getVersion(ctx, tx, j.ConnectionID, j.Version)
+				if err != nil {
+					return e, err
+				}
+				old := approved
+				if s.ApprovedVersion != 0 && s.ApprovedVersion != j.Version {
+					if old, err = getVersion(ctx, tx, j.ConnectionID, s.ApprovedVersion); err != nil {
+						return e, err
+					}
+				}
+				e.ReviewDue = workflow.ReviewDueOnJob(s, e, old.Contract, approved.Contract, now)
+			}
+			return e, nil
 		})
 	})
 	if err != nil {

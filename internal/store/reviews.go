@@ -144,27 +144,32 @@ func (d *DB) AddReviewTrigger(ctx context.Context, id int64, trigger workflow.Re
 	if !trigger.Valid() {
 		return false, fmt.Errorf("%w %q", workflow.ErrReviewTrigger, trigger)
 	}
-	line := strings.ReplaceAll(fmt.Sprintf("%s %s: %s", now.UTC().Format(workflow.DateLayout), trigger, detail), "\n", " ")
 	var added bool
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE reviews SET more_triggers = CASE WHEN more_triggers = '' THEN ? ELSE more_triggers || char(10) || ? END
-WHERE connection_id = ? AND decision = ''`, line, line, id)
-		if err != nil {
-			return fmt.Errorf("store: review trigger: %w", err)
-		}
-		n, _ := res.RowsAffected()
-		added = n == 1
-		if !added {
-			return nil
-		}
-		c, err := getConn(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: "review scheduler", Action: "review.trigger",
-			ObjectType: "connection", ObjectID: id, Team: c.Team, Version: c.ApprovedVersion, Reason: fmt.Sprintf("%s: %s", trigger, detail)})
+		var err error
+		added, err = addReviewTrigger(ctx, tx, id, trigger, detail, now)
+		return err
 	})
 	return added, err
+}
+
+// addReviewTrigger is AddReviewTrigger inside the caller's transaction.
+func addReviewTrigger(ctx context.Context, tx *sql.Tx, id int64, trigger workflow.ReviewTrigger, detail string, now time.Time) (bool, error) {
+	line := strings.ReplaceAll(fmt.Sprintf("%s %s: %s", now.UTC().Format(workflow.DateLayout), trigger, detail), "\n", " ")
+	res, err := tx.ExecContext(ctx, `UPDATE reviews SET more_triggers = CASE WHEN more_triggers = '' THEN ? ELSE more_triggers || char(10) || ? END
+WHERE connection_id = ? AND decision = ''`, line, line, id)
+	if err != nil {
+		return false, fmt.Errorf("store: review trigger: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return false, nil
+	}
+	c, err := getConn(ctx, tx, id)
+	if err != nil {
+		return false, err
+	}
+	return true, appendAudit(ctx, tx, AuditEvent{At: now, Actor: "review scheduler", Action: "review.trigger",
+		ObjectType: "connection", ObjectID: id, Team: c.Team, Version: c.ApprovedVersion, Reason: fmt.Sprintf("%s: %s", trigger, detail)})
 }
 
 // DecideReview records a reviewer's decision on review reviewID: the

@@ -136,7 +136,7 @@ func TestReviewDecisionsMoveTheConnection(t *testing.T) {
 		{"blue", workflow.DecideReviewInput{Decision: workflow.ReviewRecommendRevocation, Reason: "project ended"}, workflow.StateUnderReview, "", true, ""},
 		{"green", workflow.DecideReviewInput{Decision: workflow.ReviewHold, Reason: "idle"}, workflow.StateActive, "", false, ""},
 	} {
-		conn := f.active(tt.team)
+		conn, _ := f.db.Connection(ctx, f.active(tt.team).ID)
 		r, err := f.db.OpenReview(ctx, conn.ID, workflow.OpenReviewInput{Trigger: workflow.TriggerSignal, Detail: "idle guarantee"}, f.tick())
 		if err != nil {
 			t.Fatal(err)
@@ -152,8 +152,8 @@ func TestReviewDecisionsMoveTheConnection(t *testing.T) {
 		if tt.wantDue != "" && c.ReviewDue != tt.wantDue {
 			t.Errorf("%s: due %q, want %q", tt.team, c.ReviewDue, tt.wantDue)
 		}
-		if tt.sameDue && c.ReviewDue != "" {
-			t.Errorf("%s: due %q, want unchanged", tt.team, c.ReviewDue)
+		if tt.sameDue && c.ReviewDue != conn.ReviewDue {
+			t.Errorf("%s: due %q, want unchanged (%q, set when it became active)", tt.team, c.ReviewDue, conn.ReviewDue)
 		}
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sort"
 	"strings"
 	"time"
 
@@ -186,149 +184,26 @@ func (d *DB) AckSignal(ctx context.Context, id int64, by workflow.Actor, note st
 	})
 }
 
-// Signals evaluates the watched signals over the stored usage rows: every
-// team with a live connection (its newest one's approved contract) and the
-// cluster.
-type Signals struct {
-	DB           *DB
-	Accelerators map[string]int // per instance type
-	Thresholds   usage.Thresholds
-	// ClusterOwner answers for the cluster's signals (the platform's
-	// admins).
-	ClusterOwner string
-	// Utilization is how busy the GPUs each namespace holds are (the
-	// interface declared in internal/usage; cmd/portal hands in the
-	// Prometheus client, which this package never imports). nil: no
-	// --prometheus-url, and the utilization signal says "no-data".
-	Utilization usage.Utilization
-	Logger      *slog.Logger
+// TeamHours returns team's hourly rows in [from, to) (the signals'
+// evaluator's read, usage.SignalStore).
+func (d *DB) TeamHours(ctx context.Context, team string, from, to time.Time) ([]usage.Hour, error) {
+	return d.UsageHours(ctx, UsageFilter{Team: team, From: from, To: to})
 }
 
-// Statuses computes every signal at now; teams, when not nil, limits the
-// teams' signals to those (and leaves out the cluster's).
-func (s Signals) Statuses(ctx context.Context, now time.Time, teams []string) ([]usage.SignalStatus, error) {
-	th := s.Thresholds
-	if th == (usage.Thresholds{}) {
-		th = usage.DefaultThresholds
-	}
-	from := usage.HourStart(now).Add(-th.Window())
-	to := usage.HourStart(now).Add(time.Hour)
-	cluster, err := s.DB.ClusterHours(ctx, "", from, to)
-	if err != nil {
-		return nil, err
-	}
-	contracts, err := s.liveContracts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []usage.SignalStatus
-	if teams == nil {
-		out = append(out, usage.EvaluateCluster(cluster, now, th, s.ClusterOwner)...)
-	}
-	names := make([]string, 0, len(contracts))
-	for t := range contracts {
-		if teams == nil || containsStr(teams, t) {
-			names = append(names, t)
-		}
-	}
-	sort.Strings(names)
-	for _, t := range names {
-		hours, err := s.DB.UsageHours(ctx, UsageFilter{Team: t, From: from, To: to})
-		if err != nil {
-			return nil, err
-		}
-		series := s.utilization(ctx, t, hours, now, th)
-		out = append(out, usage.EvaluateTeam(usage.TeamInput{Contract: contracts[t], Accelerators: s.Accelerators, Hours: hours, Utilization: series}, cluster, now, th)...)
-	}
-	return out, nil
-}
-
-// utilization reads, from the source, the hourly utilization of each
-// namespace in which the team held accelerators during the utilization
-// signal's window (the whole hours before now). A failure is the series'
-// Err (that signal says so), not the evaluation's.
-func (s Signals) utilization(ctx context.Context, team string, rows []usage.Hour, now time.Time, th usage.Thresholds) usage.UtilizationSeries {
-	if !usage.Configured(s.Utilization) {
-		return usage.UtilizationSeries{}
-	}
-	end := usage.HourStart(now)
-	from := end.Add(-time.Duration(th.UtilizationDays) * 24 * time.Hour)
-	out := usage.UtilizationSeries{Configured: true, Points: map[string][]usage.Point{}}
-	var namespaces []string
-	for _, r := range rows {
-		if r.AccelSeconds() > 0 && !r.Start.Before(from) && r.Start.Before(end) && !containsStr(namespaces, r.Namespace) {
-			namespaces = append(namespaces, r.Namespace)
-		}
-	}
-	sort.Strings(namespaces)
-	for _, ns := range namespaces {
-		points, err := s.Utilization.NamespaceUtilization(ctx, ns, from, end, time.Hour)
-		if err != nil {
-			if s.Logger != nil {
-				s.Logger.WarnContext(ctx, "utilization unavailable for the signals", "team", team, "namespace", ns, "err", err)
-			}
-			out.Err = err
-			return out
-		}
-		out.Points[ns] = points
-	}
-	return out
-}
-
-// liveContracts is the approved contract of each team's newest live
-// connection.
-func (s Signals) liveContracts(ctx context.Context) (map[string]workflow.Contract, error) {
-	live, err := s.DB.Provisioned(ctx)
+// LiveContracts is the approved contract of each team's newest live
+// connection (the signals' evaluator's read, usage.SignalStore).
+func (d *DB) LiveContracts(ctx context.Context) (map[string]workflow.Contract, error) {
+	live, err := d.Provisioned(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]workflow.Contract{}
 	for _, p := range live { // ascending ids: a newer connection wins
-		v, err := s.DB.Version(ctx, p.ConnectionID, p.Version)
+		v, err := d.Version(ctx, p.ConnectionID, p.Version)
 		if err != nil {
 			return nil, err
 		}
 		out[v.Contract.Team] = v.Contract
 	}
 	return out, nil
-}
-
-// Evaluate computes every signal at now and records those that fire (one
-// open event per team and signal); it returns how many new events it
-// stored. The background loop calls it; it is safe to call concurrently.
-func (s Signals) Evaluate(ctx context.Context, now time.Time) (int, error) {
-	st, err := s.Statuses(ctx, now, nil)
-	if err != nil {
-		return 0, err
-	}
-	return s.DB.RecordFired(ctx, st, now)
-}
-
-// Run evaluates every interval until ctx is done.
-func (s Signals) Run(ctx context.Context, interval time.Duration, clock func() time.Time) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if n, err := s.Evaluate(ctx, clock()); err != nil && ctx.Err() == nil {
-			if s.Logger != nil {
-				s.Logger.Error("signal evaluation failed", "err", err)
-			}
-		} else if n > 0 && s.Logger != nil {
-			s.Logger.Info("signals fired", "new_events", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func containsStr(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

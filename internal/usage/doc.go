@@ -5,7 +5,9 @@
 // (demo.go); the five watched signals of mission.md evaluated over those
 // rows (signals.go), allocation vs utilization also against the GPU
 // utilization a Utilization returns and the floor the contract states
-// (signals_utilization.go); the Utilization interface through which pages read how
+// (signals_utilization.go), and their evaluation loop over the rows a
+// SignalStore (internal/store) reads and records (evaluate.go: the store
+// only reads and records); the Utilization interface through which pages read how
 // busy a namespace's GPUs are (implemented over Prometheus by
 // internal/usage/prom; nil when --prometheus-url is unset); money (integer
 // minor units), the rate card (price per instance-hour over time), the

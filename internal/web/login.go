@@ -111,6 +111,11 @@ func (s *Server) callback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.opts.OnLogin != nil && u.Email != "" {
+		if err := s.opts.OnLogin(ctx, u.Email); err != nil {
+			s.opts.Logger.ErrorContext(ctx, "after sign-in: review check failed", "user", u.Email, "err", err)
+		}
+	}
 	roles, ms := s.opts.Mapping.Resolve(id.Groups)
 	p := workflow.NewPrincipal(u.ID, id.Subject, id.Email, id.Name, roles, ms)
 	if !p.HasAccess() {

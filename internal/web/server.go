@@ -81,6 +81,11 @@ type Options struct {
 		CheckNamespace(ctx context.Context, p provision.Plan) (provision.NamespaceCheck, error)
 	}
 
+	// OnLogin, when set, is told of each sign-in once its groups are
+	// recorded (cmd/portal: the review scheduler checks whether an owner of
+	// a live contract left the team's owners group). Its failure is logged;
+	// the sign-in goes on.
+	OnLogin func(ctx context.Context, email string) error
 	// KnownOwners are emails accepted as contract owners even before they
 	// have logged in (the dev provider's demo users).
 	KnownOwners []string

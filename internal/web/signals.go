@@ -29,19 +29,19 @@ const maxAckNote = 2000
 // accelerators per instance type of the cluster settings and util's GPU
 // utilization (nil without --prometheus-url); cmd/portal runs its Evaluate
 // periodically, the pages call Statuses.
-func NewSignals(db *store.DB, cs provision.ClusterSettings, util usage.Utilization, logger *slog.Logger) store.Signals {
+func NewSignals(db *store.DB, cs provision.ClusterSettings, util usage.Utilization, logger *slog.Logger) usage.Signals {
 	acc := map[string]int{}
 	for t, r := range cs.WithDefaults().Accelerators {
 		acc[t] = r.Accelerators
 	}
-	return store.Signals{DB: db, Accelerators: acc, Thresholds: usage.DefaultThresholds, ClusterOwner: ClusterSignalOwner, Utilization: util, Logger: logger}
+	return usage.Signals{Store: db, Accelerators: acc, Thresholds: usage.DefaultThresholds, ClusterOwner: ClusterSignalOwner, Utilization: util, Logger: logger}
 }
 
 // Signals is the server's evaluator: its database, cluster settings and
 // utilization source (Options.Utilization). cmd/portal's loop and the pages
 // both take it from here, so that what fires and what the pages show read
 // the same sources.
-func (s *Server) Signals(logger *slog.Logger) store.Signals {
+func (s *Server) Signals(logger *slog.Logger) usage.Signals {
 	return NewSignals(s.opts.DB, s.opts.Cluster, s.opts.Utilization, logger)
 }
 

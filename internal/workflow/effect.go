@@ -89,11 +89,14 @@ type Effect struct {
 	ReviewDue string
 	// Hold moves the connection's hold (nil: unchanged); see hold.go.
 	Hold *HoldChange
+	// Orphan sets (non-nil) the connection's orphan flag: why it is an
+	// orphan, or "" to clear it (OrphanReason).
+	Orphan *string
 }
 
 // Writes reports whether the effect changes the connection's row.
 func (e Effect) Writes(from State) bool {
-	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil || e.ReviewDue != "" || e.Hold != nil
+	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil || e.ReviewDue != "" || e.Hold != nil || e.Orphan != nil
 }
 
 // DecisionRecord is an admin's approval, rejection or change request of one

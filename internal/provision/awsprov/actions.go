@@ -15,11 +15,14 @@ var Actions = []string{
 	// adopting a quota tags it. ListTags says whose a quota or domain is.
 	"sagemaker:AddTags",
 	"sagemaker:ListTags",
-	// IdentityStoreAPI: users' groups at login, teams' groups by name.
+	// IdentityStoreAPI: users' groups at login, teams' groups by name,
+	// and the owners groups' members for the review scheduler's group sync.
 	"identitystore:GetUserId",
 	"identitystore:GetGroupId",
 	"identitystore:ListGroupMembershipsForMember",
 	"identitystore:DescribeGroup",
+	// The review scheduler's group sync: who is in each team's owners group.
+	"identitystore:ListGroupMemberships",
 	// DataZoneAPI: the Unified Studio project's HyperPod connection.
 	"datazone:ListEnvironments",
 	"datazone:ListConnections",

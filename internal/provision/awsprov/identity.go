@@ -22,6 +22,7 @@ type IdentityStoreAPI interface {
 	GetGroupId(context.Context, *identitystore.GetGroupIdInput, ...func(*identitystore.Options)) (*identitystore.GetGroupIdOutput, error)
 	ListGroupMembershipsForMember(context.Context, *identitystore.ListGroupMembershipsForMemberInput, ...func(*identitystore.Options)) (*identitystore.ListGroupMembershipsForMemberOutput, error)
 	DescribeGroup(context.Context, *identitystore.DescribeGroupInput, ...func(*identitystore.Options)) (*identitystore.DescribeGroupOutput, error)
+	ListGroupMemberships(context.Context, *identitystore.ListGroupMembershipsInput, ...func(*identitystore.Options)) (*identitystore.ListGroupMembershipsOutput, error)
 }
 
 var _ IdentityStoreAPI = (*identitystore.Client)(nil)
@@ -124,4 +125,74 @@ func UserGroups(ctx context.Context, api IdentityStoreAPI, storeID, userName str
 	}
 	slices.Sort(names)
 	return slices.Compact(names), nil
+}
+
+// GroupMemberIDs returns the sorted user ids of the direct members of the
+// group whose display name is displayName (the review scheduler's group
+// sync). ListGroupMemberships takes IdentityStoreId and GroupId, pages with
+// MaxResults (1-100) and NextToken, and answers GroupMemberships, each with
+// a MemberId union whose UserId names a user
+// (https://docs.aws.amazon.com/singlesignon/latest/IdentityStoreAPIReference/API_ListGroupMemberships.html).
+func GroupMemberIDs(ctx context.Context, api IdentityStoreAPI, storeID, displayName string) ([]string, error) {
+	gid, err := GroupID(ctx, api, storeID, displayName)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	pages := identitystore.NewListGroupMembershipsPaginator(api, &identitystore.ListGroupMembershipsInput{
+		IdentityStoreId: aws.String(storeID),
+		GroupId:         aws.String(gid),
+		MaxResults:      aws.Int32(100),
+	})
+	for pages.HasMorePages() {
+		p, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("identity store %s: group %q: list memberships: %w", storeID, displayName, err)
+		}
+		for _, m := range p.GroupMemberships {
+			if u, ok := m.MemberId.(*types.MemberIdMemberUserId); ok && u.Value != "" {
+				ids = append(ids, u.Value)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// UserID returns the id of the user whose userName is userName, or "" when
+// the identity store has no such user.
+func UserID(ctx context.Context, api IdentityStoreAPI, storeID, userName string) (string, error) {
+	u, err := api.GetUserId(ctx, &identitystore.GetUserIdInput{
+		IdentityStoreId: aws.String(storeID),
+		AlternateIdentifier: &types.AlternateIdentifierMemberUniqueAttribute{Value: types.UniqueAttribute{
+			AttributePath:  aws.String("userName"),
+			AttributeValue: document.NewLazyDocument(userName),
+		}},
+	})
+	if err != nil {
+		var nf *types.ResourceNotFoundException
+		if errors.As(err, &nf) && (nf.ResourceType == "" || nf.ResourceType == types.ResourceTypeUser) {
+			return "", nil
+		}
+		return "", fmt.Errorf("identity store %s: user %q: get id: %w", storeID, userName, err)
+	}
+	return aws.ToString(u.UserId), nil
+}
+
+// GroupDirectory is the identity store as the review scheduler's group
+// sync asks it (review.Directory): a group's members, and a user's id.
+type GroupDirectory struct {
+	API     IdentityStoreAPI
+	StoreID string
+}
+
+// GroupMemberIDs returns the user ids of the members of group (its display
+// name).
+func (g GroupDirectory) GroupMemberIDs(ctx context.Context, group string) ([]string, error) {
+	return GroupMemberIDs(ctx, g.API, g.StoreID, group)
+}
+
+// UserID returns the id of the user named userName, "" for none.
+func (g GroupDirectory) UserID(ctx context.Context, userName string) (string, error) {
+	return UserID(ctx, g.API, g.StoreID, userName)
 }

@@ -173,3 +173,53 @@ func TestIdentityStoreEndpointIsStrict(t *testing.T) {
 		t.Errorf("forged NextToken: %v, want ValidationException", err)
 	}
 }
+
+// The group sync lists every page of a group's members (and only that
+// group's), and finds users by userName; the endpoint checks what it
+// receives as the service does.
+func TestGroupMemberIDsFollowsEveryPage(t *testing.T) {
+	f := awstest.NewIdentityStore(t)
+	f.Set(func(f *awstest.IdentityStore) { f.MaxPageSize = 2 })
+	owners := f.AddGroup("team-red-owners")
+	other := f.AddGroup("team-blue-owners")
+	var want []string
+	for _, n := range []string{"a@example.com", "b@example.com", "c@example.com", "d@example.com", "e@example.com"} {
+		u := f.AddUser(n)
+		f.AddMembership(u, owners)
+		want = append(want, u)
+	}
+	f.AddMembership(f.AddUser("z@example.com"), other)
+	slices.Sort(want)
+	dir := GroupDirectory{API: identityStoreClient(f, 1), StoreID: f.StoreID()}
+	ctx := context.Background()
+	got, err := dir.GroupMemberIDs(ctx, "team-red-owners")
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("GroupMemberIDs = %v, %v; want %v", got, err, want)
+	}
+	if n := f.Count("ListGroupMemberships"); n != 3 {
+		t.Errorf("ListGroupMemberships calls = %d, want 3 pages of 2", n)
+	}
+	if id, err := dir.UserID(ctx, "c@example.com"); err != nil || !slices.Contains(want, id) {
+		t.Errorf("UserID = %q, %v", id, err)
+	}
+	if id, err := dir.UserID(ctx, "nobody@example.com"); err != nil || id != "" {
+		t.Errorf("UserID of nobody = %q, %v; want \"\"", id, err)
+	}
+	var nf *GroupNotFoundError
+	if _, err := dir.GroupMemberIDs(ctx, "no-such-group"); !errors.As(err, &nf) {
+		t.Errorf("an unknown group = %v; want GroupNotFoundError", err)
+	}
+	// What the endpoint refuses, as the service does.
+	api := identityStoreClient(f, 1)
+	for name, in := range map[string]*identitystore.ListGroupMembershipsInput{
+		"no group":     {IdentityStoreId: aws.String(f.StoreID())},
+		"bad group":    {IdentityStoreId: aws.String(f.StoreID()), GroupId: aws.String("not-an-id")},
+		"other store":  {IdentityStoreId: aws.String("d-0000000000"), GroupId: aws.String(owners)},
+		"max results":  {IdentityStoreId: aws.String(f.StoreID()), GroupId: aws.String(owners), MaxResults: aws.Int32(101)},
+		"foreign page": {IdentityStoreId: aws.String(f.StoreID()), GroupId: aws.String(other), NextToken: aws.String("Z3JvdXA6eHwy")},
+	} {
+		if _, err := api.ListGroupMemberships(ctx, in); err == nil {
+			t.Errorf("%s: ListGroupMemberships accepted %+v", name, in)
+		}
+	}
+}

@@ -16,8 +16,9 @@ import (
 // IdentityStore is the IAM Identity Center identity store endpoint
 // (awsJson1_1, X-Amz-Target AWSIdentityStore.<Operation>): users, groups and
 // memberships that a test adds, looked up the way the portal does at login
-// (GetUserId, ListGroupMembershipsForMember, DescribeGroup) and when it finds
-// a team's group (GetGroupId).
+// (GetUserId, ListGroupMembershipsForMember, DescribeGroup), when it finds
+// a team's group (GetGroupId), and when the review scheduler lists a group's
+// members (ListGroupMemberships).
 type IdentityStore struct {
 	*Core
 	storeID     string
@@ -26,7 +27,7 @@ type IdentityStore struct {
 	memberships []isMembership    // in the order they were added
 	nextID      int
 
-	// MaxPageSize caps a ListGroupMembershipsForMember page below the
+	// MaxPageSize caps a ListGroupMemberships(ForMember) page below the
 	// caller's MaxResults, as the service may, so tests can force several
 	// pages. Zero: MaxResults (or 100) decides alone.
 	MaxPageSize int
@@ -169,6 +170,15 @@ type (
 		MaxResults      *int32
 		NextToken       *string
 	}
+	// ListGroupMemberships: IdentityStoreId, GroupId, MaxResults (1-100),
+	// NextToken
+	// (https://docs.aws.amazon.com/singlesignon/latest/IdentityStoreAPIReference/API_ListGroupMemberships.html).
+	isListMembershipsIn struct {
+		IdentityStoreId *string
+		GroupId         *string
+		MaxResults      *int32
+		NextToken       *string
+	}
 	isDescribeGroupIn struct {
 		IdentityStoreId *string
 		GroupId         *string
@@ -218,6 +228,13 @@ func (f *IdentityStore) ops() map[string]handler {
 				return nil, e
 			}
 			return f.listForMember(in)
+		},
+		"ListGroupMemberships": func(_ *http.Request, decode func(any) *Error) (any, *Error) {
+			var in isListMembershipsIn
+			if e := decode(&in); e != nil {
+				return nil, e
+			}
+			return f.listMemberships(in)
 		},
 		"DescribeGroup": func(_ *http.Request, decode func(any) *Error) (any, *Error) {
 			var in isDescribeGroupIn
@@ -328,10 +345,10 @@ func (f *IdentityStore) getGroupID(in isGetIDIn) (any, *Error) {
 	return nil, idsNotFound("GROUP", "no group matches the alternate identifier")
 }
 
-// A NextToken is opaque to callers; here it names the member it was issued
-// for and the offset, so a token reused for another member is refused.
-func isPageToken(userID string, offset int) string {
-	return base64.StdEncoding.EncodeToString([]byte(userID + ":" + strconv.Itoa(offset)))
+// A NextToken is opaque to callers; here it names the member or group it
+// was issued for and the offset, so a token reused for another is refused.
+func isPageToken(owner string, offset int) string {
+	return base64.StdEncoding.EncodeToString([]byte(owner + "|" + strconv.Itoa(offset)))
 }
 
 func (f *IdentityStore) listForMember(in isListForMemberIn) (any, *Error) {
@@ -345,16 +362,6 @@ func (f *IdentityStore) listForMember(in isListForMemberIn) (any, *Error) {
 	if len(uid) > 47 || !isResourceID.MatchString(uid) {
 		return nil, Validation("Value '%s' at 'memberId.userId' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", uid, isResourceID)
 	}
-	max := 100
-	if in.MaxResults != nil {
-		if *in.MaxResults < 1 || *in.MaxResults > 100 {
-			return nil, Validation("Value '%d' at 'maxResults' failed to satisfy constraint: Member must have value between 1 and 100", *in.MaxResults)
-		}
-		max = int(*in.MaxResults)
-	}
-	if f.MaxPageSize > 0 {
-		max = min(max, f.MaxPageSize)
-	}
 	if _, ok := f.users[uid]; !ok {
 		return nil, idsNotFound("USER", "user %s does not exist", uid)
 	}
@@ -364,16 +371,58 @@ func (f *IdentityStore) listForMember(in isListForMemberIn) (any, *Error) {
 			all = append(all, m)
 		}
 	}
+	return f.page(all, "user:"+uid, in.MaxResults, in.NextToken)
+}
+
+// listMemberships is ListGroupMemberships: the group's memberships, in the
+// order they were added, paged as ListGroupMembershipsForMember is.
+func (f *IdentityStore) listMemberships(in isListMembershipsIn) (any, *Error) {
+	if e := f.checkStore(in.IdentityStoreId); e != nil {
+		return nil, e
+	}
+	if in.GroupId == nil {
+		return nil, Validation("1 validation error detected: Value null at 'groupId' failed to satisfy constraint: Member must not be null")
+	}
+	gid := *in.GroupId
+	if len(gid) < 1 || len(gid) > 47 || !isResourceID.MatchString(gid) {
+		return nil, Validation("Value '%s' at 'groupId' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", gid, isResourceID)
+	}
+	if _, ok := f.groups[gid]; !ok {
+		return nil, idsNotFound("GROUP", "group %s does not exist", gid)
+	}
+	var all []isMembership
+	for _, m := range f.memberships {
+		if m.groupID == gid {
+			all = append(all, m)
+		}
+	}
+	return f.page(all, "group:"+gid, in.MaxResults, in.NextToken)
+}
+
+// page answers one page of memberships: MaxResults 1-100 (default 100,
+// capped by MaxPageSize), and a NextToken that names what it was issued
+// for (owner) and the offset.
+func (f *IdentityStore) page(all []isMembership, owner string, maxResults *int32, nextToken *string) (any, *Error) {
+	max := 100
+	if maxResults != nil {
+		if *maxResults < 1 || *maxResults > 100 {
+			return nil, Validation("Value '%d' at 'maxResults' failed to satisfy constraint: Member must have value between 1 and 100", *maxResults)
+		}
+		max = int(*maxResults)
+	}
+	if f.MaxPageSize > 0 {
+		max = min(max, f.MaxPageSize)
+	}
 	start := 0
-	if in.NextToken != nil {
-		t := *in.NextToken
+	if nextToken != nil {
+		t := *nextToken
 		if len(t) < 1 || len(t) > 65535 || !isNextToken.MatchString(t) {
 			return nil, Validation("Value at 'nextToken' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", isNextToken)
 		}
 		b, err := base64.StdEncoding.DecodeString(t)
-		who, off, _ := strings.Cut(string(b), ":")
+		who, off, _ := strings.Cut(string(b), "|")
 		n, aerr := strconv.Atoi(off)
-		if err != nil || aerr != nil || who != uid || n < 0 || n > len(all) {
+		if err != nil || aerr != nil || who != owner || n < 0 || n > len(all) {
 			return nil, Validation("The pagination token is not valid for this request")
 		}
 		start = n
@@ -389,7 +438,7 @@ func (f *IdentityStore) listForMember(in isListForMemberIn) (any, *Error) {
 	}
 	res := map[string]any{"GroupMemberships": page}
 	if end < len(all) {
-		res["NextToken"] = isPageToken(uid, end)
+		res["NextToken"] = isPageToken(owner, end)
 	}
 	return res, nil
 }

@@ -1,8 +1,9 @@
-package store_test
+package usage_test
 
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 // fire again as a new event.
 func TestSignalsFireOnceUntilAcknowledged(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t, true)
+	db := openDB(t)
 	now := time.Date(2026, 11, 30, 12, 30, 0, 0, time.UTC)
 	u, _ := db.RecordLogin(ctx, "iss", "owner", "owner.red@example.test", "", nil, now)
 	conn, err := db.CreateConnection(ctx, workflow.ExampleContract(), workflow.Actor{ID: u.ID, Email: u.Email}, now)
@@ -38,7 +39,7 @@ func TestSignalsFireOnceUntilAcknowledged(t *testing.T) {
 	if err := db.PutClusterHours(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
-	sig := store.Signals{DB: db, Accelerators: map[string]int{"ml.p5.48xlarge": 8}, ClusterOwner: "platform admins"}
+	sig := usage.Signals{Store: db, Accelerators: map[string]int{"ml.p5.48xlarge": 8}, ClusterOwner: "platform admins"}
 	n, err := sig.Evaluate(ctx, now)
 	if err != nil || n != 2 {
 		t.Fatalf("first evaluation stored %d, %v; want 2 (red's idle guarantee, the idle cluster)", n, err)
@@ -116,7 +117,7 @@ func (f utilFake) NamespacesUtilization(context.Context, time.Time, time.Time, t
 // evaluation.
 func TestUtilizationSignalOverStoredRows(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t, true)
+	db := openDB(t)
 	now := time.Date(2026, 11, 30, 12, 30, 0, 0, time.UTC)
 	end := usage.HourStart(now)
 	u, _ := db.RecordLogin(ctx, "iss", "owner", "owner.red@example.test", "", nil, now)
@@ -135,7 +136,7 @@ func TestUtilizationSignalOverStoredRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked []string
-	sig := store.Signals{DB: db, Accelerators: map[string]int{"ml.p5.48xlarge": 8}, ClusterOwner: "platform admins",
+	sig := usage.Signals{Store: db, Accelerators: map[string]int{"ml.p5.48xlarge": 8}, ClusterOwner: "platform admins",
 		Utilization: utilFake{err: errors.New("prometheus down"), asked: &asked}}
 	st, err := sig.Statuses(ctx, now, []string{"red"})
 	if err != nil {
@@ -164,4 +165,19 @@ func TestUtilizationSignalOverStoredRows(t *testing.T) {
 	if evs, _ := db.SignalEvents(ctx, store.SignalFilter{Teams: []string{"red"}}); len(evs) != 1 || evs[0].Signal != usage.SignalUtilization {
 		t.Errorf("events = %+v", evs)
 	}
+}
+
+// openDB is a migrated database (real SQLite): the evaluation loop reads
+// and records through internal/store, as the portal does.
+func openDB(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
