@@ -180,3 +180,44 @@ func TestReviewPolicyTeamMembers(t *testing.T) {
 		}
 	}
 }
+
+// Declining a recommendation of revocation returns the connection to
+// active with its next review due a cadence later; it needs a reason, a
+// recommendation waiting, and an admin independent of the request.
+func TestDeclineRevocation(t *testing.T) {
+	now := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
+	admin := Actor{ID: 4, Email: "ada@example.test"}
+	in := DeclineRevocationInput{Reason: "still needed for the spring run", Recommended: true, Approved: Contract{ReviewCadenceDays: 30}}
+	e, err := DeclineRevocation(liveConn(StateUnderReview), admin, in, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Next != StateActive || e.ReviewDue != "2026-04-09" {
+		t.Errorf("effect: %s due %q, want active due 2026-04-09", e.Next, e.ReviewDue)
+	}
+	if len(e.Audit) != 1 || e.Audit[0].Action != "review.decline_revocation" || e.Audit[0].Reason != in.Reason {
+		t.Errorf("audit = %+v", e.Audit)
+	}
+	var toReviewers bool
+	for _, n := range e.Notify {
+		toReviewers = toReviewers || n.To == ToReviewers
+	}
+	if !toReviewers {
+		t.Errorf("notices = %+v, want the reviewers told", e.Notify)
+	}
+	for name, tc := range map[string]struct {
+		s    Conn
+		by   Actor
+		in   DeclineRevocationInput
+		want error
+	}{
+		"no reason":           {liveConn(StateUnderReview), admin, DeclineRevocationInput{Reason: "  ", Recommended: true}, ErrReviewReason},
+		"nothing recommended": {liveConn(StateUnderReview), admin, DeclineRevocationInput{Reason: "x"}, ErrNoRecommendation},
+		"active":              {liveConn(StateActive), admin, DeclineRevocationInput{Reason: "x", Recommended: true}, ErrNoRecommendation},
+		"the requester":       {liveConn(StateUnderReview), Actor{ID: 1}, DeclineRevocationInput{Reason: "x", Recommended: true}, ErrNotIndependent},
+	} {
+		if _, err := DeclineRevocation(tc.s, tc.by, tc.in, now); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+}
