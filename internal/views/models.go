@@ -157,6 +157,8 @@ type ConnectionRow struct {
 	Requester  string
 	Updated    string
 	Waiting    string // queue age, e.g. "3 days"
+	// Orphan says why the connection is an orphan ("" when it is not).
+	Orphan string
 }
 
 // ConnectionList is a filterable, paginated list of connections.
@@ -317,6 +319,12 @@ type ConnectionDetail struct {
 	RevokeNote   string
 	RevokeReason string
 	RevokeError  string
+
+	// Orphan says why the connection is an orphan ("" when it is not);
+	// Reviews is its lifecycle reviews (next due date, open review,
+	// history, a recommendation of revocation waiting for an admin).
+	Orphan  string
+	Reviews *ConnectionReviews
 }
 
 // AdoptQuotaView is the form that adopts, at an admin's explicit choice, a
