@@ -25,7 +25,7 @@ import (
 // decide it workflow.ActionReview on its connection.
 
 // reviewPageSize bounds one page of the review queue.
-const reviewPageSize = 50
+var reviewPageSize = 50
 
 // reviewHome is the reviewer's queue: open reviews, the longest due first,
 // filtered by team and trigger.
