@@ -1621,7 +1621,7 @@ func evidence(r ReviewPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if r.Evidence.Drift == nil {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 158, "<p class=\"muted\" data-testid=\"evidence-no-drift\">No drift report: no drift check had run on this connection when the review opened.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 158, "<p class=\"muted\" data-testid=\"evidence-no-drift\">No drift report in the evidence: none had run on this connection when the review opened, or it could not be collected (see above).</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
