@@ -38,6 +38,9 @@ type Config struct {
 	LogLevel       string
 	Dev            bool
 	DevAllowRemote bool
+	// DemoReviews (with Dev): seed two demo connections with a due and an
+	// overdue review on a database with no connection yet.
+	DemoReviews bool
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (the ingress or load balancer); none by default.
 	TrustedProxies  []*net.IPNet
@@ -117,6 +120,7 @@ var specs = []flagSpec{
 	{"log-level", "PORTAL_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data", true},
 	{"dev-allow-remote", "PORTAL_DEV_ALLOW_REMOTE", "false", "let --dev listen on, or use a --base-url with, a non-loopback address (anyone reaching it can sign in as any demo user)", true},
+	{"demo-reviews", "PORTAL_DEMO_REVIEWS", "false", "with --dev, on a database with no connection yet: make two demo connections with a review due today and one overdue, labelled demo data (make run sets it)", true},
 	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
 	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
 	{"cluster-settings", "PORTAL_CLUSTER_SETTINGS", "", "YAML file of the shared cluster's settings: namespace prefix, priority classes, ClusterQueue mode, accelerator table, instance types (see the README); empty: the HyperPod task governance defaults", false},
@@ -232,6 +236,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		LogLevel:              strings.TrimSpace(*vals["log-level"]),
 		Dev:                   boolean("dev"),
 		DevAllowRemote:        boolean("dev-allow-remote"),
+		DemoReviews:           boolean("demo-reviews"),
 		TrustedProxies:        cidrs("trusted-proxies"),
 		ShutdownTimeout:       dur("shutdown-timeout"),
 		UsageRetention:        dur("usage-retention"),
@@ -334,6 +339,9 @@ func (c Config) validate(cmd string) []error {
 	}
 	if c.SessionLifetime > 0 && c.SessionIdleTimeout > c.SessionLifetime {
 		errs = append(errs, errors.New("--session-idle-timeout: must not be longer than --session-lifetime"))
+	}
+	if c.DemoReviews && !c.Dev {
+		errs = append(errs, errors.New("--demo-reviews: only with --dev (it makes demo connections and reviews)"))
 	}
 	if c.Dev {
 		if err == nil && !isLoopbackHost(host) && !c.DevAllowRemote {

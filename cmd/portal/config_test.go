@@ -149,6 +149,11 @@ func TestParseConfig(t *testing.T) {
 			wantErr: []string{`--dev: "maybe" is not true or false`},
 		},
 		{
+			name:    "demo reviews only with --dev",
+			args:    append(prod(), "--demo-reviews"),
+			wantErr: []string{"--demo-reviews: only with --dev"},
+		},
+		{
 			name:    "bad boolean flag value",
 			args:    []string{"--dev", "--dev-allow-remote=sure"},
 			wantErr: []string{`--dev-allow-remote: "sure" is not true or false`},

@@ -217,6 +217,13 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if err := cluster.Check(); err != nil {
 		return err
 	}
+	if cfg.Dev && cfg.DemoReviews {
+		if n, err := seedDemoReviews(ctx, db, cluster, time.Now()); err != nil {
+			return fmt.Errorf("demo reviews: %w", err)
+		} else if n > 0 {
+			logger.Info("demo reviews seeded", "reviews", n)
+		}
+	}
 	var applier *provision.Applier
 	if kube != nil {
 		if applier, err = provision.NewApplier(kube); err != nil {

@@ -160,6 +160,8 @@ type ConnectionRow struct {
 	Requester  string
 	Updated    string
 	Waiting    string // queue age, e.g. "3 days"
+	// Orphan says why the connection is an orphan ("" when it is not).
+	Orphan string
 }
 
 // ConnectionList is a filterable, paginated list of connections.
@@ -324,6 +326,11 @@ type ConnectionDetail struct {
 	RevokeReason string
 	RevokeError  string
 
+	// Orphan says why the connection is an orphan ("" when it is not);
+	// Reviews is its lifecycle reviews (next due date, open review,
+	// history, a recommendation of revocation waiting for an admin).
+	Orphan  string
+	Reviews *ConnectionReviews
 	// Hold, while the connection has one: where it is, and the admin's
 	// steps (hold.go in internal/web).
 	Hold *HoldView

@@ -35,6 +35,14 @@ func TestEveryRouteHidesTheOtherTeam(t *testing.T) {
 		t.Fatalf("create = %d", resp.StatusCode)
 	}
 	ctx := context.Background()
+	// Connection 1 is active with review 1 open, so that the review routes
+	// (/reviews/:id) name a review of team red.
+	if err := h.db.ExecForTest(ctx, `UPDATE connections SET state = 'active', approved_version = 1, submitted_at = created_at WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.db.OpenReview(ctx, 1, workflow.OpenReviewInput{Trigger: workflow.TriggerScheduled}, h.srv.opts.Now()); err != nil {
+		t.Fatal(err)
+	}
 	before, _ := h.db.Connection(ctx, 1)
 	outsiders := map[string]session{"owner.blue": h.signIn("owner.blue"), "finance": h.signIn("finance")}
 	params := strings.NewReplacer(":team", "red", ":id", "1", ":v", "1", ":format", "contract.json", ":month", statementMonth)
@@ -54,6 +62,10 @@ func TestEveryRouteHidesTheOtherTeam(t *testing.T) {
 				resp, body = h.get(noRedirect(s.c), path)
 			} else {
 				resp, body = h.postAs(s, path, url.Values{"decision": {"approve"}, "reason": {"x"}, "intent": {"submit"}})
+				if strings.HasPrefix(r.Path, "/reviews/") {
+					// A valid review decision: refused as not found, not as invalid.
+					resp, body = h.postAs(s, path, url.Values{"decision": {"renew"}, "reason": {"x"}})
+				}
 			}
 			if name == "finance" && financeReadsTeam(r.Method, r.Path) {
 				if resp.StatusCode != http.StatusOK {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -100,6 +101,13 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 		if afterApproval[st] {
 			m.db.exec(t, fmt.Sprintf(`UPDATE connections SET approved_version = 1 WHERE id = %d`, i+1))
 		}
+	}
+	// Review i+1 is an open review of connection i+1, so that the review
+	// routes (/reviews/:id) answer for a review of team red in every
+	// state of its connection.
+	for i := range workflow.AllStates {
+		m.db.exec(t, fmt.Sprintf(`INSERT INTO reviews (id, connection_id, team, version, trigger, detail, due_on, opened_at, evidence, evidence_hash)
+			VALUES (%d, %d, 'red', 1, 'scheduled', 'matrix', '2026-01-01', '2026-01-01T00:00:00Z', '{}', '%s')`, i+1, i+1, store.EvidenceHash([]byte("{}"))))
 	}
 	m.db.watch(t)
 	v, err := h.db.Version(t.Context(), 1, 1)

@@ -49,7 +49,7 @@ func (s *Server) row(c store.Connection) views.ConnectionRow {
 	return views.ConnectionRow{
 		ID: c.ID, Href: fmt.Sprintf("/connections/%d", c.ID), Team: c.Team, State: string(c.State),
 		StateLabel: stateLabel(c), Cluster: c.ClusterName, Purpose: c.Purpose, Requester: c.RequesterEmail,
-		Updated: fmtWhen(c.UpdatedAt), Waiting: age(s.opts.Now().Sub(c.SubmittedAt)),
+		Updated: fmtWhen(c.UpdatedAt), Waiting: age(s.opts.Now().Sub(c.SubmittedAt)), Orphan: c.Orphan,
 	}
 }
 
@@ -133,7 +133,11 @@ func (s *Server) adminQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.AdminQueuePage(s.page(c, "Admin"), rows, holds...))
+	recs, err := s.recommendationRows(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.AdminQueuePage(s.page(c, "Admin"), rows, recs, holds...))
 }
 
 // stateLabel is a connection's state for lists: "Active · change v4 in

@@ -215,6 +215,9 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	}
 	s.revokeForm(p, obj, &d)
 	s.holdPanel(p, conn, obj, &d)
+	if err := s.connectionReviews(c, p, conn, obj, &d); err != nil {
+		return d, err
+	}
 	waiting := conn.State == workflow.StateSubmitted || conn.State.Live() && conn.Amendment == workflow.AmendSubmitted
 	admin := workflow.Decide(p, workflow.ActionViewAdminHome, workflow.Object{}).Allowed
 	if workflow.Decide(p, workflow.ActionViewPlan, obj).Allowed {

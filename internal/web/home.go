@@ -31,7 +31,11 @@ func (s *Server) home(c echo.Context) error {
 			Href: "/admin", Action: "Open the admin queue", TestID: "card-admin"})
 	}
 	if workflow.Decide(p, workflow.ActionViewReviewHome, workflow.Object{}).Allowed {
-		h.Cards = append(h.Cards, views.HomeCard{Title: "Reviews", Body: "Run scheduled and event-driven lifecycle reviews of connections.",
+		body, err := s.reviewCardBody(c)
+		if err != nil {
+			return err
+		}
+		h.Cards = append(h.Cards, views.HomeCard{Title: "Reviews", Body: body,
 			Href: "/reviews", Action: "Open reviews", TestID: "card-reviews"})
 	}
 	if workflow.Decide(p, workflow.ActionViewFinanceHome, workflow.Object{}).Allowed {
@@ -87,17 +91,4 @@ func (s *Server) teamHome(c echo.Context) error {
 		l.NextURL = "/connections?team=" + team
 	}
 	return render(c, http.StatusOK, views.ConnectionListPage(s.page(c, "Team "+team), l))
-}
-
-func (s *Server) reviewHome(c echo.Context) error {
-	if _, err := authorize(c, workflow.ActionViewReviewHome, workflow.Object{}); err != nil {
-		return err
-	}
-	return render(c, http.StatusOK, views.RoleHomePage(s.page(c, "Reviews"), views.RoleHome{
-		Heading:    "Reviews",
-		Lead:       "Lifecycle reviews of active connections, on their cadence and on events.",
-		EmptyTitle: "No reviews due",
-		EmptyBody:  "There are no active connections to review. Reviews will appear here when a connection's cadence comes due or an event (owner change, role change, capacity change) triggers one.",
-		TestID:     "review-home",
-	}))
 }

@@ -68,6 +68,9 @@ func newHarness(t testing.TB, useTLS bool, opts ...harnessOpt) *harness {
 			// second admin for two-person approvals.
 			devidp.User{Username: "ownadmin", Name: "Otto Owner-Admin", Email: "ownadmin@example.test", Groups: []string{"platform-admins", "team-red-owners"}},
 			devidp.User{Username: "admin2", Name: "Ada Second", Email: "admin2@example.test", Groups: []string{"platform-admins"}},
+			// Reviewers inside team red: a member, and an admin who owns it.
+			devidp.User{Username: "revred", Name: "Rita Reviewer-Member", Email: "revred@example.test", Groups: []string{"governance-reviewers", "team-red-members"}},
+			devidp.User{Username: "revadmin", Name: "Reza Reviewer-Admin", Email: "revadmin@example.test", Groups: []string{"governance-reviewers", "platform-admins", "team-red-owners"}},
 		),
 	})
 	if err != nil {

@@ -44,6 +44,9 @@ const (
 	ActionReleaseHold     Action = "connection.release_hold" // release a confirmed hold
 	ActionRetryHold       Action = "connection.retry_hold"   // queue a failed hold job again
 	ActionExportEvidence  Action = "connection.evidence"     // a connection's evidence bundle (JSON and printable page)
+	// Lifecycle reviews (issue 13).
+	ActionViewReview        Action = "review.read"               // one review: its frozen evidence and its decision
+	ActionDeclineRevocation Action = "review.decline_revocation" // decline a review's recommendation of revocation: the connection stays
 )
 
 // Object is what an action applies to. Team is empty for portal-wide objects.
@@ -175,6 +178,44 @@ func Decide(p Principal, a Action, o Object) Decision {
 			return deny("%s cannot be reviewed", stateName(o.State))
 		}
 		return allow("reviewer")
+	case ActionViewReview:
+		// A review is oversight: reviewers and admins read every team's;
+		// a team's owners read their own team's reviews (they answer for
+		// the connection and act on the decision). Members, finance and
+		// other teams' owners do not (404).
+		if o.Team == "" {
+			return deny("no team given")
+		}
+		for _, r := range []Role{RoleReviewer, RoleAdmin} {
+			if p.HasRole(r) {
+				return allow("%s", r)
+			}
+		}
+		if r, ok := p.TeamRole(o.Team); ok && r == TeamOwner {
+			return allow("owner of team %s", o.Team)
+		}
+		return deny("reviews are read by reviewers, admins and the team's owners")
+	case ActionDeclineRevocation:
+		// Declining a reviewer's recommendation keeps the connection
+		// running: an admin independent of the request and outside the
+		// team decides it (nobody keeps their own connection alive), while
+		// the connection waits under review.
+		if d := requireRole(p, RoleAdmin); !d.Allowed {
+			return d
+		}
+		if o.Team == "" {
+			return deny("no team given")
+		}
+		if d := independent(p, o, "decides on"); !d.Allowed {
+			return d
+		}
+		if r, ok := p.TeamRole(o.Team); ok {
+			return deny("%s is %s of team %s; nobody declines a recommendation to revoke their own team's connection", p.DisplayName(), r, o.Team)
+		}
+		if o.State != StateUnderReview {
+			return deny("%s has no recommendation of revocation waiting", stateName(o.State))
+		}
+		return allow("admin")
 	case ActionViewCosts:
 		// Finance reads every team's costs; a team's owners read theirs.
 		// Members and oversight roles see usage on the team page, not money.

@@ -178,6 +178,24 @@ var policyTable = []struct {
 	{ActionReview, redRequest(StateSubmitted), [8]bool{}},
 	{ActionReview, redRequest(StateRevoked), [8]bool{}},
 	{ActionReview, Object{State: StateActive}, [8]bool{}},
+	// Reviewers review: they neither approve nor revoke, also under review.
+	{ActionApprove, amending(StateUnderReview, AmendSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionRevoke, redRequest(StateUnderReview), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionReject, amending(StateUnderReview, AmendSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
+
+	// A review is read by reviewers and admins (oversight) and by the
+	// team's owners; members, finance and other teams' owners do not.
+	{ActionViewReview, Object{Team: "red"}, [8]bool{true, false, false, true, true, false, false, true}},
+	{ActionViewReview, Object{Team: "blue"}, [8]bool{false, false, true, true, true, false, false, true}},
+	{ActionViewReview, Object{}, [8]bool{}},
+	// Declining a recommendation of revocation: an admin outside the team
+	// (ownerRedAdmin owns red) and independent of the request.
+	{ActionDeclineRevocation, redRequest(StateUnderReview), [8]bool{false, false, false, true, false, false, false, false}},
+	{ActionDeclineRevocation, blueRequest(StateUnderReview), [8]bool{false, false, false, true, false, false, false, true}},
+	{ActionDeclineRevocation, filedBy(4, StateUnderReview), [8]bool{}},
+	{ActionDeclineRevocation, redRequest(StateActive), [8]bool{}},
+	{ActionDeclineRevocation, redRequest(StateRevoking), [8]bool{}},
+	{ActionDeclineRevocation, Object{State: StateUnderReview}, [8]bool{}},
 
 	{ActionViewCosts, Object{Team: "red"}, [8]bool{true, false, false, false, false, true, false, true}},
 	{ActionViewCosts, Object{Team: "blue"}, [8]bool{false, false, true, false, false, true, false, false}},
@@ -285,6 +303,7 @@ func TestDecideStates(t *testing.T) {
 		{ActionRequestChanges, "admin", []State{StateSubmitted}},
 		{ActionRevoke, "admin", []State{StateApproved, StateProvisioning, StateActive, StateUnderReview}},
 		{ActionReview, "reviewer", []State{StateActive, StateUnderReview}},
+		{ActionDeclineRevocation, "admin", []State{StateUnderReview}},
 	}
 	for _, tt := range tests {
 		for _, s := range append(slices.Clone(AllStates), "", "archived") {
@@ -366,6 +385,8 @@ func TestDecideReasons(t *testing.T) {
 		{"admin", ActionRevoke, redRequest("archived"), `unknown state "archived"`},
 		{"reviewer", ActionReview, filedBy(5, StateActive), "nobody reviews a request they filed"},
 		{"reviewer", ActionReview, redRequest(StateDraft), "a draft cannot be reviewed"},
+		{"ownerRedAdmin", ActionDeclineRevocation, redRequest(StateUnderReview), "nobody declines a recommendation to revoke their own team's connection"},
+		{"memberRed", ActionViewReview, Object{Team: "red"}, "reviews are read by reviewers, admins and the team's owners"},
 		{"memberRed", ActionViewCosts, Object{Team: "red"}, "needs the finance role or ownership"},
 		{"ownerRed", ActionViewCosts, Object{Team: "red"}, "owner of team red"},
 		{"reviewer", ActionEditInventory, Object{}, "needs the admin role"},

@@ -226,8 +226,9 @@ type DecideReviewInput struct {
 //     end date moves only through an amendment).
 //   - request_changes: back to active, the owners asked for a change by the
 //     deadline; the follow-up review is due on the deadline.
-//   - hold: back to active with a hold proposed, which an admin confirms
-//     (the hold's own commands); the next review is due a cadence later.
+//   - hold: back to active with a hold proposed (HoldProposal), which an
+//     admin confirms or declines; a hold already proposed or in force
+//     stands. The next review is due a cadence later.
 //   - recommend_revocation: the connection stays under review until an
 //     admin revokes it (or declines the recommendation).
 func DecideReview(s Conn, by Actor, in DecideReviewInput, now time.Time) (Effect, error) {
@@ -282,7 +283,23 @@ func DecideReview(s Conn, by Actor, in DecideReviewInput, now time.Time) (Effect
 	e.Audit = []AuditRecord{rec}
 	subject := fmt.Sprintf("The review of connection #%d of team %s ended: %s. %s", s.ID, s.Team, in.Decision.Label(), rec.Reason)
 	e.Notify = []Notice{{Kind: action, To: ToTeam, Subject: subject}}
-	if in.Decision == ReviewHold || in.Decision == ReviewRecommendRevocation {
+	switch {
+	case in.Decision == ReviewHold && s.Hold == HoldNone:
+		// The hold itself is proposed for an admin to confirm (hold.go):
+		// its audit event, and its notice to the admins.
+		h, a, n, err := HoldProposal(s, by, reason, now)
+		if err != nil {
+			return Effect{}, err
+		}
+		e.Hold = h
+		e.Audit = append(e.Audit, a...)
+		for _, x := range n {
+			if x.To == ToAdmins {
+				e.Notify = append(e.Notify, x)
+			}
+		}
+	case in.Decision == ReviewHold || in.Decision == ReviewRecommendRevocation:
+		// A hold already proposed or in force stands as it is.
 		e.Notify = append(e.Notify, Notice{Kind: action, To: ToAdmins, Subject: subject})
 	}
 	return e, nil

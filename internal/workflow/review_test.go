@@ -138,7 +138,7 @@ func TestDecideReview(t *testing.T) {
 			if e.CloseReview == nil || e.CloseReview.ReviewID != 3 || e.CloseReview.Decision != tt.in.Decision {
 				t.Errorf("close = %+v", e.CloseReview)
 			}
-			if len(e.Audit) != 1 || e.Audit[0].Action != "review."+string(tt.in.Decision) || !strings.Contains(e.Audit[0].Reason, strings.TrimSpace(tt.in.Reason)) {
+			if len(e.Audit) == 0 || e.Audit[0].Action != "review."+string(tt.in.Decision) || !strings.Contains(e.Audit[0].Reason, strings.TrimSpace(tt.in.Reason)) {
 				t.Errorf("audit = %+v", e.Audit)
 			}
 			admins := false
@@ -149,6 +149,17 @@ func TestDecideReview(t *testing.T) {
 				t.Errorf("admins told = %v, want %v (%+v)", admins, tt.wantAdmin, e.Notify)
 			}
 		})
+	}
+	// A hold decision proposes the hold (an admin confirms it); a hold
+	// already proposed or in force stands.
+	e, err := DecideReview(liveConn(StateUnderReview), reviewer, DecideReviewInput{ReviewID: 3, Decision: ReviewHold, Reason: "idle"}, now)
+	if err != nil || e.Hold == nil || e.Hold.State != HoldProposed || len(e.Audit) != 2 || e.Audit[1].Action != "hold.propose" {
+		t.Errorf("hold decision = %+v, %v; want a hold proposed and audited", e, err)
+	}
+	held := liveConn(StateUnderReview)
+	held.Hold = HoldOn
+	if e, err := DecideReview(held, reviewer, DecideReviewInput{ReviewID: 3, Decision: ReviewHold, Reason: "still idle"}, now); err != nil || e.Hold != nil {
+		t.Errorf("hold decision on a held connection = %+v, %v; want the hold left as it is", e.Hold, err)
 	}
 	var te *TransitionError
 	if _, err := DecideReview(liveConn(StateActive), reviewer, DecideReviewInput{Decision: ReviewRenew, Reason: "x"}, now); !errors.As(err, &te) {
@@ -177,6 +188,47 @@ func TestReviewPolicyTeamMembers(t *testing.T) {
 		}
 		if !tc.want && !strings.Contains(d.Reason, "nobody reviews their own team's connection") {
 			t.Errorf("%s: reason %q", tc.p.DisplayName(), d.Reason)
+		}
+	}
+}
+
+// Declining a recommendation of revocation returns the connection to
+// active with its next review due a cadence later; it needs a reason, a
+// recommendation waiting, and an admin independent of the request.
+func TestDeclineRevocation(t *testing.T) {
+	now := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
+	admin := Actor{ID: 4, Email: "ada@example.test"}
+	in := DeclineRevocationInput{Reason: "still needed for the spring run", Recommended: true, Approved: Contract{ReviewCadenceDays: 30}}
+	e, err := DeclineRevocation(liveConn(StateUnderReview), admin, in, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Next != StateActive || e.ReviewDue != "2026-04-09" {
+		t.Errorf("effect: %s due %q, want active due 2026-04-09", e.Next, e.ReviewDue)
+	}
+	if len(e.Audit) != 1 || e.Audit[0].Action != "review.decline_revocation" || e.Audit[0].Reason != in.Reason {
+		t.Errorf("audit = %+v", e.Audit)
+	}
+	var toReviewers bool
+	for _, n := range e.Notify {
+		toReviewers = toReviewers || n.To == ToReviewers
+	}
+	if !toReviewers {
+		t.Errorf("notices = %+v, want the reviewers told", e.Notify)
+	}
+	for name, tc := range map[string]struct {
+		s    Conn
+		by   Actor
+		in   DeclineRevocationInput
+		want error
+	}{
+		"no reason":           {liveConn(StateUnderReview), admin, DeclineRevocationInput{Reason: "  ", Recommended: true}, ErrReviewReason},
+		"nothing recommended": {liveConn(StateUnderReview), admin, DeclineRevocationInput{Reason: "x"}, ErrNoRecommendation},
+		"active":              {liveConn(StateActive), admin, DeclineRevocationInput{Reason: "x", Recommended: true}, ErrNoRecommendation},
+		"the requester":       {liveConn(StateUnderReview), Actor{ID: 1}, DeclineRevocationInput{Reason: "x", Recommended: true}, ErrNotIndependent},
+	} {
+		if _, err := DeclineRevocation(tc.s, tc.by, tc.in, now); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
 		}
 	}
 }
