@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
+	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -192,11 +195,22 @@ studio:
 	}
 	screenshot(t, admin, "24-change-applied")
 
-	// A hold (issue 13): proposed (as a reviewer's decision or the end
-	// date would), confirmed by the admin in the browser; the hold job
-	// sets stopPolicy Hold on HyperPod's LocalQueue on the cluster. Then
-	// the admin revokes and the team's access is gone.
-	proposeHold(t, p.DB, 1, "e2e: the project is paused")
+	// A review that ends in a hold (issue 13): a review opens (as the
+	// scheduler opens one when a signal fires), the reviewer decides
+	// "hold" in the browser, the admin confirms the proposed hold; the
+	// hold job sets stopPolicy Hold on HyperPod's LocalQueue on the
+	// cluster. Then the admin revokes and the team's access is gone.
+	rid := openReview(t, p.DB, 1, "e2e: the team's guarantee sat idle")
+	rev := signIn(t, b, p, "Rita Reviewer")
+	_, err = rev.Goto(fmt.Sprintf("%s/reviews/%d", p.URL, rid))
+	mustOK(t, err, "the reviewer opens the review")
+	mustOK(t, rev.GetByTestId("decision-hold").Check(), "choose hold")
+	mustOK(t, rev.GetByTestId("reason").Fill("The project is paused; hold its queue."), "give the decision's reason")
+	clickTo(t, rev, rev.GetByTestId("review-submit"), fmt.Sprintf("%s/reviews/%d", p.URL, rid), "decide hold")
+	if got := text(t, rev, "review-decision"); !strings.Contains(got, "Hold") {
+		t.Errorf("decision = %q, want hold", got)
+	}
+	screenshot(t, rev, "25-review-hold")
 	_, err = admin.Goto(p.URL + "/connections/1")
 	mustOK(t, err, "admin opens the held connection")
 	if got := text(t, admin, "hold-state"); !strings.Contains(got, "hold proposed") {
@@ -224,16 +238,25 @@ studio:
 	screenshot(t, admin, "27-revoked-after-hold")
 }
 
-// proposeHold proposes a hold of connection id in the portal's database, as
-// a reviewer's decision (or the end date passing) does.
-func proposeHold(t *testing.T, dbPath string, id int64, reason string) {
+// openReview opens a review of connection id in the portal's database with
+// the evidence the scheduler collects, as the scheduler does when a team's
+// signal fires; it returns the review's id.
+func openReview(t *testing.T, dbPath string, id int64, detail string) int64 {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbPath)
 	mustOK(t, err, "open the portal's database")
 	defer db.Close()
-	_, err = db.ProposeHold(ctx, id, workflow.Actor{Email: "reviewer@example.test"}, reason, time.Now())
-	mustOK(t, err, "propose a hold")
+	conn, err := db.Connection(ctx, id)
+	mustOK(t, err, "read the connection")
+	now := time.Now()
+	ev, err := review.Collect(ctx, &review.Scheduler{DB: db}, conn, "", now)
+	mustOK(t, err, "collect the review's evidence")
+	raw, err := json.Marshal(ev)
+	mustOK(t, err, "encode the evidence")
+	r, err := db.OpenReview(ctx, id, workflow.OpenReviewInput{Trigger: workflow.TriggerSignal, Detail: detail, Evidence: raw}, now)
+	mustOK(t, err, "open the review")
+	return r.ID
 }
 
 // stopPolicy reads a LocalQueue's spec.stopPolicy on the cluster.

@@ -47,12 +47,18 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{t: t, path: filepath.Join(t.TempDir(), "portal.db"), clock: &clock{t: t0}, users: map[string]store.User{}}
 	f.open()
-	for name, groups := range map[string][]string{
-		"admin": {"platform-admins"}, "admin2": {"platform-admins", "team-blue-members"},
-		"owner.red": {"team-red-owners"}, "member.red": {"team-red-members"}, "owner.blue": {"team-blue-owners"},
-		"reviewer": {"governance-reviewers"},
+	// In this order, so that user ids (the order recipients are listed
+	// in) are the same on every run.
+	for _, nu := range []struct {
+		name   string
+		groups []string
+	}{
+		{"admin", []string{"platform-admins"}}, {"admin2", []string{"platform-admins", "team-blue-members"}},
+		{"owner.red", []string{"team-red-owners"}}, {"member.red", []string{"team-red-members"}}, {"owner.blue", []string{"team-blue-owners"}},
+		{"reviewer", []string{"governance-reviewers"}},
 	} {
-		u, err := f.db.RecordLogin(t.Context(), "https://idp.test", name, name+"@example.test", name, groups, t0)
+		name := nu.name
+		u, err := f.db.RecordLogin(t.Context(), "https://idp.test", name, name+"@example.test", name, nu.groups, t0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,6 +31,10 @@ type Review struct {
 	// one line each ("owner_left: bob@example.com left red-owners").
 	MoreTriggers []string
 	Demo         bool
+	// Tampered: the stored evidence no longer matches its hash (changed
+	// outside the portal). Lists keep such a review, flagged; reading it
+	// alone (Review, OpenReviewOf, DecideReview) returns ErrEvidenceTampered.
+	Tampered bool
 
 	Decision       workflow.ReviewDecision // "" while open
 	Reason         string
@@ -77,10 +81,16 @@ func scanReview(sc interface{ Scan(...any) error }) (Review, error) {
 			return r, err
 		}
 	}
-	if EvidenceHash(r.Evidence) != r.EvidenceHash {
+	r.Tampered = EvidenceHash(r.Evidence) != r.EvidenceHash
+	return r, nil
+}
+
+// intact refuses a review read alone whose evidence was changed.
+func intact(r Review, err error) (Review, error) {
+	if err == nil && r.Tampered {
 		return r, fmt.Errorf("%w (review %d)", ErrEvidenceTampered, r.ID)
 	}
-	return r, nil
+	return r, err
 }
 
 // recordReview records an effect's review parts inside apply's
@@ -187,7 +197,7 @@ func (d *DB) DecideReview(ctx context.Context, reviewID int64, by workflow.Actor
 	}
 	in.ReviewID = reviewID
 	_, _, _, err := d.command(ctx, connID, true, now, func(tx *sql.Tx, cur Connection, s workflow.Conn) (workflow.Effect, error) {
-		r, err := scanReview(tx.QueryRowContext(ctx, `SELECT `+reviewCols+reviewFrom+` WHERE r.id = ?`, reviewID))
+		r, err := intact(scanReview(tx.QueryRowContext(ctx, `SELECT `+reviewCols+reviewFrom+` WHERE r.id = ?`, reviewID)))
 		if err != nil {
 			return workflow.Effect{}, err
 		}
@@ -209,7 +219,7 @@ func (d *DB) DecideReview(ctx context.Context, reviewID int64, by workflow.Actor
 
 // Review returns one review or ErrNotFound.
 func (d *DB) Review(ctx context.Context, id int64) (Review, error) {
-	r, err := scanReview(d.sql.QueryRowContext(ctx, `SELECT `+reviewCols+reviewFrom+` WHERE r.id = ?`, id))
+	r, err := intact(scanReview(d.sql.QueryRowContext(ctx, `SELECT `+reviewCols+reviewFrom+` WHERE r.id = ?`, id)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Review{}, ErrNotFound
 	}
@@ -218,7 +228,7 @@ func (d *DB) Review(ctx context.Context, id int64) (Review, error) {
 
 // OpenReviewOf returns connection id's open review, if any.
 func (d *DB) OpenReviewOf(ctx context.Context, id int64) (Review, bool, error) {
-	r, err := scanReview(d.sql.QueryRowContext(ctx, `SELECT `+reviewCols+reviewFrom+` WHERE r.connection_id = ? AND r.decision = ''`, id))
+	r, err := intact(scanReview(d.sql.QueryRowContext(ctx, `SELECT `+reviewCols+reviewFrom+` WHERE r.connection_id = ? AND r.decision = ''`, id)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Review{}, false, nil
 	}

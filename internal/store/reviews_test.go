@@ -115,6 +115,16 @@ func TestReviewEvidenceTamperDetected(t *testing.T) {
 	if _, err := f.db.Review(ctx, r.ID); !errors.Is(err, store.ErrEvidenceTampered) {
 		t.Errorf("Review after tampering = %v, want ErrEvidenceTampered", err)
 	}
+	if _, _, err := f.db.OpenReviewOf(ctx, conn.ID); !errors.Is(err, store.ErrEvidenceTampered) {
+		t.Errorf("OpenReviewOf after tampering = %v, want ErrEvidenceTampered", err)
+	}
+	if _, err := f.db.DecideReview(ctx, r.ID, f.user("reviewer"), workflow.DecideReviewInput{Decision: workflow.ReviewRenew, Reason: "x"}, f.tick()); !errors.Is(err, store.ErrEvidenceTampered) {
+		t.Errorf("deciding a tampered review = %v, want ErrEvidenceTampered", err)
+	}
+	// The queue still lists it, flagged, instead of failing as a whole.
+	if q, err := f.db.ReviewQueue(ctx, store.ReviewFilter{}, 10); err != nil || len(q) != 1 || !q[0].Tampered {
+		t.Errorf("queue with a tampered review = %+v, %v; want it listed and flagged", q, err)
+	}
 }
 
 // Request changes sets the follow-up on the deadline; a recommendation of

@@ -75,6 +75,9 @@ func (s *Server) reviewHome(c echo.Context) error {
 		v.Triggers = append(v.Triggers, views.Choice{Value: string(t), Label: t.Label()})
 	}
 	for _, r := range rows {
+		if r.Tampered {
+			r.Detail += " — its stored evidence no longer matches the hash it was frozen with; tell the platform team"
+		}
 		v.Rows = append(v.Rows, views.ReviewQueueRow{
 			ID: r.ID, Href: fmt.Sprintf("/reviews/%d", r.ID), ConnectionID: r.ConnectionID, ConnectionHref: fmt.Sprintf("/connections/%d", r.ConnectionID),
 			Team: r.Team, Purpose: r.Purpose, TriggerLabel: r.Trigger.Label(), Event: r.Trigger.Event(), Detail: r.Detail,
