@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -239,7 +240,7 @@ func (t *tick) connection(ctx context.Context, c store.Connection) error {
 		if _, err := t.event(ctx, c, store.ReviewEvent{Open: true, Trigger: workflow.TriggerOwnerLeft, Detail: detail, Owners: now}, why); err != nil {
 			return err
 		}
-	} else if !maps(seen, now) {
+	} else if !maps.Equal(seen, now) {
 		if _, err := db.RecordReviewEvent(ctx, c.ID, store.ReviewEvent{Owners: now}, t.now); err != nil {
 			return err
 		}
@@ -278,18 +279,6 @@ func (t *tick) connection(ctx context.Context, c store.Connection) error {
 		}
 	}
 	return nil
-}
-
-func maps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // event records ev on c, collecting the evidence first when it may open a

@@ -247,18 +247,14 @@ type ReviewFilter struct {
 }
 
 // ReviewQueue lists the open reviews, the longest due first (then the
-// oldest opened), at most limit.
+// oldest opened), at most limit: the first page of ReviewQueuePage.
 func (d *DB) ReviewQueue(ctx context.Context, f ReviewFilter, limit int) ([]Review, error) {
-	q := `SELECT ` + reviewCols + reviewFrom + ` WHERE r.decision = ''`
-	var args []any
-	if f.Team != "" {
-		q, args = q+` AND r.team = ?`, append(args, f.Team)
+	qs, _, err := d.ReviewQueuePage(ctx, f, ReviewCursor{}, limit)
+	out := make([]Review, len(qs))
+	for i, q := range qs {
+		out[i] = q.Review
 	}
-	if f.Trigger != "" {
-		q, args = q+` AND r.trigger = ?`, append(args, f.Trigger)
-	}
-	q += ` ORDER BY r.due_on, r.id LIMIT ?`
-	return d.queryReviews(ctx, q, append(args, limit)...)
+	return out, err
 }
 
 func (d *DB) queryReviews(ctx context.Context, q string, args ...any) ([]Review, error) {

@@ -55,22 +55,8 @@ func (d *DB) ReviewQueuePage(ctx context.Context, f ReviewFilter, after ReviewCu
 		q, args = q+` AND (r.due_on > ? OR r.due_on = ? AND r.id > ?)`, append(args, after.DueOn, after.DueOn, after.ID)
 	}
 	q += ` ORDER BY r.due_on, r.id LIMIT ?`
-	rows, err := d.sql.QueryContext(ctx, q, append(args, limit+1)...)
+	out, err := d.queryQueued(ctx, "review queue", q, append(args, limit+1)...)
 	if err != nil {
-		return nil, ReviewCursor{}, fmt.Errorf("store: review queue: %w", err)
-	}
-	defer rows.Close()
-	var out []QueuedReview
-	for rows.Next() {
-		var qr QueuedReview
-		r, err := scanReview(extraScan{rows, []any{&qr.Purpose, &qr.Orphan}})
-		if err != nil {
-			return nil, ReviewCursor{}, err
-		}
-		qr.Review = r
-		out = append(out, qr)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, ReviewCursor{}, err
 	}
 	var next ReviewCursor
@@ -107,10 +93,16 @@ const latestRecommendation = `r.decision = 'recommend_revocation' AND c.state = 
 // revocation waits for an admin (to revoke, or to decline it), the oldest
 // decided first, at most limit.
 func (d *DB) RevocationRecommended(ctx context.Context, limit int) ([]QueuedReview, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT `+reviewCols+`, c.purpose, c.orphan`+reviewFrom+` JOIN connections c ON c.id = r.connection_id
+	return d.queryQueued(ctx, "recommendations", `SELECT `+reviewCols+`, c.purpose, c.orphan`+reviewFrom+` JOIN connections c ON c.id = r.connection_id
 WHERE `+latestRecommendation+` ORDER BY r.decided_at, r.id LIMIT ?`, limit)
+}
+
+// queryQueued runs a query of reviews with their connection's purpose and
+// orphan flag.
+func (d *DB) queryQueued(ctx context.Context, op, q string, args ...any) ([]QueuedReview, error) {
+	rows, err := d.sql.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: recommendations: %w", err)
+		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
 	defer rows.Close()
 	var out []QueuedReview
