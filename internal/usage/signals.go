@@ -10,7 +10,8 @@ import (
 )
 
 // SignalKind is one of the five watched signals of mission.md
-// ("Observability as a loop").
+// ("Observability as a loop"), split where a page shows them apart, and the
+// cost jump of issue 13's review triggers.
 type SignalKind string
 
 const (
@@ -29,10 +30,13 @@ const (
 	SignalPreemption SignalKind = "preemption"
 	// SignalNodeHealth: node health and recovery events (cluster-wide).
 	SignalNodeHealth SignalKind = "node-health"
+	// SignalCostJump: a team's accelerator-hours (what chargeback charges
+	// for) rose sharply week over week (issue 13's "cost jump").
+	SignalCostJump SignalKind = "cost-jump"
 )
 
 // SignalKinds in the order pages list them.
-var SignalKinds = []SignalKind{SignalCapacity, SignalAllocation, SignalUtilization, SignalWaitTime, SignalPreemption, SignalNodeHealth}
+var SignalKinds = []SignalKind{SignalCapacity, SignalAllocation, SignalUtilization, SignalWaitTime, SignalPreemption, SignalCostJump, SignalNodeHealth}
 
 // Title is the signal's name as mission.md writes it.
 func (k SignalKind) Title() string {
@@ -49,13 +53,15 @@ func (k SignalKind) Title() string {
 		return "Pending and preempted tasks"
 	case SignalNodeHealth:
 		return "Node health and recovery events"
+	case SignalCostJump:
+		return "Cost jump"
 	}
 	return string(k)
 }
 
 // Team reports whether the signal is a team's (else the cluster's).
 func (k SignalKind) Team() bool {
-	return k == SignalAllocation || k == SignalUtilization || k == SignalWaitTime || k == SignalPreemption
+	return k == SignalAllocation || k == SignalUtilization || k == SignalWaitTime || k == SignalPreemption || k == SignalCostJump
 }
 
 // keywords match a contract's free-text signal name to a kind.
@@ -64,6 +70,7 @@ var keywords = map[SignalKind][]string{
 	SignalUtilization: {"utilization", "utilisation"},
 	SignalWaitTime:    {"wait", "run time", "runtime"},
 	SignalPreemption:  {"preempt", "pending"},
+	SignalCostJump:    {"cost", "spend", "budget"},
 }
 
 // Thresholds are when the signals fire.
@@ -92,6 +99,15 @@ type Thresholds struct {
 	// UnhealthyWindow: any node-second not Schedulable in the hours that
 	// start within this window before now fires.
 	UnhealthyWindow time.Duration
+	// CostJumpDays, CostJumpPercent and CostJumpMinHours: the
+	// accelerator-hours a team used (guaranteed and borrowed, what
+	// chargeback charges for) over the last CostJumpDays rose, against the
+	// CostJumpDays before, by more than CostJumpPercent and by at least
+	// CostJumpMinHours accelerator-hours (so that a small team going from
+	// 1 to 2 hours does not fire).
+	CostJumpDays     int
+	CostJumpPercent  int64
+	CostJumpMinHours int64
 }
 
 // DefaultThresholds are the portal's thresholds.
@@ -101,11 +117,13 @@ var DefaultThresholds = Thresholds{
 	CapacityDays: 7, IdleCapacityPercent: 50,
 	UtilizationDays: 7, UtilizationFloorPercent: 30,
 	UnhealthyWindow: 2 * time.Hour,
+	CostJumpDays:    7, CostJumpPercent: 50, CostJumpMinHours: 24,
 }
 
-// Window is how far back the signals read rows.
+// Window is how far back the signals read rows (the cost jump reads two
+// windows of CostJumpDays).
 func (t Thresholds) Window() time.Duration {
-	return time.Duration(max(t.IdleGuaranteeDays, t.CapacityDays, t.UtilizationDays, 1)) * 24 * time.Hour
+	return time.Duration(max(t.IdleGuaranteeDays, t.CapacityDays, t.UtilizationDays, 2*t.CostJumpDays, 1)) * 24 * time.Hour
 }
 
 // SignalState is a signal's current status.
@@ -159,7 +177,7 @@ func covered(cluster []ClusterHour, from, to time.Time) bool {
 	return int64(coverage(cluster, from, to))*2 >= int64(to.Sub(from)/time.Hour)
 }
 
-// EvaluateTeam computes a team's four signals at now from its rows and the
+// EvaluateTeam computes a team's five signals at now from its rows and the
 // cluster's rows (whose hours say when the collector was running).
 func EvaluateTeam(in TeamInput, cluster []ClusterHour, now time.Time, th Thresholds) []SignalStatus {
 	c := in.Contract
@@ -248,10 +266,63 @@ func EvaluateTeam(in TeamInput, cluster []ClusterHour, now time.Time, th Thresho
 		}
 		out = append(out, s)
 	}
+	out = append(out, costJump(c.Team, in.Hours, cluster, end, th))
 	for i := range out {
 		out[i].Owner, out[i].Response = ownerOf(c, out[i].Kind)
 	}
 	return out
+}
+
+// costJump compares the accelerator-hours the team used (guaranteed plus
+// borrowed: what chargeback charges for, at each instance type's rate) in
+// the last th.CostJumpDays whole days before end with the th.CostJumpDays
+// before. Windows of whole weeks hold every weekday once, so a team's
+// weekly rhythm does not fire. A rise of exactly th.CostJumpPercent does
+// not fire (more than it does); a rise of exactly th.CostJumpMinHours
+// does (at least). A team that used nothing before and at least
+// th.CostJumpMinHours now fires: that is the largest jump there is.
+//
+// It counts accelerator-hours, not money: prices are per instance type on
+// the rate card, and accelerator-hours are the driver of the team's cost.
+// Neither window is scaled for unrecorded hours: a window less than half
+// recorded is no judgement.
+func costJump(team string, rows []Hour, cluster []ClusterHour, end time.Time, th Thresholds) SignalStatus {
+	span := time.Duration(th.CostJumpDays) * 24 * time.Hour
+	mid, from := end.Add(-span), end.Add(-2*span)
+	s := SignalStatus{Kind: SignalCostJump, Team: team,
+		Threshold: fmt.Sprintf("fires when the accelerator-hours the team used (guaranteed and borrowed) in the last %d days rose by more than %d%% and by at least %d accelerator-hours against the %d days before",
+			th.CostJumpDays, th.CostJumpPercent, th.CostJumpMinHours, th.CostJumpDays),
+		Intent: "accelerator-hours drive the team's cost (chargeback prices them per instance type on the rate card); a sharp rise opens a review of the team's connections"}
+	var recent, before int64
+	for _, h := range rows {
+		switch {
+		case !h.Start.Before(mid) && h.Start.Before(end):
+			recent += h.AccelSeconds()
+		case !h.Start.Before(from) && h.Start.Before(mid):
+			before += h.AccelSeconds()
+		}
+	}
+	days := th.CostJumpDays
+	switch {
+	case !covered(cluster, from, mid):
+		s.State, s.Current = SignalNoData, fmt.Sprintf("only %d of the %d hours of the %d days before the last %d were recorded", coverage(cluster, from, mid), int(span/time.Hour), days, days)
+	case !covered(cluster, mid, end):
+		s.State, s.Current = SignalNoData, fmt.Sprintf("only %d of the last %d hours were recorded", coverage(cluster, mid, end), int(span/time.Hour))
+	default:
+		rise := recent - before
+		change := "up from none"
+		if before > 0 {
+			change = fmt.Sprintf("%+d%%", rise*100/before)
+		} else if recent == 0 {
+			change = "no change"
+		}
+		s.Current = fmt.Sprintf("used %s accelerator-hours in the last %d days against %s in the %d days before (%s)", hours(recent), days, hours(before), days, change)
+		s.State = SignalOK
+		if rise*100 > th.CostJumpPercent*before && rise >= th.CostJumpMinHours*3600 {
+			s.State = SignalFiring
+		}
+	}
+	return s
 }
 
 // EvaluateCluster computes the cluster's two signals at now. owner is who
@@ -314,13 +385,17 @@ func EvaluateCluster(cluster []ClusterHour, now time.Time, th Thresholds, owner 
 }
 
 // ownerOf finds the contract's signal of kind k by its name (the title or
-// a keyword), else falls back to the operations owner.
+// a keyword), else falls back to the operations owner (the cost owner for
+// the cost jump, when the contract names one).
 func ownerOf(c workflow.Contract, k SignalKind) (owner, response string) {
 	for _, s := range c.Signals {
 		name := strings.ToLower(s.Name)
 		if strings.EqualFold(s.Name, k.Title()) || slices.ContainsFunc(keywords[k], func(w string) bool { return strings.Contains(name, w) }) {
 			return s.Owner, s.Response
 		}
+	}
+	if k == SignalCostJump && c.CostOwner != "" {
+		return c.CostOwner, "No response named in the contract: the cost owner decides."
 	}
 	return c.OperationsOwner, "No response named in the contract: the operations owner decides."
 }

@@ -1,6 +1,8 @@
 package usage
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,9 +179,87 @@ func TestSignalOwners(t *testing.T) {
 	if s := statusOf(t, ss, SignalWaitTime); s.Owner != "ops@example.test" {
 		t.Errorf("wait time (not in the contract): %s, want the operations owner", s.Owner)
 	}
+	// The cost jump falls back to the cost owner; a contract's signal
+	// named for spend, cost or budget answers for it.
+	if s := statusOf(t, ss, SignalCostJump); s.Owner != c.CostOwner || !strings.Contains(s.Response, "cost owner") {
+		t.Errorf("cost jump (not in the contract): %s %q, want the cost owner", s.Owner, s.Response)
+	}
+	for _, name := range []string{"Monthly spend", "Cost per week", "Budget overrun"} {
+		d := c
+		d.Signals = append(slices.Clone(c.Signals), workflow.Signal{Name: name, Owner: "finance@example.test", Response: "Ask finance."})
+		if s := statusOf(t, EvaluateTeam(TeamInput{Contract: d}, nil, sigNow, DefaultThresholds), SignalCostJump); s.Owner != "finance@example.test" || s.Response != "Ask finance." {
+			t.Errorf("cost jump with the contract's %q: %s %q", name, s.Owner, s.Response)
+		}
+	}
 	for _, s := range EvaluateCluster(nil, sigNow, DefaultThresholds, "platform admins") {
 		if s.Owner != "platform admins" || s.Team != "" {
 			t.Errorf("%s: owner %q team %q", s.Kind, s.Owner, s.Team)
 		}
+	}
+}
+
+// The cost jump compares the accelerator-hours (guaranteed + borrowed) of
+// the last 7 days, 08 Mar 10:00 to 15 Mar 10:00 (168 whole hours), with
+// the 7 days before, from 01 Mar 10:00. It fires on a rise of more than
+// 50% and of at least 24 accelerator-hours: 100 → 151 hours is +51% and
+// +51 hours and fires; 100 → 150 is exactly 50% and does not; 10 → 34 is
+// +240% and exactly +24 hours and fires, 10 → 33 (+23 hours) does not.
+func TestCostJumpSignal(t *testing.T) {
+	c := workflow.ExampleContract()
+	const h = 3600
+	row := func(ago int, guaranteed, borrowed int64) Hour {
+		return Hour{Team: "red", InstanceType: "ml.p5.48xlarge", Start: sigEnd.Add(-time.Duration(ago) * time.Hour),
+			GuaranteedAccelSeconds: guaranteed * h, BorrowedAccelSeconds: borrowed * h, WaitP90Seconds: -1}
+	}
+	both := recorded(336, 0, 0)
+	for _, tc := range []struct {
+		name    string
+		hours   []Hour
+		cluster []ClusterHour
+		want    SignalState
+	}{
+		{"100 to 151 hours", []Hour{row(200, 100, 0), row(1, 151, 0)}, both, SignalFiring},
+		{"exactly 50% more", []Hour{row(200, 100, 0), row(1, 150, 0)}, both, SignalOK},
+		{"40% more", []Hour{row(200, 60, 40), row(1, 100, 40)}, both, SignalOK},
+		{"borrowed hours count", []Hour{row(200, 100, 0), row(1, 100, 51)}, both, SignalFiring},
+		{"less", []Hour{row(200, 300, 0), row(1, 10, 0)}, both, SignalOK},
+		{"10 to 34 hours: exactly 24 more", []Hour{row(200, 10, 0), row(1, 34, 0)}, both, SignalFiring},
+		{"10 to 33 hours: under 24 more", []Hour{row(200, 10, 0), row(1, 33, 0)}, both, SignalOK},
+		{"from none to 24 hours", []Hour{row(1, 0, 24)}, both, SignalFiring},
+		{"from none to 23 hours", []Hour{row(1, 0, 23)}, both, SignalOK},
+		{"nothing used", nil, both, SignalOK},
+		// 168 hours ago is the recent window's first hour, 169 the
+		// earlier one's last; 336 its first; 337 and the current hour
+		// are outside both.
+		{"at the windows' edges", []Hour{row(169, 100, 0), row(168, 151, 0)}, both, SignalFiring},
+		{"the earlier window's first hour", []Hour{row(336, 100, 0), row(168, 150, 0)}, both, SignalOK},
+		{"before the windows", []Hour{row(337, 500, 0), row(200, 100, 0), row(1, 151, 0)}, both, SignalFiring},
+		{"the current hour", []Hour{row(200, 100, 0), row(1, 100, 0), row(0, 1000, 0)}, both, SignalOK},
+		// The earlier window has hours 169-336 ago: 84 of its 168
+		// recorded is half, 83 too few.
+		{"the earlier window half recorded", []Hour{row(200, 100, 0), row(1, 151, 0)}, recorded(168+84, 0, 0), SignalFiring},
+		{"the earlier window not recorded", []Hour{row(1, 151, 0)}, recorded(168+83, 0, 0), SignalNoData},
+		// both[85:] leaves 83 of the last 168 hours.
+		{"the last 7 days not recorded", []Hour{row(200, 100, 0), row(1, 151, 0)}, both[85:], SignalNoData},
+		{"nothing recorded", []Hour{row(1, 500, 0)}, nil, SignalNoData},
+	} {
+		if got := statusOf(t, EvaluateTeam(TeamInput{Contract: c, Hours: tc.hours}, tc.cluster, sigNow, DefaultThresholds), SignalCostJump); got.State != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, got.State, got.Current, tc.want)
+		}
+	}
+	got := statusOf(t, EvaluateTeam(TeamInput{Contract: c, Hours: []Hour{row(200, 100, 0), row(1, 100, 51)}}, both, sigNow, DefaultThresholds), SignalCostJump)
+	if got.Current != "used 151.0 accelerator-hours in the last 7 days against 100.0 in the 7 days before (+51%)" || !got.Kind.Team() ||
+		!strings.Contains(got.Threshold, "more than 50% and by at least 24 accelerator-hours") || !strings.Contains(got.Intent, "accelerator-hours drive the team's cost") {
+		t.Errorf("status = %+v", got)
+	}
+	got = statusOf(t, EvaluateTeam(TeamInput{Contract: c, Hours: []Hour{row(1, 0, 24)}}, both, sigNow, DefaultThresholds), SignalCostJump)
+	if !strings.HasSuffix(got.Current, "against 0.0 in the 7 days before (up from none)") {
+		t.Errorf("from none: %q", got.Current)
+	}
+	// The rows are read far enough back for both windows.
+	th := DefaultThresholds
+	th.CostJumpDays = 10
+	if th.Window() != 20*24*time.Hour || DefaultThresholds.Window() < 14*24*time.Hour {
+		t.Errorf("Window = %s, default %s; want both cost-jump windows", th.Window(), DefaultThresholds.Window())
 	}
 }
