@@ -396,6 +396,52 @@ func TestSignalOpensReview(t *testing.T) {
 	}
 }
 
+// A cost jump found by the real evaluator over stored rows opens a signal
+// review: team red held 4 GPUs every hour of the week before last and 8
+// every hour of the last week (672 → 1344 accelerator-hours, +100%), with
+// the cluster recorded throughout and never idle, so only the cost jump
+// fires (the guarantee of 16 GPUs was 37% held, above its 10%).
+func TestCostJumpOpensReview(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	conn := f.active(workflow.ExampleContract())
+	now := f.tick()
+	var hours []usage.Hour
+	var cluster []usage.ClusterHour
+	for i := 1; i <= 14*24; i++ {
+		at := usage.HourStart(now).Add(-time.Duration(i) * time.Hour)
+		gpus := int64(8)
+		if i > 7*24 {
+			gpus = 4
+		}
+		hours = append(hours, usage.Hour{Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge", Start: at,
+			GuaranteedAccelSeconds: gpus * 3600, WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1, Source: usage.SourceCluster})
+		cluster = append(cluster, usage.ClusterHour{Cluster: "shared-hp", InstanceType: "ml.p5.48xlarge", Start: at,
+			CapacityAccelSeconds: gpus * 3600, AllocatedAccelSeconds: gpus * 3600, Source: usage.SourceCluster})
+	}
+	if err := f.db.PutUsageHours(ctx, hours); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.PutClusterHours(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	sig := usage.Signals{Store: f.db, Accelerators: map[string]int{"ml.p5.48xlarge": 8}, Thresholds: usage.DefaultThresholds, ClusterOwner: "admins"}
+	if n, err := sig.Evaluate(ctx, now); err != nil || n != 1 {
+		st, _ := sig.Statuses(ctx, now, nil)
+		t.Fatalf("Evaluate = %d, %v; want only the cost jump: %+v", n, err, st)
+	}
+	f.run(f.tick())
+	r := f.open(conn.ID)
+	if r.Trigger != workflow.TriggerSignal || !strings.HasPrefix(r.Detail, "Cost jump fired on") ||
+		!strings.Contains(r.Detail, "used 1344.0 accelerator-hours in the last 7 days against 672.0 in the 7 days before (+100%)") {
+		t.Errorf("review = %s %q; want a signal review naming the cost jump", r.Trigger, r.Detail)
+	}
+	var ev workflow.Evidence
+	if err := json.Unmarshal(r.Evidence, &ev); err != nil || len(ev.Signals) != 1 || ev.Signals[0].Signal != string(usage.SignalCostJump) {
+		t.Errorf("evidence signals = %+v, %v; want the cost jump", ev.Signals, err)
+	}
+}
+
 // An owner who signs in without the team's owners group is seen leaving
 // it; as the only owner in the group, the connection is an orphan too,
 // flagged and reviewed at once; the flag clears when an owner is back.

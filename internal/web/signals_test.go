@@ -65,7 +65,11 @@ func TestSignalsPageAndAcknowledgement(t *testing.T) {
 		t.Fatalf("member GET = %d", resp.StatusCode)
 	}
 	for _, want := range []string{"Allocation vs utilization", "Task run and wait times", "Pending and preempted tasks",
-		"member.red@example.test", "Below 40% for 7 days", `data-testid="signal-event-` + itoa64(red.ID), `data-testid="signal-open"`} {
+		"member.red@example.test", "Below 40% for 7 days",
+		// The cost jump: nothing used in either week, both recorded.
+		`data-testid="signal-red-Cost jump"`, "used 0.0 accelerator-hours in the last 7 days against 0.0 in the 7 days before (no change)",
+		"owner.red@example.test: No response named in the contract: the cost owner decides.",
+		`data-testid="signal-event-` + itoa64(red.ID), `data-testid="signal-open"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("member's signals page lacks %q", want)
 		}
@@ -131,6 +135,7 @@ func TestSignalsPageAndAcknowledgement(t *testing.T) {
 		t.Error("the admins' form does not name the cluster's event")
 	}
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Node health and recovery events") || !strings.Contains(body, "Cluster capacity and accelerator utilization") ||
+		!strings.Contains(body, `data-testid="signal-red-Cost jump"`) ||
 		!strings.Contains(body, "platform admins") {
 		t.Errorf("admin signals page = %d", resp.StatusCode)
 	}
