@@ -2,7 +2,8 @@
 // hourly usage rows the collector records per team, namespace and instance
 // type; missing data periods; sums per hour, nearest-rank percentiles and
 // the quota suggestion (quota.go); the demo usage `make run` seeds
-// (demo.go); the five watched signals of mission.md evaluated over those
+// (demo.go); the five watched signals of mission.md and issue 13's cost
+// jump (a team's accelerator-hours week over week) evaluated over those
 // rows (signals.go), allocation vs utilization also against the GPU
 // utilization a Utilization returns and the floor the contract states
 // (signals_utilization.go), and their evaluation loop over the rows a
