@@ -279,8 +279,9 @@ func EvaluateTeam(in TeamInput, cluster []ClusterHour, now time.Time, th Thresho
 // before. Windows of whole weeks hold every weekday once, so a team's
 // weekly rhythm does not fire. A rise of exactly th.CostJumpPercent does
 // not fire (more than it does); a rise of exactly th.CostJumpMinHours
-// does (at least). A team that used nothing before and at least
-// th.CostJumpMinHours now fires: that is the largest jump there is.
+// does (at least). A team that used nothing in the earlier window does
+// not fire: that is a start (a newly approved connection's first busy
+// week), not a jump, and would open a review of every new connection.
 //
 // It counts accelerator-hours, not money: prices are per instance type on
 // the rate card, and accelerator-hours are the driver of the team's cost.
@@ -310,7 +311,7 @@ func costJump(team string, rows []Hour, cluster []ClusterHour, end time.Time, th
 		s.State, s.Current = SignalNoData, fmt.Sprintf("only %d of the last %d hours were recorded", coverage(cluster, mid, end), int(span/time.Hour))
 	default:
 		rise := recent - before
-		change := "up from none"
+		change := "up from none: a start, not a jump"
 		if before > 0 {
 			change = fmt.Sprintf("%+d%%", rise*100/before)
 		} else if recent == 0 {
@@ -318,7 +319,7 @@ func costJump(team string, rows []Hour, cluster []ClusterHour, end time.Time, th
 		}
 		s.Current = fmt.Sprintf("used %s accelerator-hours in the last %d days against %s in the %d days before (%s)", hours(recent), days, hours(before), days, change)
 		s.State = SignalOK
-		if rise*100 > th.CostJumpPercent*before && rise >= th.CostJumpMinHours*3600 {
+		if before > 0 && rise*100 > th.CostJumpPercent*before && rise >= th.CostJumpMinHours*3600 {
 			s.State = SignalFiring
 		}
 	}

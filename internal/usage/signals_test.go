@@ -225,7 +225,8 @@ func TestCostJumpSignal(t *testing.T) {
 		{"less", []Hour{row(200, 300, 0), row(1, 10, 0)}, both, SignalOK},
 		{"10 to 34 hours: exactly 24 more", []Hour{row(200, 10, 0), row(1, 34, 0)}, both, SignalFiring},
 		{"10 to 33 hours: under 24 more", []Hour{row(200, 10, 0), row(1, 33, 0)}, both, SignalOK},
-		{"from none to 24 hours", []Hour{row(1, 0, 24)}, both, SignalFiring},
+		{"from none to 24 hours: a start, not a jump", []Hour{row(1, 0, 24)}, both, SignalOK},
+		{"from a little to a lot", []Hour{row(200, 1, 0), row(1, 0, 25)}, both, SignalFiring},
 		{"from none to 23 hours", []Hour{row(1, 0, 23)}, both, SignalOK},
 		{"nothing used", nil, both, SignalOK},
 		// 168 hours ago is the recent window's first hour, 169 the
@@ -253,7 +254,7 @@ func TestCostJumpSignal(t *testing.T) {
 		t.Errorf("status = %+v", got)
 	}
 	got = statusOf(t, EvaluateTeam(TeamInput{Contract: c, Hours: []Hour{row(1, 0, 24)}}, both, sigNow, DefaultThresholds), SignalCostJump)
-	if !strings.HasSuffix(got.Current, "against 0.0 in the 7 days before (up from none)") {
+	if !strings.HasSuffix(got.Current, "against 0.0 in the 7 days before (up from none: a start, not a jump)") {
 		t.Errorf("from none: %q", got.Current)
 	}
 	// The rows are read far enough back for both windows.

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -266,7 +267,7 @@ func evidenceView(raw []byte) (*views.ReviewEvidenceView, string) {
 		v.Usage = uv
 	}
 	for _, sg := range ev.Signals {
-		v.Signals = append(v.Signals, views.EvidenceSignalRow{Signal: sg.Signal, FiredAt: fmtWhen(sg.FiredAt), Detail: sg.Detail})
+		v.Signals = append(v.Signals, views.EvidenceSignalRow{Signal: usage.SignalKind(sg.Signal).Title(), FiredAt: fmtWhen(sg.FiredAt), Detail: sg.Detail})
 	}
 	return v, ""
 }
