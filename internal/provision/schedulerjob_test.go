@@ -29,14 +29,11 @@ type schedulerBed struct {
 
 func newSchedulerBed(t *testing.T, api awsprov.SchedulerAPI) *schedulerBed {
 	t.Helper()
-	db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "portal.db"))
+	db, err := store.OpenMigrated(t.Context(), filepath.Join(t.TempDir(), "portal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	s := provision.DefaultClusterSettings()
 	s.AWS = awsprov.DevSettings()
 	b := &schedulerBed{t: t, db: db, clock: &clock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}, arn: s.AWS.ClusterARN}

@@ -109,14 +109,11 @@ func newWBed(tb testing.TB) *wbed {
 	}
 
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(tb.TempDir(), "portal.db"))
+	db, err := store.OpenMigrated(ctx, filepath.Join(tb.TempDir(), "portal.db"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		tb.Fatal(err)
-	}
 	roomyCluster(tb, db)
 	b := &wbed{
 		tb: tb, db: db, clock: &clock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)},

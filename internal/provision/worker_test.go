@@ -113,14 +113,11 @@ func newBed(t *testing.T) *bed {
 func newBedWith(t *testing.T, settings provision.ClusterSettings) *bed {
 	t.Helper()
 	ctx := t.Context()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	db, err := store.OpenMigrated(ctx, filepath.Join(t.TempDir(), "portal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	roomyCluster(t, db)
 	b := &bed{t: t, settings: settings, db: db, clock: &clock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}}
 	b.conn, b.job = b.approve("red")

@@ -39,7 +39,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "portal.db")
-	db, err := store.Open(t.Context(), path)
+	db, err := store.OpenMigrated(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +49,6 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
-	if _, err := db.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	f := &fixture{t: t, db: db, raw: raw, now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	f.owner = f.login("owner.red", ownersGroup)
 	f.admin = f.login("admin1", "platform-admins")

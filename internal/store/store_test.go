@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,7 +24,11 @@ import (
 func openDB(t *testing.T, migrate bool) (*store.DB, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "portal.db")
-	db, err := store.Open(t.Context(), path)
+	open := store.Open
+	if migrate {
+		open = store.OpenMigrated
+	}
+	db, err := open(t.Context(), path)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -32,11 +37,6 @@ func openDB(t *testing.T, migrate bool) (*store.DB, string) {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	if migrate {
-		if _, err := db.Migrate(t.Context()); err != nil {
-			t.Fatalf("Migrate: %v", err)
-		}
-	}
 	return db, path
 }
 
@@ -503,5 +503,48 @@ func TestSessionTokensNotStoredInClear(t *testing.T) {
 	}
 	if _, ok, _ := s1.FindCtx(ctx, tokens[0]); !ok {
 		t.Error("DeleteCtx through a store with another key removed the session")
+	}
+}
+
+// OpenMigrated's copy of the migrated image is the schema Migrate makes, at
+// the same version, and it never overwrites a file.
+func TestOpenMigratedMatchesMigrate(t *testing.T) {
+	ctx := t.Context()
+	migrated, _ := openDB(t, false)
+	if _, err := migrated.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "copy.db")
+	copied, err := store.OpenMigrated(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer copied.Close()
+	schema := func(db *store.DB) string {
+		var b strings.Builder
+		rows, err := db.RawSQL().QueryContext(ctx, `SELECT type, name, COALESCE(sql, '') FROM sqlite_master ORDER BY type, name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var typ, name, sql string
+			if err := rows.Scan(&typ, &name, &sql); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%s %s %s\n", typ, name, sql)
+		}
+		return b.String()
+	}
+	if a, b := schema(migrated), schema(copied); a != b || !strings.Contains(a, "CREATE TABLE reviews") {
+		t.Errorf("schema of the copy differs from Migrate's:\n%s\nvs\n%s", b, a)
+	}
+	sa, err1 := migrated.Status(ctx)
+	sb, err2 := copied.Status(ctx)
+	if err1 != nil || err2 != nil || sa != sb || sb.Current != sb.Known {
+		t.Errorf("status: migrated %+v %v, copy %+v %v", sa, err1, sb, err2)
+	}
+	if _, err := store.OpenMigrated(ctx, path); err == nil {
+		t.Error("OpenMigrated overwrote an existing database")
 	}
 }

@@ -45,14 +45,11 @@ func newHarness(t testing.TB, useTLS bool, opts ...harnessOpt) *harness {
 	t.Helper()
 	ctx := context.Background()
 	dbPath := t.TempDir() + "/portal.db"
-	db, err := store.Open(ctx, dbPath)
+	db, err := store.OpenMigrated(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	ts := httptest.NewUnstartedServer(nil)
 	scheme := "http"
 	if useTLS {
