@@ -52,11 +52,8 @@ func (s *Server) decide(c echo.Context) error {
 		d.Notice, d.ReasonError, d.Reason = notice, reasonErr, reason
 		return render(c, status, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
 	}
-	if reason == "" {
-		return rerender(http.StatusUnprocessableEntity, "", "Give a reason: it is recorded with the decision and shown to the requester.")
-	}
-	if len(reason) > 2000 {
-		return rerender(http.StatusUnprocessableEntity, "", "Keep the reason under 2000 characters.")
+	if msg := reasonProblem(reason, "Give a reason: it is recorded with the decision and shown to the requester."); msg != "" {
+		return rerender(http.StatusUnprocessableEntity, "", msg)
 	}
 	// A decision names exactly what it decides on: the version and the
 	// contract hash, and for an approval the plan hash the admin saw.

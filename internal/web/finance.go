@@ -339,10 +339,8 @@ func (s *Server) setCostPolicy(c echo.Context) error {
 	if err != nil {
 		errs["overhead"] = "Give a percentage between 0 and 100 with at most two decimals, e.g. 12.5."
 	}
-	if form.Reason == "" {
-		errs["reason"] = "Say why: the reason is kept with the policy in the audit trail."
-	} else if len(form.Reason) > 2000 {
-		errs["reason"] = "Keep the reason under 2000 characters."
+	if msg := reasonProblem(form.Reason, "Say why: the reason is kept with the policy in the audit trail."); msg != "" {
+		errs["reason"] = msg
 	}
 	ctx := c.Request().Context()
 	if len(errs) > 0 {

@@ -89,13 +89,8 @@ func (s *Server) decideHold(c echo.Context) error {
 	}
 	reason := strings.TrimSpace(c.FormValue("reason"))
 	confirm := strings.TrimSpace(c.FormValue("confirm"))
-	msg := ""
-	switch {
-	case reason == "":
-		msg = "Give a reason: it is recorded in the connection's history and shown to the team."
-	case len(reason) > 2000:
-		msg = "Keep the reason under 2000 characters."
-	case step == store.HoldDrain && confirm != conn.Team:
+	msg := reasonProblem(reason, "Give a reason: it is recorded in the connection's history and shown to the team.")
+	if msg == "" && step == store.HoldDrain && confirm != conn.Team {
 		msg = fmt.Sprintf("Hold and drain evicts the team's running work: type the team's name (%s) to confirm it.", conn.Team)
 	}
 	if msg == "" {

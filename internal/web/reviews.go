@@ -279,8 +279,7 @@ func short(hash string) string {
 	return hash
 }
 
-// maxReasonLen caps a decision's reason, as the other decision forms do.
-const maxReasonLen = 2000
+const reviewReasonNeeded = "Give a reason: it is recorded in the contract's history and the audit trail, and the team reads it."
 
 // decideReview records a reviewer's decision on an open review.
 func (s *Server) decideReview(c echo.Context) error {
@@ -301,24 +300,15 @@ func (s *Server) decideReview(c echo.Context) error {
 	if !dec.Valid() {
 		form.Errors["decision"] = "Choose a decision: renew, request changes, hold or recommend revocation."
 	}
-	switch {
-	case form.Reason == "":
-		form.Errors["reason"] = "Give a reason: it is recorded in the contract's history and the audit trail, and the team reads it."
-	case len(form.Reason) > maxReasonLen:
-		form.Errors["reason"] = fmt.Sprintf("Keep the reason under %d characters.", maxReasonLen)
+	if msg := reasonProblem(form.Reason, reviewReasonNeeded); msg != "" {
+		form.Errors["reason"] = msg
 	}
 	deadline := ""
 	if dec == workflow.ReviewRequestChanges {
-		d, err := time.Parse(workflow.DateLayout, form.Deadline)
-		switch {
-		case form.Deadline == "":
-			form.Errors["deadline"] = "Give the owners a deadline for their changes (a date after today)."
-		case err != nil:
-			form.Errors["deadline"] = "Give the deadline as a date, YYYY-MM-DD."
-		case workflow.DaysOverdue(form.Deadline, now) > 0 || d.Format(workflow.DateLayout) == now.UTC().Format(workflow.DateLayout):
-			form.Errors["deadline"] = "The deadline must be after today (" + now.UTC().Format(workflow.DateLayout) + ")."
+		var err error
+		if deadline, err = workflow.ReviewDeadline(form.Deadline, now); err != nil {
+			form.Errors["deadline"] = err.Error()
 		}
-		deadline = form.Deadline
 	}
 	rerender := func() error {
 		v := s.reviewPage(p, r, conn, obj, form)
@@ -341,10 +331,10 @@ func (s *Server) decideReview(c echo.Context) error {
 		return &userError{page: views.ErrorPage{Status: http.StatusForbidden, Title: "Not allowed",
 			Message: "You cannot decide this review: nobody reviews a request they filed, submitted or edited."}, err: err}
 	case errors.Is(err, workflow.ErrReviewReason):
-		form.Errors["reason"] = "Give a reason: it is recorded in the contract's history and the audit trail, and the team reads it."
+		form.Errors["reason"] = reviewReasonNeeded
 		return rerender()
 	case errors.Is(err, workflow.ErrReviewDeadline):
-		form.Errors["deadline"] = "The deadline must be a date after today."
+		form.Errors["deadline"] = err.Error()
 		return rerender()
 	case err != nil:
 		return s.lifecycleError(err)
@@ -422,21 +412,9 @@ func (s *Server) declineRevocation(c echo.Context) error {
 	if err := allowed(p, workflow.ActionDeclineRevocation, obj); err != nil {
 		return err
 	}
+	const needed = "Give a reason: it is recorded in the connection's history and sent to the reviewers and the team."
 	reason := strings.TrimSpace(c.FormValue("reason"))
-	msg := ""
-	switch {
-	case reason == "":
-		msg = "Give a reason: it is recorded in the connection's history and sent to the reviewers and the team."
-	case len(reason) > maxReasonLen:
-		msg = fmt.Sprintf("Keep the reason under %d characters.", maxReasonLen)
-	}
-	_, pending, err := s.opts.DB.PendingRecommendation(c.Request().Context(), conn.ID)
-	if err != nil {
-		return err
-	}
-	if !pending {
-		return noRecommendation(conn.ID, workflow.ErrNoRecommendation)
-	}
+	msg := reasonProblem(reason, needed)
 	if msg == "" {
 		_, err = s.opts.DB.DeclineRevocation(c.Request().Context(), conn.ID, actor(p), reason, s.opts.Now())
 		var stale *store.StaleError
@@ -449,10 +427,17 @@ func (s *Server) declineRevocation(c echo.Context) error {
 			return &userError{page: views.ErrorPage{Status: http.StatusForbidden, Title: "Not allowed",
 				Message: "You cannot decline it: nobody decides on a request they filed, submitted or edited."}, err: err}
 		case errors.Is(err, workflow.ErrReviewReason):
-			msg = "Give a reason: it is recorded in the connection's history and sent to the reviewers and the team."
+			msg = needed
 		default:
 			return s.lifecycleError(err)
 		}
+	}
+	// The form again with its error; the recommendation it answers must
+	// still wait (the store checks it again in the decision's transaction).
+	if _, pending, err := s.opts.DB.PendingRecommendation(c.Request().Context(), conn.ID); err != nil {
+		return err
+	} else if !pending {
+		return noRecommendation(conn.ID, workflow.ErrNoRecommendation)
 	}
 	d, err := s.detail(c, p, conn, obj)
 	if err != nil {

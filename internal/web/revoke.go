@@ -40,13 +40,7 @@ func (s *Server) revoke(c echo.Context) error {
 		return err
 	}
 	reason := strings.TrimSpace(c.FormValue("reason"))
-	msg := ""
-	switch {
-	case reason == "":
-		msg = "Give a reason: it is recorded in the connection's history and shown to the team."
-	case len(reason) > 2000:
-		msg = "Keep the reason under 2000 characters."
-	}
+	msg := reasonProblem(reason, "Give a reason: it is recorded in the connection's history and shown to the team.")
 	if msg != "" {
 		d, err := s.detail(c, p, conn, obj)
 		if err != nil {
@@ -59,4 +53,21 @@ func (s *Server) revoke(c echo.Context) error {
 		return s.lifecycleError(err)
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+// maxReasonLen caps the reason of every decision form (approvals,
+// revocations, holds, reviews, cost policies).
+const maxReasonLen = 2000
+
+// reasonProblem is what is wrong with a decision's reason, "" when
+// nothing: needed is the message when it is missing (it says why a reason
+// is asked for).
+func reasonProblem(reason, needed string) string {
+	switch {
+	case reason == "":
+		return needed
+	case len(reason) > maxReasonLen:
+		return fmt.Sprintf("Keep the reason under %d characters.", maxReasonLen)
+	}
+	return ""
 }

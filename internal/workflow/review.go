@@ -169,6 +169,30 @@ var (
 	ErrReviewTrigger  = errors.New("unknown review trigger")
 )
 
+// DeadlineError is why a request for changes' deadline is refused, in
+// words for the form; it is an ErrReviewDeadline.
+type DeadlineError struct{ Why string }
+
+func (e *DeadlineError) Error() string        { return e.Why }
+func (e *DeadlineError) Is(target error) bool { return target == ErrReviewDeadline }
+
+// ReviewDeadline checks the deadline a request for changes gives the
+// owners: a civil date after now's day. It returns the date as stored.
+func ReviewDeadline(deadline string, now time.Time) (string, error) {
+	deadline = strings.TrimSpace(deadline)
+	if deadline == "" {
+		return "", &DeadlineError{"Give the owners a deadline for their changes (a date after today)."}
+	}
+	d, err := time.Parse(DateLayout, deadline)
+	if err != nil {
+		return "", &DeadlineError{"Give the deadline as a date, YYYY-MM-DD."}
+	}
+	if today := civilDay(now); !d.After(today) {
+		return "", &DeadlineError{"The deadline must be after today (" + today.Format(DateLayout) + ")."}
+	}
+	return d.Format(DateLayout), nil
+}
+
 // OpenReview opens a review of a live connection's approved version: the
 // connection moves from active to under_review (start_review), and the
 // review's row is recorded with its frozen evidence.
@@ -253,11 +277,11 @@ func DecideReview(s Conn, by Actor, in DecideReviewInput, now time.Time) (Effect
 		ev = EventRenew
 		e.ReviewDue = NextReviewDue(now, in.Approved.ReviewCadenceDays, in.Approved.EndDate)
 	case ReviewRequestChanges:
-		d, err := time.Parse(DateLayout, strings.TrimSpace(in.Deadline))
-		if err != nil || !d.After(civilDay(now)) {
-			return Effect{}, ErrReviewDeadline
+		d, err := ReviewDeadline(in.Deadline, now)
+		if err != nil {
+			return Effect{}, err
 		}
-		out.Deadline = d.Format(DateLayout)
+		out.Deadline = d
 		ev = EventRequestChanges
 		e.ReviewDue = out.Deadline
 	case ReviewHold:
