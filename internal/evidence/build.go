@@ -152,3 +152,51 @@ func AuditTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
 // Time is a time as a bundle writes it ("" for the zero time).
 func Time(t time.Time) string { return ts(t) }
+
+// Rebuild builds the plan of a contract version again, as the provisioner
+// builds it now: its hash and the text that hash covers.
+type Rebuild func(v VersionInput) (hash, text string, err error)
+
+// Plans are the plans of every (version, plan hash) the input's jobs name.
+// When rebuild gives the recorded hash, the plan carries the text that hash
+// covers, so the verifier recomputes it; otherwise the hash is kept as
+// recorded, with why.
+func Plans(in Input, rebuild Rebuild) []Plan {
+	versions := map[int]VersionInput{}
+	for _, v := range in.Versions {
+		versions[v.Version] = v
+	}
+	type key struct {
+		version int
+		hash    string
+	}
+	seen := map[key]bool{}
+	var out []Plan
+	for _, j := range in.Jobs {
+		for _, h := range []string{j.PlanHash, j.AppliedPlanHash} {
+			k := key{j.Version, h}
+			if h == "" || seen[k] {
+				continue
+			}
+			seen[k] = true
+			pl := Plan{Version: j.Version, Hash: h}
+			v, ok := versions[j.Version]
+			if !ok {
+				pl.Note = "The version is not in the bundle."
+				out = append(out, pl)
+				continue
+			}
+			switch hash, text, err := rebuild(v); {
+			case err != nil:
+				pl.Note = "As recorded: the plan could not be rebuilt at export (" + err.Error() + ")."
+			case hash != h:
+				pl.Note = "As recorded: the plan rebuilt with the cluster settings in force at export has another hash (the settings, or the job's steps, differ from the approved plan's)."
+			default:
+				pl.Text = text
+				pl.Note = "Rebuilt at export with the same hash: the text is what the hash covers."
+			}
+			out = append(out, pl)
+		}
+	}
+	return out
+}

@@ -34,7 +34,13 @@ func (s *Server) evidenceBundle(c echo.Context) (store.Connection, evidence.Bund
 	if err != nil {
 		return conn, evidence.Bundle{}, nil, evidence.Report{}, err
 	}
-	in.Plans = s.evidencePlans(conn.ID, in)
+	in.Plans = evidence.Plans(in, func(v evidence.VersionInput) (string, string, error) {
+		pl, err := provision.BuildPlan(conn.ID, v.Version, v.Hash, v.Contract, s.opts.Cluster)
+		if err != nil {
+			return "", "", err
+		}
+		return pl.Hash(), pl.HashedText(), nil
+	})
 	if workflow.Decide(p, workflow.ActionViewCosts, workflow.Object{Team: conn.Team}).Allowed {
 		if in.Statements, err = s.opts.DB.TeamStatementBodies(ctx, conn.Team, conn.CreatedAt); err != nil {
 			return conn, evidence.Bundle{}, nil, evidence.Report{}, err
@@ -62,51 +68,6 @@ func (s *Server) evidenceBundle(c echo.Context) (store.Connection, evidence.Bund
 			Action: "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: rep.Err()}
 	}
 	return conn, b, data, rep, nil
-}
-
-// evidencePlans rebuilds the plan of every (version, plan hash) the jobs
-// name with the cluster settings in force now; when the rebuilt plan has
-// the recorded hash, the bundle carries the text that hash covers, so the
-// verifier recomputes it. Otherwise the hash is kept as recorded, with why.
-func (s *Server) evidencePlans(connID int64, in evidence.Input) []evidence.Plan {
-	contracts := map[int]evidence.VersionInput{}
-	for _, v := range in.Versions {
-		contracts[v.Version] = v
-	}
-	type key struct {
-		version int
-		hash    string
-	}
-	seen := map[key]bool{}
-	var out []evidence.Plan
-	for _, j := range in.Jobs {
-		for _, h := range []string{j.PlanHash, j.AppliedPlanHash} {
-			k := key{j.Version, h}
-			if h == "" || seen[k] {
-				continue
-			}
-			seen[k] = true
-			pl := evidence.Plan{Version: j.Version, Hash: h}
-			v, ok := contracts[j.Version]
-			if !ok {
-				pl.Note = "The version is not in the bundle."
-				out = append(out, pl)
-				continue
-			}
-			built, err := provision.BuildPlan(connID, v.Version, v.Hash, v.Contract, s.opts.Cluster)
-			switch {
-			case err != nil:
-				pl.Note = "As recorded: the plan could not be rebuilt at export (" + err.Error() + ")."
-			case built.Hash() != h:
-				pl.Note = "As recorded: the plan rebuilt with the cluster settings in force at export has another hash (the settings, or the job's steps, differ from the approved plan's)."
-			default:
-				pl.Text = built.HashedText()
-				pl.Note = "Rebuilt at export with the same hash: the text is what the hash covers."
-			}
-			out = append(out, pl)
-		}
-	}
-	return out
 }
 
 // evidencePage is the printable bundle: the same content as the JSON, for
