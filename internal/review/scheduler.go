@@ -261,16 +261,9 @@ func (t *tick) connection(ctx context.Context, c store.Connection) error {
 		// Keyed by the date and the connection's latest decided review:
 		// once per due date while a review is open (its trigger added
 		// once), and again after a decision that set the same date.
-		var latest int64
-		rs, err := db.ReviewsOf(ctx, c.ID)
+		latest, err := db.LatestDecidedReview(ctx, c.ID)
 		if err != nil {
 			return err
-		}
-		for _, r := range rs { // newest first
-			if !r.Open() {
-				latest = r.ID
-				break
-			}
 		}
 		ev := store.ReviewEvent{Key: fmt.Sprintf("%s:conn:%d:%s:after:%d", trig, c.ID, c.ReviewDue, latest), Open: true, Trigger: trig,
 			Detail: workflow.ScheduledDetail(trig, c.ReviewDue, v.Contract), DueOn: c.ReviewDue}
@@ -518,7 +511,9 @@ func (t *tick) signals(ctx context.Context, live []store.Connection) error {
 // overdue reminds reviewers and owners of each open review
 // workflow.OverdueReminderDays past due, once.
 func (t *tick) overdue(ctx context.Context) error {
-	open, err := t.s.DB.ReviewQueue(ctx, store.ReviewFilter{}, 10000)
+	// Only the reviews old enough for a reminder are read.
+	cutoff := t.now.UTC().AddDate(0, 0, -workflow.OverdueReminderDays).Format(workflow.DateLayout)
+	open, err := t.s.DB.ReviewQueue(ctx, store.ReviewFilter{DueBy: cutoff}, 10000)
 	if err != nil {
 		return err
 	}
@@ -544,7 +539,7 @@ func (t *tick) overdue(ctx context.Context) error {
 // rather than at the next tick. It claims nothing: what it records is keyed
 // and checked in each transaction like a tick's.
 func (s *Scheduler) OwnerSignedIn(ctx context.Context, email string, now time.Time) error {
-	live, err := s.DB.LiveConnections(ctx)
+	live, err := s.DB.LiveConnectionsOwnedBy(ctx, email)
 	if err != nil {
 		return err
 	}

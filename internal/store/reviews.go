@@ -244,6 +244,8 @@ func (d *DB) ReviewsOf(ctx context.Context, id int64) ([]Review, error) {
 type ReviewFilter struct {
 	Team    string
 	Trigger workflow.ReviewTrigger
+	// DueBy keeps the reviews due on or before this civil date.
+	DueBy string
 }
 
 // ReviewQueue lists the open reviews, the longest due first (then the
@@ -272,4 +274,14 @@ func (d *DB) queryReviews(ctx context.Context, q string, args ...any) ([]Review,
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// LatestDecidedReview is the id of connection id's latest decided review,
+// 0 when none was decided.
+func (d *DB) LatestDecidedReview(ctx context.Context, id int64) (int64, error) {
+	var latest int64
+	if err := d.sql.QueryRowContext(ctx, `SELECT COALESCE(max(id), 0) FROM reviews WHERE connection_id = ? AND decision <> ''`, id).Scan(&latest); err != nil {
+		return 0, fmt.Errorf("store: latest review of connection %d: %w", id, err)
+	}
+	return latest, nil
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -165,5 +166,45 @@ func TestReviewDecisionsMoveTheConnection(t *testing.T) {
 		if tt.sameDue && c.ReviewDue != conn.ReviewDue {
 			t.Errorf("%s: due %q, want unchanged (%q, set when it became active)", tt.team, c.ReviewDue, conn.ReviewDue)
 		}
+	}
+}
+
+// A sign-in concerns only the live connections whose approved contract
+// names the user as an owner, in any case.
+func TestLiveConnectionsOwnedBy(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	red := f.active("red")
+	blue := f.active("blue")
+	c, _ := f.db.Version(ctx, red.ID, red.ApprovedVersion)
+	owner := c.Contract.CostOwner
+	if owner == "" {
+		t.Fatal("the example contract names no cost owner")
+	}
+	got, err := f.db.LiveConnectionsOwnedBy(ctx, "  "+strings.ToUpper(owner)+" ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, g := range got {
+		ids = append(ids, g.ID)
+	}
+	// Both example contracts name their team's owners; red's cost owner is
+	// red's only unless blue's names the same person.
+	bc, _ := f.db.Version(ctx, blue.ID, blue.ApprovedVersion)
+	want := []int64{red.ID}
+	if strings.EqualFold(bc.Contract.CostOwner, owner) || strings.EqualFold(bc.Contract.BusinessOwner, owner) ||
+		strings.EqualFold(bc.Contract.OperationsOwner, owner) || strings.EqualFold(bc.Contract.ExceptionOwner, owner) {
+		want = []int64{red.ID, blue.ID}
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("owned by %s: %v, want %v", owner, ids, want)
+	}
+	if got, err := f.db.LiveConnectionsOwnedBy(ctx, "nobody@example.test"); err != nil || len(got) != 0 {
+		t.Errorf("owned by nobody: %+v, %v", got, err)
+	}
+	f.revoke(red.ID, "done")
+	if got, _ := f.db.LiveConnectionsOwnedBy(ctx, owner); len(got) != len(want)-1 {
+		t.Errorf("a revoking connection is still listed: %+v", got)
 	}
 }

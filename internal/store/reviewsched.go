@@ -58,6 +58,18 @@ func (d *DB) LiveConnections(ctx context.Context) ([]Connection, error) {
 WHERE c.state IN (?, ?) AND c.approved_version IS NOT NULL ORDER BY c.id`, workflow.StateActive, workflow.StateUnderReview)
 }
 
+// LiveConnectionsOwnedBy lists the live connections whose approved
+// contract names email (any case) as one of its owners: the connections a
+// sign-in of email may concern.
+func (d *DB) LiveConnectionsOwnedBy(ctx context.Context, email string) ([]Connection, error) {
+	return d.queryConns(ctx, "connections owned", `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
+JOIN contract_versions v ON v.connection_id = c.id AND v.version = c.approved_version
+WHERE c.state IN (?, ?) AND lower(trim(?)) IN (
+  lower(trim(COALESCE(json_extract(v.body, '$.business_owner'), ''))), lower(trim(COALESCE(json_extract(v.body, '$.operations_owner'), ''))),
+  lower(trim(COALESCE(json_extract(v.body, '$.cost_owner'), ''))), lower(trim(COALESCE(json_extract(v.body, '$.exception_owner'), ''))))
+ORDER BY c.id`, workflow.StateActive, workflow.StateUnderReview, email)
+}
+
 // ActivatedAt is when connection id became active: its last
 // provisioning.succeeded audit event, or, without one (a connection made
 // active before the audit named it), its last approval; zero when neither

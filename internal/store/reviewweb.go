@@ -51,6 +51,9 @@ func (d *DB) ReviewQueuePage(ctx context.Context, f ReviewFilter, after ReviewCu
 	if f.Trigger != "" {
 		q, args = q+` AND r.trigger = ?`, append(args, f.Trigger)
 	}
+	if f.DueBy != "" {
+		q, args = q+` AND r.due_on <= ?`, append(args, f.DueBy)
+	}
 	if after.ID != 0 {
 		q, args = q+` AND (r.due_on > ? OR r.due_on = ? AND r.id > ?)`, append(args, after.DueOn, after.DueOn, after.ID)
 	}
