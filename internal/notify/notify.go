@@ -176,6 +176,19 @@ func (w *Worker) Drain(ctx context.Context, ch store.Channel) (int, error) {
 		lease = DefaultLease
 	}
 	delivered := 0
+	// The users (and their groups) are read once a drain, not once a
+	// delivery; the webhook names nobody and reads none.
+	var users []store.Recipient
+	loaded := false
+	recipients := func() ([]store.Recipient, error) {
+		if loaded || ch == store.ChannelWebhook {
+			return users, nil
+		}
+		var err error
+		users, err = w.DB.Recipients(ctx)
+		loaded = err == nil
+		return users, err
+	}
 	for ctx.Err() == nil {
 		dl, ok, err := w.DB.ClaimDelivery(ctx, ch, w.now(), lease)
 		if err != nil {
@@ -184,7 +197,7 @@ func (w *Worker) Drain(ctx context.Context, ch store.Channel) (int, error) {
 		if !ok {
 			return delivered, nil
 		}
-		ok, err = w.deliver(ctx, dl)
+		ok, err = w.deliver(ctx, dl, recipients)
 		switch {
 		case errors.Is(err, store.ErrDeliveryLeaseLost):
 			w.logger().Warn("notification delivery taken over after its lease ran out", "delivery", dl.ID, "channel", ch)
@@ -198,9 +211,10 @@ func (w *Worker) Drain(ctx context.Context, ch store.Channel) (int, error) {
 	return delivered, ctx.Err()
 }
 
-// deliver makes one attempt of a claimed delivery and records its outcome.
-func (w *Worker) deliver(ctx context.Context, dl store.Delivery) (bool, error) {
-	users, err := w.DB.Recipients(ctx)
+// deliver makes one attempt of a claimed delivery and records its outcome;
+// recipients gives the portal's users.
+func (w *Worker) deliver(ctx context.Context, dl store.Delivery, recipients func() ([]store.Recipient, error)) (bool, error) {
+	users, err := recipients()
 	if err != nil {
 		return false, err
 	}
