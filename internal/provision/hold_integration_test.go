@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -58,7 +57,7 @@ func TestHoldIntegration(t *testing.T) {
 	if got := stopPolicies(); got != "ClusterQueue=None LocalQueue=None" {
 		t.Fatalf("before any hold: %s", got)
 	}
-	runHold := func(step store.HoldStep, confirmed bool, want string) {
+	runHold := func(step workflow.HoldStep, confirmed bool, want string) {
 		t.Helper()
 		b.clock.Add(time.Minute)
 		_, jobID, err := b.db.DecideHold(ctx, tn.conn.ID, step, b.admin, confirmed, "test "+string(step), b.clock.Now())
@@ -90,7 +89,7 @@ func TestHoldIntegration(t *testing.T) {
 	if got := stopPolicies(); got != "ClusterQueue=None LocalQueue=None" {
 		t.Fatalf("after a proposal: %s", got)
 	}
-	runHold(store.HoldConfirm, false, "ClusterQueue=Hold LocalQueue=Hold")
+	runHold(workflow.HoldStepConfirm, false, "ClusterQueue=Hold LocalQueue=Hold")
 
 	// A re-apply of the plan (its own field manager, no stopPolicy) keeps
 	// the hold, and the drift check does not report it.
@@ -120,11 +119,11 @@ func TestHoldIntegration(t *testing.T) {
 	}
 
 	// A drain needs the explicit confirmation.
-	if _, _, err := b.db.DecideHold(ctx, tn.conn.ID, store.HoldDrain, b.admin, false, "drain", b.clock.Now()); err == nil {
+	if _, _, err := b.db.DecideHold(ctx, tn.conn.ID, workflow.HoldStepDrain, b.admin, false, "drain", b.clock.Now()); err == nil {
 		t.Fatal("a drain without the explicit confirmation was accepted")
 	}
-	runHold(store.HoldDrain, true, "ClusterQueue=HoldAndDrain LocalQueue=HoldAndDrain")
-	runHold(store.HoldRelease, false, "ClusterQueue=None LocalQueue=None")
+	runHold(workflow.HoldStepDrain, true, "ClusterQueue=HoldAndDrain LocalQueue=HoldAndDrain")
+	runHold(workflow.HoldStepRelease, false, "ClusterQueue=None LocalQueue=None")
 
 	c, err := b.db.Connection(ctx, tn.conn.ID)
 	if err != nil || c.Hold != workflow.HoldNone || c.State != workflow.StateActive {

@@ -50,7 +50,7 @@ func TestHoldSteps(t *testing.T) {
 	ctx := t.Context()
 	conn := f.active("red")
 	reviewer := f.user("reviewer")
-	if _, _, err := f.db.DecideHold(ctx, conn.ID, store.HoldConfirm, f.admins[0], false, "no", f.tick()); err == nil {
+	if _, _, err := f.db.DecideHold(ctx, conn.ID, workflow.HoldStepConfirm, f.admins[0], false, "no", f.tick()); err == nil {
 		t.Fatal("a hold was confirmed with nothing proposed")
 	}
 	c, err := f.db.ProposeHold(ctx, conn.ID, reviewer, "idle for 90 days", f.tick())
@@ -70,12 +70,12 @@ func TestHoldSteps(t *testing.T) {
 
 	// The owner filed the request: they do not decide its hold.
 	before := f.snapshot()
-	if _, _, err := f.db.DecideHold(ctx, conn.ID, store.HoldDecline, f.owner, false, "mine", f.tick()); !errors.Is(err, workflow.ErrNotIndependent) {
+	if _, _, err := f.db.DecideHold(ctx, conn.ID, workflow.HoldStepDecline, f.owner, false, "mine", f.tick()); !errors.Is(err, workflow.ErrNotIndependent) {
 		t.Errorf("the owner's decline: %v, want ErrNotIndependent", err)
 	}
 	f.assertUnchanged(before, "the owner's decline")
 
-	c, jobID, err := f.db.DecideHold(ctx, conn.ID, store.HoldConfirm, f.admins[1], false, "confirmed", f.tick())
+	c, jobID, err := f.db.DecideHold(ctx, conn.ID, workflow.HoldStepConfirm, f.admins[1], false, "confirmed", f.tick())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestHoldSteps(t *testing.T) {
 	}
 	// Release goes back to none with a None job; a revocation later
 	// cancels a hold job still queued.
-	c, jobID, err = f.db.DecideHold(ctx, conn.ID, store.HoldRelease, f.admins[0], false, "back in use", f.tick())
+	c, jobID, err = f.db.DecideHold(ctx, conn.ID, workflow.HoldStepRelease, f.admins[0], false, "back in use", f.tick())
 	if err != nil || c.Hold != workflow.HoldNone || f.job(jobID).StopPolicy != workflow.StopNone {
 		t.Fatalf("release: %+v, %v", c, err)
 	}
@@ -135,7 +135,7 @@ func TestHoldSupersedes(t *testing.T) {
 	if _, err := f.db.ProposeHold(ctx, conn.ID, workflow.SystemActor, "end date", f.tick()); err != nil {
 		t.Fatal(err)
 	}
-	_, first, err := f.db.DecideHold(ctx, conn.ID, store.HoldConfirm, f.admins[0], false, "ok", f.tick())
+	_, first, err := f.db.DecideHold(ctx, conn.ID, workflow.HoldStepConfirm, f.admins[0], false, "ok", f.tick())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestHoldSupersedes(t *testing.T) {
 	if running.ID != first {
 		t.Fatalf("claimed job %d, want %d", running.ID, first)
 	}
-	_, second, err := f.db.DecideHold(ctx, conn.ID, store.HoldDrain, f.admins[0], true, "evict", f.tick())
+	_, second, err := f.db.DecideHold(ctx, conn.ID, workflow.HoldStepDrain, f.admins[0], true, "evict", f.tick())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestHoldConfirmRace(t *testing.T) {
 	errs := make([]error, 2)
 	for i := range 2 {
 		wg.Go(func() {
-			_, _, errs[i] = f.db.DecideHold(ctx, conn.ID, store.HoldConfirm, f.admins[i], false, fmt.Sprint("admin ", i), now)
+			_, _, errs[i] = f.db.DecideHold(ctx, conn.ID, workflow.HoldStepConfirm, f.admins[i], false, fmt.Sprint("admin ", i), now)
 		})
 	}
 	wg.Wait()
@@ -241,7 +241,7 @@ func TestEndDateHolds(t *testing.T) {
 	if got.Hold != workflow.HoldProposed || got.HoldBy != workflow.SystemActor.Email || !strings.Contains(got.HoldReason, "2025-03-20") {
 		t.Errorf("after the end date: %+v", got)
 	}
-	if _, _, err := f.db.DecideHold(ctx, conn.ID, store.HoldDecline, f.admins[0], false, "renewal on its way", day(21)); err != nil {
+	if _, _, err := f.db.DecideHold(ctx, conn.ID, workflow.HoldStepDecline, f.admins[0], false, "renewal on its way", day(21)); err != nil {
 		t.Fatal(err)
 	}
 	pass(day(22), store.EndDateReport{})

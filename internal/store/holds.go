@@ -28,34 +28,13 @@ func (d *DB) ProposeHold(ctx context.Context, id int64, by workflow.Actor, reaso
 	return c, nil
 }
 
-// HoldStep is an admin's hold step.
-type HoldStep string
-
-// The admin's hold steps.
-const (
-	HoldConfirm HoldStep = "confirm"
-	HoldDrain   HoldStep = "drain"
-	HoldRelease HoldStep = "release"
-	HoldDecline HoldStep = "decline"
-)
-
 // DecideHold runs an admin's hold step on a connection (workflow's
 // ConfirmHold, ConfirmDrain, ReleaseHold, DeclineHold): the hold moves and,
 // for confirm, drain and release, a hold job is queued (0 for decline).
 // confirmed is the admin's explicit confirmation of a drain.
-func (d *DB) DecideHold(ctx context.Context, id int64, step HoldStep, by workflow.Actor, confirmed bool, reason string, now time.Time) (Connection, int64, error) {
+func (d *DB) DecideHold(ctx context.Context, id int64, step workflow.HoldStep, by workflow.Actor, confirmed bool, reason string, now time.Time) (Connection, int64, error) {
 	c, _, jobID, err := d.command(ctx, id, true, now, func(_ *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
-		switch step {
-		case HoldConfirm:
-			return workflow.ConfirmHold(s, by, reason, now)
-		case HoldDrain:
-			return workflow.ConfirmDrain(s, by, confirmed, reason, now)
-		case HoldRelease:
-			return workflow.ReleaseHold(s, by, reason, now)
-		case HoldDecline:
-			return workflow.DeclineHold(s, by, reason, now)
-		}
-		return workflow.Effect{}, fmt.Errorf("store: no hold step %q", step)
+		return workflow.DecideHold(s, by, step, confirmed, reason, now)
 	})
 	if err != nil {
 		return Connection{}, 0, fmt.Errorf("store: %s hold: %w", step, err)

@@ -21,18 +21,18 @@ import (
 
 // holdSteps are the admin's steps, each with the action that allows it.
 var holdSteps = []struct {
-	step   store.HoldStep
+	step   workflow.HoldStep
 	action workflow.Action
 	label  string
 	danger bool
 }{
-	{store.HoldConfirm, workflow.ActionConfirmHold, "Confirm hold (no new admissions)", true},
-	{store.HoldDrain, workflow.ActionConfirmHold, "Confirm hold and drain (evict running work)", true},
-	{store.HoldRelease, workflow.ActionReleaseHold, "Release hold", false},
-	{store.HoldDecline, workflow.ActionConfirmHold, "Decline the proposed hold", false},
+	{workflow.HoldStepConfirm, workflow.ActionConfirmHold, "Confirm hold (no new admissions)", true},
+	{workflow.HoldStepDrain, workflow.ActionConfirmHold, "Confirm hold and drain (evict running work)", true},
+	{workflow.HoldStepRelease, workflow.ActionReleaseHold, "Release hold", false},
+	{workflow.HoldStepDecline, workflow.ActionConfirmHold, "Decline the proposed hold", false},
 }
 
-func holdStepOf(step string) (store.HoldStep, workflow.Action, bool) {
+func holdStepOf(step string) (workflow.HoldStep, workflow.Action, bool) {
 	for _, h := range holdSteps {
 		if string(h.step) == step {
 			return h.step, h.action, true
@@ -49,7 +49,7 @@ func (s *Server) holdPanel(p workflow.Principal, conn store.Connection, obj work
 	h := &views.HoldView{State: string(conn.Hold), Label: conn.Hold.Label(), By: conn.HoldBy, Reason: conn.HoldReason,
 		At: fmtWhen(conn.HoldAt), DrainWord: conn.Team}
 	for _, st := range holdSteps {
-		if workflow.HoldAllows(conn.Hold, string(st.step)) && workflow.Decide(p, st.action, obj).Allowed {
+		if workflow.HoldAllows(conn.Hold, st.step) && workflow.Decide(p, st.action, obj).Allowed {
 			h.Steps = append(h.Steps, views.HoldStepView{Step: string(st.step), Label: st.label, Danger: st.danger})
 		}
 	}
@@ -90,7 +90,7 @@ func (s *Server) decideHold(c echo.Context) error {
 	reason := strings.TrimSpace(c.FormValue("reason"))
 	confirm := strings.TrimSpace(c.FormValue("confirm"))
 	msg := reasonProblem(reason, "Give a reason: it is recorded in the connection's history and shown to the team.")
-	if msg == "" && step == store.HoldDrain && confirm != conn.Team {
+	if msg == "" && step == workflow.HoldStepDrain && confirm != conn.Team {
 		msg = fmt.Sprintf("Hold and drain evicts the team's running work: type the team's name (%s) to confirm it.", conn.Team)
 	}
 	if msg == "" {

@@ -95,35 +95,47 @@ var (
 	ErrDrainUnconfirmed = errors.New("hold and drain evicts the team's running work: confirm it explicitly")
 )
 
+// HoldStep is a step of a hold: a proposal, or an admin's decision on it.
+type HoldStep string
+
+// The hold steps.
+const (
+	HoldStepPropose HoldStep = "propose"
+	HoldStepConfirm HoldStep = "confirm"
+	HoldStepDrain   HoldStep = "drain"
+	HoldStepRelease HoldStep = "release"
+	HoldStepDecline HoldStep = "decline"
+)
+
 // HoldError refuses a hold step the hold's state does not allow.
 type HoldError struct {
 	From Hold
-	Step string // propose, confirm, drain, release, decline
+	Step HoldStep
 }
 
 func (e *HoldError) Error() string {
 	return fmt.Sprintf("a hold cannot be %s when the connection has %s", holdSteps[e.Step], e.From.Label())
 }
 
-var holdSteps = map[string]string{
-	"propose": "proposed", "confirm": "confirmed", "drain": "escalated to hold and drain",
-	"release": "released", "decline": "declined",
+var holdSteps = map[HoldStep]string{
+	HoldStepPropose: "proposed", HoldStepConfirm: "confirmed", HoldStepDrain: "escalated to hold and drain",
+	HoldStepRelease: "released", HoldStepDecline: "declined",
 }
 
 // holdFrom says, per step, the hold states it starts from and where it goes.
-var holdFrom = map[string]struct {
+var holdFrom = map[HoldStep]struct {
 	from []Hold
 	to   Hold
 }{
-	"propose": {[]Hold{HoldNone}, HoldProposed},
-	"confirm": {[]Hold{HoldProposed}, HoldOn},
-	"drain":   {[]Hold{HoldOn}, HoldDrain},
-	"release": {[]Hold{HoldOn, HoldDrain}, HoldNone},
-	"decline": {[]Hold{HoldProposed}, HoldNone},
+	HoldStepPropose: {[]Hold{HoldNone}, HoldProposed},
+	HoldStepConfirm: {[]Hold{HoldProposed}, HoldOn},
+	"drain":         {[]Hold{HoldOn}, HoldDrain},
+	HoldStepRelease: {[]Hold{HoldOn, HoldDrain}, HoldNone},
+	HoldStepDecline: {[]Hold{HoldProposed}, HoldNone},
 }
 
 // HoldAllows reports whether a hold step may start from h.
-func HoldAllows(h Hold, step string) bool {
+func HoldAllows(h Hold, step HoldStep) bool {
 	for _, f := range holdFrom[step].from {
 		if f == h {
 			return true
@@ -132,7 +144,7 @@ func HoldAllows(h Hold, step string) bool {
 	return false
 }
 
-func holdCheck(s Conn, step, reason string, now time.Time) (string, error) {
+func holdCheck(s Conn, step HoldStep, reason string, now time.Time) (string, error) {
 	if now.IsZero() {
 		return "", ErrNoClock
 	}
@@ -153,7 +165,7 @@ func holdCheck(s Conn, step, reason string, now time.Time) (string, error) {
 // a hold among other things (a reviewer's "hold" decision): the hold to
 // record, its audit event and its notices. It checks the same rules.
 func HoldProposal(s Conn, by Actor, reason string, now time.Time) (*HoldChange, []AuditRecord, []Notice, error) {
-	reason, err := holdCheck(s, "propose", reason, now)
+	reason, err := holdCheck(s, HoldStepPropose, reason, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -180,7 +192,7 @@ func ProposeHold(s Conn, by Actor, reason string, now time.Time) (Effect, error)
 // approvals (nobody decides on a connection they filed, edited or
 // submitted; see independentOf), the state rule, the reason, and the hold
 // job when the step changes what is applied.
-func holdDecision(s Conn, by Actor, step, reason string, now time.Time) (Effect, error) {
+func holdDecision(s Conn, by Actor, step HoldStep, reason string, now time.Time) (Effect, error) {
 	reason, err := holdCheck(s, step, reason, now)
 	if err != nil {
 		return Effect{}, err
@@ -190,7 +202,7 @@ func holdDecision(s Conn, by Actor, step, reason string, now time.Time) (Effect,
 	}
 	to := holdFrom[step].to
 	e := Effect{By: by, Next: s.State, Hold: &HoldChange{State: to, By: by, Reason: reason}}
-	rec := audit(by, "hold."+step, s.ApprovedVersion, reason)
+	rec := audit(by, "hold."+string(step), s.ApprovedVersion, reason)
 	if to.StopPolicy() != s.Hold.StopPolicy() {
 		e.Job = &JobOrder{Kind: JobHold, Version: s.ApprovedVersion, StopPolicy: to.StopPolicy()}
 		rec.JobRef = true
@@ -199,45 +211,45 @@ func holdDecision(s Conn, by Actor, step, reason string, now time.Time) (Effect,
 	e.Audit = []AuditRecord{rec}
 	var subject string
 	switch step {
-	case "confirm":
+	case HoldStepConfirm:
 		subject = "is on hold: its queue admits no new work; running work finishes"
-	case "drain":
+	case HoldStepDrain:
 		subject = "is on hold and draining: admitted work is evicted from its queue"
-	case "release":
+	case HoldStepRelease:
 		subject = "is released from its hold: its queue admits work again"
-	case "decline":
+	case HoldStepDecline:
 		subject = "will not be held: the proposed hold was declined"
 	}
-	e.Notify = []Notice{{Kind: "hold." + step, To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s %s (%s)", s.ID, s.Team, subject, reason)}}
+	e.Notify = []Notice{{Kind: "hold." + string(step), To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s %s (%s)", s.ID, s.Team, subject, reason)}}
 	return e, nil
 }
 
 // ConfirmHold is an admin's confirmation of a proposed hold: stopPolicy
 // Hold on the team's queues (a hold job).
 func ConfirmHold(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
-	return holdDecision(s, by, "confirm", reason, now)
+	return holdDecision(s, by, HoldStepConfirm, reason, now)
 }
 
 // ConfirmDrain is an admin's explicit escalation of a confirmed hold to
 // HoldAndDrain, which evicts admitted work. confirmed is the admin's
 // explicit confirmation (the page asks them to type the team's name).
 func ConfirmDrain(s Conn, by Actor, confirmed bool, reason string, now time.Time) (Effect, error) {
-	if HoldAllows(s.Hold, "drain") && !confirmed {
+	if HoldAllows(s.Hold, HoldStepDrain) && !confirmed {
 		return Effect{}, ErrDrainUnconfirmed
 	}
-	return holdDecision(s, by, "drain", reason, now)
+	return holdDecision(s, by, HoldStepDrain, reason, now)
 }
 
 // ReleaseHold is an admin's release of a hold: stopPolicy None (a hold
 // job), the hold back to none.
 func ReleaseHold(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
-	return holdDecision(s, by, "release", reason, now)
+	return holdDecision(s, by, HoldStepRelease, reason, now)
 }
 
 // DeclineHold is an admin's refusal of a proposed hold: nothing was
 // applied, so no job.
 func DeclineHold(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
-	return holdDecision(s, by, "decline", reason, now)
+	return holdDecision(s, by, HoldStepDecline, reason, now)
 }
 
 // End dates. A contract's EndDate (a civil date, YYYY-MM-DD) is the last
@@ -307,3 +319,20 @@ func EndDateNotice(s Conn, end string, left int, now time.Time) (Effect, error) 
 // SystemActor is the actor of what the portal's own schedule does (the
 // end-date rule).
 var SystemActor = Actor{Email: "system"}
+
+// DecideHold is an admin's hold step on s: ConfirmHold, ConfirmDrain
+// (confirmed is the admin's explicit confirmation), ReleaseHold or
+// DeclineHold. A proposal is not an admin's step (ProposeHold).
+func DecideHold(s Conn, by Actor, step HoldStep, confirmed bool, reason string, now time.Time) (Effect, error) {
+	switch step {
+	case HoldStepConfirm:
+		return ConfirmHold(s, by, reason, now)
+	case HoldStepDrain:
+		return ConfirmDrain(s, by, confirmed, reason, now)
+	case HoldStepRelease:
+		return ReleaseHold(s, by, reason, now)
+	case HoldStepDecline:
+		return DeclineHold(s, by, reason, now)
+	}
+	return Effect{}, fmt.Errorf("workflow: no admin hold step %q", step)
+}

@@ -292,9 +292,9 @@ func Decide(p Principal, a Action, o Object) Decision {
 		}
 		return requireTeamOwner(p, o)
 	case ActionConfirmHold:
-		return holdAction(p, o, "confirm", "drain", "decline")
+		return holdAction(p, o, HoldStepConfirm, HoldStepDrain, HoldStepDecline)
 	case ActionReleaseHold:
-		return holdAction(p, o, "release")
+		return holdAction(p, o, HoldStepRelease)
 	case ActionRetryHold:
 		// Trying a failed hold job again carries out a step already
 		// decided (the queue's stopPolicy as the hold says now), so any
@@ -471,7 +471,7 @@ func waitsForAdmin(o Object) bool {
 // the independence of approvals, as a hold (and its release) decides what
 // the team may run. The connection must be live and its hold in a state one
 // of the steps starts from.
-func holdAction(p Principal, o Object, steps ...string) Decision {
+func holdAction(p Principal, o Object, steps ...HoldStep) Decision {
 	if d := requireRole(p, RoleAdmin); !d.Allowed {
 		return d
 	}
