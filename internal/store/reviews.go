@@ -132,7 +132,7 @@ WHERE id = ? AND connection_id = ? AND decision = ''`, o.Decision, o.Reason, o.D
 // OpenReview opens a review of connection id (active) with the evidence
 // collected for it: the connection moves to under_review and the review is
 // recorded in one transaction. A connection with a review already open
-// returns workflow.ErrReviewOpen (AddReviewTrigger records the new trigger
+// returns workflow.ErrReviewOpen (RecordReviewEvent records the new trigger
 // on it instead).
 func (d *DB) OpenReview(ctx context.Context, id int64, in workflow.OpenReviewInput, now time.Time) (Review, error) {
 	_, _, _, err := d.command(ctx, id, false, now, func(_ *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
@@ -148,23 +148,13 @@ func (d *DB) OpenReview(ctx context.Context, id int64, in workflow.OpenReviewInp
 	return r, err
 }
 
-// AddReviewTrigger records a trigger that fired while connection id's
-// review was open, on that review (reported false when none is open).
-func (d *DB) AddReviewTrigger(ctx context.Context, id int64, trigger workflow.ReviewTrigger, detail string, now time.Time) (bool, error) {
+// addReviewTrigger records, inside the caller's transaction, a trigger that
+// fired while connection id's review was open, on that review (reported
+// false when none is open).
+func addReviewTrigger(ctx context.Context, tx *sql.Tx, id int64, trigger workflow.ReviewTrigger, detail string, now time.Time) (bool, error) {
 	if !trigger.Valid() {
 		return false, fmt.Errorf("%w %q", workflow.ErrReviewTrigger, trigger)
 	}
-	var added bool
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		added, err = addReviewTrigger(ctx, tx, id, trigger, detail, now)
-		return err
-	})
-	return added, err
-}
-
-// addReviewTrigger is AddReviewTrigger inside the caller's transaction.
-func addReviewTrigger(ctx context.Context, tx *sql.Tx, id int64, trigger workflow.ReviewTrigger, detail string, now time.Time) (bool, error) {
 	line := strings.ReplaceAll(fmt.Sprintf("%s %s: %s", now.UTC().Format(workflow.DateLayout), trigger, detail), "\n", " ")
 	res, err := tx.ExecContext(ctx, `UPDATE reviews SET more_triggers = CASE WHEN more_triggers = '' THEN ? ELSE more_triggers || char(10) || ? END
 WHERE connection_id = ? AND decision = ''`, line, line, id)

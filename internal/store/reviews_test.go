@@ -31,8 +31,8 @@ func TestReviewInTheStore(t *testing.T) {
 	if _, err := f.db.OpenReview(ctx, conn.ID, workflow.OpenReviewInput{Trigger: workflow.TriggerOwnerLeft}, f.tick()); !errors.Is(err, workflow.ErrReviewOpen) {
 		t.Errorf("second OpenReview = %v, want ErrReviewOpen", err)
 	}
-	if added, err := f.db.AddReviewTrigger(ctx, conn.ID, workflow.TriggerOwnerLeft, "bob left red-owners", f.tick()); err != nil || !added {
-		t.Fatalf("AddReviewTrigger = %v, %v", added, err)
+	if out, err := f.db.RecordReviewEvent(ctx, conn.ID, store.ReviewEvent{Open: true, Trigger: workflow.TriggerOwnerLeft, Detail: "bob left red-owners"}, f.tick()); err != nil || !out.Added {
+		t.Fatalf("RecordReviewEvent on a connection under review = %+v, %v; want the trigger added", out, err)
 	}
 	q, err := f.db.ReviewQueue(ctx, store.ReviewFilter{Team: "red"}, 10)
 	if err != nil || len(q) != 1 || q[0].ID != r.ID || len(q[0].MoreTriggers) != 1 || !strings.Contains(q[0].MoreTriggers[0], "owner_left: bob left red-owners") {

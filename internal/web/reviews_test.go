@@ -82,7 +82,7 @@ func TestReviewQueue(t *testing.T) {
 	overdue := h.openReview(2, workflow.OpenReviewInput{Trigger: workflow.TriggerScheduled, DueOn: day(now, -10), Evidence: ev})
 	event := h.openReview(3, workflow.OpenReviewInput{Trigger: workflow.TriggerOwnerLeft, Detail: "gone.red@example.test left team-red-owners", DueOn: day(now, -2), Evidence: ev})
 	decided := h.openReview(4, workflow.OpenReviewInput{Trigger: workflow.TriggerScheduled, DueOn: day(now, -30), Evidence: ev})
-	if _, err := h.db.AddReviewTrigger(t.Context(), 3, workflow.TriggerSignal, "idle guarantee", now); err != nil {
+	if _, err := h.db.RecordReviewEvent(t.Context(), 3, store.ReviewEvent{Open: true, Trigger: workflow.TriggerSignal, Detail: "idle guarantee"}, now); err != nil {
 		t.Fatal(err)
 	}
 	rev := h.signIn("reviewer")
