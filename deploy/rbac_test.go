@@ -1,0 +1,332 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// perm is one (API group, resource, verb) the portal's Kubernetes identity
+// uses, with why (the first reason found; for messages).
+type perm struct{ group, resource, verb string }
+
+func (p perm) String() string {
+	g := p.group
+	if g == "" {
+		g = "core"
+	}
+	return g + "/" + p.resource + ":" + p.verb
+}
+
+// kinds maps each kind a plan holds to its API group and resource. A kind
+// missing here fails the test: add it, and its rule to the chart.
+var kinds = map[string][2]string{
+	"Namespace":             {"", "namespaces"},
+	"ResourceQuota":         {"", "resourcequotas"},
+	"LimitRange":            {"", "limitranges"},
+	"ServiceAccount":        {"", "serviceaccounts"},
+	"NetworkPolicy":         {"networking.k8s.io", "networkpolicies"},
+	"Role":                  {"rbac.authorization.k8s.io", "roles"},
+	"RoleBinding":           {"rbac.authorization.k8s.io", "rolebindings"},
+	"ClusterRole":           {"rbac.authorization.k8s.io", "clusterroles"},
+	"ClusterRoleBinding":    {"rbac.authorization.k8s.io", "clusterrolebindings"},
+	"ClusterQueue":          {"kueue.x-k8s.io", "clusterqueues"},
+	"LocalQueue":            {"kueue.x-k8s.io", "localqueues"},
+	"ResourceFlavor":        {"kueue.x-k8s.io", "resourceflavors"},
+	"WorkloadPriorityClass": {"kueue.x-k8s.io", "workloadpriorityclasses"},
+	"Cohort":                {"kueue.x-k8s.io", "cohorts"},
+}
+
+// samplePlans are plans of contracts that between them hold every kind the
+// provisioner makes: HyperPod-owned and portal-owned ClusterQueues, one and
+// several namespaces, egress allowances, priority classes.
+func samplePlans(t *testing.T) []provision.Plan {
+	t.Helper()
+	example := workflow.ExampleContract()
+	borrow := workflow.ExampleContract()
+	borrow.Team = "blue"
+	borrow.BusinessOwner, borrow.OperationsOwner, borrow.CostOwner, borrow.ExceptionOwner = "owner.blue@example.test", "member.blue@example.test", "owner.blue@example.test", "owner.blue@example.test"
+	borrow.ProjectRoleARN = "arn:aws:iam::111122223333:role/blue-project"
+	borrow.AccessRoleARN = "arn:aws:iam::111122223333:role/blue-access"
+	borrow.WorkloadRoleARN = "arn:aws:iam::111122223333:role/blue-workload"
+	borrow.Namespaces = []string{"hyperpod-ns-blue", "blue-batch"}
+	borrow.Scheduling = workflow.Scheduling{
+		Guaranteed:         []workflow.Capacity{{InstanceType: "ml.g5.8xlarge", Count: 4}, {InstanceType: "ml.p4d.24xlarge", Count: 1}},
+		Sharing:            workflow.SharingBorrow,
+		BorrowLimitPercent: 100,
+		Preemption:         workflow.PreemptNever,
+		FairShareWeight:    20,
+		PriorityClasses:    []string{"experiment", "research"},
+	}
+	borrow.EgressAllowances = []workflow.Egress{{Destination: "10.20.0.0/16", Ports: []int{443}, Reason: "The team's data VPC."}}
+	borrow = borrow.Normalize()
+	managed := provision.DefaultClusterSettings()
+	managed.ClusterQueueManagedByPortal = true
+	managed.Cohort = "shared-gpus"
+
+	env := workflow.ValidationEnv{Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var plans []provision.Plan
+	for i, tc := range []struct {
+		c workflow.Contract
+		s provision.ClusterSettings
+	}{
+		{example, provision.DefaultClusterSettings()},
+		{example, managed},
+		{borrow, managed},
+	} {
+		if errs := tc.c.Validate(env); len(errs) > 0 {
+			t.Fatalf("sample contract %d is not valid: %v", i, errs)
+		}
+		p, err := provision.BuildPlan(int64(i+1), 1, tc.c.Hash(), tc.c, tc.s)
+		if err != nil {
+			t.Fatalf("sample plan %d: %v", i, err)
+		}
+		plans = append(plans, p)
+	}
+	return plans
+}
+
+// needed is every (group, resource, verb) the portal's identity needs
+// cluster-wide, with the first reason found. It follows the code, not a list
+// kept by hand: the steps the provisioner's jobs run on the sample plans and
+// what each step action calls (internal/provision: apply.go, revoke.go,
+// drift.go, hold.go), the reads outside plans, and the rules of the Roles
+// and ClusterRoles the plans create (see escalation below).
+func needed(t *testing.T) map[perm]string {
+	t.Helper()
+	out := map[perm]string{}
+	add := func(group, resource, why string, verbs ...string) {
+		for _, v := range verbs {
+			p := perm{group, resource, v}
+			if _, ok := out[p]; !ok {
+				out[p] = why
+			}
+		}
+	}
+	gr := func(kind string) (string, string) {
+		k, ok := kinds[kind]
+		if !ok {
+			t.Fatalf("a plan holds kind %s, which this test does not know: add it to kinds and its rule to the chart's ClusterRole", kind)
+		}
+		return k[0], k[1]
+	}
+	// applyVerbs: Applier.apply reads the object, then server-side applies
+	// it (PATCH). An apply that creates the object is also authorized as
+	// create (k8s.io/apiserver pkg/endpoints/handlers/patch.go: the patch
+	// handler's createValidation runs withAuthorization(...,
+	// createAuthorizerAttributes) with Verb "create"). HyperPod's objects are
+	// never created (waited for), and OwnerHyperPodChecked ones only read.
+	applyVerbs := func(o provision.Object, why string) {
+		g, r := gr(o.Kind)
+		add(g, r, why, "get")
+		switch o.Owner {
+		case provision.OwnerPortal:
+			add(g, r, why, "create", "patch")
+		case provision.OwnerHyperPod:
+			add(g, r, why, "patch")
+		}
+	}
+	plans := samplePlans(t)
+	var steps []provision.Step
+	for _, p := range plans {
+		steps = append(steps, provision.ApplySteps(p)...)
+		steps = append(steps, provision.ReapplySteps(p)...)
+		steps = append(steps, provision.RevocationPlan(p, provision.RevokeLock)...)
+		steps = append(steps, provision.RevocationPlan(p, provision.RevokeDelete)...)
+		steps = append(steps, provision.HoldSteps(p, "Hold")...)
+		steps = append(steps, provision.HoldSteps(p, "None")...)
+		for _, q := range plans {
+			steps = append(steps, provision.AmendSteps(p, q)...)
+		}
+		// Drift (drift.go Drift): get each object, a dry-run apply (PATCH
+		// with dryRun=All) of those not only checked, and the namespace's
+		// RoleBindings listed to report extra ones.
+		for _, o := range p.Objects {
+			g, r := gr(o.Kind)
+			add(g, r, "drift check: read "+o.Kind, "get")
+			if o.Owner != provision.OwnerHyperPodChecked {
+				add(g, r, "drift check: dry-run apply of "+o.Kind, "patch")
+			}
+		}
+		if p.Namespace != "" {
+			add("rbac.authorization.k8s.io", "rolebindings", "drift check: list the namespace's RoleBindings", "list")
+		}
+	}
+	for _, s := range steps {
+		o := s.Object
+		why := string(s.Action) + " " + o.Kind
+		switch s.Action {
+		case provision.ActionApply:
+			applyVerbs(o, why)
+		case provision.ActionLock: // revoke.go Lock: the namespace is read, then Apply
+			add("", "namespaces", why, "get")
+			applyVerbs(o, why)
+		case provision.ActionDelete: // revoke.go Delete: read, then delete by UID
+			g, r := gr(o.Kind)
+			add(g, r, why, "get", "delete")
+		case provision.ActionDeleteAll: // revoke.go DeleteAll: namespace read, list, delete each
+			g, r := gr(o.Kind)
+			add("", "namespaces", why, "get")
+			add(g, r, why, "list", "delete")
+		case provision.ActionPrune: // drift.go PruneExtraBindings
+			add("rbac.authorization.k8s.io", "rolebindings", why, "list", "delete")
+		case provision.ActionStopPolicy: // hold.go StopPolicy: read, then apply spec.stopPolicy
+			g, r := gr(o.Kind)
+			add(g, r, why, "get", "patch")
+		case provision.ActionNone, provision.ActionLeave, provision.ActionAWSEnsure, provision.ActionAWSRemove:
+		default:
+			t.Fatalf("step action %q is new to this test: say which verbs it uses", s.Action)
+		}
+	}
+	// Reads outside plans.
+	add("", "namespaces", "adopt.go: read a namespace offered for adoption", "get")
+	add("apps", "daemonsets", "clusterread.go NetworkPolicyAgent: read kube-system/aws-node", "get")
+	add("", "nodes", "clusterread.go Nodes: count nodes by instance type", "list")
+	add("kueue.x-k8s.io", "workloads", "workloads.go: a team's Kueue workloads", "list")
+	// The usage collector's informers (internal/usage/collect/collect.go).
+	for _, r := range []string{"namespaces", "nodes", "pods"} {
+		add("", r, "usage collector informer", "list", "watch")
+	}
+	for _, r := range []string{"workloads", "clusterqueues"} {
+		add("kueue.x-k8s.io", r, "usage collector informer", "list", "watch")
+	}
+	// Escalation: the API server lets the portal create or update a Role or
+	// ClusterRole only if it already holds every permission in it, or has
+	// the escalate verb; and bind a role only if it holds the role's
+	// permissions, or has bind on it (Kubernetes RBAC docs, "Privilege
+	// escalation prevention and bootstrapping"). The chart takes the first
+	// way (see deploy/helm/README.md), so every rule of every role a plan
+	// creates is needed, cluster-wide (the team namespaces vary).
+	for _, p := range plans {
+		for _, o := range p.Objects {
+			if o.Kind != "Role" && o.Kind != "ClusterRole" {
+				continue
+			}
+			var role rbacv1.ClusterRole // Role and ClusterRole share rules
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, &role); err != nil {
+				t.Fatal(err)
+			}
+			for _, rule := range role.Rules {
+				if len(rule.NonResourceURLs) > 0 {
+					t.Fatalf("%s %s has non-resource URLs: this test does not handle them", o.Kind, o.Name)
+				}
+				for _, g := range rule.APIGroups {
+					for _, r := range rule.Resources {
+						add(g, r, "held so the portal may create "+o.Kind+" "+o.Name+" (escalation check)", rule.Verbs...)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// granted expands rules to (group, resource, verb). resourceNames narrow a
+// rule further and are not compared.
+func granted(t *testing.T, rules []rbacv1.PolicyRule) map[perm]bool {
+	t.Helper()
+	out := map[perm]bool{}
+	for _, r := range rules {
+		if len(r.NonResourceURLs) > 0 {
+			t.Errorf("the chart's ClusterRole grants non-resource URLs %v: the portal uses none", r.NonResourceURLs)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					if g == "*" || res == "*" || v == "*" {
+						t.Errorf("the chart's ClusterRole has a wildcard (%q %q %q): name each group, resource and verb", g, res, v)
+					}
+					out[perm{g, res, v}] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// compareRules fails on every permission the code needs that rules lack,
+// and every permission rules grant that the code does not use.
+func compareRules(t *testing.T, source string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	need := needed(t)
+	have := granted(t, rules)
+	var missing, extra []string
+	for p, why := range need {
+		if !have[p] {
+			missing = append(missing, fmt.Sprintf("%s (%s)", p, why))
+		}
+	}
+	for p := range have {
+		if _, ok := need[p]; !ok {
+			extra = append(extra, p.String())
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	if len(missing) > 0 {
+		t.Errorf("%s: the ClusterRole lacks permissions the portal uses:\n  %s", source, strings.Join(missing, "\n  "))
+	}
+	if len(extra) > 0 {
+		t.Errorf("%s: the ClusterRole grants permissions the portal does not use (remove them, or teach deploy/rbac_test.go where the code uses them):\n  %s", source, strings.Join(extra, "\n  "))
+	}
+}
+
+// templateExpr is a Go template action in a chart file.
+var templateExpr = regexp.MustCompile(`\{\{.*?\}\}`)
+
+// clusterRoleFromTemplate reads the ClusterRole (the first document) of
+// templates/clusterrole.yaml without helm: its rules hold no template
+// actions; the lines that are only an action are dropped, others have
+// theirs replaced by a placeholder.
+func clusterRoleFromTemplate(t *testing.T) rbacv1.ClusterRole {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("helm", "templates", "clusterrole.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.SplitN(string(b), "\n---\n", 2)[0]
+	var lines []string
+	for _, l := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "{{") && strings.HasSuffix(strings.TrimSpace(l), "}}") {
+			continue
+		}
+		lines = append(lines, templateExpr.ReplaceAllString(l, "placeholder"))
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict([]byte(strings.Join(lines, "\n")), &role); err != nil {
+		t.Fatalf("templates/clusterrole.yaml: %v", err)
+	}
+	if role.Kind != "ClusterRole" {
+		t.Fatalf("templates/clusterrole.yaml: the first document is a %q, want the ClusterRole", role.Kind)
+	}
+	return role
+}
+
+// TestClusterRoleIsWhatThePortalUses: the chart's ClusterRole grants exactly
+// the (group, resource, verb) set the code uses (needed): a permission
+// missing fails provisioning on a real cluster, an extra one is more power
+// than the portal needs. The same comparison runs on helm's rendering in
+// TestChartOnTheTestBed.
+func TestClusterRoleIsWhatThePortalUses(t *testing.T) {
+	role := clusterRoleFromTemplate(t)
+	compareRules(t, "templates/clusterrole.yaml", role.Rules)
+	for _, r := range role.Rules {
+		for _, v := range r.Verbs {
+			if v == "bind" || v == "escalate" || v == "impersonate" {
+				t.Errorf("the ClusterRole grants %q: the portal holds the team roles' permissions instead (see the comment in the template)", v)
+			}
+		}
+	}
+}
