@@ -19,7 +19,7 @@ STATE="$(cd "$1" && pwd -P)"
 
 # Try every part even if one fails; report failure at the end.
 fail=0
-rm -f "$STATE/testbed.env" "$STATE/testbed.env.tmp" "$STATE/prometheus.env" "$STATE/prometheus.env.tmp"
+rm -f "$STATE/testbed.env" "$STATE/testbed.env.tmp" "$STATE/prometheus.env" "$STATE/prometheus.env.tmp" "$STATE/tools.env" "$STATE/tools.env.tmp"
 if [[ -f "$HERE/dex.sh" ]]; then
 	bash "$HERE/dex.sh" down "$STATE" || fail=1
 fi

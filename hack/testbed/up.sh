@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Start the whole test bed (Kubernetes API + Dex) for STATE_DIR and write
-# STATE_DIR/testbed.env = kube.env + dex.env + prometheus.env (KEY=VALUE
-# lines, no quotes). Prometheus is only built here: each test that needs it
-# starts its own from PORTAL_TEST_PROMETHEUS_BIN (see prometheus.sh).
+# STATE_DIR/testbed.env = kube.env + dex.env + prometheus.env + tools.env
+# (KEY=VALUE lines, no quotes). Prometheus is only built here: each test that
+# needs it starts its own from PORTAL_TEST_PROMETHEUS_BIN (see prometheus.sh);
+# helm and kubectl (tools.sh) are only built too.
 #
 #   hack/testbed/up.sh STATE_DIR
 #
-# Builds first (kube, dex and prometheus builds run concurrently; all are
+# Builds first (kube, dex, prometheus and tools builds run concurrently; all are
 # cached, so a second run builds nothing). On failure everything started is stopped again.
 # Stop with hack/testbed/down.sh STATE_DIR.
 set -euo pipefail
@@ -15,6 +16,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 KUBE="$HERE/kube.sh"
 DEX="$HERE/dex.sh"
 PROM="$HERE/prometheus.sh"
+TOOLS="$HERE/tools.sh"
 
 log() { printf 'up.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -23,6 +25,7 @@ die() { log "error: $*"; exit 1; }
 [[ -f "$KUBE" ]] || die "$KUBE is missing (the Kubernetes part of the test bed); cannot start the test bed without it"
 [[ -f "$DEX" ]] || die "$DEX is missing"
 [[ -f "$PROM" ]] || die "$PROM is missing"
+[[ -f "$TOOLS" ]] || die "$TOOLS is missing"
 mkdir -p "$1"
 STATE="$(cd "$1" && pwd -P)"
 
@@ -40,17 +43,20 @@ rm -f "$STATE/testbed.env" "$STATE/testbed.env.tmp"
 mkdir -p "$STATE/logs"
 
 # --- build (concurrently) ---------------------------------------------------
-log "building (kube, dex and prometheus in parallel; build logs also in $STATE/logs/build-*.log)"
+log "building (kube, dex, prometheus and tools in parallel; build logs also in $STATE/logs/build-*.log)"
 bash "$KUBE" build > >(tee "$STATE/logs/build-kube.log" >&2) 2>&1 &
 kube_build=$!
 bash "$DEX" build > >(tee "$STATE/logs/build-dex.log" >&2) 2>&1 &
 dex_build=$!
 bash "$PROM" build > >(tee "$STATE/logs/build-prometheus.log" >&2) 2>&1 &
 prom_build=$!
+bash "$TOOLS" build > >(tee "$STATE/logs/build-tools.log" >&2) 2>&1 &
+tools_build=$!
 fail=0
 wait "$kube_build" || { log "kube.sh build failed (see $STATE/logs/build-kube.log)"; fail=1; }
 wait "$dex_build" || { log "dex.sh build failed (see $STATE/logs/build-dex.log)"; fail=1; }
 wait "$prom_build" || { log "prometheus.sh build failed (see $STATE/logs/build-prometheus.log)"; fail=1; }
+wait "$tools_build" || { log "tools.sh build failed (see $STATE/logs/build-tools.log)"; fail=1; }
 ((fail == 0)) || die "build failed"
 log "builds done in $((SECONDS - t0))s"
 
@@ -59,8 +65,9 @@ trap 'log "up failed; stopping the test bed"; bash "$HERE/down.sh" "$STATE" || t
 bash "$KUBE" up "$STATE"
 bash "$DEX" up "$STATE"
 bash "$PROM" env "$STATE"
+bash "$TOOLS" env "$STATE"
 
-for f in kube.env dex.env prometheus.env; do
+for f in kube.env dex.env prometheus.env tools.env; do
 	[[ -s "$STATE/$f" ]] || die "$STATE/$f was not written"
 done
 {
@@ -70,6 +77,8 @@ done
 	cat "$STATE/dex.env"
 	[[ -z "$(tail -c1 "$STATE/dex.env")" ]] || echo
 	cat "$STATE/prometheus.env"
+	[[ -z "$(tail -c1 "$STATE/prometheus.env")" ]] || echo
+	cat "$STATE/tools.env"
 } >"$STATE/testbed.env.tmp"
 mv -f "$STATE/testbed.env.tmp" "$STATE/testbed.env"
 trap - EXIT
