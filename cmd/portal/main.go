@@ -465,16 +465,41 @@ func decodedKeyLen(s string) int {
 // ownerOnly refuses a secret file that the group or others may read or
 // write: a session key or client secret readable by another account on the
 // host (or a Kubernetes secret mounted with the default 0644) is a secret
-// no longer. Mount secrets with defaultMode 0400.
+// no longer. Mount secrets with defaultMode 0400, or as a Kubernetes secret
+// volume with fsGroup (see kubeletSecretLayout).
 func ownerOnly(flagName, path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("--%s: %w", flagName, err)
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("--%s: %s has mode %04o, readable by group or others; make it the owner's only (chmod 600, or defaultMode: 0400 on a Kubernetes secret volume)", flagName, path, perm)
+	perm := fi.Mode().Perm()
+	if perm&0o077 == 0 {
+		return nil
 	}
-	return nil
+	if uid, gid, ok := fileOwner(fi); ok {
+		groups, _ := os.Getgroups()
+		if kubeletSecretLayout(perm, uid, gid, os.Geteuid(), append(groups, os.Getegid())) {
+			return nil
+		}
+	}
+	return fmt.Errorf("--%s: %s has mode %04o, readable by group or others; make it the owner's only (chmod 600; on Kubernetes a secret volume, with fsGroup when the container is not root)", flagName, path, perm)
+}
+
+// kubeletSecretLayout reports whether a group-readable secret file is laid
+// out as the kubelet lays out a secret volume for a pod that runs as a
+// non-root user with an fsGroup: the files belong to root, and their group
+// is the fsGroup with read access and nothing else (mode 0440 whatever the
+// volume's defaultMode: the kubelet adds 0440 to read-only volumes' files,
+// k8s.io/kubernetes pkg/volume/volume_linux.go changeFilePermission). A
+// non-root container can read such a secret only through the group, and
+// no owner-only layout exists, so a process that is not root and is in
+// that group accepts it. Anything else group- or world-accessible is
+// refused as before, and so is any such file when the portal runs as its
+// owner.
+func kubeletSecretLayout(perm os.FileMode, uid, gid, euid int, groups []int) bool {
+	return euid != 0 && uid == 0 && uid != euid &&
+		perm&^0o440 == 0 && perm&0o040 != 0 &&
+		slices.Contains(groups, gid)
 }
 
 // seedDev gives a fresh development database a cluster inventory, so that
