@@ -291,8 +291,10 @@ func TestImage(t *testing.T) {
 			},
 			"no nonroot group": func(f map[string]entry) { e := f["etc/group"]; e.body = []byte("root:x:0:\n"); f["etc/group"] = e },
 			"no CA bundle":     func(f map[string]entry) { delete(f, "etc/ssl/certs/ca-certificates.crt") },
-			"a shell":          func(f map[string]entry) { f["bin/sh"] = entry{Header: tar.Header{Name: "bin/sh", Mode: 0o755, ModTime: testCreated}} },
-			"an mtime":         func(f map[string]entry) { e := f["etc/"]; e.ModTime = time.Now(); f["etc/"] = e },
+			"a shell": func(f map[string]entry) {
+				f["bin/sh"] = entry{Header: tar.Header{Name: "bin/sh", Mode: 0o755, ModTime: testCreated}}
+			},
+			"an mtime": func(f map[string]entry) { e := f["etc/"]; e.ModTime = time.Now(); f["etc/"] = e },
 		}
 		for name, breakIt := range fileCases {
 			f := make(map[string]entry, len(files))
