@@ -275,6 +275,9 @@ func layer(created time.Time, files []file) (v1.Layer, error) {
 // oci:DIR:REF ...). An existing layout in dir is replaced; any other
 // non-empty directory is refused. The layout appears whole or not at all.
 func WriteLayout(dir, ref string, img v1.Image) error {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("image: %s is a file, not an OCI layout directory: not replacing it", dir)
+	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		if _, err := os.Stat(filepath.Join(dir, "oci-layout")); err != nil {
 			return fmt.Errorf("image: %s is a non-empty directory and not an OCI layout: not replacing it", dir)
