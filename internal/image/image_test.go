@@ -27,6 +27,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -866,4 +867,36 @@ func sameKeys(a, b map[string]struct{}) bool {
 		}
 	}
 	return true
+}
+
+// TestWriteLayoutReplacesOnlyALayout: a second write replaces the layout
+// (one image in it, not two); a file or a non-empty directory that is not a
+// layout is left alone.
+func TestWriteLayoutReplacesOnlyALayout(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "layout")
+	for range 2 {
+		if err := image.WriteLayout(dir, "x", empty.Image); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im, err := idx.IndexManifest(); err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("after two writes the layout holds %v manifests (%v), want 1", im, err)
+	}
+	other := t.TempDir()
+	keep := filepath.Join(other, "keep")
+	if err := os.WriteFile(keep, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{other, keep} {
+		if err := image.WriteLayout(target, "x", empty.Image); err == nil {
+			t.Errorf("WriteLayout(%s) replaced something that is not an OCI layout", target)
+		}
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "mine" {
+		t.Errorf("%s after the refused writes: %q, %v", keep, b, err)
+	}
 }
