@@ -15,7 +15,7 @@ ARTIFACTS := $(CURDIR)/e2e/artifacts
 FUZZTIME ?= 1000000x
 FUZZTIME_TEST ?= 30s
 
-.PHONY: deps help run build generate check-generated lint test unit fuzz e2e testbed-build testbed-up testbed-down e2e-setup docker clean
+.PHONY: deps help run build generate check-generated lint test unit fuzz e2e testbed-build testbed-up testbed-down e2e-setup docker image clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -82,6 +82,16 @@ e2e: e2e-setup ## browser tests only (headless Chromium)
 	mkdir -p $(ARTIFACTS)
 	PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS) \
 	  $(GO) test -count=1 -v ./e2e/...
+
+# No Docker engine needed: internal/image (go-containerregistry) puts bin/portal on an empty base.
+# Labels: version from VERSION, revision and created (every mtime) from the commit, so the
+# same commit gives the same digest. GOARCH=arm64 builds an arm64 binary and so an arm64 image;
+# the tool itself always runs on the host's GOOS/GOARCH.
+image: build ## build the OCI image without Docker: bin/image (OCI layout) and bin/portal-image.tar (docker load)
+	GOOS=$$($(GO) env GOHOSTOS) GOARCH=$$($(GO) env GOHOSTARCH) $(GO) run ./hack/image --binary bin/portal \
+	  --version $(VERSION) --revision "$$(git rev-parse HEAD)" \
+	  --created "$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)}" \
+	  --oci-layout bin/image --tar bin/portal-image.tar
 
 docker: ## build the container image (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) -t hyperpod-portal:$(VERSION) .

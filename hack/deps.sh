@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Installs the few Debian packages the test bed's scripts call, only when
-# missing (a full Debian 12 install has them; slim images may not). Idempotent.
+# Installs the few Debian packages the test bed's scripts call, and the CA
+# bundle make image puts in the image, only when missing (a full Debian 12
+# install has them; slim images may not). Idempotent.
 set -euo pipefail
 need=()
 for pair in curl:curl openssl:openssl flock:util-linux setsid:util-linux ss:iproute2 git:git; do
 	cmd=${pair%%:*} pkg=${pair#*:}
 	command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done
+# make image copies Debian's CA bundle into the image (internal/image).
+[[ -f /etc/ssl/certs/ca-certificates.crt ]] || need+=(ca-certificates)
 if [[ ${#need[@]} -gt 0 ]]; then
 	mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
 	echo "deps: installing ${need[*]} (apt)" >&2

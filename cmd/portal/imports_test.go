@@ -36,8 +36,9 @@ func TestImportBoundaries(t *testing.T) {
 		// the store; it serves no pages and calls no cloud API itself.
 		"internal/review": {mod + "internal/web", mod + "internal/views", mod + "internal/provision", "github.com/labstack/echo",
 			"k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "net/http"},
-		// The binary never carries the test endpoints.
-		"cmd/portal":       {mod + "internal/provision/awsprov/awstest", mod + "internal/testenv"},
+		// The binary never carries the test endpoints, nor the image builder.
+		"cmd/portal": {mod + "internal/provision/awsprov/awstest", mod + "internal/testenv",
+			mod + "internal/image", "github.com/google/go-containerregistry"},
 		"internal/testenv": {mod},
 		"migrations":       {mod},
 		"static":           {mod},
