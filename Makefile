@@ -94,7 +94,9 @@ image: build ## build the OCI image without Docker: bin/image (OCI layout) and b
 	  --oci-layout bin/image --tar bin/portal-image.tar
 
 docker: ## build the container image (needs a Docker engine)
-	docker build --build-arg VERSION=$(VERSION) -t hyperpod-portal:$(VERSION) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION="$$(git rev-parse HEAD)" \
+	  --build-arg CREATED="$$(date -u -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} +%Y-%m-%dT%H:%M:%SZ)" \
+	  -t hyperpod-portal:$(VERSION) .
 
 clean: ## remove build output and test artifacts (keeps the test-bed binary cache)
 	rm -rf bin $(ARTIFACTS)
