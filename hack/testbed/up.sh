@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Start the whole test bed (Kubernetes API + Dex) for STATE_DIR and write
-# STATE_DIR/testbed.env = kube.env + dex.env + prometheus.env (KEY=VALUE
-# lines, no quotes). Prometheus is only built here: each test that needs it
+# Start the whole test bed (Kubernetes API + Dex + PostgreSQL) for STATE_DIR
+# and write STATE_DIR/testbed.env = kube.env + dex.env + prometheus.env +
+# postgres.env (KEY=VALUE lines, no quotes). Prometheus is only built here: each test that needs it
 # starts its own from PORTAL_TEST_PROMETHEUS_BIN (see prometheus.sh).
 #
 #   hack/testbed/up.sh STATE_DIR
@@ -15,6 +15,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 KUBE="$HERE/kube.sh"
 DEX="$HERE/dex.sh"
 PROM="$HERE/prometheus.sh"
+PG="$HERE/postgres.sh"
 
 log() { printf 'up.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -23,6 +24,7 @@ die() { log "error: $*"; exit 1; }
 [[ -f "$KUBE" ]] || die "$KUBE is missing (the Kubernetes part of the test bed); cannot start the test bed without it"
 [[ -f "$DEX" ]] || die "$DEX is missing"
 [[ -f "$PROM" ]] || die "$PROM is missing"
+[[ -f "$PG" ]] || die "$PG is missing"
 mkdir -p "$1"
 STATE="$(cd "$1" && pwd -P)"
 
@@ -59,8 +61,9 @@ trap 'log "up failed; stopping the test bed"; bash "$HERE/down.sh" "$STATE" || t
 bash "$KUBE" up "$STATE"
 bash "$DEX" up "$STATE"
 bash "$PROM" env "$STATE"
+bash "$PG" up "$STATE"
 
-for f in kube.env dex.env prometheus.env; do
+for f in kube.env dex.env prometheus.env postgres.env; do
 	[[ -s "$STATE/$f" ]] || die "$STATE/$f was not written"
 done
 {
@@ -70,6 +73,8 @@ done
 	cat "$STATE/dex.env"
 	[[ -z "$(tail -c1 "$STATE/dex.env")" ]] || echo
 	cat "$STATE/prometheus.env"
+	[[ -z "$(tail -c1 "$STATE/prometheus.env")" ]] || echo
+	cat "$STATE/postgres.env"
 } >"$STATE/testbed.env.tmp"
 mv -f "$STATE/testbed.env.tmp" "$STATE/testbed.env"
 trap - EXIT
