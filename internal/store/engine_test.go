@@ -13,6 +13,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for creating and dropping test databases
+
+	"github.com/hyperpod-governance/portal/internal/testenv"
 )
 
 // The store suite runs on both engines: make test runs `go test
@@ -30,14 +32,7 @@ func onPostgres() bool { return os.Getenv("PORTAL_TEST_STORE_ENGINE") == "postgr
 // (fails it when the test bed is required, as in make test).
 func postgresURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("PORTAL_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("PORTAL_TESTBED_REQUIRED") == "1" {
-			t.Fatal("PORTAL_TEST_POSTGRES_URL is not set but PORTAL_TESTBED_REQUIRED=1: the test bed's PostgreSQL is missing (hack/testbed/postgres.sh)")
-		}
-		t.Skip("PostgreSQL test bed not running (PORTAL_TEST_POSTGRES_URL unset); run `make test`")
-	}
-	return u
+	return testenv.Require(t, "PORTAL_TEST_POSTGRES_URL")
 }
 
 var dbSeq atomic.Int64
