@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -162,7 +163,7 @@ func openPostgres(ctx context.Context, dsn string) (*sql.DB, error) {
 	}
 	db := sql.OpenDB(pgConnector{stdlib.GetConnector(*cfg)})
 	db.SetMaxOpenConns(16)
-	db.SetConnMaxIdleTime(5 * 60e9)
+	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, err
