@@ -64,13 +64,19 @@ unit: ## unit tests only (no test bed; tests that need it are skipped with a mes
 	$(GO) test -count=1 ./...
 
 # The test bed lives in a per-run state directory and is always torn down.
+# The store suite runs twice: in ./... on SQLite, then again on the test bed's
+# PostgreSQL (hack/testbed/postgres.sh; PORTAL_TEST_STORE_ENGINE=postgres). The
+# second pass runs without -race: its Go code is the same as the race-tested
+# SQLite pass's; it is there for the SQL.
 test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
 	@state=$(CACHE)/testbed/run-$$$$; mkdir -p "$$state" $(ARTIFACTS); \
 	trap 'bash hack/testbed/down.sh "$$state" >/dev/null 2>&1 || true; rm -rf "$$state"' EXIT; \
 	bash hack/testbed/up.sh "$$state"; \
 	set -a; source "$$state/testbed.env"; set +a; \
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m ./...; \
+	echo "store suite again, on PostgreSQL"; \
+	PORTAL_TEST_STORE_ENGINE=postgres $(GO) test -count=1 -timeout 10m ./internal/store
 	@# The seed corpus ran above (go test); now a short bounded fuzz of the form handlers. It
 	@# first re-runs the corpus cached by earlier runs (GOCACHE/fuzz), which can fill the time.
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)

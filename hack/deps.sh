@@ -4,12 +4,16 @@
 # install has them; slim images may not). Idempotent.
 set -euo pipefail
 need=()
-for pair in curl:curl openssl:openssl flock:util-linux setsid:util-linux ss:iproute2 git:git; do
+for pair in curl:curl openssl:openssl flock:util-linux setsid:util-linux ss:iproute2 git:git runuser:util-linux; do
 	cmd=${pair%%:*} pkg=${pair#*:}
 	command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done
 # make image copies Debian's CA bundle into the image (internal/image).
 [[ -f /etc/ssl/certs/ca-certificates.crt ]] || need+=(ca-certificates)
+# PostgreSQL for the store suite's second pass (hack/testbed/postgres.sh):
+# Debian's server package puts initdb, pg_ctl and postgres under
+# /usr/lib/postgresql/<major>/bin, not on PATH.
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 if [[ ${#need[@]} -gt 0 ]]; then
 	mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
 	echo "deps: installing ${need[*]} (apt)" >&2

@@ -33,10 +33,26 @@ CREATE TABLE contract_versions (
     created_at    TEXT NOT NULL,
     PRIMARY KEY (connection_id, version)
 );
+-- +dialect sqlite
 CREATE TRIGGER contract_versions_immutable BEFORE UPDATE ON contract_versions
 BEGIN SELECT RAISE(ABORT, 'contract versions are immutable'); END;
 CREATE TRIGGER contract_versions_no_delete BEFORE DELETE ON contract_versions
 BEGIN SELECT RAISE(ABORT, 'contract versions are immutable'); END;
+-- +dialect postgres
+-- PostgreSQL triggers call a function: portal_refuse raises the message the
+-- trigger passes, as SQLite's RAISE(ABORT, ...) does.
+-- +goose StatementBegin
+CREATE FUNCTION portal_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '%', TG_ARGV[0] USING ERRCODE = 'restrict_violation';
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER contract_versions_immutable BEFORE UPDATE ON contract_versions FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('contract versions are immutable');
+CREATE TRIGGER contract_versions_no_delete BEFORE DELETE ON contract_versions FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('contract versions are immutable');
+-- +dialect end
 
 -- The guaranteed capacity of each version, one row per instance type, so
 -- the approval's capacity check is an indexed SUM instead of decoding every
@@ -83,10 +99,20 @@ CREATE TABLE audit_events (
 );
 CREATE INDEX audit_object ON audit_events (object_type, object_id, id);
 CREATE INDEX audit_team ON audit_events (team, id);
+-- +dialect sqlite
 CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit_events
 BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
 CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit_events
 BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
+-- +dialect postgres
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit_events FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('the audit trail is append-only');
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit_events FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('the audit trail is append-only');
+-- SQLite has no TRUNCATE; PostgreSQL's skips row triggers.
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit_events
+EXECUTE FUNCTION portal_refuse('the audit trail is append-only');
+-- +dialect end
 
 -- The cluster's schedulable capacity per instance type, edited by admins;
 -- approvals may not commit more than this.
@@ -106,3 +132,6 @@ DROP TABLE decisions;
 DROP TABLE version_capacity;
 DROP TABLE contract_versions;
 DROP TABLE connections;
+-- +dialect postgres
+DROP FUNCTION portal_refuse();
+-- +dialect end

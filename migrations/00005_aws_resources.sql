@@ -13,6 +13,11 @@ CREATE TABLE aws_resources (
     action        TEXT NOT NULL,
     job_id        INTEGER NOT NULL REFERENCES jobs (id),
     updated_at    TEXT NOT NULL,
+-- +dialect postgres
+    -- SQLite's implicit rowid, made explicit: AWSResources lists the rows
+    -- in the order they were first recorded (ORDER BY rowid on both).
+    rowid         BIGINT GENERATED ALWAYS AS IDENTITY,
+-- +dialect end
     PRIMARY KEY (connection_id, kind, name)
 );
 

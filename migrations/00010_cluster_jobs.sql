@@ -19,6 +19,7 @@
 -- into the new jobs table, under the same name and with the same ids, finds
 -- their parents again, so the commit sees no violation. The old rows are
 -- kept in jobs_old until then.
+-- +dialect sqlite
 PRAGMA defer_foreign_keys = ON;
 CREATE TABLE jobs_old AS SELECT * FROM jobs;
 DROP TABLE jobs;
@@ -58,6 +59,17 @@ CREATE INDEX jobs_queued ON jobs (not_before, id) WHERE state = 'queued';
 CREATE INDEX jobs_running ON jobs (lease_until, id) WHERE state = 'running';
 CREATE INDEX jobs_connection ON jobs (connection_id, id);
 CREATE UNIQUE INDEX jobs_one_open ON jobs (connection_id, kind) WHERE state IN ('queued', 'running');
+-- +dialect postgres
+-- PostgreSQL changes the table in place (the foreign keys to it follow, and
+-- its indexes stay); the new constraints are named for the Down.
+ALTER TABLE jobs ALTER COLUMN connection_id DROP NOT NULL;
+ALTER TABLE jobs ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs DROP CONSTRAINT jobs_kind_check;
+ALTER TABLE jobs ADD CONSTRAINT jobs_kind_check CHECK (kind IN ('provision', 'revoke', 'reapply', 'amend', 'scheduler'));
+ALTER TABLE jobs ADD CONSTRAINT jobs_scheduler_check CHECK ((kind = 'scheduler') = (connection_id IS NULL));
+ALTER TABLE jobs ADD CONSTRAINT jobs_cluster_check CHECK ((connection_id IS NULL) = (cluster != ''));
+ALTER TABLE jobs ADD CONSTRAINT jobs_version_check CHECK (connection_id IS NOT NULL OR version = 0);
+-- +dialect end
 -- At most one unfinished job of each kind per cluster: jobs_one_open does
 -- not cover cluster jobs, as a unique index treats NULLs as distinct.
 CREATE UNIQUE INDEX jobs_one_open_cluster ON jobs (cluster, kind) WHERE connection_id IS NULL AND state IN ('queued', 'running');
@@ -66,9 +78,12 @@ CREATE INDEX jobs_cluster ON jobs (kind, id) WHERE connection_id IS NULL;
 
 -- +goose Down
 -- Cluster jobs (and their steps) cannot go back into a table without them.
+-- +dialect sqlite
 PRAGMA defer_foreign_keys = ON;
+-- +dialect end
 DELETE FROM job_steps WHERE job_id IN (SELECT id FROM jobs WHERE connection_id IS NULL OR kind = 'amend');
 DELETE FROM jobs WHERE connection_id IS NULL OR kind = 'amend';
+-- +dialect sqlite
 CREATE TABLE jobs_old AS SELECT * FROM jobs;
 DROP TABLE jobs;
 CREATE TABLE jobs (
@@ -100,3 +115,14 @@ CREATE INDEX jobs_queued ON jobs (not_before, id) WHERE state = 'queued';
 CREATE INDEX jobs_running ON jobs (lease_until, id) WHERE state = 'running';
 CREATE INDEX jobs_connection ON jobs (connection_id, id);
 CREATE UNIQUE INDEX jobs_one_open ON jobs (connection_id, kind) WHERE state IN ('queued', 'running');
+-- +dialect postgres
+DROP INDEX jobs_cluster;
+DROP INDEX jobs_one_open_cluster;
+ALTER TABLE jobs DROP CONSTRAINT jobs_scheduler_check;
+ALTER TABLE jobs DROP CONSTRAINT jobs_cluster_check;
+ALTER TABLE jobs DROP CONSTRAINT jobs_version_check;
+ALTER TABLE jobs DROP COLUMN cluster;
+ALTER TABLE jobs DROP CONSTRAINT jobs_kind_check;
+ALTER TABLE jobs ADD CONSTRAINT jobs_kind_check CHECK (kind IN ('provision', 'revoke', 'reapply'));
+ALTER TABLE jobs ALTER COLUMN connection_id SET NOT NULL;
+-- +dialect end

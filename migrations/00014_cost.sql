@@ -14,10 +14,17 @@ CREATE TABLE cost_policies (
     chosen_at    TEXT NOT NULL,
     reason       TEXT NOT NULL CHECK (trim(reason) <> '')
 );
+-- +dialect sqlite
 CREATE TRIGGER cost_policies_no_update BEFORE UPDATE ON cost_policies
 BEGIN SELECT RAISE(ABORT, 'cost policy versions are immutable'); END;
 CREATE TRIGGER cost_policies_no_delete BEFORE DELETE ON cost_policies
 BEGIN SELECT RAISE(ABORT, 'cost policy versions are immutable'); END;
+-- +dialect postgres
+CREATE TRIGGER cost_policies_no_update BEFORE UPDATE ON cost_policies FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('cost policy versions are immutable');
+CREATE TRIGGER cost_policies_no_delete BEFORE DELETE ON cost_policies FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('cost policy versions are immutable');
+-- +dialect end
 
 -- One row per closed month: closing is done once.
 CREATE TABLE cost_months (
@@ -26,10 +33,17 @@ CREATE TABLE cost_months (
     policy_version INTEGER REFERENCES cost_policies (version),
     currency       TEXT NOT NULL
 );
+-- +dialect sqlite
 CREATE TRIGGER cost_months_no_update BEFORE UPDATE ON cost_months
 BEGIN SELECT RAISE(ABORT, 'closed months are immutable'); END;
 CREATE TRIGGER cost_months_no_delete BEFORE DELETE ON cost_months
 BEGIN SELECT RAISE(ABORT, 'closed months are immutable'); END;
+-- +dialect postgres
+CREATE TRIGGER cost_months_no_update BEFORE UPDATE ON cost_months FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('closed months are immutable');
+CREATE TRIGGER cost_months_no_delete BEFORE DELETE ON cost_months FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('closed months are immutable');
+-- +dialect end
 
 CREATE TABLE cost_statements (
     month   TEXT NOT NULL REFERENCES cost_months (month),
@@ -40,10 +54,17 @@ CREATE TABLE cost_statements (
     PRIMARY KEY (team, month)
 );
 CREATE INDEX cost_statements_by_month ON cost_statements (month, team);
+-- +dialect sqlite
 CREATE TRIGGER cost_statements_no_update BEFORE UPDATE ON cost_statements
 BEGIN SELECT RAISE(ABORT, 'frozen statements are immutable'); END;
 CREATE TRIGGER cost_statements_no_delete BEFORE DELETE ON cost_statements
 BEGIN SELECT RAISE(ABORT, 'frozen statements are immutable'); END;
+-- +dialect postgres
+CREATE TRIGGER cost_statements_no_update BEFORE UPDATE ON cost_statements FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('frozen statements are immutable');
+CREATE TRIGGER cost_statements_no_delete BEFORE DELETE ON cost_statements FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('frozen statements are immutable');
+-- +dialect end
 
 -- +goose Down
 DROP TABLE cost_statements;

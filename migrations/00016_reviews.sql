@@ -44,6 +44,7 @@ CREATE UNIQUE INDEX reviews_one_open ON reviews (connection_id) WHERE decision =
 CREATE INDEX reviews_queue ON reviews (due_on, id) WHERE decision = '';
 CREATE INDEX reviews_by_connection ON reviews (connection_id, id);
 -- Frozen: what was collected, and a decision once taken.
+-- +dialect sqlite
 CREATE TRIGGER reviews_frozen BEFORE UPDATE ON reviews
 WHEN OLD.decision <> ''
   OR NEW.evidence IS NOT OLD.evidence OR NEW.evidence_hash IS NOT OLD.evidence_hash
@@ -53,6 +54,17 @@ WHEN OLD.decision <> ''
 BEGIN SELECT RAISE(ABORT, 'a review''s evidence and decision are frozen'); END;
 CREATE TRIGGER reviews_no_delete BEFORE DELETE ON reviews
 BEGIN SELECT RAISE(ABORT, 'reviews are kept'); END;
+-- +dialect postgres
+CREATE TRIGGER reviews_frozen BEFORE UPDATE ON reviews FOR EACH ROW
+WHEN (OLD.decision <> ''
+  OR NEW.evidence IS DISTINCT FROM OLD.evidence OR NEW.evidence_hash IS DISTINCT FROM OLD.evidence_hash
+  OR NEW.connection_id IS DISTINCT FROM OLD.connection_id OR NEW.version IS DISTINCT FROM OLD.version
+  OR NEW.trigger IS DISTINCT FROM OLD.trigger OR NEW.detail IS DISTINCT FROM OLD.detail OR NEW.due_on IS DISTINCT FROM OLD.due_on
+  OR NEW.opened_at IS DISTINCT FROM OLD.opened_at OR NEW.team IS DISTINCT FROM OLD.team OR NEW.demo IS DISTINCT FROM OLD.demo)
+EXECUTE FUNCTION portal_refuse('a review''s evidence and decision are frozen');
+CREATE TRIGGER reviews_no_delete BEFORE DELETE ON reviews FOR EACH ROW
+EXECUTE FUNCTION portal_refuse('reviews are kept');
+-- +dialect end
 
 -- +goose Down
 DROP TABLE reviews;

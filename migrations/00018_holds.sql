@@ -37,6 +37,7 @@ CREATE TABLE hold_notices (
 -- defer_foreign_keys: job_steps and aws_resources reference jobs (id)), with
 -- from_version (00011) and the new stop_policy. No trigger is defined on
 -- jobs; its indexes are recreated as they were.
+-- +dialect sqlite
 PRAGMA defer_foreign_keys = ON;
 CREATE TABLE jobs_old AS SELECT * FROM jobs;
 DROP TABLE jobs;
@@ -78,11 +79,21 @@ CREATE INDEX jobs_connection ON jobs (connection_id, id);
 CREATE UNIQUE INDEX jobs_one_open ON jobs (connection_id, kind) WHERE state IN ('queued', 'running');
 CREATE UNIQUE INDEX jobs_one_open_cluster ON jobs (cluster, kind) WHERE connection_id IS NULL AND state IN ('queued', 'running');
 CREATE INDEX jobs_cluster ON jobs (kind, id) WHERE connection_id IS NULL;
+-- +dialect postgres
+-- PostgreSQL changes the table in place (see 00010).
+ALTER TABLE jobs ADD COLUMN stop_policy TEXT NOT NULL DEFAULT '' CHECK (stop_policy IN ('', 'None', 'Hold', 'HoldAndDrain'));
+ALTER TABLE jobs DROP CONSTRAINT jobs_kind_check;
+ALTER TABLE jobs ADD CONSTRAINT jobs_kind_check CHECK (kind IN ('provision', 'revoke', 'reapply', 'amend', 'scheduler', 'hold'));
+ALTER TABLE jobs ADD CONSTRAINT jobs_hold_check CHECK ((kind = 'hold') = (stop_policy != ''));
+-- +dialect end
 
 -- +goose Down
+-- +dialect sqlite
 PRAGMA defer_foreign_keys = ON;
+-- +dialect end
 DELETE FROM job_steps WHERE job_id IN (SELECT id FROM jobs WHERE kind = 'hold');
 DELETE FROM jobs WHERE kind = 'hold';
+-- +dialect sqlite
 CREATE TABLE jobs_old AS SELECT * FROM jobs;
 DROP TABLE jobs;
 CREATE TABLE jobs (
@@ -121,6 +132,12 @@ CREATE INDEX jobs_connection ON jobs (connection_id, id);
 CREATE UNIQUE INDEX jobs_one_open ON jobs (connection_id, kind) WHERE state IN ('queued', 'running');
 CREATE UNIQUE INDEX jobs_one_open_cluster ON jobs (cluster, kind) WHERE connection_id IS NULL AND state IN ('queued', 'running');
 CREATE INDEX jobs_cluster ON jobs (kind, id) WHERE connection_id IS NULL;
+-- +dialect postgres
+ALTER TABLE jobs DROP CONSTRAINT jobs_hold_check;
+ALTER TABLE jobs DROP COLUMN stop_policy;
+ALTER TABLE jobs DROP CONSTRAINT jobs_kind_check;
+ALTER TABLE jobs ADD CONSTRAINT jobs_kind_check CHECK (kind IN ('provision', 'revoke', 'reapply', 'amend', 'scheduler'));
+-- +dialect end
 DROP TABLE hold_notices;
 DROP INDEX connections_hold;
 ALTER TABLE connections DROP COLUMN hold_at;

@@ -104,7 +104,7 @@ func (b boolFlag) IsBoolFlag() bool   { return true }
 var specs = []flagSpec{
 	{"listen", "PORTAL_LISTEN", "127.0.0.1:8080", "address to listen on (host:port)", false},
 	{"base-url", "PORTAL_BASE_URL", "", "external URL of the portal, e.g. https://portal.example.com (default in --dev: http://<listen>)", false},
-	{"db", "PORTAL_DB", "data/portal.db", "SQLite database file", false},
+	{"db", "PORTAL_DB", "data/portal.db", "database: a SQLite file path, or a postgres:// URL (PostgreSQL; its password is never logged)", false},
 	{"oidc-issuer", "PORTAL_OIDC_ISSUER", "", "OpenID Connect issuer URL (required unless --dev)", false},
 	{"oidc-client-id", "PORTAL_OIDC_CLIENT_ID", "", "OIDC client id (required unless --dev)", false},
 	{"oidc-client-secret-file", "PORTAL_OIDC_CLIENT_SECRET_FILE", "", "file holding the OIDC client secret (required unless --dev)", false},
@@ -296,7 +296,7 @@ func (c Config) validate(cmd string) []error {
 		errs = append(errs, fmt.Errorf("--log-level: %q must be debug, info, warn or error", c.LogLevel))
 	}
 	if c.DB == "" {
-		errs = append(errs, errors.New("--db: a database file is required"))
+		errs = append(errs, errors.New("--db: a database is required (a SQLite file path or a postgres:// URL)"))
 	}
 	if c.OnRevoke != "lock" && c.OnRevoke != "delete" {
 		errs = append(errs, fmt.Errorf("--on-revoke: %q must be lock or delete", c.OnRevoke))

@@ -359,7 +359,7 @@ func TestParseConfig(t *testing.T) {
 		{
 			name:    "empty db",
 			args:    []string{"--dev", "--db="},
-			wantErr: []string{"--db: a database file is required"},
+			wantErr: []string{"--db: a database is required"},
 		},
 		{
 			name:    "unexpected positional argument",

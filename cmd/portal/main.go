@@ -111,7 +111,7 @@ func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "database %s: schema version %d -> %d (this binary knows up to %d)\n", cfg.DB, before.Current, after.Current, after.Known)
+	fmt.Fprintf(stdout, "database %s: schema version %d -> %d (this binary knows up to %d)\n", store.RedactDSN(cfg.DB), before.Current, after.Current, after.Known)
 	return nil
 }
 
@@ -125,7 +125,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
-	logger.Info("database ready", "path", cfg.DB, "schema_version", st.Current)
+	logger.Info("database ready", "db", store.RedactDSN(cfg.DB), "schema_version", st.Current)
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -395,7 +395,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if cfg.Dev {
 		fmt.Fprintf(stdout, "\nHyperPod governance portal (development mode) is ready: open %s/\n"+
 			"Sign in with the built-in identity provider as owner.red, member.red, owner.blue, admin, reviewer or finance.\n"+
-			"Data: %s. Stop with Ctrl-C.\n\n", base, cfg.DB)
+			"Data: %s. Stop with Ctrl-C.\n\n", base, store.RedactDSN(cfg.DB))
 	}
 
 	var runErr error

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,8 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/hyperpod-governance/portal/internal/testenv"
 	"github.com/hyperpod-governance/portal/migrations"
 )
 
@@ -347,5 +350,45 @@ func TestServeSecretFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// `portal migrate` takes a PostgreSQL URL, and neither its output nor its
+// errors show the URL's password.
+func TestRunMigratePostgres(t *testing.T) {
+	base := testenv.Require(t, "PORTAL_TEST_POSTGRES_URL")
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("portal_cmd_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(t.Context(), `CREATE DATABASE `+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`) }) //nolint:errcheck
+	const password = "s3cret-pw"
+	u.User = url.UserPassword(u.User.Username(), password) // the test bed trusts 127.0.0.1: any password passes
+	u.Path = "/" + name
+	n := migrationCount(t)
+	for i, want := range []string{fmt.Sprintf("schema version 0 -> %d", n), fmt.Sprintf("schema version %d -> %d", n, n)} {
+		var stdout, stderr bytes.Buffer
+		if err := run(t.Context(), []string{"migrate", "--db", u.String()}, env{}.get, &stdout, &stderr); err != nil {
+			t.Fatalf("migrate #%d: %v\nstderr: %s", i+1, err, stderr.String())
+		}
+		out := stdout.String() + stderr.String()
+		if !strings.Contains(out, want) || !strings.Contains(out, "/"+name) || strings.Contains(out, password) {
+			t.Errorf("migrate #%d printed %q, want %q and the database, without the password", i+1, out, want)
+		}
+	}
+	u.Host = "127.0.0.1:1" // nothing listens there
+	var stdout, stderr bytes.Buffer
+	err = run(t.Context(), []string{"migrate", "--db", u.String()}, env{}.get, &stdout, &stderr)
+	if err == nil || strings.Contains(err.Error()+stdout.String()+stderr.String(), password) {
+		t.Errorf("migrate on a closed port: %v (output %q %q), want an error without the password", err, stdout.String(), stderr.String())
 	}
 }

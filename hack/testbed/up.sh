@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Start the whole test bed (Kubernetes API + Dex) for STATE_DIR and write
-# STATE_DIR/testbed.env = kube.env + dex.env + prometheus.env + tools.env
-# (KEY=VALUE lines, no quotes). Prometheus is only built here: each test that
-# needs it starts its own from PORTAL_TEST_PROMETHEUS_BIN (see prometheus.sh);
-# helm and kubectl (tools.sh) are only built too.
+# Start the whole test bed (Kubernetes API + Dex + PostgreSQL) for STATE_DIR
+# and write STATE_DIR/testbed.env = kube.env + dex.env + prometheus.env +
+# postgres.env + tools.env (KEY=VALUE lines, no quotes). Prometheus is only
+# built here: each test that needs it starts its own from
+# PORTAL_TEST_PROMETHEUS_BIN (see prometheus.sh); helm and kubectl (tools.sh)
+# are only built too.
 #
 #   hack/testbed/up.sh STATE_DIR
 #
@@ -17,6 +18,7 @@ KUBE="$HERE/kube.sh"
 DEX="$HERE/dex.sh"
 PROM="$HERE/prometheus.sh"
 TOOLS="$HERE/tools.sh"
+PG="$HERE/postgres.sh"
 
 log() { printf 'up.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -26,6 +28,7 @@ die() { log "error: $*"; exit 1; }
 [[ -f "$DEX" ]] || die "$DEX is missing"
 [[ -f "$PROM" ]] || die "$PROM is missing"
 [[ -f "$TOOLS" ]] || die "$TOOLS is missing"
+[[ -f "$PG" ]] || die "$PG is missing"
 mkdir -p "$1"
 STATE="$(cd "$1" && pwd -P)"
 
@@ -65,9 +68,10 @@ trap 'log "up failed; stopping the test bed"; bash "$HERE/down.sh" "$STATE" || t
 bash "$KUBE" up "$STATE"
 bash "$DEX" up "$STATE"
 bash "$PROM" env "$STATE"
+bash "$PG" up "$STATE"
 bash "$TOOLS" env "$STATE"
 
-for f in kube.env dex.env prometheus.env tools.env; do
+for f in kube.env dex.env prometheus.env postgres.env tools.env; do
 	[[ -s "$STATE/$f" ]] || die "$STATE/$f was not written"
 done
 {
@@ -78,6 +82,8 @@ done
 	[[ -z "$(tail -c1 "$STATE/dex.env")" ]] || echo
 	cat "$STATE/prometheus.env"
 	[[ -z "$(tail -c1 "$STATE/prometheus.env")" ]] || echo
+	cat "$STATE/postgres.env"
+	[[ -z "$(tail -c1 "$STATE/postgres.env")" ]] || echo
 	cat "$STATE/tools.env"
 } >"$STATE/testbed.env.tmp"
 mv -f "$STATE/testbed.env.tmp" "$STATE/testbed.env"

@@ -149,7 +149,7 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 	if r := e.Decision; r != nil {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO decisions (connection_id, version, hash, kind, actor_id, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			id, r.Version, r.Hash, r.Kind, e.By.ID, r.Reason, ts); err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
+			if isUniqueViolation(err) {
 				return 0, 0, workflow.ErrAlreadyDecided
 			}
 			return 0, 0, fmt.Errorf("store: decision: %w", err)

@@ -129,7 +129,7 @@ func TestVerifyAuditFindsEveryColumnTampered(t *testing.T) {
 	}
 
 	f, _ := goldenFixture(t)
-	cols, err := f.raw.QueryContext(t.Context(), `SELECT name FROM pragma_table_info('audit_events')`)
+	cols, err := f.raw.QueryContext(t.Context(), columnNames("audit_events"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestVerifyAuditFindsEveryColumnTampered(t *testing.T) {
 			if n, brk, err := f.db.VerifyAudit(ctx); n != 7 || brk != nil || err != nil {
 				t.Fatalf("before tampering: VerifyAudit = %d, %+v, %v", n, brk, err)
 			}
-			if _, err := f.raw.ExecContext(ctx, `DROP TRIGGER audit_no_update`); err != nil {
+			if _, err := f.raw.ExecContext(ctx, dropTrigger("audit_no_update", "audit_events")); err != nil {
 				t.Fatal(err)
 			}
 			res, err := f.raw.ExecContext(ctx, `UPDATE audit_events SET `+tt.set+` WHERE id = ?`, tt.row)

@@ -108,28 +108,28 @@ func TestVerifyAuditFindsTampering(t *testing.T) {
 	}{
 		{
 			name:       "reason altered",
-			tamper:     exec(`DROP TRIGGER audit_no_update`, `UPDATE audit_events SET reason = 'approved after all' WHERE id = 3`),
+			tamper:     exec(dropTrigger("audit_no_update", "audit_events"), `UPDATE audit_events SET reason = 'approved after all' WHERE id = 3`),
 			wantID:     3,
 			wantN:      2,
 			wantReason: "altered",
 		},
 		{
 			name:       "actor altered",
-			tamper:     exec(`DROP TRIGGER audit_no_update`, `UPDATE audit_events SET actor_id = NULL, actor = 'system' WHERE id = 4`),
+			tamper:     exec(dropTrigger("audit_no_update", "audit_events"), `UPDATE audit_events SET actor_id = NULL, actor = 'system' WHERE id = 4`),
 			wantID:     4,
 			wantN:      3,
 			wantReason: "altered",
 		},
 		{
 			name:       "row deleted",
-			tamper:     exec(`DROP TRIGGER audit_no_delete`, `DELETE FROM audit_events WHERE id = 2`),
+			tamper:     exec(dropTrigger("audit_no_delete", "audit_events"), `DELETE FROM audit_events WHERE id = 2`),
 			wantID:     3,
 			wantN:      1,
 			wantReason: "prev_hash",
 		},
 		{
 			name:       "first row deleted",
-			tamper:     exec(`DROP TRIGGER audit_no_delete`, `DELETE FROM audit_events WHERE id = 1`),
+			tamper:     exec(dropTrigger("audit_no_delete", "audit_events"), `DELETE FROM audit_events WHERE id = 1`),
 			wantID:     2,
 			wantN:      0,
 			wantReason: "prev_hash",
@@ -145,8 +145,10 @@ func TestVerifyAuditFindsTampering(t *testing.T) {
 				}
 				e := evs[0]
 				e.Reason = "approved after all"
-				_, err = db.RawSQL().ExecContext(ctx, `DROP TRIGGER audit_no_update;
-UPDATE audit_events SET reason = ?, hash = ? WHERE id = 3`, e.Reason, store.ChainHash(e.PrevHash, e))
+				if _, err := db.RawSQL().ExecContext(ctx, dropTrigger("audit_no_update", "audit_events")); err != nil {
+					return err
+				}
+				_, err = db.RawSQL().ExecContext(ctx, `UPDATE audit_events SET reason = ?, hash = ? WHERE id = 3`, e.Reason, store.ChainHash(e.PrevHash, e))
 				return err
 			},
 			wantID:     4,

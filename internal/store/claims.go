@@ -30,12 +30,12 @@ func userExists(ctx context.Context, q queryer, email string) (bool, error) {
 // exclude (otherLiveVersions says which hold claims: never a draft). Every
 // place that saves, imports or approves a contract uses it.
 func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
-	return validationEnv(ctx, d.sql, now, exclude, known)
+	return validationEnv(ctx, d.dialect, d.sql, now, exclude, known)
 }
 
 // validationEnv is ValidationEnv reading through q: the database, or the
 // transaction of an approval.
-func validationEnv(ctx context.Context, q queryer, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
+func validationEnv(ctx context.Context, dl dialect, q queryer, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
 	var (
 		rolesOnce sync.Once
 		roles     map[string]bool
@@ -74,7 +74,7 @@ func validationEnv(ctx context.Context, q queryer, now time.Time, exclude int64,
 			// however many roles the contract names.
 			rolesOnce.Do(func() {
 				var err error
-				roles, err = rolesInUse(ctx, q, exclude)
+				roles, err = rolesInUse(ctx, dl, q, exclude)
 				rolesDown = failed(err)
 			})
 			return rolesDown || roles[arn]
@@ -125,10 +125,10 @@ WHERE c.id != ? AND c.state IN ('submitted', 'changes_requested', 'approved', 'p
 // otherLiveVersions: submitted and later, never drafts). It reads
 // every live contract (a JSON scan), so ValidationEnv runs it at most once,
 // when a contract is saved or approved, never on page views.
-func rolesInUse(ctx context.Context, q queryer, exclude int64) (map[string]bool, error) {
-	arns, err := column[sql.NullString](ctx, q, `SELECT j.value FROM (
-SELECT json_extract(cv.body, '$.project_role_arn') AS p, json_extract(cv.body, '$.access_role_arn') AS a, json_extract(cv.body, '$.workload_role_arn') AS w`+otherLiveVersions+`
-) AS t, json_each(json_array(t.p, t.a, t.w)) AS j`, exclude)
+func rolesInUse(ctx context.Context, dl dialect, q queryer, exclude int64) (map[string]bool, error) {
+	arns, err := column[sql.NullString](ctx, q, `WITH t AS (
+SELECT `+dl.jsonText("cv.body", "project_role_arn")+` AS p, `+dl.jsonText("cv.body", "access_role_arn")+` AS a, `+dl.jsonText("cv.body", "workload_role_arn")+` AS w`+otherLiveVersions+`
+) SELECT p FROM t UNION ALL SELECT a FROM t UNION ALL SELECT w FROM t`, exclude)
 	if err != nil {
 		return nil, fmt.Errorf("store: roles in use: %w", err)
 	}

@@ -48,7 +48,7 @@ INSERT INTO jobs (connection_id, cluster, kind, version, state, not_before, crea
 VALUES (NULL, ?, ?, 0, 'queued', ?, ?, ?) RETURNING id`,
 			cluster, workflow.JobScheduler, fmtTime(now), fmtTime(now), fmtTime(now)).Scan(&id)
 		if err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
+			if isUniqueViolation(err) {
 				return ErrClusterJobOpen
 			}
 			return err

@@ -3,7 +3,6 @@ package store_test
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -104,7 +103,8 @@ func TestSchedulerJobLifecycle(t *testing.T) {
 		t.Errorf("failed job = %+v", got)
 	}
 	audit = f.clusterAudit()
-	if last := audit[len(audit)-1]; last != "scheduler.failed provisioner job 2, attempt 1: AccessDeniedException: no" {
+	// j2.ID, not 2: a PostgreSQL sequence keeps no gapless ids.
+	if last := audit[len(audit)-1]; last != fmt.Sprintf("scheduler.failed provisioner job %d, attempt 1: AccessDeniedException: no", j2.ID) {
 		t.Errorf("last cluster event = %q", last)
 	}
 	if js, _ := f.db.ClusterJobs(ctx, workflow.JobScheduler, 10); len(js) != 2 || js[0].ID != j2.ID {
@@ -144,12 +144,12 @@ func TestClusterJobsTableRules(t *testing.T) {
 		`(NULL, 'arn', 'scheduler', 3, 'succeeded', 'x', 'x', 'x')`,                  // a cluster job with a version
 		`(NULL, 'arn', 'frobnicate', 0, 'succeeded', 'x', 'x', 'x')`,                 // an unknown kind
 	} {
-		if _, err := f.raw.ExecContext(t.Context(), cols+row); err == nil || !strings.Contains(err.Error(), "CHECK") {
+		if _, err := f.raw.ExecContext(t.Context(), cols+row); err == nil || !strings.Contains(strings.ToUpper(err.Error()), "CHECK") {
 			t.Errorf("insert %s: %v, want a CHECK failure", row, err)
 		}
 	}
 	if _, err := f.raw.ExecContext(t.Context(), cols+`(NULL, 'arn', 'scheduler', 0, 'queued', 'x', 'x', 'x'), (NULL, 'arn', 'scheduler', 0, 'running', 'x', 'x', 'x')`); err == nil ||
-		!strings.Contains(err.Error(), "UNIQUE") {
+		!store.IsUniqueViolation(err) {
 		t.Errorf("two open scheduler jobs: %v, want a UNIQUE failure", err)
 	}
 }
@@ -159,7 +159,7 @@ func TestClusterJobsTableRules(t *testing.T) {
 // foreign keys intact and enforced, and every index of the table rebuilt.
 func TestClusterJobsMigrationKeepsJobs(t *testing.T) {
 	ctx := t.Context()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	db, err := store.Open(ctx, emptyDSN(t, "portal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +197,7 @@ func TestClusterJobsMigrationKeepsJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	syncSequences(t, f.raw)
 	dump := func(q string) string {
 		rows, err := f.raw.QueryContext(ctx, q)
 		if err != nil {
@@ -235,18 +236,18 @@ func TestClusterJobsMigrationKeepsJobs(t *testing.T) {
 			t.Errorf("rows changed by the rebuild:\nbefore\n%s\nafter\n%s", before[i], after[i])
 		}
 	}
-	if v := dump(`PRAGMA foreign_key_check`); v != "" {
+	if v := dump(foreignKeyCheck()); v != "" {
 		t.Errorf("foreign key violations after the rebuild: %s", v)
 	}
-	if v := dump(`SELECT count(*) FROM sqlite_master WHERE name = 'jobs_old'`); v != "0" {
+	if v := dump(tableCount("jobs_old")); v != "0" {
 		t.Error("the copy of the old table is left behind")
 	}
-	idx := dump(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs' AND sql IS NOT NULL ORDER BY name`)
+	idx := dump(indexNames("jobs"))
 	if want := "jobs_cluster\njobs_connection\njobs_one_open\njobs_one_open_cluster\njobs_queued\njobs_running"; idx != want {
 		t.Errorf("indexes of jobs = %q, want %q", idx, want)
 	}
 	// The steps and resources still reference the new table, enforced.
-	if _, err := f.raw.ExecContext(ctx, `DELETE FROM jobs WHERE id = 1`); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
+	if _, err := f.raw.ExecContext(ctx, `DELETE FROM jobs WHERE id = 1`); err == nil || !strings.Contains(strings.ToUpper(err.Error()), "FOREIGN KEY") {
 		t.Errorf("deleting a job with steps: %v, want a foreign key failure", err)
 	}
 	if _, err := f.raw.ExecContext(ctx, `INSERT INTO job_steps (job_id, seq, name, state) VALUES (99, 0, 'x', 'pending')`); err == nil {
@@ -287,7 +288,7 @@ func TestClusterJobsMigrationKeepsJobs(t *testing.T) {
 	if v := dump(stepsQ); v != stepsBefore {
 		t.Errorf("steps after the down migration:\n%s\nwant\n%s", v, stepsBefore)
 	}
-	if v := dump(`PRAGMA foreign_key_check`); v != "" {
+	if v := dump(foreignKeyCheck()); v != "" {
 		t.Errorf("foreign key violations after the down migration: %s", v)
 	}
 }

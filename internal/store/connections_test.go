@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ type fixture struct {
 	t      *testing.T
 	db     *store.DB
 	raw    *sql.DB
+	dsn    string // the database's file or URL
 	owner  workflow.Actor
 	admins []workflow.Actor
 	now    time.Time
@@ -27,8 +29,8 @@ type fixture struct {
 
 func newFixture(t *testing.T, admins int) *fixture {
 	t.Helper()
-	db, _ := openDB(t, true)
-	f := &fixture{t: t, db: db, raw: db.RawSQL(), now: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}
+	db, dsn := openDB(t, true)
+	f := &fixture{t: t, db: db, raw: db.RawSQL(), dsn: dsn, now: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}
 	f.owner = f.user("owner.red")
 	// The example contracts' cluster has room for every test's
 	// approvals, as observed from the cluster (tests that are about
@@ -145,11 +147,36 @@ func (f *fixture) snapshot() snapshot {
 			f.t.Fatal(err)
 		}
 	}
-	err := f.raw.QueryRowContext(f.t.Context(), `SELECT COALESCE(group_concat(id || ':' || state || ':' || current_version || ':' ||
-		COALESCE(approved_version, '-') || ':' || updated_at || ':' || COALESCE(submitted_at, '-'), ' '), '') FROM connections`).Scan(&s.rows)
+	// Built here rather than with group_concat, which PostgreSQL lacks.
+	rows, err := f.raw.QueryContext(f.t.Context(), `SELECT id, state, current_version, approved_version, updated_at, submitted_at FROM connections ORDER BY id`)
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var (
+			id, cur        int64
+			state, updated string
+			approved       sql.NullInt64
+			submitted      sql.NullString
+		)
+		if err := rows.Scan(&id, &state, &cur, &approved, &updated, &submitted); err != nil {
+			f.t.Fatal(err)
+		}
+		a, sub := "-", "-"
+		if approved.Valid {
+			a = strconv.FormatInt(approved.Int64, 10)
+		}
+		if submitted.Valid {
+			sub = submitted.String
+		}
+		parts = append(parts, fmt.Sprintf("%d:%s:%d:%s:%s:%s", id, state, cur, a, updated, sub))
+	}
+	if err := rows.Err(); err != nil {
+		f.t.Fatal(err)
+	}
+	s.rows = strings.Join(parts, " ")
 	return s
 }
 

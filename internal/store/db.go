@@ -25,17 +25,31 @@ var ErrSchemaTooNew = errors.New("store: database schema is newer than this bina
 
 // DB is the portal's database handle.
 type DB struct {
-	sql  *sql.DB
-	path string
+	sql     *sql.DB
+	path    string // the SQLite file, or the PostgreSQL URL with its password redacted
+	dialect dialect
 }
 
-// Open opens (creating if needed) the SQLite database at path with WAL,
-// foreign keys, a busy timeout and immediate write transactions. It does not
-// migrate; call Migrate.
-func Open(ctx context.Context, path string) (*DB, error) {
-	if path == "" {
+// Open opens the database dsn names. It does not migrate; call Migrate.
+//
+// A postgres:// or postgresql:// URL opens that PostgreSQL database (which
+// must exist) through pgx. Anything else is the path of a SQLite file,
+// created if needed, opened with WAL, foreign keys, a busy timeout and
+// immediate write transactions. Errors and logs name the URL with its
+// password redacted (RedactDSN).
+func Open(ctx context.Context, dsn string) (*DB, error) {
+	if dsn == "" {
 		return nil, errors.New("store: open: empty database path")
 	}
+	if isPostgresURL(dsn) {
+		name := RedactDSN(dsn)
+		db, err := openPostgres(ctx, dsn)
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", name, err)
+		}
+		return &DB{sql: db, path: name, dialect: dialectPostgres}, nil
+	}
+	path := dsn
 	if path != ":memory:" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return nil, fmt.Errorf("store: open: create directory for %s: %w", path, err)
@@ -60,7 +74,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// BEGIN IMMEDIATE takes the write lock up front, so two writers queue on
 	// the busy timeout instead of failing with SQLITE_BUSY on lock upgrade.
 	q.Set("_txlock", "immediate")
-	dsn := "file:" + path + "?" + q.Encode()
+	dsn = "file:" + path + "?" + q.Encode()
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -81,7 +95,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 			return nil, err
 		}
 	}
-	return &DB{sql: db, path: path}, nil
+	return &DB{sql: db, path: path, dialect: dialectSQLite}, nil
 }
 
 // restrictFiles makes the database file and its -wal and -shm files, where
@@ -117,8 +131,16 @@ func (d *DB) Ping(ctx context.Context) error {
 }
 
 func (d *DB) provider() (*goose.Provider, error) {
-	p, err := goose.NewProvider(goose.DialectSQLite3, d.sql, migrations.FS,
-		goose.WithDisableGlobalRegistry(true))
+	fsys, err := dialectFS(d.dialect, migrations.FS)
+	if err != nil {
+		return nil, fmt.Errorf("store: migrations: %w", err)
+	}
+	opts, err := d.dialect.migrationLock(d.path)
+	if err != nil {
+		return nil, fmt.Errorf("store: migrations: %w", err)
+	}
+	p, err := goose.NewProvider(d.dialect.goose(), d.sql, fsys,
+		append(opts, goose.WithDisableGlobalRegistry(true))...)
 	if err != nil {
 		return nil, fmt.Errorf("store: migrations: %w", err)
 	}
@@ -187,10 +209,11 @@ func (d *DB) ExecForTest(ctx context.Context, stmts ...string) error {
 	return nil
 }
 
-// inTx runs f in one write transaction (BEGIN IMMEDIATE, see Open) and
-// commits, or rolls back on any error.
+// inTx runs f in one write transaction, serialized with every other write
+// transaction on the database (dialect.beginWrite), and commits, or rolls
+// back on any error.
 func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := d.sql.BeginTx(ctx, nil)
+	tx, err := d.dialect.beginWrite(ctx, d.sql)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}

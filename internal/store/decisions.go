@@ -78,7 +78,7 @@ func (d *DB) Transition(ctx context.Context, id int64, ev workflow.Event, by wor
 func (d *DB) Approve(ctx context.Context, id int64, by workflow.Actor, expect Expect, reason string, cluster workflow.ClusterFacts, now time.Time) (Connection, int, error) {
 	in := workflow.ApprovalInput{Version: expect.Version, Hash: expect.Hash, PlanHash: expect.PlanHash, Reason: reason, Adopt: expect.Adopt}
 	c, eff, _, err := d.command(ctx, id, true, now, func(tx *sql.Tx, cur Connection, s workflow.Conn) (workflow.Effect, error) {
-		f, err := approvalFacts(ctx, tx, s)
+		f, err := d.approvalFacts(ctx, tx, s)
 		if err != nil {
 			return workflow.Effect{}, err
 		}
@@ -90,7 +90,7 @@ func (d *DB) Approve(ctx context.Context, id int64, by workflow.Actor, expect Ex
 
 // approvalFacts reads what an approval's rules need, inside its
 // transaction.
-func approvalFacts(ctx context.Context, tx *sql.Tx, s workflow.Conn) (workflow.ApprovalFacts, error) {
+func (d *DB) approvalFacts(ctx context.Context, tx *sql.Tx, s workflow.Conn) (workflow.ApprovalFacts, error) {
 	var f workflow.ApprovalFacts
 	v, err := getVersion(ctx, tx, s.ID, s.CurrentVersion)
 	if err != nil {
@@ -113,7 +113,7 @@ func approvalFacts(ctx context.Context, tx *sql.Tx, s workflow.Conn) (workflow.A
 	if f.Committed, err = committedCapacity(ctx, tx, v.Contract.ClusterName, s.ID); err != nil {
 		return f, err
 	}
-	env := validationEnv(ctx, tx, time.Time{}, s.ID, nil)
+	env := validationEnv(ctx, d.dialect, tx, time.Time{}, s.ID, nil)
 	f.Claims = v.Contract.ClaimConflicts(env)
 	f.ChecksDown = env.Unavailable()
 	return f, nil

@@ -1,7 +1,16 @@
-// Package store is the portal's only SQL: database/sql on modernc.org/sqlite
-// (WAL, foreign keys, busy timeout), the embedded migrations, and one file per
-// table. Functions take ctx first, wrap errors with a "store: <op>:" prefix and
+// Package store is the portal's only SQL: database/sql on SQLite
+// (modernc.org/sqlite: WAL, foreign keys, busy timeout) or on PostgreSQL
+// (github.com/jackc/pgx/v5), chosen by Open from the --db value (a file path
+// or a postgres:// URL), the embedded migrations, and one file per table.
+// Functions take ctx first, wrap errors with a "store: <op>:" prefix and
 // return ErrNotFound rather than (nil, nil).
+//
+// Two engines, one SQL: queries are written once with ? placeholders
+// (rebound to $N on PostgreSQL) and ask the dialect (dialect.go) for the
+// little that differs; the migrations are one set of files, filtered per
+// engine (migratefs.go). Write transactions (inTx) are serialized across
+// processes on both engines: BEGIN IMMEDIATE on SQLite, an advisory lock
+// taken first on PostgreSQL.
 //
 // One writer: the connections table is written by apply (apply.go) alone.
 // Every method that changes a connection opens one write transaction, loads

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 
 func TestSaveDriftAuditsAppearanceAndResolution(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	db, err := store.Open(ctx, emptyDSN(t, "portal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

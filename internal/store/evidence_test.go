@@ -132,7 +132,7 @@ func TestEvidenceBundleFromTheStore(t *testing.T) {
 	// A row changed in the database behind the portal's back (the audit
 	// trail's trigger dropped, the reason rewritten) makes a bundle that
 	// does not verify.
-	if _, err := f.raw.ExecContext(ctx, `DROP TRIGGER audit_no_update`); err != nil {
+	if _, err := f.raw.ExecContext(ctx, dropTrigger("audit_no_update", "audit_events")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.raw.ExecContext(ctx, `UPDATE audit_events SET reason = 'approved after all' WHERE object_id = ? AND action = 'connection.approve'`, red.ID); err != nil {

@@ -63,3 +63,6 @@ func (d *DB) MigrateDownTo(ctx context.Context, version int64) error {
 // SummedHoursSQL is the query CostInputSummed runs per span, for the query
 // plan test.
 const SummedHoursSQL = summedHoursSQL
+
+// IsUniqueViolation is isUniqueViolation, for the tests of table rules.
+func IsUniqueViolation(err error) bool { return isUniqueViolation(err) }

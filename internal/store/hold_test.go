@@ -3,7 +3,6 @@ package store_test
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -264,7 +263,7 @@ func TestEndDateHolds(t *testing.T) {
 // hold jobs go and the others stay.
 func TestHoldsMigrationKeepsJobs(t *testing.T) {
 	ctx := t.Context()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	db, err := store.Open(ctx, emptyDSN(t, "portal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,6 +290,7 @@ func TestHoldsMigrationKeepsJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	syncSequences(t, raw)
 	dump := func(q string) string {
 		rows, err := raw.QueryContext(ctx, q)
 		if err != nil {
@@ -327,14 +327,14 @@ func TestHoldsMigrationKeepsJobs(t *testing.T) {
 			t.Errorf("rows changed by the rebuild:\nbefore\n%s\nafter\n%s", before[i], got)
 		}
 	}
-	if v := dump(`PRAGMA foreign_key_check`); v != "" {
+	if v := dump(foreignKeyCheck()); v != "" {
 		t.Errorf("foreign key violations after the rebuild: %s", v)
 	}
-	idx := dump(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs' AND sql IS NOT NULL ORDER BY name`)
+	idx := dump(indexNames("jobs"))
 	if want := "jobs_cluster\njobs_connection\njobs_one_open\njobs_one_open_cluster\njobs_queued\njobs_running"; idx != want {
 		t.Errorf("indexes of jobs = %q, want %q", idx, want)
 	}
-	if _, err := raw.ExecContext(ctx, `DELETE FROM jobs WHERE id = 1`); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
+	if _, err := raw.ExecContext(ctx, `DELETE FROM jobs WHERE id = 1`); err == nil || !strings.Contains(strings.ToUpper(err.Error()), "FOREIGN KEY") {
 		t.Errorf("deleting a job with steps: %v, want a foreign key failure", err)
 	}
 	// The new kind, with its stopPolicy; never without one, nor another
@@ -361,7 +361,7 @@ func TestHoldsMigrationKeepsJobs(t *testing.T) {
 	if got := dump(jobsQ); got != before[0] {
 		t.Errorf("jobs after the down migration:\n%s\nwant\n%s", got, before[0])
 	}
-	if v := dump(`PRAGMA foreign_key_check`); v != "" {
+	if v := dump(foreignKeyCheck()); v != "" {
 		t.Errorf("foreign key violations after the down migration: %s", v)
 	}
 }

@@ -151,7 +151,7 @@ SELECT t, SUM(n) FROM (
   JOIN version_capacity vc ON vc.connection_id = c.id
    AND (vc.version = c.approved_version OR (c.amendment IN ('approved', 'failed') AND vc.version = c.current_version))
   WHERE c.cluster_name = ? AND c.id != ? AND c.state IN (`+ph+`)
-  GROUP BY c.id, vc.instance_type)
+  GROUP BY c.id, vc.instance_type) AS per_connection
 GROUP BY t ORDER BY t`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: committed capacity: %w", err)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -80,7 +79,7 @@ INSERT INTO jobs (connection_id, kind, version, plan_hash, stop_policy, state, n
 VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
 		connID, kind, version, planHash, stopPolicy, fmtTime(notBefore), fmtTime(now), fmtTime(now)).Scan(&id)
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if isUniqueViolation(err) {
 			return 0, ErrJobOpen
 		}
 		return 0, fmt.Errorf("store: enqueue %s job: %w", kind, err)
@@ -161,9 +160,10 @@ func (d *DB) EnqueueAmendment(ctx context.Context, connID int64, by workflow.Act
 // stopped: it is the oldest work), else the queued job that has been due the
 // longest. It counts the attempt. ok is false when nothing is due.
 //
-// Claims are exclusive: the read and the update run in one BEGIN IMMEDIATE
-// transaction, so concurrent claimers serialize on the write lock and each
-// sees the previous claim. owner must be unique per worker: it is what every
+// Claims are exclusive: the read and the update run in one write
+// transaction (inTx: BEGIN IMMEDIATE on SQLite, the writer lock on
+// PostgreSQL), so concurrent claimers serialize and each sees the previous
+// claim; on PostgreSQL the read also takes the row FOR UPDATE SKIP LOCKED. owner must be unique per worker: it is what every
 // later write is checked against.
 func (d *DB) ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (workflow.Job, bool, error) {
 	if owner == "" || lease <= 0 {
@@ -176,12 +176,12 @@ func (d *DB) ClaimJob(ctx context.Context, owner string, now time.Time, lease ti
 	)
 	// An idle poll should not take the write lock: look first, outside a
 	// transaction, and claim only when something is there.
-	var candidates int
+	var candidates bool
 	err := d.sql.QueryRowContext(ctx, `SELECT EXISTS (`+expired+`) OR EXISTS (`+due+`)`, ts, ts).Scan(&candidates)
 	if err != nil {
 		return workflow.Job{}, false, fmt.Errorf("store: claim job: %w", err)
 	}
-	if candidates == 0 {
+	if !candidates {
 		return workflow.Job{}, false, nil
 	}
 	var j workflow.Job
@@ -189,9 +189,11 @@ func (d *DB) ClaimJob(ctx context.Context, owner string, now time.Time, lease ti
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
 		var id int64
 		var prev string
-		err := tx.QueryRowContext(ctx, expired, ts).Scan(&id, &prev)
+		// On PostgreSQL the picked row is locked, and rows other
+		// claimers hold are skipped (dialect.skipLocked).
+		err := tx.QueryRowContext(ctx, expired+d.dialect.skipLocked(), ts).Scan(&id, &prev)
 		if errors.Is(err, sql.ErrNoRows) {
-			err = tx.QueryRowContext(ctx, due, ts).Scan(&id, &prev)
+			err = tx.QueryRowContext(ctx, due+d.dialect.skipLocked(), ts).Scan(&id, &prev)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // another worker was faster

@@ -136,7 +136,7 @@ func (d *DB) ClaimDelivery(ctx context.Context, ch Channel, now time.Time, lease
 		switch err := tx.QueryRowContext(ctx, `
 UPDATE deliveries SET attempts = attempts + 1, lease_until = ?
 WHERE id = (SELECT id FROM deliveries WHERE channel = ? AND delivered_at = '' AND next_attempt_at <= ? AND lease_until <= ?
-            ORDER BY next_attempt_at, id LIMIT 1)
+            ORDER BY next_attempt_at, id LIMIT 1`+d.dialect.skipLocked()+`)
 RETURNING id`, fmtTime(now.Add(lease)), ch, ts, ts).Scan(&id); {
 		case errors.Is(err, sql.ErrNoRows):
 			return nil

@@ -110,7 +110,7 @@ func recordReview(ctx context.Context, tx *sql.Tx, id int64, team string, cur *C
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO reviews (connection_id, team, version, trigger, detail, due_on, opened_at, evidence, evidence_hash, demo)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, team, cur.ApprovedVersion, o.Trigger, o.Detail, o.DueOn, fmtTime(now), string(ev), EvidenceHash(ev), o.Demo); err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
+			if isUniqueViolation(err) {
 				return workflow.ErrReviewOpen
 			}
 			return fmt.Errorf("store: open review: %w", err)
@@ -156,8 +156,8 @@ func addReviewTrigger(ctx context.Context, tx *sql.Tx, id int64, trigger workflo
 		return false, fmt.Errorf("%w %q", workflow.ErrReviewTrigger, trigger)
 	}
 	line := strings.ReplaceAll(fmt.Sprintf("%s %s: %s", now.UTC().Format(workflow.DateLayout), trigger, detail), "\n", " ")
-	res, err := tx.ExecContext(ctx, `UPDATE reviews SET more_triggers = CASE WHEN more_triggers = '' THEN ? ELSE more_triggers || char(10) || ? END
-WHERE connection_id = ? AND decision = ''`, line, line, id)
+	res, err := tx.ExecContext(ctx, `UPDATE reviews SET more_triggers = CASE WHEN more_triggers = '' THEN ? ELSE more_triggers || ? END
+WHERE connection_id = ? AND decision = ''`, line, "\n"+line, id)
 	if err != nil {
 		return false, fmt.Errorf("store: review trigger: %w", err)
 	}

@@ -107,7 +107,7 @@ func TestReviewEvidenceTamperDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.raw.ExecContext(ctx, `DROP TRIGGER reviews_frozen`); err != nil {
+	if _, err := f.raw.ExecContext(ctx, dropTrigger("reviews_frozen", "reviews")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.raw.ExecContext(ctx, `UPDATE reviews SET evidence = '{"a":2}' WHERE id = ?`, r.ID); err != nil {

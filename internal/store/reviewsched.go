@@ -65,8 +65,8 @@ func (d *DB) LiveConnectionsOwnedBy(ctx context.Context, email string) ([]Connec
 	return d.queryConns(ctx, "connections owned", `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
 JOIN contract_versions v ON v.connection_id = c.id AND v.version = c.approved_version
 WHERE c.state IN (?, ?) AND lower(trim(?)) IN (
-  lower(trim(COALESCE(json_extract(v.body, '$.business_owner'), ''))), lower(trim(COALESCE(json_extract(v.body, '$.operations_owner'), ''))),
-  lower(trim(COALESCE(json_extract(v.body, '$.cost_owner'), ''))), lower(trim(COALESCE(json_extract(v.body, '$.exception_owner'), ''))))
+  lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "business_owner")+`, ''))), lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "operations_owner")+`, ''))),
+  lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "cost_owner")+`, ''))), lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "exception_owner")+`, ''))))
 ORDER BY c.id`, workflow.StateActive, workflow.StateUnderReview, email)
 }
 

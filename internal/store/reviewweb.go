@@ -79,7 +79,7 @@ func (d *DB) ReviewTeams(ctx context.Context) ([]string, error) {
 // ReviewCounts counts the open reviews, and of them those overdue on day
 // today (a civil date: due before it).
 func (d *DB) ReviewCounts(ctx context.Context, today string) (open, overdue int, err error) {
-	err = d.sql.QueryRowContext(ctx, `SELECT count(*), COALESCE(sum(due_on < ?), 0) FROM reviews WHERE decision = ''`, today).Scan(&open, &overdue)
+	err = d.sql.QueryRowContext(ctx, `SELECT count(*), COALESCE(sum(CASE WHEN due_on < ? THEN 1 ELSE 0 END), 0) FROM reviews WHERE decision = ''`, today).Scan(&open, &overdue)
 	if err != nil {
 		err = fmt.Errorf("store: review counts: %w", err)
 	}

@@ -47,16 +47,13 @@ func (d *DB) RecordFired(ctx context.Context, statuses []usage.SignalStatus, now
 				continue
 			}
 			detail := s.Current + " — " + s.Threshold
-			res, err := tx.ExecContext(ctx, `
+			var id int64
+			err := tx.QueryRowContext(ctx, `
 INSERT INTO signal_events (team, signal, fired_at, detail, owner, response) VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT DO NOTHING`, s.Team, string(s.Kind), fmtTime(now), detail, s.Owner, s.Response)
-			if err != nil {
-				return fmt.Errorf("store: record signal: %w", err)
+ON CONFLICT DO NOTHING RETURNING id`, s.Team, string(s.Kind), fmtTime(now), detail, s.Owner, s.Response).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // already fired
 			}
-			if k, _ := res.RowsAffected(); k == 0 {
-				continue
-			}
-			id, err := res.LastInsertId()
 			if err != nil {
 				return fmt.Errorf("store: record signal: %w", err)
 			}

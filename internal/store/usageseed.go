@@ -15,11 +15,11 @@ import (
 func (d *DB) SeedUsage(ctx context.Context, hours []usage.Hour, cluster []usage.ClusterHour, missing []usage.Missing) (bool, error) {
 	seeded := false
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		var any int
+		var any bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM usage_hours) OR EXISTS (SELECT 1 FROM usage_cluster_hours)`).Scan(&any); err != nil {
 			return err
 		}
-		if any == 1 {
+		if any {
 			return nil
 		}
 		hs, err := tx.PrepareContext(ctx, `

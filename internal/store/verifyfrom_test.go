@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 
 func TestVerifyAuditFromACheckpoint(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	db, err := store.Open(ctx, emptyDSN(t, "portal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +43,7 @@ func TestVerifyAuditFromACheckpoint(t *testing.T) {
 	if _, err := db.Transition(ctx, 1, workflow.EventWithdraw, by, "x", store.Expect{}, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ExecForTest(ctx, `DROP TRIGGER audit_no_update`, `UPDATE audit_events SET reason = 'forged' WHERE id = 3`); err != nil {
+	if err := db.ExecForTest(ctx, dropTrigger("audit_no_update", "audit_events"), `UPDATE audit_events SET reason = 'forged' WHERE id = 3`); err != nil {
 		t.Fatal(err)
 	}
 	cp3, brk, err := db.VerifyAuditFrom(ctx, cp2)
