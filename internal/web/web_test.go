@@ -34,8 +34,8 @@ type harness struct {
 	db   *store.DB
 	base string
 	logs *testenv.Buffer
-	// dbPath is the SQLite file, for tests that read it on their own
-	// connection (the fuzz test's write counter).
+	// dbPath is the SQLite file (or PostgreSQL URL), for tests that read
+	// it on their own connection (the fuzz test's write counter).
 	dbPath string
 }
 
@@ -43,8 +43,15 @@ type harnessOpt func(*Options)
 
 func newHarness(t testing.TB, useTLS bool, opts ...harnessOpt) *harness {
 	t.Helper()
+	return newHarnessOn(t, t.TempDir()+"/portal.db", useTLS, opts...)
+}
+
+// newHarnessOn is newHarness on the database dbPath names: a new SQLite
+// file, or the URL of a PostgreSQL database that does not exist yet
+// (store.OpenMigrated creates it; the page benchmarks compare engines).
+func newHarnessOn(t testing.TB, dbPath string, useTLS bool, opts ...harnessOpt) *harness {
+	t.Helper()
 	ctx := context.Background()
-	dbPath := t.TempDir() + "/portal.db"
 	db, err := store.OpenMigrated(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
