@@ -144,7 +144,7 @@ var specs = []flagSpec{
 	{"aws-endpoint-datazone", "PORTAL_AWS_ENDPOINT_DATAZONE", "", "DataZone (Unified Studio) endpoint URL override", false},
 	{"aws-endpoint-iam", "PORTAL_AWS_ENDPOINT_IAM", "", "IAM endpoint URL override (the plan preview's check of the Studio execution role)", false},
 	{"aws-poll-interval", "PORTAL_AWS_POLL_INTERVAL", "5s", "how often a step polls a resource that is being created (compute quota, domain)", false},
-	{"aws-poll-timeout", "PORTAL_AWS_POLL_TIMEOUT", "50s", "how long one step waits for it before the job retries later (must stay under half the job lease, 1m)", false},
+	{"aws-poll-timeout", "PORTAL_AWS_POLL_TIMEOUT", "50s", "how long one step waits for it before the job retries later (must stay under the step timeout, 1m)", false},
 
 	// GPU utilization (DCGM_FI_DEV_GPU_UTIL by namespace) from Prometheus.
 	{"prometheus-url", "PORTAL_PROMETHEUS_URL", "", "Prometheus base URL (http://prometheus.monitoring:9090) or Amazon Managed Service for Prometheus workspace URL (https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>) to read GPU utilization from; empty: pages show allocation only", false},
