@@ -25,6 +25,14 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
+// LeaderStatus is what /readyz says of the leader election.
+type LeaderStatus interface {
+	Identity() string // this process
+	Leader() string   // the leader last observed, "" before any
+	IsLeader() bool
+	Lock() string // what the election runs on
+}
+
 // Options configures the HTTP layer. cmd/portal builds it from the validated
 // Config; tests build it directly.
 type Options struct {
@@ -67,6 +75,10 @@ type Options struct {
 
 	// Registry receives the HTTP metrics; /metrics serves it.
 	Registry *prometheus.Registry
+
+	// Leader, when set, is this process's view of the leader election
+	// (*leader.Status): /readyz names the leader and this process.
+	Leader LeaderStatus
 
 	// Cluster is how plans are built for this cluster; DryRun says that no
 	// cluster is configured, so plans are recorded but not applied.
