@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -73,7 +74,7 @@ func (s *Server) auditTrail(c echo.Context) error {
 		return err
 	}
 	a := views.AuditPage{Team: f.Team, Action: f.Action, Actor: f.Actor, ChainOK: brk == nil,
-		ChainNote: fmt.Sprintf("Hash chain verified: %d events, none altered or removed since this portal started checking (run `portal audit verify` for a full walk).", n)}
+		ChainNote: fmt.Sprintf("Hash chain verified: %d events, none altered or removed since the portal (any replica) started checking (run `portal audit verify` for a full walk).", n)}
 	if f.ObjectID > 0 {
 		a.Object = strconv.FormatInt(f.ObjectID, 10)
 	}
@@ -216,16 +217,15 @@ func (s *Server) versionDiff(c echo.Context) error {
 	return render(c, http.StatusOK, views.VersionDiffPage(s.page(c, "Compare versions"), d))
 }
 
-// verifyAuditSinceLastLook extends the server's verified checkpoint over the
-// events appended since the last view; a break is reported and the
-// checkpoint stays before it.
+// verifyAuditSinceLastLook extends the verified checkpoint over the events
+// appended since the last view; a break is reported and the checkpoint
+// stays before it. The checkpoint is the database's (shared by every
+// replica), not this process's: a second replica neither starts over nor
+// keeps a checkpoint of its own.
 func (s *Server) verifyAuditSinceLastLook(ctx context.Context) (int, *store.AuditBreak, error) {
-	s.auditMu.Lock()
-	defer s.auditMu.Unlock()
-	cp, brk, err := s.opts.DB.VerifyAuditFrom(ctx, s.audited)
+	cp, brk, err := s.opts.DB.VerifyAuditSinceCheckpoint(ctx, time.Now())
 	if err != nil {
 		return 0, nil, err
 	}
-	s.audited = cp
 	return cp.Count, brk, nil
 }

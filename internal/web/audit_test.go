@@ -70,3 +70,34 @@ SELECT '2026-11-30T12:00:00Z', 'system', 'test.event', 'cluster', 'red', 'row ' 
 		t.Errorf("empty JSON export = %q", body)
 	}
 }
+
+// The audit page's verification checkpoint is the database's: a second
+// replica (another Server on the same database) starts from where the
+// first got, and moves the same checkpoint on.
+func TestAuditCheckpointIsSharedByReplicas(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
+	rev := h.signIn("reviewer")
+	if _, page := h.get(rev.c, "/audit"); !strings.Contains(page, "Hash chain verified: 1 events") {
+		t.Fatalf("first replica's page does not say 1 event verified")
+	}
+	ctx := context.Background()
+	if cp, err := h.db.SharedAuditCheckpoint(ctx); err != nil || cp.Count != 1 {
+		t.Fatalf("stored checkpoint after the first look = %+v, %v; want 1 event", cp, err)
+	}
+	opts := h.srv.opts
+	opts.Registry = nil
+	second, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.postAs(owner, "/connections/1/submit", nil)
+	n, brk, err := second.verifyAuditSinceLastLook(ctx)
+	if err != nil || brk != nil || n != 2 {
+		t.Fatalf("second replica's look = %d, %+v, %v; want 2 events", n, brk, err)
+	}
+	if cp, err := h.db.SharedAuditCheckpoint(ctx); err != nil || cp.Count != 2 {
+		t.Errorf("stored checkpoint after the second replica's look = %+v, %v; want 2 events", cp, err)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -157,11 +156,6 @@ type Server struct {
 	// knownOwners are the lower-case names accepted as contract owners
 	// without a login: mapped group names and Options.KnownOwners.
 	knownOwners map[string]bool
-
-	// auditMu guards audited, how far the audit page has verified the
-	// chain: each view checks only what was appended since.
-	auditMu sync.Mutex
-	audited store.AuditCheckpoint
 
 	// decideHooks let tests interleave other requests with a decision.
 	// Nil outside tests.
