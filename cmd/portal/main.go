@@ -334,6 +334,26 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		defer t.Stop()
 		logAuditHeads(workCtx, db, logger, t.C)
 	}()
+	// The audit page's shared checkpoint moves on here, not on page
+	// views (a GET writes nothing); any replica may, it only moves forward.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			if _, brk, err := db.VerifyAuditSinceCheckpoint(workCtx, time.Now()); err != nil && workCtx.Err() == nil {
+				logger.Error("audit chain check", "err", err)
+			} else if brk != nil {
+				logger.Error("audit chain BROKEN", "event_id", brk.ID, "reason", brk.Reason)
+			}
+			select {
+			case <-workCtx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -217,13 +216,17 @@ func (s *Server) versionDiff(c echo.Context) error {
 	return render(c, http.StatusOK, views.VersionDiffPage(s.page(c, "Compare versions"), d))
 }
 
-// verifyAuditSinceLastLook extends the verified checkpoint over the events
-// appended since the last view; a break is reported and the checkpoint
-// stays before it. The checkpoint is the database's (shared by every
-// replica), not this process's: a second replica neither starts over nor
-// keeps a checkpoint of its own.
+// verifyAuditSinceLastLook verifies the events appended after the shared
+// checkpoint (the database's, the same on every replica: a second replica
+// neither starts over nor keeps one of its own); a break is reported. A GET
+// writes nothing: the checkpoint is moved on by every replica's background
+// check (store.VerifyAuditSinceCheckpoint, cmd/portal), not by page views.
 func (s *Server) verifyAuditSinceLastLook(ctx context.Context) (int, *store.AuditBreak, error) {
-	cp, brk, err := s.opts.DB.VerifyAuditSinceCheckpoint(ctx, time.Now())
+	from, err := s.opts.DB.SharedAuditCheckpoint(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	cp, brk, err := s.opts.DB.VerifyAuditFrom(ctx, from)
 	if err != nil {
 		return 0, nil, err
 	}
