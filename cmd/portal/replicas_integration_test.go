@@ -317,8 +317,11 @@ func TestTwoReplicas(t *testing.T) {
 		if err != nil || len(evs) != 1 {
 			t.Errorf("connection %d (%s): %d provisioning.succeeded events, %v; want exactly one", id, teams[i], len(evs), err)
 		}
-		if c, err := db.Connection(ctx, id); err != nil || c.State != workflow.StateActive {
-			t.Errorf("connection %d: %s, %v; want active", id, c.State, err)
+		// Live: active, or under review when the leader's review
+		// scheduler found a reason meanwhile (the test's owners are in
+		// no owners group).
+		if c, err := db.Connection(ctx, id); err != nil || c.State != workflow.StateActive && c.State != workflow.StateUnderReview {
+			t.Errorf("connection %d: %s, %v; want active (or under review)", id, c.State, err)
 		}
 	}
 	t.Logf("%d of %d jobs resumed after the kill", resumed, n)
