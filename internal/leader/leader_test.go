@@ -27,7 +27,7 @@ func TestDefaultDurations(t *testing.T) {
 	if err := leader.Default.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if d := leader.Default.LeaseDuration + leader.Default.RetryPeriod; d >= 15*time.Second {
+	if d := leader.Default.WorstHandover(); d >= 15*time.Second {
 		t.Errorf("a handover may take %s, not under 15 s", d)
 	}
 	for _, bad := range []leader.Durations{{LeaseDuration: time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
