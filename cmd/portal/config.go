@@ -76,6 +76,11 @@ type Config struct {
 
 	// Notify: email and webhook delivery of notices (see notify.go).
 	Notify NotifyConfig
+
+	// Leader election (internal/leader): who runs the singletons.
+	LeaderElection          string // auto, kubernetes or database
+	LeaderElectionNamespace string
+	LeaderID                string
 }
 
 // awsServices are the services with an --aws-endpoint-<service> flag.
@@ -128,6 +133,9 @@ var specs = []flagSpec{
 	{"usage-retention", "PORTAL_USAGE_RETENTION", "9600h", "how long usage records (hourly rows, pods' intervals, missing periods) are kept; older ones are pruned daily (default 400 days)", false},
 	{"usage-interval", "PORTAL_USAGE_INTERVAL", "1m", "how often the usage collector (with --kubeconfig) records what it saw and recomputes the hours it touched", false},
 	{"review-interval", "PORTAL_REVIEW_INTERVAL", "10m", "how often the review scheduler opens due and event-driven reviews, flags orphans, syncs the owners groups (with --identity-store-id) and reminds of overdue reviews; one portal process at a time runs it", false},
+	{"leader-election", "PORTAL_LEADER_ELECTION", "auto", "how replicas elect the one that runs the background singletons (drift checker, collector, reviews, deliveries...): kubernetes (a Lease in --leader-election-namespace), database (a lease row in the database), or auto: kubernetes with --kubeconfig, database otherwise", false},
+	{"leader-election-namespace", "PORTAL_LEADER_ELECTION_NAMESPACE", "", "namespace of the leader election's Lease (default: the pod's own namespace in a cluster, else default)", false},
+	{"leader-id", "PORTAL_LEADER_ID", "", "this process's name in the leader election, unique per replica (default: host name (the pod's name) _ process id)", false},
 	{"shutdown-timeout", "PORTAL_SHUTDOWN_TIMEOUT", "20s", "how long SIGTERM waits for requests and workers to finish", false},
 
 	// IAM Identity Center groups at login (and the AWS settings they need).
@@ -144,7 +152,7 @@ var specs = []flagSpec{
 	{"aws-endpoint-datazone", "PORTAL_AWS_ENDPOINT_DATAZONE", "", "DataZone (Unified Studio) endpoint URL override", false},
 	{"aws-endpoint-iam", "PORTAL_AWS_ENDPOINT_IAM", "", "IAM endpoint URL override (the plan preview's check of the Studio execution role)", false},
 	{"aws-poll-interval", "PORTAL_AWS_POLL_INTERVAL", "5s", "how often a step polls a resource that is being created (compute quota, domain)", false},
-	{"aws-poll-timeout", "PORTAL_AWS_POLL_TIMEOUT", "50s", "how long one step waits for it before the job retries later (must stay under half the job lease, 1m)", false},
+	{"aws-poll-timeout", "PORTAL_AWS_POLL_TIMEOUT", "50s", "how long one step waits for it before the job retries later (must stay under the step timeout, 1m)", false},
 
 	// GPU utilization (DCGM_FI_DEV_GPU_UTIL by namespace) from Prometheus.
 	{"prometheus-url", "PORTAL_PROMETHEUS_URL", "", "Prometheus base URL (http://prometheus.monitoring:9090) or Amazon Managed Service for Prometheus workspace URL (https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>) to read GPU utilization from; empty: pages show allocation only", false},
@@ -261,6 +269,10 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		PrometheusNamespaceLabel: strings.TrimSpace(*vals["prometheus-namespace-label"]),
 
 		Notify: notifyConfig(vals, boolean),
+
+		LeaderElection:          strings.TrimSpace(*vals["leader-election"]),
+		LeaderElectionNamespace: strings.TrimSpace(*vals["leader-election-namespace"]),
+		LeaderID:                strings.TrimSpace(*vals["leader-id"]),
 	}
 	for _, svc := range awsServices {
 		if v := strings.TrimRight(strings.TrimSpace(*vals["aws-endpoint-"+svc]), "/"); v != "" {
@@ -297,6 +309,15 @@ func (c Config) validate(cmd string) []error {
 	}
 	if c.DB == "" {
 		errs = append(errs, errors.New("--db: a database is required (a SQLite file path or a postgres:// URL)"))
+	}
+	switch c.LeaderElection {
+	case "auto", "database":
+	case "kubernetes":
+		if c.Kubeconfig == "" {
+			errs = append(errs, errors.New("--leader-election: kubernetes needs --kubeconfig (the cluster holding the Lease)"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--leader-election: %q must be auto, kubernetes or database", c.LeaderElection))
 	}
 	if c.OnRevoke != "lock" && c.OnRevoke != "delete" {
 		errs = append(errs, fmt.Errorf("--on-revoke: %q must be lock or delete", c.OnRevoke))

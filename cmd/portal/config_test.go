@@ -72,6 +72,7 @@ func TestParseConfig(t *testing.T) {
 					IdentityStoreUserAttribute: "email", IdentityStoreCacheTTL: 5 * time.Minute,
 					AWSEndpoints: map[string]string{}, AWSPollInterval: 5 * time.Second, AWSPollTimeout: 50 * time.Second,
 					PrometheusNamespaceLabel: "namespace",
+					LeaderElection:           "auto",
 				}
 				if !reflect.DeepEqual(c, want) {
 					return "got " + fmtConfig(c) + ", want " + fmtConfig(want)

@@ -275,8 +275,12 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		return err
 	}
 
+	elector, err := newElector(cfg, kube, db, logger)
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), elector.Status())
 	srv, err := web.New(web.Options{
 		TrustedProxies: cfg.TrustedProxies,
 		DB:             db, OIDC: auth.NewClient(oidcCfg), Mapping: mapping, Logger: logger,
@@ -293,6 +297,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		RateCard:       rates,
 		Workloads:      workloadsOrNil(checker.Sources.Kube),
 		NotifyChannels: channels,
+		Leader:         elector.Status(),
 		OnLogin:        func(ctx context.Context, email string) error { return reviews.OwnerSignedIn(ctx, email, time.Now()) },
 	})
 	if err != nil {
@@ -317,6 +322,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	// On every replica: session cleanup, the audit head log and the
+	// provisioning worker (each job is leased to one worker at a time,
+	// renewed by a heartbeat: internal/provision).
 	wg.Add(1)
 	go func() { defer wg.Done(); srv.CleanupSessions(workCtx, 10*time.Minute) }()
 	wg.Add(1)
@@ -326,6 +334,26 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		defer t.Stop()
 		logAuditHeads(workCtx, db, logger, t.C)
 	}()
+	// The audit page's shared checkpoint moves on here, not on page
+	// views (a GET writes nothing); any replica may, it only moves forward.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			if _, brk, err := db.VerifyAuditSinceCheckpoint(workCtx, time.Now()); err != nil && workCtx.Err() == nil {
+				logger.Error("audit chain check", "err", err)
+			} else if brk != nil {
+				logger.Error("audit chain BROKEN", "event_id", brk.ID, "reason", brk.Reason)
+			}
+			select {
+			case <-workCtx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -333,15 +361,6 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 			logger.Error("provisioner stopped", "err", err)
 		}
 	}()
-	// Notices leave the outbox: in-app, and by email and webhook when
-	// configured (internal/notify; every delivery is leased, so replicas
-	// may run it side by side).
-	wg.Add(1)
-	go func() { defer wg.Done(); notifier.Run(workCtx, 5*time.Second) }()
-	// Last month's statements are frozen once it has ended (see cost.go).
-	closer := newMonthCloser(db, rates, cluster, logger)
-	wg.Add(1)
-	go func() { defer wg.Done(); closer.Run(workCtx) }()
 	if cfg.Dev {
 		// In the background: under load the seed takes seconds, and the
 		// portal need not wait for it (the pages fill in when it is done).
@@ -357,37 +376,43 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}
 	if kube == nil {
 		logger.Info("provisioner in dry-run mode: no --kubeconfig, plans are recorded and nothing is applied")
-	} else {
-		drift := newDriftChecker(db, applier, side.drifter(), cluster, logger)
-		wg.Add(1)
-		go func() { defer wg.Done(); drift.Run(workCtx) }()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := collector.Run(workCtx); err != nil && workCtx.Err() == nil {
-				logger.Error("usage collector stopped", "err", err)
-			}
-		}()
 	}
-	// The signals loop runs beside the drift checker, in this process.
-	// It reads stored usage rows (a cluster's or the demo seed's), and
-	// GPU utilization from Prometheus when --prometheus-url is set, so it
-	// runs in dry-run mode too; the open-event index makes a second
-	// replica evaluating at the same time store nothing twice.
+	// The singletons run on the elected leader only, started when this
+	// process becomes it and stopped when it stops being it.
+	closer := newMonthCloser(db, rates, cluster, logger)
 	signals := srv.Signals(logger.With("component", "signals"))
+	var drift *provision.DriftChecker
+	if kube != nil {
+		drift = newDriftChecker(db, applier, side.drifter(), cluster, logger)
+	}
+	singletons := func(ctx context.Context) {
+		var swg sync.WaitGroup
+		start := func(f func()) { swg.Add(1); go func() { defer swg.Done(); f() }() }
+		// Notices leave the outbox: in-app, and by email and webhook
+		// when configured (internal/notify).
+		start(func() { notifier.Run(ctx, 5*time.Second) })
+		// Last month's statements are frozen once it has ended (cost.go).
+		start(func() { closer.Run(ctx) })
+		if drift != nil {
+			start(func() { drift.Run(ctx) })
+			start(func() {
+				if err := collector.Run(ctx); err != nil && ctx.Err() == nil {
+					logger.Error("usage collector stopped", "err", err)
+				}
+			})
+		}
+		// The signals loop reads stored usage rows (a cluster's or the
+		// demo seed's), and GPU utilization from Prometheus when
+		// --prometheus-url is set, so it runs in dry-run mode too.
+		start(func() { signals.Run(ctx, 10*time.Minute, time.Now) })
+		// Contract end dates: owners told ahead, a hold proposed once passed.
+		start(func() { endDateHolds(ctx, db, time.Hour, time.Now, logger.With("component", "end-dates")) })
+		// The review scheduler, in dry-run mode too.
+		start(func() { reviews.Run(ctx, cfg.ReviewInterval, time.Now) })
+		swg.Wait()
+	}
 	wg.Add(1)
-	go func() { defer wg.Done(); signals.Run(workCtx, 10*time.Minute, time.Now) }()
-	// Contract end dates: owners told ahead, a hold proposed once passed.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		endDateHolds(workCtx, db, time.Hour, time.Now, logger.With("component", "end-dates"))
-	}()
-
-	// The review scheduler: one portal process at a time runs it (a claim
-	// with a heartbeat in the database), in dry-run mode too.
-	wg.Add(1)
-	go func() { defer wg.Done(); reviews.Run(workCtx, cfg.ReviewInterval, time.Now) }()
+	go func() { defer wg.Done(); elector.Run(workCtx, singletons) }()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()

@@ -110,7 +110,7 @@ func TestServeDev(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "keys", "session.key")
 	args := []string{"serve", "--dev", "--listen", "127.0.0.1:0",
-		"--db", filepath.Join(dir, "portal.db"), "--session-key-file", keyFile}
+		"--db", filepath.Join(dir, "portal.db"), "--session-key-file", keyFile, "--leader-id", "dev-test_1"}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -174,6 +174,12 @@ func TestServeDev(t *testing.T) {
 			t.Errorf("GET %s body does not contain %q:\n%s", c.path, c.wantBody, body)
 		}
 	}
+
+	// The only process is elected (the database lease, without a
+	// cluster): /readyz and /metrics name it.
+	waitFor(t, client, url+"/readyz", "leader: dev-test_1 (database lease)\nthis process: dev-test_1 (leader)\n")
+	waitFor(t, client, url+"/metrics", `portal_is_leader{identity="dev-test_1"} 1`)
+	waitFor(t, client, url+"/metrics", `portal_leader{identity="dev-test_1",lock="database lease"} 1`)
 
 	// --dev creates the session key on first start, readable only by us.
 	fi, err := os.Stat(keyFile)
@@ -391,4 +397,24 @@ func TestRunMigratePostgres(t *testing.T) {
 	if err == nil || strings.Contains(err.Error()+stdout.String()+stderr.String(), password) {
 		t.Errorf("migrate on a closed port: %v (output %q %q), want an error without the password", err, stdout.String(), stderr.String())
 	}
+}
+
+// waitFor gets url until its body contains want (the election runs beside
+// the server), failing after a failsafe wait, not a timing.
+func waitFor(t *testing.T, client *http.Client, url, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		if resp, err := client.Get(url); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if last = string(b); strings.Contains(last, want) {
+				return last
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("GET %s never contained %q; last:\n%s", url, want, last)
+	return ""
 }

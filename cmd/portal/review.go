@@ -28,7 +28,11 @@ import (
 func newReviewScheduler(ctx context.Context, db *store.DB, cfg Config, mapping auth.Mapping, rates *usage.RateCard,
 	cluster provision.ClusterSettings, kube *rest.Config, logger *slog.Logger) (*review.Scheduler, error) {
 	s := &review.Scheduler{DB: db, OwnersGroups: map[string][]string{}, Rates: rates, Accelerators: web.AcceleratorsOf(cluster),
-		Logger: logger, Lease: 3 * cfg.ReviewInterval}
+		Logger: logger, Lease: 3 * cfg.ReviewInterval,
+		// The scheduler runs only on the elected leader (internal/leader),
+		// so every leader claims its row under one name: a new leader
+		// after a handover must not wait out the dead one's claim.
+		Owner: "the elected leader"}
 	for team, g := range mapping.Teams {
 		s.OwnersGroups[team] = g.Owners
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -33,11 +32,13 @@ func newUsageCollector(kube *rest.Config, db *store.DB, settings provision.Clust
 	if err != nil {
 		return nil, fmt.Errorf("usage collector: %w", err)
 	}
-	host, _ := os.Hostname()
 	s := settings.WithDefaults()
 	return &collect.Collector{
 		Kube: kc, Kueue: qc, Store: db, Cluster: usageCluster,
-		Owner:        fmt.Sprintf("%s/%d", host, os.Getpid()),
+		// The collector runs only on the elected leader (internal/leader),
+		// so every leader holds its claim under one name: a new leader
+		// after a handover must not wait out the dead one's heartbeat.
+		Owner:        "the elected leader",
 		Guarantees:   guaranteesFrom(db, s),
 		Accelerators: s.Accelerators,
 		Interval:     cfg.UsageInterval,

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/hyperpod-governance/portal/internal/leader"
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/web"
@@ -107,4 +108,35 @@ func workloadsOrNil(r *provision.ClusterReader) web.WorkloadReader {
 		return nil
 	}
 	return r
+}
+
+// newElector is the leader election of --leader-election: a Kubernetes
+// Lease in the cluster --kubeconfig reaches, or a lease row in the
+// database.
+func newElector(cfg Config, kube *rest.Config, db *store.DB, logger *slog.Logger) (leader.Elector, error) {
+	id := cfg.LeaderID
+	if id == "" {
+		id = leader.DefaultIdentity()
+	}
+	mode := cfg.LeaderElection
+	if mode == "auto" {
+		mode = "database"
+		if kube != nil {
+			mode = "kubernetes"
+		}
+	}
+	log := logger.With("component", "leader")
+	if mode == "kubernetes" {
+		ns := cfg.LeaderElectionNamespace
+		if ns == "" {
+			ns = leader.InClusterNamespace()
+		}
+		if ns == "" {
+			ns = "default"
+		}
+		log.Info("leader election on a Kubernetes Lease", "lease", ns+"/"+leader.LeaseName, "identity", id)
+		return leader.NewKube(kube, ns, "", id, leader.Default, log)
+	}
+	log.Info("leader election on the database", "identity", id)
+	return leader.NewDB(db, "", id, leader.Default, log)
 }

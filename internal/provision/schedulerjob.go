@@ -26,7 +26,7 @@ type SchedulerJobs struct {
 	// calls it would make and the job succeeds as a dry run.
 	API awsprov.SchedulerAPI
 	// Poll is how a job waits for HyperPod to apply the config. Its
-	// Timeout is cut to fit in a step (half the worker's lease), so that a
+	// Timeout is cut to fit in a step (the worker's StepTimeout), so that a
 	// config still settling is a retried TimeoutError, not a cut call.
 	Poll awsprov.PollConfig
 }
@@ -75,7 +75,7 @@ func (w *Worker) runScheduler(ctx, sctx context.Context, job workflow.Job, log *
 	}
 	outcome, detail := string(DryRunOutcome), "would call ListClusterSchedulerConfigs, then CreateClusterSchedulerConfig or UpdateClusterSchedulerConfig when it differs, for "+schedulerWhat(spec)
 	if !dry {
-		stepTimeout := w.lease() / 2
+		stepTimeout := w.stepTimeout()
 		poll := w.Scheduler.Poll
 		poll.Timeout = min(orDefault(poll.Timeout, stepTimeout), stepTimeout*3/4)
 		stepCtx, cancel := context.WithTimeout(ctx, stepTimeout)

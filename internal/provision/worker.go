@@ -102,6 +102,32 @@ func PlansFrom(version func(ctx context.Context, connID int64, version int) (c w
 	}
 }
 
+// The job lease and its heartbeat, in one place. A claim holds a job for
+// JobLease; while the job runs (slow AWS waits included), a heartbeat
+// renews it every JobHeartbeat, so a live worker keeps its job however long
+// a step takes, and a worker that died (kill -9, a lost node) stops renewing:
+// another worker claims the job once JobLease has passed since the last
+// beat. With the worker's PollInterval (2 s) that resumes a dead holder's
+// job within JobLease + PollInterval = 12 s, under the 15 s the replicas
+// promise (README "Replicas"). Three beats fit in a lease, so one slow
+// write (a busy database) does not lose it.
+const (
+	JobLease     = 10 * time.Second
+	JobHeartbeat = 3 * time.Second
+	// DefaultStepTimeout bounds one step (an apply, an AWS call and its
+	// wait); a longer wait is the job's retry. It no longer depends on the
+	// lease: the heartbeat keeps the lease while a step runs.
+	DefaultStepTimeout = time.Minute
+	// DefaultPollInterval is how long Run waits when the queue is empty.
+	DefaultPollInterval = 2 * time.Second
+)
+
+// ErrLeaseLost: the worker no longer holds the job (another worker took
+// it over after the lease expired, or it is no longer running). The store
+// returns it (wrapped) from every write on such a job; the heartbeat
+// cancels the running step with it.
+var ErrLeaseLost = workflow.ErrLeaseLost
+
 // DefaultOwner names this process for leases: host, pid and a random
 // suffix, so that two workers never share an owner.
 func DefaultOwner() string {
@@ -151,9 +177,17 @@ type Worker struct {
 	// Owner names this worker in leases; unique per worker (DefaultOwner).
 	Owner string
 	// Lease is how long a claim holds a job without news; it is extended
-	// before every step, and each step gets half of it as a timeout, so it
-	// must be well above the slowest apply. Default 2 minutes.
+	// before every step and by the heartbeat while the job runs. Default
+	// JobLease.
 	Lease time.Duration
+	// Heartbeat is how often the lease is renewed while a job runs.
+	// Default JobHeartbeat (or a third of Lease, when that is shorter).
+	Heartbeat time.Duration
+	// HeartbeatTicks, when set, drives the heartbeat instead of a ticker
+	// of Heartbeat: one renewal per receive (a test hook, with Clock).
+	HeartbeatTicks <-chan time.Time
+	// StepTimeout bounds one step. Default DefaultStepTimeout.
+	StepTimeout time.Duration
 	// Backoff is the delay before the second attempt, doubled for each
 	// further one up to MaxBackoff. Defaults 10 seconds and 10 minutes.
 	Backoff, MaxBackoff time.Duration
@@ -161,7 +195,7 @@ type Worker struct {
 	// transient error then fails it.
 	MaxAttempts int
 	// PollInterval is how long Run waits when the queue is empty or the
-	// store fails. Default 2 seconds.
+	// store fails. Default DefaultPollInterval.
 	PollInterval time.Duration
 	Logger       *slog.Logger // default: discard
 	// Preflight, when set, checks a provisioning or reapply plan against
@@ -194,7 +228,48 @@ func orDefault[T int | time.Duration](v, def T) T {
 	return def
 }
 
-func (w *Worker) lease() time.Duration { return orDefault(w.Lease, 2*time.Minute) }
+func (w *Worker) lease() time.Duration { return orDefault(w.Lease, JobLease) }
+
+func (w *Worker) stepTimeout() time.Duration { return orDefault(w.StepTimeout, DefaultStepTimeout) }
+
+func (w *Worker) heartbeatEvery() time.Duration {
+	return orDefault(w.Heartbeat, min(JobHeartbeat, w.lease()/3))
+}
+
+// heartbeat renews the lease of job on every beat until the returned stop
+// is called (stop waits for it to end). When the store says the lease is
+// lost it cancels the run with ErrLeaseLost: the step in flight stops, and
+// the run's next write fails, so the worker writes nothing more. Any other
+// error (a busy database) is logged and the next beat tries again.
+func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, jobID int64, log *slog.Logger) (stop func()) {
+	ticks, tickerStop := w.HeartbeatTicks, func() {}
+	if ticks == nil {
+		t := time.NewTicker(w.heartbeatEvery())
+		ticks, tickerStop = t.C, t.Stop
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer tickerStop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticks:
+			}
+			err := w.Store.ExtendLease(context.WithoutCancel(ctx), jobID, w.Owner, w.now(), w.lease())
+			switch {
+			case errors.Is(err, ErrLeaseLost):
+				log.Warn("job lease lost: another worker holds the job; stopping", "err", err.Error())
+				cancel(err)
+				return
+			case err != nil:
+				log.Warn("job lease heartbeat failed; retrying at the next beat", "err", err.Error())
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
 
 func (w *Worker) maxAttempts() int { return orDefault(w.MaxAttempts, 8) }
 
@@ -246,7 +321,15 @@ func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	// Bookkeeping outlives a shutdown: once a step has run, its outcome
 	// and the job's fate are recorded even if ctx is cancelled meanwhile.
 	// The database's busy timeout bounds these writes.
-	return true, w.run(ctx, context.WithoutCancel(ctx), job, log)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopBeat := w.heartbeat(ctx, cancel, job.ID, log)
+	err = w.run(runCtx, context.WithoutCancel(ctx), job, log)
+	stopBeat()
+	if cause := context.Cause(runCtx); err != nil && errors.Is(cause, ErrLeaseLost) && !errors.Is(err, ErrLeaseLost) {
+		err = fmt.Errorf("%w (%v)", cause, err)
+	}
+	return true, err
 }
 
 // stop is how a run ends without a store error.
@@ -295,7 +378,7 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 		outcome, detail, applyErr := DryRunOutcome, st.Detail, error(nil)
 		var rec *workflow.AWSRecord
 		if !w.DryRun {
-			stepCtx, cancel := context.WithTimeout(ctx, w.lease()/2)
+			stepCtx, cancel := context.WithTimeout(ctx, w.stepTimeout())
 			if st.AWS != nil {
 				outcome, detail, rec, applyErr = w.runAWS(stepCtx, st)
 			} else {
@@ -472,7 +555,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.check(); err != nil {
 		return err
 	}
-	poll := orDefault(w.PollInterval, 2*time.Second)
+	poll := orDefault(w.PollInterval, DefaultPollInterval)
 	for ctx.Err() == nil {
 		did, err := w.RunOnce(ctx)
 		if err != nil {

@@ -318,3 +318,59 @@ FROM audit_events e WHERE id > ? AND id % ? = 0 ORDER BY id`, afterID, every)
 	}
 	return out, rows.Err()
 }
+
+// auditPageCheckpoint names the audit page's row in audit_checkpoint.
+const auditPageCheckpoint = "audit-page"
+
+// SharedAuditCheckpoint is how far the audit page of any replica has
+// verified the chain (the zero checkpoint before any look).
+func (d *DB) SharedAuditCheckpoint(ctx context.Context) (AuditCheckpoint, error) {
+	var cp AuditCheckpoint
+	err := d.sql.QueryRowContext(ctx, `SELECT event_id, hash, event_count FROM audit_checkpoint WHERE name = ?`, auditPageCheckpoint).
+		Scan(&cp.ID, &cp.Hash, &cp.Count)
+	if errors.Is(err, sql.ErrNoRows) {
+		return AuditCheckpoint{}, nil
+	}
+	if err != nil {
+		return AuditCheckpoint{}, fmt.Errorf("store: audit checkpoint: %w", err)
+	}
+	return cp, nil
+}
+
+// AdvanceAuditCheckpoint records cp as the shared checkpoint if it is
+// further along the chain than the stored one: two replicas verifying at
+// once never move it back.
+func (d *DB) AdvanceAuditCheckpoint(ctx context.Context, cp AuditCheckpoint, now time.Time) error {
+	if cp.ID == 0 {
+		return nil
+	}
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO audit_checkpoint (name, event_id, hash, event_count, verified_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (name) DO UPDATE SET event_id = excluded.event_id, hash = excluded.hash, event_count = excluded.event_count, verified_at = excluded.verified_at
+WHERE audit_checkpoint.event_id < excluded.event_id`, auditPageCheckpoint, cp.ID, cp.Hash, cp.Count, fmtTime(now))
+		if err != nil {
+			return fmt.Errorf("store: advance the audit checkpoint: %w", err)
+		}
+		return nil
+	})
+}
+
+// VerifyAuditSinceCheckpoint verifies the events appended after the shared
+// checkpoint and advances it: the audit page's check, the same on every
+// replica. A break is returned and the checkpoint stays before it.
+func (d *DB) VerifyAuditSinceCheckpoint(ctx context.Context, now time.Time) (AuditCheckpoint, *AuditBreak, error) {
+	from, err := d.SharedAuditCheckpoint(ctx)
+	if err != nil {
+		return from, nil, err
+	}
+	cp, brk, err := d.VerifyAuditFrom(ctx, from)
+	if err != nil {
+		return cp, nil, err
+	}
+	if cp.ID > from.ID {
+		if err := d.AdvanceAuditCheckpoint(ctx, cp, now); err != nil {
+			return cp, brk, err
+		}
+	}
+	return cp, brk, nil
+}

@@ -13,7 +13,9 @@ import (
 // ErrLeaseLost is returned by every write on a job the caller does not hold:
 // its lease was taken over by another worker after it expired, or the job is
 // no longer running. The caller must stop without writing anything else.
-var ErrLeaseLost = errors.New("store: job lease lost")
+// It is workflow.ErrLeaseLost, which the provisioning worker's heartbeat
+// also knows.
+var ErrLeaseLost = workflow.ErrLeaseLost
 
 // ErrJobOpen is returned when a connection already has an unfinished job of
 // the kind being queued.

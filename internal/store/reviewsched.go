@@ -362,3 +362,29 @@ func (d *DB) ApprovedVersions(ctx context.Context, id int64) ([]ApprovedVersion,
 	}
 	return out, nil
 }
+
+// SingletonHolder is who holds the loop name and its last heartbeat;
+// ErrNotFound when nobody ever did.
+func (d *DB) SingletonHolder(ctx context.Context, name string) (string, time.Time, error) {
+	var owner, hb string
+	err := d.sql.QueryRowContext(ctx, `SELECT owner, heartbeat_at FROM singletons WHERE name = ?`, name).Scan(&owner, &hb)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, ErrNotFound
+	}
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("store: holder of %s: %w", name, err)
+	}
+	t, err := parseTime(hb)
+	return owner, t, err
+}
+
+// ReleaseSingleton gives up the loop name if owner holds it (a clean
+// shutdown), so another instance need not wait out the lease.
+func (d *DB) ReleaseSingleton(ctx context.Context, name, owner string) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM singletons WHERE name = ? AND owner = ?`, name, owner); err != nil {
+			return fmt.Errorf("store: release %s: %w", name, err)
+		}
+		return nil
+	})
+}

@@ -51,3 +51,48 @@ func TestVerifyAuditFromACheckpoint(t *testing.T) {
 		t.Errorf("altered event: %+v %+v %v", cp3, brk, err)
 	}
 }
+
+// The audit page's checkpoint is the database's, shared by replicas: one
+// replica's look is what another starts from, and it only moves forward.
+func TestSharedAuditCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	path := newDSN(t, "p.db")
+	db, err := store.OpenMigrated(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	other, err := store.Open(ctx, path) // a second replica on the same database
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	u, _ := db.RecordLogin(ctx, "iss", "o", "owner.red@example.test", "", nil, now)
+	by := workflow.Actor{ID: u.ID, Email: u.Email}
+	if _, err := db.CreateConnection(ctx, workflow.ExampleContract(), by, now); err != nil {
+		t.Fatal(err)
+	}
+	cp1, brk, err := db.VerifyAuditSinceCheckpoint(ctx, now)
+	if err != nil || brk != nil || cp1.Count != 1 {
+		t.Fatalf("first look: %+v %+v %v", cp1, brk, err)
+	}
+	if got, err := other.SharedAuditCheckpoint(ctx); err != nil || got != cp1 {
+		t.Fatalf("the other replica sees checkpoint %+v, %v; want %+v", got, err, cp1)
+	}
+	if _, err := db.Transition(ctx, 1, workflow.EventSubmit, by, "", store.Expect{}, now); err != nil {
+		t.Fatal(err)
+	}
+	cp2, brk, err := other.VerifyAuditSinceCheckpoint(ctx, now)
+	if err != nil || brk != nil || cp2.Count != 2 || cp2.ID <= cp1.ID {
+		t.Fatalf("the other replica's look: %+v %+v %v", cp2, brk, err)
+	}
+	// A replica that verified less (a slower, concurrent look) does not
+	// move the checkpoint back.
+	if err := db.AdvanceAuditCheckpoint(ctx, cp1, now); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.SharedAuditCheckpoint(ctx); got != cp2 {
+		t.Errorf("checkpoint moved back to %+v, want %+v", got, cp2)
+	}
+}

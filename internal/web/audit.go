@@ -73,7 +73,7 @@ func (s *Server) auditTrail(c echo.Context) error {
 		return err
 	}
 	a := views.AuditPage{Team: f.Team, Action: f.Action, Actor: f.Actor, ChainOK: brk == nil,
-		ChainNote: fmt.Sprintf("Hash chain verified: %d events, none altered or removed since this portal started checking (run `portal audit verify` for a full walk).", n)}
+		ChainNote: fmt.Sprintf("Hash chain verified: %d events, none altered or removed since the portal (any replica) started checking (run `portal audit verify` for a full walk).", n)}
 	if f.ObjectID > 0 {
 		a.Object = strconv.FormatInt(f.ObjectID, 10)
 	}
@@ -216,16 +216,19 @@ func (s *Server) versionDiff(c echo.Context) error {
 	return render(c, http.StatusOK, views.VersionDiffPage(s.page(c, "Compare versions"), d))
 }
 
-// verifyAuditSinceLastLook extends the server's verified checkpoint over the
-// events appended since the last view; a break is reported and the
-// checkpoint stays before it.
+// verifyAuditSinceLastLook verifies the events appended after the shared
+// checkpoint (the database's, the same on every replica: a second replica
+// neither starts over nor keeps one of its own); a break is reported. A GET
+// writes nothing: the checkpoint is moved on by every replica's background
+// check (store.VerifyAuditSinceCheckpoint, cmd/portal), not by page views.
 func (s *Server) verifyAuditSinceLastLook(ctx context.Context) (int, *store.AuditBreak, error) {
-	s.auditMu.Lock()
-	defer s.auditMu.Unlock()
-	cp, brk, err := s.opts.DB.VerifyAuditFrom(ctx, s.audited)
+	from, err := s.opts.DB.SharedAuditCheckpoint(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
-	s.audited = cp
+	cp, brk, err := s.opts.DB.VerifyAuditFrom(ctx, from)
+	if err != nil {
+		return 0, nil, err
+	}
 	return cp.Count, brk, nil
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -68,5 +70,47 @@ SELECT '2026-11-30T12:00:00Z', 'system', 'test.event', 'cluster', 'red', 'row ' 
 	// An empty result is still a JSON array.
 	if _, body := h.get(rev.c, "/audit?format=json&team=nobody"); strings.TrimSpace(body) != "[]" {
 		t.Errorf("empty JSON export = %q", body)
+	}
+}
+
+// The audit page's verification checkpoint is the database's: every
+// replica's page starts from the checkpoint the background check stored
+// (not one of its own), and a page view writes nothing.
+func TestAuditCheckpointIsSharedByReplicas(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
+	h.postAs(owner, "/connections/1/submit", nil)
+	ctx := context.Background()
+	// Some replica's background check verified the two events.
+	if cp, brk, err := h.db.VerifyAuditSinceCheckpoint(ctx, time.Now()); err != nil || brk != nil || cp.Count != 2 {
+		t.Fatalf("background check = %+v, %+v, %v", cp, brk, err)
+	}
+	// Event 1 is altered afterwards: the pages of every replica start
+	// after the shared checkpoint, so they do not walk it again (that is
+	// `portal audit verify`'s full walk); a page of its own would.
+	if err := h.db.ExecForTest(ctx, `DROP TRIGGER audit_no_update`, `UPDATE audit_events SET reason = 'forged' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	opts := h.srv.opts
+	opts.Registry = nil
+	second, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*Server{h.srv, second} {
+		if n, brk, err := s.verifyAuditSinceLastLook(ctx); err != nil || brk != nil || n != 2 {
+			t.Errorf("replica %d's look = %d, %+v, %v; want 2 events from the shared checkpoint", i+1, n, brk, err)
+		}
+	}
+	// An event appended and altered after the checkpoint is caught by both.
+	h.postAs(owner, "/connections/1/withdraw", url.Values{"reason": {"x"}})
+	if err := h.db.ExecForTest(ctx, `UPDATE audit_events SET reason = 'forged' WHERE id = 3`); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*Server{h.srv, second} {
+		if _, brk, err := s.verifyAuditSinceLastLook(ctx); err != nil || brk == nil || brk.ID != 3 {
+			t.Errorf("replica %d's look after a forged event 3 = %+v, %v", i+1, brk, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -14,7 +15,15 @@ func (s *Server) healthz(c echo.Context) error {
 }
 
 // readyz says the portal can serve: the database answers and its schema is
-// exactly the one this binary knows.
+// exactly the one this binary knows. Its details name the elected leader
+// (the replica running the singletons) and this process:
+//
+//	ready
+//	leader: <identity> (<lock>)
+//	this process: <identity> (leader|follower)
+//
+// A replica that is not the leader is ready all the same: it serves pages
+// and runs provisioning jobs.
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
@@ -30,5 +39,16 @@ func (s *Server) readyz(c echo.Context) error {
 	if st.Current != st.Known {
 		return c.String(http.StatusServiceUnavailable, "not ready: schema version differs from this binary's\n")
 	}
-	return c.String(http.StatusOK, "ready\n")
+	body := "ready\n"
+	if l := s.opts.Leader; l != nil {
+		who, role := l.Leader(), "follower"
+		if who == "" {
+			who = "none yet"
+		}
+		if l.IsLeader() {
+			role = "leader"
+		}
+		body += fmt.Sprintf("leader: %s (%s)\nthis process: %s (%s)\n", who, l.Lock(), l.Identity(), role)
+	}
+	return c.String(http.StatusOK, body)
 }

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -24,6 +23,14 @@ import (
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
+
+// LeaderStatus is what /readyz says of the leader election.
+type LeaderStatus interface {
+	Identity() string // this process
+	Leader() string   // the leader last observed, "" before any
+	IsLeader() bool
+	Lock() string // what the election runs on
+}
 
 // Options configures the HTTP layer. cmd/portal builds it from the validated
 // Config; tests build it directly.
@@ -67,6 +74,10 @@ type Options struct {
 
 	// Registry receives the HTTP metrics; /metrics serves it.
 	Registry *prometheus.Registry
+
+	// Leader, when set, is this process's view of the leader election
+	// (*leader.Status): /readyz names the leader and this process.
+	Leader LeaderStatus
 
 	// Cluster is how plans are built for this cluster; DryRun says that no
 	// cluster is configured, so plans are recorded but not applied.
@@ -145,11 +156,6 @@ type Server struct {
 	// knownOwners are the lower-case names accepted as contract owners
 	// without a login: mapped group names and Options.KnownOwners.
 	knownOwners map[string]bool
-
-	// auditMu guards audited, how far the audit page has verified the
-	// chain: each view checks only what was appended since.
-	auditMu sync.Mutex
-	audited store.AuditCheckpoint
 
 	// decideHooks let tests interleave other requests with a decision.
 	// Nil outside tests.

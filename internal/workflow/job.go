@@ -1,6 +1,9 @@
 package workflow
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // JobKind is what a provisioning job does to a connection's objects. Jobs
 // are queued by the effects of commands (an approval queues provision, a
@@ -53,6 +56,12 @@ const (
 	StepDone    StepState = "done"
 	StepFailed  StepState = "failed"
 )
+
+// ErrLeaseLost: a worker no longer holds the job it runs: its lease was
+// taken over by another worker after it expired, or the job is no longer
+// running. The store returns it (wrapped) from every write on such a job;
+// the worker's heartbeat stops the running step with it.
+var ErrLeaseLost = errors.New("store: job lease lost")
 
 // Job is one durable unit of provisioning work on a connection: the store
 // keeps it (jobs table), the provisioning worker claims and runs it.
