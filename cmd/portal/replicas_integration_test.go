@@ -7,18 +7,22 @@ package main
 // the handover is measured (README "Replicas"; bench/replicas.sh runs it
 // with 100 connections and prints the figure).
 //
-// The database is PORTAL_TEST_REPLICAS_DB when set (e.g. a postgres:// URL
-// once the store speaks PostgreSQL), else a fresh SQLite file: two
+// The database is PORTAL_TEST_REPLICAS_DB when set, else a new database on
+// the test bed's PostgreSQL (PORTAL_TEST_POSTGRES_URL: what several
+// replicas run on, and what make test uses), else a fresh SQLite file: two
 // processes share it on one host (WAL). PORTAL_REPLICAS_N sets how many
 // connections (default 12, to keep `make test` short).
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,8 +136,12 @@ func TestTwoReplicas(t *testing.T) {
 	dir := t.TempDir()
 	dbURL := os.Getenv("PORTAL_TEST_REPLICAS_DB")
 	if dbURL == "" {
+		dbURL = replicasPostgresDB(t)
+	}
+	if dbURL == "" {
 		dbURL = filepath.Join(dir, "portal.db")
 	}
+	t.Logf("database: %s", store.RedactDSN(dbURL))
 	bin := filepath.Join(dir, "portal")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -379,4 +387,34 @@ func actAsHyperPod(t *testing.T, dyn dynamic.Interface, team string) {
 // redactDB keeps a database URL's password out of the report.
 func redactDB(s string) string {
 	return regexp.MustCompile(`://([^:/@]+):[^@]*@`).ReplaceAllString(s, "://$1:***@")
+}
+
+// replicasPostgresDB creates an empty database on the test bed's
+// PostgreSQL for the harness and returns its URL (dropped when the test
+// ends), or "" when no PostgreSQL is configured.
+func replicasPostgresDB(t *testing.T) string {
+	base := os.Getenv("PORTAL_TEST_POSTGRES_URL")
+	if base == "" {
+		return ""
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("PORTAL_TEST_POSTGRES_URL: %v", err)
+	}
+	name := fmt.Sprintf("portal_replicas_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.ExecContext(t.Context(), `CREATE DATABASE `+name); err != nil {
+		admin.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// After the replicas' own clean-ups (registered later, run first).
+		admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`) //nolint:errcheck
+		admin.Close()
+	})
+	u.Path = "/" + name
+	return u.String()
 }
