@@ -64,8 +64,9 @@ unit: ## unit tests only (no test bed; tests that need it are skipped with a mes
 	$(GO) test -count=1 ./...
 
 # The test bed lives in a per-run state directory and is always torn down.
-# The store suite runs twice: in ./... on SQLite, then again on the test bed's
-# PostgreSQL (hack/testbed/postgres.sh; PORTAL_TEST_STORE_ENGINE=postgres). The
+# The store suite runs twice: in ./... on SQLite, and beside it on the test bed's
+# PostgreSQL (hack/testbed/postgres.sh; PORTAL_TEST_STORE_ENGINE=postgres; its
+# output is printed when both are done, and either failing fails make test). The
 # second pass runs without -race: its Go code is the same as the race-tested
 # SQLite pass's; it is there for the SQL.
 test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
@@ -74,9 +75,11 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	bash hack/testbed/up.sh "$$state"; \
 	set -a; source "$$state/testbed.env"; set +a; \
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
-	$(GO) test -race -count=1 -timeout 15m ./...; \
-	echo "store suite again, on PostgreSQL"; \
-	PORTAL_TEST_STORE_ENGINE=postgres $(GO) test -count=1 -timeout 10m ./internal/store
+	PORTAL_TEST_STORE_ENGINE=postgres $(GO) test -count=1 -timeout 10m ./internal/store >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
+	rc=0; $(GO) test -race -count=1 -timeout 15m ./... || rc=$$?; \
+	pgrc=0; wait $$pg || pgrc=$$?; \
+	echo "store suite again, on PostgreSQL (it ran beside the above):"; cat "$$state/store-postgres.log"; \
+	[ $$rc = 0 ] && [ $$pgrc = 0 ]
 	@# The seed corpus ran above (go test); now a short bounded fuzz of the form handlers. It
 	@# first re-runs the corpus cached by earlier runs (GOCACHE/fuzz), which can fill the time.
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)

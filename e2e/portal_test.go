@@ -3,13 +3,11 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -44,14 +42,7 @@ func portalBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "portal")
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/portal")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		buildErr = testenv.GoBuild(binPath, "./cmd/portal", "-s -w")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

@@ -45,23 +45,6 @@ const (
 
 var testCreated = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
-}
-
-// goBuild builds pkg as make build does: static (CGO_ENABLED=0), -trimpath.
-func goBuild(t *testing.T, root, out, pkg, ldflags string) {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-}
-
 // TestImage builds the portal binary and the image exactly as make image
 // does (through the hack/image command, twice), reads the image back from
 // the OCI layout and the docker-archive with go-containerregistry, checks its
@@ -73,12 +56,12 @@ func TestImage(t *testing.T) {
 	if _, err := os.Stat(hostCACerts); err != nil {
 		t.Fatalf("%s: %v (Debian's ca-certificates package; make deps installs it)", hostCACerts, err)
 	}
-	root := moduleRoot(t)
+	root := testenv.ModuleRoot()
 	dir := t.TempDir()
 	portal := filepath.Join(dir, "portal")
-	goBuild(t, root, portal, "./cmd/portal", "-s -w -X main.version="+testVersion)
+	testenv.MustGoBuild(t, portal, "./cmd/portal", "-s -w -X main.version="+testVersion)
 	tool := filepath.Join(dir, "image-tool")
-	goBuild(t, root, tool, "./hack/image", "-s -w")
+	testenv.MustGoBuild(t, tool, "./hack/image", "-s -w")
 
 	build := func(out string) string {
 		cmd := exec.Command(tool, "--binary", portal, "--ca-certs", hostCACerts,
