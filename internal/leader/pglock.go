@@ -34,9 +34,12 @@ type AdvisoryStore interface {
 // stops leading (cancels lead's context) as soon as that fails; the
 // others try the lock every RetryPeriod. The server releases the lock of
 // a dead process when its connection closes (kill -9: the kernel closes
-// the socket; a lost node: TCP keepalive or the server's timeouts), so a
-// handover takes about one RetryPeriod after the server notices, with no
-// comparison of the hosts' clocks. The winner records its identity in the
+// the socket), so a handover takes about one RetryPeriod after the server
+// notices, with no comparison of the hosts' clocks. A node lost without
+// closing its sockets is noticed by the server's TCP keepalives
+// (tcp_keepalives_idle; RDS and Aurora PostgreSQL default to 300 s, see
+// AWS's "Dead connection handling in PostgreSQL"); its leader stops on
+// its own once a check fails or hangs for RenewDeadline. The winner records its identity in the
 // singletons row Name (store.RecordSingletonHolder, overwriting any
 // previous holder), which the followers read for their Status.
 type Advisory struct {
@@ -96,7 +99,12 @@ func (a *Advisory) Run(ctx context.Context, lead func(ctx context.Context)) {
 	}()
 	for ctx.Err() == nil {
 		if held != nil {
-			if err := held.Check(ctx); err != nil {
+			// A check that hangs (a partition) counts as failed after
+			// RenewDeadline: the leader stops rather than wait on it.
+			cctx, cancel := context.WithTimeout(ctx, a.Durations.RenewDeadline)
+			err := held.Check(cctx)
+			cancel()
+			if err != nil {
 				if ctx.Err() != nil {
 					break
 				}
