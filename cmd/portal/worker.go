@@ -111,8 +111,8 @@ func workloadsOrNil(r *provision.ClusterReader) web.WorkloadReader {
 }
 
 // newElector is the leader election of --leader-election: a Kubernetes
-// Lease in the cluster --kubeconfig reaches, or a lease row in the
-// database.
+// Lease in the cluster --kubeconfig reaches, or the database: a session
+// advisory lock on PostgreSQL, a lease row on SQLite (one host).
 func newElector(cfg Config, kube *rest.Config, db *store.DB, logger *slog.Logger) (leader.Elector, error) {
 	id := cfg.LeaderID
 	if id == "" {
@@ -137,6 +137,10 @@ func newElector(cfg Config, kube *rest.Config, db *store.DB, logger *slog.Logger
 		log.Info("leader election on a Kubernetes Lease", "lease", ns+"/"+leader.LeaseName, "identity", id)
 		return leader.NewKube(kube, ns, "", id, leader.Default, log)
 	}
-	log.Info("leader election on the database", "identity", id)
+	if db.Postgres() {
+		log.Info("leader election on a PostgreSQL advisory lock", "key", fmt.Sprintf("%#x", leader.AdvisoryLockKey), "identity", id)
+		return leader.NewAdvisory(db, id, leader.Default, log)
+	}
+	log.Info("leader election on the database's lease row", "identity", id)
 	return leader.NewDB(db, "", id, leader.Default, log)
 }
