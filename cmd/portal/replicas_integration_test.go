@@ -1,11 +1,16 @@
 package main
 
 // The two-replica harness (issue 14): two `portal serve` processes on one
-// database and the test bed's kube-apiserver. Connections are approved
-// while both run; every provisioning job runs exactly once; the audit chain
-// verifies; kill -9 of the leader hands the singletons to the other, and
-// the handover is measured (README "Replicas"; bench/replicas.sh runs it
-// with 100 connections and prints the figure).
+// database, the test bed's kube-apiserver and the local AWS endpoints
+// (awstest, in this process, behind both replicas' --aws-endpoint-*
+// flags). Users sign in through each replica's built-in identity provider;
+// the owner files and submits on one replica and the admin approves on the
+// other, alternating. The leader is kill -9ed while it holds a job and the
+// handover is measured; the survivor resumes the job. Every provisioning
+// job runs exactly once (one success each, one namespace and one of each
+// AWS resource per connection) and the audit chain verifies (README
+// "Replicas"; bench/replicas.sh runs it with 100 connections and prints
+// the figures).
 //
 // The database is PORTAL_TEST_REPLICAS_DB when set, else a new database on
 // the test bed's PostgreSQL (PORTAL_TEST_POSTGRES_URL: what several
@@ -20,13 +25,16 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,7 +49,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -60,8 +68,7 @@ var replicaReadyRE = regexp.MustCompile(`ready: open (http://[0-9.:]+)/`)
 func startReplica(t *testing.T, bin, id string, args ...string) *replica {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(bin, append([]string{"serve", "--dev", "--listen", "127.0.0.1:0", "--leader-id", id,
-		"--session-key-file", filepath.Join(dir, "session.key")}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--dev", "--listen", "127.0.0.1:0", "--leader-id", id}, args...)...)
 	cmd.Dir = dir
 	out := &testenv.Buffer{}
 	stdout, err := cmd.StdoutPipe()
@@ -182,55 +189,79 @@ func TestTwoReplicas(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--db", dbURL, "--kubeconfig", kubeconfig, "--leader-election-namespace", leaseNS}
+	// The local AWS endpoints (awsprov/awstest, in this process), shared
+	// by both replicas through the --aws-endpoint-* flags, signed with the
+	// endpoints' test credentials; HyperPod task governance is stood in
+	// for by making the team's namespace and LocalQueue when its compute
+	// quota is created (as in e2e).
+	stack := awstest.NewStack(t, "shared-hp-eks", "team-red-owners", "team-red-members")
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	stack.SageMaker.Set(func(f *awstest.SageMaker) {
+		f.OnQuotaCreated = func(team, _ string) { actAsHyperPod(t, dyn, team) }
+	})
+	awsSettings := filepath.Join(dir, "aws.yaml")
+	if err := os.WriteFile(awsSettings, []byte(`region: us-east-1
+account_id: "111122223333"
+cluster_arn: arn:aws:sagemaker:us-east-1:111122223333:cluster/a1b2c3d4e5f6
+identity_store_id: `+stack.IdentityStore.StoreID()+`
+studio:
+  vpc_id: vpc-0a1b2c3d4e5f60718
+  subnet_ids: [subnet-0a1b2c3d4e5f60001]
+  security_group_ids: [sg-0a1b2c3d4e5f60718]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", awstest.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", awstest.SecretAccessKey)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	// The demo owner owns every team of the run (a groups file; the demo
+	// users' groups are those of --dev).
+	groups := "roles:\n  admin: [platform-admins]\nteams:\n"
+	for i := range n {
+		groups += fmt.Sprintf("  r%st%03d: {owners: [team-red-owners], members: [team-red-members]}\n", run, i)
+	}
+	groupsFile := filepath.Join(dir, "groups.yaml")
+	if err := os.WriteFile(groupsFile, []byte(groups), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--db", dbURL, "--kubeconfig", kubeconfig, "--leader-election-namespace", leaseNS,
+		"--groups-file", groupsFile, "--session-key-file", filepath.Join(dir, "session.key"),
+		"--aws-settings", awsSettings, "--aws-region", "us-east-1", "--aws-poll-interval", "200ms"}, stack.Flags()...)
 	ra := startReplica(t, bin, "replica-a", args...)
 	rb := startReplica(t, bin, "replica-b", args...)
 	replicas := []*replica{ra, rb}
 
-	// Approvals while both run: the first half now, the rest after the
-	// leader is killed (both workers claim; the killed one's jobs resume).
-	settings := provision.ClusterSettings{OnRevoke: provision.RevokeLock}.WithDefaults()
+	// Users sign in through each replica's built-in identity provider
+	// (--dev). Sessions and their CSRF tokens live in the database and
+	// both replicas share the session key, so a session made on one
+	// replica is read on the other (a cookie jar does not tell ports
+	// apart, as browsers do not). A state-changing request re-checks the
+	// user's groups with the provider that signed them in, and the dev
+	// provider's tokens are per process: a session from A is signed out by
+	// B's first check, so for changes each user signs in on each replica
+	// (with a real OIDC provider the session would change things on both).
+	ownerAt := map[*replica]*browserSession{ra: signInAt(t, ra, "owner.red"), rb: signInAt(t, rb, "owner.red")}
+	adminAt := map[*replica]*browserSession{ra: signInAt(t, ra, "admin"), rb: signInAt(t, rb, "admin")}
+	for _, tc := range []struct {
+		who      *browserSession
+		from, at *replica
+		name     string
+	}{{signInAt(t, ra, "owner.red"), ra, rb, "owner.red"}, {signInAt(t, rb, "admin"), rb, ra, "admin"}} {
+		resp, body := tc.who.get(t, tc.at, "/connections")
+		if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/connections" || !strings.Contains(body, `name="_csrf" value="`+tc.who.csrf+`"`) {
+			t.Fatalf("%s signed in on %s: GET /connections on %s = %d at %s; want the page with the same session and CSRF token", tc.name, tc.from.id, tc.at.id, resp.StatusCode, resp.Request.URL)
+		}
+	}
+
+	// Connections are filed and submitted by the owner on one replica and
+	// approved by the admin on the other, alternating, so both processes
+	// record requests and decisions.
 	teams := make([]string, n)
 	conns := make([]int64, n)
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	approve := func(i int) {
+	file := func(i int, filer, decider *replica) {
 		team := fmt.Sprintf("r%st%03d", run, i)
 		teams[i] = team
-		actAsHyperPod(t, dyn, team)
-		now := time.Now()
-		u, err := db.RecordLogin(ctx, "https://idp.example.test", "u-"+team, team+"@example.test", team, nil, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		by := workflow.Actor{ID: u.ID, Email: u.Email}
-		c, err := db.CreateConnection(ctx, workflow.ExampleContractFor(team), by, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Transition(ctx, c.ID, workflow.EventSubmit, by, "", store.Expect{}, now); err != nil {
-			t.Fatal(err)
-		}
-		ver, err := db.Version(ctx, c.ID, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := provision.BuildPlan(c.ID, 1, ver.Hash, ver.Contract, settings)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := db.RecordLogin(ctx, "https://idp.example.test", "admin-"+team, "admin-"+team+"@example.test", "admin", nil, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := db.Approve(ctx, c.ID, workflow.Actor{ID: a.ID, Email: a.Email}, store.Expect{Version: 1, Hash: ver.Hash, PlanHash: plan.Hash()},
-			"replicas test", workflow.ClusterFacts{}, now); err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = c.ID
-	}
-	half := n / 2
-	for i := range half {
-		approve(i)
+		conns[i] = fileAndApprove(t, ownerAt[filer], adminAt[decider], filer, decider, team)
 	}
 
 	// Exactly one leader.
@@ -254,12 +285,41 @@ func TestTwoReplicas(t *testing.T) {
 		t.Errorf("the follower's /readyz:\n%s", got)
 	}
 
-	// kill -9 of the leader, mid-run; the handover is measured from the
-	// kill to the other's /metrics saying it leads.
+	// The first half is approved while both run (both workers claim).
+	half := n / 2
+	for i := range half {
+		file(i, replicas[i%2], replicas[(i+1)%2])
+	}
+	// kill -9 of the leader while it holds a job: its worker's lease owner
+	// carries its pid (provision.DefaultOwner).
+	leadOwner := "-" + strconv.Itoa(lead.cmd.Process.Pid) + "-"
+	var held []int64 // jobs the leader held when it was killed
+	holds := func() bool {
+		held = held[:0]
+		for _, id := range conns[:half] {
+			js, err := db.JobsFor(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range js {
+				if j.State == workflow.JobRunning && strings.Contains(j.LeaseOwner, leadOwner) {
+					held = append(held, j.ID)
+				}
+			}
+		}
+		return len(held) > 0
+	}
+	for deadline := time.Now().Add(2 * time.Minute); !holds(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader %s held none of the first %d jobs:\n%s", lead.id, half, lead.out.String())
+		}
+	}
 	killed := time.Now()
 	if err := lead.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// The handover is measured from the kill to the other's /metrics
+	// saying it leads.
 	var handover time.Duration
 	for deadline := killed.Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if other.leads() {
@@ -278,8 +338,9 @@ func TestTwoReplicas(t *testing.T) {
 	if !strings.Contains(other.body("/readyz"), "this process: "+other.id+" (leader)") {
 		t.Errorf("the new leader's /readyz does not say so:\n%s", other.body("/readyz"))
 	}
+	// The rest through the survivor, with the same sessions.
 	for i := half; i < n; i++ {
-		approve(i)
+		file(i, other, other)
 	}
 
 	// Every job runs, exactly once: one provisioning job per connection,
@@ -318,8 +379,11 @@ func TestTwoReplicas(t *testing.T) {
 			t.Errorf("connection %d has %d jobs", id, len(js))
 			continue
 		}
-		if js[0].Attempts > 1 {
-			resumed++ // the killed replica held it
+		if slices.Contains(held, js[0].ID) {
+			if js[0].Attempts < 2 {
+				t.Errorf("job %d, held by the killed leader, finished in %d attempt: not resumed", js[0].ID, js[0].Attempts)
+			}
+			resumed++ // succeeded above: the survivor finished it
 		}
 		evs, err := db.AuditEvents(ctx, store.AuditFilter{ObjectType: "connection", ObjectID: id, Action: "provisioning.succeeded"}, 0, 10)
 		if err != nil || len(evs) != 1 {
@@ -332,25 +396,159 @@ func TestTwoReplicas(t *testing.T) {
 			t.Errorf("connection %d: %s, %v; want active (or under review)", id, c.State, err)
 		}
 	}
-	t.Logf("%d of %d jobs resumed after the kill", resumed, n)
+	t.Logf("replicas: %d of %d jobs resumed after the kill (held by the killed leader, finished by the survivor)", resumed, n)
+	if resumed != len(held) {
+		t.Errorf("%d of the %d jobs the killed leader held were resumed", resumed, len(held))
+	}
+	// On AWS: each resource made once per connection (the endpoints'
+	// create counts, which count a resource only when it is new: a
+	// repeated call on an existing one counts as updated). Per connection,
+	// as e2e's single approval: a compute quota, a Studio domain, its two
+	// group assignments, two EKS access entries, one Pod Identity
+	// association; and the seven EKS access policy associations of the
+	// example contract's two access entries (counted on a clean run of
+	// one connection per team).
+	perConn := map[string]int{"compute-quota": 1, "domain": 1, "assignment": 2, "access-entry": 2, "pod-identity": 1, "access-policy": 7}
+	got := stack.Creates()
+	got["group"] -= len(stack.GroupIDs) // seeded by the test, not the portal
+	if got["group"] == 0 {
+		delete(got, "group")
+	}
+	for kind, per := range perConn {
+		if got[kind] != per*n {
+			t.Errorf("AWS endpoints created %d %s, want %d (%d per connection): %v", got[kind], kind, per*n, per, got)
+		}
+	}
+	for kind := range got {
+		if _, ok := perConn[kind]; !ok {
+			t.Errorf("AWS endpoints created %d %s, which no connection's plan makes once: %v", got[kind], kind, got)
+		}
+	}
 	// On the cluster: one namespace per connection, no more.
 	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := 0
+	nsCount := 0
 	for _, ns := range nss.Items {
 		if strings.HasPrefix(ns.Name, "hyperpod-ns-r"+run+"t") {
-			got++
+			nsCount++
 		}
 	}
-	if got != n {
-		t.Errorf("%d team namespaces on the cluster, want %d", got, n)
+	if nsCount != n {
+		t.Errorf("%d team namespaces on the cluster, want %d", nsCount, n)
 	}
 	// The audit chain verifies, with the binary's own check.
 	if out, err := exec.Command(bin, "audit", "verify", "--db", dbURL).CombinedOutput(); err != nil {
 		t.Errorf("portal audit verify: %v\n%s", err, out)
 	}
+}
+
+// browserSession is a signed-in user: a client with a cookie jar, and the
+// session's CSRF token as the pages carry it.
+type browserSession struct {
+	c    *http.Client
+	csrf string
+}
+
+var (
+	reAuthRequest = regexp.MustCompile(`name="authRequestID" value="([^"]+)"`)
+	reCSRF        = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+	reDecideField = regexp.MustCompile(`<input type="hidden" name="(version|hash|plan_hash)" value="([^"]*)"`)
+)
+
+// signInAt signs user in on replica r the way a browser does: /login
+// sends it to the replica's built-in identity provider (--dev), whose
+// login page posts the chosen user; the callback lands on a portal page
+// that carries the new session's CSRF token.
+func signInAt(t *testing.T, r *replica, user string) *browserSession {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	s := &browserSession{c: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	resp, body := s.get(t, r, "/login")
+	m := reAuthRequest.FindStringSubmatch(body)
+	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(resp.Request.URL.Path, "/dev-idp/login") || m == nil {
+		t.Fatalf("%s: /login on %s ended at %s with %d:\n%s", user, r.id, resp.Request.URL, resp.StatusCode, body)
+	}
+	resp, err := s.c.PostForm(r.url+"/dev-idp/login", url.Values{"authRequestID": {m[1]}, "username": {user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	c := reCSRF.FindStringSubmatch(string(b))
+	if resp.StatusCode != http.StatusOK || c == nil {
+		t.Fatalf("%s: sign-in on %s ended at %s with %d and no CSRF token:\n%s", user, r.id, resp.Request.URL, resp.StatusCode, b)
+	}
+	s.csrf = c[1]
+	return s
+}
+
+func (s *browserSession) get(t *testing.T, r *replica, path string) (*http.Response, string) {
+	t.Helper()
+	resp, err := s.c.Get(r.url + path)
+	if err != nil {
+		t.Fatalf("GET %s on %s: %v", path, r.id, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// post sends a form with the session's CSRF token, not following the
+// redirect: it returns the status, the Location and the body.
+func (s *browserSession) post(t *testing.T, r *replica, path string, form url.Values) (int, string, string) {
+	t.Helper()
+	form.Set("_csrf", s.csrf)
+	c := *s.c
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.PostForm(r.url+path, form)
+	if err != nil {
+		t.Fatalf("POST %s on %s: %v", path, r.id, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Location"), string(b)
+}
+
+var reConnectionPath = regexp.MustCompile(`^/connections/([0-9]+)$`)
+
+// fileAndApprove files team's example contract as the owner on filer (the
+// request form's fields: the contract field table's inputs, which the page
+// renders; the team comes from the URL), submits it there, and approves it
+// as the admin on decider with the version, contract hash and plan hash
+// read from the decide form of the connection's page there. It returns
+// the connection's id.
+func fileAndApprove(t *testing.T, owner, admin *browserSession, filer, decider *replica, team string) int64 {
+	t.Helper()
+	c := workflow.ExampleContractFor(team)
+	form := url.Values{}
+	for _, f := range workflow.Fields() {
+		if f.Input != workflow.InputNone {
+			form[f.Key] = f.FormValue(c)
+		}
+	}
+	code, loc, body := owner.post(t, filer, "/teams/"+team+"/connections", form)
+	m := reConnectionPath.FindStringSubmatch(loc)
+	if code != http.StatusSeeOther || m == nil {
+		t.Fatalf("owner files for %s on %s: %d to %q:\n%s", team, filer.id, code, loc, body)
+	}
+	id, _ := strconv.ParseInt(m[1], 10, 64)
+	if code, loc, body := owner.post(t, filer, "/connections/"+m[1]+"/submit", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("owner submits connection %d on %s: %d to %q:\n%s", id, filer.id, code, loc, body)
+	}
+	resp, page := admin.get(t, decider, "/connections/"+m[1])
+	decide := url.Values{"decision": {"approve"}, "reason": {"replicas test: approved on " + decider.id}}
+	for _, f := range reDecideField.FindAllStringSubmatch(page, -1) {
+		decide.Set(f[1], html.UnescapeString(f[2]))
+	}
+	if resp.StatusCode != http.StatusOK || decide.Get("version") == "" || decide.Get("hash") == "" || decide.Get("plan_hash") == "" {
+		t.Fatalf("admin opens connection %d on %s: %d, decide form fields %v:\n%s", id, decider.id, resp.StatusCode, decide, page)
+	}
+	if code, loc, body := admin.post(t, decider, "/connections/"+m[1]+"/decide", decide); code != http.StatusSeeOther {
+		t.Fatalf("admin approves connection %d on %s: %d to %q:\n%s", id, decider.id, code, loc, body)
+	}
+	return id
 }
 
 // actAsHyperPod creates what HyperPod task governance creates from a
@@ -370,7 +568,8 @@ func actAsHyperPod(t *testing.T, dyn dynamic.Interface, team string) {
 		}},
 	}}
 	if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Apply(ctx, name, ns, opts); err != nil {
-		t.Fatalf("HyperPod's namespace: %v", err)
+		t.Errorf("HyperPod's namespace: %v", err)
+		return
 	}
 	lq := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
@@ -380,7 +579,7 @@ func actAsHyperPod(t *testing.T, dyn dynamic.Interface, team string) {
 	}}
 	if _, err := dyn.Resource(schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}).Namespace(name).
 		Apply(ctx, name+"-localqueue", lq, opts); err != nil {
-		t.Fatalf("HyperPod's LocalQueue: %v", err)
+		t.Errorf("HyperPod's LocalQueue: %v", err)
 	}
 }
 
