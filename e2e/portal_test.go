@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/playwright-community/playwright-go"
 
@@ -50,8 +47,6 @@ func portalBinary(t *testing.T) string {
 	return binPath
 }
 
-var readyRE = regexp.MustCompile(`ready: open (http://[0-9.:]+)/`)
-
 // startPortal runs the real binary in dev mode on a free loopback port with
 // its own data directory, and stops it (SIGTERM) when the test ends.
 func startPortal(t *testing.T, extra ...string) *portal {
@@ -62,50 +57,8 @@ func startPortal(t *testing.T, extra ...string) *portal {
 		"--db", filepath.Join(dir, "portal.db"), "--session-key-file", filepath.Join(dir, "session.key")}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	out := &testenv.Buffer{}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			out.Write([]byte(sc.Text() + "\n"))
-			if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urlCh <- m[1]:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	p := &portal{cmd: cmd, out: out, DB: filepath.Join(dir, "portal.db")}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("portal did not stop cleanly: %v\n%s", err, out.String())
-			}
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("portal did not stop within 15s of SIGINT\n%s", out.String())
-		}
-	})
-	select {
-	case p.URL = <-urlCh:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("portal did not become ready:\n%s", out.String())
-	}
-	return p
+	s := testenv.StartServe(t, cmd)
+	return &portal{URL: s.URL, DB: filepath.Join(dir, "portal.db"), cmd: cmd, out: s.Out}
 }
 
 // browser starts Debian's Chromium through the npm-installed driver.

@@ -19,7 +19,6 @@ package main
 // connections (default 12, to keep `make test` short).
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -63,55 +62,12 @@ type replica struct {
 	exited  chan struct{}
 }
 
-var replicaReadyRE = regexp.MustCompile(`ready: open (http://[0-9.:]+)/`)
-
 func startReplica(t *testing.T, bin, id string, args ...string) *replica {
 	t.Helper()
-	dir := t.TempDir()
 	cmd := exec.Command(bin, append([]string{"serve", "--dev", "--listen", "127.0.0.1:0", "--leader-id", id}, args...)...)
-	cmd.Dir = dir
-	out := &testenv.Buffer{}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{id: id, cmd: cmd, out: out, exited: make(chan struct{})}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			out.Write([]byte(sc.Text() + "\n"))
-			if m := replicaReadyRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urls <- m[1]:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	go func() { _ = cmd.Wait(); close(r.exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-r.exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("replica %s did not stop within 30s of SIGINT\n%s", id, out.String())
-		}
-	})
-	select {
-	case r.url = <-urls:
-	case <-r.exited:
-		t.Fatalf("replica %s exited:\n%s", id, out.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("replica %s did not become ready:\n%s", id, out.String())
-	}
-	return r
+	cmd.Dir = t.TempDir()
+	s := testenv.StartServe(t, cmd)
+	return &replica{id: id, url: s.URL, cmd: cmd, out: s.Out, exited: s.Exited}
 }
 
 // body is GET path's body ("" when the replica does not answer).
@@ -150,11 +106,7 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	t.Logf("database: %s", store.RedactDSN(dbURL))
 	bin := filepath.Join(dir, "portal")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	testenv.MustGoBuild(t, bin, "./cmd/portal", "-s -w")
 	if out, err := exec.Command(bin, "migrate", "--db", dbURL).CombinedOutput(); err != nil {
 		t.Fatalf("portal migrate: %v\n%s", err, out)
 	}

@@ -2,7 +2,6 @@ package image_test
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
@@ -623,77 +622,23 @@ func checkStatic(p string) error {
 	return nil
 }
 
-var readyRE = regexp.MustCompile(`ready: open (http://[0-9.:]+)/`)
-
 // serve starts cmd (portal serve), waits for its ready line, checks that
 // /healthz and /readyz answer 200, and stops it with SIGTERM.
 func serve(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
-	out := &testenv.Buffer{}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", cmd.Path, err)
-	}
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			out.Write([]byte(sc.Text() + "\n"))
-			if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urlCh <- m[1]:
-				default:
-				}
-			}
-		}
-		close(urlCh)
-	}()
-	done := make(chan error, 1)
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("portal serve did not stop cleanly: %v\n%s", err, out.String())
-			}
-		case <-time.After(30 * time.Second): // a hung process, not a speed figure
-			_ = cmd.Process.Kill()
-			t.Errorf("portal serve did not stop within 30s of SIGTERM\n%s", out.String())
-		}
-	}
-	t.Cleanup(stop)
-	var url string
-	select {
-	case u, ok := <-urlCh:
-		if !ok {
-			t.Fatalf("portal serve ended before it was ready:\n%s", out.String())
-		}
-		url = u
-	case <-time.After(60 * time.Second): // a hung process, not a speed figure
-		t.Fatalf("portal serve printed no ready line:\n%s", out.String())
-	}
+	s := testenv.StartServe(t, cmd)
 	for _, p := range []string{"/healthz", "/readyz"} {
-		resp, err := http.Get(url + p)
+		resp, err := http.Get(s.URL + p)
 		if err != nil {
-			t.Fatalf("GET %s: %v\n%s", p, err, out.String())
+			t.Fatalf("GET %s: %v\n%s", p, err, s.Out.String())
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			t.Errorf("GET %s: %d %s\n%s", p, resp.StatusCode, b, out.String())
+			t.Errorf("GET %s: %d %s\n%s", p, resp.StatusCode, b, s.Out.String())
 		}
 	}
-	stop()
+	s.Stop()
 }
 
 // checkDockerfile lists where the Dockerfile's final stage disagrees with
