@@ -37,8 +37,10 @@ type AdvisoryStore interface {
 // the socket), so a handover takes about one RetryPeriod after the server
 // notices, with no comparison of the hosts' clocks. A node lost without
 // closing its sockets is noticed by the server's TCP keepalives
-// (tcp_keepalives_idle; RDS and Aurora PostgreSQL default to 300 s, see
-// AWS's "Dead connection handling in PostgreSQL"); its leader stops on
+// (tcp_keepalives_idle; 300 s by default per AWS's "Dead connection
+// handling in PostgreSQL", docs.aws.amazon.com/AmazonRDS/latest/
+// AuroraUserGuide/Appendix.PostgreSQL.CommonDBATasks.DeadConnectionHandling.html,
+// and the RDS User Guide's page of the same name); its leader stops on
 // its own once a check fails or hangs for RenewDeadline. The winner records its identity in the
 // singletons row Name (store.RecordSingletonHolder, overwriting any
 // previous holder), which the followers read for their Status.
