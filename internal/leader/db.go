@@ -66,10 +66,10 @@ func (d *DB) Run(ctx context.Context, lead func(ctx context.Context)) {
 		if cancelLead == nil {
 			return
 		}
+		d.status.setLeading(false) // from the moment it gives up (see Advisory.Run)
 		cancelLead()
 		<-done
 		cancelLead = nil
-		d.status.setLeading(false)
 		d.Logger.Info("leader election: stopped leading; singletons stopped", "identity", d.status.identity)
 	}
 	defer func() {

@@ -110,6 +110,9 @@ func (k *Kube) term(ctx context.Context, lock resourcelock.Interface, lead func(
 				stop := context.AfterFunc(ctx, cancel)
 				defer stop()
 				k.status.setLeading(true)
+				// Not leading from the moment the term ends (lost lease or
+				// shutdown), before the singletons have wound down.
+				context.AfterFunc(leadCtx, func() { k.status.setLeading(false) })
 				k.Logger.Info("leader election: this process leads; starting the singletons", "identity", k.status.identity, "lease", k.Namespace+"/"+k.Name)
 				lead(leadCtx)
 				k.status.setLeading(false)

@@ -79,10 +79,13 @@ func (a *Advisory) Run(ctx context.Context, lead func(ctx context.Context)) {
 	bg := context.WithoutCancel(ctx)
 	stop := func() {
 		if cancelLead != nil {
+			// Not leading from the moment it gives up, before its
+			// singletons have wound down: /readyz and /metrics never
+			// claim a term that has ended.
+			a.status.setLeading(false)
 			cancelLead()
 			<-done
 			cancelLead = nil
-			a.status.setLeading(false)
 			a.Logger.Info("leader election: stopped leading; singletons stopped", "identity", a.status.identity)
 		}
 		if held != nil {
