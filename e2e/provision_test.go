@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,21 +34,7 @@ func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	kubeconfig := testenv.Require(t, "PORTAL_TEST_KUBECONFIG")
 	stack := awstest.NewStack(t, "shared-hp-eks", "team-red-owners", "team-red-members")
 	actAsHyperPod(t, kubeconfig, stack.SageMaker)
-	settings := filepath.Join(t.TempDir(), "aws.yaml")
-	if err := os.WriteFile(settings, []byte(`region: us-east-1
-account_id: "111122223333"
-cluster_arn: arn:aws:sagemaker:us-east-1:111122223333:cluster/a1b2c3d4e5f6
-identity_store_id: `+stack.IdentityStore.StoreID()+`
-studio:
-  vpc_id: vpc-0a1b2c3d4e5f60718
-  subnet_ids: [subnet-0a1b2c3d4e5f60001]
-  security_group_ids: [sg-0a1b2c3d4e5f60718]
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AWS_ACCESS_KEY_ID", awstest.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", awstest.SecretAccessKey)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	settings := stack.PortalSettings(t, t.TempDir())
 	b := browser(t)
 	p := startPortal(t, append([]string{"--kubeconfig", kubeconfig, "--aws-settings", settings, "--aws-region", "us-east-1",
 		"--aws-poll-interval", "200ms"}, stack.Flags()...)...)

@@ -151,21 +151,7 @@ func TestTwoReplicas(t *testing.T) {
 	stack.SageMaker.Set(func(f *awstest.SageMaker) {
 		f.OnQuotaCreated = func(team, _ string) { actAsHyperPod(t, dyn, team) }
 	})
-	awsSettings := filepath.Join(dir, "aws.yaml")
-	if err := os.WriteFile(awsSettings, []byte(`region: us-east-1
-account_id: "111122223333"
-cluster_arn: arn:aws:sagemaker:us-east-1:111122223333:cluster/a1b2c3d4e5f6
-identity_store_id: `+stack.IdentityStore.StoreID()+`
-studio:
-  vpc_id: vpc-0a1b2c3d4e5f60718
-  subnet_ids: [subnet-0a1b2c3d4e5f60001]
-  security_group_ids: [sg-0a1b2c3d4e5f60718]
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AWS_ACCESS_KEY_ID", awstest.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", awstest.SecretAccessKey)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	awsSettings := stack.PortalSettings(t, dir)
 	// The demo owner owns every team of the run (a groups file; the demo
 	// users' groups are those of --dev).
 	groups := "roles:\n  admin: [platform-admins]\nteams:\n"

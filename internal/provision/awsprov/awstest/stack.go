@@ -1,6 +1,10 @@
 package awstest
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 // Stack is every endpoint the provisioner calls, wired together (SSO
 // domains register their application with SSOAdmin) and seeded for a
@@ -82,4 +86,29 @@ func (s *Stack) Assignments() []string {
 		out = append(out, s.SSOAdmin.Assignments(app)...)
 	}
 	return out
+}
+
+// PortalSettings writes an --aws-settings file for a portal process that
+// provisions against the stack (its identity store, the test cluster's ARN,
+// a Studio VPC) into dir, returns its path, and gives the process the
+// endpoints' test credentials through the environment, with the instance
+// metadata service off. Pass it with the stack's Flags().
+func (s *Stack) PortalSettings(t testing.TB, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "aws.yaml")
+	if err := os.WriteFile(path, []byte(`region: us-east-1
+account_id: "111122223333"
+cluster_arn: arn:aws:sagemaker:us-east-1:111122223333:cluster/a1b2c3d4e5f6
+identity_store_id: `+s.IdentityStore.StoreID()+`
+studio:
+  vpc_id: vpc-0a1b2c3d4e5f60718
+  subnet_ids: [subnet-0a1b2c3d4e5f60001]
+  security_group_ids: [sg-0a1b2c3d4e5f60718]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretAccessKey)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	return path
 }
