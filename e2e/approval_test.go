@@ -87,11 +87,12 @@ func TestOwnerRequestsAdminApproves(t *testing.T) {
 	if got := text(t, admin, "connection-state"); got != "Approved" {
 		t.Errorf("state after approval = %q", got)
 	}
-	screenshot(t, admin, "13-approved")
 	// No cluster is configured in `serve --dev`: the provisioner runs the
 	// plan as a dry run, and the page follows it live.
 	mustOK(t, admin.GetByTestId("progress").WaitFor(), "see the provisioning panel")
 	mustOK(t, admin.Locator(`[data-testid="job-state"]:text("succeeded")`).WaitFor(playwright.LocatorWaitForOptions{Timeout: playwright.Float(20000)}), "see the dry run finish")
+	settled(t, admin, "the page settles after the dry run")
+	screenshot(t, admin, "13-approved")
 	if got := text(t, admin, "dry-run"); !strings.Contains(got, "Dry run") {
 		t.Errorf("dry-run notice = %q", got)
 	}

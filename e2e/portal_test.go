@@ -114,6 +114,21 @@ func newPage(t *testing.T, b playwright.Browser) playwright.Page {
 }
 
 // screenshot writes a full-page PNG into the artifacts folder.
+// settled waits until a page that followed a job live is done with it:
+// static/progress.js reloads the page once the job is finished, and a
+// screenshot taken while it reloads never completes, so this waits for the
+// reloaded page (or one whose job was finished when it loaded).
+func settled(t *testing.T, pg playwright.Page, what string) {
+	t.Helper()
+	wait := playwright.Float(30000)
+	// Locators, not an evaluated function: the portal's CSP forbids eval.
+	mustOK(t, pg.Locator("html:not([data-progress-polling])").WaitFor(playwright.LocatorWaitForOptions{
+		State: playwright.WaitForSelectorStateAttached, Timeout: wait}), what+": reloaded")
+	mustOK(t, pg.WaitForLoadState(playwright.PageWaitForLoadStateOptions{State: playwright.LoadStateLoad, Timeout: wait}), what+": loaded")
+	mustOK(t, pg.Locator(`#progress[data-refresh-url]:not([data-refresh-url=""])`).WaitFor(playwright.LocatorWaitForOptions{
+		State: playwright.WaitForSelectorStateDetached, Timeout: wait}), what+": no job followed")
+}
+
 func screenshot(t *testing.T, pg playwright.Page, name string) {
 	t.Helper()
 	dir := os.Getenv("PORTAL_E2E_ARTIFACTS")

@@ -205,6 +205,7 @@ func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	clickTo(t, admin, admin.GetByTestId("hold-confirm"), "**/connections/1", "confirm the hold")
 	mustOK(t, admin.Locator(`#progress:has(h2:text("Setting the hold")) [data-testid="job-state"]:text("succeeded")`).WaitFor(
 		playwright.LocatorWaitForOptions{Timeout: playwright.Float(60000)}), "watch the hold job succeed")
+	settled(t, admin, "the page settles after the hold job")
 	if got := text(t, admin, "hold-state"); !strings.Contains(got, "on hold") {
 		t.Errorf("hold panel after the confirmation = %q", got)
 	}

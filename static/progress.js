@@ -8,6 +8,9 @@
     if (!el) return;
     var url = el.getAttribute("data-refresh-url");
     if (!url) return;
+    // Marks the page as following a job until it reloads (tests wait for
+    // the reload before they look at or photograph the finished page).
+    document.documentElement.setAttribute("data-progress-polling", "");
     window.setTimeout(function () {
       fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } })
         .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
