@@ -1,15 +1,9 @@
 package main
 
 import (
-	"context"
-	"database/sql"
-	"fmt"
 	"log/slog"
-	"net/url"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -63,25 +57,7 @@ func checkElectors(t *testing.T, picks []electorPick) {
 
 func openPostgresForElector(t *testing.T) *store.DB {
 	t.Helper()
-	base := testenv.Require(t, "PORTAL_TEST_POSTGRES_URL")
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := fmt.Sprintf("portal_elector_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`) //nolint:errcheck
-		admin.Close()
-	})
-	if _, err := admin.ExecContext(t.Context(), `CREATE DATABASE `+name); err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	db, err := store.Open(t.Context(), u.String())
+	db, err := store.Open(t.Context(), testenv.PostgresDB(t, "portal_elector", true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -362,24 +361,13 @@ func TestServeSecretFiles(t *testing.T) {
 // `portal migrate` takes a PostgreSQL URL, and neither its output nor its
 // errors show the URL's password.
 func TestRunMigratePostgres(t *testing.T) {
-	base := testenv.Require(t, "PORTAL_TEST_POSTGRES_URL")
-	u, err := url.Parse(base)
+	u, err := url.Parse(testenv.PostgresDB(t, "portal_cmd", true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := fmt.Sprintf("portal_cmd_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(t.Context(), `CREATE DATABASE `+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`) }) //nolint:errcheck
+	name := strings.TrimPrefix(u.Path, "/")
 	const password = "s3cret-pw"
 	u.User = url.UserPassword(u.User.Username(), password) // the test bed trusts 127.0.0.1: any password passes
-	u.Path = "/" + name
 	n := migrationCount(t)
 	for i, want := range []string{fmt.Sprintf("schema version 0 -> %d", n), fmt.Sprintf("schema version %d -> %d", n, n)} {
 		var stdout, stderr bytes.Buffer

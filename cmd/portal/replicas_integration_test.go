@@ -19,9 +19,7 @@ package main
 // connections (default 12, to keep `make test` short).
 
 import (
-	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"html"
@@ -530,28 +528,8 @@ func redactDB(s string) string {
 // PostgreSQL for the harness and returns its URL (dropped when the test
 // ends), or "" when no PostgreSQL is configured.
 func replicasPostgresDB(t *testing.T) string {
-	base := os.Getenv("PORTAL_TEST_POSTGRES_URL")
-	if base == "" {
+	if os.Getenv("PORTAL_TEST_POSTGRES_URL") == "" {
 		return ""
 	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("PORTAL_TEST_POSTGRES_URL: %v", err)
-	}
-	name := fmt.Sprintf("portal_replicas_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.ExecContext(t.Context(), `CREATE DATABASE `+name); err != nil {
-		admin.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// After the replicas' own clean-ups (registered later, run first).
-		admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`) //nolint:errcheck
-		admin.Close()
-	})
-	u.Path = "/" + name
-	return u.String()
+	return testenv.PostgresDB(t, "portal_replicas", true)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"sync/atomic"
@@ -22,28 +21,18 @@ import (
 // (dropped afterwards) and returns its URL and an admin handle on it.
 func newPostgres(t *testing.T) (string, *sql.DB) {
 	t.Helper()
-	base := testenv.Require(t, "PORTAL_TEST_POSTGRES_URL")
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("PORTAL_TEST_POSTGRES_URL: %v", err)
-	}
-	name := fmt.Sprintf("portal_leader_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// WITH (FORCE) ends the sessions a failed test left open.
-		admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`) //nolint:errcheck
-		admin.Close()
-	})
-	u.Path = "/" + name
-	db, err := store.OpenMigrated(t.Context(), u.String()) // creates it
+	dsn := testenv.PostgresDB(t, "portal_leader", false)
+	db, err := store.OpenMigrated(t.Context(), dsn) // creates it
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	return u.String(), admin
+	admin, err := sql.Open("pgx", os.Getenv("PORTAL_TEST_POSTGRES_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	return dsn, admin
 }
 
 func openStore(t *testing.T, dsn string) *store.DB {

@@ -140,7 +140,6 @@ WHERE n.nspname = 'public' AND t.relname = ?`, tbl) {
 // spells differently, a statement only SQLite runs) fails here.
 func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 	ctx := t.Context()
-	pgDSN := newPostgresDSN(t)
 	lite, err := store.OpenMigrated(ctx, filepath.Join(t.TempDir(), "portal.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +147,7 @@ func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 	defer lite.Close()
 	// Migrated here, not copied from the template: this is the schema
 	// `portal migrate` makes.
-	createEmptyPostgres(t, pgDSN)
+	pgDSN := emptyPostgresDSN(t)
 	pg, err := store.Open(ctx, pgDSN)
 	if err != nil {
 		t.Fatal(err)

@@ -1,16 +1,11 @@
 package store_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for creating and dropping test databases
 
@@ -28,15 +23,6 @@ import (
 // onPostgres reports whether this run is the PostgreSQL pass.
 func onPostgres() bool { return os.Getenv("PORTAL_TEST_STORE_ENGINE") == "postgres" }
 
-// postgresURL returns the test bed's PostgreSQL URL, or skips the test
-// (fails it when the test bed is required, as in make test).
-func postgresURL(t testing.TB) string {
-	t.Helper()
-	return testenv.Require(t, "PORTAL_TEST_POSTGRES_URL")
-}
-
-var dbSeq atomic.Int64
-
 // newDSN returns where a test's new database goes: on SQLite a path name
 // in a temporary directory; on the PostgreSQL pass the URL of a database
 // that does not exist yet, dropped when the test ends. Pass it to
@@ -50,50 +36,26 @@ func newDSN(t testing.TB, name string) string {
 }
 
 // newPostgresDSN is newDSN for PostgreSQL whatever the pass (tests that
-// compare the two engines use both).
+// compare the two engines use both): a database that does not exist yet.
 func newPostgresDSN(t testing.TB) string {
 	t.Helper()
-	base := postgresURL(t)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("PORTAL_TEST_POSTGRES_URL: %v", err)
-	}
-	name := fmt.Sprintf("portal_t%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6, dbSeq.Add(1))
-	u.Path = "/" + name
-	t.Cleanup(func() {
-		// WITH (FORCE) ends sessions a failed test left open.
-		pgAdmin(t, base, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`)
-	})
-	return u.String()
+	return testenv.PostgresDB(t, "portal_t", false)
 }
 
 // emptyDSN is newDSN for a database that exists but has no schema (for
 // store.Open followed by Migrate): a new SQLite file is created by Open.
 func emptyDSN(t testing.TB, name string) string {
 	t.Helper()
-	dsn := newDSN(t, name)
 	if onPostgres() {
-		createEmptyPostgres(t, dsn)
+		return emptyPostgresDSN(t)
 	}
-	return dsn
+	return newDSN(t, name)
 }
 
-func createEmptyPostgres(t testing.TB, dsn string) {
+// emptyPostgresDSN is an empty PostgreSQL database whatever the pass.
+func emptyPostgresDSN(t testing.TB) string {
 	t.Helper()
-	u, _ := url.Parse(dsn)
-	pgAdmin(t, postgresURL(t), `CREATE DATABASE "`+strings.TrimPrefix(u.Path, "/")+`"`)
-}
-
-func pgAdmin(t testing.TB, base, stmt string) {
-	t.Helper()
-	db, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(context.Background(), stmt); err != nil {
-		t.Errorf("%s: %v", stmt, err)
-	}
+	return testenv.PostgresDB(t, "portal_t", true)
 }
 
 // dropTrigger is the statement that drops trigger name of table, as an

@@ -6,6 +6,7 @@
 // `make test` and therefore by CI) a missing variable fails the test instead,
 // so CI can never pass by skipping. RequestCounter counts a Kubernetes
 // client's requests and writes, for the provisioner's zero-write checks.
+// PostgresDB gives a test a database of its own on the test bed's PostgreSQL.
 // It must not import any portal package.
 package testenv
 

@@ -2,12 +2,10 @@ package web
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hyperpod-governance/portal/internal/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -167,25 +166,10 @@ func BenchmarkPagesAtScale(b *testing.B) {
 // PORTAL_TEST_POSTGRES_URL names (dropped when the benchmark ends), or ""
 // when it names none.
 func benchPostgresDSN(b *testing.B) string {
-	base := os.Getenv("PORTAL_TEST_POSTGRES_URL")
-	if base == "" {
+	if os.Getenv("PORTAL_TEST_POSTGRES_URL") == "" {
 		return ""
 	}
-	u, err := url.Parse(base)
-	if err != nil {
-		b.Fatalf("PORTAL_TEST_POSTGRES_URL: %v", err)
-	}
-	name := fmt.Sprintf("portal_bench_%d_%d", os.Getpid(), time.Now().UnixNano())
-	u.Path = "/" + name
-	b.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			return
-		}
-		defer db.Close()
-		db.Exec(`DROP DATABASE IF EXISTS "` + name + `" WITH (FORCE)`) //nolint:errcheck
-	})
-	return u.String()
+	return testenv.PostgresDB(b, "portal_bench", false)
 }
 
 // largeContract is a valid contract near the caps: free text at its cap
