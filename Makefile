@@ -15,7 +15,7 @@ ARTIFACTS := $(CURDIR)/e2e/artifacts
 FUZZTIME ?= 1000000x
 FUZZTIME_TEST ?= 30s
 
-.PHONY: deps help run build generate check-generated lint test unit fuzz e2e testbed-build testbed-up testbed-down e2e-setup docker image clean
+.PHONY: deps help run build generate check-generated lint test unit fuzz e2e testbed-build testbed-up testbed-down e2e-setup docker image clean bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -83,6 +83,9 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	@# The seed corpus ran above (go test); now a short bounded fuzz of the form handlers. It
 	@# first re-runs the corpus cached by earlier runs (GOCACHE/fuzz), which can fill the time.
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
+
+bench: deps testbed-build ## every performance benchmark next to its same-run baseline, one table (bench/latest.md)
+	bash bench/run.sh
 
 fuzz: ## fuzz the form handlers through the real server, FUZZTIME=1000000x (README: Security)
 	$(GO) test -run '^$$' -fuzz '^FuzzContractForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./internal/web

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# make bench: every benchmark of issue 15 against the test bed (kube-apiserver,
+# PostgreSQL), each figure next to its baseline measured in the same run, then
+# one table (internal/benchtable, bench/table). The table is also written to
+# bench/latest.md with the machine it ran on.
+#   bash bench/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache=${PORTAL_TESTBED_CACHE:-$PWD/.cache/testbed}
+state=$cache/bench-$$
+mkdir -p "$state"
+trap 'bash hack/testbed/down.sh "$state" >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
+bash hack/testbed/up.sh "$state"
+set -a; source "$state/testbed.env"; set +a
+export PORTAL_TESTBED_REQUIRED=1
+export PORTAL_BENCH_RESULTS=$state/results.jsonl
+: >"$PORTAL_BENCH_RESULTS"
+
+section() { echo; echo "== $*"; }
+
+# --- benchmarks (each records its rows through internal/benchtable) ---
+section "provisioning 100 tenants and a no-op re-apply (SQLite)"
+go test -count=1 -run '^$' -bench '^BenchmarkProvisionTenants$' -benchtime=1x -timeout 30m ./internal/provision/ -worker-tenants=100
+
+# --- the table ---
+section "results"
+machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release; echo "$PRETTY_NAME"), $(go env GOVERSION), $(date -u +%Y-%m-%d)"
+printf 'Machine: %s, commit %s\n\n' "$machine" "$(git rev-parse --short HEAD)$(git diff --quiet || echo ' with local changes')" >bench/latest.md
+rc=0
+go run ./bench/table "$PORTAL_BENCH_RESULTS" >>bench/latest.md || rc=$?
+cat bench/latest.md
+exit "$rc"
