@@ -61,22 +61,24 @@ testbed-build: deps ## build kube-apiserver, controller-manager, etcd, Dex, Prom
 	bash hack/testbed/tools.sh build
 
 unit: ## unit tests only (no test bed; tests that need it are skipped with a message)
-	$(GO) test -count=1 ./...
+	$(GO) test -trimpath -count=1 ./...
 
 # The test bed lives in a per-run state directory and is always torn down.
 # The store suite runs twice: in ./... on SQLite, and beside it on the test bed's
 # PostgreSQL (hack/testbed/postgres.sh; PORTAL_TEST_STORE_ENGINE=postgres; its
 # output is printed when both are done, and either failing fails make test). The
 # second pass runs without -race: its Go code is the same as the race-tested
-# SQLite pass's; it is there for the SQL.
+# SQLite pass's; it is there for the SQL. Tests compile with -trimpath: without the
+# checkout's path in them, a fresh clone reuses the packages another checkout
+# compiled (the build cache keys on the directory otherwise).
 test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
 	@state=$(CACHE)/testbed/run-$$$$; mkdir -p "$$state" $(ARTIFACTS); \
 	trap 'bash hack/testbed/down.sh "$$state" >/dev/null 2>&1 || true; rm -rf "$$state"' EXIT; \
 	bash hack/testbed/up.sh "$$state"; \
 	set -a; source "$$state/testbed.env"; set +a; \
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
-	PORTAL_TEST_STORE_ENGINE=postgres $(GO) test -count=1 -timeout 10m ./internal/store >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
-	rc=0; $(GO) test -race -count=1 -timeout 15m ./... || rc=$$?; \
+	PORTAL_TEST_STORE_ENGINE=postgres $(GO) test -trimpath -count=1 -timeout 10m ./internal/store >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
+	rc=0; $(GO) test -trimpath -race -count=1 -timeout 15m ./... || rc=$$?; \
 	pgrc=0; wait $$pg || pgrc=$$?; \
 	echo "store suite again, on PostgreSQL (it ran beside the above):"; cat "$$state/store-postgres.log"; \
 	[ $$rc = 0 ] && [ $$pgrc = 0 ]
@@ -88,12 +90,12 @@ bench: deps testbed-build ## every performance benchmark next to its same-run ba
 	bash bench/run.sh
 
 fuzz: ## fuzz the form handlers through the real server, FUZZTIME=1000000x (README: Security)
-	$(GO) test -run '^$$' -fuzz '^FuzzContractForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./internal/web
+	$(GO) test -trimpath -run '^$$' -fuzz '^FuzzContractForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./internal/web
 
 e2e: e2e-setup ## browser tests only (headless Chromium)
 	mkdir -p $(ARTIFACTS)
 	PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS) \
-	  $(GO) test -count=1 -v ./e2e/...
+	  $(GO) test -trimpath -count=1 -v ./e2e/...
 
 # No Docker engine needed: internal/image (go-containerregistry) puts bin/portal on an empty base.
 # Labels: version from VERSION, revision and created (every mtime) from the commit, so the

@@ -5,14 +5,42 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"testing"
 )
 
-// ModuleRoot is the repository's root directory (where go.mod is).
+// ModuleRoot is the repository's root directory: the nearest directory at
+// or above the working directory whose go.mod declares this module. go test
+// runs each package's tests in the package's directory, so this holds for
+// every test; it does not use the source file's compiled-in path, which
+// `go test -trimpath` (make test) removes so that test packages compiled in
+// one checkout are reused from the build cache by another.
 func ModuleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	dir, err := os.Getwd()
+	if err != nil {
+		panic("testenv.ModuleRoot: " + err.Error())
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && modulePath(b) == Module {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic("testenv.ModuleRoot: no go.mod of " + Module + " at or above " + dir)
+		}
+	}
+}
+
+// Module is the portal's module path.
+const Module = "github.com/hyperpod-governance/portal"
+
+// modulePath is the path of go.mod's module line.
+func modulePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
 }
 
 // GoBuild builds the package pkg (a path relative to the module root, e.g.
