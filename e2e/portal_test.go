@@ -140,6 +140,11 @@ func screenshot(t *testing.T, pg playwright.Page, name string) {
 	}
 	if _, err := pg.Screenshot(playwright.PageScreenshotOptions{
 		Path: playwright.String(filepath.Join(dir, name+".png")), FullPage: playwright.Bool(true),
+		// A full-page capture of a long page is the slowest thing these
+		// tests ask Chromium for; on a loaded 2-core machine it took over
+		// the 10 s default (13b-dry-run-progress, page settled, nothing
+		// reloading). The same bound as settled's waits.
+		Timeout: playwright.Float(30000),
 	}); err != nil {
 		t.Errorf("screenshot %s: %v", name, err)
 	}
