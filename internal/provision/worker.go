@@ -365,6 +365,10 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 		}
 		return err
 	}
+	fresh := freshNamespaces{}
+	if a, ok := w.Apply.(NewObjectApplier); ok {
+		fresh.applier = a
+	}
 	for seq, st := range steps {
 		if ctx.Err() != nil {
 			return w.handBack(sctx, job, log, seq, names[seq])
@@ -379,9 +383,12 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 		var rec *workflow.AWSRecord
 		if !w.DryRun {
 			stepCtx, cancel := context.WithTimeout(ctx, w.stepTimeout())
-			if st.AWS != nil {
+			switch {
+			case st.AWS != nil:
 				outcome, detail, rec, applyErr = w.runAWS(stepCtx, st)
-			} else {
+			case fresh.holds(st):
+				outcome, detail, applyErr = fresh.apply(stepCtx, st.Object)
+			default:
 				outcome, detail, applyErr = w.runStep(stepCtx, job, st)
 			}
 			cancel()
@@ -396,6 +403,7 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 			}
 			return w.settle(sctx, job, log, stop{retry: !IsPermanent(applyErr), err: applyErr})
 		}
+		fresh.saw(st, outcome)
 		if r, ok := w.Store.(AWSRecorder); ok && rec != nil {
 			rec.ConnectionID = job.ConnectionID
 			if err := r.RecordAWSResource(sctx, job.ID, w.Owner, *rec, w.now()); err != nil {

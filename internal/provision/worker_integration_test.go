@@ -572,6 +572,56 @@ func TestWorkerProvisionsIntegration(t *testing.T) {
 	b.assertSucceeded(ctx, tn, 1, func(seq int, outcome string) bool { return firstOutcome(tn.plan.Objects[seq], outcome) }, once)
 	b.assertLive(ctx, tn)
 	b.idle(ctx, w, "with the queue empty")
+
+	// One apply per object; a read only for the namespace check before the
+	// first step and for what is not the portal's own object inside the
+	// namespace the job created (the namespace, cluster-scoped objects):
+	// those are applied without a read first (applynew.go).
+	if tn.plan.Objects[0].Kind != "Namespace" || tn.plan.Objects[0].Owner != provision.OwnerPortal {
+		t.Fatalf("the plan's first object is %s (owner %q); want the portal's namespace", tn.names[0], tn.plan.Objects[0].Owner)
+	}
+	reads := 1
+	for _, o := range tn.plan.Objects {
+		if o.Namespace == "" || o.Owner != provision.OwnerPortal {
+			reads++
+		}
+	}
+	if byMethod, total, _, _ := b.counter.Counts(); byMethod[http.MethodPatch] != len(tn.names) || byMethod[http.MethodGet] != reads || total != reads+len(tn.names) {
+		t.Errorf("provisioning requests %v; want %d PATCH and %d GET", byMethod, len(tn.names), reads)
+	}
+}
+
+// Applier.ApplyNew applies without reading first and tells a created
+// object (201) from one that existed after all (200: configured, never
+// claimed unchanged); it refuses an object that is not the portal's own.
+func TestApplyNewIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c := wintContract("wint" + wintRandom(t))
+	p, err := provision.BuildPlan(1, 1, c.Hash(), c, b.settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.deleteAfter(p)
+	ns := p.Objects[0]
+	if _, out, err := b.applier.ApplyNew(ctx, ns); err != nil || out != provision.Created {
+		t.Fatalf("ApplyNew %s = %s, %v; want created", ns.Ref(), out, err)
+	}
+	rv, out, err := b.applier.ApplyNew(ctx, ns)
+	if err != nil || out != provision.Configured {
+		t.Errorf("ApplyNew of the existing %s = %s, %v; want configured", ns.Ref(), out, err)
+	}
+	if live, err := b.live(ctx, ns); err != nil {
+		t.Error(err)
+	} else if live.GetResourceVersion() != rv {
+		t.Errorf("live %s at resourceVersion %s; ApplyNew said %s", ns.Ref(), live.GetResourceVersion(), rv)
+	}
+	foreign := ns
+	foreign.Owner = provision.OwnerHyperPod
+	if _, out, err := b.applier.ApplyNew(ctx, foreign); err == nil || out != provision.Failed {
+		t.Errorf("ApplyNew of a HyperPod-owned object = %s, %v; want refused", out, err)
+	}
 }
 
 var errWorkerDied = errors.New("simulated crash: the worker process died")
