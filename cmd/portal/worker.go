@@ -21,6 +21,7 @@ import (
 var (
 	_ provision.JobStore    = (*store.DB)(nil)
 	_ provision.AWSRecorder = (*store.DB)(nil)
+	_ provision.StepStarter = (*store.DB)(nil) // one write before each step
 )
 
 // kubeConfig loads the cluster connection: "" means none (dry run),

@@ -57,6 +57,10 @@ type Applier struct {
 	// FieldManager owns the applied fields; default ManagedBy. Keep it
 	// stable: a second manager would conflict with the first.
 	FieldManager string
+	// REST, when set, is a client of the same API server that ApplyNew
+	// sends its applies through (it needs the response's status code,
+	// which the dynamic client does not return). NewApplier sets it.
+	REST rest.Interface
 }
 
 // NewApplier builds an Applier on cfg: a dynamic client and a discovery
@@ -70,10 +74,19 @@ func NewApplier(cfg *rest.Config) (*Applier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provision: discovery client: %w", err)
 	}
+	// An unversioned client as the dynamic client builds its own
+	// (client-go dynamic.NewForConfigAndClient).
+	rcfg := dynamic.ConfigFor(cfg)
+	rcfg.GroupVersion = nil
+	rc, err := rest.UnversionedRESTClientFor(rcfg)
+	if err != nil {
+		return nil, fmt.Errorf("provision: REST client: %w", err)
+	}
 	return &Applier{
 		Client:       dyn,
 		Mapper:       restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 		FieldManager: ManagedBy,
+		REST:         rc,
 	}, nil
 }
 

@@ -35,6 +35,13 @@ type JobStore interface {
 	CompleteJob(ctx context.Context, jobID int64, owner string, now time.Time) error
 }
 
+// StepStarter is a JobStore that extends the lease and marks a step
+// running in one transaction (*store.DB's StartStep): the worker's write
+// before each step, which is otherwise two (ExtendLease, StepStarted).
+type StepStarter interface {
+	StartStep(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time, lease time.Duration) error
+}
+
 // StepApplier applies one plan object idempotently and says what it did and
 // a detail worth recording. Its errors are classified by IsPermanent.
 type StepApplier interface {
@@ -365,23 +372,37 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 		}
 		return err
 	}
+	fresh := freshNamespaces{}
+	if a, ok := w.Apply.(NewObjectApplier); ok {
+		fresh.applier = a
+	}
+	starter, _ := w.Store.(StepStarter)
 	for seq, st := range steps {
 		if ctx.Err() != nil {
 			return w.handBack(sctx, job, log, seq, names[seq])
 		}
-		if err := w.Store.ExtendLease(sctx, job.ID, w.Owner, w.now(), w.lease()); err != nil {
-			return err
-		}
-		if err := w.Store.StepStarted(sctx, job.ID, w.Owner, seq, names[seq], w.now()); err != nil {
-			return err
+		if starter != nil {
+			if err := starter.StartStep(sctx, job.ID, w.Owner, seq, names[seq], w.now(), w.lease()); err != nil {
+				return err
+			}
+		} else {
+			if err := w.Store.ExtendLease(sctx, job.ID, w.Owner, w.now(), w.lease()); err != nil {
+				return err
+			}
+			if err := w.Store.StepStarted(sctx, job.ID, w.Owner, seq, names[seq], w.now()); err != nil {
+				return err
+			}
 		}
 		outcome, detail, applyErr := DryRunOutcome, st.Detail, error(nil)
 		var rec *workflow.AWSRecord
 		if !w.DryRun {
 			stepCtx, cancel := context.WithTimeout(ctx, w.stepTimeout())
-			if st.AWS != nil {
+			switch {
+			case st.AWS != nil:
 				outcome, detail, rec, applyErr = w.runAWS(stepCtx, st)
-			} else {
+			case fresh.holds(st):
+				outcome, detail, applyErr = fresh.apply(stepCtx, st.Object)
+			default:
 				outcome, detail, applyErr = w.runStep(stepCtx, job, st)
 			}
 			cancel()
@@ -396,6 +417,7 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 			}
 			return w.settle(sctx, job, log, stop{retry: !IsPermanent(applyErr), err: applyErr})
 		}
+		fresh.saw(st, outcome)
 		if r, ok := w.Store.(AWSRecorder); ok && rec != nil {
 			rec.ConnectionID = job.ConnectionID
 			if err := r.RecordAWSResource(sctx, job.ID, w.Owner, *rec, w.now()); err != nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -424,6 +425,58 @@ func TestWorkerFailsOnPermanentError(t *testing.T) {
 	b.verifyAudit()
 	b.clock.Add(time.Hour)
 	b.idle(w, "after a permanent failure")
+}
+
+// writeCounter is the store with its step writes counted: embedding
+// *store.DB, it has every method the worker looks for (StepStarter too).
+type writeCounter struct {
+	*store.DB
+	mu     sync.Mutex
+	writes map[string]int
+}
+
+func (c *writeCounter) count(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes[name]++
+}
+
+func (c *writeCounter) ExtendLease(ctx context.Context, jobID int64, owner string, now time.Time, lease time.Duration) error {
+	c.count("ExtendLease")
+	return c.DB.ExtendLease(ctx, jobID, owner, now, lease)
+}
+
+func (c *writeCounter) StepStarted(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time) error {
+	c.count("StepStarted")
+	return c.DB.StepStarted(ctx, jobID, owner, seq, name, now)
+}
+
+func (c *writeCounter) StartStep(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time, lease time.Duration) error {
+	c.count("StartStep")
+	return c.DB.StartStep(ctx, jobID, owner, seq, name, now, lease)
+}
+
+func (c *writeCounter) StepFinished(ctx context.Context, jobID int64, owner string, seq int, name, outcome, detail string, now time.Time) error {
+	c.count("StepFinished")
+	return c.DB.StepFinished(ctx, jobID, owner, seq, name, outcome, detail, now)
+}
+
+// The worker writes twice per step on the portal's store (issue 15): one
+// transaction as the step starts, renewing the lease (StartStep), one as it
+// ends; never ExtendLease and StepStarted apart.
+func TestWorkerWritesTwicePerStep(t *testing.T) {
+	b := newBed(t)
+	counted := &writeCounter{DB: b.db, writes: map[string]int{}}
+	w := b.worker("w1", &fakeCluster{})
+	w.Store = counted
+	w.Heartbeat = time.Hour // the heartbeat's renewals are not the steps'
+	b.runOnce(w)
+	n := len(b.names)
+	want := map[string]int{"StartStep": n, "StepFinished": n}
+	if !maps.Equal(counted.writes, want) {
+		t.Errorf("step writes %v, want %v", counted.writes, want)
+	}
+	b.assertSteps(b.job.ID, workflow.StepDone, "created", once)
 }
 
 func TestWorkerDryRun(t *testing.T) {

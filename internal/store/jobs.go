@@ -361,29 +361,56 @@ func (d *DB) step(ctx context.Context, jobID int64, owner string, seq int, name 
 		if _, err := leased(ctx, tx, jobID, owner); err != nil {
 			return err
 		}
-		ts := fmtTime(now)
-		var err error
-		if st == workflow.StepRunning {
-			_, err = tx.ExecContext(ctx, `
-INSERT INTO job_steps (job_id, seq, name, state, attempts, started_at) VALUES (?, ?, ?, 'running', 1, ?)
-ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'running', outcome = '', detail = '',
-	attempts = job_steps.attempts + 1, started_at = excluded.started_at, finished_at = ''`, jobID, seq, name, ts)
-		} else {
-			_, err = tx.ExecContext(ctx, `
-INSERT INTO job_steps (job_id, seq, name, state, outcome, detail, attempts, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)
-ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = excluded.state, outcome = excluded.outcome,
-	detail = excluded.detail, finished_at = excluded.finished_at`, jobID, seq, name, st, outcome, detail, ts, ts)
-		}
-		if err != nil {
+		if err := stepTx(ctx, tx, jobID, seq, name, st, outcome, detail, now); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE jobs SET updated_at = ? WHERE id = ?`, ts, jobID)
+		_, err := tx.ExecContext(ctx, `UPDATE jobs SET updated_at = ? WHERE id = ?`, fmtTime(now), jobID)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: job %d step %d: %w", jobID, seq, err)
 	}
 	return nil
+}
+
+// StartStep is StepStarted and ExtendLease in one transaction, the write a
+// worker makes before each step (issue 15: it made both, one transaction
+// each): it extends the lease of the job owner holds to now+lease and marks
+// step seq running, counting the run. A lost lease writes nothing.
+func (d *DB) StartStep(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time, lease time.Duration) error {
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := leased(ctx, tx, jobID, owner); err != nil {
+			return err
+		}
+		if err := stepTx(ctx, tx, jobID, seq, name, workflow.StepRunning, "", "", now); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_until = ?, updated_at = ? WHERE id = ?`,
+			fmtTime(now.Add(lease)), fmtTime(now), jobID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: job %d step %d: %w", jobID, seq, err)
+	}
+	return nil
+}
+
+// stepTx writes step seq's row in state st, inside a transaction that has
+// checked the lease.
+func stepTx(ctx context.Context, tx *sql.Tx, jobID int64, seq int, name string, st workflow.StepState, outcome, detail string, now time.Time) error {
+	ts := fmtTime(now)
+	if st == workflow.StepRunning {
+		_, err := tx.ExecContext(ctx, `
+INSERT INTO job_steps (job_id, seq, name, state, attempts, started_at) VALUES (?, ?, ?, 'running', 1, ?)
+ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'running', outcome = '', detail = '',
+	attempts = job_steps.attempts + 1, started_at = excluded.started_at, finished_at = ''`, jobID, seq, name, ts)
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `
+INSERT INTO job_steps (job_id, seq, name, state, outcome, detail, attempts, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)
+ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = excluded.state, outcome = excluded.outcome,
+	detail = excluded.detail, finished_at = excluded.finished_at`, jobID, seq, name, st, outcome, detail, ts, ts)
+	return err
 }
 
 // RetryJob gives a job owner holds back to the queue, due at notBefore,

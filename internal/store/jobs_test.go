@@ -284,6 +284,20 @@ func TestLeaseExpiryAndLostLease(t *testing.T) {
 	if got := f.job(j.ID).LeaseUntil; !got.Equal(t0.Add(30*time.Second + lease)) {
 		t.Errorf("lease until %s after ExtendLease, want %s", got, t0.Add(30*time.Second+lease))
 	}
+	// StartStep extends the lease too, and marks the step running, in one
+	// transaction.
+	if err := f.db.StartStep(ctx, j.ID, "worker-a", 0, "Namespace x", t0.Add(20*time.Second), lease); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.job(j.ID).LeaseUntil; !got.Equal(t0.Add(20*time.Second + lease)) {
+		t.Errorf("lease until %s after StartStep, want %s", got, t0.Add(20*time.Second+lease))
+	}
+	if ss := f.steps(j.ID); ss[0].State != workflow.StepRunning || ss[0].Attempts != 1 || !ss[0].StartedAt.Equal(t0.Add(20*time.Second)) || ss[1].State != workflow.StepPending {
+		t.Errorf("steps after StartStep of step 0: %+v; want step 0 running (attempt 1), step 1 pending", ss)
+	}
+	if err := f.db.ExtendLease(ctx, j.ID, "worker-a", t0.Add(30*time.Second), lease); err != nil {
+		t.Fatal(err)
+	}
 
 	if _, ok, _ := f.db.ClaimJob(ctx, "worker-b", t0.Add(lease+29*time.Second), lease); ok {
 		t.Fatal("worker-b claimed a job whose lease has not expired")
@@ -302,6 +316,7 @@ func TestLeaseExpiryAndLostLease(t *testing.T) {
 		"ExtendLease":  func() error { return f.db.ExtendLease(ctx, j.ID, "worker-a", now, lease) },
 		"StartJob":     func() error { return f.db.StartJob(ctx, j.ID, "worker-a", "p", []string{"x"}, false, now) },
 		"StepStarted":  func() error { return f.db.StepStarted(ctx, j.ID, "worker-a", 0, "Namespace x", now) },
+		"StartStep":    func() error { return f.db.StartStep(ctx, j.ID, "worker-a", 1, "ResourceQuota x/q", now, lease) },
 		"StepFinished": func() error { return f.db.StepFinished(ctx, j.ID, "worker-a", 0, "Namespace x", "created", "", now) },
 		"StepFailed":   func() error { return f.db.StepFailed(ctx, j.ID, "worker-a", 0, "Namespace x", "boom", now) },
 		"RetryJob":     func() error { return f.db.RetryJob(ctx, j.ID, "worker-a", now, "boom", now) },
