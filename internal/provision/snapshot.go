@@ -54,8 +54,10 @@ import (
 // since: it is as fresh as the GET it replaces.
 
 // SnapshotPageSize is the page size of a snapshot's lists (ListOptions.Limit):
-// a list of more objects than this costs one request per page.
-const SnapshotPageSize = 500
+// a list of more objects than this costs one request per page. It bounds
+// one answer to a few megabytes; the kind with the most objects per tenant
+// (NetworkPolicy, six) fits 100 tenants in one page.
+const SnapshotPageSize = 1000
 
 // Snapshot is the live copy of many plans' objects, read with one list per
 // kind. Build it with Applier.Snapshot.
