@@ -4,15 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // No-op reconcile (issue 15): the drift check and a re-apply of many
@@ -42,7 +43,8 @@ import (
 // The lists select the portal's objects by label (LabelManagedBy, and
 // LabelConnection for the plans' connections unless a kind has shared
 // objects), across namespaces; cluster-scoped kinds are listed the same way.
-// Two kinds are listed without a selector: RoleBindings, because the drift
+// Two kinds are listed without a selector (in the plans' namespace alone
+// when there is only one, as for a single plan): RoleBindings, because the drift
 // check reports and a re-apply removes bindings the portal did not make (they
 // carry no portal label), and a kind with an object HyperPod owns and the
 // portal only checks (its LocalQueue carries no portal label). An object a
@@ -79,9 +81,9 @@ type snapKey struct {
 type kindList struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
-	shared     bool // a planned object is shared (carries no connection label)
-	checked    bool // a planned object is HyperPod's, unlabelled
-	conns      map[int64]bool
+	shared     bool            // a planned object is shared (carries no connection label)
+	checked    bool            // a planned object is HyperPod's, unlabelled
+	conns      map[string]bool // the planned objects' LabelConnection
 	want       map[snapKey]bool
 }
 
@@ -95,7 +97,7 @@ func (a *Applier) Snapshot(ctx context.Context, plans []Plan) (*Snapshot, error)
 	get := func(m *meta.RESTMapping) *kindList {
 		k := kinds[m.Resource]
 		if k == nil {
-			k = &kindList{gvr: m.Resource, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace, conns: map[int64]bool{}, want: map[snapKey]bool{}}
+			k = &kindList{gvr: m.Resource, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace, conns: map[string]bool{}, want: map[snapKey]bool{}}
 			kinds[m.Resource] = k
 			order = append(order, m.Resource)
 		}
@@ -121,17 +123,26 @@ func (a *Applier) Snapshot(ctx context.Context, plans []Plan) (*Snapshot, error)
 			}
 			k := get(m)
 			k.want[snapKey{m.Resource, o.Namespace, o.Name}] = true
-			k.shared = k.shared || o.Shared
 			k.checked = k.checked || o.Owner == OwnerHyperPodChecked
-			k.conns[p.ConnectionID] = true
+			if c := o.Obj.GetLabels()[LabelConnection]; c != "" && !o.Shared {
+				k.conns[c] = true
+			} else {
+				k.shared = true // no connection label to select it by
+			}
 		}
 	}
 	s := &Snapshot{objs: map[snapKey]*unstructured.Unstructured{}, bindings: map[string][]unstructured.Unstructured{}}
 	for _, gvr := range order {
 		k := kinds[gvr]
 		opts := metav1.ListOptions{Limit: SnapshotPageSize, LabelSelector: k.selector()}
+		var ri dynamic.ResourceInterface = a.Client.Resource(gvr)
+		if ns, ok := k.oneNamespace(namespaces); ok && opts.LabelSelector == "" {
+			// Unselected, but every planned object is in one namespace
+			// (one plan, as a re-apply job's): that namespace alone.
+			ri = a.Client.Resource(gvr).Namespace(ns)
+		}
 		for {
-			list, err := a.Client.Resource(gvr).List(ctx, opts)
+			list, err := ri.List(ctx, opts)
 			if err != nil {
 				return nil, fmt.Errorf("provision: snapshot: list %s: %w", gvr.Resource, err)
 			}
@@ -158,6 +169,25 @@ func (a *Applier) Snapshot(ctx context.Context, plans []Plan) (*Snapshot, error)
 	return s, nil
 }
 
+// oneNamespace is the namespace every planned object of a namespaced kind
+// is in, and every plan's namespace, when there is one.
+func (k *kindList) oneNamespace(planNamespaces map[string]bool) (string, bool) {
+	if !k.namespaced {
+		return "", false
+	}
+	all := maps.Clone(planNamespaces)
+	for key := range k.want {
+		all[key.namespace] = true
+	}
+	if len(all) != 1 {
+		return "", false
+	}
+	for ns := range all {
+		return ns, ns != ""
+	}
+	return "", false
+}
+
 // selector is the label selector of a kind's list: none for RoleBindings
 // and for a kind with an object HyperPod owns; else the portal's objects,
 // of the plans' connections unless one is shared.
@@ -169,16 +199,8 @@ func (k *kindList) selector() string {
 	if k.shared || len(k.conns) == 0 {
 		return sel
 	}
-	ids := make([]int64, 0, len(k.conns))
-	for id := range k.conns {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = strconv.FormatInt(id, 10)
-	}
-	return sel + "," + LabelConnection + " in (" + strings.Join(parts, ",") + ")"
+	ids := slices.Sorted(maps.Keys(k.conns))
+	return sel + "," + LabelConnection + " in (" + strings.Join(ids, ",") + ")"
 }
 
 // live is the listed copy of o, or nil when the lists did not return it.
