@@ -114,12 +114,15 @@ func (a *Applier) Snapshot(ctx context.Context, plans []Plan) (*Snapshot, error)
 		}
 		for _, o := range p.Objects {
 			if o.Obj == nil {
-				return nil, fmt.Errorf("provision: snapshot: %s %s has no object", o.Kind, o.Ref())
+				continue // read on its own, where it fails
 			}
 			gvk := o.Obj.GroupVersionKind()
 			m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if err != nil {
-				return nil, fmt.Errorf("provision: snapshot %s %s: %w", o.Kind, o.Ref(), err)
+				// A kind the API server does not serve (a CRD not
+				// installed): not listed, so the object is read on
+				// its own and its plan alone fails with the error.
+				continue
 			}
 			k := get(m)
 			k.want[snapKey{m.Resource, o.Namespace, o.Name}] = true
