@@ -206,12 +206,14 @@ func benchNoop(b *testing.B, engine, dsn string) {
 	// listed whole, for the bindings the portal did not make) and compares
 	// about 20 objects per tenant in memory: within 3× of the bare lists.
 	// The drift check also reads the versions and builds the plans from
-	// the store and saves one report per tenant (a transaction each): its
-	// target is 10× (see the report of issue 15).
+	// the store and saves one report per tenant (a transaction each, on
+	// SQLite or PostgreSQL): 5× the bare lists (measured at 2 to 2.6× on
+	// the shared 2-core machine; the store's 100 transactions are the
+	// part that grows with tenants, not the cluster's).
 	record(benchtable.Row{Figure: pre + "re-apply" + what + ": time", Value: ms(reapplyTime), Unit: "ms",
 		Baseline: ms(bareTime), BaselineName: "bare lists", Kind: benchtable.RatioAtMost, Limit: 3})
 	record(benchtable.Row{Figure: pre + "drift check" + what + " (store included): time", Value: ms(driftTime), Unit: "ms",
-		Baseline: ms(bareTime), BaselineName: "bare lists", Kind: benchtable.RatioAtMost, Limit: 10})
+		Baseline: ms(bareTime), BaselineName: "bare lists", Kind: benchtable.RatioAtMost, Limit: 5})
 	b.ReportMetric(float64(reapplyRequests)/iters, "requests/reapply")
 	b.ReportMetric(float64(driftRequests)/iters, "requests/drift")
 	b.ReportMetric(ms(bareTime), "ms/bare-lists")
