@@ -325,7 +325,7 @@ func ownedNotPlanned(live *unstructured.Unstructured, want map[string]any, field
 			continue
 		}
 		var set map[string]any
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &set); err != nil {
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &set); err != nil {
 			return []string{"metadata.managedFields"}
 		}
 		var walk func(path []string, fs map[string]any, w map[string]any)

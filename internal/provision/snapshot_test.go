@@ -33,7 +33,7 @@ func TestCovers(t *testing.T) {
 	ports := []any{map[string]any{"port": float64(53), "protocol": "TCP"}}
 	_ = unstructured.SetNestedSlice(live.Object, []any{map[string]any{"ports": ports}}, "spec", "egress")
 	live.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: ManagedBy, Operation: metav1.ManagedFieldsOperationApply,
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}},"f:annotations":{".":{},"f:portal.hyperpod.io/contract-hash":{}}},"f:spec":{"f:egress":{},"f:podSelector":{}}}`)}}})
+		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}},"f:annotations":{".":{},"f:portal.hyperpod.io/contract-hash":{}}},"f:spec":{"f:egress":{},"f:podSelector":{}}}`)}})
 	if got := Covers(live, want(), ManagedBy); len(got) != 0 {
 		t.Fatalf("an unchanged object differs: %v", got)
 	}
@@ -58,7 +58,7 @@ func TestCovers(t *testing.T) {
 		{"the spec gone", func(u *unstructured.Unstructured) { delete(u.Object, "spec") }, []string{"spec"}},
 		{"a field the portal owns and the plan no longer sets", func(u *unstructured.Unstructured) {
 			mf := u.GetManagedFields()
-			mf[0].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}}},"f:spec":{"f:egress":{},"f:ingress":{},"f:podSelector":{}}}`)}
+			mf[0].FieldsV1 = metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}}},"f:spec":{"f:egress":{},"f:ingress":{},"f:podSelector":{}}}`)
 			u.SetManagedFields(mf)
 		}, []string{"spec.ingress"}},
 	} {
@@ -74,7 +74,7 @@ func TestCovers(t *testing.T) {
 	other := live.DeepCopy()
 	mf := other.GetManagedFields()
 	mf[0].Manager = "kubectl"
-	mf[0].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:ingress":{}}}`)}
+	mf[0].FieldsV1 = metav1.NewFieldsV1(`{"f:spec":{"f:ingress":{}}}`)
 	other.SetManagedFields(mf)
 	if got := Covers(other, want(), ManagedBy); len(got) != 0 {
 		t.Errorf("another manager's field counts as the portal's: %v", got)
