@@ -22,6 +22,9 @@ section() { echo; echo "== $*"; }
 section "provisioning 100 tenants, approval to active, next to bare server-side apply of the same objects (SQLite, PostgreSQL); a no-op re-apply"
 go test -count=1 -run '^$' -bench '^BenchmarkProvisionTenants$' -benchtime=1x -timeout 30m ./internal/provision/ -worker-tenants=100
 
+section "no-op reconcile: drift check and re-apply of 100 unchanged tenants (SQLite, PostgreSQL)"
+go test -count=1 -run '^$' -bench '^BenchmarkNoopReconcile$' -benchtime=1x -timeout 30m ./internal/provision/ -noop-tenants=100
+
 # --- the table ---
 section "results"
 machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release; echo "$PRETTY_NAME"), $(go env GOVERSION), $(date -u +%Y-%m-%d)"

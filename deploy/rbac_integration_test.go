@@ -168,6 +168,13 @@ func TestClusterRoleProvisionsOnTheTestBed(t *testing.T) {
 			}
 		}
 	}
+	// The snapshot of several plans lists each kind across the cluster
+	// (nothing applied yet: every object is reported deleted, none fails).
+	for _, r := range a.DriftAll(ctx, plans) {
+		if r.Err != nil {
+			t.Fatalf("drift check of %d plans: %v", len(plans), r.Err)
+		}
+	}
 	for i, mode := range modes {
 		p := plans[i]
 		t.Logf("revocation mode %s, namespace %s", mode, p.Namespace)
@@ -187,6 +194,18 @@ func TestClusterRoleProvisionsOnTheTestBed(t *testing.T) {
 			t.Fatalf("drift check: %v", err)
 		} else if len(items) > 0 {
 			t.Errorf("drift right after apply: %+v", items)
+		}
+		if res, err := a.Reconcile(ctx, []provision.Plan{p}); err != nil || res[0].Err != nil {
+			t.Fatalf("re-apply from a snapshot: %v, %+v", err, res)
+		}
+		snap, err := steps.ForPlan(ctx, p)
+		if err != nil {
+			t.Fatalf("a re-apply job's snapshot: %v", err)
+		}
+		for _, s := range provision.ReapplySteps(p) {
+			if _, _, err := snap.(provision.RevocationApplier).RunStep(ctx, s); err != nil {
+				t.Fatalf("re-apply job from its snapshot: %s: %v", s.Name(), err)
+			}
 		}
 		run1("hold", provision.HoldSteps(p, "Hold"))
 		run1("release", provision.HoldSteps(p, "None"))

@@ -150,18 +150,22 @@ func needed(t *testing.T) map[perm]string {
 		for _, q := range plans {
 			steps = append(steps, provision.AmendSteps(p, q)...)
 		}
-		// Drift (drift.go Drift): get each object, a dry-run apply (PATCH
-		// with dryRun=All) of those not only checked, and the namespace's
-		// RoleBindings listed to report extra ones.
+		// Drift (drift.go DriftAll) and re-apply (reconcile.go Reconcile,
+		// ForPlan): a list of every kind of the plan (snapshot.go
+		// Snapshot), RoleBindings included (extra ones are reported and
+		// pruned); then a get of each object the lists did not return and
+		// a dry-run apply (PATCH with dryRun=All) of each that differs,
+		// except those only checked.
 		for _, o := range p.Objects {
 			g, r := gr(o.Kind)
+			add(g, r, "snapshot: list every "+o.Kind, "list")
 			add(g, r, "drift check: read "+o.Kind, "get")
 			if o.Owner != provision.OwnerHyperPodChecked {
 				add(g, r, "drift check: dry-run apply of "+o.Kind, "patch")
 			}
 		}
 		if p.Namespace != "" {
-			add("rbac.authorization.k8s.io", "rolebindings", "drift check: list the namespace's RoleBindings", "list")
+			add("rbac.authorization.k8s.io", "rolebindings", "snapshot: list the RoleBindings", "list")
 		}
 	}
 	for _, s := range steps {

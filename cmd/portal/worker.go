@@ -85,6 +85,7 @@ func newDriftChecker(db *store.DB, a *provision.Applier, cloud provision.AWSDrif
 		},
 		Plans:    provision.PlansFrom(planLookup(db), settings),
 		Check:    provision.DriftOf(a, cloud),
+		CheckAll: provision.DriftAllOf(a, cloud),
 		Save:     db.SaveDrift,
 		Interval: 5 * time.Minute,
 		Logger:   logger.With("component", "drift"),

@@ -11,8 +11,12 @@
 // force, never writes the queue (it only checks it exists), refuses a
 // contract naming another namespace, and revocation removes access, then
 // the portal's objects, then the compute quota, leaving both to HyperPod.
-// The drift check (DriftOf) reads the cluster and, through an AWSDrifter,
-// the plan's AWS resources; re-applying the plan fixes both.
+// The drift check (DriftOf, DriftAllOf) reads the cluster and, through an
+// AWSDrifter, the plan's AWS resources; re-applying the plan fixes both.
+// The cluster is read with one list per kind for many plans at once
+// (Snapshot) and compared in memory (Covers): only what differs or is
+// missing costs a request of its own (snapshot.go), for the drift check
+// and for a re-apply (Reconcile, and the reapply job's ForPlan) alike.
 //
 // Amendments: DiffPlans compares the plan of a connection's approved
 // version with the plan of its amended one (what is created, updated,

@@ -53,6 +53,32 @@ func DriftOf(a *Applier, cloud AWSDrifter) func(context.Context, Plan) ([]workfl
 	}
 }
 
+// DriftAllOf is DriftOf for many plans at once, as DriftChecker.CheckAll
+// takes them: the cluster's objects of every plan from one Snapshot
+// (Applier.DriftAll), then each plan's AWS resources. A plan whose cluster
+// check failed is not checked on AWS: its result is the error.
+func DriftAllOf(a *Applier, cloud AWSDrifter) func(context.Context, []Plan) []DriftResult {
+	one := DriftOf(nil, cloud)
+	return func(ctx context.Context, plans []Plan) []DriftResult {
+		out := make([]DriftResult, len(plans))
+		if a != nil {
+			out = a.DriftAll(ctx, plans)
+		}
+		for i, p := range plans {
+			if out[i].Err != nil {
+				continue
+			}
+			items, err := one(ctx, p)
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			out[i].Items = append(out[i].Items, items...)
+		}
+		return out
+	}
+}
+
 var roleBindings = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
 
 // Drift compares the live cluster with the plan, writing nothing: an object
@@ -60,70 +86,111 @@ var roleBindings = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io
 // (found with a server-side apply dry run, so defaults and formatting
 // never show as drift), and RoleBindings in the team namespace that the
 // plan does not contain, since those grant access the contract does not.
+// It reads the cluster as DriftAll does.
 func (a *Applier) Drift(ctx context.Context, p Plan) ([]workflow.DriftItem, error) {
-	var out []workflow.DriftItem
-	fm := a.FieldManager
-	if fm == "" {
-		fm = ManagedBy
+	r := a.DriftAll(ctx, []Plan{p})[0]
+	return r.Items, r.Err
+}
+
+// DriftResult is the drift of one plan of a DriftAll, or why it could not
+// be checked.
+type DriftResult struct {
+	Items []workflow.DriftItem
+	Err   error
+}
+
+// DriftAll is Drift for many plans from one Snapshot (one list per kind,
+// see snapshot.go): an object whose listed copy Covers its plan is
+// unchanged without a request of its own; only one that differs is
+// confirmed with the dry-run apply (which tells a default the API server
+// added from a change), and only one the lists did not return is read with
+// a GET. A failed snapshot fails every plan's check.
+func (a *Applier) DriftAll(ctx context.Context, plans []Plan) []DriftResult {
+	out := make([]DriftResult, len(plans))
+	snap, err := a.Snapshot(ctx, plans)
+	if err != nil {
+		for i := range out {
+			out[i].Err = fmt.Errorf("provision: drift: %w", err)
+		}
+		return out
 	}
+	for i, p := range plans {
+		out[i].Items, out[i].Err = a.driftFrom(ctx, snap, p)
+	}
+	return out
+}
+
+func (a *Applier) driftFrom(ctx context.Context, snap *Snapshot, p Plan) ([]workflow.DriftItem, error) {
+	var out []workflow.DriftItem
 	planned := map[string]bool{}
 	for _, o := range p.Objects {
 		if o.Kind == "RoleBinding" {
 			planned[o.Namespace+"/"+o.Name] = true
 		}
-		ri, err := a.resourceOf(o)
-		if err != nil {
-			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
+		live := snap.live(a, o)
+		if live != nil && o.Owner != OwnerHyperPodChecked && len(Covers(live, o.Obj, a.fieldManager())) == 0 {
+			continue // as planned: no request
 		}
-		live, err := ri.Get(ctx, o.Name, metav1.GetOptions{})
+		it, err := a.driftObject(ctx, o, live)
+		if err != nil {
+			return nil, err
+		}
+		if it != nil {
+			out = append(out, *it)
+		}
+	}
+	if p.Namespace != "" {
+		for _, rb := range snap.bindings[p.Namespace] {
+			if planned[p.Namespace+"/"+rb.GetName()] {
+				continue
+			}
+			out = append(out, workflow.DriftItem{Kind: "RoleBinding", Ref: p.Namespace + "/" + rb.GetName(), What: "extra", Detail: bindingSummary(rb)})
+		}
+	}
+	return out, nil
+}
+
+// driftObject is the drift of one object, nil if none: live is its listed
+// copy, or nil to read it with a GET.
+func (a *Applier) driftObject(ctx context.Context, o Object, live *unstructured.Unstructured) (*workflow.DriftItem, error) {
+	ri, err := a.resourceOf(o)
+	if err != nil {
+		return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
+	}
+	if live == nil {
+		live, err = ri.Get(ctx, o.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			it := workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"}
 			if o.Owner != OwnerPortal {
 				it.Detail = "HyperPod task governance owns it and has not created it (or removed it)"
 			}
-			out = append(out, it)
-			continue
+			return &it, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
 		}
-		if o.Owner == OwnerHyperPodChecked {
-			// HyperPod's: the portal only reads where it queues to.
-			want, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "clusterQueue")
-			got, _, _ := unstructured.NestedString(live.Object, "spec", "clusterQueue")
-			if want != got {
-				out = append(out, workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: []string{"spec.clusterQueue"},
-					Detail: fmt.Sprintf("HyperPod's queue points at %q, not %q", got, want)})
-			}
-			continue
-		}
-		want, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: o.Owner == OwnerPortal, DryRun: []string{metav1.DryRunAll}})
-		if apierrors.IsConflict(err) && o.Owner == OwnerHyperPod {
-			out = append(out, workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Detail: "HyperPod manages a field the portal sets: " + err.Error()})
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
-		}
-		if fields := differences(live.Object, want.Object); len(fields) > 0 {
-			out = append(out, workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: fields})
-		}
 	}
-	if p.Namespace != "" {
-		list, err := a.Client.Resource(roleBindings).Namespace(p.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("provision: drift: list role bindings: %w", err)
+	if o.Owner == OwnerHyperPodChecked {
+		// HyperPod's: the portal only reads where it queues to.
+		want, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "clusterQueue")
+		got, _, _ := unstructured.NestedString(live.Object, "spec", "clusterQueue")
+		if want != got {
+			return &workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: []string{"spec.clusterQueue"},
+				Detail: fmt.Sprintf("HyperPod's queue points at %q, not %q", got, want)}, nil
 		}
-		if list != nil {
-			for _, rb := range list.Items {
-				if planned[p.Namespace+"/"+rb.GetName()] {
-					continue
-				}
-				out = append(out, workflow.DriftItem{Kind: "RoleBinding", Ref: p.Namespace + "/" + rb.GetName(), What: "extra", Detail: bindingSummary(rb)})
-			}
-		}
+		return nil, nil
 	}
-	return out, nil
+	want, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: a.fieldManager(), Force: o.Owner == OwnerPortal, DryRun: []string{metav1.DryRunAll}})
+	if apierrors.IsConflict(err) && o.Owner == OwnerHyperPod {
+		return &workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Detail: "HyperPod manages a field the portal sets: " + err.Error()}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("provision: drift %s %s: %w", o.Kind, o.Ref(), err)
+	}
+	if fields := differences(live.Object, want.Object); len(fields) > 0 {
+		return &workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: fields}, nil
+	}
+	return nil, nil
 }
 
 // PruneExtraBindings deletes the RoleBindings in the team namespace that the

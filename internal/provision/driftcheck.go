@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -20,9 +21,16 @@ type ConnVersion struct {
 // functions so that cmd/portal wires the store and the Applier without
 // provision importing either's types.
 type DriftChecker struct {
-	List     func(ctx context.Context) ([]ConnVersion, error)
-	Plans    func(ctx context.Context, connID int64, version int) (Plan, error)
-	Check    func(ctx context.Context, p Plan) ([]workflow.DriftItem, error)
+	List  func(ctx context.Context) ([]ConnVersion, error)
+	Plans func(ctx context.Context, connID int64, version int) (Plan, error)
+	Check func(ctx context.Context, p Plan) ([]workflow.DriftItem, error)
+	// CheckAll, when set, replaces Check: it checks up to Batch plans at
+	// once (DriftAllOf: one list per kind for the batch, not requests per
+	// object), one result per plan, in order.
+	CheckAll func(ctx context.Context, plans []Plan) []DriftResult
+	// Batch is how many connections CheckAll checks at once (default
+	// DriftBatch).
+	Batch    int
 	Save     func(ctx context.Context, connID int64, items []workflow.DriftItem, checkErr string, now time.Time) error
 	Interval time.Duration
 	Clock    func() time.Time
@@ -39,6 +47,9 @@ func (d *DriftChecker) RunOnce(ctx context.Context) (int, error) {
 	conns, err := d.List(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if d.CheckAll != nil {
+		return d.runBatches(ctx, conns, now)
 	}
 	drifted := 0
 	for _, cv := range conns {
@@ -59,6 +70,63 @@ func (d *DriftChecker) RunOnce(ctx context.Context) (int, error) {
 		}
 		if err := d.Save(context.WithoutCancel(ctx), cv.ConnectionID, items, checkErr, now()); err != nil {
 			return drifted, err
+		}
+	}
+	return drifted, nil
+}
+
+// DriftBatch is DriftChecker.Batch's default: the connections one snapshot
+// covers. It bounds the objects held at once (about 20 per connection) and
+// the length of the lists' label selector (a connection ID each).
+const DriftBatch = 200
+
+// runBatches is RunOnce with CheckAll: the plans of up to Batch
+// connections, checked at once.
+func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, now func() time.Time) (int, error) {
+	size := d.Batch
+	if size <= 0 {
+		size = DriftBatch
+	}
+	drifted := 0
+	for start := 0; start < len(conns); start += size {
+		if ctx.Err() != nil {
+			return drifted, ctx.Err()
+		}
+		batch := conns[start:min(start+size, len(conns))]
+		items := make([][]workflow.DriftItem, len(batch))
+		errs := make([]error, len(batch))
+		var plans []Plan
+		var at []int
+		for i, cv := range batch {
+			p, err := d.Plans(ctx, cv.ConnectionID, cv.Version)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			plans = append(plans, p)
+			at = append(at, i)
+		}
+		if len(plans) > 0 {
+			res := d.CheckAll(ctx, plans)
+			for j, i := range at {
+				if j >= len(res) {
+					errs[i] = fmt.Errorf("provision: drift: no result for connection %d", batch[i].ConnectionID)
+					continue
+				}
+				items[i], errs[i] = res[j].Items, res[j].Err
+			}
+		}
+		for i, cv := range batch {
+			checkErr := ""
+			if errs[i] != nil {
+				checkErr = errs[i].Error()
+			}
+			if len(items[i]) > 0 {
+				drifted++
+			}
+			if err := d.Save(context.WithoutCancel(ctx), cv.ConnectionID, items[i], checkErr, now()); err != nil {
+				return drifted, err
+			}
 		}
 	}
 	return drifted, nil

@@ -372,6 +372,10 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 		}
 		return err
 	}
+	apply, err := w.applierFor(ctx, job, steps)
+	if err != nil {
+		return w.settle(sctx, job, log, stop{retry: !IsPermanent(err), err: err})
+	}
 	fresh := freshNamespaces{}
 	if a, ok := w.Apply.(NewObjectApplier); ok {
 		fresh.applier = a
@@ -403,7 +407,7 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 			case fresh.holds(st):
 				outcome, detail, applyErr = fresh.apply(stepCtx, st.Object)
 			default:
-				outcome, detail, applyErr = w.runStep(stepCtx, job, st)
+				outcome, detail, applyErr = w.runStep(stepCtx, job, apply, st)
 			}
 			cancel()
 		}
@@ -524,18 +528,44 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 
 // runStep runs one step on the cluster: an apply with Apply, any other
 // action with Apply's RevocationApplier side.
-func (w *Worker) runStep(ctx context.Context, job workflow.Job, st Step) (Outcome, string, error) {
+func (w *Worker) runStep(ctx context.Context, job workflow.Job, apply StepApplier, st Step) (Outcome, string, error) {
 	switch st.Action {
 	case ActionApply:
-		return w.Apply.ApplyObject(ctx, st.Object)
+		return apply.ApplyObject(ctx, st.Object)
 	case ActionNone:
 		return Absent, st.Detail, nil
 	}
-	r, ok := w.Apply.(RevocationApplier)
+	r, ok := apply.(RevocationApplier)
 	if !ok {
-		return Failed, "", permanent(fmt.Errorf("provision: job %d: the worker's applier (%T) cannot %s objects", job.ID, w.Apply, st.Action))
+		return Failed, "", permanent(fmt.Errorf("provision: job %d: the worker's applier (%T) cannot %s objects", job.ID, apply, st.Action))
 	}
 	return r.RunStep(ctx, st)
+}
+
+// applierFor is the StepApplier of a job's steps: w.Apply, except for a
+// re-apply job when w.Apply is a SnapshotApplier: then the plan's objects
+// are read with one list per kind before the steps run, and only those
+// that differ from the plan are applied (reconcile.go). The snapshot serves
+// this attempt only; a resumed attempt takes its own.
+func (w *Worker) applierFor(ctx context.Context, job workflow.Job, steps []Step) (StepApplier, error) {
+	sa, ok := w.Apply.(SnapshotApplier)
+	if job.Kind != workflow.JobReapply || w.DryRun || !ok {
+		return w.Apply, nil
+	}
+	p := Plan{ConnectionID: job.ConnectionID}
+	for _, st := range steps {
+		switch st.Action {
+		case ActionApply:
+			p.Objects = append(p.Objects, st.Object)
+		case ActionPrune:
+			p.Namespace = st.Object.Namespace
+		}
+	}
+	a, err := sa.ForPlan(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("provision: reading the plan's objects before re-applying: %w", err)
+	}
+	return a, nil
 }
 
 // settle records how an attempt ended: a retry with backoff for a transient

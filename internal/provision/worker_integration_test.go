@@ -880,10 +880,9 @@ func TestWorkerPermanentErrorIntegration(t *testing.T) {
 // server-side-apply program (ssaFloor) at the worker's concurrency: the
 // floor the portal's time is held to (issue 15: at most 3×). The two take
 // turns, ten tenants at a time, so that both see the same load. Time runs
-// from the queued jobs (the approvals done) to the connections active. It then
-// re-applies every plan with nothing changed and reports the writes of that
-// pass (expected 0) and its wall time per tenant. Each iteration provisions
-// new tenants; run it with -benchtime=1x:
+// from the queued jobs (the approvals done) to the connections active. (The
+// no-op re-apply of unchanged tenants is BenchmarkNoopReconcile's.) Each
+// iteration provisions new tenants; run it with -benchtime=1x:
 //
 //	go test -run '^$' -bench ProvisionTenants -benchtime=1x ./internal/provision/ -worker-tenants=100
 //
@@ -901,8 +900,8 @@ func benchProvision(b *testing.B, engine, dsn string) {
 	defer cancel()
 	n := *workerTenants
 	bed.setInventory(ctx, n*(b.N+1))
-	var provisionTime, floorTime, reapplyTime time.Duration
-	var provisionRequests, reapplyRequests, reapplyWrites, objects int
+	var provisionTime, floorTime time.Duration
+	var provisionRequests, objects int
 	b.ResetTimer()
 	for iter := range b.N {
 		b.StopTimer()
@@ -947,43 +946,17 @@ func benchProvision(b *testing.B, engine, dsn string) {
 				b.Fatalf("%s is %s after provisioning, want active", tn.team, s)
 			}
 			objects += len(tn.plan.Objects)
-			bed.settleQuota(ctx, tn)
 		}
-		bed.counter.Reset()
-		steps := provision.ApplierSteps{Applier: bed.applier}
-		b.StartTimer()
-
-		start := time.Now()
-		for _, tn := range tenants {
-			for i, o := range tn.plan.Objects {
-				if out, _, err := steps.ApplyObject(ctx, o); err != nil || out != provision.Unchanged {
-					b.Errorf("re-apply %s of %s = %s, %v; want unchanged", tn.names[i], tn.team, out, err)
-				}
-			}
-		}
-		reapplyTime += time.Since(start)
-
-		b.StopTimer()
-		_, total, _, writes := bed.counter.Counts()
-		reapplyRequests += total
-		reapplyWrites += writes
 		b.StartTimer()
 	}
 	b.StopTimer()
-	if reapplyWrites != 0 {
-		b.Errorf("re-apply wrote %d times, want 0", reapplyWrites)
-	}
 	tenantsDone := float64(n * b.N)
 	b.ReportMetric(float64(provisionTime.Microseconds())/1000/tenantsDone, "ms/tenant-provision")
 	b.ReportMetric(float64(floorTime.Microseconds())/1000/tenantsDone, "ms/tenant-floor")
-	b.ReportMetric(float64(reapplyTime.Microseconds())/1000/tenantsDone, "ms/tenant-reapply")
 	b.ReportMetric(float64(provisionRequests)/tenantsDone, "requests/tenant-provision")
-	b.ReportMetric(float64(reapplyRequests)/tenantsDone, "requests/tenant-reapply")
-	b.ReportMetric(float64(reapplyWrites), "reapply-writes")
 	b.ReportMetric(float64(objects)/tenantsDone, "objects/tenant")
-	b.Logf("%s: %d tenants × %d iterations, %d objects: provision %v (bare SSA floor %v), re-apply %v (%d requests, %d writes)",
-		engine, n, b.N, objects, provisionTime.Round(time.Millisecond), floorTime.Round(time.Millisecond),
-		reapplyTime.Round(time.Millisecond), reapplyRequests, reapplyWrites)
+	b.Logf("%s: %d tenants × %d iterations, %d objects: provision %v (bare SSA floor %v)",
+		engine, n, b.N, objects, provisionTime.Round(time.Millisecond), floorTime.Round(time.Millisecond))
 	if err := benchtable.Record(b, benchtable.Row{
 		Figure: fmt.Sprintf("provisioning/%s: %d tenants approval→active", engine, n),
 		Value:  provisionTime.Seconds() / float64(b.N), Unit: "s",

@@ -1,0 +1,378 @@
+package provision
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// No-op reconcile (issue 15): the drift check and a re-apply of many
+// unchanged tenants read the cluster with one list per kind, not a GET (and
+// a dry-run or real apply) per object, and compare each planned object with
+// its live copy locally. Only an object that is missing from the lists or
+// differs from its plan costs requests of its own (Drift confirms it with a
+// dry-run apply; Reconcile applies it).
+//
+// What "unchanged" means (Covers): every field the plan sets has the same
+// value on the live object (a map may have more keys, defaulted by the API
+// server or added by another manager; a list must have as many elements,
+// each covered in turn), and every field the portal's field manager owns on
+// the live object (metadata.managedFields, operation Apply) is one the plan
+// still sets. That is exactly when a server-side apply of the plan with
+// force changes nothing: SSA sets the applied fields to the applied values
+// and removes the fields the manager owned and no longer applies
+// (https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management:
+// "If you remove a field from a manifest and apply that manifest, Server-Side
+// Apply checks if there are any other field managers that also own the
+// field. If the field is not owned by any other field managers, it is either
+// deleted from the live object or reset to its default value"). The contract
+// hash annotation is one of the fields compared, but it is not trusted on
+// its own: a hand edit of the spec that leaves the annotation alone is a
+// difference in the spec.
+//
+// The lists select the portal's objects by label (LabelManagedBy, and
+// LabelConnection for the plans' connections unless a kind has shared
+// objects), across namespaces; cluster-scoped kinds are listed the same way.
+// Two kinds are listed without a selector (in the plans' namespace alone
+// when there is only one, as for a single plan): RoleBindings, because the drift
+// check reports and a re-apply removes bindings the portal did not make (they
+// carry no portal label), and a kind with an object HyperPod owns and the
+// portal only checks (its LocalQueue carries no portal label). An object a
+// list did not return (deleted, or its labels removed by hand) is read on
+// its own with a GET, so a removed label is reported as the change it is.
+//
+// A snapshot lives for one drift check or one re-apply and is never shared
+// between calls, so it holds nothing another replica could have changed
+// since: it is as fresh as the GET it replaces.
+
+// SnapshotPageSize is the page size of a snapshot's lists (ListOptions.Limit):
+// a list of more objects than this costs one request per page. It bounds
+// one answer to a few megabytes; the kind with the most objects per tenant
+// (NetworkPolicy, six) fits 100 tenants in one page.
+const SnapshotPageSize = 1000
+
+// Snapshot is the live copy of many plans' objects, read with one list per
+// kind. Build it with Applier.Snapshot.
+type Snapshot struct {
+	objs map[snapKey]*unstructured.Unstructured
+	// bindings are the RoleBindings of the plans' namespaces, by namespace.
+	bindings map[string][]unstructured.Unstructured
+	// Lists is the number of list requests (pages) the snapshot took.
+	Lists int
+}
+
+type snapKey struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	name      string
+}
+
+// kindList is what a snapshot lists of one resource.
+type kindList struct {
+	gvr        schema.GroupVersionResource
+	namespaced bool
+	shared     bool            // a planned object is shared (carries no connection label)
+	checked    bool            // a planned object is HyperPod's, unlabelled
+	conns      map[string]bool // the planned objects' LabelConnection
+	want       map[snapKey]bool
+}
+
+// Snapshot lists every kind the plans hold, once (a page per
+// SnapshotPageSize objects), and keeps the planned objects and the
+// RoleBindings of the plans' namespaces.
+func (a *Applier) Snapshot(ctx context.Context, plans []Plan) (*Snapshot, error) {
+	kinds := map[schema.GroupVersionResource]*kindList{}
+	var order []schema.GroupVersionResource
+	namespaces := map[string]bool{}
+	get := func(m *meta.RESTMapping) *kindList {
+		k := kinds[m.Resource]
+		if k == nil {
+			k = &kindList{gvr: m.Resource, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace, conns: map[string]bool{}, want: map[snapKey]bool{}}
+			kinds[m.Resource] = k
+			order = append(order, m.Resource)
+		}
+		return k
+	}
+	for _, p := range plans {
+		if p.Namespace != "" {
+			namespaces[p.Namespace] = true
+			m, err := a.Mapper.RESTMapping(schema.GroupKind{Group: roleBindings.Group, Kind: "RoleBinding"}, roleBindings.Version)
+			if err != nil {
+				return nil, fmt.Errorf("provision: snapshot: %w", err)
+			}
+			get(m)
+		}
+		for _, o := range p.Objects {
+			if o.Obj == nil {
+				continue // read on its own, where it fails
+			}
+			gvk := o.Obj.GroupVersionKind()
+			m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				// A kind the API server does not serve (a CRD not
+				// installed): not listed, so the object is read on
+				// its own and its plan alone fails with the error.
+				continue
+			}
+			k := get(m)
+			k.want[snapKey{m.Resource, o.Namespace, o.Name}] = true
+			k.checked = k.checked || o.Owner == OwnerHyperPodChecked
+			if c := o.Obj.GetLabels()[LabelConnection]; c != "" && !o.Shared {
+				k.conns[c] = true
+			} else {
+				k.shared = true // no connection label to select it by
+			}
+		}
+	}
+	s := &Snapshot{objs: map[snapKey]*unstructured.Unstructured{}, bindings: map[string][]unstructured.Unstructured{}}
+	for _, gvr := range order {
+		k := kinds[gvr]
+		opts := metav1.ListOptions{Limit: SnapshotPageSize, LabelSelector: k.selector()}
+		var ri dynamic.ResourceInterface = a.Client.Resource(gvr)
+		if ns, ok := k.oneNamespace(namespaces); ok && opts.LabelSelector == "" {
+			// Unselected, but every planned object is in one namespace
+			// (one plan, as a re-apply job's): that namespace alone.
+			ri = a.Client.Resource(gvr).Namespace(ns)
+		}
+		for {
+			list, err := ri.List(ctx, opts)
+			if err != nil {
+				return nil, fmt.Errorf("provision: snapshot: list %s: %w", gvr.Resource, err)
+			}
+			s.Lists++
+			for i := range list.Items {
+				obj := &list.Items[i]
+				key := snapKey{gvr, obj.GetNamespace(), obj.GetName()}
+				if !k.namespaced {
+					key.namespace = ""
+				}
+				if gvr == roleBindings && namespaces[key.namespace] {
+					s.bindings[key.namespace] = append(s.bindings[key.namespace], *obj)
+				}
+				if k.want[key] {
+					s.objs[key] = obj
+				}
+			}
+			if list.GetContinue() == "" {
+				break
+			}
+			opts.Continue = list.GetContinue()
+		}
+	}
+	return s, nil
+}
+
+// oneNamespace is the namespace every planned object of a namespaced kind
+// is in, and every plan's namespace, when there is one.
+func (k *kindList) oneNamespace(planNamespaces map[string]bool) (string, bool) {
+	if !k.namespaced {
+		return "", false
+	}
+	all := maps.Clone(planNamespaces)
+	for key := range k.want {
+		all[key.namespace] = true
+	}
+	if len(all) != 1 {
+		return "", false
+	}
+	for ns := range all {
+		return ns, ns != ""
+	}
+	return "", false
+}
+
+// selector is the label selector of a kind's list: none for RoleBindings
+// and for a kind with an object HyperPod owns; else the portal's objects,
+// of the plans' connections unless one is shared.
+func (k *kindList) selector() string {
+	if k.gvr == roleBindings || k.checked {
+		return ""
+	}
+	sel := LabelManagedBy + "=" + ManagedBy
+	if k.shared || len(k.conns) == 0 {
+		return sel
+	}
+	ids := slices.Sorted(maps.Keys(k.conns))
+	return sel + "," + LabelConnection + " in (" + strings.Join(ids, ",") + ")"
+}
+
+// live is the listed copy of o, or nil when the lists did not return it.
+func (s *Snapshot) live(a *Applier, o Object) *unstructured.Unstructured {
+	if o.Obj == nil {
+		return nil
+	}
+	gvk := o.Obj.GroupVersionKind()
+	m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil
+	}
+	return s.objs[snapKey{m.Resource, o.Namespace, o.Name}]
+}
+
+// Covers lists where live is not what applying want with the portal's
+// field manager would leave (see the comment at the top of this file): the
+// dotted paths, at most three levels deep, of the fields want sets that
+// live lacks or holds another value in, then those the portal's manager
+// owns on live and want no longer sets. None means the apply would write
+// nothing.
+func Covers(live, want *unstructured.Unstructured, fieldManager string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	var walk func(path []string, w, l any)
+	walk = func(path []string, w, l any) {
+		report := reportOf(path)
+		switch wv := w.(type) {
+		case map[string]any:
+			lv, ok := l.(map[string]any)
+			if !ok {
+				add(report)
+				return
+			}
+			keys := make([]string, 0, len(wv))
+			for k := range wv {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				p := append(slices.Clip(path), k)
+				lk, ok := lv[k]
+				if !ok {
+					if wv[k] != nil { // an explicit null sets nothing
+						add(reportOf(p))
+					}
+					continue
+				}
+				walk(p, wv[k], lk)
+			}
+		case []any:
+			lv, ok := l.([]any)
+			if !ok || len(lv) != len(wv) {
+				add(report)
+				return
+			}
+			for i := range wv {
+				walk(path, wv[i], lv[i])
+			}
+		default:
+			if !sameScalar(w, l) {
+				add(report)
+			}
+		}
+	}
+	walk(nil, want.Object, live.Object)
+	for _, p := range ownedNotPlanned(live, want.Object, fieldManager) {
+		add(p)
+	}
+	return out
+}
+
+// reportOf is path as a drift report names it: at most three levels deep,
+// as differences does.
+func reportOf(path []string) string {
+	return strings.Join(path[:min(len(path), 3)], ".")
+}
+
+// sameScalar compares JSON scalars, numbers by value (a decoded integer may
+// be an int64 on one side and a float64 on the other).
+func sameScalar(a, b any) bool {
+	if fa, ok := number(a); ok {
+		fb, ok := number(b)
+		return ok && fa == fb
+	}
+	return a == b
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case float64:
+		return n, true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// ownedNotPlanned are the fields (map keys, down to the first list or
+// scalar) that fieldManager owns on live with an apply and want does not
+// set: a re-apply would remove them.
+func ownedNotPlanned(live *unstructured.Unstructured, want map[string]any, fieldManager string) []string {
+	var out []string
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager != fieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]any
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &set); err != nil {
+			return []string{"metadata.managedFields"}
+		}
+		var walk func(path []string, fs map[string]any, w map[string]any)
+		walk = func(path []string, fs map[string]any, w map[string]any) {
+			for k, sub := range fs {
+				name, ok := strings.CutPrefix(k, "f:")
+				if !ok {
+					continue // ".", or a list element (k:, v:, i:): lists are compared whole
+				}
+				p := append(slices.Clip(path), name)
+				wv, ok := w[name]
+				if !ok || wv == nil {
+					out = append(out, reportOf(p))
+					continue
+				}
+				subSet, _ := sub.(map[string]any)
+				if wm, ok := wv.(map[string]any); ok && len(subSet) > 0 {
+					walk(p, subSet, wm)
+				}
+			}
+		}
+		walk(nil, set, want)
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// unchanged reports whether o's live copy in s is what applying o would
+// leave, and its resourceVersion. An object HyperPod owns and the portal
+// only checks is unchanged when it exists.
+func (s *Snapshot) unchanged(a *Applier, o Object) (string, bool) {
+	live := s.live(a, o)
+	if live == nil {
+		return "", false
+	}
+	if o.Owner == OwnerHyperPodChecked {
+		return live.GetResourceVersion(), true
+	}
+	if len(Covers(live, o.Obj, a.fieldManager())) > 0 {
+		return "", false
+	}
+	return live.GetResourceVersion(), true
+}
+
+func (a *Applier) fieldManager() string {
+	if a.FieldManager == "" {
+		return ManagedBy
+	}
+	return a.FieldManager
+}
