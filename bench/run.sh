@@ -19,7 +19,7 @@ export PORTAL_BENCH_RESULTS=$state/results.jsonl
 section() { echo; echo "== $*"; }
 
 # --- benchmarks (each records its rows through internal/benchtable) ---
-section "provisioning 100 tenants, approval to active, next to bare server-side apply of the same objects (SQLite, PostgreSQL); a no-op re-apply"
+section "provisioning 100 tenants, approval to active, next to bare server-side apply of the same objects (SQLite, PostgreSQL)"
 go test -count=1 -run '^$' -bench '^BenchmarkProvisionTenants$' -benchtime=1x -timeout 30m ./internal/provision/ -worker-tenants=100
 
 section "no-op reconcile: drift check and re-apply of 100 unchanged tenants (SQLite, PostgreSQL)"
