@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -66,3 +68,37 @@ const SummedHoursSQL = summedHoursSQL
 
 // IsUniqueViolation is isUniqueViolation, for the tests of table rules.
 func IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
+
+// CapacityTotalsMismatch compares cluster_capacity with the sum recomputed
+// from the rows; "" when they agree, else both, for the failure message.
+func (d *DB) CapacityTotalsMismatch(ctx context.Context) (string, error) {
+	read := func(q string) (string, error) {
+		rows, err := d.sql.QueryContext(ctx, q)
+		if err != nil {
+			return "", err
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var c, t string
+			var n int64
+			if err := rows.Scan(&c, &t, &n); err != nil {
+				return "", err
+			}
+			out = append(out, fmt.Sprintf("%s/%s=%d", c, t, n))
+		}
+		return strings.Join(out, " "), rows.Err()
+	}
+	kept, err := read(`SELECT cluster_name, instance_type, count FROM cluster_capacity ORDER BY cluster_name, instance_type`)
+	if err != nil {
+		return "", err
+	}
+	want, err := read(recomputedCapacitySQL)
+	if err != nil {
+		return "", err
+	}
+	if kept == want {
+		return "", nil
+	}
+	return fmt.Sprintf("cluster_capacity has [%s], the rows sum to [%s]", kept, want), nil
+}
