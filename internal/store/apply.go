@@ -94,9 +94,10 @@ func apply(ctx context.Context, tx *sql.Tx, cur *Connection, e workflow.Effect, 
 	var id int64
 	var team string
 	version := 0
-	// What the connection holds on its cluster before the change; nil
-	// when the command does not write its row (see capacity.go).
-	var heldBefore map[clusterType]int
+	// What the connection holds before the change (capacity.go), when
+	// the command writes its row.
+	var heldBefore holding
+	wrote := false
 	switch {
 	case cur == nil:
 		if e.Version == nil || e.Next != workflow.StateDraft {
@@ -114,6 +115,7 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 		id, team, version = cur.ID, cur.Team, cur.CurrentVersion
 		if e.Writes(cur.State) {
 			var err error
+			wrote = true
 			if heldBefore, err = heldBy(ctx, tx, id); err != nil {
 				return 0, 0, err
 			}
@@ -153,7 +155,7 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 			return 0, 0, err
 		}
 	}
-	if heldBefore != nil {
+	if wrote {
 		heldAfter, err := heldBy(ctx, tx, id)
 		if err != nil {
 			return 0, 0, err

@@ -48,42 +48,83 @@ func heldSQL(where string) string {
   GROUP BY c.id, c.cluster_name, vc.instance_type`
 }
 
-// RebuildCapacityTotalsSQL recomputes cluster_capacity from the rows. The
-// portal never needs it (apply keeps the totals); tests and benchmarks that
-// insert connections around the store run it after.
-var RebuildCapacityTotalsSQL = `INSERT INTO cluster_capacity (cluster_name, instance_type, count)
-SELECT cluster_name, t, SUM(n) FROM (` + heldSQL("") + `) AS per_connection
-GROUP BY cluster_name, t HAVING SUM(n) <> 0`
-
-// recomputedCapacitySQL is what cluster_capacity must hold: the sum over
-// the rows, as (cluster_name, instance_type, count).
-var recomputedCapacitySQL = `SELECT cluster_name, t, SUM(n) FROM (` + heldSQL("") + `) AS per_connection
-GROUP BY cluster_name, t HAVING SUM(n) <> 0 ORDER BY cluster_name, t`
-
-type clusterType struct{ cluster, instanceType string }
-
-// heldBy is what connection id holds (nothing unless it is live).
-func heldBy(ctx context.Context, q queryer, id int64) (map[clusterType]int, error) {
-	rows, err := q.QueryContext(ctx, heldSQL(` AND c.id = ?`), id)
-	if err != nil {
-		return nil, fmt.Errorf("store: held capacity: %w", err)
-	}
-	defer rows.Close()
-	out := map[clusterType]int{}
-	for rows.Next() {
-		var k clusterType
-		var n int
-		if err := rows.Scan(&k.cluster, &k.instanceType, &n); err != nil {
-			return nil, fmt.Errorf("store: held capacity: %w", err)
-		}
-		out[k] = n
-	}
-	return out, rows.Err()
+// teamHeldSQL selects (team, t, n): each live connection matching where,
+// its approved version's count per instance type (a team's guarantee in
+// force: an open change is not, until applied).
+func teamHeldSQL(where string) string {
+	return `
+  SELECT c.team AS team, vc.instance_type AS t, vc.count AS n FROM connections c
+  JOIN version_capacity vc ON vc.connection_id = c.id AND vc.version = c.approved_version
+  WHERE c.state IN (` + liveStatesSQL + `)` + where
 }
 
-// capacityDelta adds after - before to the cluster totals.
-func capacityDelta(ctx context.Context, tx *sql.Tx, before, after map[clusterType]int) error {
-	delta := map[clusterType]int{}
+// RebuildCapacityTotalsSQL recomputes cluster_capacity and team_capacity
+// from the rows, into the emptied tables. The portal never needs it (apply
+// keeps the totals); tests and benchmarks that insert connections around
+// the store run it after.
+var RebuildCapacityTotalsSQL = []string{
+	`DELETE FROM cluster_capacity`,
+	`DELETE FROM team_capacity`,
+	`INSERT INTO cluster_capacity (cluster_name, instance_type, count) ` + recomputedClusterSQL,
+	`INSERT INTO team_capacity (team, instance_type, count) ` + recomputedTeamSQL,
+}
+
+// recomputedClusterSQL and recomputedTeamSQL are what cluster_capacity and
+// team_capacity must hold: the sums over the rows.
+var (
+	recomputedClusterSQL = `SELECT cluster_name, t, SUM(n) FROM (` + heldSQL("") + `) AS per_connection
+GROUP BY cluster_name, t HAVING SUM(n) <> 0`
+	recomputedTeamSQL = `SELECT team, t, SUM(n) FROM (` + teamHeldSQL("") + `) AS per_connection
+GROUP BY team, t HAVING SUM(n) <> 0`
+)
+
+// holding is what a connection holds: on its cluster, per instance type
+// (cluster), and as its team's guarantee (team). The keys are (cluster or
+// team, instance type).
+type holding struct{ cluster, team map[[2]string]int }
+
+// heldBy is what connection id holds (nothing unless it is live).
+func heldBy(ctx context.Context, q queryer, id int64) (holding, error) {
+	h := holding{cluster: map[[2]string]int{}, team: map[[2]string]int{}}
+	for _, part := range []struct {
+		q   string
+		out map[[2]string]int
+	}{{heldSQL(` AND c.id = ?`), h.cluster}, {teamHeldSQL(` AND c.id = ?`), h.team}} {
+		if err := readHeld(ctx, q, part.q, id, part.out); err != nil {
+			return holding{}, err
+		}
+	}
+	return h, nil
+}
+
+func readHeld(ctx context.Context, q queryer, query string, id int64, out map[[2]string]int) error {
+	rows, err := q.QueryContext(ctx, query, id)
+	if err != nil {
+		return fmt.Errorf("store: held capacity: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k [2]string
+		var n int
+		if err := rows.Scan(&k[0], &k[1], &n); err != nil {
+			return fmt.Errorf("store: held capacity: %w", err)
+		}
+		out[k] += n
+	}
+	return rows.Err()
+}
+
+// capacityDelta adds after - before to the cluster totals and the team
+// guarantees.
+func capacityDelta(ctx context.Context, tx *sql.Tx, before, after holding) error {
+	if err := addDelta(ctx, tx, "cluster_capacity", "cluster_name", before.cluster, after.cluster); err != nil {
+		return err
+	}
+	return addDelta(ctx, tx, "team_capacity", "team", before.team, after.team)
+}
+
+func addDelta(ctx context.Context, tx *sql.Tx, table, col string, before, after map[[2]string]int) error {
+	delta := map[[2]string]int{}
 	for k, n := range after {
 		delta[k] += n
 	}
@@ -95,12 +136,12 @@ func capacityDelta(ctx context.Context, tx *sql.Tx, before, after map[clusterTyp
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `
-INSERT INTO cluster_capacity (cluster_name, instance_type, count) VALUES (?, ?, ?)
-ON CONFLICT (cluster_name, instance_type) DO UPDATE SET count = cluster_capacity.count + excluded.count`, k.cluster, k.instanceType, n); err != nil {
-			return fmt.Errorf("store: cluster capacity: %w", err)
+INSERT INTO `+table+` (`+col+`, instance_type, count) VALUES (?, ?, ?)
+ON CONFLICT (`+col+`, instance_type) DO UPDATE SET count = `+table+`.count + excluded.count`, k[0], k[1], n); err != nil {
+			return fmt.Errorf("store: %s: %w", table, err)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM cluster_capacity WHERE cluster_name = ? AND instance_type = ? AND count = 0`, k.cluster, k.instanceType); err != nil {
-			return fmt.Errorf("store: cluster capacity: %w", err)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE `+col+` = ? AND instance_type = ? AND count = 0`, k[0], k[1]); err != nil {
+			return fmt.Errorf("store: %s: %w", table, err)
 		}
 	}
 	return nil

@@ -28,8 +28,8 @@ func (f *fixture) checkCapacityTotals(after string) {
 // kind of change that moves the capacity they hold (approve, provision,
 // amend capacity up and down, a failed and a retried change, hold, revoke,
 // reject, withdraw) and checks after each that the totals equal the sum
-// recomputed from the rows, and that CommittedCapacity (read from the
-// totals) is what the rows say.
+// recomputed from the rows, and that CommittedCapacity, Guarantees and
+// TeamGuarantees (read from the totals) are what the rows say.
 func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 	f := newFixture(t, 2)
 	ctx := t.Context()
@@ -43,6 +43,18 @@ func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 		}
 		if err != nil || got != want {
 			t.Errorf("after %s: committed capacity (excluding %d) = %v, %v; want %d", after, exclude, cc, err, want)
+		}
+	}
+	guarantee := func(team string, want int, after string) {
+		t.Helper()
+		g, err := f.db.Guarantees(ctx, team)
+		all, err2 := f.db.TeamGuarantees(ctx)
+		got := 0
+		for _, c := range g[team] {
+			got += c.Count
+		}
+		if err != nil || err2 != nil || got != want || all[team]["ml.p5.48xlarge"] != want {
+			t.Errorf("after %s: team %s's guarantee = %v (all teams: %v), %v, %v; want %d", after, team, g, all[team], err, err2, want)
 		}
 	}
 	withCount := func(team string, n int) workflow.Contract {
@@ -71,6 +83,7 @@ func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 	committed(0, 2, "a submitted change")
 	f.approve(red.ID, f.admins[0], 1)
 	committed(0, 5, "an approved increase")
+	guarantee("red", 2, "an approved increase (not in force until applied)")
 	committed(red.ID, 0, "an approved increase, excluding the connection")
 	j := f.claim("w")
 	if err := f.db.FailJob(ctx, j.ID, "w", "AccessDenied", f.tick()); err != nil {
@@ -83,6 +96,7 @@ func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 	committed(0, 5, "a retried change")
 	f.runJob("w", false, "ResourceQuota x")
 	committed(0, 5, "the change applied")
+	guarantee("red", 5, "the change applied")
 
 	// A decrease.
 	if _, _, err := f.db.SaveContract(ctx, red.ID, 2, withCount("red", 1), f.owner, f.tick()); err != nil {
@@ -105,23 +119,29 @@ func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	committed(0, 3, "a hold")
+	f.runJob("w", false, "ClusterQueue x") // the hold's job
+	committed(0, 3, "the hold applied")
 	f.revoke(red.ID, "project over")
 	committed(0, 3, "revoke (still revoking)")
-	committed(blue.ID, 1, "revoke, excluding the other connection")
+	f.runJob("w", false, "Namespace x")
+	committed(0, 2, "revoked")
+	guarantee("red", 0, "revoked")
+	guarantee("blue", 2, "revoked (the other team)")
+	committed(blue.ID, 0, "revoked, excluding the other connection")
 
 	// Rejected and withdrawn requests never held anything.
 	green := f.submitted(withCount("green", 7))
 	f.transition(green.ID, workflow.EventReject, f.admins[0], "no")
 	yellow := f.submitted(withCount("yellow", 9))
 	f.transition(yellow.ID, workflow.EventWithdraw, f.owner, "not needed")
-	committed(0, 3, "reject and withdraw")
+	committed(0, 2, "reject and withdraw")
 }
 
 // rebuildCapacityTotals recomputes the totals after a test wrote
 // connections around apply.
 func (f *fixture) rebuildCapacityTotals() {
 	f.t.Helper()
-	if err := f.db.ExecForTest(context.Background(), `DELETE FROM cluster_capacity`, store.RebuildCapacityTotalsSQL); err != nil {
+	if err := f.db.ExecForTest(context.Background(), store.RebuildCapacityTotalsSQL...); err != nil {
 		f.t.Fatal(err)
 	}
 }

@@ -69,7 +69,7 @@ const SummedHoursSQL = summedHoursSQL
 // IsUniqueViolation is isUniqueViolation, for the tests of table rules.
 func IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
 
-// CapacityTotalsMismatch compares cluster_capacity with the sum recomputed
+// CapacityTotalsMismatch compares cluster_capacity and team_capacity with the sums recomputed
 // from the rows; "" when they agree, else both, for the failure message.
 func (d *DB) CapacityTotalsMismatch(ctx context.Context) (string, error) {
 	read := func(q string) (string, error) {
@@ -89,16 +89,22 @@ func (d *DB) CapacityTotalsMismatch(ctx context.Context) (string, error) {
 		}
 		return strings.Join(out, " "), rows.Err()
 	}
-	kept, err := read(`SELECT cluster_name, instance_type, count FROM cluster_capacity ORDER BY cluster_name, instance_type`)
-	if err != nil {
-		return "", err
+	var bad []string
+	for _, c := range []struct{ kept, want string }{
+		{`SELECT cluster_name, instance_type, count FROM cluster_capacity ORDER BY cluster_name, instance_type`, recomputedClusterSQL + ` ORDER BY 1, 2`},
+		{`SELECT team, instance_type, count FROM team_capacity ORDER BY team, instance_type`, recomputedTeamSQL + ` ORDER BY 1, 2`},
+	} {
+		kept, err := read(c.kept)
+		if err != nil {
+			return "", err
+		}
+		want, err := read(c.want)
+		if err != nil {
+			return "", err
+		}
+		if kept != want {
+			bad = append(bad, fmt.Sprintf("%q has [%s], the rows sum to [%s]", c.kept, kept, want))
+		}
 	}
-	want, err := read(recomputedCapacitySQL)
-	if err != nil {
-		return "", err
-	}
-	if kept == want {
-		return "", nil
-	}
-	return fmt.Sprintf("cluster_capacity has [%s], the rows sum to [%s]", kept, want), nil
+	return strings.Join(bad, "; "), nil
 }

@@ -73,9 +73,9 @@ func seedScale(b testing.TB, h *harness, postgres bool, auditEvents int) {
 		        CASE WHEN id % 8 = 3 THEN '' ELSE 'renew' END, CASE WHEN id % 8 = 3 THEN '' ELSE 'Still needed' END,
 		        CASE WHEN id % 8 = 3 THEN NULL ELSE requester_id END, CASE WHEN id % 8 = 3 THEN '' ELSE '2026-01-02T00:00:00.000000000Z' END
 		 FROM connections WHERE state = 'active'`)
-	// The live connections' capacity totals (kept by apply; the rows
+	// The capacity totals and guarantees (kept by apply; the rows
 	// above were inserted around it).
-	stmts = append(stmts, store.RebuildCapacityTotalsSQL)
+	stmts = append(stmts, store.RebuildCapacityTotalsSQL...)
 	if postgres {
 		// Bulk-loaded tables have no statistics until autovacuum gets to
 		// them; a real installation's have.
@@ -92,6 +92,17 @@ func seedScale(b testing.TB, h *harness, postgres bool, auditEvents int) {
 		"shared-hp", map[string]int{"ml.p5.48xlarge": 64}, end.Add(-60*24*time.Hour), end, 1)
 	if ok, err := h.db.SeedUsage(ctx, d.Hours, d.Cluster, []usage.Missing{d.Missing}); err != nil || !ok {
 		b.Fatalf("seed usage: %v %v", ok, err)
+	}
+	// And the same for 199 other teams (team-0 to team-199), so that a
+	// team's page reads its own rows among many teams'.
+	tw, tf := rows(200)
+	if err := h.db.ExecForTest(ctx, `INSERT INTO usage_hours (team, namespace, instance_type, hour, guaranteed_accel_s, borrowed_accel_s,
+		 cpu_milli_s, memory_mib_s, running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source)
+		 `+tw+`
+		 SELECT 'team-' || (i - 1), 'ns-' || (i - 1), u.instance_type, u.hour, u.guaranteed_accel_s, u.borrowed_accel_s,
+		        u.cpu_milli_s, u.memory_mib_s, u.running, u.pending, u.preempted, u.wait_p50_s, u.wait_p90_s, u.wait_p99_s, u.source
+		 FROM usage_hours u, `+tf+` WHERE u.team = 'team-7' AND i - 1 <> 7`); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -143,7 +154,7 @@ var scalePages = []struct{ name, path string }{
 
 // BenchmarkPagesAtScale measures the six pages of issue 15 (dashboard,
 // connection list, connection detail, audit, team usage, review queue),
-// as an admin over HTTP, at 10,000 connections / 1,000 teams and 1,000 or
+// as an admin (who also reviews) over HTTP, at 10,000 connections / 1,000 teams and 1,000 or
 // 1,000,000 audit events, next to a bare echo handler that returns the same
 // bytes, on SQLite and, when PORTAL_TEST_POSTGRES_URL names a server (the
 // test bed's, see hack/testbed/postgres.sh), on PostgreSQL: the same pages,
@@ -165,6 +176,7 @@ func BenchmarkPagesAtScale(b *testing.B) {
 	for _, eng := range engines {
 		b.Run(eng.name, func(b *testing.B) {
 			means := map[string]map[int]time.Duration{}
+			rows := map[string]benchtable.Row{}
 			for _, events := range pagesAuditScales() {
 				b.Run(fmt.Sprintf("audit=%d", events), func(b *testing.B) {
 					dsn := eng.dsn()
@@ -174,7 +186,9 @@ func BenchmarkPagesAtScale(b *testing.B) {
 					t := &testing.T{}
 					h := newHarnessOn(t, dsn, false)
 					seedScale(b, h, eng.name == "postgres", events)
-					admin := h.signIn("admin")
+					// An admin who also reviews (the review queue is the
+					// reviewers' page; the dashboard then shows every card).
+					admin := h.signIn("revadmin")
 					for _, page := range scalePages {
 						b.Run(page.name, func(b *testing.B) {
 							resp, body := h.get(admin.c, page.path)
@@ -203,12 +217,21 @@ func BenchmarkPagesAtScale(b *testing.B) {
 							// Serial requests: the time of one page next to
 							// the time of bare echo writing its bytes (the
 							// wrk harness of bench/ measures throughput).
-							benchtable.Record(b, benchtable.Row{Figure: fmt.Sprintf("pages/%s/%s (audit %d) mean time, serial", eng.name, page.name, events),
+							// The last run of a sub-benchmark (the one with
+							// the largest b.N) is the row recorded.
+							rows[fmt.Sprintf("%s/%d", page.name, events)] = benchtable.Row{Figure: fmt.Sprintf("pages/%s/%s (audit %d) mean time, serial", eng.name, page.name, events),
 								Value: float64(portal.mean().Microseconds()) / 1000, Unit: "ms", Baseline: float64(plain.mean().Microseconds()) / 1000,
-								BaselineName: "bare echo", Kind: benchtable.RatioAtMost, Limit: 4})
+								BaselineName: "bare echo", Kind: benchtable.RatioAtMost, Limit: 4}
 						})
 					}
 				})
+			}
+			for _, events := range pagesAuditScales() {
+				for _, page := range scalePages {
+					if r, ok := rows[fmt.Sprintf("%s/%d", page.name, events)]; ok {
+						benchtable.Record(b, r)
+					}
+				}
 			}
 			for _, page := range scalePages {
 				small, big := means[page.name][1000], means[page.name][1000000]

@@ -153,6 +153,10 @@ type Server struct {
 	loginSeal, tokenSeal sealer
 	recheckGate          recheckGate
 
+	// planTexts caches each contract version's plan YAML and hash (see
+	// planview.go).
+	planTexts planTextCache
+
 	// knownOwners are the lower-case names accepted as contract owners
 	// without a login: mapped group names and Options.KnownOwners.
 	knownOwners map[string]bool
