@@ -43,8 +43,9 @@ HAVING SUM(vc.count) <> 0;
 
 -- A team's usage rows of a period (the team usage page, the detail page's
 -- quota suggestions) through an index on the team and hour, instead of
--- every team's rows of the period through the hour index.
-CREATE INDEX usage_hours_by_team_hour ON usage_hours (team, hour);
+-- every team's rows of the period through the hour index (in the order
+-- UsageHours returns them, so no sort either).
+CREATE INDEX usage_hours_by_team_hour ON usage_hours (team, hour, namespace, instance_type);
 
 -- +goose Down
 DROP INDEX usage_hours_by_team_hour;
