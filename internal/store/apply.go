@@ -94,6 +94,10 @@ func apply(ctx context.Context, tx *sql.Tx, cur *Connection, e workflow.Effect, 
 	var id int64
 	var team string
 	version := 0
+	// What the connection holds before the change (capacity.go), when
+	// the command writes its row.
+	var heldBefore holding
+	wrote := false
 	switch {
 	case cur == nil:
 		if e.Version == nil || e.Next != workflow.StateDraft {
@@ -110,6 +114,11 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 	default:
 		id, team, version = cur.ID, cur.Team, cur.CurrentVersion
 		if e.Writes(cur.State) {
+			var err error
+			wrote = true
+			if heldBefore, err = heldBy(ctx, tx, id); err != nil {
+				return 0, 0, err
+			}
 			set := []string{"state = ?", "updated_at = ?"}
 			args := []any{e.Next, ts}
 			if e.Version != nil {
@@ -143,6 +152,15 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 	}
 	if e.Version != nil {
 		if err := insertVersion(ctx, tx, id, version, *e.Version, e.By, now); err != nil {
+			return 0, 0, err
+		}
+	}
+	if wrote {
+		heldAfter, err := heldBy(ctx, tx, id)
+		if err != nil {
+			return 0, 0, err
+		}
+		if err := capacityDelta(ctx, tx, heldBefore, heldAfter); err != nil {
 			return 0, 0, err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/usage"
@@ -17,16 +16,10 @@ import (
 // TeamGuarantees is each team's guaranteed instances per instance type: the
 // approved contract versions of its live connections (approved, being
 // provisioned, active, under review or being revoked), summed over them.
+//
+// Read from team_capacity, which apply keeps (capacity.go).
 func (d *DB) TeamGuarantees(ctx context.Context) (map[string]map[string]int, error) {
-	ph := strings.TrimSuffix(strings.Repeat("?,", len(liveStates)), ",")
-	args := make([]any, 0, len(liveStates))
-	for _, s := range liveStates {
-		args = append(args, s)
-	}
-	rows, err := d.sql.QueryContext(ctx, `
-SELECT c.team, vc.instance_type, SUM(vc.count) FROM connections c
-JOIN version_capacity vc ON vc.connection_id = c.id AND vc.version = c.approved_version
-WHERE c.state IN (`+ph+`) GROUP BY c.team, vc.instance_type ORDER BY c.team, vc.instance_type`, args...)
+	rows, err := d.sql.QueryContext(ctx, `SELECT team, instance_type, count FROM team_capacity`)
 	if err != nil {
 		return nil, fmt.Errorf("store: team guarantees: %w", err)
 	}

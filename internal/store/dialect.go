@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -213,19 +215,45 @@ func (p boolPlan) Encode(value any, buf []byte) ([]byte, error) {
 type pgConn struct{ *stdlib.Conn }
 
 func (c pgConn) Prepare(query string) (driver.Stmt, error) {
-	return c.Conn.Prepare(rebind(query))
+	return c.Conn.Prepare(rebound(query))
 }
 
 func (c pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	return c.Conn.PrepareContext(ctx, rebind(query))
+	return c.Conn.PrepareContext(ctx, rebound(query))
 }
 
 func (c pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.Conn.ExecContext(ctx, rebind(query), args)
+	return c.Conn.ExecContext(ctx, rebound(query), args)
 }
 
 func (c pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.Conn.QueryContext(ctx, rebind(query), args)
+	return c.Conn.QueryContext(ctx, rebound(query), args)
+}
+
+// rebindCache holds rebind's result per query text, so that a query is
+// rewritten once per process rather than on every call (issue 15). The
+// store's queries are a fixed set of texts (values are always bound, never
+// formatted in), so the cache stays small; it still stops growing at
+// rebindCacheMax entries, past which queries are rebound on every call.
+var (
+	rebindCache     sync.Map // query -> rebound query
+	rebindCacheSize atomic.Int64
+)
+
+const rebindCacheMax = 4096
+
+// rebound is rebind(query), from rebindCache when it is there.
+func rebound(query string) string {
+	if v, ok := rebindCache.Load(query); ok {
+		return v.(string)
+	}
+	r := rebind(query)
+	if rebindCacheSize.Load() < rebindCacheMax {
+		if _, loaded := rebindCache.LoadOrStore(query, r); !loaded {
+			rebindCacheSize.Add(1)
+		}
+	}
+	return r
 }
 
 // rebind replaces each `?` placeholder of query with $1, $2, ... in order,

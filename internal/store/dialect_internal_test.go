@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -20,6 +21,28 @@ func TestRebind(t *testing.T) {
 		if got := rebind(tt.in); got != tt.want {
 			t.Errorf("rebind(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+		// Cached: the first call stores, the second reads the cache.
+		for i := range 2 {
+			if got := rebound(tt.in); got != tt.want {
+				t.Errorf("rebound(%q) call %d = %q, want %q", tt.in, i+1, got, tt.want)
+			}
+		}
+	}
+}
+
+// The rebind cache stops growing at rebindCacheMax entries, and a query
+// past it is still rebound right.
+func TestRebindCacheIsBounded(t *testing.T) {
+	for i := range rebindCacheMax + 100 {
+		q := fmt.Sprintf("SELECT %d WHERE a = ?", i)
+		if got, want := rebound(q), fmt.Sprintf("SELECT %d WHERE a = $1", i); got != want {
+			t.Fatalf("rebound(%q) = %q, want %q", q, got, want)
+		}
+	}
+	n := 0
+	rebindCache.Range(func(any, any) bool { n++; return true })
+	if n > rebindCacheMax || rebindCacheSize.Load() > rebindCacheMax {
+		t.Errorf("the rebind cache holds %d entries (counted %d), want at most %d", n, rebindCacheSize.Load(), rebindCacheMax)
 	}
 }
 

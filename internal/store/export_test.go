@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -66,3 +68,43 @@ const SummedHoursSQL = summedHoursSQL
 
 // IsUniqueViolation is isUniqueViolation, for the tests of table rules.
 func IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
+
+// CapacityTotalsMismatch compares cluster_capacity and team_capacity with the sums recomputed
+// from the rows; "" when they agree, else both, for the failure message.
+func (d *DB) CapacityTotalsMismatch(ctx context.Context) (string, error) {
+	read := func(q string) (string, error) {
+		rows, err := d.sql.QueryContext(ctx, q)
+		if err != nil {
+			return "", err
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var c, t string
+			var n int64
+			if err := rows.Scan(&c, &t, &n); err != nil {
+				return "", err
+			}
+			out = append(out, fmt.Sprintf("%s/%s=%d", c, t, n))
+		}
+		return strings.Join(out, " "), rows.Err()
+	}
+	var bad []string
+	for _, c := range []struct{ kept, want string }{
+		{`SELECT cluster_name, instance_type, count FROM cluster_capacity ORDER BY cluster_name, instance_type`, recomputedClusterSQL + ` ORDER BY 1, 2`},
+		{`SELECT team, instance_type, count FROM team_capacity ORDER BY team, instance_type`, recomputedTeamSQL + ` ORDER BY 1, 2`},
+	} {
+		kept, err := read(c.kept)
+		if err != nil {
+			return "", err
+		}
+		want, err := read(c.want)
+		if err != nil {
+			return "", err
+		}
+		if kept != want {
+			bad = append(bad, fmt.Sprintf("%q has [%s], the rows sum to [%s]", c.kept, kept, want))
+		}
+	}
+	return strings.Join(bad, "; "), nil
+}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -12,17 +11,15 @@ import (
 // instance type, of the approved versions of its committed connections
 // (approved, provisioning, active, under review, revoking). An open change
 // is not in force until approved. team "" returns every team's.
+//
+// They are read from team_capacity, which apply keeps in the transaction
+// that changes a connection (capacity.go), not summed over the connections.
 func (d *DB) Guarantees(ctx context.Context, team string) (map[string][]workflow.Capacity, error) {
-	ph := strings.TrimSuffix(strings.Repeat("?,", len(liveStates)), ",")
-	args := []any{team, team}
-	for _, s := range liveStates {
-		args = append(args, s)
+	q, args := `SELECT team, instance_type, count FROM team_capacity ORDER BY team, instance_type`, []any(nil)
+	if team != "" {
+		q, args = `SELECT team, instance_type, count FROM team_capacity WHERE team = ? ORDER BY instance_type`, []any{team}
 	}
-	rows, err := d.sql.QueryContext(ctx, `
-SELECT c.team, vc.instance_type, SUM(vc.count) FROM connections c
-JOIN version_capacity vc ON vc.connection_id = c.id AND vc.version = c.approved_version
-WHERE (? = '' OR c.team = ?) AND c.state IN (`+ph+`)
-GROUP BY c.team, vc.instance_type ORDER BY c.team, vc.instance_type`, args...)
+	rows, err := d.sql.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: guarantees: %w", err)
 	}

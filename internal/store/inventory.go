@@ -135,39 +135,6 @@ func namespaceOwner(ctx context.Context, q queryer, ns string, exclude int64) (i
 	return id, nil
 }
 
-func committedCapacity(ctx context.Context, q queryer, cluster string, exclude int64) ([]workflow.Capacity, error) {
-	ph := strings.TrimSuffix(strings.Repeat("?,", len(liveStates)), ",")
-	args := []any{cluster, exclude}
-	for _, s := range liveStates {
-		args = append(args, s)
-	}
-	// A live connection whose change is approved (being applied, or
-	// failed to apply and waiting to be tried again) holds, per instance
-	// type, the larger of its approved and its changed guarantee: an
-	// approved increase is committed from its approval on.
-	rows, err := q.QueryContext(ctx, `
-SELECT t, SUM(n) FROM (
-  SELECT vc.instance_type AS t, MAX(vc.count) AS n FROM connections c
-  JOIN version_capacity vc ON vc.connection_id = c.id
-   AND (vc.version = c.approved_version OR (c.amendment IN ('approved', 'failed') AND vc.version = c.current_version))
-  WHERE c.cluster_name = ? AND c.id != ? AND c.state IN (`+ph+`)
-  GROUP BY c.id, vc.instance_type) AS per_connection
-GROUP BY t ORDER BY t`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: committed capacity: %w", err)
-	}
-	defer rows.Close()
-	var out []workflow.Capacity
-	for rows.Next() {
-		var c workflow.Capacity
-		if err := rows.Scan(&c.InstanceType, &c.Count); err != nil {
-			return nil, fmt.Errorf("store: committed capacity: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
 // CommittedCapacity is the guaranteed capacity of every other live
 // connection on the cluster (by its approved version).
 func (d *DB) CommittedCapacity(ctx context.Context, cluster string, exclude int64) ([]workflow.Capacity, error) {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -17,6 +18,36 @@ type SessionStore struct {
 	db  *DB
 	key []byte
 	now func() time.Time
+
+	// refresh: see SetRefreshGranularity. found holds, per token hash,
+	// what FindCtx read (a digest of the data and the stored expiry) until
+	// the same request commits; at most maxFound entries.
+	refresh time.Duration
+	mu      sync.Mutex
+	found   map[string]foundSession
+}
+
+type foundSession struct {
+	sum    [sha256.Size]byte
+	expiry int64
+}
+
+const maxFound = 10000
+
+// SetRefreshGranularity makes CommitCtx skip the write of a session whose
+// data are exactly what FindCtx read for it and whose expiry would move
+// forward by less than d (issue 15). The session manager's idle timeout
+// commits every session on every request only to move its expiry: without
+// this each page view would be a database write. With it a session's idle
+// expiry is refreshed at most once per d, so an idle session may end up to
+// d before its idle timeout, never after. Skipping never writes anything
+// another request or replica has not written: a session signed out
+// meanwhile (deleted) stays deleted, and newer data written meanwhile stay.
+// d = 0 (the default) writes every commit.
+func (s *SessionStore) SetRefreshGranularity(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refresh = d
 }
 
 // Sessions returns the session store keyed by key (at least 32 bytes).
@@ -36,24 +67,50 @@ func (s *SessionStore) hash(token string) string {
 // FindCtx returns the data of an unexpired session.
 func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool, error) {
 	var b []byte
+	var expiry int64
+	h := s.hash(token)
 	err := s.db.sql.QueryRowContext(ctx,
-		`SELECT data FROM sessions WHERE token_hash = ? AND expiry > ?`,
-		s.hash(token), s.now().UnixNano()).Scan(&b)
+		`SELECT data, expiry FROM sessions WHERE token_hash = ? AND expiry > ?`,
+		h, s.now().UnixNano()).Scan(&b, &expiry)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("store: find session: %w", err)
 	}
+	s.mu.Lock()
+	if s.refresh > 0 {
+		if s.found == nil || len(s.found) >= maxFound {
+			s.found = map[string]foundSession{}
+		}
+		s.found[h] = foundSession{sum: sha256.Sum256(b), expiry: expiry}
+	}
+	s.mu.Unlock()
 	return b, true, nil
+}
+
+// unchanged reports whether committing b with expiry (nanoseconds) to the
+// session h would only move its expiry forward by less than the refresh
+// granularity, after FindCtx read it; it forgets what FindCtx read.
+func (s *SessionStore) unchanged(h string, b []byte, expiry int64) bool {
+	s.mu.Lock()
+	f, ok := s.found[h]
+	delete(s.found, h)
+	refresh := s.refresh
+	s.mu.Unlock()
+	return ok && refresh > 0 && f.sum == sha256.Sum256(b) && expiry >= f.expiry && expiry-f.expiry < refresh.Nanoseconds()
 }
 
 // CommitCtx inserts or replaces a session.
 func (s *SessionStore) CommitCtx(ctx context.Context, token string, b []byte, expiry time.Time) error {
+	h := s.hash(token)
+	if s.unchanged(h, b, expiry.UnixNano()) {
+		return nil // see SetRefreshGranularity
+	}
 	_, err := s.db.sql.ExecContext(ctx, `
 INSERT INTO sessions (token_hash, data, expiry) VALUES (?, ?, ?)
 ON CONFLICT (token_hash) DO UPDATE SET data = excluded.data, expiry = excluded.expiry`,
-		s.hash(token), b, expiry.UnixNano())
+		h, b, expiry.UnixNano())
 	if err != nil {
 		return fmt.Errorf("store: commit session: %w", err)
 	}
@@ -62,7 +119,11 @@ ON CONFLICT (token_hash) DO UPDATE SET data = excluded.data, expiry = excluded.e
 
 // DeleteCtx removes a session; deleting a missing one is not an error.
 func (s *SessionStore) DeleteCtx(ctx context.Context, token string) error {
-	if _, err := s.db.sql.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = ?`, s.hash(token)); err != nil {
+	h := s.hash(token)
+	s.mu.Lock()
+	delete(s.found, h)
+	s.mu.Unlock()
+	if _, err := s.db.sql.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = ?`, h); err != nil {
 		return fmt.Errorf("store: delete session: %w", err)
 	}
 	return nil

@@ -68,18 +68,24 @@ func (s *Server) auditTrail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, brk, err := s.verifyAuditSinceLastLook(ctx)
+	cp, brk, err := s.verifyAuditSinceLastLook(ctx)
 	if err != nil {
 		return err
 	}
 	a := views.AuditPage{Team: f.Team, Action: f.Action, Actor: f.Actor, ChainOK: brk == nil,
-		ChainNote: fmt.Sprintf("Hash chain verified: %d events, none altered or removed since the portal (any replica) started checking (run `portal audit verify` for a full walk).", n)}
+		ChainNote: fmt.Sprintf("Hash chain verified: %d events, none altered or removed since the portal (any replica) started checking (run `portal audit verify` for a full walk).", cp.Count)}
 	if f.ObjectID > 0 {
 		a.Object = strconv.FormatInt(f.ObjectID, 10)
 	}
-	head, err := s.opts.DB.AuditHead(ctx)
-	if err != nil {
-		return err
+	// The verification walked the chain from the shared checkpoint to its
+	// head, counting: that is the head, without counting every event of
+	// the trail again (issue 15: a count that grew with history). After a
+	// break, or with no event, the head is read as it is.
+	head := store.AuditHead{ID: cp.ID, Hash: cp.Hash, Count: cp.Count}
+	if brk != nil || cp.ID == 0 {
+		if head, err = s.opts.DB.AuditHead(ctx); err != nil {
+			return err
+		}
 	}
 	a.HeadCount, a.HeadID, a.HeadHash, a.HeadLogEvery = head.Count, head.ID, head.Hash, store.AuditHeadLogEvery
 	if brk != nil {
@@ -221,14 +227,10 @@ func (s *Server) versionDiff(c echo.Context) error {
 // neither starts over nor keeps one of its own); a break is reported. A GET
 // writes nothing: the checkpoint is moved on by every replica's background
 // check (store.VerifyAuditSinceCheckpoint, cmd/portal), not by page views.
-func (s *Server) verifyAuditSinceLastLook(ctx context.Context) (int, *store.AuditBreak, error) {
+func (s *Server) verifyAuditSinceLastLook(ctx context.Context) (store.AuditCheckpoint, *store.AuditBreak, error) {
 	from, err := s.opts.DB.SharedAuditCheckpoint(ctx)
 	if err != nil {
-		return 0, nil, err
+		return store.AuditCheckpoint{}, nil, err
 	}
-	cp, brk, err := s.opts.DB.VerifyAuditFrom(ctx, from)
-	if err != nil {
-		return 0, nil, err
-	}
-	return cp.Count, brk, nil
+	return s.opts.DB.VerifyAuditFrom(ctx, from)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -28,6 +29,24 @@ func TestAuditPageShowsTheChainHead(t *testing.T) {
 	_, page := h.get(rev.c, "/audit")
 	if !strings.Contains(page, `data-testid="audit-head"`) || !strings.Contains(page, head.Hash) || !strings.Contains(page, "Chain head: 2 events, newest #2") {
 		t.Errorf("the audit page does not show the chain head %+v", head)
+	}
+	// With the shared checkpoint moved on (the background check), the
+	// page walks only what was appended after it, and still shows the
+	// whole chain's head and count.
+	cp, brk, err := h.db.VerifyAuditFrom(context.Background(), store.AuditCheckpoint{})
+	if err != nil || brk != nil {
+		t.Fatal(err, brk)
+	}
+	if err := h.db.AdvanceAuditCheckpoint(context.Background(), cp, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.postAs(owner, "/connections/1/withdraw", url.Values{"reason": {"not needed"}})
+	if head, err = h.db.AuditHead(context.Background()); err != nil || head.Count != 3 {
+		t.Fatalf("head: %+v %v", head, err)
+	}
+	_, page = h.get(rev.c, "/audit")
+	if !strings.Contains(page, head.Hash) || !strings.Contains(page, "Chain head: 3 events, newest #3") {
+		t.Errorf("after the checkpoint, the audit page does not show the chain head %+v", head)
 	}
 }
 
@@ -99,8 +118,8 @@ func TestAuditCheckpointIsSharedByReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range []*Server{h.srv, second} {
-		if n, brk, err := s.verifyAuditSinceLastLook(ctx); err != nil || brk != nil || n != 2 {
-			t.Errorf("replica %d's look = %d, %+v, %v; want 2 events from the shared checkpoint", i+1, n, brk, err)
+		if cp, brk, err := s.verifyAuditSinceLastLook(ctx); err != nil || brk != nil || cp.Count != 2 {
+			t.Errorf("replica %d's look = %d, %+v, %v; want 2 events from the shared checkpoint", i+1, cp.Count, brk, err)
 		}
 	}
 	// An event appended and altered after the checkpoint is caught by both.

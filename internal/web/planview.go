@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -29,7 +30,8 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 		pv.Error = "No plan: " + err.Error()
 		return pv, nil
 	}
-	pv.Summary, pv.Warnings, pv.YAML, pv.Hash = plan.Summary(), plan.Warnings, plan.YAML(), plan.Hash()
+	pv.Summary, pv.Warnings = plan.Summary(), plan.Warnings
+	pv.YAML, pv.Hash = s.planTexts.texts(planKey{id, v.Version, v.Hash}, plan)
 	if preview && s.opts.ClusterCheck != nil {
 		// What the cluster serves and enforces now (the readiness page's
 		// checks): an old Kueue would fail the job, and unenforced
@@ -119,4 +121,52 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 		}
 	}
 	return pv, &plan
+}
+
+// planTextCache keeps the YAML and the hash of the plans the detail page
+// showed (issue 15: rendering a plan's YAML twice, once to show and once to
+// hash, was most of the page's time). A plan is a pure function of the
+// connection's id, its contract version (named by its number and hash) and
+// the process's cluster settings (Options.Cluster, fixed for the process's
+// life), so an entry never goes stale and each replica may keep its own.
+// It holds at most planTextCacheMax entries and starts over when full.
+type planTextCache struct {
+	mu sync.Mutex
+	m  map[planKey]planText
+}
+
+// planKey names a plan: the connection, the version and the version's hash.
+type planKey struct {
+	id      int64
+	version int
+	hash    string
+}
+
+type planText struct{ yaml, hash string }
+
+const planTextCacheMax = 1024
+
+// texts returns plan's YAML and hash, from the cache when it has key.
+func (c *planTextCache) texts(key planKey, plan provision.Plan) (yaml, hash string) {
+	c.mu.Lock()
+	t, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return t.yaml, t.hash
+	}
+	t = planText{yaml: plan.YAML(), hash: plan.Hash()}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= planTextCacheMax {
+		c.m = map[planKey]planText{}
+	}
+	c.m[key] = t
+	c.mu.Unlock()
+	return t.yaml, t.hash
+}
+
+// len is the number of cached plans (for tests).
+func (c *planTextCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
 }

@@ -153,6 +153,10 @@ type Server struct {
 	loginSeal, tokenSeal sealer
 	recheckGate          recheckGate
 
+	// planTexts caches each contract version's plan YAML and hash (see
+	// planview.go).
+	planTexts planTextCache
+
 	// knownOwners are the lower-case names accepted as contract owners
 	// without a login: mapped group names and Options.KnownOwners.
 	knownOwners map[string]bool
@@ -227,7 +231,14 @@ func New(o Options) (*Server, error) {
 
 	sm := scs.New()
 	sm.Store = st
+	sm.Codec = sessionCodec{}
 	sm.IdleTimeout = o.SessionIdleTimeout
+	// The idle timeout makes scs commit every session on every request,
+	// only to move its expiry; the store writes that at most once per
+	// refresh (a tenth of the idle timeout, at most a minute), so a page
+	// view is not a database write (issue 15; README, Sign-in and
+	// sessions).
+	st.SetRefreshGranularity(min(time.Minute, o.SessionIdleTimeout/10))
 	sm.Lifetime = o.SessionLifetime
 	sm.Cookie.Name = "portal_session"
 	sm.Cookie.HttpOnly = true
