@@ -22,6 +22,11 @@ section() { echo; echo "== $*"; }
 section "provisioning 100 tenants and a no-op re-apply (SQLite)"
 go test -count=1 -run '^$' -bench '^BenchmarkProvisionTenants$' -benchtime=1x -timeout 30m ./internal/provision/ -worker-tenants=100
 
+section "pages at 10,000 connections / 1,000 teams / 1,000,000 audit events, wrk next to bare echo (SQLite, PostgreSQL)"
+# PAGES_DURATION: each wrk run (default 5s); 18 runs per engine, plus seeding.
+make -s build
+go run ./bench/pages -bin bin/portal -duration "${PAGES_DURATION:-5s}" -engines sqlite,postgres
+
 # --- the table ---
 section "results"
 machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release; echo "$PRETTY_NAME"), $(go env GOVERSION), $(date -u +%Y-%m-%d)"
