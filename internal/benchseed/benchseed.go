@@ -72,10 +72,10 @@ type Seeded struct {
 }
 
 // Page is one page of the benchmark: its path, the demo user who views
-// it (devidp.DemoUsers) and a string its body must contain when it shows
-// the seeded data.
+// it (devidp.DemoUsers), and a string its body must contain (Want) and one
+// it must not (Not, when set) when it shows the seeded data.
 type Page struct {
-	Name, Path, User, Want string
+	Name, Path, User, Want, Not string
 }
 
 // Pages are the six pages of issue 15: as the demo admin, but the review
@@ -83,12 +83,12 @@ type Page struct {
 // the demo reviewer.
 func (s Seeded) Pages() []Page {
 	return []Page{
-		{"dashboard", "/", "admin", `data-testid="card-admin"`},
-		{"list", "/connections", "admin", "Seeded connection"},
-		{"detail", fmt.Sprintf("/connections/%d", s.DetailID), "admin", fmt.Sprintf("<h1>Connection #%d · team %s</h1>", s.DetailID, s.UsageTeam)},
-		{"audit", "/audit", "admin", "connection.seed"},
-		{"usage", "/teams/" + s.UsageTeam + "/usage", "admin", "accelerators allocated vs guaranteed"},
-		{"reviews", "/reviews", "reviewer", "Seeded connection"},
+		{"dashboard", "/", "admin", `data-testid="card-admin"`, ""},
+		{"list", "/connections", "admin", "Seeded connection", ""},
+		{"detail", fmt.Sprintf("/connections/%d", s.DetailID), "admin", fmt.Sprintf("<h1>Connection #%d · team %s</h1>", s.DetailID, s.UsageTeam), ""},
+		{"audit", "/audit", "admin", "connection.seed", "BROKEN"},
+		{"usage", "/teams/" + s.UsageTeam + "/usage", "admin", "accelerators (the approved connection", `data-testid="usage-empty"`},
+		{"reviews", "/reviews", "reviewer", fmt.Sprintf("%d open", s.OpenReviews), `data-testid="review-home"`},
 	}
 }
 
@@ -120,7 +120,7 @@ func Seed(ctx context.Context, db *store.DB, postgres bool, s Scale) (Seeded, er
 	lastHour := now.Truncate(time.Hour).Add(-time.Hour)
 	day := func(expr string) string {
 		if postgres {
-			return fmt.Sprintf("to_char(DATE '%s' + (%s), 'YYYY-MM-DD')", today, expr)
+			return fmt.Sprintf("to_char(DATE '%s' + (%s)::integer, 'YYYY-MM-DD')", today, expr)
 		}
 		return fmt.Sprintf("date('%s', (%s) || ' days')", today, expr)
 	}

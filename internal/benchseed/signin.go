@@ -88,7 +88,7 @@ func (s *Session) Get(base, path string) (int, string, []byte, error) {
 }
 
 // Check fetches every page as its user (signed in by sessions) and fails
-// unless each is a 200 that shows the seeded data (Page.Want). It returns
+// unless each is a 200 that shows the seeded data (Page.Want, Page.Not). It returns
 // the bodies and Content-Types by page name.
 func Check(base string, sessions map[string]*Session, pages []Page) (map[string][]byte, map[string]string, error) {
 	bodies, types := map[string][]byte{}, map[string]string{}
@@ -106,6 +106,9 @@ func Check(base string, sessions map[string]*Session, pages []Page) (map[string]
 		}
 		if !strings.Contains(string(b), p.Want) {
 			return nil, nil, fmt.Errorf("GET %s (%s): the page does not show the seeded data (no %q):\n%s", p.Path, p.Name, p.Want, truncate(b))
+		}
+		if p.Not != "" && strings.Contains(string(b), p.Not) {
+			return nil, nil, fmt.Errorf("GET %s (%s): the page does not show the seeded data (it has %q):\n%s", p.Path, p.Name, p.Not, truncate(b))
 		}
 		bodies[p.Name], types[p.Name] = b, ct
 	}
