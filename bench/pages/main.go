@@ -201,9 +201,9 @@ func measure(ctx context.Context, cfg config, engine string, audit int, bare boo
 	if err != nil {
 		return m, err
 	}
-	seeded, err := benchseed.Seed(ctx, db, engine == "postgres", benchseed.Scale{
-		Connections: cfg.connections, Teams: cfg.teams, AuditEvents: audit, UsageDays: 30, Now: time.Now(), Logf: log.Printf})
 	db.Close()
+	seeded, err := benchseed.Seed(ctx, dsn, benchseed.Scale{
+		Connections: cfg.connections, Teams: cfg.teams, AuditEvents: audit, UsageDays: 30, Now: time.Now(), Logf: log.Printf})
 	if err != nil {
 		return m, err
 	}

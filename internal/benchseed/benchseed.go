@@ -8,7 +8,7 @@
 //
 // Everything is generated in SQL with the one row generator each engine has
 // (a recursive CTE on SQLite, generate_series on PostgreSQL), so seeding
-// takes seconds. It writes straight into the tables (store.DB.ExecForTest),
+// takes seconds. It writes straight into the tables,
 // not through the workflow: it is test data, never something a portal
 // would write.
 //
@@ -28,9 +28,13 @@ package benchseed
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+	_ "modernc.org/sqlite"             // the "sqlite" driver
 
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -92,9 +96,11 @@ func (s Seeded) Pages() []Page {
 	}
 }
 
-// Seed fills db, migrated and holding no connection, audit event, review
-// or usage yet; postgres says which engine it is.
-func Seed(ctx context.Context, db *store.DB, postgres bool, s Scale) (Seeded, error) {
+// Seed fills the database dsn names (a SQLite file or a postgres:// URL,
+// as `portal serve --db` takes it), migrated and holding no connection,
+// audit event, review or usage yet.
+func Seed(ctx context.Context, dsn string, s Scale) (Seeded, error) {
+	postgres := strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 	if s.Connections < 40 || s.Teams < 1 || s.Teams*4 > s.Connections || s.AuditEvents < 1 || s.UsageDays < 1 {
 		return Seeded{}, fmt.Errorf("benchseed: scale %+v: want at least 40 connections, 1 to connections/4 teams, 1 audit event and 1 day of usage", s)
 	}
@@ -172,7 +178,7 @@ func Seed(ctx context.Context, db *store.DB, postgres bool, s Scale) (Seeded, er
 		        '` + evidence + `', '` + evidenceHash + `' FROM connections WHERE state = 'under_review'`,
 		// Hourly usage of every team's namespace: 8 of its 16 accelerators
 		// guaranteed, some borrowed, varying by hour.
-		`INSERT INTO usage_hours (team, namespace, instance_type, hour, guaranteed_accel_s, borrowed_accel_s, cpu_milli_s, memory_mib_s,
+		bulk("usage_hours") + `INSERT INTO usage_hours (team, namespace, instance_type, hour, guaranteed_accel_s, borrowed_accel_s, cpu_milli_s, memory_mib_s,
 		                          running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source)
 		 ` + uw + `
 		 SELECT 'team-' || ((i - 1) / ` + fmt.Sprint(hours) + `), 'ns-team-' || ((i - 1) / ` + fmt.Sprint(hours) + `), '` + InstanceType + `',
@@ -185,7 +191,7 @@ func Seed(ctx context.Context, db *store.DB, postgres bool, s Scale) (Seeded, er
 		        ` + fmt.Sprint(T*10) + ` * 3600, 0, 'cluster' FROM ` + hf,
 		// The trail: one event per connection change, spread over the
 		// connections, oldest first.
-		`INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash)
+		bulk("audit_events") + `INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash)
 		 ` + aw + `
 		 SELECT ` + created + `, NULL, 'seed@example.test', 'connection.seed', 'connection', ((i - 1) % ` + fmt.Sprint(s.Connections) + `) + 1,
 		        'team-' || (((((i - 1) % ` + fmt.Sprint(s.Connections) + `) + 1) / 4) % ` + fmt.Sprint(T) + `), 1, 'seeded by benchseed', ` + pad("i - 1") + `, ` + pad("i") + ` FROM ` + af,
@@ -200,19 +206,24 @@ func Seed(ctx context.Context, db *store.DB, postgres bool, s Scale) (Seeded, er
 			`SELECT setval(pg_get_serial_sequence('connections', 'id'), (SELECT max(id) FROM connections))`,
 			`ANALYZE`)
 	}
+	db, err := open(dsn, postgres)
+	if err != nil {
+		return Seeded{}, err
+	}
+	defer db.Close()
 	for _, st := range stmts {
 		t0 := time.Now()
-		if !postgres {
-			// A bulk load touches more index pages than SQLite's default
-			// cache (2 MiB) holds; this connection's cache is gone when
-			// the caller closes db.
-			st = "PRAGMA cache_size = -262144; " + st
+		if table, rest, ok := strings.Cut(st, bulkMark); ok {
+			err = bulkInsert(ctx, db, postgres, strings.TrimPrefix(table, "--"), rest)
+		} else {
+			_, err = db.ExecContext(ctx, st)
 		}
-		if err := db.ExecForTest(ctx, st); err != nil {
-			return Seeded{}, fmt.Errorf("benchseed: %w", err)
+		if err != nil {
+			return Seeded{}, fmt.Errorf("benchseed: %w\n%s", err, st)
 		}
 		if s.Logf != nil {
-			s.Logf("benchseed: %s: %s", time.Since(t0).Round(time.Millisecond), strings.Join(strings.Fields(st), " ")[:90])
+			line := strings.Join(strings.Fields(st), " ")
+			s.Logf("benchseed: %s: %s", time.Since(t0).Round(time.Millisecond), line[:min(len(line), 80)])
 		}
 	}
 	// An active connection (i % 4 = 3, not i % 40 = 3) about the middle:
@@ -225,4 +236,78 @@ func Seed(ctx context.Context, db *store.DB, postgres bool, s Scale) (Seeded, er
 		detail = 7
 	}
 	return Seeded{DetailID: detail, UsageTeam: fmt.Sprintf("team-%d", (detail/4)%int64(T)), OpenReviews: (s.Connections + 37) / 40}, nil
+}
+
+// bulkMark separates a table's name from a bulk insert into it (bulk).
+const bulkMark = "--bulk\n"
+
+// bulk marks the statement after it as a bulk insert into table.
+func bulk(table string) string { return "--" + table + bulkMark }
+
+// open connects to the database on one connection, so that a SQLite
+// pragma set on it holds for every statement: a bulk load touches more
+// pages than SQLite's default cache (2 MiB) holds.
+func open(dsn string, postgres bool) (*sql.DB, error) {
+	var db *sql.DB
+	var err error
+	if postgres {
+		db, err = sql.Open("pgx", dsn)
+	} else {
+		db, err = sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(5000)&_pragma=cache_size(-262144)&_pragma=synchronous(OFF)")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("benchseed: open: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// bulkInsert runs insert into table in one transaction that drops the
+// table's secondary indexes first and creates them again after, as the
+// schema defines them (read from the database, so an index a later
+// migration adds is kept too): building an index once over a million rows
+// is much faster than keeping it up to date row by row. Unique indexes
+// (constraints) stay.
+func bulkInsert(ctx context.Context, db *sql.DB, postgres bool, table, insert string) error {
+	q := `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL AND sql NOT LIKE 'CREATE UNIQUE%'`
+	if postgres {
+		q = `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = $1 AND indexdef NOT LIKE 'CREATE UNIQUE%'`
+	}
+	rows, err := db.QueryContext(ctx, q, table)
+	if err != nil {
+		return err
+	}
+	type index struct{ name, def string }
+	var indexes []index
+	for rows.Next() {
+		var i index
+		if err := rows.Scan(&i.name, &i.def); err != nil {
+			rows.Close()
+			return err
+		}
+		indexes = append(indexes, i)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, i := range indexes {
+		if _, err := tx.ExecContext(ctx, `DROP INDEX "`+i.name+`"`); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, insert); err != nil {
+		return err
+	}
+	for _, i := range indexes {
+		if _, err := tx.ExecContext(ctx, i.def); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }

@@ -42,9 +42,9 @@ func TestSeededPagesServe(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			seeded, err := benchseed.Seed(ctx, db, eng.name == "postgres",
-				benchseed.Scale{Connections: 200, Teams: 20, AuditEvents: 300, UsageDays: 30, Now: time.Now()})
 			db.Close()
+			seeded, err := benchseed.Seed(ctx, dsn,
+				benchseed.Scale{Connections: 200, Teams: 20, AuditEvents: 300, UsageDays: 30, Now: time.Now()})
 			if err != nil {
 				t.Fatal(err)
 			}
