@@ -90,7 +90,7 @@ func (s Seeded) Pages() []Page {
 		{"dashboard", "/", "admin", `data-testid="card-admin"`, ""},
 		{"list", "/connections", "admin", "Seeded connection", ""},
 		{"detail", fmt.Sprintf("/connections/%d", s.DetailID), "admin", fmt.Sprintf("<h1>Connection #%d · team %s</h1>", s.DetailID, s.UsageTeam), ""},
-		{"audit", "/audit", "admin", "connection.seed", "BROKEN"},
+		{"audit", "/audit", "admin", `data-testid="chain-ok"`, "BROKEN"},
 		{"usage", "/teams/" + s.UsageTeam + "/usage", "admin", "accelerators (the approved connection", `data-testid="usage-empty"`},
 		{"reviews", "/reviews", "reviewer", fmt.Sprintf("%d open", s.OpenReviews), `data-testid="review-home"`},
 	}

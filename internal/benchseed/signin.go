@@ -115,7 +115,12 @@ func Check(base string, sessions map[string]*Session, pages []Page) (map[string]
 	return bodies, types, nil
 }
 
+// truncate is a page's main part (after the header every page has), at
+// most 4000 bytes of it.
 func truncate(b []byte) string {
+	if i := strings.Index(string(b), "<main"); i > 0 {
+		b = b[i:]
+	}
 	if len(b) > 4000 {
 		return string(b[:4000]) + "…"
 	}
