@@ -301,8 +301,10 @@ func measure(ctx context.Context, cfg config, engine string, audit int, bare boo
 	return m, nil
 }
 
-// settle waits until the audit trail has not grown for 3 s: the portal's
-// start-up work appends to it (cost.statement, cost.month_closed,
+// settle waits until the portal's start-up work is done: the leader has
+// closed last month's statements (one cost.statement per team, then
+// cost.month_closed; the seeded usage reaches into last month) and the
+// audit trail has not grown for 3 s since (the signals loop appends
 // signal.fired).
 func settle(ctx context.Context, dsn string) error {
 	db, err := store.Open(ctx, dsn)
@@ -314,12 +316,19 @@ func settle(ctx context.Context, dsn string) error {
 	last, same := -1, 0
 	for same < 3 {
 		if time.Since(t0) > 5*time.Minute {
-			return errors.New("the portal's start-up work did not settle within 5 minutes (the audit trail kept growing)")
+			return errors.New("the portal's start-up work did not settle within 5 minutes (no month closed, or the audit trail kept growing)")
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(time.Second):
+		}
+		closed, err := db.AuditEvents(ctx, store.AuditFilter{Action: "cost.month_closed"}, 0, 1)
+		if err != nil {
+			return err
+		}
+		if len(closed) == 0 {
+			continue
 		}
 		h, err := db.AuditHead(ctx)
 		if err != nil {
