@@ -8,9 +8,11 @@
 //
 // Everything is generated in SQL with the one row generator each engine has
 // (a recursive CTE on SQLite, generate_series on PostgreSQL), so seeding
-// takes seconds. It writes straight into the tables,
-// not through the workflow: it is test data, never something a portal
-// would write.
+// takes seconds; the two large tables (audit_events, usage_hours) are
+// loaded with their secondary indexes dropped and built again in the same
+// transaction. It writes straight into the tables, not through the
+// workflow: it is test data, never something a portal would write, and
+// the portal binary never imports it (cmd/portal TestImportBoundaries).
 //
 // The audit trail: audit_events is append-only (triggers refuse updates and
 // deletes) and hash-chained. Computing a real SHA-256 chain over 1,000,000
@@ -20,8 +22,9 @@
 // verification checkpoint (audit_checkpoint 'audit-page') is set at the
 // newest seeded event, as the background check of a long-running
 // installation leaves it. The audit page and `portal serve`'s background
-// check then verify only what is appended after the seed (sign-ins and
-// the like, which chain onto the last seeded hash and verify), exactly as
+// check then verify only what is appended after the seed (last month's
+// statements the portal closes at start, signals, decisions: they chain
+// onto the last seeded hash and verify), exactly as
 // on a real installation whose check has caught up; `portal audit verify`,
 // which walks the whole chain, reports the seeded rows as altered.
 package benchseed
