@@ -19,6 +19,11 @@ export PORTAL_BENCH_RESULTS=$state/results.jsonl
 section() { echo; echo "== $*"; }
 
 # --- benchmarks (each records its rows through internal/benchtable) ---
+section "pages at 10,000 connections / 1,000 teams / 1,000,000 audit events, wrk next to bare echo (SQLite, PostgreSQL)"
+# PAGES_DURATION: each wrk run (default 5s); 18 runs per engine, plus seeding.
+make -s build
+go run ./bench/pages -bin bin/portal -duration "${PAGES_DURATION:-5s}" -engines sqlite,postgres
+
 section "provisioning 100 tenants, approval to active, next to bare server-side apply of the same objects (SQLite, PostgreSQL)"
 go test -count=1 -run '^$' -bench '^BenchmarkProvisionTenants$' -benchtime=1x -timeout 30m ./internal/provision/ -worker-tenants=100
 

@@ -4,7 +4,8 @@
 # install has them; slim images may not). Idempotent.
 set -euo pipefail
 need=()
-for pair in curl:curl openssl:openssl flock:util-linux setsid:util-linux ss:iproute2 git:git runuser:util-linux; do
+# wrk: the HTTP load generator of make bench's page benchmark (bench/pages).
+for pair in curl:curl openssl:openssl flock:util-linux setsid:util-linux ss:iproute2 git:git runuser:util-linux wrk:wrk; do
 	cmd=${pair%%:*} pkg=${pair#*:}
 	command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done

@@ -36,9 +36,10 @@ func TestImportBoundaries(t *testing.T) {
 		// the store; it serves no pages and calls no cloud API itself.
 		"internal/review": {mod + "internal/web", mod + "internal/views", mod + "internal/provision", "github.com/labstack/echo",
 			"k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "net/http"},
-		// The binary never carries the test endpoints, nor the image builder.
+		// The binary never carries the test endpoints, nor the image builder,
+		// nor the benchmark's seeding (it writes around the workflow).
 		"cmd/portal": {mod + "internal/provision/awsprov/awstest", mod + "internal/testenv",
-			mod + "internal/image", "github.com/google/go-containerregistry"},
+			mod + "internal/image", "github.com/google/go-containerregistry", mod + "internal/benchseed"},
 		"internal/testenv": {mod},
 		"migrations":       {mod},
 		"static":           {mod},

@@ -16,100 +16,26 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hyperpod-governance/portal/internal/benchseed"
 	"github.com/hyperpod-governance/portal/internal/benchtable"
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/testenv"
-	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// seedScale fills the database like a large installation: 10,000
-// connections across 1,000 teams, each with a real contract version, and
-// 1,000,000 audit events. Generated in SQL so seeding takes seconds, with
-// the one row generator each engine has (a recursive CTE on SQLite,
-// generate_series on PostgreSQL).
-func seedScale(b testing.TB, h *harness, postgres bool, auditEvents int) {
+// seedScale fills the database dsn names like a large installation
+// (internal/benchseed, the seeding `make bench`'s wrk harness uses too):
+// 10,000 connections across 1,000 teams with real contract versions and
+// capacity, open reviews, 30 days of every team's usage, and auditEvents
+// audit events.
+func seedScale(b testing.TB, dsn string, auditEvents int) benchseed.Seeded {
 	b.Helper()
-	body := strings.ReplaceAll(string(workflow.ExampleContract().Canonical()), "'", "''")
-	hash := workflow.ExampleContract().Hash()
-	ctx := context.Background()
-	rows := func(n int) (with, from string) {
-		if postgres {
-			return "", fmt.Sprintf("generate_series(1, %d) AS n(i)", n)
-		}
-		return fmt.Sprintf("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < %d)", n), "n"
-	}
-	pad := func(expr string) string { // a 64-digit zero-padded number, as a hash stand-in
-		if postgres {
-			return "lpad((" + expr + ")::text, 64, '0')"
-		}
-		return "printf('%064d', " + expr + ")"
-	}
-	cw, cf := rows(10000)
-	aw, af := rows(auditEvents)
-	stmts := []string{
-		`INSERT INTO users (issuer, subject, email, name, groups_json, first_login_at, last_login_at)
-		 VALUES ('seed', 'seed', 'seed@example.test', 'Seed', '[]', '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z')`,
-		`INSERT INTO connections (id, team, state, cluster_name, purpose, current_version, requester_id, created_at, updated_at, submitted_at)
-		 ` + cw + `
-		 SELECT i, 'team-' || (i % 1000), CASE i % 4 WHEN 0 THEN 'draft' WHEN 1 THEN 'submitted' WHEN 2 THEN 'approved' ELSE 'active' END,
-		        'shared-hp', 'Seeded connection ' || i || ' of a large installation', 1, (SELECT id FROM users WHERE subject = 'seed'),
-		        '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z' FROM ` + cf,
-		`INSERT INTO contract_versions (connection_id, version, body, hash, namespaces, author_id, created_at)
-		 SELECT id, 1, '` + body + `', '` + hash + `', 'ns-' || id, requester_id, created_at FROM connections`,
-		`INSERT INTO version_capacity (connection_id, version, instance_type, count)
-		 SELECT id, 1, 'ml.p5.48xlarge', 2 FROM connections`,
-		`UPDATE connections SET approved_version = 1 WHERE state IN ('approved', 'active')`,
-		`INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash)
-		 ` + aw + `
-		 SELECT '2026-01-01T00:00:00.000000000Z', NULL, 'seed@example.test', 'connection.seed', 'connection', (i % 10000) + 1,
-		        'team-' || (((i % 10000) + 1) % 1000), 1, '', ` + pad("i - 1") + `, ` + pad("i") + ` FROM ` + af,
-	}
-	// The review queue: a review of every active connection (2,500), half
-	// of them open, the other half decided.
-	stmts = append(stmts, `INSERT INTO reviews (connection_id, team, version, trigger, detail, due_on, opened_at, evidence, evidence_hash,
-		 decision, reason, decided_by, decided_at)
-		 SELECT id, team, 1, 'scheduled', 'Scheduled review', '2026-02-0' || (1 + id % 9), '2026-01-01T00:00:00.000000000Z', '{}', '',
-		        CASE WHEN id % 8 = 3 THEN '' ELSE 'renew' END, CASE WHEN id % 8 = 3 THEN '' ELSE 'Still needed' END,
-		        CASE WHEN id % 8 = 3 THEN NULL ELSE requester_id END, CASE WHEN id % 8 = 3 THEN '' ELSE '2026-01-02T00:00:00.000000000Z' END
-		 FROM connections WHERE state = 'active'`)
-	// A running installation's background check has verified the chain
-	// up to its head (the seeded hashes are stand-ins, so it is recorded
-	// here): the audit page walks only what was appended since.
-	stmts = append(stmts, `INSERT INTO audit_checkpoint (name, event_id, hash, event_count, verified_at)
-		 SELECT 'audit-page', id, hash, (SELECT count(*) FROM audit_events), '2026-01-01T00:00:00.000000000Z'
-		 FROM audit_events WHERE id = (SELECT max(id) FROM audit_events)`)
-	// The capacity totals and guarantees (kept by apply; the rows
-	// above were inserted around it).
-	stmts = append(stmts, store.RebuildCapacityTotalsSQL...)
-	if postgres {
-		// Bulk-loaded tables have no statistics until autovacuum gets to
-		// them; a real installation's have.
-		stmts = append(stmts, `ANALYZE`)
-	}
-	if err := h.db.ExecForTest(ctx, stmts...); err != nil {
+	sc := benchseed.Large(time.Now())
+	sc.AuditEvents = auditEvents
+	seeded, err := benchseed.Seed(context.Background(), dsn, sc)
+	if err != nil {
 		b.Fatal(err)
 	}
-	// The usage page's team: 60 days of hourly usage, as `make run` seeds
-	// it for its demo teams.
-	end := usage.HourStart(time.Now())
-	d := usage.DemoUsage([]usage.DemoTeam{{Team: "team-7", Namespace: "ns-7",
-		Types: []usage.DemoType{{InstanceType: "ml.p5.48xlarge", Guaranteed: 16, Busy: 24}}}},
-		"shared-hp", map[string]int{"ml.p5.48xlarge": 64}, end.Add(-60*24*time.Hour), end, 1)
-	if ok, err := h.db.SeedUsage(ctx, d.Hours, d.Cluster, []usage.Missing{d.Missing}); err != nil || !ok {
-		b.Fatalf("seed usage: %v %v", ok, err)
-	}
-	// And the same for 199 other teams (team-0 to team-199), so that a
-	// team's page reads its own rows among many teams'.
-	tw, tf := rows(200)
-	if err := h.db.ExecForTest(ctx, `INSERT INTO usage_hours (team, namespace, instance_type, hour, guaranteed_accel_s, borrowed_accel_s,
-		 cpu_milli_s, memory_mib_s, running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source)
-		 `+tw+`
-		 SELECT 'team-' || (i - 1), 'ns-' || (i - 1), u.instance_type, u.hour, u.guaranteed_accel_s, u.borrowed_accel_s,
-		        u.cpu_milli_s, u.memory_mib_s, u.running, u.pending, u.preempted, u.wait_p50_s, u.wait_p90_s, u.wait_p99_s, u.source
-		 FROM usage_hours u, `+tf+` WHERE u.team = 'team-7' AND i - 1 <> 7`); err != nil {
-		b.Fatal(err)
-	}
+	return seeded
 }
 
 type latencies []time.Duration
@@ -146,16 +72,12 @@ func timeGets(b *testing.B, c *http.Client, url string, n int) latencies {
 	return out
 }
 
-// scalePages are the six pages of issue 15, as an admin sees them.
-var scalePages = []struct{ name, path string }{
-	{"dashboard", "/"},
-	{"list", "/connections"},
-	{"detail", "/connections/5001"},
-	{"audit", "/audit"},
-	{"usage", "/teams/team-7/usage"},
-	{"reviews", "/reviews"},
-	{"list_team_filter", "/connections?team=team-7&state=active"},
-	{"list_deep_page", "/connections?before=200"},
+// scalePages are the six pages of issue 15 (benchseed's), then two more
+// views of the connection list.
+func scalePages(s benchseed.Seeded) []benchseed.Page {
+	return append(s.Pages(),
+		benchseed.Page{Name: "list_team_filter", Path: "/connections?team=" + s.UsageTeam + "&state=active"},
+		benchseed.Page{Name: "list_deep_page", Path: "/connections?before=200"})
 }
 
 // BenchmarkPagesAtScale measures the six pages of issue 15 (dashboard,
@@ -191,24 +113,24 @@ func BenchmarkPagesAtScale(b *testing.B) {
 					}
 					t := &testing.T{}
 					h := newHarnessOn(t, dsn, false)
-					seedScale(b, h, eng.name == "postgres", events)
+					seeded := seedScale(b, dsn, events)
 					// An admin who also reviews (the review queue is the
 					// reviewers' page; the dashboard then shows every card).
 					admin := h.signIn("revadmin")
-					for _, page := range scalePages {
-						b.Run(page.name, func(b *testing.B) {
-							resp, body := h.get(admin.c, page.path)
-							if resp.StatusCode != 200 {
-								b.Fatalf("%s = %d", page.path, resp.StatusCode)
+					for _, page := range scalePages(seeded) {
+						b.Run(page.Name, func(b *testing.B) {
+							resp, body := h.get(admin.c, page.Path)
+							if resp.StatusCode != 200 || !strings.Contains(body, page.Want) {
+								b.Fatalf("%s = %d, want 200 showing %q", page.Path, resp.StatusCode, page.Want)
 							}
 							bare := echo.New()
 							bare.GET("/*", func(c echo.Context) error { return c.HTML(200, body) })
 							bs := httptest.NewServer(bare)
 							defer bs.Close()
 							b.ResetTimer()
-							portal := timeGets(b, admin.c, h.base+page.path, b.N)
+							portal := timeGets(b, admin.c, h.base+page.Path, b.N)
 							b.StopTimer()
-							plain := timeGets(b, bs.Client(), bs.URL+page.path, b.N)
+							plain := timeGets(b, bs.Client(), bs.URL+page.Path, b.N)
 							ratio := float64(portal.mean()) / float64(plain.mean())
 							b.ReportMetric(float64(portal.mean().Microseconds())/1000, "mean-ms")
 							b.ReportMetric(float64(portal.pct(0.99).Microseconds())/1000, "p99-ms")
@@ -216,16 +138,16 @@ func BenchmarkPagesAtScale(b *testing.B) {
 							b.ReportMetric(float64(plain.pct(0.99).Microseconds())/1000, "bare-p99-ms")
 							b.ReportMetric(ratio, "ratio")
 							b.ReportMetric(float64(len(body))/1024, "page-KiB")
-							if means[page.name] == nil {
-								means[page.name] = map[int]time.Duration{}
+							if means[page.Name] == nil {
+								means[page.Name] = map[int]time.Duration{}
 							}
-							means[page.name][events] = portal.mean()
+							means[page.Name][events] = portal.mean()
 							// Serial requests: the time of one page next to
 							// the time of bare echo writing its bytes (the
 							// wrk harness of bench/ measures throughput).
 							// The last run of a sub-benchmark (the one with
 							// the largest b.N) is the row recorded.
-							rows[fmt.Sprintf("%s/%d", page.name, events)] = benchtable.Row{Figure: fmt.Sprintf("pages/%s/%s (audit %d) mean time, serial", eng.name, page.name, events),
+							rows[fmt.Sprintf("%s/%d", page.Name, events)] = benchtable.Row{Figure: fmt.Sprintf("pages/%s/%s (audit %d) mean time, serial", eng.name, page.Name, events),
 								Value: float64(portal.mean().Microseconds()) / 1000, Unit: "ms", Baseline: float64(plain.mean().Microseconds()) / 1000,
 								BaselineName: "bare echo", Kind: benchtable.RatioAtMost, Limit: 4}
 						})
@@ -233,19 +155,19 @@ func BenchmarkPagesAtScale(b *testing.B) {
 				})
 			}
 			for _, events := range pagesAuditScales() {
-				for _, page := range scalePages {
-					if r, ok := rows[fmt.Sprintf("%s/%d", page.name, events)]; ok {
+				for _, page := range scalePages(benchseed.Seeded{}) {
+					if r, ok := rows[fmt.Sprintf("%s/%d", page.Name, events)]; ok {
 						benchtable.Record(b, r)
 					}
 				}
 			}
-			for _, page := range scalePages {
-				small, big := means[page.name][1000], means[page.name][1000000]
+			for _, page := range scalePages(benchseed.Seeded{}) {
+				small, big := means[page.Name][1000], means[page.Name][1000000]
 				if small == 0 || big == 0 {
 					continue
 				}
-				b.Logf("%s: 1M/1k audit events = %.2f", page.name, float64(big)/float64(small))
-				benchtable.Record(b, benchtable.Row{Figure: fmt.Sprintf("pages/%s/%s mean time at 1M audit events", eng.name, page.name),
+				b.Logf("%s: 1M/1k audit events = %.2f", page.Name, float64(big)/float64(small))
+				benchtable.Record(b, benchtable.Row{Figure: fmt.Sprintf("pages/%s/%s mean time at 1M audit events", eng.name, page.Name),
 					Value: float64(big.Microseconds()) / 1000, Unit: "ms", Baseline: float64(small.Microseconds()) / 1000,
 					BaselineName: "at 1k", Kind: benchtable.RatioAtMost, Limit: 1.2})
 			}

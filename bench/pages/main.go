@@ -1,0 +1,494 @@
+// Command pages is the page benchmark of `make bench` (issue 15): the real
+// `portal serve --dev` on a database seeded like a large installation
+// (internal/benchseed: 10,000 connections across 1,000 teams, 1,000,000
+// audit events), the six pages the issue names loaded with wrk
+// (`wrk -t2 -c64 --latency`, keep-alive, signed in through the built-in
+// identity provider), each next to a bare echo handler in this process
+// that serves the very bytes and Content-Type the portal served for that
+// page, measured right after it in the same run. Then the same pages on a
+// second database that differs only in having 1,000 audit events. On
+// SQLite and on PostgreSQL (a fresh database on PORTAL_TEST_POSTGRES_URL's
+// server, dropped at the end).
+//
+// Rows recorded through internal/benchtable, per engine and page:
+//   - req/s, baseline bare echo's req/s: at least 0.25×;
+//   - p99 in ms, bare echo's p99 shown for reference: at most 30 ms;
+//   - mean latency (wrk's Latency Avg) at 1,000,000 audit events, baseline
+//     the same at 1,000: at most 1.2×;
+//
+// and per engine the portal process's peak RSS (VmHWM, reset once its
+// start-up work is done, see settle) after every page at 1,000,000
+// events: at most 150 MiB.
+//
+// A page that is not a 200 showing the seeded data, or any non-2xx answer
+// during a wrk run, fails the run.
+//
+//	go run ./bench/pages -bin bin/portal -duration 5s
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, to create and drop the benchmark's database
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/benchseed"
+	"github.com/hyperpod-governance/portal/internal/benchtable"
+	"github.com/hyperpod-governance/portal/internal/store"
+)
+
+type config struct {
+	bin         string
+	duration    time.Duration
+	engines     []string
+	connections int
+	teams       int
+	audit       int
+	auditSmall  int
+	threads     int
+	conns       int
+	dump        string
+}
+
+func main() {
+	var cfg config
+	var engines string
+	flag.StringVar(&cfg.bin, "bin", "bin/portal", "the portal binary (make build)")
+	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "length of each wrk run (wrk -d)")
+	flag.StringVar(&engines, "engines", "sqlite,postgres", "engines to measure; postgres needs PORTAL_TEST_POSTGRES_URL")
+	flag.IntVar(&cfg.connections, "connections", 10000, "seeded connections")
+	flag.IntVar(&cfg.teams, "teams", 1000, "seeded teams")
+	flag.IntVar(&cfg.audit, "audit", 1000000, "seeded audit events (the large trail)")
+	flag.IntVar(&cfg.auditSmall, "audit-small", 1000, "seeded audit events of the comparison database")
+	flag.IntVar(&cfg.threads, "threads", 2, "wrk -t")
+	flag.IntVar(&cfg.conns, "c", 64, "wrk -c")
+	flag.StringVar(&cfg.dump, "dump", "", "write each page's body into this directory")
+	flag.Parse()
+	cfg.engines = strings.Split(engines, ",")
+	log.SetFlags(log.Ltime)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		log.Printf("FAILED: %v", err)
+		os.Exit(1)
+	}
+}
+
+// logger lets benchtable.Record log through the log package.
+type logger struct{}
+
+func (logger) Logf(format string, args ...any) { log.Printf(format, args...) }
+
+// measured is one engine and trail size: each page's wrk figures, the
+// bare echo's for the same bytes, and the portal's peak RSS.
+type measured struct {
+	portal, bare map[string]wrkResult
+	hwmKiB       int64
+}
+
+func run(ctx context.Context, cfg config) error {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		return errors.New("wrk is not installed (Debian: apt-get install wrk; make deps does)")
+	}
+	bin, err := filepath.Abs(cfg.bin)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%s: %w (make build)", cfg.bin, err)
+	}
+	rateCard, err := filepath.Abs("hack/demo-rate-card.json")
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(rateCard); err != nil {
+		return fmt.Errorf("run from the repository's root: %w", err)
+	}
+	start := time.Now()
+	for _, eng := range cfg.engines {
+		if eng != "sqlite" && eng != "postgres" {
+			return fmt.Errorf("-engines: unknown engine %q", eng)
+		}
+		large, err := measure(ctx, cfg, eng, cfg.audit, true, bin, rateCard)
+		if err != nil {
+			return fmt.Errorf("%s at %d audit events: %w", eng, cfg.audit, err)
+		}
+		small, err := measure(ctx, cfg, eng, cfg.auditSmall, false, bin, rateCard)
+		if err != nil {
+			return fmt.Errorf("%s at %d audit events: %w", eng, cfg.auditSmall, err)
+		}
+		if err := record(cfg, eng, large, small); err != nil {
+			return err
+		}
+	}
+	log.Printf("pages: done in %s", time.Since(start).Round(time.Second))
+	return nil
+}
+
+func record(cfg config, eng string, large, small measured) error {
+	for _, p := range (benchseed.Seeded{}).Pages() {
+		l, b, s := large.portal[p.Name], large.bare[p.Name], small.portal[p.Name]
+		fig := "pages/" + eng + "/" + p.Name
+		for _, r := range []benchtable.Row{
+			{Figure: fig + " req/s", Value: l.RPS, Unit: "req/s", Baseline: b.RPS, BaselineName: "bare echo", Kind: benchtable.RatioAtLeast, Limit: 0.25},
+			{Figure: fig + " p99", Value: ms(l.P99), Unit: "ms", Baseline: ms(b.P99), BaselineName: "bare echo", Kind: benchtable.AtMost, Limit: 30},
+			{Figure: fmt.Sprintf("%s mean latency, %s vs %s audit events", fig, count(cfg.audit), count(cfg.auditSmall)), Value: ms(l.Mean), Unit: "ms",
+				Baseline: ms(s.Mean), BaselineName: "at " + count(cfg.auditSmall), Kind: benchtable.RatioAtMost, Limit: 1.2},
+		} {
+			if err := benchtable.Record(logger{}, r); err != nil {
+				return err
+			}
+		}
+	}
+	return benchtable.Record(logger{}, benchtable.Row{Figure: "pages/" + eng + " portal peak RSS (VmHWM)",
+		Value: float64(large.hwmKiB) / 1024, Unit: "MiB", Kind: benchtable.AtMost, Limit: 150})
+}
+
+// count is n as the table names it: 1M, 1k.
+func count(n int) string {
+	switch {
+	case n >= 1000000 && n%1000000 == 0:
+		return fmt.Sprintf("%dM", n/1000000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return strconv.Itoa(n)
+}
+
+// measure seeds a fresh database of engine with audit events, starts the
+// portal on it and runs wrk on every page (and on the bare echo, with
+// bare).
+func measure(ctx context.Context, cfg config, engine string, audit int, bare bool, bin, rateCard string) (measured, error) {
+	m := measured{portal: map[string]wrkResult{}, bare: map[string]wrkResult{}}
+	dir, err := os.MkdirTemp("", "portal-pagebench-")
+	if err != nil {
+		return m, err
+	}
+	defer os.RemoveAll(dir)
+	dsn := filepath.Join(dir, "portal.db")
+	if engine == "postgres" {
+		base := os.Getenv("PORTAL_TEST_POSTGRES_URL")
+		if base == "" {
+			return m, errors.New("PORTAL_TEST_POSTGRES_URL is not set: start the test bed (bench/run.sh does), or pass -engines sqlite")
+		}
+		var drop func()
+		if dsn, drop, err = postgresDB(base); err != nil {
+			return m, err
+		}
+		defer drop()
+	}
+	t0 := time.Now()
+	db, err := store.OpenMigrated(ctx, dsn)
+	if err != nil {
+		return m, err
+	}
+	db.Close()
+	seeded, err := benchseed.Seed(ctx, dsn, benchseed.Scale{
+		Connections: cfg.connections, Teams: cfg.teams, AuditEvents: audit, UsageDays: 30, Now: time.Now(), Logf: log.Printf})
+	if err != nil {
+		return m, err
+	}
+	log.Printf("%s: seeded %d connections, %d teams, %d audit events in %s", engine, cfg.connections, cfg.teams, audit, time.Since(t0).Round(10*time.Millisecond))
+
+	p, err := startPortal(ctx, bin, dir, dsn, rateCard)
+	if err != nil {
+		return m, err
+	}
+	defer p.stop()
+	pages := seeded.Pages()
+	sessions, err := benchseed.SignInAll(p.url, pages)
+	if err != nil {
+		return m, err
+	}
+	// What a portal does once at start on a database like this one (the
+	// leader closes last month's statements, the signals loop runs) is
+	// over before the measuring starts, as on an installation that has
+	// been up for a while; the peak RSS is counted from then on.
+	if err := settle(ctx, dsn); err != nil {
+		return m, err
+	}
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.cmd.Process.Pid), []byte("5"), 0); err != nil {
+		return m, fmt.Errorf("reset the portal's peak RSS: %w", err)
+	}
+	bodies, types, err := benchseed.Check(p.url, sessions, pages)
+	if err != nil {
+		return m, err
+	}
+	var bareURL string
+	if bare {
+		e := echo.New()
+		e.HideBanner, e.HidePort = true, true
+		for _, pg := range pages {
+			body, ct := bodies[pg.Name], types[pg.Name]
+			e.GET(pg.Path, func(c echo.Context) error { return c.Blob(http.StatusOK, ct, body) })
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return m, err
+		}
+		srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		bareURL = "http://" + ln.Addr().String()
+	}
+	for _, pg := range pages {
+		if cfg.dump != "" {
+			if err := os.MkdirAll(cfg.dump, 0o755); err != nil {
+				return m, err
+			}
+			if err := os.WriteFile(filepath.Join(cfg.dump, fmt.Sprintf("%s-%d-%s.html", engine, audit, pg.Name)), bodies[pg.Name], 0o644); err != nil {
+				return m, err
+			}
+		}
+		cookie := sessions[pg.User].Cookie
+		r, err := runWrk(ctx, cfg, p.url+pg.Path, cookie)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", pg.Name, err)
+		}
+		if r.Requests == 0 {
+			// Not one answer within the run: req/s is 0, and the page's
+			// time is at least that of one GET with nothing else running.
+			t0 := time.Now()
+			code, _, _, err := sessions[pg.User].Get(p.url, pg.Path)
+			if err != nil || code != http.StatusOK {
+				return m, fmt.Errorf("%s: GET %s after the wrk run: %d, %v", pg.Name, pg.Path, code, err)
+			}
+			r.Mean = time.Since(t0)
+			r.P99 = r.Mean
+			log.Printf("%s %s: NO request completed within the %s wrk run: req/s 0; mean and p99 are one unloaded GET's time (%s), a lower bound",
+				engine, pg.Name, cfg.duration, r.Mean.Round(time.Millisecond))
+		}
+		m.portal[pg.Name] = r
+		line := fmt.Sprintf("%s %s (%s audit events, %d KiB): portal %.0f req/s, mean %.2f ms, p99 %.2f ms", engine, pg.Name, count(audit), len(bodies[pg.Name])/1024, r.RPS, ms(r.Mean), ms(r.P99))
+		if bare {
+			b, err := runWrk(ctx, cfg, bareURL+pg.Path, cookie)
+			if err != nil {
+				return m, fmt.Errorf("%s, bare echo: %w", pg.Name, err)
+			}
+			m.bare[pg.Name] = b
+			line += fmt.Sprintf("; bare echo %.0f req/s, mean %.2f ms, p99 %.2f ms", b.RPS, ms(b.Mean), ms(b.P99))
+		}
+		log.Print(line)
+	}
+	if m.hwmKiB, err = vmHWM(p.cmd.Process.Pid); err != nil {
+		return m, err
+	}
+	select {
+	case <-p.exited:
+		return m, fmt.Errorf("portal serve ended during the run:\n%s", p.out.String())
+	default:
+	}
+	return m, nil
+}
+
+// settle waits until the portal's start-up work is done: the leader has
+// closed last month's statements (one cost.statement per team, then
+// cost.month_closed; the seeded usage reaches into last month) and the
+// audit trail has not grown for 3 s since (the signals loop appends
+// signal.fired).
+func settle(ctx context.Context, dsn string) error {
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	t0 := time.Now()
+	last, same := -1, 0
+	for same < 3 {
+		if time.Since(t0) > 5*time.Minute {
+			return errors.New("the portal's start-up work did not settle within 5 minutes (no month closed, or the audit trail kept growing)")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		closed, err := db.AuditEvents(ctx, store.AuditFilter{Action: "cost.month_closed"}, 0, 1)
+		if err != nil {
+			return err
+		}
+		if len(closed) == 0 {
+			continue
+		}
+		h, err := db.AuditHead(ctx)
+		if err != nil {
+			return err
+		}
+		if h.Count == last {
+			same++
+		} else {
+			last, same = h.Count, 0
+		}
+	}
+	log.Printf("the portal's start-up work settled after %s (%d audit events)", time.Since(t0).Round(time.Second), last)
+	return nil
+}
+
+// runWrk loads url for cfg.duration and fails on any non-2xx answer. A
+// request still unanswered after 30 s counts as a timeout (wrk --timeout),
+// and a run may end with no request answered (Requests 0).
+func runWrk(ctx context.Context, cfg config, url, cookie string) (wrkResult, error) {
+	secs := max(1, int(cfg.duration.Round(time.Second)/time.Second))
+	cmd := exec.CommandContext(ctx, "wrk", "-t"+strconv.Itoa(cfg.threads), "-c"+strconv.Itoa(cfg.conns),
+		"-d"+strconv.Itoa(secs)+"s", "--timeout", "30s", "--latency", "-H", "Cookie: "+cookie, url)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return wrkResult{}, fmt.Errorf("wrk %s: %v\n%s", url, err, out)
+	}
+	r, err := parseWrk(string(out))
+	if err != nil {
+		return r, err
+	}
+	if r.Non2xx > 0 {
+		return r, fmt.Errorf("wrk %s: %d of %d answers were not 2xx:\n%s", url, r.Non2xx, r.Requests, out)
+	}
+	if r.Errors != "" {
+		log.Printf("wrk %s: socket errors: %s", url, r.Errors)
+	}
+	return r, nil
+}
+
+// vmHWM is a process's peak resident set size in KiB (/proc/PID/status).
+func vmHWM(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
+}
+
+// portal is a running `portal serve --dev`.
+type portal struct {
+	url    string
+	cmd    *exec.Cmd
+	out    *buffer
+	exited chan struct{}
+}
+
+var readyRE = regexp.MustCompile(`ready: open (http://[0-9.:]+)/`)
+
+func startPortal(ctx context.Context, bin, dir, dsn, rateCard string) (*portal, error) {
+	cmd := exec.Command(bin, "serve", "--dev", "--listen", "127.0.0.1:0", "--db", dsn, "--rate-card", rateCard)
+	cmd.Dir = dir
+	p := &portal{cmd: cmd, out: &buffer{}, exited: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = p.out
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.out.Write([]byte(sc.Text() + "\n"))
+			if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	select {
+	case p.url = <-urls:
+		return p, nil
+	case <-p.exited:
+		return nil, fmt.Errorf("portal serve ended before it was ready:\n%s", p.out.String())
+	case <-ctx.Done():
+		p.stop()
+		return nil, ctx.Err()
+	case <-time.After(2 * time.Minute):
+		p.stop()
+		return nil, fmt.Errorf("portal serve printed no ready line:\n%s", p.out.String())
+	}
+}
+
+// stop ends the portal: SIGTERM, then SIGKILL after 30 s.
+func (p *portal) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// buffer collects a process's output, safe for concurrent writes.
+type buffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// postgresDB names a new database on base's server for store.OpenMigrated
+// to create, and returns a func that drops it.
+func postgresDB(base string) (string, func(), error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", nil, fmt.Errorf("PORTAL_TEST_POSTGRES_URL: %w", err)
+	}
+	name := fmt.Sprintf("portal_pagebench_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	u.Path = "/" + name
+	drop := func() {
+		db, err := sql.Open("pgx", base)
+		if err != nil {
+			log.Printf("drop %s: %v", name, err)
+			return
+		}
+		defer db.Close()
+		if _, err := db.Exec(`DROP DATABASE IF EXISTS "` + name + `" WITH (FORCE)`); err != nil {
+			log.Printf("drop %s: %v", name, err)
+		}
+	}
+	return u.String(), drop, nil
+}
