@@ -107,3 +107,16 @@ SELECT version, method, overhead_bp, chosen_by, chosen_at, reason FROM cost_poli
 	}
 	return out, rows.Err()
 }
+
+// CostInputVersion is the version of everything a chargeback of the month
+// to date is computed from (usage rows, capacity rows, missing periods,
+// guarantees, cost policy): triggers bump it in the transaction that
+// changes any of them (migrations/00022). Read it before the inputs: a
+// result computed after reading version v then reflects at least v.
+func (d *DB) CostInputVersion(ctx context.Context) (int64, error) {
+	var v int64
+	if err := d.sql.QueryRowContext(ctx, `SELECT version FROM cost_input_version WHERE id = 1`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("store: cost input version: %w", err)
+	}
+	return v, nil
+}

@@ -108,13 +108,24 @@ func monthToDate(now time.Time) (month, toDate usage.Period) {
 }
 
 // monthSoFar is the current month's chargeback to date under the policy in
-// force: what /finance and the team usage page's cost block show.
+// force: what /finance and the team usage page's cost block show. It is
+// computed once per cost input version and hour (monthCache); the result
+// is shared: read it, never change it.
 func (s *Server) monthSoFar(ctx context.Context, now time.Time) (month, toDate usage.Period, pol store.CostPolicyVersion, v costView, err error) {
 	month, toDate = monthToDate(now)
-	if pol, err = s.opts.DB.CostPolicy(ctx); err != nil {
+	// The version is read before the inputs (store.DB.CostInputVersion).
+	ver, err := s.opts.DB.CostInputVersion(ctx)
+	if err != nil {
 		return month, toDate, pol, v, err
 	}
-	v, err = s.charge(ctx, toDate, pol.Policy)
+	pol, v, err = s.monthCache.get(ctx, monthKey{version: ver, toDate: toDate}, func() (store.CostPolicyVersion, costView, error) {
+		pol, err := s.opts.DB.CostPolicy(ctx)
+		if err != nil {
+			return pol, costView{}, err
+		}
+		v, err := s.charge(ctx, toDate, pol.Policy)
+		return pol, v, err
+	})
 	return month, toDate, pol, v, err
 }
 

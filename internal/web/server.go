@@ -157,6 +157,10 @@ type Server struct {
 	// planview.go).
 	planTexts planTextCache
 
+	// monthCache keeps the month-to-date chargeback per cost input
+	// version and hour (see monthcache.go).
+	monthCache monthCache
+
 	// knownOwners are the lower-case names accepted as contract owners
 	// without a login: mapped group names and Options.KnownOwners.
 	knownOwners map[string]bool

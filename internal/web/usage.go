@@ -140,10 +140,14 @@ func (s *Server) teamUsage(c echo.Context) error {
 
 func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.Time) (views.TeamUsage, error) {
 	u := views.TeamUsage{Team: team, PeriodLabel: periodLabel(from, to)}
-	rows, missing, err := s.teamHours(ctx, team, from, to)
+	// The page's period and the quota suggestions' 30 days before its end
+	// are read at once: the team's rows of both, split here.
+	sugFrom, sugEnd := suggestionSpan(to)
+	allRows, allMissing, err := s.teamHours(ctx, team, minTime(from, sugFrom), maxTime(to, sugEnd))
 	if err != nil {
 		return u, err
 	}
+	rows, missing := hoursIn(allRows, from, to), missingIn(allMissing, from, to)
 	g, err := s.opts.DB.Guarantees(ctx, team)
 	if err != nil {
 		return u, err
@@ -249,10 +253,52 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 		worst = views.WaitView{Label: "Worst hour", P50: waitText(w50), P90: waitText(w90), P99: waitText(w99)}
 		u.Waits = []views.WaitView{{Label: fmt.Sprintf("Median hour (of %d with admissions)", len(p50s)), P50: waitText(m50), P90: waitText(m90), P99: waitText(m99)}, worst}
 	}
-	if u.Suggestions, err = s.quotaSuggestions(ctx, team, guarantee, nil, to); err != nil {
-		return u, err
-	}
+	u.Suggestions = s.suggestFrom(hoursIn(allRows, sugFrom, sugEnd), missingIn(allMissing, sugFrom, sugEnd), guarantee, nil, sugFrom, sugEnd)
 	return u, nil
+}
+
+// suggestionSpan is the 30 days of hourly rows before end that quota
+// suggestions are computed from.
+func suggestionSpan(end time.Time) (time.Time, time.Time) {
+	end = usage.HourStart(end)
+	return end.Add(-usagePeriodDays * 24 * time.Hour), end
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// hoursIn is the rows of hours in [from, to).
+func hoursIn(rows []usage.Hour, from, to time.Time) []usage.Hour {
+	var out []usage.Hour
+	for _, r := range rows {
+		if !r.Start.Before(from) && r.Start.Before(to) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// missingIn is the missing data periods that touch [from, to), as
+// store.DB.MissingIn selects them.
+func missingIn(ms []usage.Missing, from, to time.Time) []usage.Missing {
+	var out []usage.Missing
+	for _, m := range ms {
+		if m.To.After(from) && m.From.Before(to) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func waitText(secs int64) string {
@@ -266,12 +312,17 @@ func waitText(secs int64) string {
 // guaranteed, uses, or (proposed) a change names, from the 30 days of
 // hourly rows before end.
 func (s *Server) quotaSuggestions(ctx context.Context, team string, current, proposed []workflow.Capacity, end time.Time) ([]views.QuotaSuggestionView, error) {
-	end = usage.HourStart(end)
-	from := end.Add(-usagePeriodDays * 24 * time.Hour)
+	from, end := suggestionSpan(end)
 	rows, missing, err := s.teamHours(ctx, team, from, end)
 	if err != nil {
 		return nil, err
 	}
+	return s.suggestFrom(rows, missing, current, proposed, from, end), nil
+}
+
+// suggestFrom is quotaSuggestions from the team's rows and missing periods
+// of [from, end).
+func (s *Server) suggestFrom(rows []usage.Hour, missing []usage.Missing, current, proposed []workflow.Capacity, from, end time.Time) []views.QuotaSuggestionView {
 	cur := map[string]int{}
 	var types []string
 	add := func(t string) {
@@ -296,7 +347,7 @@ func (s *Server) quotaSuggestions(ctx context.Context, team string, current, pro
 		out = append(out, views.QuotaSuggestionView{InstanceType: t, Current: sg.CurrentInstances, Suggested: sg.SuggestedInstances,
 			Enough: sg.Enough, Reasoning: sg.Reasoning()})
 	}
-	return out, nil
+	return out
 }
 
 // clusterUsage is the admins' cluster overview: every team against
