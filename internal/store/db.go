@@ -75,10 +75,11 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	// the busy timeout instead of failing with SQLITE_BUSY on lock upgrade.
 	q.Set("_txlock", "immediate")
 	dsn = "file:" + path + "?" + q.Encode()
-	db, err := sql.Open("sqlite", dsn)
+	conn, err := newSQLiteConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	db := sql.OpenDB(conn)
 	// SQLite allows one writer; a small pool keeps readers concurrent.
 	db.SetMaxOpenConns(8)
 	if path == ":memory:" {
