@@ -3,7 +3,10 @@ package web
 import (
 	"bytes"
 	"encoding/gob"
+	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -46,6 +49,9 @@ func (sessionCodec) Encode(deadline time.Time, values map[string]any) ([]byte, e
 }
 
 func (sessionCodec) Decode(b []byte) (time.Time, map[string]any, error) {
+	if deadline, values, ok := decodedSessions.get(b); ok {
+		return deadline, values, nil
+	}
 	var d sessionData
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&d); err != nil || d.Format != sessionFormat {
 		return scs.GobCodec{}.Decode(b)
@@ -54,5 +60,67 @@ func (sessionCodec) Decode(b []byte) (time.Time, map[string]any, error) {
 	for _, p := range d.Pairs {
 		values[p.Key] = p.Value
 	}
+	decodedSessions.put(b, d.Deadline, values)
 	return d.Deadline, values, nil
+}
+
+// decodedSessions keeps the decoded form of recently read session data by
+// their exact bytes (issue 15: a new gob decoder per request compiled its
+// types every time, a quarter of a small page's cost). The store still
+// reads the session's row on every request, so a sign-out or a change on
+// any replica shows at once: only the decoding of bytes already seen is
+// skipped, and the same bytes always decode to the same values. Each caller
+// gets its own copy of the values. Bounded: past decodedSessionsMax entries
+// it starts over.
+var decodedSessions = sessionDecodeCache{m: map[string]decodedSession{}}
+
+const decodedSessionsMax = 1024
+
+type sessionDecodeCache struct {
+	mu   sync.Mutex
+	m    map[string]decodedSession
+	hits atomic.Int64 // for tests
+}
+
+type decodedSession struct {
+	deadline time.Time
+	values   map[string]any
+}
+
+func (c *sessionDecodeCache) get(b []byte) (time.Time, map[string]any, bool) {
+	c.mu.Lock()
+	e, ok := c.m[string(b)]
+	c.mu.Unlock()
+	if !ok {
+		return time.Time{}, nil, false
+	}
+	c.hits.Add(1)
+	return e.deadline, copyValues(e.values), true
+}
+
+func (c *sessionDecodeCache) put(b []byte, deadline time.Time, values map[string]any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= decodedSessionsMax {
+		clear(c.m)
+	}
+	c.m[string(b)] = decodedSession{deadline, copyValues(values)}
+}
+
+// copyValues copies a session's values so that no caller shares what the
+// cache holds: maps and the sessionUser's slices are copied, other values
+// (strings) are immutable.
+func copyValues(values map[string]any) map[string]any {
+	out := make(map[string]any, len(values))
+	for k, v := range values {
+		if su, ok := v.(sessionUser); ok {
+			su.Roles = slices.Clone(su.Roles)
+			su.Memberships = slices.Clone(su.Memberships)
+			su.Groups = slices.Clone(su.Groups)
+			su.Tokens = slices.Clone(su.Tokens)
+			v = su
+		}
+		out[k] = v
+	}
+	return out
 }

@@ -56,3 +56,52 @@ func TestSessionCodecIsDeterministic(t *testing.T) {
 		t.Errorf("decoding GobCodec's data = %v, %v, %v", d, got, err)
 	}
 }
+
+// TestSessionDecodeCache: data already decoded once are not decoded again,
+// each caller gets values of its own (changing one result changes no later
+// one), other bytes decode to their own values, and the cache is bounded.
+func TestSessionDecodeCache(t *testing.T) {
+	su := sessionUser{UserID: 7, Email: "owner.red@example.test", Roles: []workflow.Role{workflow.RoleAdmin},
+		Memberships: []workflow.Membership{{Team: "red", Role: workflow.TeamOwner}}, Groups: []string{"red-owners"}}
+	deadline := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	b, err := sessionCodec{}.Encode(deadline, map[string]any{sessUser: su, csrfKey: "token-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := (sessionCodec{}).Decode(b); err != nil { // decoded, and kept
+		t.Fatal(err)
+	}
+	hits := decodedSessions.hits.Load()
+	_, first, err := sessionCodec{}.Decode(b) // from the cache
+	if err != nil {
+		t.Fatal(err)
+	}
+	if decodedSessions.hits.Load() <= hits {
+		t.Error("the same bytes were decoded again, not taken from the cache")
+	}
+	got := first[sessUser].(sessionUser)
+	got.Roles[0], got.Memberships[0].Team, got.Groups[0] = "changed", "changed", "changed"
+	first[csrfKey] = "changed"
+	dl, second, err := sessionCodec{}.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := second[sessUser].(sessionUser); !dl.Equal(deadline) || second[csrfKey] != "token-1" ||
+		again.Roles[0] != workflow.RoleAdmin || again.Memberships[0].Team != "red" || again.Groups[0] != "red-owners" {
+		t.Errorf("second decode = %v %+v; want the encoded session, untouched by changes to the first result", dl, second)
+	}
+	other, _ := sessionCodec{}.Encode(deadline, map[string]any{sessUser: su, csrfKey: "token-2"})
+	if _, v, _ := (sessionCodec{}).Decode(other); v[csrfKey] != "token-2" {
+		t.Errorf("other bytes decoded to %v", v[csrfKey])
+	}
+	for i := range decodedSessionsMax + 5 {
+		b, _ := sessionCodec{}.Encode(deadline, map[string]any{csrfKey: fmt.Sprint(i)})
+		sessionCodec{}.Decode(b)
+	}
+	decodedSessions.mu.Lock()
+	n := len(decodedSessions.m)
+	decodedSessions.mu.Unlock()
+	if n > decodedSessionsMax {
+		t.Errorf("%d decoded sessions kept, want at most %d", n, decodedSessionsMax)
+	}
+}
