@@ -13,10 +13,11 @@ import (
 // accessView tells the team how to use an approved connection, from the
 // plan of its approved version, so names always match what is provisioned.
 func (s *Server) accessView(conn store.Connection, approved store.Version) *views.Access {
-	plan, err := provision.BuildPlan(conn.ID, approved.Version, approved.Hash, approved.Contract, s.opts.Cluster)
+	built, err := s.builtPlan(conn.ID, approved)
 	if err != nil {
 		return nil
 	}
+	plan := built.plan
 	c := approved.Contract
 	a := &views.Access{Namespace: plan.Namespace, Live: conn.State == workflow.StateActive}
 	for _, o := range plan.Objects {

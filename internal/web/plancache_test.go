@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -39,5 +40,35 @@ func TestPlanTextCache(t *testing.T) {
 		if n := c.len(); n > planTextCacheMax {
 			t.Fatalf("the cache holds %d plans, more than %d", n, planTextCacheMax)
 		}
+	}
+}
+
+// TestPlanCacheBuildsOnce: a version's plan is built once and then served
+// from the cache; a failed build is not cached.
+func TestPlanCacheBuildsOnce(t *testing.T) {
+	var c planTextCache
+	red := workflow.ExampleContract()
+	builds := 0
+	build := func() (provision.Plan, error) {
+		builds++
+		return provision.BuildPlan(7, 1, red.Hash(), red, provision.ClusterSettings{})
+	}
+	key := planKey{7, 1, red.Hash()}
+	first, err := c.get(key, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.get(key, build)
+	if err != nil || builds != 1 || second.hash != first.hash || second.yaml != first.yaml || len(second.plan.Objects) != len(first.plan.Objects) {
+		t.Errorf("second get: %d builds, %v; want the first plan, built once", builds, err)
+	}
+	failing := func() (provision.Plan, error) { builds++; return provision.Plan{}, errors.New("no plan") }
+	for range 2 {
+		if _, err := c.get(planKey{8, 1, "x"}, failing); err == nil {
+			t.Error("a failed build returned no error")
+		}
+	}
+	if builds != 3 {
+		t.Errorf("%d builds; want a failed build retried, not cached", builds)
 	}
 }

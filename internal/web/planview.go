@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,13 +26,16 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 		pv.Error = "No plan yet: the contract is incomplete (" + strconv.Itoa(len(fe)) + " field(s) to complete)."
 		return pv, nil
 	}
-	plan, err := provision.BuildPlan(id, v.Version, v.Hash, v.Contract, s.opts.Cluster)
+	built, err := s.builtPlan(id, v)
 	if err != nil {
 		pv.Error = "No plan: " + err.Error()
 		return pv, nil
 	}
-	pv.Summary, pv.Warnings = plan.Summary(), plan.Warnings
-	pv.YAML, pv.Hash = s.planTexts.texts(planKey{id, v.Version, v.Hash}, plan)
+	plan := built.plan
+	// The plan is shared (planTextCache): its warnings are copied before
+	// this view appends its own.
+	pv.Summary, pv.Warnings = plan.Summary(), slices.Clone(plan.Warnings)
+	pv.YAML, pv.Hash = built.yaml, built.hash
 	if preview && s.opts.ClusterCheck != nil {
 		// What the cluster serves and enforces now (the readiness page's
 		// checks): an old Kueue would fail the job, and unenforced
@@ -123,9 +127,10 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 	return pv, &plan
 }
 
-// planTextCache keeps the YAML and the hash of the plans the detail page
-// showed (issue 15: rendering a plan's YAML twice, once to show and once to
-// hash, was most of the page's time). A plan is a pure function of the
+// planTextCache keeps the plans the detail page showed, with their YAML
+// and hash (issue 15: building the plan for the plan and access panels and
+// rendering its YAML twice, once to show and once to hash, were most of
+// the page's time). A plan is a pure function of the
 // connection's id, its contract version (named by its number and hash) and
 // the process's cluster settings (Options.Cluster, fixed for the process's
 // life), so an entry never goes stale and each replica may keep its own.
@@ -142,26 +147,50 @@ type planKey struct {
 	hash    string
 }
 
-type planText struct{ yaml, hash string }
+type planText struct {
+	plan       provision.Plan
+	yaml, hash string
+}
 
 const planTextCacheMax = 1024
 
 // texts returns plan's YAML and hash, from the cache when it has key.
 func (c *planTextCache) texts(key planKey, plan provision.Plan) (yaml, hash string) {
+	t, _ := c.get(key, func() (provision.Plan, error) { return plan, nil })
+	return t.yaml, t.hash
+}
+
+// get returns the plan key names with its YAML and hash, from the cache
+// when it has key, else built by build (an error is not cached). The plan
+// is shared by every caller: read it, never change it.
+func (c *planTextCache) get(key planKey, build func() (provision.Plan, error)) (planText, error) {
 	c.mu.Lock()
 	t, ok := c.m[key]
 	c.mu.Unlock()
 	if ok {
-		return t.yaml, t.hash
+		return t, nil
 	}
-	t = planText{yaml: plan.YAML(), hash: plan.Hash()}
+	plan, err := build()
+	if err != nil {
+		return planText{}, err
+	}
+	t = planText{plan: plan, yaml: plan.YAML(), hash: plan.Hash()}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= planTextCacheMax {
 		c.m = map[planKey]planText{}
 	}
 	c.m[key] = t
 	c.mu.Unlock()
-	return t.yaml, t.hash
+	return t, nil
+}
+
+// builtPlan is provision.BuildPlan of version v of connection id with the
+// process's cluster settings, with its YAML and hash, built once per
+// version (planTextCache). Shared: read it, never change it.
+func (s *Server) builtPlan(id int64, v store.Version) (planText, error) {
+	return s.planTexts.get(planKey{id, v.Version, v.Hash}, func() (provision.Plan, error) {
+		return provision.BuildPlan(id, v.Version, v.Hash, v.Contract, s.opts.Cluster)
+	})
 }
 
 // len is the number of cached plans (for tests).
