@@ -133,3 +133,38 @@ func TestAuditCheckpointIsSharedByReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditLookWindow: within auditLookFor of a clean verification, the
+// audit page's next look starts where the last one ended (it does not
+// re-walk what it just verified); after it, the look starts again from the
+// shared checkpoint, so an event altered after it was verified shows as a
+// break within auditLookFor.
+func TestAuditLookWindow(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
+	h.postAs(owner, "/connections/1/submit", nil)
+	ctx := context.Background()
+	if cp, brk, err := h.db.VerifyAuditSinceCheckpoint(ctx, time.Now()); err != nil || brk != nil || cp.Count != 2 {
+		t.Fatalf("background check = %+v, %+v, %v", cp, brk, err)
+	}
+	h.postAs(owner, "/connections/1/withdraw", url.Values{"reason": {"x"}})
+	t0 := time.Now()
+	now := t0
+	h.srv.opts.Now = func() time.Time { return now }
+	if cp, brk, err := h.srv.verifyAuditSinceLastLook(ctx); err != nil || brk != nil || cp.Count != 3 {
+		t.Fatalf("first look = %+v, %+v, %v; want 3 events", cp, brk, err)
+	}
+	// Event 3, verified by that look, is altered.
+	if err := h.db.ExecForTest(ctx, `DROP TRIGGER IF EXISTS audit_no_update`, `UPDATE audit_events SET reason = 'forged' WHERE id = 3`); err != nil {
+		t.Fatal(err)
+	}
+	now = t0.Add(time.Second)
+	if cp, brk, err := h.srv.verifyAuditSinceLastLook(ctx); err != nil || brk != nil || cp.Count != 3 {
+		t.Errorf("look 1 s later = %+v, %+v, %v; want 3 events from the last look, not walked again", cp, brk, err)
+	}
+	now = t0.Add(auditLookFor + time.Second)
+	if _, brk, err := h.srv.verifyAuditSinceLastLook(ctx); err != nil || brk == nil || brk.ID != 3 {
+		t.Errorf("look after the window = %+v, %v; want the forged event 3, walked again from the shared checkpoint", brk, err)
+	}
+}
