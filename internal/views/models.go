@@ -289,6 +289,10 @@ type ConnectionDetail struct {
 	Versions  []VersionRow
 	Decisions []DecisionView
 	Audit     []AuditRow
+	// AuditMore: the connection has more events than Audit lists (the
+	// latest); AuditURL, when set, is the audit trail filtered to it.
+	AuditMore bool
+	AuditURL  string
 
 	EditURL       string // set when the user may edit
 	SubmitURL     string

@@ -168,3 +168,39 @@ func TestAuditLookWindow(t *testing.T) {
 		t.Errorf("look after the window = %+v, %v; want the forged event 3, walked again from the shared checkpoint", brk, err)
 	}
 }
+
+// TestDetailHistoryIsTheLatest: a connection's page lists its latest
+// detailHistory events, not its whole history, and says where the rest
+// is: for an admin the audit trail filtered to the connection (which
+// holds the oldest), for the owner the evidence bundle.
+func TestDetailHistoryIsTheLatest(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	admin := h.signIn("admin")
+	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
+	var stmts []string
+	for i := range detailHistory + 5 {
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash)
+			VALUES ('2026-01-01T00:00:00.000000000Z', NULL, 'seed@example.test', 'connection.note', 'connection', 1, 'red', 1, 'note %02d', '', '')`, i))
+	}
+	if err := h.db.ExecForTest(context.Background(), stmts...); err != nil {
+		t.Fatal(err)
+	}
+	_, page := h.get(admin.c, "/connections/1")
+	if n := strings.Count(page, "note "); n != detailHistory {
+		t.Errorf("the admin's page lists %d seeded events; want the latest %d", n, detailHistory)
+	}
+	if !strings.Contains(page, "note 29") || strings.Contains(page, "note 00") {
+		t.Error("the page does not list the latest events")
+	}
+	if !strings.Contains(page, `data-testid="audit-more"`) || !strings.Contains(page, `href="/audit?object=1"`) {
+		t.Error("the admin's page does not say the audit trail holds the rest")
+	}
+	if resp, trail := h.get(admin.c, "/audit?object=1"); resp.StatusCode != 200 || !strings.Contains(trail, "note 00") {
+		t.Errorf("the audit trail of connection 1 = %d, holding the oldest event: %v", resp.StatusCode, strings.Contains(trail, "note 00"))
+	}
+	_, page = h.get(owner.c, "/connections/1")
+	if strings.Contains(page, `href="/audit?object=1"`) || !strings.Contains(page, "All of them: the evidence bundle above.") {
+		t.Error("the owner's page: no audit trail link (admins only), the evidence bundle named instead")
+	}
+}

@@ -169,9 +169,19 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		d.Decisions = append(d.Decisions, views.DecisionView{Kind: strings.ReplaceAll(x.Kind, "_", " "), Actor: x.ActorEmail,
 			Version: x.Version, Reason: x.Reason, At: fmtWhen(x.CreatedAt)})
 	}
-	events, err := s.opts.DB.AuditEvents(ctx, store.AuditFilter{ObjectType: "connection", ObjectID: conn.ID}, 0, 200)
+	// The latest detailHistory events, so that the page costs the same
+	// whatever the connection's age (issue 15); the evidence bundle and,
+	// for admins, the audit trail filtered to the connection hold them all.
+	events, err := s.opts.DB.AuditEvents(ctx, store.AuditFilter{ObjectType: "connection", ObjectID: conn.ID}, 0, detailHistory+1)
 	if err != nil {
 		return d, err
+	}
+	if len(events) > detailHistory {
+		events = events[:detailHistory]
+		d.AuditMore = true
+		if workflow.Decide(p, workflow.ActionViewAudit, workflow.Object{}).Allowed {
+			d.AuditURL = fmt.Sprintf("/audit?object=%d", conn.ID)
+		}
 	}
 	full := seesFullErrors(c)
 	for _, e := range events {
@@ -327,3 +337,7 @@ func sameCapacity(a, b []workflow.Capacity) bool {
 	}
 	return maps.Equal(sum(a), sum(b))
 }
+
+// detailHistory is how many of a connection's latest audit events its page
+// lists.
+const detailHistory = 25
