@@ -33,7 +33,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -42,10 +41,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -55,6 +52,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/benchseed"
 	"github.com/hyperpod-governance/portal/internal/benchtable"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/testenv"
 )
 
 type config struct {
@@ -210,13 +208,17 @@ func measure(ctx context.Context, cfg config, engine string, audit int, bare boo
 	}
 	log.Printf("%s: seeded %d connections, %d teams, %d audit events in %s", engine, cfg.connections, cfg.teams, audit, time.Since(t0).Round(10*time.Millisecond))
 
-	p, err := startPortal(ctx, bin, dir, dsn, rateCard)
+	p, err := startPortal(bin, dir, dsn, rateCard)
 	if err != nil {
 		return m, err
 	}
-	defer p.stop()
+	defer func() {
+		if err := p.Terminate(); err != nil {
+			log.Print(err)
+		}
+	}()
 	pages := seeded.Pages()
-	sessions, err := benchseed.SignInAll(p.url, pages)
+	sessions, err := benchseed.SignInAll(p.URL, pages)
 	if err != nil {
 		return m, err
 	}
@@ -227,10 +229,10 @@ func measure(ctx context.Context, cfg config, engine string, audit int, bare boo
 	if err := settle(ctx, dsn); err != nil {
 		return m, err
 	}
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.cmd.Process.Pid), []byte("5"), 0); err != nil {
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.Cmd.Process.Pid), []byte("5"), 0); err != nil {
 		return m, fmt.Errorf("reset the portal's peak RSS: %w", err)
 	}
-	bodies, types, err := benchseed.Check(p.url, sessions, pages)
+	bodies, types, err := benchseed.Check(p.URL, sessions, pages)
 	if err != nil {
 		return m, err
 	}
@@ -261,7 +263,7 @@ func measure(ctx context.Context, cfg config, engine string, audit int, bare boo
 			}
 		}
 		cookie := sessions[pg.User].Cookie
-		r, err := runWrk(ctx, cfg, p.url+pg.Path, cookie)
+		r, err := runWrk(ctx, cfg, p.URL+pg.Path, cookie)
 		if err != nil {
 			return m, fmt.Errorf("%s: %w", pg.Name, err)
 		}
@@ -269,7 +271,7 @@ func measure(ctx context.Context, cfg config, engine string, audit int, bare boo
 			// Not one answer within the run: req/s is 0, and the page's
 			// time is at least that of one GET with nothing else running.
 			t0 := time.Now()
-			code, _, _, err := sessions[pg.User].Get(p.url, pg.Path)
+			code, _, _, err := sessions[pg.User].Get(p.URL, pg.Path)
 			if err != nil || code != http.StatusOK {
 				return m, fmt.Errorf("%s: GET %s after the wrk run: %d, %v", pg.Name, pg.Path, code, err)
 			}
@@ -290,12 +292,12 @@ func measure(ctx context.Context, cfg config, engine string, audit int, bare boo
 		}
 		log.Print(line)
 	}
-	if m.hwmKiB, err = vmHWM(p.cmd.Process.Pid); err != nil {
+	if m.hwmKiB, err = vmHWM(p.Cmd.Process.Pid); err != nil {
 		return m, err
 	}
 	select {
-	case <-p.exited:
-		return m, fmt.Errorf("portal serve ended during the run:\n%s", p.out.String())
+	case <-p.Exited:
+		return m, fmt.Errorf("portal serve ended during the run:\n%s", p.Out.String())
 	default:
 	}
 	return m, nil
@@ -384,90 +386,12 @@ func vmHWM(pid int) (int64, error) {
 	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
 }
 
-// portal is a running `portal serve --dev`.
-type portal struct {
-	url    string
-	cmd    *exec.Cmd
-	out    *buffer
-	exited chan struct{}
-}
-
-var readyRE = regexp.MustCompile(`ready: open (http://[0-9.:]+)/`)
-
-func startPortal(ctx context.Context, bin, dir, dsn, rateCard string) (*portal, error) {
+// startPortal starts `portal serve --dev` on dsn (testenv.LaunchServe: the
+// tests' way of starting it and waiting for its ready line).
+func startPortal(bin, dir, dsn, rateCard string) (*testenv.Serve, error) {
 	cmd := exec.Command(bin, "serve", "--dev", "--listen", "127.0.0.1:0", "--db", dsn, "--rate-card", rateCard)
 	cmd.Dir = dir
-	p := &portal{cmd: cmd, out: &buffer{}, exited: make(chan struct{})}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = p.out
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.out.Write([]byte(sc.Text() + "\n"))
-			if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urls <- m[1]:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
-	select {
-	case p.url = <-urls:
-		return p, nil
-	case <-p.exited:
-		return nil, fmt.Errorf("portal serve ended before it was ready:\n%s", p.out.String())
-	case <-ctx.Done():
-		p.stop()
-		return nil, ctx.Err()
-	case <-time.After(2 * time.Minute):
-		p.stop()
-		return nil, fmt.Errorf("portal serve printed no ready line:\n%s", p.out.String())
-	}
-}
-
-// stop ends the portal: SIGTERM, then SIGKILL after 30 s.
-func (p *portal) stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
-
-// buffer collects a process's output, safe for concurrent writes.
-type buffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return testenv.LaunchServe(cmd, 2*time.Minute)
 }
 
 // postgresDB names a new database on base's server for store.OpenMigrated

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os/exec"
 	"regexp"
@@ -31,14 +32,27 @@ type Serve struct {
 // not speed figures.
 func StartServe(t testing.TB, cmd *exec.Cmd) *Serve {
 	t.Helper()
-	s := &Serve{Cmd: cmd, Out: &Buffer{}, Exited: make(chan struct{}), t: t}
-	stdout, err := cmd.StdoutPipe()
+	s, err := LaunchServe(cmd, 60*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.t = t
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// LaunchServe is StartServe outside a test (the load programs of bench/):
+// it starts cmd and waits up to wait for its ready line; the caller stops
+// the process (Terminate).
+func LaunchServe(cmd *exec.Cmd, wait time.Duration) (*Serve, error) {
+	s := &Serve{Cmd: cmd, Out: &Buffer{}, Exited: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
 	cmd.Stderr = s.Out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", cmd.Path, err)
+		return nil, fmt.Errorf("start %s: %v", cmd.Path, err)
 	}
 	urls := make(chan string, 1)
 	go func() {
@@ -56,36 +70,45 @@ func StartServe(t testing.TB, cmd *exec.Cmd) *Serve {
 		_ = cmd.Wait()
 		close(s.Exited)
 	}()
-	t.Cleanup(s.Stop)
 	select {
 	case s.URL = <-urls:
+		return s, nil
 	case <-s.Exited:
-		t.Fatalf("portal serve ended before it was ready:\n%s", s.Out.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("portal serve printed no ready line:\n%s", s.Out.String())
+		return nil, fmt.Errorf("portal serve ended before it was ready:\n%s", s.Out.String())
+	case <-time.After(wait):
+		_ = s.Terminate()
+		return nil, fmt.Errorf("portal serve printed no ready line:\n%s", s.Out.String())
 	}
-	return s
 }
 
-// Stop sends SIGTERM and waits for the process to end, failing the test
-// when it does not end cleanly (exit status 0) within 30 s. A process that
-// already ended (killed by the test) is left alone. Stop runs once.
+// Terminate sends SIGTERM and waits for the process to end, killing it
+// after 30 s; it says when the process did not end cleanly (exit status 0).
+// A process that already ended is left alone.
+func (s *Serve) Terminate() error {
+	select {
+	case <-s.Exited:
+		return nil
+	default:
+	}
+	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.Exited:
+		if !s.Cmd.ProcessState.Success() {
+			return fmt.Errorf("portal serve did not stop cleanly: %s\n%s", s.Cmd.ProcessState, s.Out.String())
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = s.Cmd.Process.Kill()
+		<-s.Exited
+		return fmt.Errorf("portal serve did not stop within 30s of SIGTERM\n%s", s.Out.String())
+	}
+}
+
+// Stop is Terminate failing the test on its error. Stop runs once.
 func (s *Serve) Stop() {
 	s.once.Do(func() {
-		select {
-		case <-s.Exited:
-			return
-		default:
-		}
-		_ = s.Cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.Exited:
-			if !s.Cmd.ProcessState.Success() {
-				s.t.Errorf("portal serve did not stop cleanly: %s\n%s", s.Cmd.ProcessState, s.Out.String())
-			}
-		case <-time.After(30 * time.Second):
-			_ = s.Cmd.Process.Kill()
-			s.t.Errorf("portal serve did not stop within 30s of SIGTERM\n%s", s.Out.String())
+		if err := s.Terminate(); err != nil {
+			s.t.Error(err)
 		}
 	})
 }

@@ -96,15 +96,8 @@ SELECT '2026-11-30T12:00:00Z', 'system', 'test.event', 'cluster', 'red', 'row ' 
 // replica's page starts from the checkpoint the background check stored
 // (not one of its own), and a page view writes nothing.
 func TestAuditCheckpointIsSharedByReplicas(t *testing.T) {
-	h := newHarness(t, false)
-	owner := h.signIn("owner.red")
-	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
-	h.postAs(owner, "/connections/1/submit", nil)
+	h, owner := checkedTwoEvents(t)
 	ctx := context.Background()
-	// Some replica's background check verified the two events.
-	if cp, brk, err := h.db.VerifyAuditSinceCheckpoint(ctx, time.Now()); err != nil || brk != nil || cp.Count != 2 {
-		t.Fatalf("background check = %+v, %+v, %v", cp, brk, err)
-	}
 	// Event 1 is altered afterwards: the pages of every replica start
 	// after the shared checkpoint, so they do not walk it again (that is
 	// `portal audit verify`'s full walk); a page of its own would.
@@ -140,14 +133,8 @@ func TestAuditCheckpointIsSharedByReplicas(t *testing.T) {
 // shared checkpoint, so an event altered after it was verified shows as a
 // break within auditLookFor.
 func TestAuditLookWindow(t *testing.T) {
-	h := newHarness(t, false)
-	owner := h.signIn("owner.red")
-	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
-	h.postAs(owner, "/connections/1/submit", nil)
+	h, owner := checkedTwoEvents(t)
 	ctx := context.Background()
-	if cp, brk, err := h.db.VerifyAuditSinceCheckpoint(ctx, time.Now()); err != nil || brk != nil || cp.Count != 2 {
-		t.Fatalf("background check = %+v, %+v, %v", cp, brk, err)
-	}
 	h.postAs(owner, "/connections/1/withdraw", url.Values{"reason": {"x"}})
 	t0 := time.Now()
 	now := t0
@@ -203,4 +190,19 @@ func TestDetailHistoryIsTheLatest(t *testing.T) {
 	if strings.Contains(page, `href="/audit?object=1"`) || !strings.Contains(page, "All of them: the evidence bundle above.") {
 		t.Error("the owner's page: no audit trail link (admins only), the evidence bundle named instead")
 	}
+}
+
+// checkedTwoEvents is a harness where owner.red filed and submitted
+// connection 1 (two audit events) and some replica's background check has
+// verified both (the shared checkpoint).
+func checkedTwoEvents(t *testing.T) (*harness, session) {
+	t.Helper()
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
+	h.postAs(owner, "/connections/1/submit", nil)
+	if cp, brk, err := h.db.VerifyAuditSinceCheckpoint(context.Background(), time.Now()); err != nil || brk != nil || cp.Count != 2 {
+		t.Fatalf("background check = %+v, %+v, %v", cp, brk, err)
+	}
+	return h, owner
 }
