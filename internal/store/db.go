@@ -68,7 +68,11 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		}
 	}
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "foreign_keys(1)", "busy_timeout(5000)", "synchronous(NORMAL)"} {
+	// The busy timeout first: the pragmas run in this order on every new
+	// connection, and switching a new file to WAL takes a lock that another
+	// process opening it at the same moment holds (TestConcurrentMigrate saw
+	// "database is locked" at open with the timeout set after it).
+	for _, p := range []string{"busy_timeout(5000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
 	// BEGIN IMMEDIATE takes the write lock up front, so two writers queue on
