@@ -28,6 +28,7 @@ type DB struct {
 	sql     *sql.DB
 	path    string // the SQLite file, or the PostgreSQL URL with its password redacted
 	dialect dialect
+	version *sqliteVersion // DataVersion's connection (SQLite)
 }
 
 // Open opens the database dsn names. It does not migrate; call Migrate.
@@ -85,7 +86,10 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	}
 	db := sql.OpenDB(conn)
 	// SQLite allows one writer; a small pool keeps readers concurrent.
+	// Kept open when idle: database/sql keeps 2 by default, so under load
+	// every request beyond the second opened (and prepared) anew.
 	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
 	if path == ":memory:" {
 		db.SetMaxOpenConns(1) // each connection would get its own empty in-memory database
 	}
@@ -100,7 +104,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 			return nil, err
 		}
 	}
-	return &DB{sql: db, path: path, dialect: dialectSQLite}, nil
+	return &DB{sql: db, path: path, dialect: dialectSQLite, version: &sqliteVersion{}}, nil
 }
 
 // restrictFiles makes the database file and its -wal and -shm files, where
@@ -124,7 +128,12 @@ func restrictFiles(path string) error {
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.sql.Close() }
+func (d *DB) Close() error {
+	if d.version != nil {
+		d.version.close()
+	}
+	return d.sql.Close()
+}
 
 // Ping checks that the database answers a query.
 func (d *DB) Ping(ctx context.Context) error {

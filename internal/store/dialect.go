@@ -165,6 +165,9 @@ func openPostgres(ctx context.Context, dsn string) (*sql.DB, error) {
 	}
 	db := sql.OpenDB(pgConnector{stdlib.GetConnector(*cfg)})
 	db.SetMaxOpenConns(16)
+	// Keep them all: database/sql keeps 2 idle by default, so under load
+	// every request beyond the second opened a new connection.
+	db.SetMaxIdleConns(16)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

@@ -108,3 +108,6 @@ func (d *DB) CapacityTotalsMismatch(ctx context.Context) (string, error) {
 	}
 	return strings.Join(bad, "; "), nil
 }
+
+// SetNowForTest sets the clock the session store checks expiries against.
+func (s *SessionStore) SetNowForTest(now func() time.Time) { s.now = now }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -20,11 +21,21 @@ type SessionStore struct {
 	now func() time.Time
 
 	// refresh: see SetRefreshGranularity. found holds, per token hash,
-	// what FindCtx read (a digest of the data and the stored expiry) until
-	// the same request commits; at most maxFound entries.
+	// what this store last read or wrote (a digest of the data and the
+	// stored expiry); at most maxFound entries.
 	refresh time.Duration
 	mu      sync.Mutex
 	found   map[string]foundSession
+
+	// read: see FindCtx; per token hash, the row as read under a data
+	// version; at most maxFound entries.
+	read map[string]readSession
+}
+
+type readSession struct {
+	version string
+	data    []byte
+	expiry  int64
 }
 
 type foundSession struct {
@@ -35,8 +46,8 @@ type foundSession struct {
 const maxFound = 10000
 
 // SetRefreshGranularity makes CommitCtx skip the write of a session whose
-// data are exactly what FindCtx read for it and whose expiry would move
-// forward by less than d (issue 15). The session manager's idle timeout
+// data are exactly what this store last read (FindCtx) or wrote for it and
+// whose expiry would move forward from that by less than d (issue 15). The session manager's idle timeout
 // commits every session on every request only to move its expiry: without
 // this each page view would be a database write. With it a session's idle
 // expiry is refreshed at most once per d, so an idle session may end up to
@@ -65,37 +76,72 @@ func (s *SessionStore) hash(token string) string {
 }
 
 // FindCtx returns the data of an unexpired session.
+//
+// When ctx carries the data version read at the start of the request
+// (WithDataVersion), a session read under that same version is returned
+// without reading its row again (issue 15: the read-through session
+// cache). It is as fresh as a read: a sign-out, a new sign-in or any
+// change to the session on any replica commits, which changes the version
+// every replica's next request reads (DataVersion). The expiry is checked
+// against the clock on every call.
 func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool, error) {
+	h := s.hash(token)
+	version, versioned := DataVersionFrom(ctx)
+	now := s.now().UnixNano()
+	if versioned {
+		s.mu.Lock()
+		r, ok := s.read[h]
+		s.mu.Unlock()
+		if ok && r.version == version && r.expiry > now {
+			s.noteFound(h, r.data, r.expiry)
+			return bytes.Clone(r.data), true, nil
+		}
+	}
 	var b []byte
 	var expiry int64
-	h := s.hash(token)
 	err := s.db.sql.QueryRowContext(ctx,
 		`SELECT data, expiry FROM sessions WHERE token_hash = ? AND expiry > ?`,
-		h, s.now().UnixNano()).Scan(&b, &expiry)
+		h, now).Scan(&b, &expiry)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("store: find session: %w", err)
 	}
+	s.noteFound(h, b, expiry)
+	if versioned {
+		s.mu.Lock()
+		if s.read == nil || len(s.read) >= maxFound {
+			s.read = map[string]readSession{}
+		}
+		s.read[h] = readSession{version: version, data: bytes.Clone(b), expiry: expiry}
+		s.mu.Unlock()
+	}
+	return b, true, nil
+}
+
+// noteFound remembers what the row of h holds as this store last read or
+// wrote it, for CommitCtx (see SetRefreshGranularity).
+func (s *SessionStore) noteFound(h string, b []byte, expiry int64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.refresh > 0 {
 		if s.found == nil || len(s.found) >= maxFound {
 			s.found = map[string]foundSession{}
 		}
 		s.found[h] = foundSession{sum: sha256.Sum256(b), expiry: expiry}
 	}
-	s.mu.Unlock()
-	return b, true, nil
 }
 
 // unchanged reports whether committing b with expiry (nanoseconds) to the
 // session h would only move its expiry forward by less than the refresh
-// granularity, after FindCtx read it; it forgets what FindCtx read.
+// granularity from what this store last read (FindCtx) or wrote for it.
+// What it read stays remembered: a user's concurrent requests (a page and
+// its assets, several tabs) each find and commit the same session, and
+// forgetting at the first commit made the others write.
 func (s *SessionStore) unchanged(h string, b []byte, expiry int64) bool {
 	s.mu.Lock()
 	f, ok := s.found[h]
-	delete(s.found, h)
 	refresh := s.refresh
 	s.mu.Unlock()
 	return ok && refresh > 0 && f.sum == sha256.Sum256(b) && expiry >= f.expiry && expiry-f.expiry < refresh.Nanoseconds()
@@ -114,6 +160,7 @@ ON CONFLICT (token_hash) DO UPDATE SET data = excluded.data, expiry = excluded.e
 	if err != nil {
 		return fmt.Errorf("store: commit session: %w", err)
 	}
+	s.noteFound(h, b, expiry.UnixNano())
 	return nil
 }
 
@@ -122,6 +169,7 @@ func (s *SessionStore) DeleteCtx(ctx context.Context, token string) error {
 	h := s.hash(token)
 	s.mu.Lock()
 	delete(s.found, h)
+	delete(s.read, h)
 	s.mu.Unlock()
 	if _, err := s.db.sql.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = ?`, h); err != nil {
 		return fmt.Errorf("store: delete session: %w", err)

@@ -46,22 +46,45 @@ func TestSessionRefreshGranularity(t *testing.T) {
 		data  string
 		move  time.Duration
 		write bool
+		fresh bool // committed by another store, that never read or wrote it
 	}{
-		{"the same data, 10s later, after a find", true, "data", 10 * time.Second, false},
-		{"the same data, 2min later, after a find", true, "data", 2 * time.Minute, true},
-		{"other data, 1s later, after a find", true, "other", time.Second, true},
-		{"the same data, 1s later, without a find", false, "other", time.Second, true},
+		{"the same data, 10s later, after a find", true, "data", 10 * time.Second, false, false},
+		{"the same data, 2min later, after a find", true, "data", 2 * time.Minute, true, false},
+		{"other data, 1s later, after a find", true, "other", time.Second, true, false},
+		{"the same data, 1s later, without a find, by a store that never read or wrote it", false, "other", time.Second, true, true},
+		{"the same data, 1s later, after the store wrote it, without a find", false, "other", time.Second, false, false},
 	} {
 		before := expiry()
 		if st.find && !find(s) {
 			t.Fatalf("%s: the session is gone", st.name)
 		}
-		if err := s.CommitCtx(ctx, "tok", []byte(st.data), time.Unix(0, before).Add(st.move)); err != nil {
+		by := s
+		if st.fresh {
+			if by, err = db.Sessions(key('a')); err != nil {
+				t.Fatal(err)
+			}
+			by.SetRefreshGranularity(time.Minute)
+		}
+		if err := by.CommitCtx(ctx, "tok", []byte(st.data), time.Unix(0, before).Add(st.move)); err != nil {
 			t.Fatal(err)
 		}
 		if wrote := expiry() != before; wrote != st.write {
 			t.Errorf("%s: wrote %v, want %v", st.name, wrote, st.write)
 		}
+	}
+
+	// One user's concurrent requests: each finds the session, then each
+	// commits it, only to move its expiry: no write.
+	before := expiry()
+	b1, _, _ := s.FindCtx(ctx, "tok")
+	b2, _, _ := s.FindCtx(ctx, "tok")
+	for i, b := range [][]byte{b1, b2} {
+		if err := s.CommitCtx(ctx, "tok", b, time.Unix(0, before).Add(time.Duration(i+1)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if expiry() != before {
+		t.Error("two concurrent requests of one session, each only moving its expiry, wrote it")
 	}
 
 	// Another replica signs the session out between this one's find and
@@ -76,7 +99,7 @@ func TestSessionRefreshGranularity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := expiry()
+	before = expiry()
 	b, ok, err := s.FindCtx(ctx, "tok")
 	if err != nil || !ok {
 		t.Fatalf("Find = %v, %v", ok, err)

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hyperpod-governance/portal/internal/views"
@@ -29,11 +28,6 @@ func (u *userError) Error() string {
 func (u *userError) Unwrap() error { return u.err }
 
 // render writes a templ component with status.
-func render(c echo.Context, status int, comp templ.Component) error {
-	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
-	c.Response().WriteHeader(status)
-	return comp.Render(c.Request().Context(), c.Response())
-}
 
 // handleError is the one place errors become responses. It logs server-side
 // failures once, with the request id, and shows a friendly page that never

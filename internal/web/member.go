@@ -64,6 +64,7 @@ func (s *Server) submitPage(c echo.Context) error {
 	case len(namespaces) == 0:
 		v.PendingState = views.PendingNoNamespace
 	default:
+		markLive(ctx) // the cluster, now
 		pending, err := s.opts.Workloads.PendingWorkloads(ctx, namespaces)
 		if err != nil {
 			// The cluster's error may name internals; log it, say it simply.

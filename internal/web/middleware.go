@@ -14,6 +14,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hyperpod-governance/portal/internal/store"
 )
 
 func (s *Server) middleware() {
@@ -133,8 +135,17 @@ func originOf(raw string) string {
 func (s *Server) session(next echo.HandlerFunc) echo.HandlerFunc {
 	wrapped := echo.WrapMiddleware(s.sessions.LoadAndSave)(next)
 	return func(c echo.Context) error {
-		if isAnonymousPath(c.Request().URL.Path) {
+		r := c.Request()
+		if isAnonymousPath(r.URL.Path) {
 			return next(c)
+		}
+		// The data version first, before the session or any page data are
+		// read (store.DataVersion; the session store's read-through cache
+		// and cachePage keep what they read under it).
+		if v, ok, err := s.opts.DB.DataVersion(r.Context()); err != nil {
+			s.opts.Logger.WarnContext(r.Context(), "data version unavailable: nothing is served from the caches", "err", err)
+		} else if ok {
+			c.SetRequest(r.WithContext(store.WithDataVersion(r.Context(), v)))
 		}
 		return wrapped(c)
 	}

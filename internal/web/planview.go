@@ -37,6 +37,7 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 	pv.Summary, pv.Warnings = plan.Summary(), slices.Clone(plan.Warnings)
 	pv.YAML, pv.Hash = built.yaml, built.hash
 	if preview && s.opts.ClusterCheck != nil {
+		markLive(ctx)
 		// What the cluster serves and enforces now (the readiness page's
 		// checks): an old Kueue would fail the job, and unenforced
 		// NetworkPolicies void the plan's isolation.
@@ -50,6 +51,7 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 	}
 	var actx context.Context
 	if s.opts.AWSPreview != nil && preview {
+		markLive(ctx)
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -82,6 +84,7 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 	// Before approval, say what each object would do on the cluster as it
 	// is now: create, update (which fields), or nothing.
 	if s.opts.Live != nil && !conn.State.Committed() {
+		markLive(ctx)
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		items, err := s.opts.Live.Drift(cctx, plan)

@@ -29,14 +29,14 @@ func (s *Server) routes() {
 	e.GET("/signed-out", s.signedOut)
 
 	// Pages.
-	e.GET("/", s.home)
+	e.GET("/", s.home, s.cachePage)
 	// Signed-in pages. (Not an echo Group: a Group with middleware also
 	// captures every unknown path, turning 404s into login redirects.)
 	e.GET("/teams/:team", s.teamHome, s.requireLogin)
 	e.GET("/teams/:team/submit", s.submitPage, s.requireLogin)
 	e.GET("/teams/:team/signals", s.teamSignals, s.requireLogin)
 	e.POST("/teams/:team/signals/:id/ack", s.ackTeamSignal, s.requireLogin)
-	e.GET("/teams/:team/usage", s.teamUsage, s.requireLogin)
+	e.GET("/teams/:team/usage", s.teamUsage, s.requireLogin, s.cachePage)
 	e.GET("/admin", s.adminQueue, s.requireLogin)
 	e.GET("/admin/inventory", s.inventoryPage, s.requireLogin)
 	e.GET("/admin/drift", s.driftOverview, s.requireLogin)
@@ -48,7 +48,7 @@ func (s *Server) routes() {
 	e.POST("/admin/signals/ack", s.ackAnySignal, s.requireLogin)
 	e.GET("/admin/usage", s.clusterUsage, s.requireLogin)
 	e.POST("/admin/scheduler", s.reconcileScheduler, s.requireLogin)
-	e.GET("/reviews", s.reviewHome, s.requireLogin)
+	e.GET("/reviews", s.reviewHome, s.requireLogin, s.cachePage)
 	e.GET("/reviews/:id", s.showReview, s.requireLogin)
 	e.POST("/reviews/:id/decide", s.decideReview, s.requireLogin)
 	e.GET("/finance", s.financeHome, s.requireLogin)
@@ -59,10 +59,10 @@ func (s *Server) routes() {
 	e.GET("/teams/:team/statements/:month/tasks", s.teamTasksCSV, s.requireLogin)
 
 	// Connection requests and their contracts.
-	e.GET("/connections", s.listConnections, s.requireLogin)
+	e.GET("/connections", s.listConnections, s.requireLogin, s.cachePage)
 	e.GET("/teams/:team/connections/new", s.newRequestForm, s.requireLogin)
 	e.POST("/teams/:team/connections", s.createRequest, s.requireLogin)
-	e.GET("/connections/:id", s.showConnection, s.requireLogin)
+	e.GET("/connections/:id", s.showConnection, s.requireLogin, s.cachePage)
 	e.POST("/connections/:id", s.updateRequest, s.requireLogin)
 	e.GET("/connections/:id/edit", s.editRequestForm, s.requireLogin)
 	e.POST("/connections/:id/submit", s.submitRequest, s.requireLogin)
@@ -79,7 +79,7 @@ func (s *Server) routes() {
 	e.POST("/connections/:id/reapply", s.reapply, s.requireLogin)
 	e.POST("/connections/:id/retry", s.retryJob, s.requireLogin)
 	e.POST("/connections/:id/adopt-quota", s.adoptQuota, s.requireLogin)
-	e.GET("/audit", s.auditTrail, s.requireLogin)
+	e.GET("/audit", s.auditTrail, s.requireLogin, s.cachePage)
 
 	// Notifications: the signed-in user's own, and the admins' failures.
 	e.GET("/notifications", s.notificationsPage, s.requireLogin)

@@ -145,6 +145,7 @@ type Server struct {
 	opts     Options
 	echo     *echo.Echo
 	sessions *scs.SessionManager
+	pages    pageCache // cachePage
 	store    *store.SessionStore
 	tls      bool
 

@@ -3,11 +3,13 @@ package web
 import (
 	"bytes"
 	"encoding/gob"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/alexedwards/scs/v2"
 )
@@ -36,6 +38,10 @@ type sessionPair struct {
 const sessionFormat = 1
 
 func (sessionCodec) Encode(deadline time.Time, values map[string]any) ([]byte, error) {
+	if b, ok := decodedSessions.unchanged(deadline, values); ok {
+		decodedSessions.reused.Add(1)
+		return b, nil
+	}
 	d := sessionData{Format: sessionFormat, Deadline: deadline, Pairs: make([]sessionPair, 0, len(values))}
 	for k, v := range values {
 		d.Pairs = append(d.Pairs, sessionPair{k, v})
@@ -50,6 +56,7 @@ func (sessionCodec) Encode(deadline time.Time, values map[string]any) ([]byte, e
 
 func (sessionCodec) Decode(b []byte) (time.Time, map[string]any, error) {
 	if deadline, values, ok := decodedSessions.get(b); ok {
+		decodedSessions.issue(b, deadline, values)
 		return deadline, values, nil
 	}
 	var d sessionData
@@ -61,15 +68,18 @@ func (sessionCodec) Decode(b []byte) (time.Time, map[string]any, error) {
 		values[p.Key] = p.Value
 	}
 	decodedSessions.put(b, d.Deadline, values)
+	values = copyValues(values)
+	decodedSessions.issue(b, d.Deadline, values)
 	return d.Deadline, values, nil
 }
 
 // decodedSessions keeps the decoded form of recently read session data by
 // their exact bytes (issue 15: a new gob decoder per request compiled its
-// types every time, a quarter of a small page's cost). The store still
-// reads the session's row on every request, so a sign-out or a change on
-// any replica shows at once: only the decoding of bytes already seen is
-// skipped, and the same bytes always decode to the same values. Each caller
+// types every time, a quarter of a small page's cost). The store gives the
+// session's row as read under the request's data version (store.
+// SessionStore.FindCtx), so a sign-out or a change on any replica shows at
+// once: only the decoding of bytes already seen is skipped, and the same
+// bytes always decode to the same values. Each caller
 // gets its own copy of the values. Bounded: past decodedSessionsMax entries
 // it starts over.
 var decodedSessions = sessionDecodeCache{m: map[string]decodedSession{}}
@@ -80,6 +90,47 @@ type sessionDecodeCache struct {
 	mu   sync.Mutex
 	m    map[string]decodedSession
 	hits atomic.Int64 // for tests
+
+	// issued: per values map Decode handed out (by its address), the
+	// bytes it came from and what it held, so that Encode of the same
+	// map, unchanged, returns those bytes instead of encoding again (the
+	// idle timeout makes scs encode every session on every request; a new
+	// gob encoder sends its type descriptors each time, a third of a
+	// cached page's cost). At most decodedSessionsMax entries.
+	issued map[unsafe.Pointer]issuedSession
+	reused atomic.Int64 // for tests
+}
+
+type issuedSession struct {
+	b        []byte
+	deadline time.Time
+	values   map[string]any // a copy of what was handed out
+}
+
+func (c *sessionDecodeCache) issue(b []byte, deadline time.Time, values map[string]any) {
+	snapshot := copyValues(values)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.issued == nil || len(c.issued) >= decodedSessionsMax {
+		c.issued = map[unsafe.Pointer]issuedSession{}
+	}
+	c.issued[reflect.ValueOf(values).UnsafePointer()] = issuedSession{slices.Clone(b), deadline, snapshot}
+}
+
+// unchanged returns the bytes values were decoded from when values is a
+// map Decode handed out and it still holds exactly what it held then (a
+// map at a reused address holding other values is simply encoded). The
+// codec is deterministic, so encoding would give the same bytes.
+func (c *sessionDecodeCache) unchanged(deadline time.Time, values map[string]any) ([]byte, bool) {
+	p := reflect.ValueOf(values).UnsafePointer()
+	c.mu.Lock()
+	is, ok := c.issued[p]
+	delete(c.issued, p)
+	c.mu.Unlock()
+	if !ok || !is.deadline.Equal(deadline) || !reflect.DeepEqual(is.values, values) {
+		return nil, false
+	}
+	return slices.Clone(is.b), true
 }
 
 type decodedSession struct {

@@ -105,3 +105,46 @@ func TestSessionDecodeCache(t *testing.T) {
 		t.Errorf("%d decoded sessions kept, want at most %d", n, decodedSessionsMax)
 	}
 }
+
+// A decoded session encoded again unchanged gives back the bytes it was
+// decoded from without encoding (scs encodes every session on every
+// request); once anything in it changes, it is encoded anew.
+func TestSessionCodecReusesUnchangedBytes(t *testing.T) {
+	deadline := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	var c sessionCodec
+	b, err := c.Encode(deadline, map[string]any{csrfKey: "t1", sessUser: sessionUser{UserID: 7, Roles: []workflow.Role{workflow.RoleAdmin}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, values, err := c.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reused := decodedSessions.reused.Load()
+	again, err := c.Encode(deadline, values)
+	if err != nil || !bytes.Equal(again, b) || decodedSessions.reused.Load() != reused+1 {
+		t.Fatalf("unchanged: same bytes %v, reused %d -> %d, %v", bytes.Equal(again, b), reused, decodedSessions.reused.Load(), err)
+	}
+	for name, change := range map[string]func(m map[string]any){
+		"a new key":        func(m map[string]any) { m["flash"] = "Saved." },
+		"a changed value":  func(m map[string]any) { m[csrfKey] = "t2" },
+		"a changed role":   func(m map[string]any) { su := m[sessUser].(sessionUser); su.Roles[0] = workflow.RoleReviewer },
+		"another deadline": nil,
+	} {
+		_, values, err := c.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl := deadline
+		if change != nil {
+			change(values)
+		} else {
+			dl = dl.Add(time.Hour)
+		}
+		reused := decodedSessions.reused.Load()
+		got, err := c.Encode(dl, values)
+		if err != nil || bytes.Equal(got, b) || decodedSessions.reused.Load() != reused {
+			t.Errorf("%s: encoded to the old bytes %v, reused %d -> %d, %v", name, bytes.Equal(got, b), reused, decodedSessions.reused.Load(), err)
+		}
+	}
+}

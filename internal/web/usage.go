@@ -181,10 +181,13 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 	var busy map[time.Time]float64
 	if s.opts.Utilization == nil {
 		u.UtilizationNote = "Allocation only: utilization (how busy the allocated accelerators were) needs the portal to run with --prometheus-url."
-	} else if busy, err = busyAccelerators(ctx, s.opts.Utilization, rows, namespaces, from, to); err != nil {
-		s.opts.Logger.WarnContext(ctx, "utilization unavailable", "err", err)
-		u.UtilizationNote = "Utilization could not be read from Prometheus just now; allocation only."
-		busy = nil
+	} else {
+		markLive(ctx) // Prometheus, now
+		if busy, err = busyAccelerators(ctx, s.opts.Utilization, rows, namespaces, from, to); err != nil {
+			s.opts.Logger.WarnContext(ctx, "utilization unavailable", "err", err)
+			u.UtilizationNote = "Utilization could not be read from Prometheus just now; allocation only."
+			busy = nil
+		}
 	}
 	var xs []time.Time
 	var alloc, guar, busyV []float64

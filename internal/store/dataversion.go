@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+)
+
+// DataVersion returns a token that changes whenever a transaction commits
+// to the database, from this process or any other sharing it (issue 15: the
+// read-through session cache and the page cache keep what they read under
+// it, so a change made through any replica is seen by every replica's next
+// request). Equal tokens mean nothing was committed in between; a token says
+// nothing about how much changed. It reads no table, so it costs about a
+// "SELECT 1". ok is false where the database cannot tell (an in-memory
+// SQLite database, whose one connection cannot be set aside): callers then
+// cache nothing.
+//
+// Read it BEFORE reading the data kept under it. Data read after it are at
+// least as new as the token, so a cache entry is never older than its
+// token; anything committed after the read gives the next reader another
+// token.
+//
+//   - SQLite: PRAGMA data_version on a connection set aside for it, which
+//     never writes. "The integer values returned by two invocations of
+//     PRAGMA data_version from the same connection will be different if
+//     changes were committed to the database by any other connection in
+//     the interim", including other processes, and the value is only
+//     comparable on one connection
+//     (https://sqlite.org/pragma.html#pragma_data_version). The token
+//     carries a generation number that changes whenever that connection is
+//     replaced, so two connections' values are never confused.
+//   - PostgreSQL: pg_current_snapshot(), xmin:xmax:xip_list. "A
+//     transaction ID that is xmin <= X < xmax and not in this list was
+//     already completed at the time of the snapshot"
+//     (https://www.postgresql.org/docs/current/functions-info.html#FUNCTIONS-PG-SNAPSHOT):
+//     two equal snapshots see the same completed transactions, so the same
+//     data; every commit of a transaction that wrote moves xmax or leaves
+//     the list. Read-only transactions take no transaction ID and move
+//     nothing.
+func (d *DB) DataVersion(ctx context.Context) (token string, ok bool, err error) {
+	if d.dialect.postgres {
+		if err := d.sql.QueryRowContext(ctx, `SELECT pg_current_snapshot()::text`).Scan(&token); err != nil {
+			return "", false, fmt.Errorf("store: data version: %w", err)
+		}
+		return "pg:" + token, true, nil
+	}
+	if d.path == ":memory:" {
+		return "", false, nil
+	}
+	return d.version.read(ctx, d.sql)
+}
+
+// sqliteVersion is the connection PRAGMA data_version runs on.
+type sqliteVersion struct {
+	mu   sync.Mutex
+	conn *sql.Conn
+	gen  int
+}
+
+func (v *sqliteVersion) read(ctx context.Context, db *sql.DB) (string, bool, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for range 2 {
+		if v.conn == nil {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				return "", false, fmt.Errorf("store: data version: %w", err)
+			}
+			v.conn, v.gen = c, v.gen+1
+		}
+		var n int64
+		err := v.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&n)
+		if err == nil {
+			return fmt.Sprintf("sqlite:%d:%d", v.gen, n), true, nil
+		}
+		// A broken connection: set another aside, under a new generation
+		// (its counter starts anywhere).
+		v.conn.Close()
+		v.conn = nil
+		if ctx.Err() != nil {
+			return "", false, fmt.Errorf("store: data version: %w", err)
+		}
+	}
+	return "", false, fmt.Errorf("store: data version: no connection answers")
+}
+
+func (v *sqliteVersion) close() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.conn != nil {
+		v.conn.Close()
+		v.conn = nil
+	}
+}
+
+type dataVersionKey struct{}
+
+// WithDataVersion returns ctx carrying token, the DataVersion read at the
+// start of a request, for the session store's read-through cache.
+func WithDataVersion(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, dataVersionKey{}, token)
+}
+
+// DataVersionFrom returns the token WithDataVersion put in ctx.
+func DataVersionFrom(ctx context.Context) (string, bool) {
+	t, ok := ctx.Value(dataVersionKey{}).(string)
+	return t, ok && t != ""
+}

@@ -1,0 +1,214 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+)
+
+// pageCache keeps the pages of the busiest routes as rendered for one
+// session, under the database's data version (store.DataVersion) read at
+// the start of the request and the minute of the clock (issue 15: every
+// view of an unchanged page re-ran its queries and its template).
+//
+// Why a hit is what a fresh render would show:
+//   - The data: a page read after the version was read is at least as new
+//     as the version; any commit after it, on any replica (a decision, a
+//     job step, usage collected, a session signed in, out or changed)
+//     changes the version every replica's next request reads, and entries
+//     under another version are never served.
+//   - The viewer: the key holds the session token, so a page is only ever
+//     served to the session it was rendered for; the principal, the CSRF
+//     token and a pending flash message live in that session, and changing
+//     any of them writes the session, which changes the version.
+//   - The clock: pages show times to the minute ("12 min", due dates), so
+//     the key holds the minute.
+//   - Live sources: a view that read the cluster, AWS or Prometheus marks
+//     itself (markLive) and is not kept.
+//
+// Only responses rendered with status 200 by render are kept. Bounded by
+// pageCacheMaxBytes of bodies: past that, or when a page of another
+// version is stored, it starts over.
+type pageCache struct {
+	mu      sync.Mutex
+	version string
+	entries map[string][]byte
+	size    int
+	hits    atomic.Int64 // for tests
+
+	// flights: the views of a key being rendered now. Requests for the
+	// same key meanwhile wait for that view instead of rendering it again
+	// (under load, every session's views of a page miss together whenever
+	// the version moves, and rendering them all at once made each take as
+	// long as the version lasted).
+	flights map[string]*pageFlight
+}
+
+type pageFlight struct {
+	done chan struct{}
+	body []byte // nil: not kept (an error, a live source): render it yourself
+}
+
+// join returns the flight rendering key now, or starts one (lead).
+func (pc *pageCache) join(key string) (f *pageFlight, lead bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if f, ok := pc.flights[key]; ok {
+		return f, false
+	}
+	if pc.flights == nil {
+		pc.flights = map[string]*pageFlight{}
+	}
+	f = &pageFlight{done: make(chan struct{})}
+	pc.flights[key] = f
+	return f, true
+}
+
+// land ends the flight of key, keeping body (when not nil) under version.
+func (pc *pageCache) land(version, key string, f *pageFlight, body []byte) {
+	if body != nil {
+		pc.put(version, key, body)
+	}
+	pc.mu.Lock()
+	delete(pc.flights, key)
+	pc.mu.Unlock()
+	f.body = body
+	close(f.done)
+}
+
+const pageCacheMaxBytes = 8 << 20
+
+func (pc *pageCache) get(key string) ([]byte, bool) {
+	pc.mu.Lock()
+	b, ok := pc.entries[key]
+	pc.mu.Unlock()
+	if ok {
+		pc.hits.Add(1)
+	}
+	return b, ok
+}
+
+// put keeps body under key, a key of version.
+func (pc *pageCache) put(version, key string, body []byte) {
+	if len(body) > pageCacheMaxBytes/8 {
+		return
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.entries == nil || version != pc.version || pc.size+len(body) > pageCacheMaxBytes {
+		pc.entries, pc.version, pc.size = map[string][]byte{}, version, 0
+	}
+	if old, ok := pc.entries[key]; ok {
+		pc.size -= len(old)
+	}
+	pc.entries[key] = body
+	pc.size += len(body)
+}
+
+// clear forgets every page (tests that change what a page shows without
+// changing the database: a package variable).
+func (pc *pageCache) clear() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.entries, pc.size = nil, 0
+}
+
+// pageView is what one view of a cached route records while it renders.
+type pageView struct {
+	body []byte // the page render wrote with status 200
+	live bool   // the view read a live source (markLive)
+}
+
+type pageViewKey struct{}
+
+// markLive records that the page being rendered shows something read from
+// outside the database (the cluster, AWS, Prometheus): it is not kept.
+func markLive(ctx context.Context) {
+	if v, ok := ctx.Value(pageViewKey{}).(*pageView); ok {
+		v.live = true
+	}
+}
+
+// cachePage serves a signed-in session's GET of the route from the page
+// cache when its data version, minute and URL match, and keeps what the
+// handler renders otherwise.
+func (s *Server) cachePage(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		ctx := r.Context()
+		version, ok := store.DataVersionFrom(ctx)
+		token := s.sessions.Token(ctx)
+		if !ok || token == "" || r.Method != http.MethodGet {
+			return next(c)
+		}
+		key := version + "\x00" + token + "\x00" + strconv.FormatInt(s.opts.Now().Unix()/60, 10) + "\x00" + r.URL.RequestURI()
+		if body, ok := s.pages.get(key); ok {
+			return writeHTML(c, http.StatusOK, body)
+		}
+		f, lead := s.pages.join(key)
+		if !lead {
+			select {
+			case <-f.done:
+				if f.body != nil {
+					s.pages.hits.Add(1)
+					return writeHTML(c, http.StatusOK, f.body)
+				}
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return next(c)
+		}
+		v := &pageView{}
+		var kept []byte
+		defer func() { s.pages.land(version, key, f, kept) }()
+		c.SetRequest(r.WithContext(context.WithValue(ctx, pageViewKey{}, v)))
+		if err := next(c); err != nil {
+			return err
+		}
+		if v.body != nil && !v.live {
+			kept = v.body
+		}
+		return nil
+	}
+}
+
+// renderBuffers are render's buffers: a page is rendered whole before its
+// first byte is written, so a template that fails shows the error page
+// rather than half a page, and the response goes out in one write with
+// its length.
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func render(c echo.Context, status int, comp templ.Component) error {
+	b := renderBuffers.Get().(*bytes.Buffer)
+	b.Reset()
+	defer func() {
+		if b.Cap() <= 1<<20 {
+			renderBuffers.Put(b)
+		}
+	}()
+	ctx := c.Request().Context()
+	if err := comp.Render(ctx, b); err != nil {
+		return err
+	}
+	if v, ok := ctx.Value(pageViewKey{}).(*pageView); ok && status == http.StatusOK {
+		v.body = bytes.Clone(b.Bytes())
+	}
+	return writeHTML(c, status, b.Bytes())
+}
+
+func writeHTML(c echo.Context, status int, body []byte) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	c.Response().WriteHeader(status)
+	_, err := c.Response().Write(body)
+	return err
+}

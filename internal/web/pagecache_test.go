@@ -1,0 +1,158 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// secondReplica starts another server on h's database, as a second
+// replica of the portal would run, and returns a client of it that carries
+// s's session cookie (the same browser, sent to the other replica).
+func secondReplica(t *testing.T, h *harness, s session) (*Server, string, *http.Client) {
+	t.Helper()
+	db2, err := store.Open(context.Background(), h.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	opts := h.srv.opts
+	opts.Registry, opts.DB = nil, db2
+	second, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(second.Handler())
+	t.Cleanup(ts.Close)
+	jar, _ := cookiejar.New(nil)
+	a, _ := url.Parse(h.base)
+	b, _ := url.Parse(ts.URL)
+	jar.SetCookies(b, s.c.Jar.Cookies(a))
+	c := *ts.Client()
+	c.Jar = jar
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return second, ts.URL, &c
+}
+
+// TestPageCacheFollowsEveryReplica: a page viewed again with nothing
+// changed is served from the page cache, and a change made through another
+// replica (a new request; signing out) shows on this one at the very next
+// view: the cache and the session cache are keyed by the database's data
+// version, read on every request.
+func TestPageCacheFollowsEveryReplica(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	_, base2, onB := secondReplica(t, h, owner)
+
+	_, first := h.get(owner.c, "/connections")
+	hits := h.srv.pages.hits.Load()
+	_, again := h.get(owner.c, "/connections")
+	if h.srv.pages.hits.Load() != hits+1 || again != first {
+		t.Fatalf("the unchanged list was not served from the page cache (hits %d -> %d, same page %v)", hits, h.srv.pages.hits.Load(), again == first)
+	}
+
+	form := formValues(formFromContract(workflow.ExampleContract()))
+	form.Set("_csrf", owner.token)
+	resp, err := onB.PostForm(base2+"/teams/red/connections", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	id := strings.TrimPrefix(loc, "/connections/")
+	if resp.StatusCode != http.StatusSeeOther || id == loc {
+		t.Fatalf("new request on the second replica = %d to %q", resp.StatusCode, loc)
+	}
+	_, after := h.get(owner.c, "/connections")
+	if !strings.Contains(after, `data-testid="connection-`+id+`"`) {
+		t.Errorf("the list on the first replica does not show connection %s, made on the second", id)
+	}
+
+	resp, err = onB.PostForm(base2+"/logout", url.Values{"_csrf": {owner.token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, _ = h.get(noRedirect(owner.c), "/connections")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+		t.Errorf("after signing out on the second replica, the first answers the session's list with %d %q, want a redirect to sign in",
+			resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// TestPageCacheKeepsSessionsApart: the same URL viewed by two users gives
+// each their own page, cached or not; a page never crosses sessions, even
+// two sessions of one user (each has its own CSRF token).
+func TestPageCacheKeepsSessionsApart(t *testing.T) {
+	h := newHarness(t, false)
+	red, blue, red2 := h.signIn("owner.red"), h.signIn("owner.blue"), h.signIn("owner.red")
+	for range 2 { // the second round is served from the cache
+		_, r := h.get(red.c, "/")
+		_, b := h.get(blue.c, "/")
+		_, r2 := h.get(red2.c, "/")
+		if !strings.Contains(r, `data-testid="card-team-red"`) || strings.Contains(r, `data-testid="card-team-blue"`) {
+			t.Errorf("red's home does not show red's card alone")
+		}
+		if !strings.Contains(b, `data-testid="card-team-blue"`) || strings.Contains(b, `data-testid="card-team-red"`) {
+			t.Errorf("blue's home does not show blue's card alone")
+		}
+		if !strings.Contains(r, red.token) || strings.Contains(r, red2.token) || !strings.Contains(r2, red2.token) {
+			t.Errorf("a session's home carries another session's CSRF token")
+		}
+	}
+	if h.srv.pages.hits.Load() < 3 {
+		t.Errorf("%d pages served from the cache, want the second round's 3", h.srv.pages.hits.Load())
+	}
+}
+
+// TestPageCacheFollowsTheMinute: pages show times to the minute, so a page
+// kept in one minute is rendered again in the next.
+func TestPageCacheFollowsTheMinute(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	h := newHarness(t, false, func(o *Options) { o.Now = clock })
+	owner := h.signIn("owner.red")
+	h.get(owner.c, "/connections")
+	hits := h.srv.pages.hits.Load()
+	h.get(owner.c, "/connections")
+	if h.srv.pages.hits.Load() != hits+1 {
+		t.Fatalf("not served from the cache within the minute")
+	}
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	h.get(owner.c, "/connections")
+	if h.srv.pages.hits.Load() != hits+1 {
+		t.Errorf("served from the cache a minute later")
+	}
+}
+
+// TestPageCacheKeepsNoLivePage: a view that read a live source (here the
+// usage page's utilization, read from Prometheus) is rendered on every
+// view; without that source the same page is kept.
+func TestPageCacheKeepsNoLivePage(t *testing.T) {
+	for _, live := range []bool{false, true} {
+		var opts []harnessOpt
+		if live {
+			opts = append(opts, func(o *Options) { o.Utilization = busyFake{} })
+		}
+		h := newHarness(t, false, opts...)
+		owner := h.signIn("owner.red")
+		for range 2 {
+			h.get(owner.c, "/teams/red/usage")
+		}
+		if got := h.srv.pages.hits.Load(); got != map[bool]int64{false: 1, true: 0}[live] {
+			t.Errorf("utilization from Prometheus %v: the second view was served from the cache %d times", live, got)
+		}
+	}
+}
