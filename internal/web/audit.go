@@ -11,8 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -70,7 +68,7 @@ func (s *Server) auditTrail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cp, brk, err := s.verifyAuditSinceLastLook(ctx)
+	cp, brk, err := s.verifyAuditSinceCheckpoint(ctx)
 	if err != nil {
 		return err
 	}
@@ -224,68 +222,18 @@ func (s *Server) versionDiff(c echo.Context) error {
 	return render(c, http.StatusOK, views.VersionDiffPage(s.page(c, "Compare versions"), d))
 }
 
-// verifyAuditSinceLastLook verifies the events appended after the shared
+// verifyAuditSinceCheckpoint verifies the events appended after the shared
 // checkpoint (the database's, the same on every replica: a second replica
 // neither starts over nor keeps one of its own); a break is reported. A GET
 // writes nothing: the checkpoint is moved on by every replica's background
 // check (store.VerifyAuditSinceCheckpoint, cmd/portal), not by page views.
-//
-// Within auditLookFor of a clean verification, this process starts from
-// where that one ended instead (issue 15: under load every view re-walked
-// all that was appended since the background check's last minute, a
-// thousand events after the month close). So an event altered after a
-// view verified it shows as a break at the latest auditLookFor later (the
-// background check, from the shared checkpoint, also catches it); an event
-// appended after the last look is always verified by the next view.
-func (s *Server) verifyAuditSinceLastLook(ctx context.Context) (store.AuditCheckpoint, *store.AuditBreak, error) {
+// Every view that renders walks from it, so an event altered after a view
+// verified it shows as a break at the next view; a view of an unchanged
+// database is served by the page cache (cachePage) without walking.
+func (s *Server) verifyAuditSinceCheckpoint(ctx context.Context) (store.AuditCheckpoint, *store.AuditBreak, error) {
 	from, err := s.opts.DB.SharedAuditCheckpoint(ctx)
 	if err != nil {
 		return store.AuditCheckpoint{}, nil, err
 	}
-	now := s.opts.Now()
-	if last, ok := s.auditLook.since(now); ok && last.ID > from.ID {
-		from = last
-	}
-	cp, brk, err := s.opts.DB.VerifyAuditFrom(ctx, from)
-	if err == nil && brk == nil {
-		s.auditLook.record(cp, now)
-	}
-	return cp, brk, err
-}
-
-// auditLookFor is how long a clean verification of the audit chain stands
-// for this process's audit page views.
-const auditLookFor = 5 * time.Second
-
-// auditLook is the end of this process's last clean verification and its
-// time.
-type auditLook struct {
-	mu sync.Mutex
-	cp store.AuditCheckpoint
-	at time.Time
-}
-
-// since returns the last look's checkpoint when it is at most
-// auditLookFor old at now.
-func (l *auditLook) since(now time.Time) (store.AuditCheckpoint, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.at.IsZero() || now.Sub(l.at) > auditLookFor || now.Before(l.at) {
-		return store.AuditCheckpoint{}, false
-	}
-	return l.cp, true
-}
-
-// record keeps cp as the last look when it is ahead of the one kept, and
-// starts the window at now when the kept look had expired.
-func (l *auditLook) record(cp store.AuditCheckpoint, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	expired := l.at.IsZero() || now.Sub(l.at) > auditLookFor || now.Before(l.at)
-	if expired || cp.ID >= l.cp.ID {
-		if expired {
-			l.at = now
-		}
-		l.cp = cp
-	}
+	return s.opts.DB.VerifyAuditFrom(ctx, from)
 }

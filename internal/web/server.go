@@ -162,9 +162,6 @@ type Server struct {
 	// version and hour (see monthcache.go).
 	monthCache monthCache
 
-	// auditLook is where this process's last audit page verification
-	// ended, and when (see verifyAuditSinceLastLook).
-	auditLook auditLook
 
 	// knownOwners are the lower-case names accepted as contract owners
 	// without a login: mapped group names and Options.KnownOwners.
