@@ -89,6 +89,27 @@ type AuditFilter struct {
 // AuditEvents returns events newest first, with id < before (0: from the
 // newest), at most limit.
 func (d *DB) AuditEvents(ctx context.Context, f AuditFilter, before int64, limit int) ([]AuditEvent, error) {
+	q, args := auditEventsQuery(f, before, limit)
+	rows, err := d.sql.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: audit events: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditEvent
+	for rows.Next() {
+		e, err := scanAudit(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// auditEventsQuery is AuditEvents' query. Every filter has an index that
+// ends in id (migrations 00002, 00023), so a page is a walk of that index
+// newest first that stops at the limit, whatever the trail's length.
+func auditEventsQuery(f AuditFilter, before int64, limit int) (string, []any) {
 	var where []string
 	var args []any
 	if f.Team != "" {
@@ -118,20 +139,7 @@ func (d *DB) AuditEvents(ctx context.Context, f AuditFilter, before int64, limit
 	}
 	q += " ORDER BY id DESC LIMIT ?"
 	args = append(args, limit)
-	rows, err := d.sql.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: audit events: %w", err)
-	}
-	defer rows.Close()
-	var out []AuditEvent
-	for rows.Next() {
-		e, err := scanAudit(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return q, args
 }
 
 const auditCols = `id, at, COALESCE(actor_id, 0), actor, action, object_type, object_id, team, version, reason, prev_hash, hash`

@@ -111,3 +111,8 @@ func (d *DB) CapacityTotalsMismatch(ctx context.Context) (string, error) {
 
 // SetNowForTest sets the clock the session store checks expiries against.
 func (s *SessionStore) SetNowForTest(now func() time.Time) { s.now = now }
+
+// AuditEventsQuery is AuditEvents' query, for the plan test.
+func AuditEventsQuery(f AuditFilter, before int64, limit int) (string, []any) {
+	return auditEventsQuery(f, before, limit)
+}

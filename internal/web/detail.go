@@ -307,12 +307,12 @@ func (s *Server) planDiffView(conn store.Connection, from, to store.Version, nex
 		v.Error = "The change's plan cannot be built on this cluster: see the plan below."
 		return v
 	}
-	old, err := provision.BuildPlan(conn.ID, from.Version, from.Hash, from.Contract, s.opts.Cluster)
+	old, err := s.builtPlan(conn.ID, from)
 	if err != nil {
 		v.Error = "The active version's plan cannot be built on this cluster: " + err.Error()
 		return v
 	}
-	diff := provision.DiffPlans(old, *next)
+	diff := provision.DiffPlans(old.plan, *next)
 	for _, r := range diff.Rows() {
 		v.Rows = append(v.Rows, views.PlanDiffRow(r))
 	}

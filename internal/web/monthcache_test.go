@@ -138,9 +138,13 @@ func TestTeamUsageReadsHoursOnce(t *testing.T) {
 		{usage.DayStart(now).AddDate(0, 0, -20), usage.DayStart(now).AddDate(0, 0, -17)},
 		{usage.DayStart(now).AddDate(0, 0, -29), end},
 	} {
+		reads := h.srv.teamHourReads.Load()
 		u, err := h.srv.teamUsageView(ctx, "red", p[0], p[1])
 		if err != nil {
 			t.Fatal(err)
+		}
+		if n := h.srv.teamHourReads.Load() - reads; n != 1 {
+			t.Errorf("period %v: the view read the team's hours %d times, want once", p, n)
 		}
 		want, err := h.srv.quotaSuggestions(ctx, "red", g["red"], nil, p[1])
 		if err != nil {

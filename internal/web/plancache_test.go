@@ -2,42 +2,44 @@ package web
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// The plan text cache returns what the plan renders, hit or miss; it is
-// keyed by the version's hash, so another contract under the same id and
-// version number gets its own plan; and it holds at most planTextCacheMax
-// plans.
+// The detail page's plans (Server.builtPlan, the key production builds)
+// are what the plan renders, hit or miss; they are keyed by the version's
+// hash, so another contract under the same id and version number gets its
+// own plan; and the cache holds at most planTextCacheMax plans.
 func TestPlanTextCache(t *testing.T) {
-	var c planTextCache
-	build := func(team string) (workflow.Contract, provision.Plan) {
+	s := &Server{}
+	version := func(team string) (store.Version, provision.Plan) {
 		t.Helper()
 		k := workflow.ExampleContractFor(team)
 		p, err := provision.BuildPlan(7, 1, k.Hash(), k, provision.ClusterSettings{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return k, p
+		return store.Version{ConnectionID: 7, Version: 1, Contract: k, Hash: k.Hash()}, p
 	}
-	red, redPlan := build("red")
-	blue, bluePlan := build("blue")
+	red, redPlan := version("red")
+	blue, bluePlan := version("blue")
 	for i := range 2 {
-		y, h := c.texts(planKey{7, 1, red.Hash()}, redPlan)
-		if y != redPlan.YAML() || h != redPlan.Hash() {
-			t.Errorf("call %d: the cached texts differ from the plan's", i+1)
+		got, err := s.builtPlan(7, red)
+		if err != nil || got.yaml != redPlan.YAML() || got.hash != redPlan.Hash() {
+			t.Errorf("call %d: the cached plan differs from the version's (%v)", i+1, err)
 		}
 	}
-	if y, h := c.texts(planKey{7, 1, blue.Hash()}, bluePlan); y != bluePlan.YAML() || h != bluePlan.Hash() || h == redPlan.Hash() {
-		t.Error("another contract under the same id and version got the first one's plan")
+	if got, err := s.builtPlan(7, blue); err != nil || got.yaml != bluePlan.YAML() || got.hash != bluePlan.Hash() || got.hash == redPlan.Hash() {
+		t.Errorf("another contract under the same id and version got the first one's plan (%v)", err)
 	}
 	for i := range planTextCacheMax + 10 {
-		c.texts(planKey{int64(100 + i), 1, fmt.Sprint(i)}, redPlan)
-		if n := c.len(); n > planTextCacheMax {
+		if _, err := s.planTexts.get(planKey{int64(100 + i), 1, red.Hash}, func() (provision.Plan, error) { return provision.Plan{}, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.planTexts.len(); n > planTextCacheMax {
 			t.Fatalf("the cache holds %d plans, more than %d", n, planTextCacheMax)
 		}
 	}

@@ -157,12 +157,6 @@ type planText struct {
 
 const planTextCacheMax = 1024
 
-// texts returns plan's YAML and hash, from the cache when it has key.
-func (c *planTextCache) texts(key planKey, plan provision.Plan) (yaml, hash string) {
-	t, _ := c.get(key, func() (provision.Plan, error) { return plan, nil })
-	return t.yaml, t.hash
-}
-
 // get returns the plan key names with its YAML and hash, from the cache
 // when it has key, else built by build (an error is not cached). The plan
 // is shared by every caller: read it, never change it.

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -146,8 +147,10 @@ type Server struct {
 	echo     *echo.Echo
 	sessions *scs.SessionManager
 	pages    pageCache // cachePage
-	store    *store.SessionStore
-	tls      bool
+	// teamHourReads counts teamHours' reads (for tests).
+	teamHourReads atomic.Int64
+	store         *store.SessionStore
+	tls           bool
 
 	// loginSeal seals the login-state cookie, tokenSeal the provider's
 	// tokens kept in the session; both under keys derived from SessionKey.
@@ -161,7 +164,6 @@ type Server struct {
 	// monthCache keeps the month-to-date chargeback per cost input
 	// version and hour (see monthcache.go).
 	monthCache monthCache
-
 
 	// knownOwners are the lower-case names accepted as contract owners
 	// without a login: mapped group names and Options.KnownOwners.

@@ -78,6 +78,7 @@ func periodLabel(from, to time.Time) string {
 // teamHours is a team's hourly rows in [from, to) and the missing data
 // periods that touch it: what every usage figure of a team is computed from.
 func (s *Server) teamHours(ctx context.Context, team string, from, to time.Time) ([]usage.Hour, []usage.Missing, error) {
+	s.teamHourReads.Add(1)
 	rows, err := s.opts.DB.UsageHours(ctx, store.UsageFilter{Team: team, From: from, To: to})
 	if err != nil {
 		return nil, nil, err
