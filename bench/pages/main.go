@@ -29,14 +29,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -189,11 +187,15 @@ func measure(ctx context.Context, cfg config, engine string, audit int, bare boo
 		if base == "" {
 			return m, errors.New("PORTAL_TEST_POSTGRES_URL is not set: start the test bed (bench/run.sh does), or pass -engines sqlite")
 		}
-		var drop func()
-		if dsn, drop, err = postgresDB(base); err != nil {
+		var drop func() error
+		if dsn, drop, err = testenv.NewPostgresDB(base, "portal_pagebench", false); err != nil {
 			return m, err
 		}
-		defer drop()
+		defer func() {
+			if err := drop(); err != nil {
+				log.Printf("drop the benchmark's database: %v", err)
+			}
+		}()
 	}
 	t0 := time.Now()
 	db, err := store.OpenMigrated(ctx, dsn)
@@ -392,27 +394,4 @@ func startPortal(bin, dir, dsn, rateCard string) (*testenv.Serve, error) {
 	cmd := exec.Command(bin, "serve", "--dev", "--listen", "127.0.0.1:0", "--db", dsn, "--rate-card", rateCard)
 	cmd.Dir = dir
 	return testenv.LaunchServe(cmd, 2*time.Minute)
-}
-
-// postgresDB names a new database on base's server for store.OpenMigrated
-// to create, and returns a func that drops it.
-func postgresDB(base string) (string, func(), error) {
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", nil, fmt.Errorf("PORTAL_TEST_POSTGRES_URL: %w", err)
-	}
-	name := fmt.Sprintf("portal_pagebench_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	u.Path = "/" + name
-	drop := func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			log.Printf("drop %s: %v", name, err)
-			return
-		}
-		defer db.Close()
-		if _, err := db.Exec(`DROP DATABASE IF EXISTS "` + name + `" WITH (FORCE)`); err != nil {
-			log.Printf("drop %s: %v", name, err)
-		}
-	}
-	return u.String(), drop, nil
 }

@@ -17,26 +17,20 @@ import (
 // approved contract versions of its live connections (approved, being
 // provisioned, active, under review or being revoked), summed over them.
 //
-// Read from team_capacity, which apply keeps (capacity.go).
+// Read from team_capacity, which apply keeps (capacity.go), as Guarantees.
 func (d *DB) TeamGuarantees(ctx context.Context) (map[string]map[string]int, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT team, instance_type, count FROM team_capacity`)
+	all, err := d.Guarantees(ctx, "")
 	if err != nil {
-		return nil, fmt.Errorf("store: team guarantees: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]map[string]int{}
-	for rows.Next() {
-		var team, it string
-		var n int
-		if err := rows.Scan(&team, &it, &n); err != nil {
-			return nil, fmt.Errorf("store: team guarantees: %w", err)
+	out := make(map[string]map[string]int, len(all))
+	for team, caps := range all {
+		out[team] = make(map[string]int, len(caps))
+		for _, c := range caps {
+			out[team][c.InstanceType] = c.Count
 		}
-		if out[team] == nil {
-			out[team] = map[string]int{}
-		}
-		out[team][it] = n
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // CostInput loads what a chargeback of the period needs from the store:

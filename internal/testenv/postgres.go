@@ -24,24 +24,34 @@ var pgSeq atomic.Int64
 // migrated template).
 func PostgresDB(t testing.TB, prefix string, create bool) string {
 	t.Helper()
-	base := Require(t, "PORTAL_TEST_POSTGRES_URL")
-	u, err := url.Parse(base)
+	dsn, drop, err := NewPostgresDB(Require(t, "PORTAL_TEST_POSTGRES_URL"), prefix, create)
 	if err != nil {
-		t.Fatalf("PORTAL_TEST_POSTGRES_URL: %v", err)
+		t.Fatal(err)
 	}
-	name := fmt.Sprintf("%s_%d_%d_%d", prefix, os.Getpid(), time.Now().UnixNano()%1e6, pgSeq.Add(1))
 	t.Cleanup(func() {
-		if err := postgresAdmin(base, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`); err != nil {
+		if err := drop(); err != nil {
 			t.Error(err)
 		}
 	})
+	return dsn
+}
+
+// NewPostgresDB is PostgresDB outside a test (bench/pages' load program):
+// a new database's URL on base's server and the func that drops it.
+func NewPostgresDB(base, prefix string, create bool) (string, func() error, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", nil, fmt.Errorf("PORTAL_TEST_POSTGRES_URL: %w", err)
+	}
+	name := fmt.Sprintf("%s_%d_%d_%d", prefix, os.Getpid(), time.Now().UnixNano()%1e6, pgSeq.Add(1))
+	drop := func() error { return postgresAdmin(base, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`) }
 	if create {
 		if err := postgresAdmin(base, `CREATE DATABASE "`+name+`"`); err != nil {
-			t.Fatal(err)
+			return "", nil, err
 		}
 	}
 	u.Path = "/" + name
-	return u.String()
+	return u.String(), drop, nil
 }
 
 // postgresAdmin runs stmt on the server's maintenance database.
