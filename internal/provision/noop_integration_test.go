@@ -323,3 +323,103 @@ func TestNoopReconcileFindsAndRestoresIntegration(t *testing.T) {
 		}
 	}
 }
+
+// (c) Edits inside atomic fields (issue 15 review): NetworkPolicy's
+// ingress and its peers are +listType=atomic and a LabelSelector is
+// +structType=atomic, so a server-side apply replaces them whole. Someone
+// (kubectl edit, an Update under the field manager "kubectl-edit") gives
+// the same-namespace peer a namespaceSelector: {} (it then admits every
+// namespace) and gives the default-deny policy's podSelector a matchLabels
+// (it then selects no pod). Every value the plan sets is still there, so
+// comparing values alone calls both unchanged; the drift check must report
+// both and the re-apply must restore both.
+func TestNoopReconcileAtomicEditIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	tenants := b.noopTenants(ctx, "natm", 2)
+	plans := noopPlans(tenants)
+	tn := tenants[0]
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("PORTAL_TEST_KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := kubernetes.NewForConfigOrDie(cfg)
+	nps := kc.NetworkingV1().NetworkPolicies(tn.plan.Namespace)
+	edit := metav1.UpdateOptions{FieldManager: "kubectl-edit"}
+	same, err := nps.Get(ctx, provision.NamePolicySameNamespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(same.Spec.Ingress) != 1 || len(same.Spec.Ingress[0].From) != 1 || same.Spec.Ingress[0].From[0].NamespaceSelector != nil {
+		t.Fatalf("the same-namespace policy's ingress is %+v, not one same-namespace peer", same.Spec.Ingress)
+	}
+	same.Spec.Ingress[0].From[0].NamespaceSelector = &metav1.LabelSelector{} // every namespace
+	if _, err := nps.Update(ctx, same, edit); err != nil {
+		t.Fatal(err)
+	}
+	deny, err := nps.Get(ctx, provision.NamePolicyDefaultDeny, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deny.Spec.PodSelector.MatchLabels = map[string]string{"nobody": "matches"} // selects no pod
+	if _, err := nps.Update(ctx, deny, edit); err != nil {
+		t.Fatal(err)
+	}
+
+	var found []string
+	for i, r := range b.applier.DriftAll(ctx, plans) {
+		if r.Err != nil {
+			t.Fatalf("drift of %s: %v", tenants[i].team, r.Err)
+		}
+		for _, it := range r.Items {
+			found = append(found, fmt.Sprintf("%s: %s %s %s %v", tenants[i].team, it.Kind, it.Ref, it.What, it.Fields))
+		}
+	}
+	want := []string{
+		fmt.Sprintf("%s: NetworkPolicy %s/%s changed [spec.podSelector.matchLabels]", tn.team, tn.plan.Namespace, provision.NamePolicyDefaultDeny),
+		fmt.Sprintf("%s: NetworkPolicy %s/%s changed [spec.ingress]", tn.team, tn.plan.Namespace, provision.NamePolicySameNamespace),
+	}
+	if !slices.Equal(found, want) {
+		t.Errorf("drift found:\n%s\nwant:\n%s", strings.Join(found, "\n"), strings.Join(want, "\n"))
+	}
+
+	rec, err := b.applier.Reconcile(ctx, plans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []string
+	for i, r := range rec {
+		if r.Err != nil {
+			t.Errorf("re-apply of %s: %v", tenants[i].team, r.Err)
+		}
+		for j, s := range r.Steps {
+			if s.Outcome != provision.Unchanged {
+				applied = append(applied, fmt.Sprintf("%s: %s %s", tenants[i].team, tenants[i].names[j], s.Outcome))
+			}
+		}
+	}
+	wantApplied := []string{
+		fmt.Sprintf("%s: NetworkPolicy %s/%s configured", tn.team, tn.plan.Namespace, provision.NamePolicyDefaultDeny),
+		fmt.Sprintf("%s: NetworkPolicy %s/%s configured", tn.team, tn.plan.Namespace, provision.NamePolicySameNamespace),
+	}
+	if !slices.Equal(applied, wantApplied) {
+		t.Errorf("re-apply applied:\n%s\nwant:\n%s", strings.Join(applied, "\n"), strings.Join(wantApplied, "\n"))
+	}
+	if same, err = nps.Get(ctx, provision.NamePolicySameNamespace, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if same.Spec.Ingress[0].From[0].NamespaceSelector != nil {
+		t.Errorf("after the re-apply the same-namespace peer still admits %v", same.Spec.Ingress[0].From[0].NamespaceSelector)
+	}
+	if deny, err = nps.Get(ctx, provision.NamePolicyDefaultDeny, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if len(deny.Spec.PodSelector.MatchLabels) != 0 {
+		t.Errorf("after the re-apply default-deny selects %v", deny.Spec.PodSelector.MatchLabels)
+	}
+	for i, r := range b.applier.DriftAll(ctx, plans) {
+		if r.Err != nil || len(r.Items) != 0 {
+			t.Errorf("drift of %s after the re-apply: %v, %v", tenants[i].team, r.Items, r.Err)
+		}
+	}
+}
