@@ -131,6 +131,10 @@ func (a *Applier) driftFrom(ctx context.Context, snap *Snapshot, p Plan) ([]work
 		if live != nil && o.Owner != OwnerHyperPodChecked && len(Covers(live, o.Obj, a.fieldManager())) == 0 {
 			continue // as planned: no request
 		}
+		if snap.absentFrom(o) {
+			out = append(out, deletedItem(o)) // its namespace does not exist
+			continue
+		}
 		it, err := a.driftObject(ctx, o, live)
 		if err != nil {
 			return nil, err
@@ -160,10 +164,7 @@ func (a *Applier) driftObject(ctx context.Context, o Object, live *unstructured.
 	if live == nil {
 		live, err = ri.Get(ctx, o.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			it := workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"}
-			if o.Owner != OwnerPortal {
-				it.Detail = "HyperPod task governance owns it and has not created it (or removed it)"
-			}
+			it := deletedItem(o)
 			return &it, nil
 		}
 		if err != nil {
@@ -191,6 +192,15 @@ func (a *Applier) driftObject(ctx context.Context, o Object, live *unstructured.
 		return &workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: fields}, nil
 	}
 	return nil, nil
+}
+
+// deletedItem is the drift of o when it does not exist.
+func deletedItem(o Object) workflow.DriftItem {
+	it := workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"}
+	if o.Owner != OwnerPortal {
+		it.Detail = "HyperPod task governance owns it and has not created it (or removed it)"
+	}
+	return it
 }
 
 // PruneExtraBindings deletes the RoleBindings in the team namespace that the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -420,6 +422,116 @@ func TestNoopReconcileAtomicEditIntegration(t *testing.T) {
 	for i, r := range b.applier.DriftAll(ctx, plans) {
 		if r.Err != nil || len(r.Items) != 0 {
 			t.Errorf("drift of %s after the re-apply: %v, %v", tenants[i].team, r.Items, r.Err)
+		}
+	}
+}
+
+// pathRecorder is an Applier on the test bed's API server that records
+// each request as "METHOD path?query".
+type pathRecorder struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (b *wbed) recordingApplier() (*provision.Applier, *pathRecorder) {
+	b.tb.Helper()
+	rec := &pathRecorder{}
+	cfg := rest.CopyConfig(b.cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(r *http.Request) (*http.Response, error) {
+			rec.mu.Lock()
+			rec.reqs = append(rec.reqs, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+			rec.mu.Unlock()
+			return rt.RoundTrip(r)
+		})
+	}
+	a, err := provision.NewApplier(cfg)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	return a, rec
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// take returns the requests recorded since the last take, but the API
+// discovery's (/api, /apis and their groups, read once per Applier).
+func (r *pathRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, q := range r.reqs {
+		path := strings.SplitN(q, "?", 2)[0]
+		if n := strings.Count(path, "/"); path == "GET /api" || path == "GET /apis" ||
+			(strings.HasPrefix(path, "GET /api/") && n <= 2) || (strings.HasPrefix(path, "GET /apis/") && n <= 3) {
+			continue
+		}
+		out = append(out, q)
+	}
+	r.reqs = nil
+	return out
+}
+
+// (d) The snapshot of one plan lists each namespaced kind in the plan's
+// namespace alone, label selector or not; and the drift check of a plan
+// whose namespace does not exist yet (a draft's, on its detail page) lists
+// nothing but namespaces, reads no object of that namespace, and reports
+// every object deleted.
+func TestSnapshotOfOnePlanIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	tn := b.noopTenants(ctx, "nnar", 1)[0]
+	a, rec := b.recordingApplier()
+	if items, err := a.Drift(ctx, tn.plan); err != nil || len(items) != 0 {
+		t.Fatalf("drift of an unchanged tenant: %v, %v", items, err)
+	}
+	reqs := rec.take()
+	if len(reqs) != noopKinds([]provision.Plan{tn.plan}) {
+		t.Errorf("drift of one plan sent %d requests, want one list per kind:\n%s", len(reqs), strings.Join(reqs, "\n"))
+	}
+	namespaced := 0
+	for _, r := range reqs {
+		if strings.Contains(r, "/namespaces/") {
+			namespaced++
+			if !strings.Contains(r, "/namespaces/"+tn.plan.Namespace+"/") {
+				t.Errorf("a list outside the plan's namespace: %s", r)
+			}
+		}
+	}
+	if namespaced < 5 {
+		t.Errorf("only %d lists in the plan's namespace:\n%s", namespaced, strings.Join(reqs, "\n"))
+	}
+
+	// A draft: its plan, never applied; its namespace does not exist.
+	c := wintContract("nnardraft" + wintRandom(t))
+	draft, err := provision.BuildPlan(999999, 1, c.Normalize().Hash(), c, b.settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := a.Drift(ctx, draft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every object of its namespace, and the namespace, is deleted (the
+	// cluster-scoped objects shared by every team's plan exist).
+	got := map[string]string{}
+	for _, it := range items {
+		got[it.Kind+" "+it.Ref] = it.What
+	}
+	for _, o := range draft.Objects {
+		if (o.Namespace == draft.Namespace || o.Kind == "Namespace") && got[o.Kind+" "+o.Ref()] != "deleted" {
+			t.Errorf("drift of a draft: %s %s is %q, want deleted", o.Kind, o.Ref(), got[o.Kind+" "+o.Ref()])
+		}
+	}
+	for _, r := range rec.take() {
+		switch {
+		case strings.Contains(r, "/namespaces/"+draft.Namespace+"/"):
+			t.Errorf("drift of a draft read inside its absent namespace: %s", r)
+		case strings.Contains(r, "limit=") && !strings.HasPrefix(r, "GET /api/v1/namespaces?"):
+			t.Errorf("drift of a draft listed more than namespaces: %s", r)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -73,14 +74,23 @@ import (
 //
 // The lists select the portal's objects by label (LabelManagedBy, and
 // LabelConnection for the plans' connections unless a kind has shared
-// objects), across namespaces; cluster-scoped kinds are listed the same way.
-// Two kinds are listed without a selector (in the plans' namespace alone
-// when there is only one, as for a single plan): RoleBindings, because the drift
-// check reports and a re-apply removes bindings the portal did not make (they
-// carry no portal label), and a kind with an object HyperPod owns and the
-// portal only checks (its LocalQueue carries no portal label). An object a
-// list did not return (deleted, or its labels removed by hand) is read on
-// its own with a GET, so a removed label is reported as the change it is.
+// objects); cluster-scoped kinds are listed the same way. A namespaced
+// kind is listed in the plans' namespace alone when every planned object
+// of it is there (one plan, as a re-apply job's or a detail page's), else
+// across namespaces. Two kinds are listed without a selector: RoleBindings,
+// because the drift check reports and a re-apply removes bindings the
+// portal did not make (they carry no portal label), and a kind with an
+// object HyperPod owns and the portal only checks (its LocalQueue carries
+// no portal label). An object a list did not return (deleted, or its
+// labels removed by hand) is read on its own with a GET, so a removed label
+// is reported as the change it is.
+//
+// When the plans have one namespace, the Namespace kind is listed first,
+// and a namespace that does not exist (a draft's, shown on its detail page)
+// ends the snapshot there: nothing else of the plans can exist in it, so
+// the other kinds are not listed; the drift check reports its objects
+// deleted without reading them, and reads the cluster-scoped ones with a
+// GET each.
 //
 // A snapshot lives for one drift check or one re-apply and is never shared
 // between calls, so it holds nothing another replica could have changed
@@ -98,6 +108,9 @@ type Snapshot struct {
 	objs map[snapKey]*unstructured.Unstructured
 	// bindings are the RoleBindings of the plans' namespaces, by namespace.
 	bindings map[string][]unstructured.Unstructured
+	// absent is the plans' namespace when it does not exist: nothing was
+	// listed after it.
+	absent string
 	// Lists is the number of list requests (pages) the snapshot took.
 	Lists int
 }
@@ -166,12 +179,40 @@ func (a *Applier) Snapshot(ctx context.Context, plans []Plan) (*Snapshot, error)
 		}
 	}
 	s := &Snapshot{objs: map[snapKey]*unstructured.Unstructured{}, bindings: map[string][]unstructured.Unstructured{}}
+	only := ""
+	if len(namespaces) == 1 {
+		for ns := range namespaces {
+			only = ns
+		}
+		if i := slices.Index(order, namespacesGVR); i > 0 {
+			order = append([]schema.GroupVersionResource{namespacesGVR}, slices.Delete(order, i, i+1)...)
+		}
+	}
 	for _, gvr := range order {
 		k := kinds[gvr]
+		if only != "" && gvr != namespacesGVR && kinds[namespacesGVR] != nil {
+			// The Namespace kind was listed first: does the plans'
+			// namespace exist?
+			key := snapKey{namespacesGVR, "", only}
+			if s.objs[key] == nil {
+				ns, err := a.Client.Resource(namespacesGVR).Get(ctx, only, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					s.absent = only
+					return s, nil
+				}
+				if err != nil {
+					return nil, fmt.Errorf("provision: snapshot: get namespace %s: %w", only, err)
+				}
+				if kinds[namespacesGVR].want[key] {
+					s.objs[key] = ns
+				}
+			}
+			only = ""
+		}
 		opts := metav1.ListOptions{Limit: SnapshotPageSize, LabelSelector: k.selector()}
 		var ri dynamic.ResourceInterface = a.Client.Resource(gvr)
-		if ns, ok := k.oneNamespace(namespaces); ok && opts.LabelSelector == "" {
-			// Unselected, but every planned object is in one namespace
+		if ns, ok := k.oneNamespace(namespaces); ok {
+			// Every planned object of the kind is in one namespace
 			// (one plan, as a re-apply job's): that namespace alone.
 			ri = a.Client.Resource(gvr).Namespace(ns)
 		}
@@ -235,6 +276,12 @@ func (k *kindList) selector() string {
 	}
 	ids := slices.Sorted(maps.Keys(k.conns))
 	return sel + "," + LabelConnection + " in (" + strings.Join(ids, ",") + ")"
+}
+
+// absentFrom reports whether o is in a namespace the snapshot found does
+// not exist: o cannot exist either.
+func (s *Snapshot) absentFrom(o Object) bool {
+	return s.absent != "" && o.Namespace == s.absent
 }
 
 // live is the listed copy of o, or nil when the lists did not return it.
