@@ -55,14 +55,15 @@ func DriftOf(a *Applier, cloud AWSDrifter) func(context.Context, Plan) ([]workfl
 
 // DriftAllOf is DriftOf for many plans at once, as DriftChecker.CheckAll
 // takes them: the cluster's objects of every plan from one Snapshot
-// (Applier.DriftAll), then each plan's AWS resources. A plan whose cluster
+// (Applier.DriftAllWith, its unselected lists from the pass's ListCache),
+// then each plan's AWS resources. A plan whose cluster
 // check failed is not checked on AWS: its result is the error.
-func DriftAllOf(a *Applier, cloud AWSDrifter) func(context.Context, []Plan) []DriftResult {
+func DriftAllOf(a *Applier, cloud AWSDrifter) func(context.Context, []Plan, *ListCache) []DriftResult {
 	one := DriftOf(nil, cloud)
-	return func(ctx context.Context, plans []Plan) []DriftResult {
+	return func(ctx context.Context, plans []Plan, lists *ListCache) []DriftResult {
 		out := make([]DriftResult, len(plans))
 		if a != nil {
-			out = a.DriftAll(ctx, plans)
+			out = a.DriftAllWith(ctx, plans, lists)
 		}
 		for i, p := range plans {
 			if out[i].Err != nil {
@@ -106,8 +107,15 @@ type DriftResult struct {
 // added from a change), and only one the lists did not return is read with
 // a GET. A failed snapshot fails every plan's check.
 func (a *Applier) DriftAll(ctx context.Context, plans []Plan) []DriftResult {
+	return a.DriftAllWith(ctx, plans, nil)
+}
+
+// DriftAllWith is DriftAll taking the lists without a label selector
+// across namespaces from lists, shared by the batches of one drift check
+// pass (nil: listed for these plans alone).
+func (a *Applier) DriftAllWith(ctx context.Context, plans []Plan, lists *ListCache) []DriftResult {
 	out := make([]DriftResult, len(plans))
-	snap, err := a.Snapshot(ctx, plans)
+	snap, err := a.snapshot(ctx, plans, lists)
 	if err != nil {
 		for i := range out {
 			out[i].Err = fmt.Errorf("provision: drift: %w", err)

@@ -26,8 +26,10 @@ type DriftChecker struct {
 	Check func(ctx context.Context, p Plan) ([]workflow.DriftItem, error)
 	// CheckAll, when set, replaces Check: it checks up to Batch plans at
 	// once (DriftAllOf: one list per kind for the batch, not requests per
-	// object), one result per plan, in order.
-	CheckAll func(ctx context.Context, plans []Plan) []DriftResult
+	// object), one result per plan, in order. lists is the pass's: every
+	// batch of one RunOnce gets the same, so a kind listed without a label
+	// selector is listed once per pass.
+	CheckAll func(ctx context.Context, plans []Plan, lists *ListCache) []DriftResult
 	// Batch is how many connections CheckAll checks at once (default
 	// DriftBatch).
 	Batch    int
@@ -88,6 +90,7 @@ func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, now 
 		size = DriftBatch
 	}
 	drifted := 0
+	lists := NewListCache()
 	for start := 0; start < len(conns); start += size {
 		if ctx.Err() != nil {
 			return drifted, ctx.Err()
@@ -107,7 +110,7 @@ func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, now 
 			at = append(at, i)
 		}
 		if len(plans) > 0 {
-			res := d.CheckAll(ctx, plans)
+			res := d.CheckAll(ctx, plans, lists)
 			for j, i := range at {
 				if j >= len(res) {
 					errs[i] = fmt.Errorf("provision: drift: no result for connection %d", batch[i].ConnectionID)

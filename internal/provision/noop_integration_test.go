@@ -535,3 +535,35 @@ func TestSnapshotOfOnePlanIntegration(t *testing.T) {
 		}
 	}
 }
+
+// (e) The drift checker's batches share the lists it takes without a label
+// selector across namespaces (every RoleBinding): one such list per pass,
+// not one per batch.
+func TestDriftCheckerListsRoleBindingsOncePerPassIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	tenants := b.noopTenants(ctx, "nrbp", 4)
+	a, rec := b.recordingApplier()
+	checker := &provision.DriftChecker{
+		List:     b.provisionedOf(tenants),
+		Plans:    b.plans,
+		CheckAll: provision.DriftAllOf(a, nil),
+		Batch:    2,
+		Save:     b.db.SaveDrift,
+		Clock:    b.clock.Now,
+	}
+	if n, err := checker.RunOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("drift checker over unchanged tenants: %d drifted, %v", n, err)
+	}
+	reqs := rec.take()
+	all := 0
+	for _, r := range reqs {
+		if strings.HasPrefix(r, "GET /apis/rbac.authorization.k8s.io/v1/rolebindings?") {
+			all++
+		}
+	}
+	if all != 1 {
+		t.Errorf("two batches listed every RoleBinding %d times, want once:\n%s", all, strings.Join(reqs, "\n"))
+	}
+}

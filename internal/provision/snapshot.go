@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -94,7 +95,10 @@ import (
 //
 // A snapshot lives for one drift check or one re-apply and is never shared
 // between calls, so it holds nothing another replica could have changed
-// since: it is as fresh as the GET it replaces.
+// since: it is as fresh as the GET it replaces. The one exception is the
+// drift checker's pass (DriftChecker.RunOnce): its batches share the lists
+// taken without a label selector across namespaces (ListCache), so those
+// are as old as the pass.
 
 // SnapshotPageSize is the page size of a snapshot's lists (ListOptions.Limit):
 // a list of more objects than this costs one request per page. It bounds
@@ -135,6 +139,12 @@ type kindList struct {
 // SnapshotPageSize objects), and keeps the planned objects and the
 // RoleBindings of the plans' namespaces.
 func (a *Applier) Snapshot(ctx context.Context, plans []Plan) (*Snapshot, error) {
+	return a.snapshot(ctx, plans, nil)
+}
+
+// snapshot is Snapshot, taking the unselected lists across namespaces from
+// lists (nil: listed here).
+func (a *Applier) snapshot(ctx context.Context, plans []Plan, lists *ListCache) (*Snapshot, error) {
 	kinds := map[schema.GroupVersionResource]*kindList{}
 	var order []schema.GroupVersionResource
 	namespaces := map[string]bool{}
@@ -209,39 +219,104 @@ func (a *Applier) Snapshot(ctx context.Context, plans []Plan) (*Snapshot, error)
 			}
 			only = ""
 		}
+		keep := func(obj *unstructured.Unstructured) {
+			key := snapKey{gvr, obj.GetNamespace(), obj.GetName()}
+			if !k.namespaced {
+				key.namespace = ""
+			}
+			if gvr == roleBindings && namespaces[key.namespace] {
+				s.bindings[key.namespace] = append(s.bindings[key.namespace], *obj)
+			}
+			if k.want[key] {
+				s.objs[key] = obj
+			}
+		}
 		opts := metav1.ListOptions{Limit: SnapshotPageSize, LabelSelector: k.selector()}
+		ns, one := k.oneNamespace(namespaces)
+		if lists != nil && opts.LabelSelector == "" && !one {
+			// Unselected, across namespaces: the same for every batch
+			// of a drift check pass, so listed once per pass.
+			items, n, err := lists.list(ctx, a, gvr)
+			s.Lists += n
+			if err != nil {
+				return nil, err
+			}
+			for i := range items {
+				keep(&items[i])
+			}
+			continue
+		}
 		var ri dynamic.ResourceInterface = a.Client.Resource(gvr)
-		if ns, ok := k.oneNamespace(namespaces); ok {
+		if one {
 			// Every planned object of the kind is in one namespace
 			// (one plan, as a re-apply job's): that namespace alone.
 			ri = a.Client.Resource(gvr).Namespace(ns)
 		}
-		for {
-			list, err := ri.List(ctx, opts)
-			if err != nil {
-				return nil, fmt.Errorf("provision: snapshot: list %s: %w", gvr.Resource, err)
-			}
-			s.Lists++
+		n, err := listAll(ctx, ri, gvr, opts, func(list *unstructured.UnstructuredList) {
 			for i := range list.Items {
-				obj := &list.Items[i]
-				key := snapKey{gvr, obj.GetNamespace(), obj.GetName()}
-				if !k.namespaced {
-					key.namespace = ""
-				}
-				if gvr == roleBindings && namespaces[key.namespace] {
-					s.bindings[key.namespace] = append(s.bindings[key.namespace], *obj)
-				}
-				if k.want[key] {
-					s.objs[key] = obj
-				}
+				keep(&list.Items[i])
 			}
-			if list.GetContinue() == "" {
-				break
-			}
-			opts.Continue = list.GetContinue()
+		})
+		s.Lists += n
+		if err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// listAll lists ri a page at a time, handing each page to page, and
+// returns the number of requests.
+func listAll(ctx context.Context, ri dynamic.ResourceInterface, gvr schema.GroupVersionResource, opts metav1.ListOptions, page func(*unstructured.UnstructuredList)) (int, error) {
+	n := 0
+	for {
+		list, err := ri.List(ctx, opts)
+		if err != nil {
+			return n, fmt.Errorf("provision: snapshot: list %s: %w", gvr.Resource, err)
+		}
+		n++
+		page(list)
+		if list.GetContinue() == "" {
+			return n, nil
+		}
+		opts.Continue = list.GetContinue()
+	}
+}
+
+// ListCache keeps the lists snapshots take without a label selector across
+// namespaces (RoleBindings, and a kind HyperPod owns an object of), for the
+// snapshots of one drift check pass (DriftChecker.RunOnce): each such kind
+// is listed once per pass, not once per batch of DriftBatch connections.
+// A pass's later batches so see those kinds as they were at its first: a
+// RoleBinding made after that is reported by the next pass. Nil caches
+// nothing. Safe for concurrent use.
+type ListCache struct {
+	mu    sync.Mutex
+	lists map[schema.GroupVersionResource][]unstructured.Unstructured
+}
+
+// NewListCache is an empty ListCache, for one pass.
+func NewListCache() *ListCache {
+	return &ListCache{lists: map[schema.GroupVersionResource][]unstructured.Unstructured{}}
+}
+
+// list is every object of gvr, listed on the first call; n is the
+// requests this call took.
+func (c *ListCache) list(ctx context.Context, a *Applier, gvr schema.GroupVersionResource) ([]unstructured.Unstructured, int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if items, ok := c.lists[gvr]; ok {
+		return items, 0, nil
+	}
+	var items []unstructured.Unstructured
+	n, err := listAll(ctx, a.Client.Resource(gvr), gvr, metav1.ListOptions{Limit: SnapshotPageSize}, func(l *unstructured.UnstructuredList) {
+		items = append(items, l.Items...)
+	})
+	if err != nil {
+		return nil, n, err
+	}
+	c.lists[gvr] = items
+	return items, n, nil
 }
 
 // oneNamespace is the namespace every planned object of a namespaced kind

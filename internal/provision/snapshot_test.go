@@ -132,7 +132,7 @@ func TestDriftCheckerBatches(t *testing.T) {
 			t.Fatal("Check called although CheckAll is set")
 			return nil, nil
 		},
-		CheckAll: func(_ context.Context, plans []Plan) []DriftResult {
+		CheckAll: func(_ context.Context, plans []Plan, _ *ListCache) []DriftResult {
 			var ids []int64
 			out := make([]DriftResult, len(plans))
 			for i, p := range plans {
