@@ -215,28 +215,61 @@ func deletedItem(o Object) workflow.DriftItem {
 // plan does not contain, and returns their refs. Re-applying a plan calls it
 // so that access granted by hand is taken back.
 func (a *Applier) PruneExtraBindings(ctx context.Context, p Plan) ([]string, error) {
-	planned := map[string]bool{}
+	keep := map[string]bool{}
 	for _, o := range p.Objects {
 		if o.Kind == "RoleBinding" {
-			planned[o.Name] = true
+			keep[o.Name] = true
 		}
 	}
-	ri := a.Client.Resource(roleBindings).Namespace(p.Namespace)
-	list, err := ri.List(ctx, metav1.ListOptions{})
+	list, err := a.Client.Resource(roleBindings).Namespace(p.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("provision: prune: list role bindings: %w", err)
 	}
+	return a.deleteBindings(ctx, p.Namespace, list.Items, keep)
+}
+
+// deleteBindings deletes those of bindings, the RoleBindings of namespace
+// ns, whose names keep does not hold, and returns their refs: the one place
+// RoleBindings a plan does not contain are removed (PruneExtraBindings, a
+// re-apply job's prune step from its snapshot).
+func (a *Applier) deleteBindings(ctx context.Context, ns string, bindings []unstructured.Unstructured, keep map[string]bool) ([]string, error) {
+	ri := a.Client.Resource(roleBindings).Namespace(ns)
 	var pruned []string
-	for _, rb := range list.Items {
-		if planned[rb.GetName()] {
+	for _, rb := range bindings {
+		if keep[rb.GetName()] {
 			continue
 		}
 		if err := ri.Delete(ctx, rb.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return pruned, fmt.Errorf("provision: prune %s/%s: %w", p.Namespace, rb.GetName(), err)
+			return pruned, fmt.Errorf("provision: prune %s/%s: %w", ns, rb.GetName(), err)
 		}
-		pruned = append(pruned, p.Namespace+"/"+rb.GetName())
+		pruned = append(pruned, ns+"/"+rb.GetName())
 	}
 	return pruned, nil
+}
+
+// pruneStep runs an ActionPrune step: the RoleBindings of its namespace
+// other than st.Keep are deleted, those snap listed when there is a
+// snapshot (a re-apply job's), else listed now.
+func (a *Applier) pruneStep(ctx context.Context, st Step, snap *Snapshot) (Outcome, string, error) {
+	ns := st.Object.Namespace
+	var pruned []string
+	var err error
+	if snap != nil {
+		keep := map[string]bool{}
+		for _, n := range st.Keep {
+			keep[n] = true
+		}
+		pruned, err = a.deleteBindings(ctx, ns, snap.bindings[ns], keep)
+	} else {
+		pruned, err = a.PruneExtraBindings(ctx, Plan{Namespace: ns, Objects: st.keep()})
+	}
+	if err != nil {
+		return Failed, "", err
+	}
+	if len(pruned) == 0 {
+		return Unchanged, "no role binding beyond the plan's", nil
+	}
+	return Deleted, "removed " + strings.Join(pruned, ", "), nil
 }
 
 func bindingSummary(rb unstructured.Unstructured) string {

@@ -3,10 +3,6 @@ package provision
 import (
 	"context"
 	"fmt"
-	"strings"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ReconcileResult is what re-applying one plan did: each object's outcome
@@ -46,8 +42,8 @@ func (a *Applier) reconcile(ctx context.Context, snap *Snapshot, p Plan) Reconci
 	}
 	keep := map[string]bool{}
 	for i, o := range p.Objects {
-		if o.Kind == "RoleBinding" {
-			keep[o.Namespace+"/"+o.Name] = true
+		if o.Kind == "RoleBinding" && o.Namespace == p.Namespace {
+			keep[o.Name] = true
 		}
 		if rv, ok := snap.unchanged(a, o); ok {
 			r.Steps[i].Outcome, r.Steps[i].ResourceVersion = Unchanged, rv
@@ -64,18 +60,7 @@ func (a *Applier) reconcile(ctx context.Context, snap *Snapshot, p Plan) Reconci
 	if p.Namespace == "" {
 		return r
 	}
-	ri := a.Client.Resource(roleBindings).Namespace(p.Namespace)
-	for _, rb := range snap.bindings[p.Namespace] {
-		ref := p.Namespace + "/" + rb.GetName()
-		if keep[ref] {
-			continue
-		}
-		if err := ri.Delete(ctx, rb.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			r.Err = fmt.Errorf("provision: prune %s: %w", ref, err)
-			return r
-		}
-		r.Pruned = append(r.Pruned, ref)
-	}
+	r.Pruned, r.Err = a.deleteBindings(ctx, p.Namespace, snap.bindings[p.Namespace], keep)
 	return r
 }
 
@@ -119,26 +104,7 @@ func (s snapshotSteps) RunStep(ctx context.Context, st Step) (Outcome, string, e
 	case ActionApply:
 		return s.ApplyObject(ctx, st.Object)
 	case ActionPrune:
-		keep := map[string]bool{}
-		for _, n := range st.Keep {
-			keep[n] = true
-		}
-		ns := st.Object.Namespace
-		var pruned []string
-		for _, rb := range s.snap.bindings[ns] {
-			if keep[rb.GetName()] {
-				continue
-			}
-			err := s.Applier.Client.Resource(roleBindings).Namespace(ns).Delete(ctx, rb.GetName(), metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return Failed, "", fmt.Errorf("provision: prune %s/%s: %w", ns, rb.GetName(), err)
-			}
-			pruned = append(pruned, ns+"/"+rb.GetName())
-		}
-		if len(pruned) == 0 {
-			return Unchanged, "no role binding beyond the plan's", nil
-		}
-		return Deleted, "removed " + strings.Join(pruned, ", "), nil
+		return s.Applier.pruneStep(ctx, st, s.snap)
 	}
 	return s.ApplierSteps.RunStep(ctx, st)
 }

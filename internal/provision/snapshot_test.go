@@ -128,10 +128,6 @@ func TestDriftCheckerBatches(t *testing.T) {
 			}
 			return Plan{ConnectionID: id, ContractVersion: v}, nil
 		},
-		Check: func(context.Context, Plan) ([]workflow.DriftItem, error) {
-			t.Fatal("Check called although CheckAll is set")
-			return nil, nil
-		},
 		CheckAll: func(_ context.Context, plans []Plan, _ *ListCache) []DriftResult {
 			var ids []int64
 			out := make([]DriftResult, len(plans))

@@ -27,19 +27,14 @@ type JobStore interface {
 	ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (workflow.Job, bool, error)
 	ExtendLease(ctx context.Context, jobID int64, owner string, now time.Time, lease time.Duration) error
 	StartJob(ctx context.Context, jobID int64, owner, planHash string, steps []string, dryRun bool, now time.Time) error
-	StepStarted(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time) error
+	// StartStep extends the lease and marks a step running, in one
+	// transaction: the worker's one write before each step.
+	StartStep(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time, lease time.Duration) error
 	StepFinished(ctx context.Context, jobID int64, owner string, seq int, name, outcome, detail string, now time.Time) error
 	StepFailed(ctx context.Context, jobID int64, owner string, seq int, name, errText string, now time.Time) error
 	RetryJob(ctx context.Context, jobID int64, owner string, notBefore time.Time, errText string, now time.Time) error
 	FailJob(ctx context.Context, jobID int64, owner, errText string, now time.Time) error
 	CompleteJob(ctx context.Context, jobID int64, owner string, now time.Time) error
-}
-
-// StepStarter is a JobStore that extends the lease and marks a step
-// running in one transaction (*store.DB's StartStep): the worker's write
-// before each step, which is otherwise two (ExtendLease, StepStarted).
-type StepStarter interface {
-	StartStep(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time, lease time.Duration) error
 }
 
 // StepApplier applies one plan object idempotently and says what it did and
@@ -377,22 +372,12 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 	if a, ok := w.Apply.(NewObjectApplier); ok {
 		fresh.applier = a
 	}
-	starter, _ := w.Store.(StepStarter)
 	for seq, st := range steps {
 		if ctx.Err() != nil {
 			return w.handBack(sctx, job, log, seq, names[seq])
 		}
-		if starter != nil {
-			if err := starter.StartStep(sctx, job.ID, w.Owner, seq, names[seq], w.now(), w.lease()); err != nil {
-				return err
-			}
-		} else {
-			if err := w.Store.ExtendLease(sctx, job.ID, w.Owner, w.now(), w.lease()); err != nil {
-				return err
-			}
-			if err := w.Store.StepStarted(sctx, job.ID, w.Owner, seq, names[seq], w.now()); err != nil {
-				return err
-			}
+		if err := w.Store.StartStep(sctx, job.ID, w.Owner, seq, names[seq], w.now(), w.lease()); err != nil {
+			return err
 		}
 		outcome, detail, applyErr := DryRunOutcome, st.Detail, error(nil)
 		var rec *workflow.AWSRecord
