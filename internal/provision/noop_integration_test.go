@@ -105,6 +105,57 @@ func changedVersions(before, after map[string]string) []string {
 	return out
 }
 
+// queueReapply queues a re-apply job of each tenant, as an admin's
+// Re-apply does, and returns the jobs' IDs.
+func (b *wbed) queueReapply(ctx context.Context, tenants []wintTenant) []int64 {
+	b.tb.Helper()
+	ids := make([]int64, len(tenants))
+	for i, tn := range tenants {
+		j, err := b.db.EnqueueReapply(ctx, tn.conn.ID, b.admin, "re-apply", b.clock.Now())
+		if err != nil {
+			b.tb.Fatal(err)
+		}
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+// runJobs runs the worker until no job is due.
+func (b *wbed) runJobs(ctx context.Context, w *provision.Worker) {
+	b.tb.Helper()
+	for {
+		did, err := w.RunOnce(ctx)
+		if err != nil {
+			b.tb.Fatalf("RunOnce: %v", err)
+		}
+		if !did {
+			return
+		}
+	}
+}
+
+// reapplied is what the re-apply jobs did: for each tenant, each object's
+// step "outcome detail" by "Kind ref", and the prune step's outcome under
+// "prune". A job that did not succeed fails the test.
+func (b *wbed) reapplied(ctx context.Context, tenants []wintTenant, ids []int64) []map[string]string {
+	b.tb.Helper()
+	out := make([]map[string]string, len(tenants))
+	for i, id := range ids {
+		if j := b.job(ctx, id); j.State != workflow.JobSucceeded {
+			b.tb.Fatalf("re-apply job of %s = %s: %s", tenants[i].team, j.State, j.LastError)
+		}
+		out[i] = map[string]string{}
+		for _, s := range b.steps(ctx, id) {
+			name := s.Name
+			if !slices.Contains(tenants[i].names, name) {
+				name = "prune"
+			}
+			out[i][name] = strings.TrimSpace(s.Outcome + " " + s.Detail)
+		}
+	}
+	return out
+}
+
 // (a) A re-apply and a drift check of unchanged tenants issue exactly one
 // list per kind (GETs, nothing else), write nothing and leave every
 // resourceVersion as it was; so does the drift checker over the store's
@@ -126,20 +177,25 @@ func TestNoopReconcileIntegration(t *testing.T) {
 		}
 	}
 
+	// A re-apply job of each tenant, as an admin's Re-apply queues them:
+	// each reads its namespace once before its steps (the
+	// foreign-namespace check, Worker.steps), then its snapshot is one list
+	// per kind; every step is unchanged at the version it had.
+	ids := b.queueReapply(ctx, tenants)
 	b.counter.Reset()
-	res, err := b.applier.Reconcile(ctx, plans)
-	if err != nil {
-		t.Fatal(err)
+	b.runJobs(ctx, b.worker("noop"))
+	if byMethod, total, _, writes := b.counter.Counts(); total != 3*(kinds+1) || byMethod[http.MethodGet] != total || writes != 0 {
+		t.Errorf("3 re-apply jobs: %d requests %v, %d writes; want each the namespace check and %d lists (one per kind), no write", total, byMethod, writes, kinds)
 	}
-	onlyLists("re-apply of 3 unchanged tenants")
-	for i, r := range res {
-		if r.Err != nil || len(r.Pruned) != 0 {
-			t.Errorf("re-apply of %s: %v, pruned %v", tenants[i].team, r.Err, r.Pruned)
-		}
-		for j, s := range r.Steps {
-			if s.Outcome != provision.Unchanged || s.ResourceVersion != before[tenants[i].team+" "+tenants[i].names[j]] {
-				t.Errorf("re-apply %s of %s = %s at %s; want unchanged at %s", tenants[i].names[j], tenants[i].team, s.Outcome, s.ResourceVersion, before[tenants[i].team+" "+tenants[i].names[j]])
+	for i, steps := range b.reapplied(ctx, tenants, ids) {
+		tn := tenants[i]
+		for _, name := range tn.names {
+			if want := "unchanged resourceVersion " + before[tn.team+" "+name]; steps[name] != want {
+				t.Errorf("re-apply of %s: %s = %q, want %q", tn.team, name, steps[name], want)
 			}
+		}
+		if !strings.HasPrefix(steps["prune"], "unchanged") {
+			t.Errorf("re-apply of %s: prune = %q, want unchanged", tn.team, steps["prune"])
 		}
 	}
 
@@ -164,37 +220,23 @@ func TestNoopReconcileIntegration(t *testing.T) {
 	}
 	onlyLists("the drift checker's run")
 
-	// A re-apply job of one tenant: its snapshot is one list per kind
-	// too, and every step is unchanged at the version it had.
-	tn := tenants[1]
-	job, err := b.db.EnqueueReapply(ctx, tn.conn.ID, b.admin, "re-apply, nothing changed", b.clock.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.counter.Reset()
-	b.runOnce(ctx, b.worker("noop"))
-	// The worker reads the namespace once before any job's steps (the
-	// foreign-namespace check, Worker.steps); then the snapshot's lists.
-	if byMethod, total, _, writes := b.counter.Counts(); total != kinds+1 || byMethod[http.MethodGet] != kinds+1 || writes != 0 {
-		t.Errorf("a re-apply job: %d requests %v, %d writes; want the namespace check and %d lists (one per kind), no write", total, byMethod, writes, kinds)
-	}
-	if j := b.job(ctx, job.ID); j.State != workflow.JobSucceeded {
-		t.Fatalf("re-apply job = %s: %s", j.State, j.LastError)
-	}
-	for _, s := range b.steps(ctx, job.ID) {
-		want := provision.Unchanged
-		if i := slices.Index(tn.names, s.Name); i >= 0 {
-			if s.Outcome != string(want) || s.Detail != "resourceVersion "+before[tn.team+" "+tn.names[i]] {
-				t.Errorf("re-apply job step %s = %s %q", s.Name, s.Outcome, s.Detail)
-			}
-		} else if s.Outcome != string(want) {
-			t.Errorf("re-apply job step %s = %s %q, want unchanged", s.Name, s.Outcome, s.Detail)
-		}
-	}
-
 	if ch := changedVersions(before, b.versions(ctx, tenants)); len(ch) != 0 {
 		t.Errorf("resourceVersions changed by a no-op reconcile: %v", ch)
 	}
+}
+
+// appliedBy lists the steps of re-apply jobs that were not unchanged, as
+// "team: Kind ref outcome", in the plans' order.
+func appliedBy(tenants []wintTenant, steps []map[string]string) []string {
+	var out []string
+	for i, tn := range tenants {
+		for _, name := range append(slices.Clone(tn.names), "prune") {
+			if outcome, _, _ := strings.Cut(steps[i][name], " "); outcome != string(provision.Unchanged) {
+				out = append(out, fmt.Sprintf("%s: %s %s", tn.team, name, outcome))
+			}
+		}
+	}
+	return out
 }
 
 // provisionedOf is a DriftChecker.List of the store's provisioned
@@ -284,22 +326,10 @@ func TestNoopReconcileFindsAndRestoresIntegration(t *testing.T) {
 		t.Errorf("the drift check wrote %v", ch)
 	}
 
+	ids := b.queueReapply(ctx, tenants)
 	b.counter.Reset()
-	rec, err := b.applier.Reconcile(ctx, plans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var applied []string
-	for i, r := range rec {
-		if r.Err != nil || len(r.Pruned) != 0 {
-			t.Errorf("re-apply of %s: %v, pruned %v", tenants[i].team, r.Err, r.Pruned)
-		}
-		for j, s := range r.Steps {
-			if s.Outcome != provision.Unchanged {
-				applied = append(applied, fmt.Sprintf("%s: %s %s", tenants[i].team, tenants[i].names[j], s.Outcome))
-			}
-		}
-	}
+	b.runJobs(ctx, b.worker("nchg"))
+	applied := appliedBy(tenants, b.reapplied(ctx, tenants, ids))
 	wantApplied := []string{
 		fmt.Sprintf("%s: ResourceQuota %s/%s configured", edited.team, edited.plan.Namespace, provision.NameResourceQuota),
 		fmt.Sprintf("%s: NetworkPolicy %s/%s created", deleted.team, deleted.plan.Namespace, provision.NamePolicyDNS),
@@ -387,21 +417,9 @@ func TestNoopReconcileAtomicEditIntegration(t *testing.T) {
 		t.Errorf("drift found:\n%s\nwant:\n%s", strings.Join(found, "\n"), strings.Join(want, "\n"))
 	}
 
-	rec, err := b.applier.Reconcile(ctx, plans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var applied []string
-	for i, r := range rec {
-		if r.Err != nil {
-			t.Errorf("re-apply of %s: %v", tenants[i].team, r.Err)
-		}
-		for j, s := range r.Steps {
-			if s.Outcome != provision.Unchanged {
-				applied = append(applied, fmt.Sprintf("%s: %s %s", tenants[i].team, tenants[i].names[j], s.Outcome))
-			}
-		}
-	}
+	ids := b.queueReapply(ctx, tenants)
+	b.runJobs(ctx, b.worker("natm"))
+	applied := appliedBy(tenants, b.reapplied(ctx, tenants, ids))
 	wantApplied := []string{
 		fmt.Sprintf("%s: NetworkPolicy %s/%s configured", tn.team, tn.plan.Namespace, provision.NamePolicyDefaultDeny),
 		fmt.Sprintf("%s: NetworkPolicy %s/%s configured", tn.team, tn.plan.Namespace, provision.NamePolicySameNamespace),

@@ -25,7 +25,7 @@ import (
 // a dry-run or real apply) per object, and compare each planned object with
 // its live copy locally. Only an object that is missing from the lists or
 // differs from its plan costs requests of its own (Drift confirms it with a
-// dry-run apply; Reconcile applies it).
+// dry-run apply; a re-apply job applies it, ForPlan).
 //
 // What "unchanged" means (Covers): the comparison must never call an object
 // unchanged when a server-side apply of its plan (with force) would change
@@ -54,7 +54,7 @@ import (
 //     takes that field out of the portal's entry. A field the portal does
 //     not own (or an object without the entry) is never trusted: the
 //     object goes the old way, a dry-run apply (Drift) or an apply
-//     (Reconcile);
+//     (a re-apply job);
 //   - every field the portal's field manager owns on the live object is one
 //     the plan still sets (ownedNotPlanned): SSA removes the fields the
 //     manager owned and no longer applies ("If you remove a field from a
