@@ -195,9 +195,6 @@ func TestClusterRoleProvisionsOnTheTestBed(t *testing.T) {
 		} else if len(items) > 0 {
 			t.Errorf("drift right after apply: %+v", items)
 		}
-		if res, err := a.Reconcile(ctx, []provision.Plan{p}); err != nil || res[0].Err != nil {
-			t.Fatalf("re-apply from a snapshot: %v, %+v", err, res)
-		}
 		snap, err := steps.ForPlan(ctx, p)
 		if err != nil {
 			t.Fatalf("a re-apply job's snapshot: %v", err)

@@ -21,7 +21,6 @@ import (
 var (
 	_ provision.JobStore    = (*store.DB)(nil)
 	_ provision.AWSRecorder = (*store.DB)(nil)
-	_ provision.StepStarter = (*store.DB)(nil) // one write before each step
 )
 
 // kubeConfig loads the cluster connection: "" means none (dry run),
@@ -84,7 +83,6 @@ func newDriftChecker(db *store.DB, a *provision.Applier, cloud provision.AWSDrif
 			return out, err
 		},
 		Plans:    provision.PlansFrom(planLookup(db), settings),
-		Check:    provision.DriftOf(a, cloud),
 		CheckAll: provision.DriftAllOf(a, cloud),
 		Save:     db.SaveDrift,
 		Interval: 5 * time.Minute,

@@ -158,14 +158,10 @@ func (a *Applier) apply(ctx context.Context, o Object) (string, Outcome, error) 
 	if o.Owner == OwnerHyperPodChecked {
 		return before, Unchanged, nil // HyperPod's: checked, never written
 	}
-	fm := a.FieldManager
-	if fm == "" {
-		fm = ManagedBy
-	}
 	// Force only on the portal's own objects: on HyperPod's, an apply of
 	// the portal's labels that conflicts with a field HyperPod manages
 	// fails (409 Conflict) instead of taking the field over.
-	out, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: fm, Force: o.Owner == OwnerPortal})
+	out, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: a.fieldManager(), Force: o.Owner == OwnerPortal})
 	if apierrors.IsConflict(err) && o.Owner == OwnerHyperPod {
 		return "", Failed, permanent(fmt.Errorf("%w: HyperPod task governance owns %s %s and manages a field the portal would set; the portal does not take it over", err, o.Kind, o.Ref()))
 	}

@@ -73,10 +73,6 @@ func (a *Applier) ApplyNew(ctx context.Context, o Object) (string, Outcome, erro
 	if err != nil {
 		return "", Failed, err
 	}
-	fm := a.FieldManager
-	if fm == "" {
-		fm = ManagedBy
-	}
 	// The path the dynamic client builds (client-go dynamic/simple.go,
 	// makeURLSegments).
 	gvr := m.Resource
@@ -89,7 +85,7 @@ func (a *Applier) ApplyNew(ctx context.Context, o Object) (string, Outcome, erro
 	}
 	path = append(path, gvr.Resource, o.Name)
 	res := a.REST.Patch(types.ApplyPatchType).AbsPath(path...).
-		Param("fieldManager", fm).Param("force", "true").
+		Param("fieldManager", a.fieldManager()).Param("force", "true").
 		Body(body).Do(ctx)
 	var code int
 	res.StatusCode(&code)

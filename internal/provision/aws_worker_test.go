@@ -467,3 +467,51 @@ func TestAWSDriftIsReportedAndFixedByReapply(t *testing.T) {
 		t.Errorf("audit %v lacks drift.resolved", acts)
 	}
 }
+
+// snapshotCluster is a fakeCluster that is also a SnapshotApplier, as
+// ApplierSteps is: taken is called when a re-apply job takes its snapshot.
+type snapshotCluster struct {
+	*fakeCluster
+	taken func()
+}
+
+func (s snapshotCluster) ForPlan(context.Context, provision.Plan) (provision.StepApplier, error) {
+	s.taken()
+	return s.fakeCluster, nil
+}
+
+// A re-apply job reads the cluster at its first Kubernetes step, not before
+// its AWS steps (which can take minutes): a snapshot older than the steps
+// it serves could call an object edited meanwhile unchanged.
+func TestWorkerReapplySnapshotsAtItsFirstKubernetesStep(t *testing.T) {
+	b := newAWSBed(t, 1)
+	cluster := &fakeCluster{}
+	b.runOnce(b.worker("w1", cluster))
+	job, err := b.db.EnqueueReapply(t.Context(), b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "check", b.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := 0
+	var at []workflow.JobStep
+	w := b.bed.worker("w2", snapshotCluster{fakeCluster: cluster, taken: func() { snaps++; at = b.steps(job.ID) }})
+	w.AWS = b.runner
+	b.runOnce(w)
+	if j := b.jobNow(job.ID); j.State != workflow.JobSucceeded {
+		t.Fatalf("re-apply job %s: %s", j.State, j.LastError)
+	}
+	if snaps != 1 {
+		t.Fatalf("%d snapshots, want one", snaps)
+	}
+	first := slices.IndexFunc(at, func(s workflow.JobStep) bool { return strings.HasPrefix(s.Name, b.plan.Objects[0].Kind+" ") })
+	if first < 1 {
+		t.Fatalf("steps %+v: no AWS step before the first Kubernetes one", at)
+	}
+	for _, s := range at[:first] {
+		if s.State != workflow.StepDone {
+			t.Errorf("when the snapshot was taken, AWS step %s was %s; want done", s.Name, s.State)
+		}
+	}
+	if at[first].State != workflow.StepRunning {
+		t.Errorf("when the snapshot was taken, the first Kubernetes step %s was %s; want running", at[first].Name, at[first].State)
+	}
+}

@@ -55,14 +55,15 @@ func DriftOf(a *Applier, cloud AWSDrifter) func(context.Context, Plan) ([]workfl
 
 // DriftAllOf is DriftOf for many plans at once, as DriftChecker.CheckAll
 // takes them: the cluster's objects of every plan from one Snapshot
-// (Applier.DriftAll), then each plan's AWS resources. A plan whose cluster
+// (Applier.DriftAllWith, its unselected lists from the pass's ListCache),
+// then each plan's AWS resources. A plan whose cluster
 // check failed is not checked on AWS: its result is the error.
-func DriftAllOf(a *Applier, cloud AWSDrifter) func(context.Context, []Plan) []DriftResult {
+func DriftAllOf(a *Applier, cloud AWSDrifter) func(context.Context, []Plan, *ListCache) []DriftResult {
 	one := DriftOf(nil, cloud)
-	return func(ctx context.Context, plans []Plan) []DriftResult {
+	return func(ctx context.Context, plans []Plan, lists *ListCache) []DriftResult {
 		out := make([]DriftResult, len(plans))
 		if a != nil {
-			out = a.DriftAll(ctx, plans)
+			out = a.DriftAllWith(ctx, plans, lists)
 		}
 		for i, p := range plans {
 			if out[i].Err != nil {
@@ -106,8 +107,15 @@ type DriftResult struct {
 // added from a change), and only one the lists did not return is read with
 // a GET. A failed snapshot fails every plan's check.
 func (a *Applier) DriftAll(ctx context.Context, plans []Plan) []DriftResult {
+	return a.DriftAllWith(ctx, plans, nil)
+}
+
+// DriftAllWith is DriftAll taking the lists without a label selector
+// across namespaces from lists, shared by the batches of one drift check
+// pass (nil: listed for these plans alone).
+func (a *Applier) DriftAllWith(ctx context.Context, plans []Plan, lists *ListCache) []DriftResult {
 	out := make([]DriftResult, len(plans))
-	snap, err := a.Snapshot(ctx, plans)
+	snap, err := a.snapshot(ctx, plans, lists)
 	if err != nil {
 		for i := range out {
 			out[i].Err = fmt.Errorf("provision: drift: %w", err)
@@ -130,6 +138,10 @@ func (a *Applier) driftFrom(ctx context.Context, snap *Snapshot, p Plan) ([]work
 		live := snap.live(a, o)
 		if live != nil && o.Owner != OwnerHyperPodChecked && len(Covers(live, o.Obj, a.fieldManager())) == 0 {
 			continue // as planned: no request
+		}
+		if snap.absentFrom(o) {
+			out = append(out, deletedItem(o)) // its namespace does not exist
+			continue
 		}
 		it, err := a.driftObject(ctx, o, live)
 		if err != nil {
@@ -160,10 +172,7 @@ func (a *Applier) driftObject(ctx context.Context, o Object, live *unstructured.
 	if live == nil {
 		live, err = ri.Get(ctx, o.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			it := workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"}
-			if o.Owner != OwnerPortal {
-				it.Detail = "HyperPod task governance owns it and has not created it (or removed it)"
-			}
+			it := deletedItem(o)
 			return &it, nil
 		}
 		if err != nil {
@@ -193,32 +202,74 @@ func (a *Applier) driftObject(ctx context.Context, o Object, live *unstructured.
 	return nil, nil
 }
 
+// deletedItem is the drift of o when it does not exist.
+func deletedItem(o Object) workflow.DriftItem {
+	it := workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "deleted"}
+	if o.Owner != OwnerPortal {
+		it.Detail = "HyperPod task governance owns it and has not created it (or removed it)"
+	}
+	return it
+}
+
 // PruneExtraBindings deletes the RoleBindings in the team namespace that the
 // plan does not contain, and returns their refs. Re-applying a plan calls it
 // so that access granted by hand is taken back.
 func (a *Applier) PruneExtraBindings(ctx context.Context, p Plan) ([]string, error) {
-	planned := map[string]bool{}
+	keep := map[string]bool{}
 	for _, o := range p.Objects {
 		if o.Kind == "RoleBinding" {
-			planned[o.Name] = true
+			keep[o.Name] = true
 		}
 	}
-	ri := a.Client.Resource(roleBindings).Namespace(p.Namespace)
-	list, err := ri.List(ctx, metav1.ListOptions{})
+	list, err := a.Client.Resource(roleBindings).Namespace(p.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("provision: prune: list role bindings: %w", err)
 	}
+	return a.deleteBindings(ctx, p.Namespace, list.Items, keep)
+}
+
+// deleteBindings deletes those of bindings, the RoleBindings of namespace
+// ns, whose names keep does not hold, and returns their refs: the one place
+// RoleBindings a plan does not contain are removed (PruneExtraBindings, a
+// re-apply job's prune step from its snapshot).
+func (a *Applier) deleteBindings(ctx context.Context, ns string, bindings []unstructured.Unstructured, keep map[string]bool) ([]string, error) {
+	ri := a.Client.Resource(roleBindings).Namespace(ns)
 	var pruned []string
-	for _, rb := range list.Items {
-		if planned[rb.GetName()] {
+	for _, rb := range bindings {
+		if keep[rb.GetName()] {
 			continue
 		}
 		if err := ri.Delete(ctx, rb.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return pruned, fmt.Errorf("provision: prune %s/%s: %w", p.Namespace, rb.GetName(), err)
+			return pruned, fmt.Errorf("provision: prune %s/%s: %w", ns, rb.GetName(), err)
 		}
-		pruned = append(pruned, p.Namespace+"/"+rb.GetName())
+		pruned = append(pruned, ns+"/"+rb.GetName())
 	}
 	return pruned, nil
+}
+
+// pruneStep runs an ActionPrune step: the RoleBindings of its namespace
+// other than st.Keep are deleted, those snap listed when there is a
+// snapshot (a re-apply job's), else listed now.
+func (a *Applier) pruneStep(ctx context.Context, st Step, snap *Snapshot) (Outcome, string, error) {
+	ns := st.Object.Namespace
+	var pruned []string
+	var err error
+	if snap != nil {
+		keep := map[string]bool{}
+		for _, n := range st.Keep {
+			keep[n] = true
+		}
+		pruned, err = a.deleteBindings(ctx, ns, snap.bindings[ns], keep)
+	} else {
+		pruned, err = a.PruneExtraBindings(ctx, Plan{Namespace: ns, Objects: st.keep()})
+	}
+	if err != nil {
+		return Failed, "", err
+	}
+	if len(pruned) == 0 {
+		return Unchanged, "no role binding beyond the plan's", nil
+	}
+	return Deleted, "removed " + strings.Join(pruned, ", "), nil
 }
 
 func bindingSummary(rb unstructured.Unstructured) string {

@@ -23,11 +23,12 @@ type ConnVersion struct {
 type DriftChecker struct {
 	List  func(ctx context.Context) ([]ConnVersion, error)
 	Plans func(ctx context.Context, connID int64, version int) (Plan, error)
-	Check func(ctx context.Context, p Plan) ([]workflow.DriftItem, error)
-	// CheckAll, when set, replaces Check: it checks up to Batch plans at
-	// once (DriftAllOf: one list per kind for the batch, not requests per
-	// object), one result per plan, in order.
-	CheckAll func(ctx context.Context, plans []Plan) []DriftResult
+	// CheckAll checks up to Batch plans at once (DriftAllOf: one list per
+	// kind for the batch, not requests per object), one result per plan,
+	// in order. lists is the pass's: every
+	// batch of one RunOnce gets the same, so a kind listed without a label
+	// selector is listed once per pass.
+	CheckAll func(ctx context.Context, plans []Plan, lists *ListCache) []DriftResult
 	// Batch is how many connections CheckAll checks at once (default
 	// DriftBatch).
 	Batch    int
@@ -48,31 +49,7 @@ func (d *DriftChecker) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if d.CheckAll != nil {
-		return d.runBatches(ctx, conns, now)
-	}
-	drifted := 0
-	for _, cv := range conns {
-		if ctx.Err() != nil {
-			return drifted, ctx.Err()
-		}
-		var items []workflow.DriftItem
-		checkErr := ""
-		p, err := d.Plans(ctx, cv.ConnectionID, cv.Version)
-		if err == nil {
-			items, err = d.Check(ctx, p)
-		}
-		if err != nil {
-			checkErr = err.Error()
-		}
-		if len(items) > 0 {
-			drifted++
-		}
-		if err := d.Save(context.WithoutCancel(ctx), cv.ConnectionID, items, checkErr, now()); err != nil {
-			return drifted, err
-		}
-	}
-	return drifted, nil
+	return d.runBatches(ctx, conns, now)
 }
 
 // DriftBatch is DriftChecker.Batch's default: the connections one snapshot
@@ -80,14 +57,14 @@ func (d *DriftChecker) RunOnce(ctx context.Context) (int, error) {
 // the length of the lists' label selector (a connection ID each).
 const DriftBatch = 200
 
-// runBatches is RunOnce with CheckAll: the plans of up to Batch
-// connections, checked at once.
+// runBatches checks the plans of up to Batch connections at once.
 func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, now func() time.Time) (int, error) {
 	size := d.Batch
 	if size <= 0 {
 		size = DriftBatch
 	}
 	drifted := 0
+	lists := NewListCache()
 	for start := 0; start < len(conns); start += size {
 		if ctx.Err() != nil {
 			return drifted, ctx.Err()
@@ -107,7 +84,7 @@ func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, now 
 			at = append(at, i)
 		}
 		if len(plans) > 0 {
-			res := d.CheckAll(ctx, plans)
+			res := d.CheckAll(ctx, plans, lists)
 			for j, i := range at {
 				if j >= len(res) {
 					errs[i] = fmt.Errorf("provision: drift: no result for connection %d", batch[i].ConnectionID)

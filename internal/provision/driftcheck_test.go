@@ -25,11 +25,14 @@ func TestDriftCheckerSavesEveryResultAndFailure(t *testing.T) {
 			}
 			return Plan{ConnectionID: id, ContractVersion: v}, nil
 		},
-		Check: func(_ context.Context, p Plan) ([]workflow.DriftItem, error) {
-			if p.ConnectionID == 2 {
-				return []workflow.DriftItem{{Kind: "ResourceQuota", Ref: "ns/q", What: "changed"}}, nil
+		CheckAll: func(_ context.Context, plans []Plan, _ *ListCache) []DriftResult {
+			out := make([]DriftResult, len(plans))
+			for i, p := range plans {
+				if p.ConnectionID == 2 {
+					out[i].Items = []workflow.DriftItem{{Kind: "ResourceQuota", Ref: "ns/q", What: "changed"}}
+				}
 			}
-			return nil, nil
+			return out
 		},
 		Save: func(_ context.Context, id int64, items []workflow.DriftItem, checkErr string, _ time.Time) error {
 			got[id] = saved{len(items), checkErr}

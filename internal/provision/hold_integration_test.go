@@ -108,10 +108,10 @@ func TestHoldIntegration(t *testing.T) {
 		List: func(ctx context.Context) ([]provision.ConnVersion, error) {
 			return []provision.ConnVersion{{ConnectionID: tn.conn.ID, Version: tn.conn.ApprovedVersion}}, nil
 		},
-		Plans: b.plans,
-		Check: b.look.Drift,
-		Save:  b.db.SaveDrift,
-		Clock: b.clock.Now,
+		Plans:    b.plans,
+		CheckAll: provision.DriftAllOf(b.look, nil),
+		Save:     b.db.SaveDrift,
+		Clock:    b.clock.Now,
 	}
 	if n, err := checker.RunOnce(ctx); err != nil || n != 0 {
 		r, _ := b.db.Drift(ctx, tn.conn.ID)

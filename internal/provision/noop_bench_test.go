@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +33,11 @@ const noopRounds = 5
 //   - the drift checker's run over the tenants (DriftChecker.RunOnce with
 //     DriftAllOf: the versions and plans from the store, one snapshot, the
 //     results saved to the store);
-//   - the re-apply of every tenant (Applier.Reconcile),
+//   - the re-apply of every tenant as production runs it: a re-apply job
+//     per connection (queued as an admin's Re-apply queues it, not timed),
+//     run by the worker one after the other, each reading its namespace
+//     and taking its own snapshot of its one plan (one list per kind per
+//     job), and recording each step in the store,
 //
 // in noopRounds rounds after one not counted.
 // It records through internal/benchtable: the requests of each (at most
@@ -85,6 +90,7 @@ func benchNoop(b *testing.B, engine, dsn string) {
 		Clock:    bed.clock.Now,
 	}
 	before := bed.versions(ctx, tenants)
+	worker := bed.worker("noop-bench")
 
 	var bareTime, driftTime, reapplyTime time.Duration
 	var driftRequests, reapplyRequests, writes int
@@ -113,28 +119,28 @@ func benchNoop(b *testing.B, engine, dsn string) {
 		driftRequests += total
 		writes += w
 
+		// The re-apply as production runs it: an admin's Re-apply
+		// queues one job per connection (not timed), and the worker
+		// runs them one by one, each job reading its namespace and
+		// taking its own snapshot of its one plan (worker.go
+		// applierFor, reconcile.go ForPlan), recording every step.
+		ids := bed.queueReapply(ctx, tenants)
 		bed.counter.Reset()
 		start = time.Now()
-		res, err := bed.applier.Reconcile(ctx, plans)
+		bed.runJobs(ctx, worker)
 		reapplyTime += time.Since(start)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i, r := range res {
-			if r.Err != nil || len(r.Pruned) != 0 {
-				b.Fatalf("re-apply of %s: %v, pruned %v", tenants[i].team, r.Err, r.Pruned)
-			}
-			for j, s := range r.Steps {
-				if s.Outcome != provision.Unchanged {
-					b.Errorf("re-apply %s of %s = %s", tenants[i].names[j], tenants[i].team, s.Outcome)
-				}
-			}
-		}
 		byMethod, total, _, w := bed.counter.Counts()
 		reapplyRequests += total
 		writes += w
 		if total != byMethod[http.MethodGet] {
-			b.Errorf("re-apply sent %v: more than lists", byMethod)
+			b.Errorf("re-apply sent %v: more than reads", byMethod)
+		}
+		for i, steps := range bed.reapplied(ctx, tenants, ids) {
+			for name, outcome := range steps {
+				if !strings.HasPrefix(outcome, string(provision.Unchanged)) {
+					b.Errorf("re-apply %s of %s = %s", name, tenants[i].team, outcome)
+				}
+			}
 		}
 	}
 	round()
@@ -164,24 +170,30 @@ func benchNoop(b *testing.B, engine, dsn string) {
 			b.Error(err)
 		}
 	}
-	// Requests: at most one list per kind (the snapshot's), nothing per
-	// object; the floor is the same number of lists.
+	// Requests: the target is about one list per kind for all the tenants
+	// (issue 15); the floor is the same number of lists. The drift
+	// checker reaches it (one snapshot per batch of 200). The re-apply does
+	// not: production re-applies one connection per job, and each job
+	// reads its namespace and lists every kind for its own plan, so 100
+	// tenants cost 100 × (kinds + 1) reads. Still no write, and no
+	// request per object.
 	record(benchtable.Row{Figure: pre + "drift check" + what + ": requests", Value: float64(driftRequests) / iters, Unit: "requests",
 		Baseline: float64(kinds), BaselineName: "lists (one per kind)", Kind: benchtable.AtMost, Limit: float64(kinds)})
-	record(benchtable.Row{Figure: pre + "re-apply" + what + ": requests", Value: float64(reapplyRequests) / iters, Unit: "requests",
+	record(benchtable.Row{Figure: pre + "re-apply jobs" + what + ": requests", Value: float64(reapplyRequests) / iters, Unit: "requests",
 		Baseline: float64(kinds), BaselineName: "lists (one per kind)", Kind: benchtable.AtMost, Limit: float64(kinds)})
-	record(benchtable.Row{Figure: pre + "drift check and re-apply: writes", Value: float64(writes), Unit: "writes", Kind: benchtable.AtMost, Limit: 0})
+	record(benchtable.Row{Figure: pre + "drift check and re-apply jobs: writes", Value: float64(writes), Unit: "writes", Kind: benchtable.AtMost, Limit: 0})
 	record(benchtable.Row{Figure: pre + "resourceVersions changed", Value: float64(len(changed)), Unit: "objects", Kind: benchtable.AtMost, Limit: 0})
-	// Time next to the bare lists of the same run. The re-apply reads what
-	// they read (its lists select by connection, and RoleBindings are
-	// listed whole, for the bindings the portal did not make) and compares
-	// about 20 objects per tenant in memory: within 3× of the bare lists.
-	// The drift check also reads the versions and builds the plans from
-	// the store and saves one report per tenant (a transaction each, on
-	// SQLite or PostgreSQL): 5× the bare lists (measured at 2 to 2.6× on
-	// the shared 2-core machine; the store's 100 transactions are the
-	// part that grows with tenants, not the cluster's).
-	record(benchtable.Row{Figure: pre + "re-apply" + what + ": time", Value: ms(reapplyTime), Unit: "ms",
+	// Time next to the bare lists of the same run. The re-apply jobs read
+	// a namespace and list every kind per tenant, and record each job's
+	// claim, start, about 25 steps (two transactions each) and completion
+	// in the store: the target of 3× the bare lists is the issue's, for a
+	// re-apply that reads as the drift check does. The drift check also
+	// reads the versions and builds the plans from the store and saves one
+	// report per tenant (a transaction each, on SQLite or PostgreSQL): 5×
+	// the bare lists (measured at 2 to 2.6× on the shared 2-core machine;
+	// the store's 100 transactions are the part that grows with tenants,
+	// not the cluster's).
+	record(benchtable.Row{Figure: pre + "re-apply jobs" + what + " (store included): time", Value: ms(reapplyTime), Unit: "ms",
 		Baseline: ms(bareTime), BaselineName: "bare lists", Kind: benchtable.RatioAtMost, Limit: 3})
 	record(benchtable.Row{Figure: pre + "drift check" + what + " (store included): time", Value: ms(driftTime), Unit: "ms",
 		Baseline: ms(bareTime), BaselineName: "bare lists", Kind: benchtable.RatioAtMost, Limit: 5})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -103,6 +105,57 @@ func changedVersions(before, after map[string]string) []string {
 	return out
 }
 
+// queueReapply queues a re-apply job of each tenant, as an admin's
+// Re-apply does, and returns the jobs' IDs.
+func (b *wbed) queueReapply(ctx context.Context, tenants []wintTenant) []int64 {
+	b.tb.Helper()
+	ids := make([]int64, len(tenants))
+	for i, tn := range tenants {
+		j, err := b.db.EnqueueReapply(ctx, tn.conn.ID, b.admin, "re-apply", b.clock.Now())
+		if err != nil {
+			b.tb.Fatal(err)
+		}
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+// runJobs runs the worker until no job is due.
+func (b *wbed) runJobs(ctx context.Context, w *provision.Worker) {
+	b.tb.Helper()
+	for {
+		did, err := w.RunOnce(ctx)
+		if err != nil {
+			b.tb.Fatalf("RunOnce: %v", err)
+		}
+		if !did {
+			return
+		}
+	}
+}
+
+// reapplied is what the re-apply jobs did: for each tenant, each object's
+// step "outcome detail" by "Kind ref", and the prune step's outcome under
+// "prune". A job that did not succeed fails the test.
+func (b *wbed) reapplied(ctx context.Context, tenants []wintTenant, ids []int64) []map[string]string {
+	b.tb.Helper()
+	out := make([]map[string]string, len(tenants))
+	for i, id := range ids {
+		if j := b.job(ctx, id); j.State != workflow.JobSucceeded {
+			b.tb.Fatalf("re-apply job of %s = %s: %s", tenants[i].team, j.State, j.LastError)
+		}
+		out[i] = map[string]string{}
+		for _, s := range b.steps(ctx, id) {
+			name := s.Name
+			if !slices.Contains(tenants[i].names, name) {
+				name = "prune"
+			}
+			out[i][name] = strings.TrimSpace(s.Outcome + " " + s.Detail)
+		}
+	}
+	return out
+}
+
 // (a) A re-apply and a drift check of unchanged tenants issue exactly one
 // list per kind (GETs, nothing else), write nothing and leave every
 // resourceVersion as it was; so does the drift checker over the store's
@@ -124,20 +177,25 @@ func TestNoopReconcileIntegration(t *testing.T) {
 		}
 	}
 
+	// A re-apply job of each tenant, as an admin's Re-apply queues them:
+	// each reads its namespace once before its steps (the
+	// foreign-namespace check, Worker.steps), then its snapshot is one list
+	// per kind; every step is unchanged at the version it had.
+	ids := b.queueReapply(ctx, tenants)
 	b.counter.Reset()
-	res, err := b.applier.Reconcile(ctx, plans)
-	if err != nil {
-		t.Fatal(err)
+	b.runJobs(ctx, b.worker("noop"))
+	if byMethod, total, _, writes := b.counter.Counts(); total != 3*(kinds+1) || byMethod[http.MethodGet] != total || writes != 0 {
+		t.Errorf("3 re-apply jobs: %d requests %v, %d writes; want each the namespace check and %d lists (one per kind), no write", total, byMethod, writes, kinds)
 	}
-	onlyLists("re-apply of 3 unchanged tenants")
-	for i, r := range res {
-		if r.Err != nil || len(r.Pruned) != 0 {
-			t.Errorf("re-apply of %s: %v, pruned %v", tenants[i].team, r.Err, r.Pruned)
-		}
-		for j, s := range r.Steps {
-			if s.Outcome != provision.Unchanged || s.ResourceVersion != before[tenants[i].team+" "+tenants[i].names[j]] {
-				t.Errorf("re-apply %s of %s = %s at %s; want unchanged at %s", tenants[i].names[j], tenants[i].team, s.Outcome, s.ResourceVersion, before[tenants[i].team+" "+tenants[i].names[j]])
+	for i, steps := range b.reapplied(ctx, tenants, ids) {
+		tn := tenants[i]
+		for _, name := range tn.names {
+			if want := "unchanged resourceVersion " + before[tn.team+" "+name]; steps[name] != want {
+				t.Errorf("re-apply of %s: %s = %q, want %q", tn.team, name, steps[name], want)
 			}
+		}
+		if !strings.HasPrefix(steps["prune"], "unchanged") {
+			t.Errorf("re-apply of %s: prune = %q, want unchanged", tn.team, steps["prune"])
 		}
 	}
 
@@ -162,37 +220,23 @@ func TestNoopReconcileIntegration(t *testing.T) {
 	}
 	onlyLists("the drift checker's run")
 
-	// A re-apply job of one tenant: its snapshot is one list per kind
-	// too, and every step is unchanged at the version it had.
-	tn := tenants[1]
-	job, err := b.db.EnqueueReapply(ctx, tn.conn.ID, b.admin, "re-apply, nothing changed", b.clock.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.counter.Reset()
-	b.runOnce(ctx, b.worker("noop"))
-	// The worker reads the namespace once before any job's steps (the
-	// foreign-namespace check, Worker.steps); then the snapshot's lists.
-	if byMethod, total, _, writes := b.counter.Counts(); total != kinds+1 || byMethod[http.MethodGet] != kinds+1 || writes != 0 {
-		t.Errorf("a re-apply job: %d requests %v, %d writes; want the namespace check and %d lists (one per kind), no write", total, byMethod, writes, kinds)
-	}
-	if j := b.job(ctx, job.ID); j.State != workflow.JobSucceeded {
-		t.Fatalf("re-apply job = %s: %s", j.State, j.LastError)
-	}
-	for _, s := range b.steps(ctx, job.ID) {
-		want := provision.Unchanged
-		if i := slices.Index(tn.names, s.Name); i >= 0 {
-			if s.Outcome != string(want) || s.Detail != "resourceVersion "+before[tn.team+" "+tn.names[i]] {
-				t.Errorf("re-apply job step %s = %s %q", s.Name, s.Outcome, s.Detail)
-			}
-		} else if s.Outcome != string(want) {
-			t.Errorf("re-apply job step %s = %s %q, want unchanged", s.Name, s.Outcome, s.Detail)
-		}
-	}
-
 	if ch := changedVersions(before, b.versions(ctx, tenants)); len(ch) != 0 {
 		t.Errorf("resourceVersions changed by a no-op reconcile: %v", ch)
 	}
+}
+
+// appliedBy lists the steps of re-apply jobs that were not unchanged, as
+// "team: Kind ref outcome", in the plans' order.
+func appliedBy(tenants []wintTenant, steps []map[string]string) []string {
+	var out []string
+	for i, tn := range tenants {
+		for _, name := range append(slices.Clone(tn.names), "prune") {
+			if outcome, _, _ := strings.Cut(steps[i][name], " "); outcome != string(provision.Unchanged) {
+				out = append(out, fmt.Sprintf("%s: %s %s", tn.team, name, outcome))
+			}
+		}
+	}
+	return out
 }
 
 // provisionedOf is a DriftChecker.List of the store's provisioned
@@ -282,22 +326,10 @@ func TestNoopReconcileFindsAndRestoresIntegration(t *testing.T) {
 		t.Errorf("the drift check wrote %v", ch)
 	}
 
+	ids := b.queueReapply(ctx, tenants)
 	b.counter.Reset()
-	rec, err := b.applier.Reconcile(ctx, plans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var applied []string
-	for i, r := range rec {
-		if r.Err != nil || len(r.Pruned) != 0 {
-			t.Errorf("re-apply of %s: %v, pruned %v", tenants[i].team, r.Err, r.Pruned)
-		}
-		for j, s := range r.Steps {
-			if s.Outcome != provision.Unchanged {
-				applied = append(applied, fmt.Sprintf("%s: %s %s", tenants[i].team, tenants[i].names[j], s.Outcome))
-			}
-		}
-	}
+	b.runJobs(ctx, b.worker("nchg"))
+	applied := appliedBy(tenants, b.reapplied(ctx, tenants, ids))
 	wantApplied := []string{
 		fmt.Sprintf("%s: ResourceQuota %s/%s configured", edited.team, edited.plan.Namespace, provision.NameResourceQuota),
 		fmt.Sprintf("%s: NetworkPolicy %s/%s created", deleted.team, deleted.plan.Namespace, provision.NamePolicyDNS),
@@ -321,5 +353,235 @@ func TestNoopReconcileFindsAndRestoresIntegration(t *testing.T) {
 		if r.Err != nil || len(r.Items) != 0 {
 			t.Errorf("drift of %s after the re-apply: %v, %v", tenants[i].team, r.Items, r.Err)
 		}
+	}
+}
+
+// (c) Edits inside atomic fields (issue 15 review): NetworkPolicy's
+// ingress and its peers are +listType=atomic and a LabelSelector is
+// +structType=atomic, so a server-side apply replaces them whole. Someone
+// (kubectl edit, an Update under the field manager "kubectl-edit") gives
+// the same-namespace peer a namespaceSelector: {} (it then admits every
+// namespace) and gives the default-deny policy's podSelector a matchLabels
+// (it then selects no pod). Every value the plan sets is still there, so
+// comparing values alone calls both unchanged; the drift check must report
+// both and the re-apply must restore both.
+func TestNoopReconcileAtomicEditIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	tenants := b.noopTenants(ctx, "natm", 2)
+	plans := noopPlans(tenants)
+	tn := tenants[0]
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("PORTAL_TEST_KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := kubernetes.NewForConfigOrDie(cfg)
+	nps := kc.NetworkingV1().NetworkPolicies(tn.plan.Namespace)
+	edit := metav1.UpdateOptions{FieldManager: "kubectl-edit"}
+	same, err := nps.Get(ctx, provision.NamePolicySameNamespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(same.Spec.Ingress) != 1 || len(same.Spec.Ingress[0].From) != 1 || same.Spec.Ingress[0].From[0].NamespaceSelector != nil {
+		t.Fatalf("the same-namespace policy's ingress is %+v, not one same-namespace peer", same.Spec.Ingress)
+	}
+	same.Spec.Ingress[0].From[0].NamespaceSelector = &metav1.LabelSelector{} // every namespace
+	if _, err := nps.Update(ctx, same, edit); err != nil {
+		t.Fatal(err)
+	}
+	deny, err := nps.Get(ctx, provision.NamePolicyDefaultDeny, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deny.Spec.PodSelector.MatchLabels = map[string]string{"nobody": "matches"} // selects no pod
+	if _, err := nps.Update(ctx, deny, edit); err != nil {
+		t.Fatal(err)
+	}
+
+	var found []string
+	for i, r := range b.applier.DriftAll(ctx, plans) {
+		if r.Err != nil {
+			t.Fatalf("drift of %s: %v", tenants[i].team, r.Err)
+		}
+		for _, it := range r.Items {
+			found = append(found, fmt.Sprintf("%s: %s %s %s %v", tenants[i].team, it.Kind, it.Ref, it.What, it.Fields))
+		}
+	}
+	want := []string{
+		fmt.Sprintf("%s: NetworkPolicy %s/%s changed [spec.podSelector.matchLabels]", tn.team, tn.plan.Namespace, provision.NamePolicyDefaultDeny),
+		fmt.Sprintf("%s: NetworkPolicy %s/%s changed [spec.ingress]", tn.team, tn.plan.Namespace, provision.NamePolicySameNamespace),
+	}
+	if !slices.Equal(found, want) {
+		t.Errorf("drift found:\n%s\nwant:\n%s", strings.Join(found, "\n"), strings.Join(want, "\n"))
+	}
+
+	ids := b.queueReapply(ctx, tenants)
+	b.runJobs(ctx, b.worker("natm"))
+	applied := appliedBy(tenants, b.reapplied(ctx, tenants, ids))
+	wantApplied := []string{
+		fmt.Sprintf("%s: NetworkPolicy %s/%s configured", tn.team, tn.plan.Namespace, provision.NamePolicyDefaultDeny),
+		fmt.Sprintf("%s: NetworkPolicy %s/%s configured", tn.team, tn.plan.Namespace, provision.NamePolicySameNamespace),
+	}
+	if !slices.Equal(applied, wantApplied) {
+		t.Errorf("re-apply applied:\n%s\nwant:\n%s", strings.Join(applied, "\n"), strings.Join(wantApplied, "\n"))
+	}
+	if same, err = nps.Get(ctx, provision.NamePolicySameNamespace, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if same.Spec.Ingress[0].From[0].NamespaceSelector != nil {
+		t.Errorf("after the re-apply the same-namespace peer still admits %v", same.Spec.Ingress[0].From[0].NamespaceSelector)
+	}
+	if deny, err = nps.Get(ctx, provision.NamePolicyDefaultDeny, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if len(deny.Spec.PodSelector.MatchLabels) != 0 {
+		t.Errorf("after the re-apply default-deny selects %v", deny.Spec.PodSelector.MatchLabels)
+	}
+	for i, r := range b.applier.DriftAll(ctx, plans) {
+		if r.Err != nil || len(r.Items) != 0 {
+			t.Errorf("drift of %s after the re-apply: %v, %v", tenants[i].team, r.Items, r.Err)
+		}
+	}
+}
+
+// pathRecorder is an Applier on the test bed's API server that records
+// each request as "METHOD path?query".
+type pathRecorder struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (b *wbed) recordingApplier() (*provision.Applier, *pathRecorder) {
+	b.tb.Helper()
+	rec := &pathRecorder{}
+	cfg := rest.CopyConfig(b.cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(r *http.Request) (*http.Response, error) {
+			rec.mu.Lock()
+			rec.reqs = append(rec.reqs, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+			rec.mu.Unlock()
+			return rt.RoundTrip(r)
+		})
+	}
+	a, err := provision.NewApplier(cfg)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	return a, rec
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// take returns the requests recorded since the last take, but the API
+// discovery's (/api, /apis and their groups, read once per Applier).
+func (r *pathRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, q := range r.reqs {
+		path := strings.SplitN(q, "?", 2)[0]
+		if n := strings.Count(path, "/"); path == "GET /api" || path == "GET /apis" ||
+			(strings.HasPrefix(path, "GET /api/") && n <= 2) || (strings.HasPrefix(path, "GET /apis/") && n <= 3) {
+			continue
+		}
+		out = append(out, q)
+	}
+	r.reqs = nil
+	return out
+}
+
+// (d) The snapshot of one plan lists each namespaced kind in the plan's
+// namespace alone, label selector or not; and the drift check of a plan
+// whose namespace does not exist yet (a draft's, on its detail page) lists
+// nothing but namespaces, reads no object of that namespace, and reports
+// every object deleted.
+func TestSnapshotOfOnePlanIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	tn := b.noopTenants(ctx, "nnar", 1)[0]
+	a, rec := b.recordingApplier()
+	if items, err := a.Drift(ctx, tn.plan); err != nil || len(items) != 0 {
+		t.Fatalf("drift of an unchanged tenant: %v, %v", items, err)
+	}
+	reqs := rec.take()
+	if len(reqs) != noopKinds([]provision.Plan{tn.plan}) {
+		t.Errorf("drift of one plan sent %d requests, want one list per kind:\n%s", len(reqs), strings.Join(reqs, "\n"))
+	}
+	namespaced := 0
+	for _, r := range reqs {
+		if strings.Contains(r, "/namespaces/") {
+			namespaced++
+			if !strings.Contains(r, "/namespaces/"+tn.plan.Namespace+"/") {
+				t.Errorf("a list outside the plan's namespace: %s", r)
+			}
+		}
+	}
+	if namespaced < 5 {
+		t.Errorf("only %d lists in the plan's namespace:\n%s", namespaced, strings.Join(reqs, "\n"))
+	}
+
+	// A draft: its plan, never applied; its namespace does not exist.
+	c := wintContract("nnardraft" + wintRandom(t))
+	draft, err := provision.BuildPlan(999999, 1, c.Normalize().Hash(), c, b.settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := a.Drift(ctx, draft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every object of its namespace, and the namespace, is deleted (the
+	// cluster-scoped objects shared by every team's plan exist).
+	got := map[string]string{}
+	for _, it := range items {
+		got[it.Kind+" "+it.Ref] = it.What
+	}
+	for _, o := range draft.Objects {
+		if (o.Namespace == draft.Namespace || o.Kind == "Namespace") && got[o.Kind+" "+o.Ref()] != "deleted" {
+			t.Errorf("drift of a draft: %s %s is %q, want deleted", o.Kind, o.Ref(), got[o.Kind+" "+o.Ref()])
+		}
+	}
+	for _, r := range rec.take() {
+		switch {
+		case strings.Contains(r, "/namespaces/"+draft.Namespace+"/"):
+			t.Errorf("drift of a draft read inside its absent namespace: %s", r)
+		case strings.Contains(r, "limit=") && !strings.HasPrefix(r, "GET /api/v1/namespaces?"):
+			t.Errorf("drift of a draft listed more than namespaces: %s", r)
+		}
+	}
+}
+
+// (e) The drift checker's batches share the lists it takes without a label
+// selector across namespaces (every RoleBinding): one such list per pass,
+// not one per batch.
+func TestDriftCheckerListsRoleBindingsOncePerPassIntegration(t *testing.T) {
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	tenants := b.noopTenants(ctx, "nrbp", 4)
+	a, rec := b.recordingApplier()
+	checker := &provision.DriftChecker{
+		List:     b.provisionedOf(tenants),
+		Plans:    b.plans,
+		CheckAll: provision.DriftAllOf(a, nil),
+		Batch:    2,
+		Save:     b.db.SaveDrift,
+		Clock:    b.clock.Now,
+	}
+	if n, err := checker.RunOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("drift checker over unchanged tenants: %d drifted, %v", n, err)
+	}
+	reqs := rec.take()
+	all := 0
+	for _, r := range reqs {
+		if strings.HasPrefix(r, "GET /apis/rbac.authorization.k8s.io/v1/rolebindings?") {
+			all++
+		}
+	}
+	if all != 1 {
+		t.Errorf("two batches listed every RoleBinding %d times, want once:\n%s", all, strings.Join(reqs, "\n"))
 	}
 }

@@ -45,10 +45,10 @@ func TestDriftReapplyIntegration(t *testing.T) {
 			}
 			return out, err
 		},
-		Plans: b.plans,
-		Check: b.look.Drift,
-		Save:  b.db.SaveDrift,
-		Clock: b.clock.Now,
+		Plans:    b.plans,
+		CheckAll: provision.DriftAllOf(b.look, nil),
+		Save:     b.db.SaveDrift,
+		Clock:    b.clock.Now,
 	}
 	if n, err := checker.RunOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("fresh connection: %d drifted, %v", n, err)

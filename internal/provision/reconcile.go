@@ -2,82 +2,7 @@ package provision
 
 import (
 	"context"
-	"fmt"
-	"strings"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// ReconcileResult is what re-applying one plan did: each object's outcome
-// (as Apply reports them), the RoleBindings removed because the plan does
-// not contain them, and the error that stopped it.
-type ReconcileResult struct {
-	Steps  []StepResult
-	Pruned []string
-	Err    error
-}
-
-// Reconcile re-applies many plans from one Snapshot (one list per kind, see
-// snapshot.go) and removes the RoleBindings of their namespaces that they
-// do not contain, as a re-apply job does (ReapplySteps). An object whose
-// listed copy Covers its plan is Unchanged without a request; only an
-// object that differs or that the lists did not return is applied (Apply's
-// GET and server-side apply, with its checks: a foreign namespace is
-// refused, HyperPod's objects are not forced). A plan stops at its first
-// failure, as Apply does (the rest Skipped, no pruning); the other plans go
-// on. The error is the snapshot's: then nothing was applied.
-func (a *Applier) Reconcile(ctx context.Context, plans []Plan) ([]ReconcileResult, error) {
-	snap, err := a.Snapshot(ctx, plans)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ReconcileResult, len(plans))
-	for i, p := range plans {
-		out[i] = a.reconcile(ctx, snap, p)
-	}
-	return out, nil
-}
-
-func (a *Applier) reconcile(ctx context.Context, snap *Snapshot, p Plan) ReconcileResult {
-	r := ReconcileResult{Steps: make([]StepResult, len(p.Objects))}
-	for i, o := range p.Objects {
-		r.Steps[i] = StepResult{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Outcome: Skipped}
-	}
-	keep := map[string]bool{}
-	for i, o := range p.Objects {
-		if o.Kind == "RoleBinding" {
-			keep[o.Namespace+"/"+o.Name] = true
-		}
-		if rv, ok := snap.unchanged(a, o); ok {
-			r.Steps[i].Outcome, r.Steps[i].ResourceVersion = Unchanged, rv
-			continue
-		}
-		rv, outcome, err := a.apply(ctx, o)
-		r.Steps[i].Outcome, r.Steps[i].ResourceVersion = outcome, rv
-		if err != nil {
-			r.Err = fmt.Errorf("provision: apply %s %s: %w", o.Kind, o.Ref(), err)
-			r.Steps[i].Outcome, r.Steps[i].Err = Failed, r.Err
-			return r
-		}
-	}
-	if p.Namespace == "" {
-		return r
-	}
-	ri := a.Client.Resource(roleBindings).Namespace(p.Namespace)
-	for _, rb := range snap.bindings[p.Namespace] {
-		ref := p.Namespace + "/" + rb.GetName()
-		if keep[ref] {
-			continue
-		}
-		if err := ri.Delete(ctx, rb.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			r.Err = fmt.Errorf("provision: prune %s: %w", ref, err)
-			return r
-		}
-		r.Pruned = append(r.Pruned, ref)
-	}
-	return r
-}
 
 // SnapshotApplier is a StepApplier that can read a plan's objects at once
 // before its steps run; ApplierSteps is one. The worker uses it for a
@@ -119,26 +44,7 @@ func (s snapshotSteps) RunStep(ctx context.Context, st Step) (Outcome, string, e
 	case ActionApply:
 		return s.ApplyObject(ctx, st.Object)
 	case ActionPrune:
-		keep := map[string]bool{}
-		for _, n := range st.Keep {
-			keep[n] = true
-		}
-		ns := st.Object.Namespace
-		var pruned []string
-		for _, rb := range s.snap.bindings[ns] {
-			if keep[rb.GetName()] {
-				continue
-			}
-			err := s.Applier.Client.Resource(roleBindings).Namespace(ns).Delete(ctx, rb.GetName(), metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return Failed, "", fmt.Errorf("provision: prune %s/%s: %w", ns, rb.GetName(), err)
-			}
-			pruned = append(pruned, ns+"/"+rb.GetName())
-		}
-		if len(pruned) == 0 {
-			return Unchanged, "no role binding beyond the plan's", nil
-		}
-		return Deleted, "removed " + strings.Join(pruned, ", "), nil
+		return s.Applier.pruneStep(ctx, st, s.snap)
 	}
 	return s.ApplierSteps.RunStep(ctx, st)
 }

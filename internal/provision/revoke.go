@@ -340,14 +340,7 @@ func (a ApplierSteps) RunStep(ctx context.Context, s Step) (Outcome, string, err
 	case ActionLock:
 		return a.Applier.Lock(ctx, s.Object)
 	case ActionPrune:
-		pruned, err := a.Applier.PruneExtraBindings(ctx, Plan{Namespace: s.Object.Namespace, Objects: s.keep()})
-		if err != nil {
-			return Failed, "", err
-		}
-		if len(pruned) == 0 {
-			return Unchanged, "no role binding beyond the plan's", nil
-		}
-		return Deleted, "removed " + strings.Join(pruned, ", "), nil
+		return a.Applier.pruneStep(ctx, s, nil)
 	case ActionNone:
 		return Absent, s.Detail, nil
 	case ActionLeave:

@@ -67,10 +67,7 @@ func (w *Worker) runScheduler(ctx, sctx context.Context, job workflow.Job, log *
 	if ctx.Err() != nil {
 		return w.handBack(sctx, job, log, 0, name)
 	}
-	if err := w.Store.ExtendLease(sctx, job.ID, w.Owner, w.now(), w.lease()); err != nil {
-		return err
-	}
-	if err := w.Store.StepStarted(sctx, job.ID, w.Owner, 0, name, w.now()); err != nil {
+	if err := w.Store.StartStep(sctx, job.ID, w.Owner, 0, name, w.now(), w.lease()); err != nil {
 		return err
 	}
 	outcome, detail := string(DryRunOutcome), "would call ListClusterSchedulerConfigs, then CreateClusterSchedulerConfig or UpdateClusterSchedulerConfig when it differs, for "+schedulerWhat(spec)

@@ -32,7 +32,7 @@ func TestCovers(t *testing.T) {
 	live.SetLabels(map[string]string{LabelManagedBy: ManagedBy, "someone": "else"})
 	ports := []any{map[string]any{"port": float64(53), "protocol": "TCP"}}
 	_ = unstructured.SetNestedSlice(live.Object, []any{map[string]any{"ports": ports}}, "spec", "egress")
-	live.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: ManagedBy, Operation: metav1.ManagedFieldsOperationApply,
+	live.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: ManagedBy, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "networking.k8s.io/v1",
 		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}},"f:annotations":{".":{},"f:portal.hyperpod.io/contract-hash":{}}},"f:spec":{"f:egress":{},"f:podSelector":{}}}`)}})
 	if got := Covers(live, want(), ManagedBy); len(got) != 0 {
 		t.Fatalf("an unchanged object differs: %v", got)
@@ -58,9 +58,35 @@ func TestCovers(t *testing.T) {
 		{"the spec gone", func(u *unstructured.Unstructured) { delete(u.Object, "spec") }, []string{"spec"}},
 		{"a field the portal owns and the plan no longer sets", func(u *unstructured.Unstructured) {
 			mf := u.GetManagedFields()
-			mf[0].FieldsV1 = metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}}},"f:spec":{"f:egress":{},"f:ingress":{},"f:podSelector":{}}}`)
+			mf[0].FieldsV1 = metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}},"f:annotations":{".":{},"f:portal.hyperpod.io/contract-hash":{}}},"f:spec":{"f:egress":{},"f:ingress":{},"f:podSelector":{}}}`)
 			u.SetManagedFields(mf)
 		}, []string{"spec.ingress"}},
+		// Extra keys inside an atomic field (NetworkPolicy's egress and
+		// its peers are +listType=atomic, a LabelSelector is
+		// +structType=atomic): an apply replaces the whole field, so the
+		// edit is a difference although every planned value is still
+		// there. The API server moves the field's ownership to the editor
+		// (kubectl-edit), and that is what Covers sees.
+		{"an extra key inside an atomic list, set by another manager", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"ports": ports,
+				"to": []any{map[string]any{"namespaceSelector": map[string]any{}}}}}, "spec", "egress")
+			byEditor(u, `{"f:spec":{"f:egress":{}}}`, `{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}},"f:annotations":{".":{},"f:portal.hyperpod.io/contract-hash":{}}},"f:spec":{"f:podSelector":{}}}`)
+		}, []string{"spec.egress"}},
+		{"an extra key inside an atomic struct, set by another manager", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"nobody": "matches"}, "spec", "podSelector", "matchLabels")
+			byEditor(u, `{"f:spec":{"f:podSelector":{}}}`, `{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}},"f:annotations":{".":{},"f:portal.hyperpod.io/contract-hash":{}}},"f:spec":{"f:egress":{}}}`)
+		}, []string{"spec.podSelector"}},
+		{"no managedFields entry of the portal's", func(u *unstructured.Unstructured) {
+			u.SetManagedFields(nil)
+		}, []string{"metadata.managedFields"}},
+		{"the portal's entry is of another apiVersion", func(u *unstructured.Unstructured) {
+			mf := u.GetManagedFields()
+			mf[0].APIVersion = "networking.k8s.io/v1beta1"
+			u.SetManagedFields(mf)
+		}, []string{"metadata.managedFields"}},
+		{"a label the plan sets is owned by another manager", func(u *unstructured.Unstructured) {
+			byEditor(u, `{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}}}}`, `{"f:metadata":{"f:annotations":{".":{},"f:portal.hyperpod.io/contract-hash":{}}},"f:spec":{"f:egress":{},"f:podSelector":{}}}`)
+		}, []string{"metadata.labels"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := live.DeepCopy()
@@ -72,13 +98,21 @@ func TestCovers(t *testing.T) {
 	}
 	// Another manager's fields are not the portal's to remove.
 	other := live.DeepCopy()
-	mf := other.GetManagedFields()
-	mf[0].Manager = "kubectl"
-	mf[0].FieldsV1 = metav1.NewFieldsV1(`{"f:spec":{"f:ingress":{}}}`)
-	other.SetManagedFields(mf)
+	other.SetManagedFields(append(other.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
+		APIVersion: "networking.k8s.io/v1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:ingress":{}}}`)}))
 	if got := Covers(other, want(), ManagedBy); len(got) != 0 {
 		t.Errorf("another manager's field counts as the portal's: %v", got)
 	}
+}
+
+// byEditor gives u the managedFields of a hand edit: kubectl-edit (an
+// Update) owns editor, the portal's Apply entry keeps portal.
+func byEditor(u *unstructured.Unstructured, editor, portal string) {
+	mf := u.GetManagedFields()
+	mf[0].FieldsV1 = metav1.NewFieldsV1(portal)
+	mf = append(mf, metav1.ManagedFieldsEntry{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate,
+		APIVersion: "networking.k8s.io/v1", FieldsV1: metav1.NewFieldsV1(editor)})
+	u.SetManagedFields(mf)
 }
 
 func TestDriftCheckerBatches(t *testing.T) {
@@ -94,11 +128,7 @@ func TestDriftCheckerBatches(t *testing.T) {
 			}
 			return Plan{ConnectionID: id, ContractVersion: v}, nil
 		},
-		Check: func(context.Context, Plan) ([]workflow.DriftItem, error) {
-			t.Fatal("Check called although CheckAll is set")
-			return nil, nil
-		},
-		CheckAll: func(_ context.Context, plans []Plan) []DriftResult {
+		CheckAll: func(_ context.Context, plans []Plan, _ *ListCache) []DriftResult {
 			var ids []int64
 			out := make([]DriftResult, len(plans))
 			for i, p := range plans {

@@ -27,19 +27,14 @@ type JobStore interface {
 	ClaimJob(ctx context.Context, owner string, now time.Time, lease time.Duration) (workflow.Job, bool, error)
 	ExtendLease(ctx context.Context, jobID int64, owner string, now time.Time, lease time.Duration) error
 	StartJob(ctx context.Context, jobID int64, owner, planHash string, steps []string, dryRun bool, now time.Time) error
-	StepStarted(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time) error
+	// StartStep extends the lease and marks a step running, in one
+	// transaction: the worker's one write before each step.
+	StartStep(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time, lease time.Duration) error
 	StepFinished(ctx context.Context, jobID int64, owner string, seq int, name, outcome, detail string, now time.Time) error
 	StepFailed(ctx context.Context, jobID int64, owner string, seq int, name, errText string, now time.Time) error
 	RetryJob(ctx context.Context, jobID int64, owner string, notBefore time.Time, errText string, now time.Time) error
 	FailJob(ctx context.Context, jobID int64, owner, errText string, now time.Time) error
 	CompleteJob(ctx context.Context, jobID int64, owner string, now time.Time) error
-}
-
-// StepStarter is a JobStore that extends the lease and marks a step
-// running in one transaction (*store.DB's StartStep): the worker's write
-// before each step, which is otherwise two (ExtendLease, StepStarted).
-type StepStarter interface {
-	StartStep(ctx context.Context, jobID int64, owner string, seq int, name string, now time.Time, lease time.Duration) error
 }
 
 // StepApplier applies one plan object idempotently and says what it did and
@@ -372,30 +367,17 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 		}
 		return err
 	}
-	apply, err := w.applierFor(ctx, job, steps)
-	if err != nil {
-		return w.settle(sctx, job, log, stop{retry: !IsPermanent(err), err: err})
-	}
+	apply := w.applierFor(job, steps)
 	fresh := freshNamespaces{}
 	if a, ok := w.Apply.(NewObjectApplier); ok {
 		fresh.applier = a
 	}
-	starter, _ := w.Store.(StepStarter)
 	for seq, st := range steps {
 		if ctx.Err() != nil {
 			return w.handBack(sctx, job, log, seq, names[seq])
 		}
-		if starter != nil {
-			if err := starter.StartStep(sctx, job.ID, w.Owner, seq, names[seq], w.now(), w.lease()); err != nil {
-				return err
-			}
-		} else {
-			if err := w.Store.ExtendLease(sctx, job.ID, w.Owner, w.now(), w.lease()); err != nil {
-				return err
-			}
-			if err := w.Store.StepStarted(sctx, job.ID, w.Owner, seq, names[seq], w.now()); err != nil {
-				return err
-			}
+		if err := w.Store.StartStep(sctx, job.ID, w.Owner, seq, names[seq], w.now(), w.lease()); err != nil {
+			return err
 		}
 		outcome, detail, applyErr := DryRunOutcome, st.Detail, error(nil)
 		var rec *workflow.AWSRecord
@@ -544,28 +526,71 @@ func (w *Worker) runStep(ctx context.Context, job workflow.Job, apply StepApplie
 
 // applierFor is the StepApplier of a job's steps: w.Apply, except for a
 // re-apply job when w.Apply is a SnapshotApplier: then the plan's objects
-// are read with one list per kind before the steps run, and only those
-// that differ from the plan are applied (reconcile.go). The snapshot serves
-// this attempt only; a resumed attempt takes its own.
-func (w *Worker) applierFor(ctx context.Context, job workflow.Job, steps []Step) (StepApplier, error) {
+// are read with one list per kind at the job's first Kubernetes step (not
+// before the job: its AWS steps come first and can take minutes, and an
+// object edited meanwhile must not be called unchanged from an older
+// reading), and only those that differ from the plan are applied
+// (reconcile.go). The snapshot serves this attempt only; a resumed attempt
+// takes its own.
+func (w *Worker) applierFor(job workflow.Job, steps []Step) StepApplier {
 	sa, ok := w.Apply.(SnapshotApplier)
 	if job.Kind != workflow.JobReapply || w.DryRun || !ok {
-		return w.Apply, nil
+		return w.Apply
 	}
 	p := Plan{ConnectionID: job.ConnectionID}
 	for _, st := range steps {
 		switch st.Action {
 		case ActionApply:
-			p.Objects = append(p.Objects, st.Object)
+			if st.AWS == nil {
+				p.Objects = append(p.Objects, st.Object)
+			}
 		case ActionPrune:
 			p.Namespace = st.Object.Namespace
 		}
 	}
-	a, err := sa.ForPlan(ctx, p)
-	if err != nil {
-		return nil, fmt.Errorf("provision: reading the plan's objects before re-applying: %w", err)
+	return &lazySnapshot{sa: sa, plan: p}
+}
+
+// lazySnapshot is a re-apply job's StepApplier: it takes the plan's
+// snapshot (SnapshotApplier.ForPlan) when its first step runs, and runs
+// that step and the rest from it.
+type lazySnapshot struct {
+	sa    SnapshotApplier
+	plan  Plan
+	steps StepApplier // nil until the first step
+}
+
+func (l *lazySnapshot) get(ctx context.Context) (StepApplier, error) {
+	if l.steps == nil {
+		a, err := l.sa.ForPlan(ctx, l.plan)
+		if err != nil {
+			return nil, fmt.Errorf("provision: reading the plan's objects before re-applying: %w", err)
+		}
+		l.steps = a
 	}
-	return a, nil
+	return l.steps, nil
+}
+
+// ApplyObject applies o from the snapshot, taken now if not yet.
+func (l *lazySnapshot) ApplyObject(ctx context.Context, o Object) (Outcome, string, error) {
+	a, err := l.get(ctx)
+	if err != nil {
+		return Failed, "", err
+	}
+	return a.ApplyObject(ctx, o)
+}
+
+// RunStep runs st from the snapshot, taken now if not yet.
+func (l *lazySnapshot) RunStep(ctx context.Context, st Step) (Outcome, string, error) {
+	a, err := l.get(ctx)
+	if err != nil {
+		return Failed, "", err
+	}
+	r, ok := a.(RevocationApplier)
+	if !ok {
+		return Failed, "", permanent(fmt.Errorf("provision: the re-apply applier (%T) cannot %s objects", a, st.Action))
+	}
+	return r.RunStep(ctx, st)
 }
 
 // settle records how an attempt ended: a retry with backoff for a transient

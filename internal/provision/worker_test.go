@@ -428,7 +428,7 @@ func TestWorkerFailsOnPermanentError(t *testing.T) {
 }
 
 // writeCounter is the store with its step writes counted: embedding
-// *store.DB, it has every method the worker looks for (StepStarter too).
+// *store.DB, it has every method the worker looks for.
 type writeCounter struct {
 	*store.DB
 	mu     sync.Mutex
