@@ -206,7 +206,8 @@ func measure(ctx context.Context, cfg config, engine string, audit int, bare boo
 	if err != nil {
 		return m, err
 	}
-	log.Printf("%s: seeded %d connections, %d teams, %d audit events in %s", engine, cfg.connections, cfg.teams, audit, time.Since(t0).Round(10*time.Millisecond))
+	log.Printf("%s: seeded %d connections, %d teams, %d audit events (%d asked for; the commands that made the connections appended their own) in %s",
+		engine, cfg.connections, cfg.teams, seeded.AuditEvents, audit, time.Since(t0).Round(10*time.Millisecond))
 
 	p, err := startPortal(bin, dir, dsn, rateCard)
 	if err != nil {
