@@ -6,7 +6,8 @@
 // identity provider), each next to a bare echo handler in this process
 // that serves the very bytes and Content-Type the portal served for that
 // page, measured right after it in the same run. Then the same pages on a
-// second database that differs only in having 1,000 audit events. On
+// second database that differs only in its audit trail: 1,000 events
+// asked for, in fact the about 30,000 the seeding's commands append. On
 // SQLite and on PostgreSQL (a fresh database on PORTAL_TEST_POSTGRES_URL's
 // server, dropped at the end).
 //
