@@ -44,9 +44,9 @@
 // the chain) and would exercise nothing the benchmark measures.
 //
 // The audit trail: audit_events is append-only (triggers refuse updates
-// and deletes) and hash-chained. The events the commands appended (about
-// 31,000 at the large scale, 3 or so per connection) are real and chain
-// from the genesis hash; they count toward Scale.AuditEvents, and the
+// and deletes) and hash-chained. The events the commands appended (30,252
+// at the large scale, about 3 a connection) are real and chain onto
+// what the trail held (the genesis hash, on an empty one); they count toward Scale.AuditEvents, and the
 // trail is brought up to it with stand-in events whose hashes link (the
 // first one's prev_hash is the last real event's hash, each next one's the
 // previous stand-in's) but do not match their content. The commands'
@@ -82,7 +82,9 @@ import (
 type Scale struct {
 	Connections int // connections, ids 1..Connections
 	Teams       int // teams team-0 .. team-(Teams-1), connections spread evenly
-	AuditEvents int // audit events before the portal adds any
+	// AuditEvents is the audit trail's length before the portal adds
+	// to it: the commands' own events, then stand-ins up to this many.
+	AuditEvents int
 	UsageDays   int // days of hourly usage per team, ending at the hour before Now
 	// Now is the seed's "today": usage ends at its hour, review due dates
 	// lie around it. The portal's pages show the last 30 days up to the
