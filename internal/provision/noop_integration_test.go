@@ -51,6 +51,19 @@ func (b *wbed) noopTenants(ctx context.Context, prefix string, n int) []wintTena
 	return tenants
 }
 
+// noopStart is the tests' set-up: a worker bed, a context that ends
+// within 3 minutes, three tenants provisioned through the worker (team
+// names starting with prefix), their plans and how many kinds those hold.
+func noopStart(t *testing.T, prefix string) (*wbed, context.Context, []wintTenant, []provision.Plan, int) {
+	t.Helper()
+	b := newWBed(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	t.Cleanup(cancel)
+	tenants := b.noopTenants(ctx, prefix, 3)
+	plans := noopPlans(tenants)
+	return b, ctx, tenants, plans, noopKinds(plans)
+}
+
 func noopPlans(tenants []wintTenant) []provision.Plan {
 	out := make([]provision.Plan, len(tenants))
 	for i, tn := range tenants {
@@ -161,12 +174,7 @@ func (b *wbed) reapplied(ctx context.Context, tenants []wintTenant, ids []int64)
 // resourceVersion as it was; so does the drift checker over the store's
 // provisioned connections, and a re-apply job of one of them.
 func TestNoopReconcileIntegration(t *testing.T) {
-	b := newWBed(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	tenants := b.noopTenants(ctx, "noop", 3)
-	plans := noopPlans(tenants)
-	kinds := noopKinds(plans)
+	b, ctx, tenants, plans, kinds := noopStart(t, "noop")
 	before := b.versions(ctx, tenants)
 
 	onlyLists := func(what string) {
@@ -264,12 +272,7 @@ func (b *wbed) provisionedOf(tenants []wintTenant) func(context.Context) ([]prov
 // the drift check finds exactly those two, and the re-apply writes exactly
 // those two and nothing else, after which there is no drift.
 func TestNoopReconcileFindsAndRestoresIntegration(t *testing.T) {
-	b := newWBed(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	tenants := b.noopTenants(ctx, "nchg", 3)
-	plans := noopPlans(tenants)
-	kinds := noopKinds(plans)
+	b, ctx, tenants, plans, kinds := noopStart(t, "nchg")
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("PORTAL_TEST_KUBECONFIG"))
 	if err != nil {

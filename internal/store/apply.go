@@ -246,3 +246,44 @@ ON CONFLICT (connection_id, version) DO NOTHING`, id, r.Version, e.Adopt, e.By.I
 	}
 	return id, jobID, nil
 }
+
+// Batch is one write transaction in which many commands are recorded, each
+// applied by apply exactly as the store's methods apply theirs. It exists
+// for loading a large installation at once (internal/benchseed): one
+// commit per command would take minutes for tens of thousands of them.
+// Unlike the store's methods, a batch reads no facts for a command's rule
+// (an approval's inventory, committed capacity and claims): its caller
+// gives them, and answers for them.
+type Batch struct {
+	ctx context.Context
+	tx  *sql.Tx
+}
+
+// InBatch runs fn in one write transaction, committed when fn returns nil
+// and rolled back whole otherwise.
+func (d *DB) InBatch(ctx context.Context, fn func(*Batch) error) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error { return fn(&Batch{ctx: ctx, tx: tx}) })
+}
+
+// Create records eff, the effect of workflow.Create, and returns the new
+// connection's id.
+func (b *Batch) Create(eff workflow.Effect, now time.Time) (int64, error) {
+	id, _, err := apply(b.ctx, b.tx, nil, eff, now)
+	return id, err
+}
+
+// Command loads connection id as the workflow's commands see it (with who
+// edited and submitted it when withPeople), decides with decide and
+// records its effect. It returns the job the effect queued (0 for none).
+func (b *Batch) Command(id int64, withPeople bool, now time.Time, decide func(workflow.Conn) (workflow.Effect, error)) (int64, error) {
+	cur, s, err := loadConn(b.ctx, b.tx, id, withPeople)
+	if err != nil {
+		return 0, err
+	}
+	eff, err := decide(s)
+	if err != nil {
+		return 0, staleError(err, cur)
+	}
+	_, jobID, err := apply(b.ctx, b.tx, &cur, eff, now)
+	return jobID, err
+}
