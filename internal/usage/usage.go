@@ -78,5 +78,21 @@ func (m Missing) Overlaps(from, to time.Time) bool {
 	return m.From.Before(to) && m.To.After(from)
 }
 
+// Earlier is the earlier of a and b.
+func Earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// Later is the later of a and b.
+func Later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // HourStart truncates t to its UTC clock hour.
 func HourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }

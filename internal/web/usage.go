@@ -144,7 +144,7 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 	// The page's period and the quota suggestions' 30 days before its end
 	// are read at once: the team's rows of both, split here.
 	sugFrom, sugEnd := suggestionSpan(to)
-	allRows, allMissing, err := s.teamHours(ctx, team, minTime(from, sugFrom), maxTime(to, sugEnd))
+	allRows, allMissing, err := s.teamHours(ctx, team, usage.Earlier(from, sugFrom), usage.Later(to, sugEnd))
 	if err != nil {
 		return u, err
 	}
@@ -266,20 +266,6 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 func suggestionSpan(end time.Time) (time.Time, time.Time) {
 	end = usage.HourStart(end)
 	return end.Add(-usagePeriodDays * 24 * time.Hour), end
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // hoursIn is the rows of hours in [from, to).

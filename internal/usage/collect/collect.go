@@ -274,9 +274,9 @@ func (c *Collector) reconcile(ctx context.Context, open store.UsageRecords, last
 	for name, st := range c.nodes {
 		if !c.seenNodes[name] {
 			span := st.span
-			span.To = tmax(cmp.Or(last, now), span.From)
+			span.To = usage.Later(cmp.Or(last, now), span.From)
 			c.dirty.Nodes = append(c.dirty.Nodes, span)
-			c.dirtyFrom = tmin(c.dirtyFrom, span.To)
+			c.dirtyFrom = usage.Earlier(c.dirtyFrom, span.To)
 			delete(c.nodes, name)
 		}
 	}
@@ -285,7 +285,7 @@ func (c *Collector) reconcile(ctx context.Context, open store.UsageRecords, last
 		if _, ok := c.pods[types.UID(a.Key)]; ok {
 			continue
 		}
-		a.End = tmax(cmp.Or(last, a.Start), a.Start)
+		a.End = usage.Later(cmp.Or(last, a.Start), a.Start)
 		a.Status = "Gone"
 		c.markAlloc(a, a.End)
 		gone = append(gone, a.Namespace+"/"+a.Pod)
@@ -314,7 +314,7 @@ func (c *Collector) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	recs := c.dirty
 	c.dirty = store.UsageRecords{}
-	from := tmin(c.dirtyFrom, c.last)
+	from := usage.Earlier(c.dirtyFrom, c.last)
 	c.dirtyFrom = now
 	c.mu.Unlock()
 	if err := c.Store.PutUsageRecords(ctx, c.Cluster, recs); err != nil {
@@ -323,7 +323,7 @@ func (c *Collector) Flush(ctx context.Context) error {
 	}
 	if err := c.recompute(ctx, from, now); err != nil {
 		c.mu.Lock()
-		c.dirtyFrom = tmin(c.dirtyFrom, from)
+		c.dirtyFrom = usage.Earlier(c.dirtyFrom, from)
 		c.mu.Unlock()
 		return err
 	}
@@ -339,7 +339,7 @@ func (c *Collector) requeue(r store.UsageRecords, from time.Time) {
 	c.dirty.Allocs = append(r.Allocs, c.dirty.Allocs...)
 	c.dirty.Workloads = append(r.Workloads, c.dirty.Workloads...)
 	c.dirty.Nodes = append(r.Nodes, c.dirty.Nodes...)
-	c.dirtyFrom = tmin(c.dirtyFrom, from)
+	c.dirtyFrom = usage.Earlier(c.dirtyFrom, from)
 }
 
 func (c *Collector) recompute(ctx context.Context, from, now time.Time) error {
@@ -375,7 +375,7 @@ func (c *Collector) QueueBorrowed() map[string]map[string]int64 {
 // caller holds mu.
 func (c *Collector) markAlloc(a usage.Alloc, from time.Time) {
 	c.dirty.Allocs = append(c.dirty.Allocs, a)
-	c.dirtyFrom = tmin(c.dirtyFrom, from)
+	c.dirtyFrom = usage.Earlier(c.dirtyFrom, from)
 }
 
 func handler(on func(any), gone func(any)) cache.ResourceEventHandlerFuncs {
@@ -391,18 +391,4 @@ func handler(on func(any), gone func(any)) cache.ResourceEventHandlerFuncs {
 			}
 		},
 	}
-}
-
-func tmin(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func tmax(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

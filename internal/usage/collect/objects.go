@@ -249,7 +249,7 @@ func (c *Collector) onNode(obj any) {
 	span.From = now
 	c.nodes[n.Name] = &nodeState{span: span, coresPerDevice: na.coresPerDevice()}
 	c.dirty.Nodes = append(c.dirty.Nodes, span)
-	c.dirtyFrom = tmin(c.dirtyFrom, now)
+	c.dirtyFrom = usage.Earlier(c.dirtyFrom, now)
 }
 
 func (c *Collector) onNodeGone(obj any) {
@@ -270,9 +270,9 @@ func (c *Collector) onNodeGone(obj any) {
 // and marks it to be written. c.mu is held.
 func (c *Collector) closeNodeSpan(st *nodeState, now time.Time) {
 	cur := st.span
-	cur.To = tmax(now, cur.From)
+	cur.To = usage.Later(now, cur.From)
 	c.dirty.Nodes = append(c.dirty.Nodes, cur)
-	c.dirtyFrom = tmin(c.dirtyFrom, now)
+	c.dirtyFrom = usage.Earlier(c.dirtyFrom, now)
 }
 
 // slimPod is all the collector keeps of a pod, in the informer's cache
@@ -345,7 +345,7 @@ func (c *Collector) podAlloc(p *slimPod, now time.Time) (usage.Alloc, bool) {
 	// Counted in the unit of the instance type it runs on.
 	a.Accelerators = c.inUnit(a.InstanceType, p.Accel, coresPerDevice)
 	if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
-		a.End = tmax(cmp.Or(p.End, now), a.Start)
+		a.End = usage.Later(cmp.Or(p.End, now), a.Start)
 	}
 	return a, true
 }
@@ -378,7 +378,7 @@ func (c *Collector) onPod(obj any) {
 			return
 		}
 		if prev.Start.Equal(a.Start) {
-			from = tmin(cmp.Or(a.End, now), c.last)
+			from = usage.Earlier(cmp.Or(a.End, now), c.last)
 		}
 	}
 	c.pods[p.UID] = &a
@@ -400,8 +400,8 @@ func (c *Collector) onPodGone(obj any) {
 	}
 	// Deleted while running: it held its resources until now.
 	a := *prev
-	a.End, a.Status = tmax(now, a.Start), "Deleted"
-	c.markAlloc(a, tmin(a.End, c.last))
+	a.End, a.Status = usage.Later(now, a.Start), "Deleted"
+	c.markAlloc(a, usage.Earlier(a.End, c.last))
 }
 
 func (c *Collector) onQueue(obj any) {
@@ -460,14 +460,14 @@ func (c *Collector) onWorkload(obj any) {
 	}
 	cond := func(t string) *metav1.Condition { return meta.FindStatusCondition(w.Status.Conditions, t) }
 	ltt := func(cd *metav1.Condition) time.Time {
-		return tmax(cd.LastTransitionTime.UTC().Truncate(time.Second), x.Created)
+		return usage.Later(cd.LastTransitionTime.UTC().Truncate(time.Second), x.Created)
 	}
 	ad := cond(kueue.WorkloadAdmitted)
 	admitted := ad != nil && ad.Status == metav1.ConditionTrue
 	// Kueue clears Admitted when it evicts; an Evicted condition still True
 	// beside Admitted True is an old one.
 	if ev := cond(kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue && !admitted && !st.admittedAt.IsZero() {
-		at := tmax(ltt(ev), st.admittedAt)
+		at := usage.Later(ltt(ev), st.admittedAt)
 		if ev.Reason == kueue.WorkloadEvictedByPreemption {
 			x.Preemptions = append(x.Preemptions, at)
 		}
@@ -478,7 +478,7 @@ func (c *Collector) onWorkload(obj any) {
 		at := ltt(ad)
 		if n := len(x.Pending); n > 0 && x.Pending[n-1].To.IsZero() {
 			from := x.Pending[n-1].From
-			at = tmax(at, from)
+			at = usage.Later(at, from)
 			x.Pending[n-1].To = at
 			x.Admissions = append(x.Admissions, usage.Admission{At: at, WaitSeconds: int64(at.Sub(from) / time.Second)})
 		}
@@ -487,12 +487,12 @@ func (c *Collector) onWorkload(obj any) {
 	if fin := cond(kueue.WorkloadFinished); fin != nil && fin.Status == metav1.ConditionTrue && x.Finished.IsZero() {
 		x.Finished = ltt(fin)
 		if n := len(x.Pending); n > 0 && x.Pending[n-1].To.IsZero() {
-			x.Pending[n-1].To = tmax(x.Finished, x.Pending[n-1].From)
+			x.Pending[n-1].To = usage.Later(x.Finished, x.Pending[n-1].From)
 		}
 	}
 	if fingerprint(st) != before {
 		c.dirty.Workloads = append(c.dirty.Workloads, *x)
-		c.dirtyFrom = tmin(c.dirtyFrom, x.Created)
+		c.dirtyFrom = usage.Earlier(c.dirtyFrom, x.Created)
 	}
 }
 
