@@ -64,6 +64,22 @@ func noopStart(t *testing.T, prefix string) (*wbed, context.Context, []wintTenan
 	return b, ctx, tenants, plans, noopKinds(plans)
 }
 
+// driftFound is what a drift check of the tenants found, one line per
+// item: "team: Kind ref what [fields]".
+func driftFound(t *testing.T, tenants []wintTenant, res []provision.DriftResult) []string {
+	t.Helper()
+	var found []string
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("drift of %s: %v", tenants[i].team, r.Err)
+		}
+		for _, it := range r.Items {
+			found = append(found, fmt.Sprintf("%s: %s %s %s %v", tenants[i].team, it.Kind, it.Ref, it.What, it.Fields))
+		}
+	}
+	return found
+}
+
 func noopPlans(tenants []wintTenant) []provision.Plan {
 	out := make([]provision.Plan, len(tenants))
 	for i, tn := range tenants {
@@ -300,16 +316,7 @@ func TestNoopReconcileFindsAndRestoresIntegration(t *testing.T) {
 	b.settleQuota(ctx, edited)
 	before := b.versions(ctx, tenants)
 	b.counter.Reset()
-	res := b.applier.DriftAll(ctx, plans)
-	var found []string
-	for i, r := range res {
-		if r.Err != nil {
-			t.Fatalf("drift of %s: %v", tenants[i].team, r.Err)
-		}
-		for _, it := range r.Items {
-			found = append(found, fmt.Sprintf("%s: %s %s %s %v", tenants[i].team, it.Kind, it.Ref, it.What, it.Fields))
-		}
-	}
+	found := driftFound(t, tenants, b.applier.DriftAll(ctx, plans))
 	want := []string{
 		fmt.Sprintf("%s: ResourceQuota %s/%s changed [spec.hard.requests.nvidia.com/gpu]", edited.team, edited.plan.Namespace, provision.NameResourceQuota),
 		fmt.Sprintf("%s: NetworkPolicy %s/%s deleted []", deleted.team, deleted.plan.Namespace, provision.NamePolicyDNS),
@@ -403,15 +410,7 @@ func TestNoopReconcileAtomicEditIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var found []string
-	for i, r := range b.applier.DriftAll(ctx, plans) {
-		if r.Err != nil {
-			t.Fatalf("drift of %s: %v", tenants[i].team, r.Err)
-		}
-		for _, it := range r.Items {
-			found = append(found, fmt.Sprintf("%s: %s %s %s %v", tenants[i].team, it.Kind, it.Ref, it.What, it.Fields))
-		}
-	}
+	found := driftFound(t, tenants, b.applier.DriftAll(ctx, plans))
 	want := []string{
 		fmt.Sprintf("%s: NetworkPolicy %s/%s changed [spec.podSelector.matchLabels]", tn.team, tn.plan.Namespace, provision.NamePolicyDefaultDeny),
 		fmt.Sprintf("%s: NetworkPolicy %s/%s changed [spec.ingress]", tn.team, tn.plan.Namespace, provision.NamePolicySameNamespace),

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -20,18 +19,7 @@ func TestMonthSoFarCacheFollowsInputsOnEveryReplica(t *testing.T) {
 	h := newHarness(t, false, withRateCard(t))
 	seedCostHours(t, h)
 	ctx := context.Background()
-	db2, err := store.Open(ctx, h.dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db2.Close() })
-	opts := h.srv.opts
-	opts.Registry, opts.DB = nil, db2
-	second, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replicas := []*Server{h.srv, second}
+	replicas := []*Server{h.srv, secondServer(t, h)}
 	owner := workflowPrincipal(t, h, "owner.red")
 	views := func() []string {
 		t.Helper()
@@ -98,7 +86,7 @@ VALUES ('red', 'hyperpod-ns-red2', 'ml.p5.48xlarge', '`+month.Format("2006-01-02
 	// Nobody has a guarantee yet: red's shares drop to nothing.
 	step("a new cost policy (split by guarantee)", setPolicy(usage.SplitByGuarantee))
 	step("a guarantee in force written directly in SQL", func() {
-		if err := db2.ExecForTest(ctx, `INSERT INTO team_capacity (team, instance_type, count) VALUES ('red', 'ml.p5.48xlarge', 2), ('blue', 'ml.p5.48xlarge', 1)`); err != nil {
+		if err := replicas[1].opts.DB.ExecForTest(ctx, `INSERT INTO team_capacity (team, instance_type, count) VALUES ('red', 'ml.p5.48xlarge', 2), ('blue', 'ml.p5.48xlarge', 1)`); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -15,10 +15,9 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// secondReplica starts another server on h's database, as a second
-// replica of the portal would run, and returns a client of it that carries
-// s's session cookie (the same browser, sent to the other replica).
-func secondReplica(t *testing.T, h *harness, s session) (*Server, string, *http.Client) {
+// secondServer is another server on h's database, with its own handle on
+// it, as a second replica of the portal runs.
+func secondServer(t *testing.T, h *harness) *Server {
 	t.Helper()
 	db2, err := store.Open(context.Background(), h.dbPath)
 	if err != nil {
@@ -31,6 +30,15 @@ func secondReplica(t *testing.T, h *harness, s session) (*Server, string, *http.
 	if err != nil {
 		t.Fatal(err)
 	}
+	return second
+}
+
+// secondReplica starts another server on h's database, as a second
+// replica of the portal would run, and returns a client of it that carries
+// s's session cookie (the same browser, sent to the other replica).
+func secondReplica(t *testing.T, h *harness, s session) (*Server, string, *http.Client) {
+	t.Helper()
+	second := secondServer(t, h)
 	ts := httptest.NewServer(second.Handler())
 	t.Cleanup(ts.Close)
 	jar, _ := cookiejar.New(nil)
