@@ -291,7 +291,7 @@ func measure(ctx context.Context, cfg config, engine string, audit int, bare boo
 				engine, pg.Name, cfg.duration, r.Mean.Round(time.Millisecond))
 		}
 		m.portal[pg.Name] = r
-		line := fmt.Sprintf("%s %s (%s audit events, %d KiB): portal %.0f req/s, mean %.2f ms, p99 %.2f ms", engine, pg.Name, count(audit), len(bodies[pg.Name])/1024, r.RPS, ms(r.Mean), ms(r.P99))
+		line := fmt.Sprintf("%s %s (%s audit events, %d KiB): portal %.0f req/s, mean %.2f ms, p99 %.2f ms", engine, pg.Name, count(m.audit), len(bodies[pg.Name])/1024, r.RPS, ms(r.Mean), ms(r.P99))
 		if bare {
 			b, err := runWrk(ctx, cfg, bareURL+pg.Path, cookie)
 			if err != nil {
