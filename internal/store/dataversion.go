@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // DataVersion returns a token that changes whenever a transaction commits
@@ -22,8 +23,10 @@ import (
 // token; anything committed after the read gives the next reader another
 // token.
 //
-//   - SQLite: PRAGMA data_version on a connection set aside for it, which
-//     never writes. "The integer values returned by two invocations of
+//   - SQLite: the header of the WAL index (the -shm file every connection
+//     to the database maps), read without a query (shmHeader), or where it
+//     cannot be read consistently PRAGMA data_version on a connection set
+//     aside for it, which never writes and keeps the WAL index in place. "The integer values returned by two invocations of
 //     PRAGMA data_version from the same connection will be different if
 //     changes were committed to the database by any other connection in
 //     the interim", including other processes, and the value is only
@@ -52,16 +55,27 @@ func (d *DB) DataVersion(ctx context.Context) (token string, ok bool, err error)
 	return d.version.read(ctx, d.sql)
 }
 
-// sqliteVersion is the connection PRAGMA data_version runs on.
+// sqliteVersion is the connection PRAGMA data_version runs on, and the
+// WAL-index header it reads first when it can (shmHeader).
 type sqliteVersion struct {
 	mu   sync.Mutex
 	conn *sql.Conn
 	gen  int
+	path string     // the database file
+	shm  *shmHeader // nil: not mapped (yet, or it cannot be)
+
+	shmReads atomic.Int64 // versions read from the WAL-index header (for tests)
 }
 
 func (v *sqliteVersion) read(ctx context.Context, db *sql.DB) (string, bool, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.conn != nil && v.shm != nil {
+		if h, ok := v.shm.read(); ok {
+			v.shmReads.Add(1)
+			return fmt.Sprintf("sqlite:wal:%d:%x", v.gen, h), true, nil
+		}
+	}
 	for range 2 {
 		if v.conn == nil {
 			c, err := db.Conn(ctx)
@@ -69,10 +83,24 @@ func (v *sqliteVersion) read(ctx context.Context, db *sql.DB) (string, bool, err
 				return "", false, fmt.Errorf("store: data version: %w", err)
 			}
 			v.conn, v.gen = c, v.gen+1
+			if v.shm != nil {
+				v.shm.close()
+				v.shm = nil
+			}
 		}
 		var n int64
 		err := v.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&n)
 		if err == nil {
+			if v.shm == nil && v.path != "" {
+				// The connection has read the database, so its WAL index
+				// exists; kept open by that connection, it stays as long.
+				if v.shm = openShmHeader(v.path + "-shm"); v.shm != nil {
+					if h, ok := v.shm.read(); ok {
+						v.shmReads.Add(1)
+						return fmt.Sprintf("sqlite:wal:%d:%x", v.gen, h), true, nil
+					}
+				}
+			}
 			return fmt.Sprintf("sqlite:%d:%d", v.gen, n), true, nil
 		}
 		// A broken connection: set another aside, under a new generation
@@ -89,6 +117,10 @@ func (v *sqliteVersion) read(ctx context.Context, db *sql.DB) (string, bool, err
 func (v *sqliteVersion) close() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.shm != nil {
+		v.shm.close()
+		v.shm = nil
+	}
 	if v.conn != nil {
 		v.conn.Close()
 		v.conn = nil

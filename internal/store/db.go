@@ -104,7 +104,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 			return nil, err
 		}
 	}
-	return &DB{sql: db, path: path, dialect: dialectSQLite, version: &sqliteVersion{}}, nil
+	return &DB{sql: db, path: path, dialect: dialectSQLite, version: &sqliteVersion{path: path}}, nil
 }
 
 // restrictFiles makes the database file and its -wal and -shm files, where

@@ -116,3 +116,12 @@ func (s *SessionStore) SetNowForTest(now func() time.Time) { s.now = now }
 func AuditEventsQuery(f AuditFilter, before int64, limit int) (string, []any) {
 	return auditEventsQuery(f, before, limit)
 }
+
+// DataVersionFromWALIndex is how many data versions were read from the
+// WAL-index header (SQLite), not asked of SQLite.
+func (d *DB) DataVersionFromWALIndex() int64 {
+	if d.version == nil {
+		return 0
+	}
+	return d.version.shmReads.Load()
+}
