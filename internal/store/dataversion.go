@@ -70,11 +70,8 @@ type sqliteVersion struct {
 func (v *sqliteVersion) read(ctx context.Context, db *sql.DB) (string, bool, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.conn != nil && v.shm != nil {
-		if h, ok := v.shm.read(); ok {
-			v.shmReads.Add(1)
-			return fmt.Sprintf("sqlite:wal:%d:%x", v.gen, h), true, nil
-		}
+	if t, ok := v.fromHeader(); ok {
+		return t, true, nil
 	}
 	for range 2 {
 		if v.conn == nil {
@@ -94,11 +91,9 @@ func (v *sqliteVersion) read(ctx context.Context, db *sql.DB) (string, bool, err
 			if v.shm == nil && v.path != "" {
 				// The connection has read the database, so its WAL index
 				// exists; kept open by that connection, it stays as long.
-				if v.shm = openShmHeader(v.path + "-shm"); v.shm != nil {
-					if h, ok := v.shm.read(); ok {
-						v.shmReads.Add(1)
-						return fmt.Sprintf("sqlite:wal:%d:%x", v.gen, h), true, nil
-					}
+				v.shm = openShmHeader(v.path + "-shm")
+				if t, ok := v.fromHeader(); ok {
+					return t, true, nil
 				}
 			}
 			return fmt.Sprintf("sqlite:%d:%d", v.gen, n), true, nil
@@ -112,6 +107,20 @@ func (v *sqliteVersion) read(ctx context.Context, db *sql.DB) (string, bool, err
 		}
 	}
 	return "", false, fmt.Errorf("store: data version: no connection answers")
+}
+
+// fromHeader is the version read from the WAL-index header, when the
+// connection is set aside and the header reads consistently.
+func (v *sqliteVersion) fromHeader() (string, bool) {
+	if v.conn == nil || v.shm == nil {
+		return "", false
+	}
+	h, ok := v.shm.read()
+	if !ok {
+		return "", false
+	}
+	v.shmReads.Add(1)
+	return fmt.Sprintf("sqlite:wal:%d:%x", v.gen, h), true
 }
 
 func (v *sqliteVersion) close() {

@@ -35,6 +35,7 @@ type SessionStore struct {
 type readSession struct {
 	version string
 	data    []byte
+	sum     [sha256.Size]byte // of data, for noteSum
 	expiry  int64
 }
 
@@ -93,7 +94,7 @@ func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool,
 		r, ok := s.read[h]
 		s.mu.Unlock()
 		if ok && r.version == version && r.expiry > now {
-			s.noteFound(h, r.data, r.expiry)
+			s.noteSum(h, r.sum, r.expiry)
 			return bytes.Clone(r.data), true, nil
 		}
 	}
@@ -108,28 +109,30 @@ func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool,
 	if err != nil {
 		return nil, false, fmt.Errorf("store: find session: %w", err)
 	}
-	s.noteFound(h, b, expiry)
+	sum := sha256.Sum256(b)
+	s.noteSum(h, sum, expiry)
 	if versioned {
 		s.mu.Lock()
 		if s.read == nil || len(s.read) >= maxFound {
 			s.read = map[string]readSession{}
 		}
-		s.read[h] = readSession{version: version, data: bytes.Clone(b), expiry: expiry}
+		s.read[h] = readSession{version: version, data: bytes.Clone(b), sum: sum, expiry: expiry}
 		s.mu.Unlock()
 	}
 	return b, true, nil
 }
 
-// noteFound remembers what the row of h holds as this store last read or
-// wrote it, for CommitCtx (see SetRefreshGranularity).
-func (s *SessionStore) noteFound(h string, b []byte, expiry int64) {
+// noteSum remembers what the row of h holds (the digest of its data, and
+// its expiry) as this store last read or wrote it, for CommitCtx (see
+// SetRefreshGranularity).
+func (s *SessionStore) noteSum(h string, sum [sha256.Size]byte, expiry int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.refresh > 0 {
 		if s.found == nil || len(s.found) >= maxFound {
 			s.found = map[string]foundSession{}
 		}
-		s.found[h] = foundSession{sum: sha256.Sum256(b), expiry: expiry}
+		s.found[h] = foundSession{sum: sum, expiry: expiry}
 	}
 }
 
@@ -160,7 +163,7 @@ ON CONFLICT (token_hash) DO UPDATE SET data = excluded.data, expiry = excluded.e
 	if err != nil {
 		return fmt.Errorf("store: commit session: %w", err)
 	}
-	s.noteFound(h, b, expiry.UnixNano())
+	s.noteSum(h, sha256.Sum256(b), expiry.UnixNano())
 	return nil
 }
 

@@ -204,11 +204,8 @@ func render(c echo.Context, status int, comp templ.Component) error {
 	return writeHTML(c, status, b.Bytes())
 }
 
+// writeHTML is echo's HTMLBlob with the body's length.
 func writeHTML(c echo.Context, status int, body []byte) error {
-	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
-	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
-	c.Response().WriteHeader(status)
-	_, err := c.Response().Write(body)
-	return err
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	return c.HTMLBlob(status, body)
 }
