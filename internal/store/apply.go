@@ -67,15 +67,8 @@ func (d *DB) command(ctx context.Context, id int64, withPeople bool, now time.Ti
 		eff   workflow.Effect
 		jobID int64
 	)
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		cur, s, err := loadConn(ctx, tx, id, withPeople)
-		if err != nil {
-			return err
-		}
-		if eff, err = decide(tx, cur, s); err != nil {
-			return staleError(err, cur)
-		}
-		_, jobID, err = apply(ctx, tx, &cur, eff, now)
+	err := d.inTx(ctx, func(tx *sql.Tx) (err error) {
+		eff, jobID, err = commandIn(ctx, tx, id, withPeople, now, decide)
 		return err
 	})
 	if err != nil {
@@ -83,6 +76,22 @@ func (d *DB) command(ctx context.Context, id int64, withPeople bool, now time.Ti
 	}
 	c, err := d.Connection(ctx, id)
 	return c, eff, jobID, err
+}
+
+// commandIn is a command inside the caller's transaction: it loads
+// connection id as the workflow sees it, decides, and applies the effect.
+func commandIn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool, now time.Time,
+	decide func(tx *sql.Tx, cur Connection, s workflow.Conn) (workflow.Effect, error)) (workflow.Effect, int64, error) {
+	cur, s, err := loadConn(ctx, tx, id, withPeople)
+	if err != nil {
+		return workflow.Effect{}, 0, err
+	}
+	eff, err := decide(tx, cur, s)
+	if err != nil {
+		return eff, 0, staleError(err, cur)
+	}
+	_, jobID, err := apply(ctx, tx, &cur, eff, now)
+	return eff, jobID, err
 }
 
 // apply records an effect inside the caller's transaction: the connection's
@@ -276,14 +285,8 @@ func (b *Batch) Create(eff workflow.Effect, now time.Time) (int64, error) {
 // edited and submitted it when withPeople), decides with decide and
 // records its effect. It returns the job the effect queued (0 for none).
 func (b *Batch) Command(id int64, withPeople bool, now time.Time, decide func(workflow.Conn) (workflow.Effect, error)) (int64, error) {
-	cur, s, err := loadConn(b.ctx, b.tx, id, withPeople)
-	if err != nil {
-		return 0, err
-	}
-	eff, err := decide(s)
-	if err != nil {
-		return 0, staleError(err, cur)
-	}
-	_, jobID, err := apply(b.ctx, b.tx, &cur, eff, now)
+	_, jobID, err := commandIn(b.ctx, b.tx, id, withPeople, now, func(_ *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
+		return decide(s)
+	})
 	return jobID, err
 }
