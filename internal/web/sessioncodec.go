@@ -55,9 +55,10 @@ func (sessionCodec) Encode(deadline time.Time, values map[string]any) ([]byte, e
 }
 
 func (sessionCodec) Decode(b []byte) (time.Time, map[string]any, error) {
-	if deadline, values, ok := decodedSessions.get(b); ok {
-		decodedSessions.issue(b, deadline, values)
-		return deadline, values, nil
+	if e, ok := decodedSessions.get(b); ok {
+		values := copyValues(e.values)
+		decodedSessions.issue(values, e)
+		return e.deadline, values, nil
 	}
 	var d sessionData
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&d); err != nil || d.Format != sessionFormat {
@@ -67,9 +68,9 @@ func (sessionCodec) Decode(b []byte) (time.Time, map[string]any, error) {
 	for _, p := range d.Pairs {
 		values[p.Key] = p.Value
 	}
-	decodedSessions.put(b, d.Deadline, values)
+	e := decodedSessions.put(b, d.Deadline, values)
 	values = copyValues(values)
-	decodedSessions.issue(b, d.Deadline, values)
+	decodedSessions.issue(values, e)
 	return d.Deadline, values, nil
 }
 
@@ -82,39 +83,41 @@ func (sessionCodec) Decode(b []byte) (time.Time, map[string]any, error) {
 // bytes always decode to the same values. Each caller
 // gets its own copy of the values. Bounded: past decodedSessionsMax entries
 // it starts over.
-var decodedSessions = sessionDecodeCache{m: map[string]decodedSession{}}
+var decodedSessions = sessionDecodeCache{m: map[string]*decodedSession{}}
 
 const decodedSessionsMax = 1024
 
 type sessionDecodeCache struct {
 	mu   sync.Mutex
-	m    map[string]decodedSession
+	m    map[string]*decodedSession
 	hits atomic.Int64 // for tests
 
 	// issued: per values map Decode handed out (by its address), the
-	// bytes it came from and what it held, so that Encode of the same
-	// map, unchanged, returns those bytes instead of encoding again (the
-	// idle timeout makes scs encode every session on every request; a new
-	// gob encoder sends its type descriptors each time, a third of a
-	// cached page's cost). At most decodedSessionsMax entries.
-	issued map[unsafe.Pointer]issuedSession
+	// entry it came from, so that Encode of the same map, unchanged,
+	// returns the entry's bytes instead of encoding again (the idle
+	// timeout makes scs encode every session on every request; a new gob
+	// encoder sends its type descriptors each time, a third of a cached
+	// page's cost). At most decodedSessionsMax entries.
+	issued map[unsafe.Pointer]*decodedSession
 	reused atomic.Int64 // for tests
 }
 
-type issuedSession struct {
-	b        []byte
+// decodedSession is one entry: never changed once made, and its values
+// never handed out (callers get copies), so it is also what a handed-out
+// copy is compared with.
+type decodedSession struct {
+	b        string // the bytes
 	deadline time.Time
-	values   map[string]any // a copy of what was handed out
+	values   map[string]any
 }
 
-func (c *sessionDecodeCache) issue(b []byte, deadline time.Time, values map[string]any) {
-	snapshot := copyValues(values)
+func (c *sessionDecodeCache) issue(values map[string]any, e *decodedSession) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.issued == nil || len(c.issued) >= decodedSessionsMax {
-		c.issued = map[unsafe.Pointer]issuedSession{}
+		c.issued = map[unsafe.Pointer]*decodedSession{}
 	}
-	c.issued[reflect.ValueOf(values).UnsafePointer()] = issuedSession{slices.Clone(b), deadline, snapshot}
+	c.issued[reflect.ValueOf(values).UnsafePointer()] = e
 }
 
 // unchanged returns the bytes values were decoded from when values is a
@@ -124,38 +127,73 @@ func (c *sessionDecodeCache) issue(b []byte, deadline time.Time, values map[stri
 func (c *sessionDecodeCache) unchanged(deadline time.Time, values map[string]any) ([]byte, bool) {
 	p := reflect.ValueOf(values).UnsafePointer()
 	c.mu.Lock()
-	is, ok := c.issued[p]
+	e, ok := c.issued[p]
 	delete(c.issued, p)
 	c.mu.Unlock()
-	if !ok || !is.deadline.Equal(deadline) || !reflect.DeepEqual(is.values, values) {
+	if !ok || !e.deadline.Equal(deadline) || !sameValues(e.values, values) {
 		return nil, false
 	}
-	return slices.Clone(is.b), true
+	return []byte(e.b), true
 }
 
-type decodedSession struct {
-	deadline time.Time
-	values   map[string]any
-}
-
-func (c *sessionDecodeCache) get(b []byte) (time.Time, map[string]any, bool) {
+func (c *sessionDecodeCache) get(b []byte) (*decodedSession, bool) {
 	c.mu.Lock()
 	e, ok := c.m[string(b)]
 	c.mu.Unlock()
-	if !ok {
-		return time.Time{}, nil, false
+	if ok {
+		c.hits.Add(1)
 	}
-	c.hits.Add(1)
-	return e.deadline, copyValues(e.values), true
+	return e, ok
 }
 
-func (c *sessionDecodeCache) put(b []byte, deadline time.Time, values map[string]any) {
+func (c *sessionDecodeCache) put(b []byte, deadline time.Time, values map[string]any) *decodedSession {
+	e := &decodedSession{b: string(b), deadline: deadline, values: copyValues(values)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= decodedSessionsMax {
 		clear(c.m)
 	}
-	c.m[string(b)] = decodedSession{deadline, copyValues(values)}
+	c.m[e.b] = e
+	return e
+}
+
+// sameValues reports whether two sessions' values are equal: the types
+// the portal stores (strings, sessionUser) without reflection, the rest
+// with reflect.DeepEqual.
+func sameValues(a, b map[string]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok {
+			return false
+		}
+		switch av := av.(type) {
+		case string:
+			if bs, ok := bv.(string); !ok || av != bs {
+				return false
+			}
+		case sessionUser:
+			if bu, ok := bv.(sessionUser); !ok || !av.equal(bu) {
+				return false
+			}
+		default:
+			if !reflect.DeepEqual(av, bv) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// equal compares every field (TestSessionUserEqualSeesEveryField changes
+// each in turn: a field added here and not compared fails it).
+func (u sessionUser) equal(v sessionUser) bool {
+	return u.UserID == v.UserID && u.Subject == v.Subject && u.Email == v.Email && u.Name == v.Name &&
+		slices.Equal(u.Roles, v.Roles) && slices.Equal(u.Memberships, v.Memberships) &&
+		slices.Equal(u.Groups, v.Groups) && u.DirName == v.DirName && bytes.Equal(u.Tokens, v.Tokens) &&
+		u.CheckedAt.Equal(v.CheckedAt) && u.CheckedAt.Location() == v.CheckedAt.Location()
 }
 
 // copyValues copies a session's values so that no caller shares what the

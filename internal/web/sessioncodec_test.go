@@ -148,3 +148,35 @@ func TestSessionCodecReusesUnchangedBytes(t *testing.T) {
 		}
 	}
 }
+
+// sessionUser.equal, which lets an unchanged session skip its encoding,
+// compares every field: each field changed in turn makes the users
+// differ. A field added to sessionUser and not to equal fails here.
+func TestSessionUserEqualSeesEveryField(t *testing.T) {
+	base := sessionUser{UserID: 7, Subject: "s", Email: "e@x", Name: "n", Roles: []workflow.Role{workflow.RoleAdmin},
+		Memberships: []workflow.Membership{{Team: "a", Role: workflow.TeamOwner}}, Groups: []string{"g"}, DirName: "d",
+		Tokens: []byte{1}, CheckedAt: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	if !base.equal(copyValues(map[string]any{"u": base})["u"].(sessionUser)) {
+		t.Fatal("a copy is not equal")
+	}
+	typ := reflect.TypeOf(base)
+	for i := range typ.NumField() {
+		copied := copyValues(map[string]any{"u": base})["u"].(sessionUser)
+		f := reflect.ValueOf(&copied).Elem().Field(i)
+		switch {
+		case f.Type() == reflect.TypeOf(time.Time{}):
+			f.Set(reflect.ValueOf(base.CheckedAt.Add(time.Second)))
+		case f.Kind() == reflect.Int64:
+			f.SetInt(f.Int() + 1)
+		case f.Kind() == reflect.String:
+			f.SetString(f.String() + "x")
+		case f.Kind() == reflect.Slice:
+			f.Set(reflect.Append(f, reflect.Zero(f.Type().Elem())))
+		default:
+			t.Fatalf("field %s of kind %s: teach this test (and sessionUser.equal) about it", typ.Field(i).Name, f.Kind())
+		}
+		if base.equal(copied) || copied.equal(base) {
+			t.Errorf("a changed %s is equal", typ.Field(i).Name)
+		}
+	}
+}
