@@ -30,17 +30,22 @@ type SessionStore struct {
 	// read: see FindCtx; per token hash, the row as read under a data
 	// version; at most maxFound entries.
 	read map[string]readSession
+
+	// hashes: per token, its hash (the HMAC was a twentieth of a cached
+	// page's cost, computed twice per request); at most maxFound entries.
+	hashes map[string]string
 }
 
+// readSession and foundSession hold data that are never changed once
+// stored (FindCtx returns copies).
 type readSession struct {
 	version string
 	data    []byte
-	sum     [sha256.Size]byte // of data, for noteSum
 	expiry  int64
 }
 
 type foundSession struct {
-	sum    [sha256.Size]byte
+	data   []byte
 	expiry int64
 }
 
@@ -71,9 +76,22 @@ func (d *DB) Sessions(key []byte) (*SessionStore, error) {
 }
 
 func (s *SessionStore) hash(token string) string {
+	s.mu.Lock()
+	h, ok := s.hashes[token]
+	s.mu.Unlock()
+	if ok {
+		return h
+	}
 	m := hmac.New(sha256.New, s.key)
 	m.Write([]byte(token))
-	return hex.EncodeToString(m.Sum(nil))
+	h = hex.EncodeToString(m.Sum(nil))
+	s.mu.Lock()
+	if s.hashes == nil || len(s.hashes) >= maxFound {
+		s.hashes = map[string]string{}
+	}
+	s.hashes[token] = h
+	s.mu.Unlock()
+	return h
 }
 
 // FindCtx returns the data of an unexpired session.
@@ -94,7 +112,7 @@ func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool,
 		r, ok := s.read[h]
 		s.mu.Unlock()
 		if ok && r.version == version && r.expiry > now {
-			s.noteSum(h, r.sum, r.expiry)
+			s.noteFound(h, r.data, r.expiry)
 			return bytes.Clone(r.data), true, nil
 		}
 	}
@@ -109,30 +127,30 @@ func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool,
 	if err != nil {
 		return nil, false, fmt.Errorf("store: find session: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	s.noteSum(h, sum, expiry)
+	kept := bytes.Clone(b)
+	s.noteFound(h, kept, expiry)
 	if versioned {
 		s.mu.Lock()
 		if s.read == nil || len(s.read) >= maxFound {
 			s.read = map[string]readSession{}
 		}
-		s.read[h] = readSession{version: version, data: bytes.Clone(b), sum: sum, expiry: expiry}
+		s.read[h] = readSession{version: version, data: kept, expiry: expiry}
 		s.mu.Unlock()
 	}
 	return b, true, nil
 }
 
-// noteSum remembers what the row of h holds (the digest of its data, and
-// its expiry) as this store last read or wrote it, for CommitCtx (see
-// SetRefreshGranularity).
-func (s *SessionStore) noteSum(h string, sum [sha256.Size]byte, expiry int64) {
+// noteFound remembers what the row of h holds (its data, never changed
+// afterwards, and its expiry) as this store last read or wrote it, for
+// CommitCtx (see SetRefreshGranularity).
+func (s *SessionStore) noteFound(h string, data []byte, expiry int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.refresh > 0 {
 		if s.found == nil || len(s.found) >= maxFound {
 			s.found = map[string]foundSession{}
 		}
-		s.found[h] = foundSession{sum: sum, expiry: expiry}
+		s.found[h] = foundSession{data: data, expiry: expiry}
 	}
 }
 
@@ -147,7 +165,7 @@ func (s *SessionStore) unchanged(h string, b []byte, expiry int64) bool {
 	f, ok := s.found[h]
 	refresh := s.refresh
 	s.mu.Unlock()
-	return ok && refresh > 0 && f.sum == sha256.Sum256(b) && expiry >= f.expiry && expiry-f.expiry < refresh.Nanoseconds()
+	return ok && refresh > 0 && bytes.Equal(f.data, b) && expiry >= f.expiry && expiry-f.expiry < refresh.Nanoseconds()
 }
 
 // CommitCtx inserts or replaces a session.
@@ -163,7 +181,7 @@ ON CONFLICT (token_hash) DO UPDATE SET data = excluded.data, expiry = excluded.e
 	if err != nil {
 		return fmt.Errorf("store: commit session: %w", err)
 	}
-	s.noteSum(h, sha256.Sum256(b), expiry.UnixNano())
+	s.noteFound(h, bytes.Clone(b), expiry.UnixNano())
 	return nil
 }
 
