@@ -41,10 +41,12 @@ import (
 //     two equal snapshots see the same completed transactions, so the same
 //     data; every commit of a transaction that wrote moves xmax or leaves
 //     the list. Read-only transactions take no transaction ID and move
-//     nothing.
+//     nothing. Concurrent callers share reads that start after they
+//     called (versionFlights).
 func (d *DB) DataVersion(ctx context.Context) (token string, ok bool, err error) {
 	if d.dialect.postgres {
-		if err := d.sql.QueryRowContext(ctx, `SELECT pg_current_snapshot()::text`).Scan(&token); err != nil {
+		token, err := d.pgVersion.read(ctx)
+		if err != nil {
 			return "", false, fmt.Errorf("store: data version: %w", err)
 		}
 		return "pg:" + token, true, nil

@@ -29,6 +29,8 @@ type DB struct {
 	path    string // the SQLite file, or the PostgreSQL URL with its password redacted
 	dialect dialect
 	version *sqliteVersion // DataVersion's connection (SQLite)
+
+	pgVersion *versionFlights // DataVersion's reads (PostgreSQL)
 }
 
 // Open opens the database dsn names. It does not migrate; call Migrate.
@@ -48,7 +50,12 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("store: open %s: %w", name, err)
 		}
-		return &DB{sql: db, path: name, dialect: dialectPostgres}, nil
+		d := &DB{sql: db, path: name, dialect: dialectPostgres}
+		d.pgVersion = &versionFlights{query: func(ctx context.Context) (token string, err error) {
+			err = db.QueryRowContext(ctx, `SELECT pg_current_snapshot()::text`).Scan(&token)
+			return token, err
+		}}
+		return d, nil
 	}
 	path := dsn
 	if path != ":memory:" {

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// versionFlights shares PostgreSQL's data-version reads among concurrent
+// requests without making any of them older: a request joins a read that
+// has not started yet, never one already on its way (issue 15: one round
+// trip per page view was half of a cached page's cost on PostgreSQL). A
+// read that starts after a request arrived sees every transaction
+// committed before it arrived, exactly as the request's own read would,
+// so DataVersion's rule (read the version before the data kept under it)
+// holds for every joiner. At most one read runs and one waits; the
+// waiting one starts when the running one ends.
+type versionFlights struct {
+	query func(context.Context) (string, error)
+
+	mu      sync.Mutex
+	running bool
+	next    *versionFlight // waiting to start; joined by every new caller
+
+	reads, calls int64 // reads sent and calls made (for tests), under mu
+}
+
+type versionFlight struct {
+	done  chan struct{}
+	token string
+	err   error
+}
+
+// versionReadTimeout bounds a shared read: it runs for several requests,
+// so no one request's context may cut it short.
+const versionReadTimeout = 10 * time.Second
+
+func (f *versionFlights) read(ctx context.Context) (string, error) {
+	f.mu.Lock()
+	f.calls++
+	fl := f.next
+	if fl == nil {
+		fl = &versionFlight{done: make(chan struct{})}
+		f.next = fl
+		if !f.running {
+			f.start()
+		}
+	}
+	f.mu.Unlock()
+	select {
+	case <-fl.done:
+		return fl.token, fl.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// start runs the waiting flight, and then the one that waits by then, if
+// any. Called with mu held.
+func (f *versionFlights) start() {
+	fl := f.next
+	f.next, f.running = nil, true
+	f.reads++
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), versionReadTimeout)
+		fl.token, fl.err = f.query(ctx)
+		cancel()
+		close(fl.done)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.running = false
+		if f.next != nil {
+			f.start()
+		}
+	}()
+}
