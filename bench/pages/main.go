@@ -5,14 +5,18 @@
 // (`wrk -t2 -c64 --latency`, keep-alive, signed in through the built-in
 // identity provider), each next to a bare echo handler in this process
 // that serves the very bytes and Content-Type the portal served for that
-// page, measured right after it in the same run. Then the same pages on a
-// second database that differs only in its audit trail: 1,000 events
-// asked for, in fact the about 30,000 the seeding's commands append. On
-// SQLite and on PostgreSQL (a fresh database on PORTAL_TEST_POSTGRES_URL's
+// page. A second portal runs on a second database that differs only in
+// its audit trail: 1,000 events asked for, in fact the about 30,000 the
+// seeding's commands append. Each page is loaded in the order large,
+// small, bare echo, small, large, so that whatever else the machine does
+// meanwhile weighs on both sides of every comparison alike. On SQLite
+// and on PostgreSQL (fresh databases on PORTAL_TEST_POSTGRES_URL's
 // server, dropped at the end).
 //
-// Rows recorded through internal/benchtable, per engine and page:
-//   - req/s, baseline bare echo's req/s: at least 0.25×;
+// Rows recorded through internal/benchtable, per engine and page (a
+// portal's figure is the mean of its two runs, its p99 the worse one):
+//   - req/s at 1,000,000 audit events, baseline bare echo's req/s: at
+//     least 0.25×;
 //   - p99 in ms, bare echo's p99 shown for reference: at most 30 ms;
 //   - mean latency (wrk's Latency Avg) at 1,000,000 audit events, baseline
 //     the same at 1,000: at most 1.2×;
@@ -127,13 +131,9 @@ func run(ctx context.Context, cfg config) error {
 		if eng != "sqlite" && eng != "postgres" {
 			return fmt.Errorf("-engines: unknown engine %q", eng)
 		}
-		large, err := measure(ctx, cfg, eng, cfg.audit, true, bin, rateCard)
+		large, small, err := measure(ctx, cfg, eng, bin, rateCard)
 		if err != nil {
-			return fmt.Errorf("%s at %d audit events: %w", eng, cfg.audit, err)
-		}
-		small, err := measure(ctx, cfg, eng, cfg.auditSmall, false, bin, rateCard)
-		if err != nil {
-			return fmt.Errorf("%s at %d audit events: %w", eng, cfg.auditSmall, err)
+			return fmt.Errorf("%s: %w", eng, err)
 		}
 		if err := record(cfg, eng, large, small); err != nil {
 			return err
@@ -177,140 +177,212 @@ func count(n int) string {
 	return strconv.Itoa(n)
 }
 
-// measure seeds a fresh database of engine with audit events, starts the
-// portal on it and runs wrk on every page (and on the bare echo, with
-// bare).
-func measure(ctx context.Context, cfg config, engine string, audit int, bare bool, bin, rateCard string) (measured, error) {
-	m := measured{portal: map[string]wrkResult{}, bare: map[string]wrkResult{}}
+// target is one seeded database with its portal running, signed in, its
+// start-up work settled and every page checked.
+type target struct {
+	p        *testenv.Serve
+	pages    map[string]benchseed.Page // by name (the paths hold seeded ids)
+	sessions map[string]*benchseed.Session
+	bodies   map[string][]byte
+	types    map[string]string
+	audit    int
+	close    func() // stops the portal, drops the database
+}
+
+// measure seeds two databases of engine, one with the large trail and
+// one with the small, starts a portal on each and loads every page on
+// both, interleaved: large, small, bare echo (the large portal's bytes),
+// small, large. Shared noise of the machine (another process, a slower
+// minute) then falls on both sides of each comparison alike; the large
+// and small figures are the means of their two runs (p99: the worse of
+// the two).
+func measure(ctx context.Context, cfg config, engine, bin, rateCard string) (large, small measured, err error) {
+	lt, err := prepare(ctx, cfg, engine, cfg.audit, bin, rateCard)
+	if err != nil {
+		return large, small, fmt.Errorf("at %d audit events: %w", cfg.audit, err)
+	}
+	defer lt.close()
+	st, err := prepare(ctx, cfg, engine, cfg.auditSmall, bin, rateCard)
+	if err != nil {
+		return large, small, fmt.Errorf("at %d audit events: %w", cfg.auditSmall, err)
+	}
+	defer st.close()
+	// The peak RSS is counted from here on: the start-up work of a
+	// portal on a database like this one (the leader closes last month's
+	// statements, the signals loop runs) is over, as on an installation
+	// that has been up for a while.
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", lt.p.Cmd.Process.Pid), []byte("5"), 0); err != nil {
+		return large, small, fmt.Errorf("reset the portal's peak RSS: %w", err)
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	for _, pg := range lt.pages {
+		body, ct := lt.bodies[pg.Name], lt.types[pg.Name]
+		e.GET(pg.Path, func(c echo.Context) error { return c.Blob(http.StatusOK, ct, body) })
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return large, small, err
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	bareURL := "http://" + ln.Addr().String()
+
+	large = measured{portal: map[string]wrkResult{}, bare: map[string]wrkResult{}, audit: lt.audit}
+	small = measured{portal: map[string]wrkResult{}, audit: st.audit}
+	for _, named := range (benchseed.Seeded{}).Pages() {
+		pg := lt.pages[named.Name]
+		for _, t := range []*target{lt, st} {
+			if cfg.dump != "" {
+				if err := os.MkdirAll(cfg.dump, 0o755); err != nil {
+					return large, small, err
+				}
+				if err := os.WriteFile(filepath.Join(cfg.dump, fmt.Sprintf("%s-%d-%s.html", engine, t.audit, pg.Name)), t.bodies[pg.Name], 0o644); err != nil {
+					return large, small, err
+				}
+			}
+		}
+		cookie := lt.sessions[pg.User].Cookie
+		l1, err := load(ctx, cfg, lt, pg.Name)
+		if err != nil {
+			return large, small, err
+		}
+		s1, err := load(ctx, cfg, st, pg.Name)
+		if err != nil {
+			return large, small, err
+		}
+		b, err := runWrk(ctx, cfg, bareURL+pg.Path, cookie)
+		if err != nil {
+			return large, small, fmt.Errorf("%s, bare echo: %w", pg.Name, err)
+		}
+		s2, err := load(ctx, cfg, st, pg.Name)
+		if err != nil {
+			return large, small, err
+		}
+		l2, err := load(ctx, cfg, lt, pg.Name)
+		if err != nil {
+			return large, small, err
+		}
+		l, s := both(l1, l2), both(s1, s2)
+		large.portal[pg.Name], large.bare[pg.Name], small.portal[pg.Name] = l, b, s
+		log.Printf("%s %s (%d KiB): portal at %s audit events %.0f req/s, mean %.2f ms, p99 %.2f ms; at %s: %.0f req/s, mean %.2f ms, p99 %.2f ms; bare echo %.0f req/s, mean %.2f ms, p99 %.2f ms",
+			engine, pg.Name, len(lt.bodies[pg.Name])/1024, count(lt.audit), l.RPS, ms(l.Mean), ms(l.P99), count(st.audit), s.RPS, ms(s.Mean), ms(s.P99), b.RPS, ms(b.Mean), ms(b.P99))
+	}
+	if large.hwmKiB, err = vmHWM(lt.p.Cmd.Process.Pid); err != nil {
+		return large, small, err
+	}
+	for _, t := range []*target{lt, st} {
+		select {
+		case <-t.p.Exited:
+			return large, small, fmt.Errorf("portal serve ended during the run:\n%s", t.p.Out.String())
+		default:
+		}
+	}
+	return large, small, nil
+}
+
+// both is two runs of one page as one figure: the means of their req/s
+// and mean latencies, and the worse of their p99s.
+func both(a, b wrkResult) wrkResult {
+	return wrkResult{RPS: (a.RPS + b.RPS) / 2, Mean: (a.Mean + b.Mean) / 2, P99: max(a.P99, b.P99), Requests: a.Requests + b.Requests}
+}
+
+// load runs wrk on the page name of t.
+func load(ctx context.Context, cfg config, t *target, name string) (wrkResult, error) {
+	pg := t.pages[name]
+	r, err := runWrk(ctx, cfg, t.p.URL+pg.Path, t.sessions[pg.User].Cookie)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", pg.Name, err)
+	}
+	if r.Requests == 0 {
+		// Not one answer within the run: req/s is 0, and the page's
+		// time is at least that of one GET with nothing else running.
+		t0 := time.Now()
+		code, _, _, err := t.sessions[pg.User].Get(t.p.URL, pg.Path)
+		if err != nil || code != http.StatusOK {
+			return r, fmt.Errorf("%s: GET %s after the wrk run: %d, %v", pg.Name, pg.Path, code, err)
+		}
+		r.Mean = time.Since(t0)
+		r.P99 = r.Mean
+		log.Printf("%s: NO request completed within the %s wrk run: req/s 0; mean and p99 are one unloaded GET's time (%s), a lower bound",
+			pg.Name, cfg.duration, r.Mean.Round(time.Millisecond))
+	}
+	return r, nil
+}
+
+// prepare seeds a fresh database of engine with audit events and starts
+// the portal on it, signed in, settled and checked.
+func prepare(ctx context.Context, cfg config, engine string, audit int, bin, rateCard string) (t *target, err error) {
+	t = &target{}
+	var undo []func()
+	t.close = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			t.close()
+		}
+	}()
 	dir, err := os.MkdirTemp("", "portal-pagebench-")
 	if err != nil {
-		return m, err
+		return t, err
 	}
-	defer os.RemoveAll(dir)
+	undo = append(undo, func() { os.RemoveAll(dir) })
 	dsn := filepath.Join(dir, "portal.db")
 	if engine == "postgres" {
 		base := os.Getenv("PORTAL_TEST_POSTGRES_URL")
 		if base == "" {
-			return m, errors.New("PORTAL_TEST_POSTGRES_URL is not set: start the test bed (bench/run.sh does), or pass -engines sqlite")
+			return t, errors.New("PORTAL_TEST_POSTGRES_URL is not set: start the test bed (bench/run.sh does), or pass -engines sqlite")
 		}
 		var drop func() error
 		if dsn, drop, err = testenv.NewPostgresDB(base, "portal_pagebench", false); err != nil {
-			return m, err
+			return t, err
 		}
-		defer func() {
+		undo = append(undo, func() {
 			if err := drop(); err != nil {
 				log.Printf("drop the benchmark's database: %v", err)
 			}
-		}()
+		})
 	}
 	t0 := time.Now()
 	db, err := store.OpenMigrated(ctx, dsn)
 	if err != nil {
-		return m, err
+		return t, err
 	}
 	db.Close()
 	seeded, err := benchseed.Seed(ctx, dsn, benchseed.Scale{
 		Connections: cfg.connections, Teams: cfg.teams, AuditEvents: audit, UsageDays: 30, Now: time.Now(), Logf: log.Printf})
 	if err != nil {
-		return m, err
+		return t, err
 	}
-	m.audit = seeded.AuditEvents
+	t.audit = seeded.AuditEvents
 	log.Printf("%s: seeded %d connections, %d teams, %d audit events (%d asked for; the commands that made the connections appended their own) in %s",
 		engine, cfg.connections, cfg.teams, seeded.AuditEvents, audit, time.Since(t0).Round(10*time.Millisecond))
 
-	p, err := startPortal(bin, dir, dsn, rateCard)
-	if err != nil {
-		return m, err
+	if t.p, err = startPortal(bin, dir, dsn, rateCard); err != nil {
+		return t, err
 	}
-	defer func() {
-		if err := p.Terminate(); err != nil {
+	undo = append(undo, func() {
+		if err := t.p.Terminate(); err != nil {
 			log.Print(err)
 		}
-	}()
+	})
 	pages := seeded.Pages()
-	sessions, err := benchseed.SignInAll(p.URL, pages)
-	if err != nil {
-		return m, err
-	}
-	// What a portal does once at start on a database like this one (the
-	// leader closes last month's statements, the signals loop runs) is
-	// over before the measuring starts, as on an installation that has
-	// been up for a while; the peak RSS is counted from then on.
-	if err := settle(ctx, dsn); err != nil {
-		return m, err
-	}
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.Cmd.Process.Pid), []byte("5"), 0); err != nil {
-		return m, fmt.Errorf("reset the portal's peak RSS: %w", err)
-	}
-	bodies, types, err := benchseed.Check(p.URL, sessions, pages)
-	if err != nil {
-		return m, err
-	}
-	var bareURL string
-	if bare {
-		e := echo.New()
-		e.HideBanner, e.HidePort = true, true
-		for _, pg := range pages {
-			body, ct := bodies[pg.Name], types[pg.Name]
-			e.GET(pg.Path, func(c echo.Context) error { return c.Blob(http.StatusOK, ct, body) })
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return m, err
-		}
-		srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		bareURL = "http://" + ln.Addr().String()
-	}
+	t.pages = map[string]benchseed.Page{}
 	for _, pg := range pages {
-		if cfg.dump != "" {
-			if err := os.MkdirAll(cfg.dump, 0o755); err != nil {
-				return m, err
-			}
-			if err := os.WriteFile(filepath.Join(cfg.dump, fmt.Sprintf("%s-%d-%s.html", engine, audit, pg.Name)), bodies[pg.Name], 0o644); err != nil {
-				return m, err
-			}
-		}
-		cookie := sessions[pg.User].Cookie
-		r, err := runWrk(ctx, cfg, p.URL+pg.Path, cookie)
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", pg.Name, err)
-		}
-		if r.Requests == 0 {
-			// Not one answer within the run: req/s is 0, and the page's
-			// time is at least that of one GET with nothing else running.
-			t0 := time.Now()
-			code, _, _, err := sessions[pg.User].Get(p.URL, pg.Path)
-			if err != nil || code != http.StatusOK {
-				return m, fmt.Errorf("%s: GET %s after the wrk run: %d, %v", pg.Name, pg.Path, code, err)
-			}
-			r.Mean = time.Since(t0)
-			r.P99 = r.Mean
-			log.Printf("%s %s: NO request completed within the %s wrk run: req/s 0; mean and p99 are one unloaded GET's time (%s), a lower bound",
-				engine, pg.Name, cfg.duration, r.Mean.Round(time.Millisecond))
-		}
-		m.portal[pg.Name] = r
-		line := fmt.Sprintf("%s %s (%s audit events, %d KiB): portal %.0f req/s, mean %.2f ms, p99 %.2f ms", engine, pg.Name, count(m.audit), len(bodies[pg.Name])/1024, r.RPS, ms(r.Mean), ms(r.P99))
-		if bare {
-			b, err := runWrk(ctx, cfg, bareURL+pg.Path, cookie)
-			if err != nil {
-				return m, fmt.Errorf("%s, bare echo: %w", pg.Name, err)
-			}
-			m.bare[pg.Name] = b
-			line += fmt.Sprintf("; bare echo %.0f req/s, mean %.2f ms, p99 %.2f ms", b.RPS, ms(b.Mean), ms(b.P99))
-		}
-		log.Print(line)
+		t.pages[pg.Name] = pg
 	}
-	if m.hwmKiB, err = vmHWM(p.Cmd.Process.Pid); err != nil {
-		return m, err
+	if t.sessions, err = benchseed.SignInAll(t.p.URL, pages); err != nil {
+		return t, err
 	}
-	select {
-	case <-p.Exited:
-		return m, fmt.Errorf("portal serve ended during the run:\n%s", p.Out.String())
-	default:
+	if err := settle(ctx, dsn); err != nil {
+		return t, err
 	}
-	return m, nil
+	t.bodies, t.types, err = benchseed.Check(t.p.URL, t.sessions, pages)
+	return t, err
 }
 
 // settle waits until the portal's start-up work is done: the leader has
