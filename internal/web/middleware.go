@@ -100,19 +100,25 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 	csp := "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 		"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action " + formAction
+	set := http.Header{}
+	set.Set("Content-Security-Policy", csp)
+	set.Set("X-Content-Type-Options", "nosniff")
+	set.Set("X-Frame-Options", "DENY")
+	set.Set("Referrer-Policy", "same-origin")
+	set.Set("Cross-Origin-Opener-Policy", "same-origin")
+	set.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+	// Pages show team data and the signed-in user; no browser or proxy
+	// may keep them. cacheStatic overrides this for /static/ assets.
+	set.Set("Cache-Control", "no-store")
+	if s.tls {
+		set.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+	}
 	return func(c echo.Context) error {
+		// The keys are canonical already (set.Set made them so); each
+		// response gets its own value slices (a handler may change one).
 		h := c.Response().Header()
-		h.Set("Content-Security-Policy", csp)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
-		// Pages show team data and the signed-in user; no browser or proxy
-		// may keep them. cacheStatic overrides this for /static/ assets.
-		h.Set("Cache-Control", "no-store")
-		if s.tls {
-			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+		for k, v := range set {
+			h[k] = []string{v[0]}
 		}
 		return next(c)
 	}

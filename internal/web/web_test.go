@@ -414,8 +414,11 @@ func TestSecurityHeaders(t *testing.T) {
 		if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%s: no nosniff", path)
 		}
-		if resp.Header.Get("Referrer-Policy") == "" {
-			t.Errorf("%s: no referrer policy", path)
+		for k, want := range map[string]string{"Referrer-Policy": "same-origin", "X-Frame-Options": "DENY",
+			"Cross-Origin-Opener-Policy": "same-origin", "Permissions-Policy": "camera=(), microphone=(), geolocation=()"} {
+			if got := resp.Header.Values(k); len(got) != 1 || got[0] != want {
+				t.Errorf("%s: %s %q, want %q", path, k, got, want)
+			}
 		}
 		if resp.Header.Get("X-Request-Id") == "" {
 			t.Errorf("%s: no request id", path)
