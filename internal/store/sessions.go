@@ -94,7 +94,9 @@ func (s *SessionStore) hash(token string) string {
 	return h
 }
 
-// FindCtx returns the data of an unexpired session.
+// FindCtx returns the data of an unexpired session. The slice may be
+// shared with other callers: read it, never write into it (scs only
+// decodes it).
 //
 // When ctx carries the data version read at the start of the request
 // (WithDataVersion), a session read under that same version is returned
@@ -113,7 +115,7 @@ func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool,
 		s.mu.Unlock()
 		if ok && r.version == version && r.expiry > now {
 			s.noteFound(h, r.data, r.expiry)
-			return bytes.Clone(r.data), true, nil
+			return r.data, true, nil
 		}
 	}
 	var b []byte

@@ -106,7 +106,7 @@ type sessionDecodeCache struct {
 // never handed out (callers get copies), so it is also what a handed-out
 // copy is compared with.
 type decodedSession struct {
-	b        string // the bytes
+	b        []byte // the bytes (Encode hands them to scs, which only stores them)
 	deadline time.Time
 	values   map[string]any
 }
@@ -133,7 +133,7 @@ func (c *sessionDecodeCache) unchanged(deadline time.Time, values map[string]any
 	if !ok || !e.deadline.Equal(deadline) || !sameValues(e.values, values) {
 		return nil, false
 	}
-	return []byte(e.b), true
+	return e.b, true
 }
 
 func (c *sessionDecodeCache) get(b []byte) (*decodedSession, bool) {
@@ -147,13 +147,13 @@ func (c *sessionDecodeCache) get(b []byte) (*decodedSession, bool) {
 }
 
 func (c *sessionDecodeCache) put(b []byte, deadline time.Time, values map[string]any) *decodedSession {
-	e := &decodedSession{b: string(b), deadline: deadline, values: copyValues(values)}
+	e := &decodedSession{b: slices.Clone(b), deadline: deadline, values: copyValues(values)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= decodedSessionsMax {
 		clear(c.m)
 	}
-	c.m[e.b] = e
+	c.m[string(e.b)] = e
 	return e
 }
 
