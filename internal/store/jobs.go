@@ -229,6 +229,88 @@ WHERE id = ? AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' A
 	return j, found, nil
 }
 
+// ClaimJobs takes up to limit jobs of one kind for owner in one
+// transaction, each exactly as ClaimJob takes one: first the running jobs
+// of that kind whose lease has expired (oldest lease first), then its
+// queued jobs that are due (due the longest first); each is leased until
+// now+lease, its attempt counted, its PreviousOwner set when it was taken
+// over. The provisioning worker uses it to run many re-apply jobs from one
+// snapshot of the cluster (provision.Worker, ReapplyBatch).
+//
+// Claims are exclusive as ClaimJob's are: one write transaction (BEGIN
+// IMMEDIATE on SQLite, the writer lock on PostgreSQL), the rows read FOR
+// UPDATE SKIP LOCKED on PostgreSQL, and each update re-checks what the
+// select saw, so a job is claimed by one claimer however many replicas
+// claim at once. It returns no jobs, and no error, when none is due.
+func (d *DB) ClaimJobs(ctx context.Context, owner string, kind workflow.JobKind, now time.Time, lease time.Duration, limit int) ([]workflow.Job, error) {
+	if owner == "" || lease <= 0 || limit <= 0 {
+		return nil, fmt.Errorf("store: claim jobs: need an owner, a positive lease and a positive limit (got %q, %s, %d)", owner, lease, limit)
+	}
+	ts := fmtTime(now)
+	const (
+		expired = `SELECT id, lease_owner FROM jobs WHERE kind = ? AND state = 'running' AND lease_until <= ? ORDER BY lease_until, id LIMIT ?`
+		due     = `SELECT id, '' FROM jobs WHERE kind = ? AND state = 'queued' AND not_before <= ? ORDER BY not_before, id LIMIT ?`
+	)
+	var jobs []workflow.Job
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		jobs = nil
+		type pick struct {
+			id   int64
+			prev string
+		}
+		var picks []pick
+		for _, q := range []string{expired, due} {
+			if len(picks) >= limit {
+				break
+			}
+			rows, err := tx.QueryContext(ctx, q+d.dialect.skipLocked(), kind, ts, limit-len(picks))
+			if err != nil {
+				return fmt.Errorf("store: claim jobs: %w", err)
+			}
+			for rows.Next() {
+				var p pick
+				if err := rows.Scan(&p.id, &p.prev); err != nil {
+					rows.Close()
+					return fmt.Errorf("store: claim jobs: %w", err)
+				}
+				picks = append(picks, p)
+			}
+			if err := rows.Close(); err != nil {
+				return fmt.Errorf("store: claim jobs: %w", err)
+			}
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("store: claim jobs: %w", err)
+			}
+		}
+		for _, p := range picks {
+			// ClaimJob's update, re-checking what the select saw.
+			res, err := tx.ExecContext(ctx, `
+UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+WHERE id = ? AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' AND lease_until <= ?))`,
+				owner, fmtTime(now.Add(lease)), ts, p.id, ts, ts)
+			if err != nil {
+				return fmt.Errorf("store: claim jobs: %w", err)
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return fmt.Errorf("store: claim jobs: %w", err)
+			} else if n == 0 {
+				continue // claimed by someone else after all
+			}
+			j, err := getJob(ctx, tx, p.id)
+			if err != nil {
+				return err
+			}
+			j.PreviousOwner = p.prev
+			jobs = append(jobs, j)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
 // leased loads a job inside tx and checks that owner holds its lease.
 func leased(ctx context.Context, tx *sql.Tx, jobID int64, owner string) (workflow.Job, error) {
 	j, err := getJob(ctx, tx, jobID)

@@ -614,3 +614,70 @@ func TestApproveRecordsTheNamespaceAdoption(t *testing.T) {
 	}
 	f.verifyAudit()
 }
+
+// reapplyJobs makes n active connections and queues a re-apply job of
+// each, as an admin's Re-apply does; it returns the jobs' IDs in order.
+func (f *fixture) reapplyJobs(prefix string, n int) []int64 {
+	f.t.Helper()
+	var conns []store.Connection
+	for i := range n { // all provisioned first: f.active claims the next job
+		conns = append(conns, f.active(fmt.Sprintf("%s%c", prefix, 'a'+i)))
+	}
+	var ids []int64
+	for _, conn := range conns {
+		j, err := f.db.EnqueueReapply(f.t.Context(), conn.ID, f.admins[0], "re-apply", f.tick())
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	return ids
+}
+
+// ClaimJobs takes due jobs of its kind only, expired leases first, then the
+// queued ones in due order, up to its limit, each as ClaimJob takes one.
+func TestClaimJobsOrderKindAndLease(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	ids := f.reapplyJobs("r", 4)
+	_, prov := f.approved("other") // a provisioning job: not taken
+	// The first re-apply job is held by a worker whose lease expires.
+	held := f.claim("dead")
+	if held.ID != ids[0] {
+		t.Fatalf("claimed %d, want the oldest re-apply job %d", held.ID, ids[0])
+	}
+	if _, err := f.db.ClaimJobs(ctx, "", workflow.JobReapply, f.now, lease, 5); err == nil {
+		t.Error("ClaimJobs without an owner succeeded")
+	}
+	// Before the lease expires: the three queued ones, the limit taking two.
+	at := f.tick()
+	got, err := f.db.ClaimJobs(ctx, "w1", workflow.JobReapply, at, lease, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claimed []int64
+	for _, j := range got {
+		claimed = append(claimed, j.ID)
+		if j.State != workflow.JobRunning || j.LeaseOwner != "w1" || j.Attempts != 1 || !j.LeaseUntil.Equal(at.Add(lease)) || j.PreviousOwner != "" {
+			t.Errorf("claimed %+v; want running, leased to w1 until %s, attempt 1", j, at.Add(lease))
+		}
+	}
+	if !slices.Equal(claimed, ids[1:3]) {
+		t.Errorf("claimed %v, want %v (due order, limit 2)", claimed, ids[1:3])
+	}
+	// After the dead worker's lease: its job first, then the last queued.
+	expiry := held.LeaseUntil
+	got, err = f.db.ClaimJobs(ctx, "w2", workflow.JobReapply, expiry, lease, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != ids[0] || got[0].PreviousOwner != "dead" || got[0].Attempts != 2 || got[1].ID != ids[3] || got[1].Attempts != 1 {
+		t.Errorf("claim after the lease expired = %+v; want job %d taken over from dead (attempt 2), then job %d", got, ids[0], ids[3])
+	}
+	if j := f.job(prov.ID); j.State != workflow.JobQueued {
+		t.Errorf("the provisioning job is %s: ClaimJobs took another kind", j.State)
+	}
+	if got, err := f.db.ClaimJobs(ctx, "w3", workflow.JobReapply, expiry, lease, 10); err != nil || len(got) != 0 {
+		t.Errorf("nothing due: ClaimJobs = %v, %v", got, err)
+	}
+}
