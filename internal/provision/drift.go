@@ -249,7 +249,7 @@ func (a *Applier) deleteBindings(ctx context.Context, ns string, bindings []unst
 
 // pruneStep runs an ActionPrune step: the RoleBindings of its namespace
 // other than st.Keep are deleted, those snap listed when there is a
-// snapshot (a re-apply job's), else listed now.
+// snapshot (a batch of re-apply jobs'), else listed now.
 func (a *Applier) pruneStep(ctx context.Context, st Step, snap *Snapshot) (Outcome, string, error) {
 	ns := st.Object.Namespace
 	var pruned []string

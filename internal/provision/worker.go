@@ -159,6 +159,12 @@ func DefaultOwner() string {
 // plan of job.Version, which is checked like a provisioning job's (pinned
 // hash, preflight, namespace) before the first step.
 //
+// Re-apply jobs (workflow.JobReapply), when Apply is a SnapshotApplier and
+// the worker does not run dry, run in batches: the first one claimed
+// claims the other due ones (JobBatchClaimer, up to ReapplyBatch), and all
+// are run from one snapshot of the cluster, each recording its own steps,
+// settling on its own and handed back on its own (reapplybatch.go).
+//
 // Every step is applied on every attempt, including those a crashed attempt
 // already did: server-side apply is idempotent, and the readiness gate then
 // rests on what this attempt saw. A worker that dies leaves its job running
