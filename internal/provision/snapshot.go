@@ -97,10 +97,12 @@ import (
 // A snapshot lives for one drift check or one batch of re-apply jobs (one
 // stretch of their Kubernetes steps, reapplybatch.go) and is never shared
 // between calls, so it holds nothing another replica could have changed
-// since: it is as fresh as the GET it replaces. The one exception is the
-// drift checker's pass (DriftChecker.RunOnce): its batches share the lists
-// taken without a label selector across namespaces (ListCache), so those
-// are as old as the pass.
+// since: it is as fresh as the GET it replaces, give or take the time the
+// batch's own steps take (a re-apply batch's Kubernetes steps run straight
+// after their snapshot, with no AWS step between them). The one exception
+// is the drift checker's pass (DriftChecker.RunOnce): its batches share the
+// lists taken without a label selector across namespaces (ListCache), so
+// those are as old as the pass.
 
 // SnapshotPageSize is the page size of a snapshot's lists (ListOptions.Limit):
 // a list of more objects than this costs one request per page. It bounds
