@@ -33,6 +33,57 @@ type JobBatchClaimer interface {
 	ClaimJobs(ctx context.Context, owner string, kind workflow.JobKind, now time.Time, lease time.Duration, limit int) ([]workflow.Job, error)
 }
 
+// StepsRecorder is a JobStore that can also record several steps as run
+// and done in one transaction, each as StartStep then StepFinished would
+// (*store.DB is one). The worker uses it for a batch's steps that its
+// snapshot answers without a request (answerer).
+type StepsRecorder interface {
+	StepsDone(ctx context.Context, jobID int64, owner string, steps []workflow.JobStep, now time.Time, lease time.Duration) error
+}
+
+// runAnswered records, in one transaction, the run of r's next steps that
+// r's applier answers without a request (Kubernetes steps up to pause or
+// the next AWS step, none a fresh namespace's), when there is one and the
+// store can (StepsRecorder); it calls AfterStep after each as runSteps
+// does. ran says it recorded some; err (the attempt then ended) is the
+// store's or AfterStep's.
+func (w *Worker) runAnswered(sctx context.Context, r *jobRun, pause func(Step) bool) (ran bool, err error) {
+	rec, ok := w.Store.(StepsRecorder)
+	a, ok2 := r.apply.(answerer)
+	if !ok || !ok2 || w.DryRun {
+		return false, nil
+	}
+	var group []workflow.JobStep
+	for seq := r.next; seq < len(r.steps); seq++ {
+		st := r.steps[seq]
+		if st.AWS != nil || (pause != nil && pause(st)) || r.fresh.holds(st) {
+			break
+		}
+		outcome, detail, ok := a.answer(st)
+		if !ok {
+			break
+		}
+		group = append(group, workflow.JobStep{Seq: seq, Name: r.names[seq], Outcome: string(outcome), Detail: detail})
+	}
+	if len(group) == 0 {
+		return false, nil
+	}
+	if err := rec.StepsDone(sctx, r.job.ID, w.Owner, group, w.now(), w.lease()); err != nil {
+		return true, err
+	}
+	for _, s := range group {
+		r.log.Debug("step done", "step", s.Seq, "name", s.Name, "outcome", s.Outcome)
+		r.next = s.Seq + 1
+		if w.AfterStep != nil {
+			if err := w.AfterStep(s.Seq); err != nil {
+				r.died = true
+				return true, err
+			}
+		}
+	}
+	return true, nil
+}
+
 // runReapplyBatch runs the re-apply job first, claimed by RunOnce, with the
 // other due re-apply jobs it claims now (up to ReapplyBatch in all), when
 // Apply is a SnapshotApplier:
@@ -303,6 +354,15 @@ func (l *lazySnapshot) ApplyObject(ctx context.Context, o Object) (Outcome, stri
 		return Failed, "", err
 	}
 	return a.ApplyObject(ctx, o)
+}
+
+// answer is the snapshot's answer to st once it is taken (before, none:
+// the stretch's first step takes it).
+func (l *lazySnapshot) answer(st Step) (Outcome, string, bool) {
+	if a, ok := l.steps.(answerer); ok {
+		return a.answer(st)
+	}
+	return "", "", false
 }
 
 // RunStep runs st from the snapshot, taken now if not yet.

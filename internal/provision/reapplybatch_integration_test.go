@@ -123,7 +123,7 @@ func TestReapplyBatchIntegration(t *testing.T) {
 			t.Errorf("re-apply job of %s = %+v; want attempt 1, %d steps of plan %s", tn.team, j, len(tn.names)+1, tn.plan.Hash())
 		}
 		for _, s := range b.steps(ctx, ids[i]) {
-			if s.State != workflow.StepDone || s.Attempts != 1 || s.FinishedAt.IsZero() {
+			if s.State != workflow.StepDone || s.Attempts != 1 || s.StartedAt.IsZero() || s.FinishedAt.Before(s.StartedAt) {
 				t.Errorf("re-apply of %s: step %d %s = %s, attempts %d; want done once", tn.team, s.Seq, s.Name, s.State, s.Attempts)
 			}
 		}

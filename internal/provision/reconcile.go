@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"slices"
 )
 
 // SnapshotApplier is a StepApplier that can read many plans' objects at
@@ -57,6 +58,35 @@ func (s snapshotSteps) RunStep(ctx context.Context, st Step) (Outcome, string, e
 		return s.Applier.pruneStep(ctx, st, s.snap)
 	}
 	return s.ApplierSteps.RunStep(ctx, st)
+}
+
+// answerer is a StepApplier that can tell, without a request, what a step
+// does when its snapshot answers it alone (an object listed as planned, a
+// prune with nothing to remove): the worker records a run of such steps
+// in one transaction (StepsRecorder) instead of two each.
+type answerer interface {
+	answer(st Step) (Outcome, string, bool)
+}
+
+// answer is what RunStep would do with st, when that takes no request:
+// Unchanged for an object the snapshot shows as planned, and for a prune
+// whose namespace has no RoleBinding beyond st.Keep.
+func (s snapshotSteps) answer(st Step) (Outcome, string, bool) {
+	switch {
+	case st.AWS != nil:
+	case st.Action == ActionApply:
+		if rv, ok := s.snap.unchanged(s.Applier, st.Object); ok {
+			return Unchanged, "resourceVersion " + rv, true
+		}
+	case st.Action == ActionPrune:
+		for _, rb := range s.snap.bindings[st.Object.Namespace] {
+			if !slices.Contains(st.Keep, rb.GetName()) {
+				return "", "", false // pruneStep deletes it
+			}
+		}
+		return Unchanged, noExtraBindings, true
+	}
+	return "", "", false
 }
 
 // CheckNamespace is Applier.CheckNamespace answered from the snapshot when

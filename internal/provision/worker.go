@@ -515,13 +515,18 @@ func (w *Worker) start(sctx context.Context, r *jobRun) (ended bool, err error) 
 // stopped by a store error, which err is).
 func (w *Worker) runSteps(sctx context.Context, r *jobRun, pause func(Step) bool) (ended bool, err error) {
 	job := r.job
-	for ; r.next < len(r.steps); r.next++ {
+	for r.next < len(r.steps) {
 		seq, st := r.next, r.steps[r.next]
 		if pause != nil && pause(st) {
 			return false, nil
 		}
 		if r.ctx.Err() != nil {
 			return true, w.handBackRun(sctx, r)
+		}
+		if ran, err := w.runAnswered(sctx, r, pause); err != nil {
+			return true, err
+		} else if ran {
+			continue
 		}
 		if err := w.Store.StartStep(sctx, job.ID, w.Owner, seq, r.names[seq], w.now(), w.lease()); err != nil {
 			return true, err
@@ -567,6 +572,7 @@ func (w *Worker) runSteps(sctx context.Context, r *jobRun, pause func(Step) bool
 				return true, err
 			}
 		}
+		r.next++
 	}
 	return false, nil
 }

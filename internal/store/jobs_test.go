@@ -318,10 +318,13 @@ func TestLeaseExpiryAndLostLease(t *testing.T) {
 		"StepStarted":  func() error { return f.db.StepStarted(ctx, j.ID, "worker-a", 0, "Namespace x", now) },
 		"StartStep":    func() error { return f.db.StartStep(ctx, j.ID, "worker-a", 1, "ResourceQuota x/q", now, lease) },
 		"StepFinished": func() error { return f.db.StepFinished(ctx, j.ID, "worker-a", 0, "Namespace x", "created", "", now) },
-		"StepFailed":   func() error { return f.db.StepFailed(ctx, j.ID, "worker-a", 0, "Namespace x", "boom", now) },
-		"RetryJob":     func() error { return f.db.RetryJob(ctx, j.ID, "worker-a", now, "boom", now) },
-		"FailJob":      func() error { return f.db.FailJob(ctx, j.ID, "worker-a", "boom", now) },
-		"CompleteJob":  func() error { return f.db.CompleteJob(ctx, j.ID, "worker-a", now) },
+		"StepsDone": func() error {
+			return f.db.StepsDone(ctx, j.ID, "worker-a", []workflow.JobStep{{Seq: 1, Name: "ResourceQuota x/q", Outcome: "unchanged"}}, now, lease)
+		},
+		"StepFailed":  func() error { return f.db.StepFailed(ctx, j.ID, "worker-a", 0, "Namespace x", "boom", now) },
+		"RetryJob":    func() error { return f.db.RetryJob(ctx, j.ID, "worker-a", now, "boom", now) },
+		"FailJob":     func() error { return f.db.FailJob(ctx, j.ID, "worker-a", "boom", now) },
+		"CompleteJob": func() error { return f.db.CompleteJob(ctx, j.ID, "worker-a", now) },
 	} {
 		if err := write(); !errors.Is(err, store.ErrLeaseLost) {
 			t.Errorf("%s by the worker that lost the lease = %v, want ErrLeaseLost", name, err)
@@ -679,5 +682,65 @@ func TestClaimJobsOrderKindAndLease(t *testing.T) {
 	}
 	if got, err := f.db.ClaimJobs(ctx, "w3", workflow.JobReapply, expiry, lease, 10); err != nil || len(got) != 0 {
 		t.Errorf("nothing due: ClaimJobs = %v, %v", got, err)
+	}
+}
+
+// StepsDone records steps exactly as StartStep then StepFinished record
+// them, a run each (a step run before keeps its count), and extends the
+// lease, in one transaction.
+func TestStepsDoneRecordsAsStartAndFinish(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	f.approved("red")
+	f.approved("blue")
+	names := []string{"Namespace x", "ResourceQuota x/q", "RoleBinding x/b"}
+	one, two := f.claim("w"), f.claim("w")
+	for _, j := range []workflow.Job{one, two} {
+		if err := f.db.StartJob(ctx, j.ID, "w", "plan", names, false, f.tick()); err != nil {
+			t.Fatal(err)
+		}
+		// Step 1 ran once already (a failed try), as a resumed attempt's may have.
+		if err := f.db.StartStep(ctx, j.ID, "w", 1, names[1], f.now, lease); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.db.StepFailed(ctx, j.ID, "w", 1, names[1], "boom", f.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := f.tick()
+	for seq, name := range names {
+		if err := f.db.StartStep(ctx, one.ID, "w", seq, name, at, lease); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.db.StepFinished(ctx, one.ID, "w", seq, name, "unchanged", fmt.Sprintf("resourceVersion %d", seq), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var batch []workflow.JobStep
+	for seq, name := range names {
+		batch = append(batch, workflow.JobStep{Seq: seq, Name: name, Outcome: "unchanged", Detail: fmt.Sprintf("resourceVersion %d", seq)})
+	}
+	if err := f.db.StepsDone(ctx, two.ID, "w", batch, at, lease); err != nil {
+		t.Fatal(err)
+	}
+	want, got := f.steps(one.ID), f.steps(two.ID)
+	if len(got) != len(want) {
+		t.Fatalf("%d steps, want %d", len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		w.JobID, g.JobID = 0, 0
+		if g != w {
+			t.Errorf("step %d by StepsDone = %+v\nby StartStep and StepFinished = %+v", i, g, w)
+		}
+	}
+	if got[1].Attempts != 2 {
+		t.Errorf("step 1 attempts %d, want 2 (its failed run and this one)", got[1].Attempts)
+	}
+	if j := f.job(two.ID); !j.LeaseUntil.Equal(at.Add(lease)) {
+		t.Errorf("lease until %s, want %s", j.LeaseUntil, at.Add(lease))
+	}
+	if err := f.db.CompleteJob(ctx, two.ID, "w", f.tick()); err != nil {
+		t.Errorf("CompleteJob after StepsDone: %v", err)
 	}
 }
