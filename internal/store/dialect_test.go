@@ -349,10 +349,12 @@ func TestConcurrentReplicasClaimJobsEachJobOnce(t *testing.T) {
 						got = append(got, j)
 					}
 				} else {
-					if got, err = db.ClaimJobs(ctx, owner, workflow.JobReapply, now, time.Hour, 2); err != nil {
+					js, err := db.ClaimJobs(ctx, owner, workflow.JobReapply, now, time.Hour, 2)
+					if err != nil {
 						t.Errorf("%s: ClaimJobs: %v", owner, err)
 						return
 					}
+					got = js
 				}
 				if len(got) == 0 {
 					return
