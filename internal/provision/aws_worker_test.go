@@ -475,14 +475,17 @@ type snapshotCluster struct {
 	taken func()
 }
 
-func (s snapshotCluster) ForPlan(context.Context, provision.Plan) (provision.StepApplier, error) {
+func (s snapshotCluster) ForPlans(context.Context, []provision.Plan) (provision.StepApplier, error) {
 	s.taken()
 	return s.fakeCluster, nil
 }
 
-// A re-apply job reads the cluster at its first Kubernetes step, not before
-// its AWS steps (which can take minutes): a snapshot older than the steps
-// it serves could call an object edited meanwhile unchanged.
+// A re-apply job reads the cluster at the first step of each stretch of
+// its Kubernetes steps, never before an AWS step that comes ahead of them
+// (an AWS step can take minutes, and a snapshot older than the steps it
+// serves could call an object edited meanwhile unchanged): at its first
+// Kubernetes step, after its guardrail AWS steps, and again at its
+// RoleBinding prune, after its access AWS steps.
 func TestWorkerReapplySnapshotsAtItsFirstKubernetesStep(t *testing.T) {
 	b := newAWSBed(t, 1)
 	cluster := &fakeCluster{}
@@ -491,27 +494,34 @@ func TestWorkerReapplySnapshotsAtItsFirstKubernetesStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snaps := 0
-	var at []workflow.JobStep
-	w := b.bed.worker("w2", snapshotCluster{fakeCluster: cluster, taken: func() { snaps++; at = b.steps(job.ID) }})
+	var at [][]workflow.JobStep
+	w := b.bed.worker("w2", snapshotCluster{fakeCluster: cluster, taken: func() { at = append(at, b.steps(job.ID)) }})
 	w.AWS = b.runner
 	b.runOnce(w)
 	if j := b.jobNow(job.ID); j.State != workflow.JobSucceeded {
 		t.Fatalf("re-apply job %s: %s", j.State, j.LastError)
 	}
-	if snaps != 1 {
-		t.Fatalf("%d snapshots, want one", snaps)
+	steps := provision.ReapplySteps(b.plan)
+	firstKube := slices.IndexFunc(steps, func(s provision.Step) bool { return s.AWS == nil })
+	prune := len(steps) - 1
+	if firstKube < 1 || steps[prune].Action != provision.ActionPrune || steps[prune-1].AWS == nil {
+		t.Fatalf("the plan's re-apply steps are not AWS, Kubernetes, AWS, prune: first Kubernetes step %d of %d", firstKube, len(steps))
 	}
-	first := slices.IndexFunc(at, func(s workflow.JobStep) bool { return strings.HasPrefix(s.Name, b.plan.Objects[0].Kind+" ") })
-	if first < 1 {
-		t.Fatalf("steps %+v: no AWS step before the first Kubernetes one", at)
+	if len(at) != 2 {
+		t.Fatalf("%d snapshots, want two (the objects', the prune's)", len(at))
 	}
-	for _, s := range at[:first] {
-		if s.State != workflow.StepDone {
-			t.Errorf("when the snapshot was taken, AWS step %s was %s; want done", s.Name, s.State)
+	for i, running := range []int{firstKube, prune} {
+		for seq, s := range at[i] {
+			want := workflow.StepPending
+			switch {
+			case seq < running:
+				want = workflow.StepDone
+			case seq == running:
+				want = workflow.StepRunning
+			}
+			if s.State != want {
+				t.Errorf("when snapshot %d was taken, step %d (%s) was %s; want %s", i+1, seq, s.Name, s.State, want)
+			}
 		}
-	}
-	if at[first].State != workflow.StepRunning {
-		t.Errorf("when the snapshot was taken, the first Kubernetes step %s was %s; want running", at[first].Name, at[first].State)
 	}
 }

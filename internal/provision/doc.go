@@ -16,7 +16,8 @@
 // The cluster is read with one list per kind for many plans at once
 // (Snapshot) and compared in memory (Covers): only what differs or is
 // missing costs a request of its own (snapshot.go), for the drift check
-// and for a re-apply job (ForPlan) alike.
+// and for the re-apply jobs the worker runs together (ForPlans,
+// reapplybatch.go) alike.
 //
 // Amendments: DiffPlans compares the plan of a connection's approved
 // version with the plan of its amended one (what is created, updated,

@@ -247,9 +247,12 @@ func (a *Applier) deleteBindings(ctx context.Context, ns string, bindings []unst
 	return pruned, nil
 }
 
+// noExtraBindings is the detail of a prune step that removed nothing.
+const noExtraBindings = "no role binding beyond the plan's"
+
 // pruneStep runs an ActionPrune step: the RoleBindings of its namespace
 // other than st.Keep are deleted, those snap listed when there is a
-// snapshot (a re-apply job's), else listed now.
+// snapshot (a batch of re-apply jobs'), else listed now.
 func (a *Applier) pruneStep(ctx context.Context, st Step, snap *Snapshot) (Outcome, string, error) {
 	ns := st.Object.Namespace
 	var pruned []string
@@ -267,7 +270,7 @@ func (a *Applier) pruneStep(ctx context.Context, st Step, snap *Snapshot) (Outco
 		return Failed, "", err
 	}
 	if len(pruned) == 0 {
-		return Unchanged, "no role binding beyond the plan's", nil
+		return Unchanged, noExtraBindings, nil
 	}
 	return Deleted, "removed " + strings.Join(pruned, ", "), nil
 }

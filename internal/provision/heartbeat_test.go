@@ -3,6 +3,7 @@ package provision_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,5 +140,67 @@ func TestHeartbeatStopsTheStepWhenTheLeaseIsLost(t *testing.T) {
 	}
 	if ss := b.steps(b.job.ID); ss[0].State == workflow.StepFailed {
 		t.Errorf("step 0 = %+v: the worker that lost the lease wrote its failure", ss[0])
+	}
+}
+
+// batchOf is a SnapshotApplier whose snapshot of any plans is steps.
+type batchOf struct{ provision.StepApplier }
+
+func (b batchOf) ForPlans(context.Context, []provision.Plan) (provision.StepApplier, error) {
+	return b.StepApplier, nil
+}
+
+// slowFirst is a fakeCluster whose first apply waits for release.
+type slowFirst struct {
+	*fakeCluster
+	once             *sync.Once
+	entered, release chan struct{}
+}
+
+func (s slowFirst) ApplyObject(ctx context.Context, o provision.Object) (provision.Outcome, string, error) {
+	s.once.Do(func() { close(s.entered); <-s.release })
+	return s.fakeCluster.ApplyObject(ctx, o)
+}
+
+// A batch of re-apply jobs keeps the lease of every job it claimed while
+// one job's step is slow, the others' included (they wait their turn): the
+// heartbeat renews them all, so no other worker claims any of them.
+func TestHeartbeatKeepsEveryJobOfABatch(t *testing.T) {
+	b := newBed(t)
+	cluster := &fakeCluster{}
+	b.provisioned(cluster)
+	blue, _ := b.approve("blue")
+	b.runOnce(b.worker("provisioner", cluster))
+	var ids []int64
+	for _, id := range []int64{b.conn.ID, blue.ID} {
+		j, err := b.db.EnqueueReapply(t.Context(), id, workflow.Actor{Email: "admin@example.test"}, "check", b.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	ticks := make(chan time.Time)
+	slow := slowFirst{fakeCluster: cluster, once: &sync.Once{}, entered: make(chan struct{}), release: make(chan struct{})}
+	w := b.worker("batch", batchOf{slow})
+	w.Lease, w.HeartbeatTicks = provision.JobLease, ticks
+	done := make(chan error, 1)
+	go func() { _, err := w.RunOnce(context.Background()); done <- err }()
+	<-slow.entered
+	for range 5 { // 15 s of a step, with a beat every JobHeartbeat
+		b.clock.Add(provision.JobHeartbeat)
+		beat(t, ticks)
+	}
+	beat(t, ticks) // received only once the previous beat's renewals are written
+	if j, ok, err := b.db.ClaimJob(t.Context(), "other", b.clock.Now(), provision.JobLease); ok || err != nil {
+		t.Errorf("another worker claimed job %d of a live batch: %v, %v", j.ID, ok, err)
+	}
+	close(slow.release)
+	if err := <-done; err != nil {
+		t.Fatalf("RunOnce = %v", err)
+	}
+	for _, id := range ids {
+		if j := b.jobNow(id); j.State != workflow.JobSucceeded || j.Attempts != 1 {
+			t.Errorf("job %d = %s at attempt %d, want succeeded at its first", id, j.State, j.Attempts)
+		}
 	}
 }

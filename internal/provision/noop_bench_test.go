@@ -35,9 +35,10 @@ const noopRounds = 5
 //     results saved to the store);
 //   - the re-apply of every tenant as production runs it: a re-apply job
 //     per connection (queued as an admin's Re-apply queues it, not timed),
-//     run by the worker one after the other, each reading its namespace
-//     and taking its own snapshot of its one plan (one list per kind per
-//     job), and recording each step in the store,
+//     run by the worker, which claims the due re-apply jobs together (up
+//     to ReapplyBatch) and runs them from one snapshot of all their plans
+//     (reapplybatch.go: one list per kind for all of them, the namespace
+//     checks included), recording each job's steps in the store,
 //
 // in noopRounds rounds after one not counted.
 // It records through internal/benchtable: the requests of each (at most
@@ -121,9 +122,9 @@ func benchNoop(b *testing.B, engine, dsn string) {
 
 		// The re-apply as production runs it: an admin's Re-apply
 		// queues one job per connection (not timed), and the worker
-		// runs them one by one, each job reading its namespace and
-		// taking its own snapshot of its one plan (worker.go
-		// applierFor, reconcile.go ForPlan), recording every step.
+		// claims them together and runs them from one snapshot
+		// (reapplybatch.go, reconcile.go ForPlans), recording every
+		// job's steps.
 		ids := bed.queueReapply(ctx, tenants)
 		bed.counter.Reset()
 		start = time.Now()
@@ -172,11 +173,10 @@ func benchNoop(b *testing.B, engine, dsn string) {
 	}
 	// Requests: the target is about one list per kind for all the tenants
 	// (issue 15); the floor is the same number of lists. The drift
-	// checker reaches it (one snapshot per batch of 200). The re-apply does
-	// not: production re-applies one connection per job, and each job
-	// reads its namespace and lists every kind for its own plan, so 100
-	// tenants cost 100 × (kinds + 1) reads. Still no write, and no
-	// request per object.
+	// checker reaches it (one snapshot per batch of 200), and so does the
+	// re-apply: the worker runs the 100 jobs as one batch from one
+	// snapshot, which also answers their namespace checks. No write, and
+	// no request per object.
 	record(benchtable.Row{Figure: pre + "drift check" + what + ": requests", Value: float64(driftRequests) / iters, Unit: "requests",
 		Baseline: float64(kinds), BaselineName: "lists (one per kind)", Kind: benchtable.AtMost, Limit: float64(kinds)})
 	record(benchtable.Row{Figure: pre + "re-apply jobs" + what + ": requests", Value: float64(reapplyRequests) / iters, Unit: "requests",
@@ -184,10 +184,9 @@ func benchNoop(b *testing.B, engine, dsn string) {
 	record(benchtable.Row{Figure: pre + "drift check and re-apply jobs: writes", Value: float64(writes), Unit: "writes", Kind: benchtable.AtMost, Limit: 0})
 	record(benchtable.Row{Figure: pre + "resourceVersions changed", Value: float64(len(changed)), Unit: "objects", Kind: benchtable.AtMost, Limit: 0})
 	// Time next to the bare lists of the same run. The re-apply jobs read
-	// a namespace and list every kind per tenant, and record each job's
-	// claim, start, about 25 steps (two transactions each) and completion
-	// in the store: the target of 3× the bare lists is the issue's, for a
-	// re-apply that reads as the drift check does. The drift check also
+	// as the drift check does, and record each job's claim, start, about
+	// 25 steps and completion in the store: the target of 3× the bare
+	// lists is the issue's. The drift check also
 	// reads the versions and builds the plans from the store and saves one
 	// report per tenant (a transaction each, on SQLite or PostgreSQL): 5×
 	// the bare lists (measured at 2 to 2.6× on the shared 2-core machine;

@@ -3,11 +3,13 @@ package provision
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 
@@ -195,7 +197,7 @@ func (p Plan) YAML() string {
 		if o.Owner == OwnerHyperPodChecked {
 			continue // not applied: HyperPod's
 		}
-		y, err := yaml.Marshal(o.Obj.Object)
+		y, err := objectYAML(o.Obj.Object)
 		if err != nil {
 			// The objects are JSON values built by BuildPlan.
 			panic("provision: rendering " + o.Kind + " " + o.Ref() + ": " + err.Error())
@@ -205,6 +207,47 @@ func (p Plan) YAML() string {
 	}
 	return b.String()
 }
+
+// objectYAML is yaml.Marshal(obj), remembered by obj's JSON. The YAML is a
+// function of the JSON alone: sigs.k8s.io/yaml's Marshal is the standard
+// library's json.Marshal, then JSONToYAML (sigs.k8s.io/yaml yaml.go,
+// Marshal), which is done here the same way. The conversion is most of a
+// plan's Hash (issue 15: a batch of re-apply jobs hashes every job's plan,
+// the same objects every time), so it is done once per distinct object.
+// At most yamlMemoSize objects are remembered (a few megabytes); the memo
+// starts over when it is full.
+func objectYAML(obj map[string]any) ([]byte, error) {
+	j, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling into JSON: %w", err)
+	}
+	key := sha256.Sum256(j)
+	yamlMemo.Lock()
+	y, ok := yamlMemo.m[key]
+	yamlMemo.Unlock()
+	if ok {
+		return y, nil
+	}
+	if y, err = yaml.JSONToYAML(j); err != nil {
+		return nil, err
+	}
+	yamlMemo.Lock()
+	if len(yamlMemo.m) >= yamlMemoSize {
+		clear(yamlMemo.m)
+	}
+	yamlMemo.m[key] = y
+	yamlMemo.Unlock()
+	return y, nil
+}
+
+// yamlMemoSize bounds objectYAML's memo: 200 connections (a re-apply
+// batch, ReapplyBatch) of about 25 objects, with room to spare.
+const yamlMemoSize = 8192
+
+var yamlMemo = struct {
+	sync.Mutex
+	m map[[sha256.Size]byte][]byte
+}{m: map[[sha256.Size]byte][]byte{}}
 
 // Hash is the hex SHA-256 of YAML: what an approval records as "the plan I
 // saw". Warnings are not part of it; they follow from the contract, whose

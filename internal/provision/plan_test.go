@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -577,6 +578,43 @@ func TestHyperPodOwnsNamespaceAndQueue(t *testing.T) {
 			if o.Kind == "LocalQueue" && st.Action != ActionLeave {
 				t.Errorf("%s revocation runs %s on HyperPod's queue", mode, st.Name())
 			}
+		}
+	}
+}
+
+// A plan's YAML is sigs.k8s.io/yaml's, object by object, whether the
+// object's YAML was remembered (objectYAML) or not: the second rendering
+// of the same plan, and of objects that print alike but differ in type
+// ("1" and 1), are exactly yaml.Marshal's.
+func TestPlanYAMLIsYAMLMarshal(t *testing.T) {
+	p, err := BuildPlan(7, 1, workflow.ExampleContract().Normalize().Hash(), workflow.ExampleContract(), DefaultClusterSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for _, o := range p.Objects {
+		if o.Owner == OwnerHyperPodChecked {
+			continue
+		}
+		y, err := yaml.Marshal(o.Obj.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString("---\n")
+		want.Write(y)
+	}
+	for i := range 2 {
+		if got := p.YAML(); got != want.String() {
+			t.Fatalf("rendering %d of the plan differs from yaml.Marshal's:\n%s\nwant:\n%s", i+1, got, want.String())
+		}
+	}
+	for _, obj := range []map[string]any{{"a": "1"}, {"a": int64(1)}, {"a": "1"}, {"a": 1.5}, {"a": int64(1)}} {
+		want, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := objectYAML(obj); err != nil || string(got) != string(want) {
+			t.Errorf("objectYAML(%#v) = %q, %v; want %q", obj, got, err, want)
 		}
 	}
 }

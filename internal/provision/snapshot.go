@@ -25,7 +25,7 @@ import (
 // a dry-run or real apply) per object, and compare each planned object with
 // its live copy locally. Only an object that is missing from the lists or
 // differs from its plan costs requests of its own (Drift confirms it with a
-// dry-run apply; a re-apply job applies it, ForPlan).
+// dry-run apply; a re-apply job applies it, ForPlans).
 //
 // What "unchanged" means (Covers): the comparison must never call an object
 // unchanged when a server-side apply of its plan (with force) would change
@@ -77,7 +77,8 @@ import (
 // LabelConnection for the plans' connections unless a kind has shared
 // objects); cluster-scoped kinds are listed the same way. A namespaced
 // kind is listed in the plans' namespace alone when every planned object
-// of it is there (one plan, as a re-apply job's or a detail page's), else
+// of it is there (one plan, as a detail page's or a re-apply batch of one
+// job), else
 // across namespaces. Two kinds are listed without a selector: RoleBindings,
 // because the drift check reports and a re-apply removes bindings the
 // portal did not make (they carry no portal label), and a kind with an
@@ -93,12 +94,15 @@ import (
 // deleted without reading them, and reads the cluster-scoped ones with a
 // GET each.
 //
-// A snapshot lives for one drift check or one re-apply and is never shared
+// A snapshot lives for one drift check or one batch of re-apply jobs (one
+// stretch of their Kubernetes steps, reapplybatch.go) and is never shared
 // between calls, so it holds nothing another replica could have changed
-// since: it is as fresh as the GET it replaces. The one exception is the
-// drift checker's pass (DriftChecker.RunOnce): its batches share the lists
-// taken without a label selector across namespaces (ListCache), so those
-// are as old as the pass.
+// since: it is as fresh as the GET it replaces, give or take the time the
+// batch's own steps take (a re-apply batch's Kubernetes steps run straight
+// after their snapshot, with no AWS step between them). The one exception
+// is the drift checker's pass (DriftChecker.RunOnce): its batches share the
+// lists taken without a label selector across namespaces (ListCache), so
+// those are as old as the pass.
 
 // SnapshotPageSize is the page size of a snapshot's lists (ListOptions.Limit):
 // a list of more objects than this costs one request per page. It bounds
@@ -249,7 +253,8 @@ func (a *Applier) snapshot(ctx context.Context, plans []Plan, lists *ListCache) 
 		var ri dynamic.ResourceInterface = a.Client.Resource(gvr)
 		if one {
 			// Every planned object of the kind is in one namespace
-			// (one plan, as a re-apply job's): that namespace alone.
+			// (one plan, as a batch of one re-apply job's): that
+			// namespace alone.
 			ri = a.Client.Resource(gvr).Namespace(ns)
 		}
 		n, err := listAll(ctx, ri, gvr, opts, func(list *unstructured.UnstructuredList) {

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -156,6 +159,12 @@ func DefaultOwner() string {
 // plan of job.Version, which is checked like a provisioning job's (pinned
 // hash, preflight, namespace) before the first step.
 //
+// Re-apply jobs (workflow.JobReapply), when Apply is a SnapshotApplier and
+// the worker does not run dry, run in batches: the first one claimed
+// claims the other due ones (JobBatchClaimer, up to ReapplyBatch), and all
+// are run from one snapshot of the cluster, each recording its own steps,
+// settling on its own and handed back on its own (reapplybatch.go).
+//
 // Every step is applied on every attempt, including those a crashed attempt
 // already did: server-side apply is idempotent, and the readiness gate then
 // rests on what this attempt saw. A worker that dies leaves its job running
@@ -238,16 +247,71 @@ func (w *Worker) heartbeatEvery() time.Duration {
 	return orDefault(w.Heartbeat, min(JobHeartbeat, w.lease()/3))
 }
 
-// heartbeat renews the lease of job on every beat until the returned stop
-// is called (stop waits for it to end). When the store says the lease is
-// lost it cancels the run with ErrLeaseLost: the step in flight stops, and
-// the run's next write fails, so the worker writes nothing more. Any other
-// error (a busy database) is logged and the next beat tries again.
-func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, jobID int64, log *slog.Logger) (stop func()) {
+// leases are the jobs one run holds (one job, or a batch of re-apply
+// jobs), each with the cancel of its own run context: the heartbeat renews
+// each, and stops the run of one whose lease is lost.
+type leases struct {
+	mu   sync.Mutex // held while a job's lease is renewed, so release waits for it
+	held map[int64]heldJob
+}
+
+type heldJob struct {
+	cancel context.CancelCauseFunc
+	log    *slog.Logger
+}
+
+func newLeases() *leases { return &leases{held: map[int64]heldJob{}} }
+
+func (l *leases) hold(id int64, cancel context.CancelCauseFunc, log *slog.Logger) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held[id] = heldJob{cancel: cancel, log: log}
+}
+
+// release stops renewing job id's lease; when it returns, no renewal of it
+// is under way. A batch releases each job before its last write (its
+// completion, retry or failure), after which the store would call the
+// lease lost.
+func (l *leases) release(id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.held, id)
+}
+
+func (l *leases) ids() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Sorted(maps.Keys(l.held))
+}
+
+// heartbeat renews the lease of every job held on every beat until the
+// returned stop is called (stop waits for it to end). When the store says
+// a job's lease is lost it cancels that job's run with ErrLeaseLost: the
+// step in flight stops, and the run's next write fails, so the worker
+// writes nothing more for it. Any other error (a busy database) is logged
+// and the next beat tries again.
+func (w *Worker) heartbeat(ctx context.Context, held *leases) (stop func()) {
 	ticks, tickerStop := w.HeartbeatTicks, func() {}
 	if ticks == nil {
 		t := time.NewTicker(w.heartbeatEvery())
 		ticks, tickerStop = t.C, t.Stop
+	}
+	renew := func(id int64) {
+		held.mu.Lock()
+		defer held.mu.Unlock()
+		h, ok := held.held[id]
+		if !ok {
+			return // released meanwhile
+		}
+		err := w.Store.ExtendLease(context.WithoutCancel(ctx), id, w.Owner, w.now(), w.lease())
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			h.log.Warn("job lease lost: another worker holds the job; stopping", "err", err.Error())
+			delete(held.held, id)
+			h.cancel(err)
+		case err != nil:
+			h.log.Warn("job lease heartbeat failed; retrying at the next beat", "err", err.Error())
+		}
 	}
 	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -259,14 +323,8 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 				return
 			case <-ticks:
 			}
-			err := w.Store.ExtendLease(context.WithoutCancel(ctx), jobID, w.Owner, w.now(), w.lease())
-			switch {
-			case errors.Is(err, ErrLeaseLost):
-				log.Warn("job lease lost: another worker holds the job; stopping", "err", err.Error())
-				cancel(err)
-				return
-			case err != nil:
-				log.Warn("job lease heartbeat failed; retrying at the next beat", "err", err.Error())
+			for _, id := range held.ids() {
+				renew(id)
 			}
 		}
 	}()
@@ -308,6 +366,10 @@ func (w *Worker) check() error {
 // the run stopped without settling the job (the store failed, the lease was
 // lost, AfterStep said so): the job's lease expires and a later claim
 // resumes it.
+//
+// A re-apply job, when Apply is a SnapshotApplier and the worker does not
+// run dry, is run with the other due re-apply jobs, claimed with it (up to
+// ReapplyBatch): see runReapplyBatch.
 func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	if err := w.check(); err != nil {
 		return false, err
@@ -316,22 +378,38 @@ func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	log := w.log().With("job_id", job.ID, "connection_id", job.ConnectionID, "attempt", job.Attempts)
-	if job.PreviousOwner != "" {
-		log.Info("resuming a job whose lease expired", "previous_owner", job.PreviousOwner)
+	if sa, ok := w.Apply.(SnapshotApplier); ok && job.Kind == workflow.JobReapply && !w.DryRun {
+		return true, w.runReapplyBatch(ctx, job, sa)
 	}
+	log := w.jobLog(job)
 	// Bookkeeping outlives a shutdown: once a step has run, its outcome
 	// and the job's fate are recorded even if ctx is cancelled meanwhile.
 	// The database's busy timeout bounds these writes.
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopBeat := w.heartbeat(ctx, cancel, job.ID, log)
+	held := newLeases()
+	held.hold(job.ID, cancel, log)
+	stopBeat := w.heartbeat(ctx, held)
 	err = w.run(runCtx, context.WithoutCancel(ctx), job, log)
 	stopBeat()
-	if cause := context.Cause(runCtx); err != nil && errors.Is(cause, ErrLeaseLost) && !errors.Is(err, ErrLeaseLost) {
-		err = fmt.Errorf("%w (%v)", cause, err)
+	return true, leaseLostCause(runCtx, err)
+}
+
+// jobLog is the logger of a claimed job's run.
+func (w *Worker) jobLog(job workflow.Job) *slog.Logger {
+	log := w.log().With("job_id", job.ID, "connection_id", job.ConnectionID, "attempt", job.Attempts)
+	if job.PreviousOwner != "" {
+		log.Info("resuming a job whose lease expired", "previous_owner", job.PreviousOwner)
 	}
-	return true, err
+	return log
+}
+
+// leaseLostCause names a lost lease as the cause of err when it is.
+func leaseLostCause(runCtx context.Context, err error) error {
+	if cause := context.Cause(runCtx); err != nil && errors.Is(cause, ErrLeaseLost) && !errors.Is(err, ErrLeaseLost) {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
+	return err
 }
 
 // stop is how a run ends without a store error.
@@ -340,15 +418,50 @@ type stop struct {
 	err   error
 }
 
-func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logger) error {
-	if job.Kind != workflow.JobProvision && job.Kind != workflow.JobRevoke && job.Kind != workflow.JobReapply && job.Kind != workflow.JobAmend &&
-		job.Kind != workflow.JobScheduler && job.Kind != workflow.JobHold {
-		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
+// jobRun is one attempt of a claimed job as the worker runs it: its steps
+// and how far it got. A batch of re-apply jobs runs each a stretch at a
+// time (runReapplyBatch); a single job runs all its steps at once.
+type jobRun struct {
+	job workflow.Job
+	log *slog.Logger
+	// ctx is the job's run: cancelled on shutdown, or when its lease is
+	// lost (the heartbeat).
+	ctx   context.Context
+	plan  Plan // a batched re-apply job's plan (before Adopting)
+	steps []Step
+	names []string
+	hash  string
+	apply StepApplier
+	fresh freshNamespaces
+	next  int // the step to run next
+	// release, when set, stops renewing the job's lease: a batch calls it
+	// before the job's last write.
+	release func()
+	// died: AfterStep said to stop as if the process had died.
+	died bool
+}
+
+func (w *Worker) newRun(ctx context.Context, job workflow.Job, log *slog.Logger) *jobRun {
+	r := &jobRun{job: job, log: log, ctx: ctx}
+	if a, ok := w.Apply.(NewObjectApplier); ok {
+		r.fresh.applier = a
 	}
-	if job.Attempts > w.maxAttempts() {
-		// Claims that never settled (crashes, lost leases) count too: a job
-		// that kills its worker must not loop forever.
-		return w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: gave up after %d attempts; last error: %s", job.Attempts-1, orNone(job.LastError))})
+	return r
+}
+
+func (r *jobRun) setSteps(steps []Step, hash string) {
+	r.steps, r.hash = steps, hash
+	r.names = make([]string, len(steps))
+	for i, st := range steps {
+		r.names[i] = st.Name()
+	}
+}
+
+func (r *jobRun) done() bool { return r.next >= len(r.steps) }
+
+func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logger) error {
+	if ended, err := w.admit(sctx, job, log); ended {
+		return err
 	}
 	if job.Kind == workflow.JobScheduler {
 		return w.runScheduler(ctx, sctx, job, log)
@@ -357,77 +470,149 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 	if err != nil {
 		return w.settle(sctx, job, log, stop{retry: !IsPermanent(err), err: err})
 	}
-	names := make([]string, len(steps))
-	for i, st := range steps {
-		names[i] = st.Name()
-	}
-	if err := w.Store.StartJob(sctx, job.ID, w.Owner, hash, names, w.DryRun, w.now()); err != nil {
-		if te := (*workflow.TransitionError)(nil); errors.As(err, &te) {
-			return w.settle(sctx, job, log, stop{err: err})
-		}
+	r := w.newRun(ctx, job, log)
+	r.setSteps(steps, hash)
+	r.apply = w.Apply
+	if ended, err := w.start(sctx, r); ended {
 		return err
 	}
-	apply := w.applierFor(job, steps)
-	fresh := freshNamespaces{}
-	if a, ok := w.Apply.(NewObjectApplier); ok {
-		fresh.applier = a
+	if ended, err := w.runSteps(sctx, r, nil); ended {
+		return err
 	}
-	for seq, st := range steps {
-		if ctx.Err() != nil {
-			return w.handBack(sctx, job, log, seq, names[seq])
+	return w.complete(sctx, r)
+}
+
+// admit settles a job this worker cannot run (a kind it does not know) or
+// that has used up its attempts; ended says it did.
+func (w *Worker) admit(sctx context.Context, job workflow.Job, log *slog.Logger) (ended bool, err error) {
+	if job.Kind != workflow.JobProvision && job.Kind != workflow.JobRevoke && job.Kind != workflow.JobReapply && job.Kind != workflow.JobAmend &&
+		job.Kind != workflow.JobScheduler && job.Kind != workflow.JobHold {
+		return true, w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: %s jobs are not run by this version of the portal", job.Kind)})
+	}
+	if job.Attempts > w.maxAttempts() {
+		// Claims that never settled (crashes, lost leases) count too: a job
+		// that kills its worker must not loop forever.
+		return true, w.settle(sctx, job, log, stop{err: fmt.Errorf("provision: gave up after %d attempts; last error: %s", job.Attempts-1, orNone(job.LastError))})
+	}
+	return false, nil
+}
+
+// start records the attempt's steps (StartJob); a start the lifecycle
+// refuses fails the job.
+func (w *Worker) start(sctx context.Context, r *jobRun) (ended bool, err error) {
+	if err := w.Store.StartJob(sctx, r.job.ID, w.Owner, r.hash, r.names, w.DryRun, w.now()); err != nil {
+		if te := (*workflow.TransitionError)(nil); errors.As(err, &te) {
+			return true, w.settleRun(sctx, r, stop{err: err})
 		}
-		if err := w.Store.StartStep(sctx, job.ID, w.Owner, seq, names[seq], w.now(), w.lease()); err != nil {
-			return err
+		return true, err
+	}
+	return false, nil
+}
+
+// runSteps runs r's steps from r.next, each recorded, until they are all
+// done or, when pause is set, until the next step is one pause names (not
+// run). ended says the job's attempt ended here (settled, handed back, or
+// stopped by a store error, which err is).
+func (w *Worker) runSteps(sctx context.Context, r *jobRun, pause func(Step) bool) (ended bool, err error) {
+	job := r.job
+	for r.next < len(r.steps) {
+		seq, st := r.next, r.steps[r.next]
+		if pause != nil && pause(st) {
+			return false, nil
+		}
+		if r.ctx.Err() != nil {
+			return true, w.handBackRun(sctx, r)
+		}
+		if ran, err := w.runAnswered(sctx, r, pause); err != nil {
+			return true, err
+		} else if ran {
+			continue
+		}
+		if err := w.Store.StartStep(sctx, job.ID, w.Owner, seq, r.names[seq], w.now(), w.lease()); err != nil {
+			return true, err
 		}
 		outcome, detail, applyErr := DryRunOutcome, st.Detail, error(nil)
 		var rec *workflow.AWSRecord
 		if !w.DryRun {
-			stepCtx, cancel := context.WithTimeout(ctx, w.stepTimeout())
+			stepCtx, cancel := context.WithTimeout(r.ctx, w.stepTimeout())
 			switch {
 			case st.AWS != nil:
 				outcome, detail, rec, applyErr = w.runAWS(stepCtx, st)
-			case fresh.holds(st):
-				outcome, detail, applyErr = fresh.apply(stepCtx, st.Object)
+			case r.fresh.holds(st):
+				outcome, detail, applyErr = r.fresh.apply(stepCtx, st.Object)
 			default:
-				outcome, detail, applyErr = w.runStep(stepCtx, job, apply, st)
+				outcome, detail, applyErr = w.runStep(stepCtx, job, r.apply, st)
 			}
 			cancel()
 		}
 		if applyErr != nil {
-			if err := w.Store.StepFailed(sctx, job.ID, w.Owner, seq, names[seq], applyErr.Error(), w.now()); err != nil {
-				return err
+			if err := w.Store.StepFailed(sctx, job.ID, w.Owner, seq, r.names[seq], applyErr.Error(), w.now()); err != nil {
+				return true, err
 			}
-			if ctx.Err() != nil {
+			if r.ctx.Err() != nil {
 				// The step was cut short by a shutdown, not by the cluster.
-				return w.handBack(sctx, job, log, seq, names[seq])
+				return true, w.handBackRun(sctx, r)
 			}
-			return w.settle(sctx, job, log, stop{retry: !IsPermanent(applyErr), err: applyErr})
+			return true, w.settleRun(sctx, r, stop{retry: !IsPermanent(applyErr), err: applyErr})
 		}
-		fresh.saw(st, outcome)
-		if r, ok := w.Store.(AWSRecorder); ok && rec != nil {
+		r.fresh.saw(st, outcome)
+		if rs, ok := w.Store.(AWSRecorder); ok && rec != nil {
 			rec.ConnectionID = job.ConnectionID
-			if err := r.RecordAWSResource(sctx, job.ID, w.Owner, *rec, w.now()); err != nil {
-				return err
+			if err := rs.RecordAWSResource(sctx, job.ID, w.Owner, *rec, w.now()); err != nil {
+				return true, err
 			}
 		}
-		if err := w.Store.StepFinished(sctx, job.ID, w.Owner, seq, names[seq], string(outcome), detail, w.now()); err != nil {
-			return err
+		if err := w.Store.StepFinished(sctx, job.ID, w.Owner, seq, r.names[seq], string(outcome), detail, w.now()); err != nil {
+			return true, err
 		}
-		log.Debug("step done", "step", seq, "name", names[seq], "outcome", string(outcome))
+		r.log.Debug("step done", "step", seq, "name", r.names[seq], "outcome", string(outcome))
 		if w.AfterStep != nil {
 			if err := w.AfterStep(seq); err != nil {
-				return err
+				r.died = true
+				return true, err
 			}
 		}
+		r.next++
 	}
-	if err := w.Store.CompleteJob(sctx, job.ID, w.Owner, w.now()); err != nil {
+	return false, nil
+}
+
+// complete ends an attempt whose steps are all done: the job succeeds.
+func (w *Worker) complete(sctx context.Context, r *jobRun) error {
+	if r.release != nil {
+		r.release()
+	}
+	if err := w.Store.CompleteJob(sctx, r.job.ID, w.Owner, w.now()); err != nil {
 		if te := (*workflow.TransitionError)(nil); errors.As(err, &te) {
-			return w.settle(sctx, job, log, stop{err: err})
+			return w.settle(sctx, r.job, r.log, stop{err: err})
 		}
 		return err
 	}
-	log.Info("job succeeded", "kind", job.Kind, "steps", len(steps), "dry_run", w.DryRun, "plan_hash", hash)
+	r.log.Info("job succeeded", "kind", r.job.Kind, "steps", len(r.steps), "dry_run", w.DryRun, "plan_hash", r.hash)
 	return nil
+}
+
+// settleRun is settle for a run, its lease released first.
+func (w *Worker) settleRun(sctx context.Context, r *jobRun, s stop) error {
+	if r.release != nil {
+		r.release()
+	}
+	return w.settle(sctx, r.job, r.log, s)
+}
+
+// handBackRun is handBack for a run stopping before step r.next (before
+// its first step when its steps are not known yet), its lease released
+// first.
+func (w *Worker) handBackRun(sctx context.Context, r *jobRun) error {
+	if r.release != nil {
+		r.release()
+	}
+	if r.next >= len(r.names) {
+		now := w.now()
+		r.log.Info("worker stopping; job handed back before its first step")
+		return w.Store.RetryJob(sctx, r.job.ID, w.Owner, now, "interrupted before its first step: the worker stopped", now)
+	}
+	return w.handBack(sctx, r.job, r.log, r.next, r.names[r.next])
 }
 
 // steps are what a job does, and the hash recorded as the plan it ran: a
@@ -472,27 +657,12 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 		}
 		return s, StepsHash(s), nil
 	}
-	hash := plan.Hash()
-	if job.PlanHash != "" && job.PlanHash != hash {
-		return nil, "", permanent(fmt.Errorf(
-			"provision: the plan (%s) is not the one approved (%s): the cluster settings changed since the approval", hash, job.PlanHash))
+	hash, err := w.checkPlan(ctx, job, plan)
+	if err != nil {
+		return nil, "", err
 	}
-	if w.Preflight != nil && !w.DryRun {
-		if err := w.Preflight(ctx, plan); err != nil {
-			return nil, "", fmt.Errorf("provision: before applying: %w", err)
-		}
-	}
-	if nc, ok := w.Apply.(NamespaceChecker); ok && !w.DryRun {
-		// A foreign namespace nobody adopted stops the job before its
-		// first step, AWS ones included; Apply checks again at the
-		// namespace step itself.
-		c, err := nc.CheckNamespace(ctx, plan)
-		if err != nil {
-			return nil, "", fmt.Errorf("provision: before applying: %w", err)
-		}
-		if c.Foreign && job.AdoptNamespace != plan.Namespace {
-			return nil, "", fmt.Errorf("provision: before applying: %w", foreignNamespaceError(plan.Namespace, plan.Team))
-		}
+	if err := w.checkNamespace(ctx, job, plan, w.namespaceChecker()); err != nil {
+		return nil, "", err
 	}
 	plan = plan.Adopting(job.AdoptNamespace)
 	if job.Kind == workflow.JobReapply {
@@ -508,6 +678,49 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 	return ApplySteps(plan), hash, nil
 }
 
+// checkPlan checks the plan of a provisioning, re-apply or amend job
+// before anything is applied, and returns its hash: the plan must be the
+// one an approver pinned, when one was, and pass Preflight.
+func (w *Worker) checkPlan(ctx context.Context, job workflow.Job, plan Plan) (string, error) {
+	hash := plan.Hash()
+	if job.PlanHash != "" && job.PlanHash != hash {
+		return "", permanent(fmt.Errorf(
+			"provision: the plan (%s) is not the one approved (%s): the cluster settings changed since the approval", hash, job.PlanHash))
+	}
+	if w.Preflight != nil && !w.DryRun {
+		if err := w.Preflight(ctx, plan); err != nil {
+			return "", fmt.Errorf("provision: before applying: %w", err)
+		}
+	}
+	return hash, nil
+}
+
+// namespaceChecker is Apply when it reads namespaces and the worker does
+// not run dry; else nil (no check).
+func (w *Worker) namespaceChecker() NamespaceChecker {
+	if nc, ok := w.Apply.(NamespaceChecker); ok && !w.DryRun {
+		return nc
+	}
+	return nil
+}
+
+// checkNamespace refuses, before the job's first step (AWS ones
+// included), a foreign namespace nobody adopted; Apply checks again at the
+// namespace step itself. nc reads the namespace (nil: no check).
+func (w *Worker) checkNamespace(ctx context.Context, job workflow.Job, plan Plan, nc NamespaceChecker) error {
+	if nc == nil {
+		return nil
+	}
+	c, err := nc.CheckNamespace(ctx, plan)
+	if err != nil {
+		return fmt.Errorf("provision: before applying: %w", err)
+	}
+	if c.Foreign && job.AdoptNamespace != plan.Namespace {
+		return fmt.Errorf("provision: before applying: %w", foreignNamespaceError(plan.Namespace, plan.Team))
+	}
+	return nil
+}
+
 // runStep runs one step on the cluster: an apply with Apply, any other
 // action with Apply's RevocationApplier side.
 func (w *Worker) runStep(ctx context.Context, job workflow.Job, apply StepApplier, st Step) (Outcome, string, error) {
@@ -520,75 +733,6 @@ func (w *Worker) runStep(ctx context.Context, job workflow.Job, apply StepApplie
 	r, ok := apply.(RevocationApplier)
 	if !ok {
 		return Failed, "", permanent(fmt.Errorf("provision: job %d: the worker's applier (%T) cannot %s objects", job.ID, apply, st.Action))
-	}
-	return r.RunStep(ctx, st)
-}
-
-// applierFor is the StepApplier of a job's steps: w.Apply, except for a
-// re-apply job when w.Apply is a SnapshotApplier: then the plan's objects
-// are read with one list per kind at the job's first Kubernetes step (not
-// before the job: its AWS steps come first and can take minutes, and an
-// object edited meanwhile must not be called unchanged from an older
-// reading), and only those that differ from the plan are applied
-// (reconcile.go). The snapshot serves this attempt only; a resumed attempt
-// takes its own.
-func (w *Worker) applierFor(job workflow.Job, steps []Step) StepApplier {
-	sa, ok := w.Apply.(SnapshotApplier)
-	if job.Kind != workflow.JobReapply || w.DryRun || !ok {
-		return w.Apply
-	}
-	p := Plan{ConnectionID: job.ConnectionID}
-	for _, st := range steps {
-		switch st.Action {
-		case ActionApply:
-			if st.AWS == nil {
-				p.Objects = append(p.Objects, st.Object)
-			}
-		case ActionPrune:
-			p.Namespace = st.Object.Namespace
-		}
-	}
-	return &lazySnapshot{sa: sa, plan: p}
-}
-
-// lazySnapshot is a re-apply job's StepApplier: it takes the plan's
-// snapshot (SnapshotApplier.ForPlan) when its first step runs, and runs
-// that step and the rest from it.
-type lazySnapshot struct {
-	sa    SnapshotApplier
-	plan  Plan
-	steps StepApplier // nil until the first step
-}
-
-func (l *lazySnapshot) get(ctx context.Context) (StepApplier, error) {
-	if l.steps == nil {
-		a, err := l.sa.ForPlan(ctx, l.plan)
-		if err != nil {
-			return nil, fmt.Errorf("provision: reading the plan's objects before re-applying: %w", err)
-		}
-		l.steps = a
-	}
-	return l.steps, nil
-}
-
-// ApplyObject applies o from the snapshot, taken now if not yet.
-func (l *lazySnapshot) ApplyObject(ctx context.Context, o Object) (Outcome, string, error) {
-	a, err := l.get(ctx)
-	if err != nil {
-		return Failed, "", err
-	}
-	return a.ApplyObject(ctx, o)
-}
-
-// RunStep runs st from the snapshot, taken now if not yet.
-func (l *lazySnapshot) RunStep(ctx context.Context, st Step) (Outcome, string, error) {
-	a, err := l.get(ctx)
-	if err != nil {
-		return Failed, "", err
-	}
-	r, ok := a.(RevocationApplier)
-	if !ok {
-		return Failed, "", permanent(fmt.Errorf("provision: the re-apply applier (%T) cannot %s objects", a, st.Action))
 	}
 	return r.RunStep(ctx, st)
 }

@@ -35,6 +35,9 @@ import (
 var (
 	_ provision.JobStore    = (*store.DB)(nil)
 	_ provision.AWSRecorder = (*store.DB)(nil)
+	// Re-apply jobs run in batches (reapplybatch.go).
+	_ provision.JobBatchClaimer = (*store.DB)(nil)
+	_ provision.StepsRecorder   = (*store.DB)(nil)
 )
 
 // clock is a manual clock shared by the workers of a test.

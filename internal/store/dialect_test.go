@@ -315,6 +315,105 @@ func TestConcurrentReplicasClaimEachJobOnce(t *testing.T) {
 	}
 }
 
+// Batch claimers (ClaimJobs, the worker's re-apply batches) on two
+// replicas, racing single claimers (ClaimJob), take every job exactly once.
+func TestConcurrentReplicasClaimJobsEachJobOnce(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	other, err := store.Open(ctx, f.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ids := f.reapplyJobs("team", 12)
+	now := f.tick()
+	var (
+		mu      sync.Mutex
+		claimed = map[int64][]string{}
+		wg      sync.WaitGroup
+	)
+	start := make(chan struct{})
+	for i, db := range []*store.DB{f.db, other, f.db, other} {
+		wg.Go(func() {
+			<-start
+			owner := fmt.Sprintf("replica%d", i)
+			for {
+				var got []workflow.Job
+				if i == 3 {
+					j, ok, err := db.ClaimJob(ctx, owner, now, time.Hour)
+					if err != nil {
+						t.Errorf("%s: ClaimJob: %v", owner, err)
+						return
+					}
+					if ok {
+						got = append(got, j)
+					}
+				} else {
+					js, err := db.ClaimJobs(ctx, owner, workflow.JobReapply, now, time.Hour, 2)
+					if err != nil {
+						t.Errorf("%s: ClaimJobs: %v", owner, err)
+						return
+					}
+					got = js
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range got {
+					claimed[j.ID] = append(claimed[j.ID], owner)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if len(claimed) != len(ids) {
+		t.Errorf("%d jobs claimed, want %d", len(claimed), len(ids))
+	}
+	for id, by := range claimed {
+		if len(by) != 1 {
+			t.Errorf("job %d claimed %d times: %v", id, len(by), by)
+		}
+		if j := f.job(id); j.Attempts != 1 || j.LeaseOwner != by[0] {
+			t.Errorf("job %d: attempts %d, leased to %q; want one attempt, leased to %s", id, j.Attempts, j.LeaseOwner, by[0])
+		}
+	}
+}
+
+// On PostgreSQL ClaimJobs, as ClaimJob, skips the jobs whose rows another
+// transaction holds and takes the others, instead of waiting.
+func TestPostgresClaimJobsSkipsLockedJob(t *testing.T) {
+	if !onPostgres() {
+		t.Skip("PostgreSQL's row locks; SQLite has one writer at a time (the PostgreSQL pass runs this)")
+	}
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	ids := f.reapplyJobs("lock", 3)
+	holder, err := f.raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback() //nolint:errcheck
+	if _, err := holder.ExecContext(ctx, `SELECT id FROM jobs WHERE id = ? FOR UPDATE`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, err := f.db.ClaimJobs(bounded, "w", workflow.JobReapply, f.tick(), time.Hour, 10)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(bounded.Err(), context.DeadlineExceeded) {
+		t.Fatalf("the claim waited for the locked job instead of skipping it: %v", err)
+	}
+	var claimed []int64
+	for _, j := range got {
+		claimed = append(claimed, j.ID)
+	}
+	if err != nil || !slices.Equal(claimed, []int64{ids[0], ids[2]}) {
+		t.Fatalf("ClaimJobs = %v, %v; want jobs %d and %d (job %d is locked)", claimed, err, ids[0], ids[2], ids[1])
+	}
+}
+
 // On PostgreSQL a claimer skips a job whose row another transaction holds
 // (FOR UPDATE SKIP LOCKED) and takes the next one, instead of waiting for
 // it. The context only bounds the test should the claim wait.

@@ -318,10 +318,13 @@ func TestLeaseExpiryAndLostLease(t *testing.T) {
 		"StepStarted":  func() error { return f.db.StepStarted(ctx, j.ID, "worker-a", 0, "Namespace x", now) },
 		"StartStep":    func() error { return f.db.StartStep(ctx, j.ID, "worker-a", 1, "ResourceQuota x/q", now, lease) },
 		"StepFinished": func() error { return f.db.StepFinished(ctx, j.ID, "worker-a", 0, "Namespace x", "created", "", now) },
-		"StepFailed":   func() error { return f.db.StepFailed(ctx, j.ID, "worker-a", 0, "Namespace x", "boom", now) },
-		"RetryJob":     func() error { return f.db.RetryJob(ctx, j.ID, "worker-a", now, "boom", now) },
-		"FailJob":      func() error { return f.db.FailJob(ctx, j.ID, "worker-a", "boom", now) },
-		"CompleteJob":  func() error { return f.db.CompleteJob(ctx, j.ID, "worker-a", now) },
+		"StepsDone": func() error {
+			return f.db.StepsDone(ctx, j.ID, "worker-a", []workflow.JobStep{{Seq: 1, Name: "ResourceQuota x/q", Outcome: "unchanged"}}, now, lease)
+		},
+		"StepFailed":  func() error { return f.db.StepFailed(ctx, j.ID, "worker-a", 0, "Namespace x", "boom", now) },
+		"RetryJob":    func() error { return f.db.RetryJob(ctx, j.ID, "worker-a", now, "boom", now) },
+		"FailJob":     func() error { return f.db.FailJob(ctx, j.ID, "worker-a", "boom", now) },
+		"CompleteJob": func() error { return f.db.CompleteJob(ctx, j.ID, "worker-a", now) },
 	} {
 		if err := write(); !errors.Is(err, store.ErrLeaseLost) {
 			t.Errorf("%s by the worker that lost the lease = %v, want ErrLeaseLost", name, err)
@@ -613,4 +616,131 @@ func TestApproveRecordsTheNamespaceAdoption(t *testing.T) {
 		t.Errorf("jobs of a plain approval: %+v, %v", js, err)
 	}
 	f.verifyAudit()
+}
+
+// reapplyJobs makes n active connections and queues a re-apply job of
+// each, as an admin's Re-apply does; it returns the jobs' IDs in order.
+func (f *fixture) reapplyJobs(prefix string, n int) []int64 {
+	f.t.Helper()
+	var conns []store.Connection
+	for i := range n { // all provisioned first: f.active claims the next job
+		conns = append(conns, f.active(fmt.Sprintf("%s%c", prefix, 'a'+i)))
+	}
+	var ids []int64
+	for _, conn := range conns {
+		j, err := f.db.EnqueueReapply(f.t.Context(), conn.ID, f.admins[0], "re-apply", f.tick())
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	return ids
+}
+
+// ClaimJobs takes due jobs of its kind only, expired leases first, then the
+// queued ones in due order, up to its limit, each as ClaimJob takes one.
+func TestClaimJobsOrderKindAndLease(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	ids := f.reapplyJobs("r", 4)
+	_, prov := f.approved("other") // a provisioning job: not taken
+	// The first re-apply job is held by a worker whose lease expires.
+	held := f.claim("dead")
+	if held.ID != ids[0] {
+		t.Fatalf("claimed %d, want the oldest re-apply job %d", held.ID, ids[0])
+	}
+	if _, err := f.db.ClaimJobs(ctx, "", workflow.JobReapply, f.now, lease, 5); err == nil {
+		t.Error("ClaimJobs without an owner succeeded")
+	}
+	// Before the lease expires: the three queued ones, the limit taking two.
+	at := f.tick()
+	got, err := f.db.ClaimJobs(ctx, "w1", workflow.JobReapply, at, lease, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claimed []int64
+	for _, j := range got {
+		claimed = append(claimed, j.ID)
+		if j.State != workflow.JobRunning || j.LeaseOwner != "w1" || j.Attempts != 1 || !j.LeaseUntil.Equal(at.Add(lease)) || j.PreviousOwner != "" {
+			t.Errorf("claimed %+v; want running, leased to w1 until %s, attempt 1", j, at.Add(lease))
+		}
+	}
+	if !slices.Equal(claimed, ids[1:3]) {
+		t.Errorf("claimed %v, want %v (due order, limit 2)", claimed, ids[1:3])
+	}
+	// After the dead worker's lease: its job first, then the last queued.
+	expiry := held.LeaseUntil
+	got, err = f.db.ClaimJobs(ctx, "w2", workflow.JobReapply, expiry, lease, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != ids[0] || got[0].PreviousOwner != "dead" || got[0].Attempts != 2 || got[1].ID != ids[3] || got[1].Attempts != 1 {
+		t.Errorf("claim after the lease expired = %+v; want job %d taken over from dead (attempt 2), then job %d", got, ids[0], ids[3])
+	}
+	if j := f.job(prov.ID); j.State != workflow.JobQueued {
+		t.Errorf("the provisioning job is %s: ClaimJobs took another kind", j.State)
+	}
+	if got, err := f.db.ClaimJobs(ctx, "w3", workflow.JobReapply, expiry, lease, 10); err != nil || len(got) != 0 {
+		t.Errorf("nothing due: ClaimJobs = %v, %v", got, err)
+	}
+}
+
+// StepsDone records steps exactly as StartStep then StepFinished record
+// them, a run each (a step run before keeps its count), and extends the
+// lease, in one transaction.
+func TestStepsDoneRecordsAsStartAndFinish(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	f.approved("red")
+	f.approved("blue")
+	names := []string{"Namespace x", "ResourceQuota x/q", "RoleBinding x/b"}
+	one, two := f.claim("w"), f.claim("w")
+	for _, j := range []workflow.Job{one, two} {
+		if err := f.db.StartJob(ctx, j.ID, "w", "plan", names, false, f.tick()); err != nil {
+			t.Fatal(err)
+		}
+		// Step 1 ran once already (a failed try), as a resumed attempt's may have.
+		if err := f.db.StartStep(ctx, j.ID, "w", 1, names[1], f.now, lease); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.db.StepFailed(ctx, j.ID, "w", 1, names[1], "boom", f.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := f.tick()
+	for seq, name := range names {
+		if err := f.db.StartStep(ctx, one.ID, "w", seq, name, at, lease); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.db.StepFinished(ctx, one.ID, "w", seq, name, "unchanged", fmt.Sprintf("resourceVersion %d", seq), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var batch []workflow.JobStep
+	for seq, name := range names {
+		batch = append(batch, workflow.JobStep{Seq: seq, Name: name, Outcome: "unchanged", Detail: fmt.Sprintf("resourceVersion %d", seq)})
+	}
+	if err := f.db.StepsDone(ctx, two.ID, "w", batch, at, lease); err != nil {
+		t.Fatal(err)
+	}
+	want, got := f.steps(one.ID), f.steps(two.ID)
+	if len(got) != len(want) {
+		t.Fatalf("%d steps, want %d", len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		w.JobID, g.JobID = 0, 0
+		if g != w {
+			t.Errorf("step %d by StepsDone = %+v\nby StartStep and StepFinished = %+v", i, g, w)
+		}
+	}
+	if got[1].Attempts != 2 {
+		t.Errorf("step 1 attempts %d, want 2 (its failed run and this one)", got[1].Attempts)
+	}
+	if j := f.job(two.ID); !j.LeaseUntil.Equal(at.Add(lease)) {
+		t.Errorf("lease until %s, want %s", j.LeaseUntil, at.Add(lease))
+	}
+	if err := f.db.CompleteJob(ctx, two.ID, "w", f.tick()); err != nil {
+		t.Errorf("CompleteJob after StepsDone: %v", err)
+	}
 }
