@@ -308,6 +308,7 @@ func load(ctx context.Context, cfg config, t *target, name string) (wrkResult, e
 		log.Printf("%s: NO request completed within the %s wrk run: req/s 0; mean and p99 are one unloaded GET's time (%s), a lower bound",
 			pg.Name, cfg.duration, r.Mean.Round(time.Millisecond))
 	}
+	log.Printf("  %s at %s audit events, one run: %d requests, %.0f req/s, mean %.2f ms, p99 %.2f ms", pg.Name, count(t.audit), r.Requests, r.RPS, ms(r.Mean), ms(r.P99))
 	return r, nil
 }
 
