@@ -185,6 +185,24 @@ func (b *wbed) reapplied(ctx context.Context, tenants []wintTenant, ids []int64)
 	return out
 }
 
+// allUnchanged fails the test unless every re-apply job of ids succeeded
+// with each object's step unchanged at the resourceVersion before held
+// for it, and its prune step unchanged.
+func (b *wbed) allUnchanged(ctx context.Context, tenants []wintTenant, ids []int64, before map[string]string) {
+	b.tb.Helper()
+	for i, steps := range b.reapplied(ctx, tenants, ids) {
+		tn := tenants[i]
+		for _, name := range tn.names {
+			if want := "unchanged resourceVersion " + before[tn.team+" "+name]; steps[name] != want {
+				b.tb.Errorf("re-apply of %s: %s = %q, want %q", tn.team, name, steps[name], want)
+			}
+		}
+		if !strings.HasPrefix(steps["prune"], "unchanged") {
+			b.tb.Errorf("re-apply of %s: prune = %q, want unchanged", tn.team, steps["prune"])
+		}
+	}
+}
+
 // (a) A re-apply and a drift check of unchanged tenants issue exactly one
 // list per kind (GETs, nothing else), write nothing and leave every
 // resourceVersion as it was; so does the drift checker over the store's
@@ -209,17 +227,7 @@ func TestNoopReconcileIntegration(t *testing.T) {
 	b.counter.Reset()
 	b.runJobs(ctx, b.worker("noop"))
 	onlyLists("3 re-apply jobs")
-	for i, steps := range b.reapplied(ctx, tenants, ids) {
-		tn := tenants[i]
-		for _, name := range tn.names {
-			if want := "unchanged resourceVersion " + before[tn.team+" "+name]; steps[name] != want {
-				t.Errorf("re-apply of %s: %s = %q, want %q", tn.team, name, steps[name], want)
-			}
-		}
-		if !strings.HasPrefix(steps["prune"], "unchanged") {
-			t.Errorf("re-apply of %s: prune = %q, want unchanged", tn.team, steps["prune"])
-		}
-	}
+	b.allUnchanged(ctx, tenants, ids, before)
 
 	b.counter.Reset()
 	for i, r := range b.applier.DriftAll(ctx, plans) {

@@ -391,14 +391,7 @@ func TestPostgresClaimJobsSkipsLockedJob(t *testing.T) {
 	f := newFixture(t, 1)
 	ctx := t.Context()
 	ids := f.reapplyJobs("lock", 3)
-	holder, err := f.raw.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback() //nolint:errcheck
-	if _, err := holder.ExecContext(ctx, `SELECT id FROM jobs WHERE id = ? FOR UPDATE`, ids[1]); err != nil {
-		t.Fatal(err)
-	}
+	lockJobRow(t, f, ids[1])
 	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	got, err := f.db.ClaimJobs(bounded, "w", workflow.JobReapply, f.tick(), time.Hour, 10)
@@ -428,14 +421,7 @@ func TestPostgresClaimSkipsLockedJob(t *testing.T) {
 		_, j := f.approved(team)
 		ids = append(ids, j.ID)
 	}
-	holder, err := f.raw.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback() //nolint:errcheck
-	if _, err := holder.ExecContext(ctx, `SELECT id FROM jobs WHERE id = ? FOR UPDATE`, ids[0]); err != nil {
-		t.Fatal(err)
-	}
+	lockJobRow(t, f, ids[0])
 	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	j, ok, err := f.db.ClaimJob(bounded, "w", f.tick(), time.Hour)
@@ -486,5 +472,19 @@ func TestOpenRedactsPassword(t *testing.T) {
 		if r := store.RedactDSN(dsn); strings.Contains(r, "s3cret-pw") {
 			t.Errorf("RedactDSN(...) = %s", r)
 		}
+	}
+}
+
+// lockJobRow holds job id's row locked (SELECT ... FOR UPDATE in an open
+// transaction) until the test ends.
+func lockJobRow(t *testing.T, f *fixture, id int64) {
+	t.Helper()
+	holder, err := f.raw.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Rollback() }) //nolint:errcheck
+	if _, err := holder.ExecContext(t.Context(), `SELECT id FROM jobs WHERE id = ? FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
 	}
 }
