@@ -271,11 +271,7 @@ func TestConcurrentReplicasKeepOneAuditChain(t *testing.T) {
 func TestConcurrentReplicasClaimEachJobOnce(t *testing.T) {
 	f := newFixture(t, 1)
 	ctx := t.Context()
-	other, err := store.Open(ctx, f.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := f.replica(t)
 	const jobs = 12
 	for i := range jobs {
 		f.approved(fmt.Sprintf("team%c", 'a'+i)) // queues its provisioning job
@@ -320,11 +316,7 @@ func TestConcurrentReplicasClaimEachJobOnce(t *testing.T) {
 func TestConcurrentReplicasClaimJobsEachJobOnce(t *testing.T) {
 	f := newFixture(t, 1)
 	ctx := t.Context()
-	other, err := store.Open(ctx, f.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := f.replica(t)
 	ids := f.reapplyJobs("team", 12)
 	now := f.tick()
 	var (
@@ -487,4 +479,16 @@ func lockJobRow(t *testing.T, f *fixture, id int64) {
 	if _, err := holder.ExecContext(t.Context(), `SELECT id FROM jobs WHERE id = ? FOR UPDATE`, id); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// replica opens the fixture's database a second time, as another replica
+// does, until the test ends.
+func (f *fixture) replica(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(t.Context(), f.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

@@ -204,25 +204,8 @@ func (d *DB) ClaimJob(ctx context.Context, owner string, now time.Time, lease ti
 		if err != nil {
 			return fmt.Errorf("store: claim job: %w", err)
 		}
-		// The claim re-checks what the select saw, so that it stays
-		// exclusive even if this ran outside a write-locked transaction.
-		res, err := tx.ExecContext(ctx, `
-UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-WHERE id = ? AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' AND lease_until <= ?))`,
-			owner, fmtTime(now.Add(lease)), ts, id, ts, ts)
-		if err != nil {
-			return fmt.Errorf("store: claim job: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("store: claim job: %w", err)
-		} else if n == 0 {
-			return nil // claimed by someone else after all
-		}
-		if j, err = getJob(ctx, tx, id); err != nil {
-			return err
-		}
-		j.PreviousOwner, found = prev, true
-		return nil
+		j, found, err = claimPicked(ctx, tx, id, prev, owner, now, lease)
+		return err
 	})
 	if err != nil {
 		return workflow.Job{}, false, err
@@ -284,25 +267,13 @@ func (d *DB) ClaimJobs(ctx context.Context, owner string, kind workflow.JobKind,
 			}
 		}
 		for _, p := range picks {
-			// ClaimJob's update, re-checking what the select saw.
-			res, err := tx.ExecContext(ctx, `
-UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-WHERE id = ? AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' AND lease_until <= ?))`,
-				owner, fmtTime(now.Add(lease)), ts, p.id, ts, ts)
-			if err != nil {
-				return fmt.Errorf("store: claim jobs: %w", err)
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return fmt.Errorf("store: claim jobs: %w", err)
-			} else if n == 0 {
-				continue // claimed by someone else after all
-			}
-			j, err := getJob(ctx, tx, p.id)
+			j, ok, err := claimPicked(ctx, tx, p.id, p.prev, owner, now, lease)
 			if err != nil {
 				return err
 			}
-			j.PreviousOwner = p.prev
-			jobs = append(jobs, j)
+			if ok {
+				jobs = append(jobs, j)
+			}
 		}
 		return nil
 	})
@@ -310,6 +281,34 @@ WHERE id = ? AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' A
 		return nil, err
 	}
 	return jobs, nil
+}
+
+// claimPicked claims job id, which a claim's select picked inside tx
+// (prev: the owner of its expired lease, if any), for owner until
+// now+lease, counting the attempt. The update re-checks what the select
+// saw (due, or its lease expired), so that the claim stays exclusive even
+// if the select ran outside a write-locked transaction; ok is false when
+// someone else claimed it after all.
+func claimPicked(ctx context.Context, tx *sql.Tx, id int64, prev, owner string, now time.Time, lease time.Duration) (workflow.Job, bool, error) {
+	ts := fmtTime(now)
+	res, err := tx.ExecContext(ctx, `
+UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+WHERE id = ? AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' AND lease_until <= ?))`,
+		owner, fmtTime(now.Add(lease)), ts, id, ts, ts)
+	if err != nil {
+		return workflow.Job{}, false, fmt.Errorf("store: claim job %d: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return workflow.Job{}, false, fmt.Errorf("store: claim job %d: %w", id, err)
+	} else if n == 0 {
+		return workflow.Job{}, false, nil
+	}
+	j, err := getJob(ctx, tx, id)
+	if err != nil {
+		return workflow.Job{}, false, err
+	}
+	j.PreviousOwner = prev
+	return j, true, nil
 }
 
 // leased loads a job inside tx and checks that owner holds its lease.
