@@ -235,30 +235,26 @@ func (w *Worker) runReapplyBatch(ctx context.Context, first workflow.Job, sa Sna
 	// 3-5. AWS stretches, then Kubernetes stretches from one snapshot each.
 	isKube := func(st Step) bool { return st.AWS == nil }
 	isAWS := func(st Step) bool { return st.AWS != nil }
-	// advance runs r's steps until pause; false when the batch must stop.
-	advance := func(r *jobRun, pause func(Step) bool) (alive, ok bool) {
-		ended, err := w.runSteps(sctx, r, pause)
-		if !ended && r.done() {
-			ended, err = true, w.complete(sctx, r)
-		}
-		if ended {
-			return false, end(r, err)
-		}
-		return true, true
-	}
-	for len(live) > 0 {
+	// advanceAll runs each live job's steps until pause; a job that ended
+	// leaves live. false: the batch must stop now (AfterStep).
+	advanceAll := func(pause func(Step) bool) bool {
 		next := live[:0]
 		for _, r := range live {
-			alive, ok := advance(r, isKube)
-			if !ok {
-				return result()
+			ended, err := w.runSteps(sctx, r, pause)
+			if !ended && r.done() {
+				ended, err = true, w.complete(sctx, r)
 			}
-			if alive {
+			if !ended {
 				next = append(next, r)
+			} else if !end(r, err) {
+				return false
 			}
 		}
 		live = next
-		if len(live) == 0 {
+		return true
+	}
+	for len(live) > 0 {
+		if !advanceAll(isKube) || len(live) == 0 {
 			break
 		}
 		if shared == nil {
@@ -268,18 +264,12 @@ func (w *Worker) runReapplyBatch(ctx context.Context, first workflow.Job, sa Sna
 			}
 			shared = &lazySnapshot{sa: sa, plans: plans}
 		}
-		next = live[:0]
 		for _, r := range live {
 			r.apply = shared
-			alive, ok := advance(r, isAWS)
-			if !ok {
-				return result()
-			}
-			if alive {
-				next = append(next, r)
-			}
 		}
-		live = next
+		if !advanceAll(isAWS) {
+			break
+		}
 		shared = nil // the next stretch comes after AWS steps: read again
 	}
 	return result()

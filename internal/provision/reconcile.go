@@ -41,19 +41,21 @@ type snapshotSteps struct {
 }
 
 // ApplyObject is Unchanged at the listed resourceVersion when the snapshot
-// shows o as planned, else ApplierSteps' apply.
+// shows o as planned (answer), else ApplierSteps' apply.
 func (s snapshotSteps) ApplyObject(ctx context.Context, o Object) (Outcome, string, error) {
-	if rv, ok := s.snap.unchanged(s.Applier, o); ok {
-		return Unchanged, "resourceVersion " + rv, nil
-	}
-	return s.ApplierSteps.ApplyObject(ctx, o)
+	return s.RunStep(ctx, Step{Action: ActionApply, Object: o})
 }
 
-// RunStep runs a re-apply job's steps from the snapshot.
+// RunStep runs a re-apply job's steps from the snapshot: what it answers
+// without a request (answer), else the apply, or the prune of the
+// RoleBindings it listed.
 func (s snapshotSteps) RunStep(ctx context.Context, st Step) (Outcome, string, error) {
+	if outcome, detail, ok := s.answer(st); ok {
+		return outcome, detail, nil
+	}
 	switch st.Action {
 	case ActionApply:
-		return s.ApplyObject(ctx, st.Object)
+		return s.ApplierSteps.ApplyObject(ctx, st.Object)
 	case ActionPrune:
 		return s.Applier.pruneStep(ctx, st, s.snap)
 	}

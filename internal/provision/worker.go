@@ -434,15 +434,15 @@ type jobRun struct {
 	apply StepApplier
 	fresh freshNamespaces
 	next  int // the step to run next
-	// release, when set, stops renewing the job's lease: a batch calls it
-	// before the job's last write.
+	// release stops renewing the job's lease (a batch's; a single job's
+	// heartbeat stops with its run): called before the job's last write.
 	release func()
 	// died: AfterStep said to stop as if the process had died.
 	died bool
 }
 
 func (w *Worker) newRun(ctx context.Context, job workflow.Job, log *slog.Logger) *jobRun {
-	r := &jobRun{job: job, log: log, ctx: ctx}
+	r := &jobRun{job: job, log: log, ctx: ctx, release: func() {}}
 	if a, ok := w.Apply.(NewObjectApplier); ok {
 		r.fresh.applier = a
 	}
@@ -579,9 +579,7 @@ func (w *Worker) runSteps(sctx context.Context, r *jobRun, pause func(Step) bool
 
 // complete ends an attempt whose steps are all done: the job succeeds.
 func (w *Worker) complete(sctx context.Context, r *jobRun) error {
-	if r.release != nil {
-		r.release()
-	}
+	r.release()
 	if err := w.Store.CompleteJob(sctx, r.job.ID, w.Owner, w.now()); err != nil {
 		if te := (*workflow.TransitionError)(nil); errors.As(err, &te) {
 			return w.settle(sctx, r.job, r.log, stop{err: err})
@@ -594,9 +592,7 @@ func (w *Worker) complete(sctx context.Context, r *jobRun) error {
 
 // settleRun is settle for a run, its lease released first.
 func (w *Worker) settleRun(sctx context.Context, r *jobRun, s stop) error {
-	if r.release != nil {
-		r.release()
-	}
+	r.release()
 	return w.settle(sctx, r.job, r.log, s)
 }
 
@@ -604,9 +600,7 @@ func (w *Worker) settleRun(sctx context.Context, r *jobRun, s stop) error {
 // its first step when its steps are not known yet), its lease released
 // first.
 func (w *Worker) handBackRun(sctx context.Context, r *jobRun) error {
-	if r.release != nil {
-		r.release()
-	}
+	r.release()
 	if r.next >= len(r.names) {
 		now := w.now()
 		r.log.Info("worker stopping; job handed back before its first step")
