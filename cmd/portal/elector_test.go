@@ -13,8 +13,8 @@ import (
 
 // --leader-election picks the lock: with a cluster (auto) or kubernetes,
 // a Kubernetes Lease; otherwise (auto without a cluster, or database) a
-// PostgreSQL session advisory lock on PostgreSQL and the lease row on
-// SQLite.
+// PostgreSQL session advisory lock on PostgreSQL and a flock beside the
+// file on SQLite.
 func TestElectorLock(t *testing.T) {
 	lite, err := store.OpenMigrated(t.Context(), filepath.Join(t.TempDir(), "portal.db"))
 	if err != nil {
@@ -23,8 +23,8 @@ func TestElectorLock(t *testing.T) {
 	defer lite.Close()
 	kube := &rest.Config{Host: "https://127.0.0.1:1"}
 	checkElectors(t, []electorPick{
-		{"auto", nil, lite, "database lease"},
-		{"database", kube, lite, "database lease"},
+		{"auto", nil, lite, "sqlite file lock"},
+		{"database", kube, lite, "sqlite file lock"},
 		{"kubernetes", kube, lite, "kubernetes lease"},
 	})
 	pg := openPostgresForElector(t) // the rest needs the test bed

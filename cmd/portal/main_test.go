@@ -174,11 +174,11 @@ func TestServeDev(t *testing.T) {
 		}
 	}
 
-	// The only process is elected (the database lease, without a
+	// The only process is elected (the SQLite file lock, without a
 	// cluster): /readyz and /metrics name it.
-	waitFor(t, client, url+"/readyz", "leader: dev-test_1 (database lease)\nthis process: dev-test_1 (leader)\n")
+	waitFor(t, client, url+"/readyz", "leader: dev-test_1 (sqlite file lock)\nthis process: dev-test_1 (leader)\n")
 	waitFor(t, client, url+"/metrics", `portal_is_leader{identity="dev-test_1"} 1`)
-	waitFor(t, client, url+"/metrics", `portal_leader{identity="dev-test_1",lock="database lease"} 1`)
+	waitFor(t, client, url+"/metrics", `portal_leader{identity="dev-test_1",lock="sqlite file lock"} 1`)
 
 	// --dev creates the session key on first start, readable only by us.
 	fi, err := os.Stat(keyFile)

@@ -112,7 +112,8 @@ func workloadsOrNil(r *provision.ClusterReader) web.WorkloadReader {
 
 // newElector is the leader election of --leader-election: a Kubernetes
 // Lease in the cluster --kubeconfig reaches, or the database: a session
-// advisory lock on PostgreSQL, a lease row on SQLite (one host).
+// advisory lock on PostgreSQL, a flock on a file beside the database on
+// SQLite (one host).
 func newElector(cfg Config, kube *rest.Config, db *store.DB, logger *slog.Logger) (leader.Elector, error) {
 	id := cfg.LeaderID
 	if id == "" {
@@ -137,10 +138,10 @@ func newElector(cfg Config, kube *rest.Config, db *store.DB, logger *slog.Logger
 		log.Info("leader election on a Kubernetes Lease", "lease", ns+"/"+leader.LeaseName, "identity", id)
 		return leader.NewKube(kube, ns, "", id, leader.Default, log)
 	}
-	if db.Postgres() {
-		log.Info("leader election on a PostgreSQL advisory lock", "key", fmt.Sprintf("%#x", leader.AdvisoryLockKey), "identity", id)
-		return leader.NewAdvisory(db, id, leader.Default, log)
+	e, err := leader.NewAdvisory(db, id, leader.Default, log)
+	if err != nil {
+		return nil, err
 	}
-	log.Info("leader election on the database's lease row", "identity", id)
-	return leader.NewDB(db, "", id, leader.Default, log)
+	log.Info("leader election on the database", "lock", e.Status().Lock(), "key", fmt.Sprintf("%#x", leader.AdvisoryLockKey), "identity", id)
+	return e, nil
 }

@@ -7,24 +7,27 @@
 //
 // With a cluster configured, the election is a Kubernetes Lease
 // (coordination.k8s.io/v1) in the portal's namespace, through client-go's
-// tools/leaderelection; without one, on PostgreSQL a session-level
-// advisory lock held on a connection of its own (Advisory), and on SQLite
-// a lease row in the database's singletons table (store.ClaimSingleton)
-// renewed by a heartbeat (DB). Either
-// way Elector.Run calls its lead function when this process becomes the
-// leader, with a context cancelled when it stops being it, and waits for
-// lead to return before it campaigns again: a process runs the singletons
-// only while it holds the lease.
+// tools/leaderelection; without one, a lock the database's host holds for
+// the leader (Advisory): on PostgreSQL a session-level advisory lock held
+// on a connection of its own, on SQLite an exclusive flock on a file
+// beside the database (one host). Neither writes while it holds: an idle
+// portal commits nothing, so the data version the page and session caches
+// key on stays put (issue 15). Either way Elector.Run calls its lead
+// function when this process becomes the leader, with a context cancelled
+// when it stops being it, and waits for lead to return before it
+// campaigns again: a process runs the singletons only while it holds the
+// lease or the lock.
 //
-// The durations below are the Lease's and the row's; the advisory lock
-// uses RetryPeriod (how often it checks and tries) and RenewDeadline (how
-// long a check may hang). The durations (Default) make a handover after the leader dies (kill -9,
-// a lost node) take at most Durations.WorstHandover = 11.4 s: the others
-// see the lease expire LeaseDuration after they observed its last renewal
-// and try every RetryPeriod (jittered). The leader gives up leading when it could not renew for
-// RenewDeadline, which is shorter than LeaseDuration, so it stops before
-// another may start (with clocks that advance alike; client-go's package
-// doc explains the tolerance to clock skew).
+// The durations below are the Lease's; the database lock uses RetryPeriod
+// (how often it checks and tries) and RenewDeadline (how long a check may
+// hang). The durations (Default) make a handover after the leader dies
+// (kill -9, a lost node) take at most Durations.WorstHandover = 11.4 s:
+// the others see the lease expire LeaseDuration after they observed its
+// last renewal and try every RetryPeriod (jittered). The leader gives up
+// leading when it could not renew for RenewDeadline, which is shorter than
+// LeaseDuration, so it stops before another may start (with clocks that
+// advance alike; client-go's package doc explains the tolerance to clock
+// skew).
 package leader
 
 import (
@@ -101,8 +104,8 @@ type Status struct {
 }
 
 // NewStatus is the status of a process named identity electing through
-// lock ("kubernetes lease", "postgresql advisory lock" or "database
-// lease").
+// lock ("kubernetes lease", "postgresql advisory lock" or "sqlite file
+// lock").
 func NewStatus(identity, lock string) *Status { return &Status{identity: identity, lock: lock} }
 
 // Identity is this process's name in the election.

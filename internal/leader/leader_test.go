@@ -1,11 +1,15 @@
 package leader_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,30 +40,6 @@ func TestDefaultDurations(t *testing.T) {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
-}
-
-// mortal is a store a process reaches until it dies: afterwards every call
-// fails, as a killed process's would never happen (in particular it
-// cannot release its lease).
-type mortal struct {
-	leader.SingletonStore
-	dead atomic.Bool
-}
-
-var errDead = errors.New("the process is dead")
-
-func (m *mortal) ClaimSingleton(ctx context.Context, name, owner string, now time.Time, lease time.Duration) error {
-	if m.dead.Load() {
-		return errDead
-	}
-	return m.SingletonStore.ClaimSingleton(ctx, name, owner, now, lease)
-}
-
-func (m *mortal) ReleaseSingleton(ctx context.Context, name, owner string) error {
-	if m.dead.Load() {
-		return errDead
-	}
-	return m.SingletonStore.ReleaseSingleton(ctx, name, owner)
 }
 
 // campaign runs e in the background; terms receives each lead's context.
@@ -100,47 +80,104 @@ func done(t *testing.T, ctx context.Context, what string) {
 	}
 }
 
-// Two processes on one database: one leads, the other follows and names
-// it; when the leader dies without releasing (every call it makes fails),
-// it stops leading once it cannot renew, and the other takes over after
-// the lease. A clean shutdown releases the lease at once.
-func TestDatabaseLeaseHandover(t *testing.T) {
-	db, err := store.OpenMigrated(t.Context(), filepath.Join(t.TempDir(), "portal.db"))
+// helperDB is set in the helper process of TestFileLockHandover: the
+// SQLite file it campaigns on.
+const helperDB = "PORTAL_LEADER_TEST_HELPER_DB"
+
+// TestFileLockHelperProcess is the other process of TestFileLockHandover
+// (it does nothing in a normal run): it campaigns as "a" on the database
+// helperDB names, says "leading" on stdout when it leads, and waits to be
+// killed.
+func TestFileLockHelperProcess(t *testing.T) {
+	path := os.Getenv(helperDB)
+	if path == "" {
+		return
+	}
+	db, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := leader.NewAdvisory(db, "a", fast, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Run(context.Background(), func(ctx context.Context) {
+		fmt.Println("leading")
+		<-ctx.Done()
+	})
+}
+
+// Two processes on one SQLite file: one leads, the other follows and
+// names it; when the leader dies (SIGKILL: it releases nothing), the
+// kernel drops its flock and the other takes over. A clean shutdown
+// clears the leader's name at once. Leading writes nothing: the
+// database's data version stays put while a process leads.
+func TestFileLockHandover(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "portal.db")
+	db, err := store.OpenMigrated(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	sa := &mortal{SingletonStore: db}
-	a, err := leader.NewDB(sa, "", "a", fast, nil)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFileLockHelperProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), helperDB+"="+path)
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := leader.NewDB(db, "", "b", fast, nil)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	leading := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "leading" {
+				close(leading)
+			}
+		}
+	}()
+	select {
+	case <-leading:
+	case <-time.After(failsafe):
+		t.Fatal("the other process never led")
+	}
+
+	b, err := leader.NewAdvisory(db, "b", fast, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca := run(t, a)
-	aTerm := ca.leads(t, "a")
-	if !a.Status().IsLeader() || a.Status().Leader() != "a" {
-		t.Errorf("a's status: leader %q, leading %v", a.Status().Leader(), a.Status().IsLeader())
+	if b.Status().Lock() != "sqlite file lock" {
+		t.Errorf("lock = %q", b.Status().Lock())
 	}
 	cb := run(t, b)
-	for b.Status().Leader() != "a" { // b has met the held lease
+	for b.Status().Leader() != "a" { // b has met the held lock
 		select {
 		case <-cb.terms:
-			t.Fatal("b leads while a holds the lease")
+			t.Fatal("b leads while a holds the lock")
 		case <-time.After(fast.RetryPeriod):
 		}
 	}
+	// a has written its name (once); several of a's checks and b's tries
+	// later, nothing more was written.
+	v1, ok, err := db.DataVersion(t.Context())
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	time.Sleep(5 * fast.RetryPeriod)
+	if v2, _, err := db.DataVersion(t.Context()); err != nil || v2 != v1 {
+		t.Errorf("the data version moved while a led and b followed: %q, then %q (%v)", v1, v2, err)
+	}
 	if b.Status().IsLeader() {
-		t.Error("b says it leads while a holds the lease")
+		t.Error("b says it leads while a holds the lock")
 	}
-	sa.dead.Store(true)
-	done(t, aTerm, "a's term after it lost the database")
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	cb.leads(t, "b")
-	if a.Status().IsLeader() {
-		t.Error("a still says it leads")
-	}
 	if h, _, err := db.SingletonHolder(t.Context(), leader.LeaseName); err != nil || h != "b" {
 		t.Errorf("holder = %q, %v; want b", h, err)
 	}
@@ -152,14 +189,19 @@ func TestDatabaseLeaseHandover(t *testing.T) {
 portal_is_leader{identity="b"} 1
 # HELP portal_leader The leader this process last observed: 1, labelled with its identity and the lock the election runs on.
 # TYPE portal_leader gauge
-portal_leader{identity="b",lock="database lease"} 1
+portal_leader{identity="b",lock="sqlite file lock"} 1
 `)); err != nil {
 		t.Error(err)
 	}
-	// b shuts down cleanly: the lease is released, not left to expire.
+	// b shuts down cleanly: its name is cleared, the lock released.
 	cb.stop()
 	<-cb.ended
 	if _, _, err := db.SingletonHolder(t.Context(), leader.LeaseName); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("after a clean shutdown the lease is still held (%v)", err)
+		t.Errorf("after a clean shutdown the leader's name stays (%v)", err)
+	}
+	if l, err := db.TryAdvisoryLock(t.Context(), leader.AdvisoryLockKey); err != nil || l == nil {
+		t.Errorf("after a clean shutdown the lock is still held: %v, %v", l, err)
+	} else {
+		l.Release(t.Context())
 	}
 }

@@ -19,7 +19,10 @@ const AdvisoryLockKey int64 = 0x706f7274616c6c64
 // AdvisoryStore is the advisory lock election's database: *store.DB on
 // PostgreSQL.
 type AdvisoryStore interface {
+	// TryAdvisoryLock takes the lock key if free: a PostgreSQL advisory
+	// lock, or a flock beside a SQLite file (store.DB.TryAdvisoryLock).
 	TryAdvisoryLock(ctx context.Context, key int64) (*store.SessionLock, error)
+	Postgres() bool
 	// The holder's identity is recorded in the singletons row Name, for
 	// the followers (an advisory lock carries no identity).
 	RecordSingletonHolder(ctx context.Context, name, owner string, now time.Time) error
@@ -27,10 +30,18 @@ type AdvisoryStore interface {
 	ReleaseSingleton(ctx context.Context, name, owner string) error
 }
 
-// Advisory elects through a PostgreSQL session-level advisory lock
-// (pg_try_advisory_lock on AdvisoryLockKey) held on a connection of its
-// own: the process that holds the lock leads while it holds that
-// connection. The leader runs a cheap query on it every RetryPeriod and
+// Advisory elects through a lock the database's host keeps for the
+// process holding it (store.DB.TryAdvisoryLock on AdvisoryLockKey): on
+// PostgreSQL a session-level advisory lock (pg_try_advisory_lock) held on a
+// connection of its own, on SQLite an exclusive flock on a file beside the
+// database (a SQLite database is shared by the processes of one host only).
+// The process that holds the lock leads while it holds it; nothing is
+// written while it does (a lease row renewed every RetryPeriod moved the
+// database's data version every second, and every replica's page and
+// session caches with it: issue 15). On SQLite the kernel drops the lock
+// when the holder dies, and the others take it at their next try. The
+// rest of this comment is PostgreSQL's case: the process that holds the
+// lock leads while it holds that connection. The leader runs a cheap query on it every RetryPeriod and
 // stops leading (cancels lead's context) as soon as that fails; the
 // others try the lock every RetryPeriod. The server releases the lock of
 // a dead process when its connection closes (kill -9: the kernel closes
@@ -59,8 +70,12 @@ func NewAdvisory(st AdvisoryStore, identity string, d Durations, logger *slog.Lo
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
+	lock := "sqlite file lock"
+	if st.Postgres() {
+		lock = "postgresql advisory lock"
+	}
 	return &Advisory{Store: st, Name: LeaseName, Key: AdvisoryLockKey, Durations: d, Logger: logOr(logger),
-		status: NewStatus(identity, "postgresql advisory lock")}, nil
+		status: NewStatus(identity, lock)}, nil
 }
 
 // Status is the election's status.
@@ -126,7 +141,7 @@ func (a *Advisory) Run(ctx context.Context, lead func(ctx context.Context)) {
 				leadCtx, cancel := context.WithCancel(ctx)
 				cancelLead, done = cancel, make(chan struct{})
 				a.status.setLeading(true)
-				a.Logger.Info("leader election: this process leads; starting the singletons", "identity", a.status.identity, "lock", "postgresql advisory lock")
+				a.Logger.Info("leader election: this process leads; starting the singletons", "identity", a.status.identity, "lock", a.status.lock)
 				go func() { defer close(done); lead(leadCtx) }()
 			}
 		}

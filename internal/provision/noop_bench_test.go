@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hyperpod-governance/portal/internal/benchtable"
@@ -90,6 +91,7 @@ func benchNoop(b *testing.B, engine, dsn string) {
 		Save:     bed.db.SaveDrift,
 		Clock:    bed.clock.Now,
 	}
+	bed.quiet(ctx)
 	before := bed.versions(ctx, tenants)
 	worker := bed.worker("noop-bench")
 
@@ -201,4 +203,48 @@ func benchNoop(b *testing.B, engine, dsn string) {
 	b.ReportMetric(ms(bareTime), "ms/bare-lists")
 	b.ReportMetric(ms(reapplyTime), "ms/reapply")
 	b.ReportMetric(ms(driftTime), "ms/drift")
+}
+
+// quiet waits until no namespace of the cluster is terminating, then logs
+// how many RoleBindings the cluster holds. The benchmarks run before this
+// one (the provisioning benchmark, this one on the other engine) leave
+// their tenants' namespaces terminating when they end (deleteAfter does
+// not wait), and until the namespace controller has emptied them their
+// RoleBindings are in the snapshot's RoleBinding list, which is not
+// narrowed to the plans (a prune step removes the RoleBindings nobody
+// planned): past SnapshotPageSize objects that list takes a request per
+// page, which would count another benchmark's leftovers against this one.
+func (b *wbed) quiet(ctx context.Context) {
+	b.tb.Helper()
+	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	start := time.Now()
+	for {
+		l, err := b.look.Client.Resource(nsGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.tb.Fatal(err)
+		}
+		terminating := 0
+		for _, ns := range l.Items {
+			if phase, _, _ := unstructured.NestedString(ns.Object, "status", "phase"); phase == "Terminating" {
+				terminating++
+			}
+		}
+		if terminating == 0 {
+			break
+		}
+		if time.Since(start) > 10*time.Minute {
+			b.tb.Fatalf("%d namespaces still terminating after %s", terminating, time.Since(start).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			b.tb.Fatal(ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+	rb, err := b.look.Client.Resource(schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	b.tb.Logf("no namespace terminating after %s; the cluster holds %d RoleBindings (a snapshot lists %d per request)",
+		time.Since(start).Round(time.Second), len(rb.Items), provision.SnapshotPageSize)
 }

@@ -6,35 +6,52 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"os"
+	"syscall"
 	"time"
 )
 
-// ErrNotPostgres is returned by TryAdvisoryLock on SQLite, which has no
-// advisory locks.
-var ErrNotPostgres = errors.New("store: advisory locks need PostgreSQL")
+// ErrNoLockFile is returned by TryAdvisoryLock on an in-memory SQLite
+// database, which has no file to lock beside it.
+var ErrNoLockFile = errors.New("store: an in-memory SQLite database has no file to lock")
 
 // Postgres reports whether the database is PostgreSQL (else SQLite).
 func (d *DB) Postgres() bool { return d.dialect.postgres }
 
-// SessionLock is a PostgreSQL session-level advisory lock held on one
-// connection taken out of the pool (database/sql's DB.Conn) for as long as
-// the lock is held. The server releases the lock when that session ends,
-// whatever ends it: Release, the process's death (kill -9, a lost node:
-// the server sees the socket close) or pg_terminate_backend.
+// SessionLock is a lock held for as long as this process holds it and
+// lives: on PostgreSQL a session-level advisory lock held on one
+// connection taken out of the pool (database/sql's DB.Conn); on SQLite an
+// exclusive flock on a file beside the database. Either is dropped by
+// Release or by the process's death, whatever ends it: on PostgreSQL the
+// server releases the lock when the session ends (kill -9, a lost node:
+// the server sees the socket close; pg_terminate_backend), on SQLite the
+// kernel drops the flock when the process's descriptor closes.
 type SessionLock struct {
-	conn *sql.Conn
+	conn *sql.Conn // PostgreSQL
 	key  int64
+	file *os.File // SQLite
 }
 
-// TryAdvisoryLock tries to take the session-level advisory lock key
-// (pg_try_advisory_lock, which does not wait) on a connection of its own.
-// It returns the held lock, or nil when another session holds it; the
-// connection goes back to the pool then. "Once acquired at session level,
-// an advisory lock is held until explicitly released or the session ends"
-// (PostgreSQL docs, 13.3.5 Advisory Locks).
+// TryAdvisoryLock tries to take the lock key without waiting. It returns
+// the held lock, or nil when another holds it.
+//
+//   - PostgreSQL: pg_try_advisory_lock(key) on a connection of its own,
+//     which goes back to the pool when the lock is not taken. "Once
+//     acquired at session level, an advisory lock is held until explicitly
+//     released or the session ends" (PostgreSQL docs, 13.3.5 Advisory
+//     Locks).
+//   - SQLite: flock(LOCK_EX|LOCK_NB) on the file beside the database named
+//     by the key (lockFile). flock locks belong to the open file
+//     description, so two opens conflict even within one process, and they
+//     are independent of the POSIX locks SQLite takes on the database
+//     itself (flock(2)); a SQLite database is shared by processes of one
+//     host only (https://sqlite.org/useovernet.html), so a lock of that
+//     host's kernel is the whole truth. Nothing is written to the
+//     database: an idle leader commits nothing (issue 15: every commit
+//     moves the data version, and the page and session caches with it).
 func (d *DB) TryAdvisoryLock(ctx context.Context, key int64) (*SessionLock, error) {
 	if !d.dialect.postgres {
-		return nil, ErrNotPostgres
+		return d.tryFileLock(key)
 	}
 	conn, err := d.sql.Conn(ctx)
 	if err != nil {
@@ -52,10 +69,37 @@ func (d *DB) TryAdvisoryLock(ctx context.Context, key int64) (*SessionLock, erro
 	return &SessionLock{conn: conn, key: key}, nil
 }
 
+// lockFile is the file beside the SQLite database whose flock is the lock
+// key.
+func (d *DB) lockFile(key int64) string { return fmt.Sprintf("%s.lock-%x", d.path, uint64(key)) }
+
+func (d *DB) tryFileLock(key int64) (*SessionLock, error) {
+	if d.path == ":memory:" {
+		return nil, ErrNoLockFile
+	}
+	path := d.lockFile(key)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("store: lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("store: lock %s: %w", path, err)
+	}
+	return &SessionLock{file: f}, nil
+}
+
 // Check runs a cheap query on the lock's connection: nil while the session
 // (and so the lock) lives. After an error the lock must be taken as lost:
-// call Release, which closes the connection rather than reuse it.
+// call Release, which closes the connection rather than reuse it. A file
+// lock is held while its descriptor is open: nil.
 func (l *SessionLock) Check(ctx context.Context) error {
+	if l.file != nil {
+		return nil
+	}
 	var one int
 	if err := l.conn.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
 		return fmt.Errorf("store: advisory lock's session: %w", err)
@@ -65,8 +109,13 @@ func (l *SessionLock) Check(ctx context.Context) error {
 
 // Release gives the lock up: pg_advisory_unlock, and the connection back
 // to the pool. If that fails (the session is gone or unreachable) the
-// connection is closed instead, which ends the session and its lock.
+// connection is closed instead, which ends the session and its lock. On
+// SQLite it closes the lock file.
 func (l *SessionLock) Release(ctx context.Context) {
+	if l.file != nil {
+		l.file.Close() // closing the last descriptor releases the flock
+		return
+	}
 	var ok bool
 	if err := l.conn.QueryRowContext(ctx, `SELECT pg_advisory_unlock(?)`, l.key).Scan(&ok); err != nil || !ok {
 		discard(l.conn)

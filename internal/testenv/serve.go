@@ -19,7 +19,7 @@ var readyRE = regexp.MustCompile(`ready: open (http://[0-9.:]+)/`)
 type Serve struct {
 	URL    string
 	Cmd    *exec.Cmd
-	Out    *Buffer       // stdout and stderr
+	Out    *Buffer       // stdout, and stderr unless the caller set cmd.Stderr
 	Exited chan struct{} // closed once the process has ended
 	t      testing.TB
 	once   sync.Once
@@ -43,14 +43,20 @@ func StartServe(t testing.TB, cmd *exec.Cmd) *Serve {
 
 // LaunchServe is StartServe outside a test (the load programs of bench/):
 // it starts cmd and waits up to wait for its ready line; the caller stops
-// the process (Terminate).
+// the process (Terminate). Its stderr (the request log) goes to cmd.Stderr
+// when the caller set it (a load program's file: kept in this process's
+// memory, hundreds of megabytes of request log grew a buffer whose copies
+// stalled the reading, and so the portal's writes and its requests),
+// else to Out.
 func LaunchServe(cmd *exec.Cmd, wait time.Duration) (*Serve, error) {
 	s := &Serve{Cmd: cmd, Out: &Buffer{}, Exited: make(chan struct{})}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = s.Out
+	if cmd.Stderr == nil {
+		cmd.Stderr = s.Out
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %v", cmd.Path, err)
 	}
