@@ -54,6 +54,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/benchseed"
 	"github.com/hyperpod-governance/portal/internal/benchtable"
+	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/testenv"
 )
@@ -379,7 +380,7 @@ func prepare(ctx context.Context, cfg config, engine string, audit int, bin, rat
 	if t.sessions, err = benchseed.SignInAll(t.p.URL, pages); err != nil {
 		return t, err
 	}
-	if err := settle(ctx, dsn); err != nil {
+	if err := settle(ctx, dsn, t.p.Cmd.Process.Pid); err != nil {
 		return t, err
 	}
 	t.bodies, t.types, err = benchseed.Check(t.p.URL, t.sessions, pages)
@@ -388,45 +389,79 @@ func prepare(ctx context.Context, cfg config, engine string, audit int, bin, rat
 
 // settle waits until the portal's start-up work is done: the leader has
 // closed last month's statements (one cost.statement per team, then
-// cost.month_closed; the seeded usage reaches into last month) and the
-// audit trail has not grown for 3 s since (the signals loop appends
-// signal.fired).
-func settle(ctx context.Context, dsn string) error {
+// cost.month_closed; the seeded usage reaches into last month), the
+// review scheduler has made its first tick (a minute after the start; the
+// next comes --review-interval, 10 minutes, later: at 10,000 connections a
+// tick takes about a second of CPU, which a page run it fell into measured
+// as a stall of up to 100 ms), and the process has been idle since: less
+// than idleCPU of CPU time in each of 3 seconds running.
+func settle(ctx context.Context, dsn string, pid int) error {
 	db, err := store.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	t0 := time.Now()
-	last, same := -1, 0
-	for same < 3 {
+	lastCPU, idle := time.Duration(-1), 0
+	for idle < 3 {
 		if time.Since(t0) > 5*time.Minute {
-			return errors.New("the portal's start-up work did not settle within 5 minutes (no month closed, or the audit trail kept growing)")
+			return errors.New("the portal's start-up work did not settle within 5 minutes (no month closed, no review tick, or the process kept busy)")
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(time.Second):
 		}
+		cpu, err := cpuTime(pid)
+		if err != nil {
+			return err
+		}
+		busy := lastCPU < 0 || cpu-lastCPU >= idleCPU
+		lastCPU = cpu
+		if busy {
+			idle = 0
+			continue
+		}
 		closed, err := db.AuditEvents(ctx, store.AuditFilter{Action: "cost.month_closed"}, 0, 1)
 		if err != nil {
 			return err
 		}
-		if len(closed) == 0 {
+		if _, _, err := db.SingletonHolder(ctx, review.SingletonName); errors.Is(err, store.ErrNotFound) || len(closed) == 0 {
+			idle = 0
 			continue
-		}
-		h, err := db.AuditHead(ctx)
-		if err != nil {
+		} else if err != nil {
 			return err
 		}
-		if h.Count == last {
-			same++
-		} else {
-			last, same = h.Count, 0
-		}
+		idle++
 	}
-	log.Printf("the portal's start-up work settled after %s (%d audit events)", time.Since(t0).Round(time.Second), last)
+	log.Printf("the portal's start-up work settled after %s", time.Since(t0).Round(time.Second))
 	return nil
+}
+
+// idleCPU is the CPU time a second of an idle portal stays under.
+const idleCPU = 50 * time.Millisecond
+
+// cpuTime is the CPU time (user and system) process pid has used:
+// /proc/PID/stat's utime and stime, in clock ticks of 1/100 s (USER_HZ,
+// proc(5)).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// the fields counted from 3 start after its closing one.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
 // runWrk loads url for cfg.duration and fails on any non-2xx answer. A

@@ -9,7 +9,15 @@ import (
 )
 
 // wrkResult is what the page benchmark reads from wrk's report (wrk 4.1.0
-// with --latency, Debian's package).
+// with --latency, Debian's package). wrk corrects its latency figures for
+// coordinated omission before it prints them: wrk.c calls
+// stats_correct(statistics.latency, interval), interval being the run's
+// length over the requests per connection, which adds for each recorded
+// latency above interval the samples the stalled connection would have
+// sent meanwhile. So Mean and P99 are not what Little's law gives from
+// RPS: a stall of every connection at once weighs as much as the requests
+// it held up would have, and a few tens of milliseconds of one show in the
+// p99.
 type wrkResult struct {
 	RPS      float64       // "Requests/sec:"
 	Mean     time.Duration // the Latency line's Avg

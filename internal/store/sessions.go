@@ -34,6 +34,10 @@ type SessionStore struct {
 	// hashes: per token, its hash (the HMAC was a twentieth of a cached
 	// page's cost, computed twice per request); at most maxFound entries.
 	hashes map[string]string
+
+	// refreshing: per token hash, the expiry a commit that only moves the
+	// expiry is writing now (see CommitCtx).
+	refreshing map[string]int64
 }
 
 // readSession and foundSession hold data that are never changed once
@@ -156,25 +160,57 @@ func (s *SessionStore) noteFound(h string, data []byte, expiry int64) {
 	}
 }
 
-// unchanged reports whether committing b with expiry (nanoseconds) to the
-// session h would only move its expiry forward by less than the refresh
-// granularity from what this store last read (FindCtx) or wrote for it.
-// What it read stays remembered: a user's concurrent requests (a page and
-// its assets, several tabs) each find and commit the same session, and
-// forgetting at the first commit made the others write.
-func (s *SessionStore) unchanged(h string, b []byte, expiry int64) bool {
+// claimCommit decides whether committing b with expiry (nanoseconds) to
+// the session h is skipped (skip), and marks a commit that only moves the
+// expiry (refreshing: the caller writes, then unmarks it).
+//
+// Skipped: a commit that would only move the expiry forward by less than
+// the refresh granularity from what this store last read (FindCtx) or
+// wrote for the session. What it read stays remembered: a user's
+// concurrent requests (a page and its assets, several tabs) each find and
+// commit the same session, and forgetting at the first commit made the
+// others write. Skipped too: a commit that only moves the expiry while
+// another commit of this store writes the same data with an expiry less
+// than the granularity away from it. Once a granularity has passed, every
+// request of a session in flight wants to move its expiry at once (64
+// under the page benchmark's load), and those writes, one after another,
+// each a new data version that every cached page then missed, stalled all
+// of them (issue 15: the page runs whose p99 reached 100-400 ms). A commit
+// that changes the data is never skipped.
+func (s *SessionStore) claimCommit(h string, b []byte, expiry int64) (skip, refreshing bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	f, ok := s.found[h]
-	refresh := s.refresh
-	s.mu.Unlock()
-	return ok && refresh > 0 && bytes.Equal(f.data, b) && expiry >= f.expiry && expiry-f.expiry < refresh.Nanoseconds()
+	if !ok || s.refresh <= 0 || !bytes.Equal(f.data, b) || expiry < f.expiry {
+		return false, false
+	}
+	refresh := s.refresh.Nanoseconds()
+	if expiry-f.expiry < refresh {
+		return true, false
+	}
+	if other, ok := s.refreshing[h]; ok && expiry-other < refresh {
+		return true, false
+	}
+	if s.refreshing == nil {
+		s.refreshing = map[string]int64{}
+	}
+	s.refreshing[h] = expiry
+	return false, true
 }
 
 // CommitCtx inserts or replaces a session.
 func (s *SessionStore) CommitCtx(ctx context.Context, token string, b []byte, expiry time.Time) error {
 	h := s.hash(token)
-	if s.unchanged(h, b, expiry.UnixNano()) {
+	skip, refreshing := s.claimCommit(h, b, expiry.UnixNano())
+	if skip {
 		return nil // see SetRefreshGranularity
+	}
+	if refreshing {
+		defer func() {
+			s.mu.Lock()
+			delete(s.refreshing, h)
+			s.mu.Unlock()
+		}()
 	}
 	_, err := s.db.sql.ExecContext(ctx, `
 INSERT INTO sessions (token_hash, data, expiry) VALUES (?, ?, ?)
