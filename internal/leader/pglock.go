@@ -16,8 +16,8 @@ import (
 // its own default key.
 const AdvisoryLockKey int64 = 0x706f7274616c6c64
 
-// AdvisoryStore is the advisory lock election's database: *store.DB on
-// PostgreSQL.
+// AdvisoryStore is the lock election's database: *store.DB, on either
+// engine.
 type AdvisoryStore interface {
 	// TryAdvisoryLock takes the lock key if free: a PostgreSQL advisory
 	// lock, or a flock beside a SQLite file (store.DB.TryAdvisoryLock).

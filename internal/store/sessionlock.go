@@ -44,9 +44,10 @@ type SessionLock struct {
 //     by the key (lockFile). flock locks belong to the open file
 //     description, so two opens conflict even within one process, and they
 //     are independent of the POSIX locks SQLite takes on the database
-//     itself (flock(2)); a SQLite database is shared by processes of one
-//     host only (https://sqlite.org/useovernet.html), so a lock of that
-//     host's kernel is the whole truth. Nothing is written to the
+//     itself (flock(2)); in WAL mode, which the store uses, "all processes
+//     using a database must be on the same host computer; WAL does not
+//     work over a network filesystem" (https://sqlite.org/wal.html), so a
+//     lock of that host's kernel is the whole truth. Nothing is written to the
 //     database: an idle leader commits nothing (issue 15: every commit
 //     moves the data version, and the page and session caches with it).
 func (d *DB) TryAdvisoryLock(ctx context.Context, key int64) (*SessionLock, error) {
