@@ -22,22 +22,17 @@ type fileLocker struct {
 }
 
 func (l *fileLocker) SessionLock(ctx context.Context, _ *sql.Conn) error {
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("migration lock: %w", err)
-	}
+	var f *os.File
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
+		var err error
+		if f, err = tryFlock(l.path); err != nil {
+			return fmt.Errorf("migration lock: %w", err)
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return fmt.Errorf("migration lock %s: %w", l.path, err)
+		if f != nil {
+			break
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
 			return fmt.Errorf("migration lock %s: %w", l.path, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -57,4 +52,22 @@ func (l *fileLocker) SessionUnlock(context.Context, *sql.Conn) error {
 		return nil
 	}
 	return f.Close() // closing the last descriptor releases the flock
+}
+
+// tryFlock takes an exclusive flock on the file at path (created if
+// missing) without waiting: the open file holding it, or nil when another
+// open file holds it. Closing the file releases the lock.
+func tryFlock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
 }

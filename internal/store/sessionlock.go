@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 )
 
@@ -78,17 +77,12 @@ func (d *DB) tryFileLock(key int64) (*SessionLock, error) {
 	if d.path == ":memory:" {
 		return nil, ErrNoLockFile
 	}
-	path := d.lockFile(key)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := tryFlock(d.lockFile(key))
 	if err != nil {
 		return nil, fmt.Errorf("store: lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("store: lock %s: %w", path, err)
+	if f == nil {
+		return nil, nil
 	}
 	return &SessionLock{file: f}, nil
 }
