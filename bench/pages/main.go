@@ -276,7 +276,7 @@ func measure(ctx context.Context, cfg config, engine, bin, rateCard string) (lar
 	for _, t := range []*target{lt, st} {
 		select {
 		case <-t.p.Exited:
-			return large, small, fmt.Errorf("portal serve ended during the run:\n%s%s", t.p.Out.String(), logTail(filepath.Join(t.p.Cmd.Dir, "portal.log")))
+			return large, small, fmt.Errorf("portal serve ended during the run:\n%s%s", t.p.Out.String(), logTail(t.p.Cmd.Dir))
 		default:
 		}
 	}
@@ -403,6 +403,7 @@ func settle(ctx context.Context, dsn string, pid int) error {
 	defer db.Close()
 	t0 := time.Now()
 	lastCPU, idle := time.Duration(-1), 0
+	started := false // the month is closed and the review scheduler has ticked: once true, always
 	for idle < 3 {
 		if time.Since(t0) > 5*time.Minute {
 			return errors.New("the portal's start-up work did not settle within 5 minutes (no month closed, no review tick, or the process kept busy)")
@@ -422,20 +423,31 @@ func settle(ctx context.Context, dsn string, pid int) error {
 			idle = 0
 			continue
 		}
-		closed, err := db.AuditEvents(ctx, store.AuditFilter{Action: "cost.month_closed"}, 0, 1)
-		if err != nil {
-			return err
+		if !started {
+			if started, err = startupDone(ctx, db); err != nil {
+				return err
+			}
 		}
-		if _, _, err := db.SingletonHolder(ctx, review.SingletonName); errors.Is(err, store.ErrNotFound) || len(closed) == 0 {
-			idle = 0
-			continue
-		} else if err != nil {
-			return err
+		if started {
+			idle++
 		}
-		idle++
 	}
 	log.Printf("the portal's start-up work settled after %s", time.Since(t0).Round(time.Second))
 	return nil
+}
+
+// startupDone says whether the leader has closed last month and the
+// review scheduler has made its first tick (its singletons row).
+func startupDone(ctx context.Context, db *store.DB) (bool, error) {
+	closed, err := db.AuditEvents(ctx, store.AuditFilter{Action: "cost.month_closed"}, 0, 1)
+	if err != nil || len(closed) == 0 {
+		return false, err
+	}
+	_, _, err = db.SingletonHolder(ctx, review.SingletonName)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // idleCPU is the CPU time a second of an idle portal stays under.
@@ -515,7 +527,7 @@ func vmHWM(pid int) (int64, error) {
 func startPortal(bin, dir, dsn, rateCard string) (*testenv.Serve, error) {
 	cmd := exec.Command(bin, "serve", "--dev", "--listen", "127.0.0.1:0", "--db", dsn, "--rate-card", rateCard)
 	cmd.Dir = dir
-	logFile, err := os.Create(filepath.Join(dir, "portal.log"))
+	logFile, err := os.Create(filepath.Join(dir, portalLog))
 	if err != nil {
 		return nil, err
 	}
@@ -523,14 +535,18 @@ func startPortal(bin, dir, dsn, rateCard string) (*testenv.Serve, error) {
 	cmd.Stderr = logFile
 	p, err := testenv.LaunchServe(cmd, 2*time.Minute)
 	if err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, logTail(filepath.Join(dir, "portal.log")))
+		return nil, fmt.Errorf("%w\n%s", err, logTail(dir))
 	}
 	return p, nil
 }
 
-// logTail is the last 4 KiB of the log at path, for an error message.
-func logTail(path string) string {
-	b, err := os.ReadFile(path)
+// portalLog is the portal's log in its directory (startPortal).
+const portalLog = "portal.log"
+
+// logTail is the last 4 KiB of the portal's log in dir, for an error
+// message.
+func logTail(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, portalLog))
 	if err != nil {
 		return err.Error()
 	}
