@@ -178,8 +178,17 @@ func TestFileLockHandover(t *testing.T) {
 		t.Fatal(err)
 	}
 	cb.leads(t, "b")
-	if h, _, err := db.SingletonHolder(t.Context(), leader.LeaseName); err != nil || h != "b" {
-		t.Errorf("holder = %q, %v; want b", h, err)
+	// b writes its name once it leads (Advisory.Run records it after lead
+	// starts): wait for it.
+	for deadline := time.Now().Add(failsafe); ; {
+		h, _, err := db.SingletonHolder(t.Context(), leader.LeaseName)
+		if err == nil && h == "b" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("holder = %q, %v; want b", h, err)
+		}
+		time.Sleep(fast.RetryPeriod / 4)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(b.Status())
