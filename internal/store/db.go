@@ -5,13 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/pressly/goose/v3"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite "modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/hyperpod-governance/portal/migrations"
 )
@@ -101,7 +103,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		db.SetMaxOpenConns(1) // each connection would get its own empty in-memory database
 	}
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	if err := db.PingContext(ctx); err != nil {
+	if err := pingSQLite(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -112,6 +114,31 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		}
 	}
 	return &DB{sql: db, path: path, dialect: dialectSQLite, version: &sqliteVersion{path: path}}, nil
+}
+
+// pingSQLite opens the pool's first connection, which runs the pragmas.
+// On a new file, journal_mode(WAL) reads the file and then needs an
+// exclusive lock; two processes doing so at once each hold the shared lock
+// the other waits on, and SQLite then answers one of them SQLITE_BUSY at
+// once rather than call its busy handler ("If SQLite determines that
+// invoking the busy handler could result in a deadlock, it will go ahead
+// and return SQLITE_BUSY", sqlite.org/c3ref/busy_handler.html). The other
+// switches the file to WAL, which persists, so a retry succeeds; retries
+// stop after the busy timeout's 5 s or when ctx ends.
+func pingSQLite(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := db.PingContext(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(5+rand.IntN(20)) * time.Millisecond):
+		}
+	}
 }
 
 // restrictFiles makes the database file and its -wal and -shm files, where
