@@ -489,6 +489,61 @@ var strippedPaths = map[string]bool{"apiVersion": true, "kind": true, "metadata.
 	"metadata.creationTimestamp": true, "metadata.selfLink": true, "metadata.uid": true, "metadata.clusterName": true,
 	"metadata.generation": true, "metadata.managedFields": true, "metadata.resourceVersion": true}
 
+// applySet is a field manager's Apply entry of an object's managedFields:
+// its apiVersion, subresource and field set (fieldsV1).
+type applySet struct {
+	apiVersion, subresource string
+	fields                  map[string]any
+}
+
+// applySets are fieldManager's Apply entries with a field set on obj, read
+// from obj's unstructured managedFields as they are. (Unstructured's
+// GetManagedFields converts each entry to its type, which turns the field
+// set into JSON to be parsed again: for every object a snapshot compares,
+// twice, that was a third of a no-op re-apply's comparing; issue 15.) ok
+// is false when the managedFields are not what the API server writes.
+func applySets(obj *unstructured.Unstructured, fieldManager string) (sets []applySet, ok bool) {
+	md, _ := obj.Object["metadata"].(map[string]any)
+	raw, found := md["managedFields"]
+	if !found || raw == nil {
+		return nil, true
+	}
+	entries, ok := raw.([]any)
+	if !ok {
+		return nil, false
+	}
+	for _, e := range entries {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		str := func(k string) (string, bool) {
+			v, found := m[k]
+			if !found || v == nil {
+				return "", true
+			}
+			s, ok := v.(string)
+			return s, ok
+		}
+		manager, ok1 := str("manager")
+		operation, ok2 := str("operation")
+		apiVersion, ok3 := str("apiVersion")
+		subresource, ok4 := str("subresource")
+		if !ok1 || !ok2 || !ok3 || !ok4 {
+			return nil, false
+		}
+		if manager != fieldManager || operation != string(metav1.ManagedFieldsOperationApply) || m["fieldsV1"] == nil {
+			continue
+		}
+		fields, ok := m["fieldsV1"].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		sets = append(sets, applySet{apiVersion: apiVersion, subresource: subresource, fields: fields})
+	}
+	return sets, true
+}
+
 // ownedPlanned lists the fields want sets that fieldManager's Apply entry
 // on live (of want's apiVersion, not of a subresource) does not own. The
 // entry's field set has the shape of the type: a granular map or struct
@@ -499,15 +554,15 @@ var strippedPaths = map[string]bool{"apiVersion": true, "kind": true, "metadata.
 // nothing needs to know which fields are atomic.
 func ownedPlanned(live, want *unstructured.Unstructured, fieldManager string) []string {
 	var set map[string]any
-	for _, mf := range live.GetManagedFields() {
-		if mf.Manager != fieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" ||
-			mf.APIVersion != want.GetAPIVersion() || mf.FieldsV1 == nil {
-			continue
+	sets, ok := applySets(live, fieldManager)
+	if !ok {
+		return []string{"metadata.managedFields"}
+	}
+	for _, mf := range sets {
+		if mf.subresource == "" && mf.apiVersion == want.GetAPIVersion() {
+			set = mf.fields
+			break
 		}
-		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &set); err != nil {
-			return []string{"metadata.managedFields"}
-		}
-		break
 	}
 	if set == nil {
 		return []string{"metadata.managedFields"}
@@ -609,14 +664,12 @@ func elementOf(fs map[string]any, e any, i int) (string, bool) {
 // set: a re-apply would remove them.
 func ownedNotPlanned(live *unstructured.Unstructured, want map[string]any, fieldManager string) []string {
 	var out []string
-	for _, mf := range live.GetManagedFields() {
-		if mf.Manager != fieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
-			continue
-		}
-		var set map[string]any
-		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &set); err != nil {
-			return []string{"metadata.managedFields"}
-		}
+	sets, ok := applySets(live, fieldManager)
+	if !ok {
+		return []string{"metadata.managedFields"}
+	}
+	for _, mf := range sets {
+		set := mf.fields
 		var walk func(path []string, fs map[string]any, w map[string]any)
 		walk = func(path []string, fs map[string]any, w map[string]any) {
 			for k, sub := range fs {

@@ -84,6 +84,23 @@ func TestCovers(t *testing.T) {
 			mf[0].APIVersion = "networking.k8s.io/v1beta1"
 			u.SetManagedFields(mf)
 		}, []string{"metadata.managedFields"}},
+		{"the portal's entry is of a subresource", func(u *unstructured.Unstructured) {
+			mf := u.GetManagedFields()
+			mf[0].Subresource = "status"
+			u.SetManagedFields(mf)
+		}, []string{"metadata.managedFields"}},
+		{"the portal's entry is an update, not an apply", func(u *unstructured.Unstructured) {
+			mf := u.GetManagedFields()
+			mf[0].Operation = metav1.ManagedFieldsOperationUpdate
+			u.SetManagedFields(mf)
+		}, []string{"metadata.managedFields"}},
+		{"managedFields not as the API server writes them", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "f:spec", "metadata", "managedFields")
+		}, []string{"metadata.managedFields"}},
+		{"a field set that is not an object", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"manager": ManagedBy, "operation": "Apply",
+				"apiVersion": "networking.k8s.io/v1", "fieldsV1": "f:spec"}}, "metadata", "managedFields")
+		}, []string{"metadata.managedFields"}},
 		{"a label the plan sets is owned by another manager", func(u *unstructured.Unstructured) {
 			byEditor(u, `{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}}}}`, `{"f:metadata":{"f:annotations":{".":{},"f:portal.hyperpod.io/contract-hash":{}}},"f:spec":{"f:egress":{},"f:podSelector":{}}}`)
 		}, []string{"metadata.labels"}},
