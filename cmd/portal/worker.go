@@ -53,15 +53,36 @@ func planLookup(db *store.DB) func(ctx context.Context, connID int64, v int) (wo
 	}
 }
 
+// planBatchLookup looks many connections' contract versions up in one
+// query (a re-apply batch's plans).
+func planBatchLookup(db *store.DB) func(ctx context.Context, refs []provision.ConnVersion) (map[provision.ConnVersion]provision.ContractVersion, error) {
+	return func(ctx context.Context, refs []provision.ConnVersion) (map[provision.ConnVersion]provision.ContractVersion, error) {
+		keys := make([]store.VersionRef, len(refs))
+		for i, r := range refs {
+			keys[i] = store.VersionRef(r)
+		}
+		found, err := db.VersionsOf(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[provision.ConnVersion]provision.ContractVersion, len(found))
+		for k, v := range found {
+			out[provision.ConnVersion(k)] = provision.ContractVersion{Contract: v.Contract, Hash: v.Hash}
+		}
+		return out, nil
+	}
+}
+
 // newWorker builds the provisioning worker: real server-side apply when a
 // cluster is configured (a is non-nil), dry run otherwise.
 func newWorker(db *store.DB, a *provision.Applier, settings provision.ClusterSettings, logger *slog.Logger) *provision.Worker {
 	w := &provision.Worker{
-		Store:  db,
-		Plans:  provision.PlansFrom(planLookup(db), settings),
-		DryRun: a == nil,
-		Owner:  provision.DefaultOwner(),
-		Logger: logger.With("component", "provisioner"),
+		Store:    db,
+		Plans:    provision.PlansFrom(planLookup(db), settings),
+		PlansAll: provision.PlanBatchFrom(planBatchLookup(db), settings),
+		DryRun:   a == nil,
+		Owner:    provision.DefaultOwner(),
+		Logger:   logger.With("component", "provisioner"),
 	}
 	if a != nil {
 		w.Apply = provision.ApplierSteps{Applier: a}

@@ -94,6 +94,7 @@ func benchNoop(b *testing.B, engine, dsn string) {
 	bed.quiet(ctx)
 	before := bed.versions(ctx, tenants)
 	worker := bed.worker("noop-bench")
+	worker.PlansAll = bed.plansAll // as production's worker plans a batch
 
 	var bareTime, driftTime, reapplyTime time.Duration
 	var driftRequests, reapplyRequests, writes int

@@ -2,6 +2,7 @@ package provision_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -223,11 +225,41 @@ func TestNoopReconcileIntegration(t *testing.T) {
 	// the worker runs them together from one snapshot, which also answers
 	// their foreign-namespace checks (reapplybatch.go), so one list per
 	// kind for the three; every step is unchanged at the version it had.
+	// The store records the three together: one transaction for their
+	// starts, one for their steps, one for their completions.
 	ids := b.queueReapply(ctx, tenants)
 	b.counter.Reset()
-	b.runJobs(ctx, b.worker("noop"))
+	w, rec := b.worker("noop"), &callsStore{DB: b.db}
+	w.Store = rec
+	var planned []int
+	w.PlansAll = func(ctx context.Context, refs []provision.ConnVersion) ([]provision.Plan, []error, error) {
+		planned = append(planned, len(refs))
+		return b.plansAll(ctx, refs)
+	}
+	b.runJobs(ctx, w)
 	onlyLists("3 re-apply jobs")
 	b.allUnchanged(ctx, tenants, ids, before)
+	if got, want := rec.String(), "StartJobs 3, StepsDoneAll 3, CompleteJobs 3"; got != want {
+		t.Errorf("the store recorded the batch as %s; want %s", got, want)
+	}
+	if fmt.Sprint(planned) != "[3]" {
+		t.Errorf("PlansAll planned batches of %v jobs; want one of 3", planned)
+	}
+
+	// A store that refuses to record the jobs together (as for a lost
+	// lease) and plans that cannot be read at once: each job is planned
+	// and recorded on its own, and every job still succeeds.
+	ids = b.queueReapply(ctx, tenants)
+	w, rec = b.worker("noop"), &callsStore{DB: b.db, refuse: true}
+	w.Store = rec
+	w.PlansAll = func(context.Context, []provision.ConnVersion) ([]provision.Plan, []error, error) {
+		return nil, nil, errors.New("the database is away")
+	}
+	b.runJobs(ctx, w)
+	b.allUnchanged(ctx, tenants, ids, before)
+	if got, want := rec.String(), "StartJob 3, StepsDone 3, CompleteJob 3"; got != want {
+		t.Errorf("after refused batches the store recorded %s; want %s", got, want)
+	}
 
 	b.counter.Reset()
 	for i, r := range b.applier.DriftAll(ctx, plans) {
@@ -592,4 +624,82 @@ func TestDriftCheckerListsRoleBindingsOncePerPassIntegration(t *testing.T) {
 	if all != 1 {
 		t.Errorf("two batches listed every RoleBinding %d times, want once:\n%s", all, strings.Join(reqs, "\n"))
 	}
+}
+
+// callsStore is the store, counting the jobs each of the job-recording
+// methods the re-apply batch uses was given; with refuse, StartJobs,
+// StepsDoneAll and CompleteJobs refuse as the store does when a job must
+// be recorded on its own, writing nothing.
+type callsStore struct {
+	*store.DB
+	refuse bool
+	mu     sync.Mutex
+	calls  map[string]int
+	order  []string
+}
+
+func (c *callsStore) count(method string, jobs int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.calls == nil {
+		c.calls = map[string]int{}
+	}
+	if _, ok := c.calls[method]; !ok {
+		c.order = append(c.order, method)
+	}
+	c.calls[method] += jobs
+}
+
+// String is "method jobs, ..." in the order the methods were first called.
+func (c *callsStore) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, m := range c.order {
+		out = append(out, fmt.Sprintf("%s %d", m, c.calls[m]))
+	}
+	return strings.Join(out, ", ")
+}
+
+func (c *callsStore) StartJob(ctx context.Context, jobID int64, owner, hash string, steps []string, dryRun bool, now time.Time) error {
+	c.count("StartJob", 1)
+	return c.DB.StartJob(ctx, jobID, owner, hash, steps, dryRun, now)
+}
+
+func (c *callsStore) StartJobs(ctx context.Context, owner string, starts []workflow.JobStart, dryRun bool, now time.Time) error {
+	if c.refuse {
+		return store.ErrBatchRefused
+	}
+	c.count("StartJobs", len(starts))
+	return c.DB.StartJobs(ctx, owner, starts, dryRun, now)
+}
+
+func (c *callsStore) StepsDone(ctx context.Context, jobID int64, owner string, steps []workflow.JobStep, now time.Time, lease time.Duration) error {
+	c.count("StepsDone", 1)
+	return c.DB.StepsDone(ctx, jobID, owner, steps, now, lease)
+}
+
+func (c *callsStore) StepsDoneAll(ctx context.Context, owner string, steps []workflow.JobStep, now time.Time, lease time.Duration) error {
+	if c.refuse {
+		return store.ErrBatchRefused
+	}
+	jobs := map[int64]bool{}
+	for _, s := range steps {
+		jobs[s.JobID] = true
+	}
+	c.count("StepsDoneAll", len(jobs))
+	return c.DB.StepsDoneAll(ctx, owner, steps, now, lease)
+}
+
+func (c *callsStore) CompleteJob(ctx context.Context, jobID int64, owner string, now time.Time) error {
+	c.count("CompleteJob", 1)
+	return c.DB.CompleteJob(ctx, jobID, owner, now)
+}
+
+func (c *callsStore) CompleteJobs(ctx context.Context, owner string, ids []int64, now time.Time) error {
+	if c.refuse {
+		return store.ErrBatchRefused
+	}
+	c.count("CompleteJobs", len(ids))
+	return c.DB.CompleteJobs(ctx, owner, ids, now)
 }

@@ -16,9 +16,11 @@ import (
 // so 100 tenants cost 100 × (kinds + 1) requests where the drift checker,
 // with one snapshot per batch of plans, needs one list per kind. The worker
 // therefore runs the due re-apply jobs together: one snapshot of all their
-// plans (the drift checker's Snapshot, snapshot.go), each job's steps
-// recorded on its own as before, so that a job's page and its audit trail
-// are those of a job run alone.
+// plans (the drift checker's Snapshot, snapshot.go). Each job's rows and
+// audit events are those of a job run alone, so that its page and the
+// audit trail read the same; when the store can (BatchRecorder), it writes
+// them for all the jobs at once, a transaction for their starts, one for
+// the steps the snapshot answered, one for their completions.
 
 // ReapplyBatch bounds the re-apply jobs one worker claims and runs from
 // one snapshot. It is the drift checker's batch (DriftBatch), for the same
@@ -41,17 +43,29 @@ type StepsRecorder interface {
 	StepsDone(ctx context.Context, jobID int64, owner string, steps []workflow.JobStep, now time.Time, lease time.Duration) error
 }
 
-// runAnswered records, in one transaction, the run of r's next steps that
-// r's applier answers without a request (Kubernetes steps up to pause or
-// the next AWS step, none a fresh namespace's), when there is one and the
-// store can (StepsRecorder); it calls AfterStep after each as runSteps
-// does. ran says it recorded some; err (the attempt then ended) is the
-// store's or AfterStep's.
-func (w *Worker) runAnswered(sctx context.Context, r *jobRun, pause func(Step) bool) (ran bool, err error) {
-	rec, ok := w.Store.(StepsRecorder)
+// BatchRecorder is a JobStore that can also record many jobs' starts,
+// answered steps and completions, each in one transaction, exactly as
+// StartJob, StepsDone and CompleteJob record one job's (*store.DB is one).
+// It may refuse a batch, writing nothing (a job whose start or completion
+// does more than audit, a lost lease); the worker then records each job on
+// its own, which settles each as before. The re-apply batch uses it: on
+// PostgreSQL every statement is a round trip, and three transactions a job
+// were most of a no-op re-apply's time (issue 15).
+type BatchRecorder interface {
+	StartJobs(ctx context.Context, owner string, starts []workflow.JobStart, dryRun bool, now time.Time) error
+	StepsDoneAll(ctx context.Context, owner string, steps []workflow.JobStep, now time.Time, lease time.Duration) error
+	CompleteJobs(ctx context.Context, owner string, ids []int64, now time.Time) error
+}
+
+// answered is the run of r's next steps that r's applier answers without
+// a request (Kubernetes steps up to pause or the next AWS step, none a
+// fresh namespace's), each as the step it records; none when the store
+// cannot record them together (StepsRecorder) or in a dry run.
+func (w *Worker) answered(r *jobRun, pause func(Step) bool) []workflow.JobStep {
+	_, ok := w.Store.(StepsRecorder)
 	a, ok2 := r.apply.(answerer)
 	if !ok || !ok2 || w.DryRun {
-		return false, nil
+		return nil
 	}
 	var group []workflow.JobStep
 	for seq := r.next; seq < len(r.steps); seq++ {
@@ -63,17 +77,25 @@ func (w *Worker) runAnswered(sctx context.Context, r *jobRun, pause func(Step) b
 		if !ok {
 			break
 		}
-		group = append(group, workflow.JobStep{Seq: seq, Name: r.names[seq], Outcome: string(outcome), Detail: detail})
+		group = append(group, workflow.JobStep{JobID: r.job.ID, Seq: seq, Name: r.names[seq], Outcome: string(outcome), Detail: detail})
 	}
+	return group
+}
+
+// runAnswered records, in one transaction, r's answered steps (answered),
+// when there are some; it calls AfterStep after each as runSteps does. ran
+// says it recorded some; err (the attempt then ended) is the store's or
+// AfterStep's.
+func (w *Worker) runAnswered(sctx context.Context, r *jobRun, pause func(Step) bool) (ran bool, err error) {
+	group := w.answered(r, pause)
 	if len(group) == 0 {
 		return false, nil
 	}
-	if err := rec.StepsDone(sctx, r.job.ID, w.Owner, group, w.now(), w.lease()); err != nil {
+	if err := w.Store.(StepsRecorder).StepsDone(sctx, r.job.ID, w.Owner, group, w.now(), w.lease()); err != nil {
 		return true, err
 	}
 	for _, s := range group {
-		r.log.Debug("step done", "step", s.Seq, "name", s.Name, "outcome", s.Outcome)
-		r.next = s.Seq + 1
+		r.stepDone(s)
 		if w.AfterStep != nil {
 			if err := w.AfterStep(s.Seq); err != nil {
 				r.died = true
@@ -82,6 +104,104 @@ func (w *Worker) runAnswered(sctx context.Context, r *jobRun, pause func(Step) b
 		}
 	}
 	return true, nil
+}
+
+// stepDone notes that step s of r is recorded done: r goes on after it.
+func (r *jobRun) stepDone(s workflow.JobStep) {
+	r.log.Debug("step done", "step", s.Seq, "name", s.Name, "outcome", s.Outcome)
+	r.next = s.Seq + 1
+}
+
+// batchRecorder is the store as a BatchRecorder when the worker may record
+// jobs together: not with AfterStep set (a test's crash after a given
+// step must find the steps before it recorded one job at a time).
+func (w *Worker) batchRecorder() (BatchRecorder, bool) {
+	br, ok := w.Store.(BatchRecorder)
+	return br, ok && w.AfterStep == nil
+}
+
+// startAll starts the live jobs, in one transaction when the store can
+// (BatchRecorder), else, or when it refuses, each on its own (start). It
+// returns the jobs that started; end gets each that did not.
+func (w *Worker) startAll(sctx context.Context, live []*jobRun, end func(*jobRun, error) bool) []*jobRun {
+	if br, ok := w.batchRecorder(); ok && len(live) > 1 {
+		starts := make([]workflow.JobStart, len(live))
+		for i, r := range live {
+			starts[i] = workflow.JobStart{JobID: r.job.ID, PlanHash: r.hash, Steps: r.names}
+		}
+		err := br.StartJobs(sctx, w.Owner, starts, w.DryRun, w.now())
+		if err == nil {
+			return live
+		}
+		w.log().Info("starting the re-apply jobs one by one", "jobs", len(live), "reason", err.Error())
+	}
+	started := live[:0]
+	for _, r := range live {
+		if ended, err := w.start(sctx, r); ended {
+			end(r, err)
+			continue
+		}
+		started = append(started, r)
+	}
+	return started
+}
+
+// answerAll records the answered steps (answered) of every live job in one
+// transaction when the store can (BatchRecorder) and more than one job has
+// some. When it cannot, or the store refuses, it records nothing: each
+// job's runSteps then records its own (runAnswered).
+func (w *Worker) answerAll(sctx context.Context, live []*jobRun, pause func(Step) bool) {
+	br, ok := w.batchRecorder()
+	if !ok {
+		return
+	}
+	var steps []workflow.JobStep
+	ran := map[int64]*jobRun{}
+	for _, r := range live {
+		if r.ctx.Err() != nil {
+			continue // runSteps hands it back
+		}
+		if group := w.answered(r, pause); len(group) > 0 {
+			steps = append(steps, group...)
+			ran[r.job.ID] = r
+		}
+	}
+	if len(ran) < 2 {
+		return
+	}
+	if err := br.StepsDoneAll(sctx, w.Owner, steps, w.now(), w.lease()); err != nil {
+		w.log().Info("recording the re-apply jobs' steps one by one", "jobs", len(ran), "reason", err.Error())
+		return
+	}
+	for _, s := range steps {
+		ran[s.JobID].stepDone(s)
+	}
+}
+
+// completeAll completes the jobs whose steps are all done, in one
+// transaction when the store can (BatchRecorder), else, or when it
+// refuses, each on its own (complete). errs[i] is runs[i]'s.
+func (w *Worker) completeAll(sctx context.Context, runs []*jobRun) []error {
+	errs := make([]error, len(runs))
+	if br, ok := w.batchRecorder(); ok && len(runs) > 1 {
+		ids := make([]int64, len(runs))
+		for i, r := range runs {
+			r.release()
+			ids[i] = r.job.ID
+		}
+		err := br.CompleteJobs(sctx, w.Owner, ids, w.now())
+		if err == nil {
+			for _, r := range runs {
+				w.succeeded(r)
+			}
+			return errs
+		}
+		w.log().Info("completing the re-apply jobs one by one", "jobs", len(runs), "reason", err.Error())
+	}
+	for i, r := range runs {
+		errs[i] = w.complete(sctx, r)
+	}
+	return errs
 }
 
 // runReapplyBatch runs the re-apply job first, claimed by RunOnce, with the
@@ -107,8 +227,9 @@ func (w *Worker) runAnswered(sctx context.Context, r *jobRun, pause func(Step) b
 //     after its objects, and the RoleBinding prune after them: the prune
 //     gets a snapshot taken after those AWS steps).
 //
-// Every job records its own steps, outcomes and completion as a single job
-// does. A job whose step fails settles (a retry or a failure) on its own;
+// Every job has its own steps, outcomes and completion as a single job
+// does; the store records them for all the jobs together when it can
+// (startAll, answerAll, completeAll), else job by job. A job whose step fails settles (a retry or a failure) on its own;
 // the others go on. The heartbeat renews every job's lease until the job's
 // last write; a lost lease stops that job alone. A shutdown (ctx
 // cancelled) hands every unfinished job back to the queue. An error from
@@ -160,17 +281,22 @@ func (w *Worker) runReapplyBatch(ctx context.Context, first workflow.Job, sa Sna
 	result := func() error { return errors.Join(errs...) }
 
 	// 1. Plans and steps.
-	var live []*jobRun
+	var admitted []*jobRun
 	for _, r := range runs {
 		if ended, err := w.admit(sctx, r.job, r.log); ended {
 			end(r, err)
 			continue
 		}
+		admitted = append(admitted, r)
+	}
+	plans, planErrs := w.plansOf(ctx, admitted)
+	var live []*jobRun
+	for i, r := range admitted {
 		if r.ctx.Err() != nil {
 			end(r, w.handBackRun(sctx, r))
 			continue
 		}
-		plan, err := w.Plans(r.ctx, r.job.ConnectionID, r.job.Version)
+		plan, err := plans[i], planErrs[i]
 		hash := ""
 		if err == nil {
 			hash, err = w.checkPlan(r.ctx, r.job, plan)
@@ -222,34 +348,37 @@ func (w *Worker) runReapplyBatch(ctx context.Context, first workflow.Job, sa Sna
 		}
 		live = started
 	}
-	started := live[:0]
-	for _, r := range live {
-		if ended, err := w.start(sctx, r); ended {
-			end(r, err)
-			continue
-		}
-		started = append(started, r)
-	}
-	live = started
+	live = w.startAll(sctx, live, end)
 
 	// 3-5. AWS stretches, then Kubernetes stretches from one snapshot each.
 	isKube := func(st Step) bool { return st.AWS == nil }
 	isAWS := func(st Step) bool { return st.AWS != nil }
 	// advanceAll runs each live job's steps until pause; a job that ended
 	// leaves live. false: the batch must stop now (AfterStep).
+	// The jobs whose steps are all done complete together, after the
+	// others have run theirs.
 	advanceAll := func(pause func(Step) bool) bool {
+		w.answerAll(sctx, live, pause)
 		next := live[:0]
+		var finished []*jobRun
+		completeFinished := func() {
+			for i, err := range w.completeAll(sctx, finished) {
+				end(finished[i], err)
+			}
+		}
 		for _, r := range live {
 			ended, err := w.runSteps(sctx, r, pause)
-			if !ended && r.done() {
-				ended, err = true, w.complete(sctx, r)
-			}
-			if !ended {
+			switch {
+			case !ended && r.done():
+				finished = append(finished, r)
+			case !ended:
 				next = append(next, r)
-			} else if !end(r, err) {
+			case !end(r, err):
+				completeFinished()
 				return false
 			}
 		}
+		completeFinished()
 		live = next
 		return true
 	}
@@ -273,6 +402,29 @@ func (w *Worker) runReapplyBatch(ctx context.Context, first workflow.Job, sa Sna
 		shared = nil // the next stretch comes after AWS steps: read again
 	}
 	return result()
+}
+
+// plansOf builds the plans of runs' jobs: all at once with PlansAll when
+// the worker has it and it answers, else each with Plans.
+func (w *Worker) plansOf(ctx context.Context, runs []*jobRun) ([]Plan, []error) {
+	if w.PlansAll != nil && len(runs) > 1 {
+		refs := make([]ConnVersion, len(runs))
+		for i, r := range runs {
+			refs[i] = ConnVersion{r.job.ConnectionID, r.job.Version}
+		}
+		plans, errs, err := w.PlansAll(ctx, refs)
+		if err == nil && len(plans) == len(runs) && len(errs) == len(runs) {
+			return plans, errs
+		}
+		w.log().Info("planning the re-apply jobs one by one", "jobs", len(runs), "reason", fmt.Sprint(err))
+	}
+	plans, errs := make([]Plan, len(runs)), make([]error, len(runs))
+	for i, r := range runs {
+		if r.ctx.Err() == nil {
+			plans[i], errs[i] = w.Plans(r.ctx, r.job.ConnectionID, r.job.Version)
+		}
+	}
+	return plans, errs
 }
 
 // notStarted ends the attempt of a job that failed before it started: it

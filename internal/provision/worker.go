@@ -96,15 +96,54 @@ func Permanent(err error) error {
 func PlansFrom(version func(ctx context.Context, connID int64, version int) (c workflow.Contract, hash string, err error), s ClusterSettings) func(context.Context, int64, int) (Plan, error) {
 	return func(ctx context.Context, connID int64, v int) (Plan, error) {
 		c, hash, err := version(ctx, connID, v)
-		if err != nil {
-			return Plan{}, fmt.Errorf("provision: version %d of connection %d: %w", v, connID, err)
-		}
-		p, err := BuildPlan(connID, v, hash, c, s)
-		if err != nil {
-			return Plan{}, Permanent(err)
-		}
-		return p, nil
+		return planOf(ConnVersion{connID, v}, ContractVersion{c, hash}, err, s)
 	}
+}
+
+// ContractVersion is a contract version's body and hash, as a plan is
+// built from them.
+type ContractVersion struct {
+	Contract workflow.Contract
+	Hash     string
+}
+
+// errNoVersion: a batch lookup found no such version.
+var errNoVersion = errors.New("no such version")
+
+// PlanBatchFrom is a Worker.PlansAll that looks the versions up at once
+// with versions (a ref absent from its map has no version) and builds each
+// plan as PlansFrom does.
+func PlanBatchFrom(versions func(ctx context.Context, refs []ConnVersion) (map[ConnVersion]ContractVersion, error), s ClusterSettings) func(context.Context, []ConnVersion) ([]Plan, []error, error) {
+	return func(ctx context.Context, refs []ConnVersion) ([]Plan, []error, error) {
+		found, err := versions(ctx, refs)
+		if err != nil {
+			return nil, nil, err
+		}
+		plans, errs := make([]Plan, len(refs)), make([]error, len(refs))
+		for i, r := range refs {
+			cv, ok := found[r]
+			var lookup error
+			if !ok {
+				lookup = errNoVersion
+			}
+			plans[i], errs[i] = planOf(r, cv, lookup, s)
+		}
+		return plans, errs, nil
+	}
+}
+
+// planOf is the plan of version r, looked up as cv (or lookup says why
+// not): a lookup error is retried, a plan that cannot be built is
+// permanent.
+func planOf(r ConnVersion, cv ContractVersion, lookup error, s ClusterSettings) (Plan, error) {
+	if lookup != nil {
+		return Plan{}, fmt.Errorf("provision: version %d of connection %d: %w", r.Version, r.ConnectionID, lookup)
+	}
+	p, err := BuildPlan(r.ConnectionID, r.Version, cv.Hash, cv.Contract, s)
+	if err != nil {
+		return Plan{}, Permanent(err)
+	}
+	return p, nil
 }
 
 // The job lease and its heartbeat, in one place. A claim holds a job for
@@ -174,7 +213,12 @@ type Worker struct {
 	// Plans builds the plan of a connection's approved contract version.
 	// Wrap errors no retry can fix with Permanent (PlansFrom does).
 	Plans func(ctx context.Context, connID int64, version int) (Plan, error)
-	Apply StepApplier // unused in dry-run mode
+	// PlansAll, when set, builds the plans of many versions at once, for
+	// a re-apply batch (PlanBatchFrom builds one): plans[i] is refs[i]'s,
+	// or errs[i] says why not, as Plans would. An error for the whole call
+	// makes the batch use Plans, job by job.
+	PlansAll func(ctx context.Context, refs []ConnVersion) (plans []Plan, errs []error, err error)
+	Apply    StepApplier // unused in dry-run mode
 	// AWS makes the plans' AWS calls (unused in dry-run mode). Nil: a plan
 	// with AWS calls fails at its first one, saying AWS is not configured.
 	AWS AWSRunner
@@ -586,8 +630,13 @@ func (w *Worker) complete(sctx context.Context, r *jobRun) error {
 		}
 		return err
 	}
-	r.log.Info("job succeeded", "kind", r.job.Kind, "steps", len(r.steps), "dry_run", w.DryRun, "plan_hash", r.hash)
+	w.succeeded(r)
 	return nil
+}
+
+// succeeded logs that r's job succeeded.
+func (w *Worker) succeeded(r *jobRun) {
+	r.log.Info("job succeeded", "kind", r.job.Kind, "steps", len(r.steps), "dry_run", w.DryRun, "plan_hash", r.hash)
 }
 
 // settleRun is settle for a run, its lease released first.

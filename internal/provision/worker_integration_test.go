@@ -74,6 +74,11 @@ type wbed struct {
 	admin    workflow.Actor
 	settings provision.ClusterSettings
 	plans    func(context.Context, int64, int) (provision.Plan, error)
+	// plansAll is b.plans for many versions at once, as production's
+	// worker has it (cmd/portal); a worker gets it where a test sets it
+	// (tests that change a worker's Plans would otherwise need to change
+	// both).
+	plansAll func(context.Context, []provision.ConnVersion) ([]provision.Plan, []error, error)
 	applier  *provision.Applier // counted; the worker applies through it
 	counter  *testenv.RequestCounter
 	look     *provision.Applier // uncounted: Client and Mapper for checks
@@ -143,6 +148,18 @@ func newWBedOn(tb testing.TB, dsn string) *wbed {
 	b.plans = provision.PlansFrom(func(ctx context.Context, id int64, v int) (workflow.Contract, string, error) {
 		ver, err := db.Version(ctx, id, v)
 		return ver.Contract, ver.Hash, err
+	}, b.settings)
+	b.plansAll = provision.PlanBatchFrom(func(ctx context.Context, refs []provision.ConnVersion) (map[provision.ConnVersion]provision.ContractVersion, error) {
+		keys := make([]store.VersionRef, len(refs))
+		for i, r := range refs {
+			keys[i] = store.VersionRef(r)
+		}
+		found, err := db.VersionsOf(ctx, keys)
+		out := map[provision.ConnVersion]provision.ContractVersion{}
+		for k, v := range found {
+			out[provision.ConnVersion(k)] = provision.ContractVersion{Contract: v.Contract, Hash: v.Hash}
+		}
+		return out, err
 	}, b.settings)
 
 	u, err := db.RecordLogin(ctx, "https://idp.example.test", "admin", "admin@example.test", "Admin", []string{"portal-admins"}, b.clock.Now())

@@ -29,8 +29,7 @@ func loadConn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool) (Conne
 	if err != nil {
 		return Connection{}, workflow.Conn{}, err
 	}
-	s := workflow.Conn{ID: c.ID, Team: c.Team, State: c.State, CurrentVersion: c.CurrentVersion, CurrentHash: h,
-		ApprovedVersion: c.ApprovedVersion, Amendment: c.Amendment, RequesterID: c.RequesterID, Hold: c.Hold}
+	s := connView(c, h)
 	if c.ApprovedVersion != 0 {
 		if s.ApprovedHash, err = versionHash(ctx, tx, id, c.ApprovedVersion); err != nil {
 			return Connection{}, workflow.Conn{}, err
@@ -45,6 +44,14 @@ func loadConn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool) (Conne
 		}
 	}
 	return c, s, nil
+}
+
+// connView is connection c as the workflow's commands see it, its current
+// version's hash h; the approved version's hash and the people are the
+// caller's to add.
+func connView(c Connection, h string) workflow.Conn {
+	return workflow.Conn{ID: c.ID, Team: c.Team, State: c.State, CurrentVersion: c.CurrentVersion, CurrentHash: h,
+		ApprovedVersion: c.ApprovedVersion, Amendment: c.Amendment, RequesterID: c.RequesterID, Hold: c.Hold}
 }
 
 // staleError gives a workflow.StaleError the connection as it is now, for

@@ -49,6 +49,22 @@ func chainHash(prev string, e AuditEvent) string {
 // appendAudit adds an event inside the caller's transaction, chained to the
 // last one. Write transactions are BEGIN IMMEDIATE, so appends serialize.
 func appendAudit(ctx context.Context, tx *sql.Tx, e AuditEvent) error {
+	return appendAudits(ctx, tx, []AuditEvent{e})
+}
+
+// auditRowsPerInsert bounds the rows of one multi-row INSERT of audit
+// events: 11 parameters a row, well under SQLite's 32766 and PostgreSQL's
+// 65535 parameters a statement.
+const auditRowsPerInsert = 500
+
+// appendAudits adds events, in order, inside the caller's transaction, each
+// chained to the one before and the first to the last one stored: one read
+// of the last hash, and one INSERT per auditRowsPerInsert events (a re-apply
+// batch's completions append one event per job).
+func appendAudits(ctx context.Context, tx *sql.Tx, events []AuditEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
 	var prev string
 	err := tx.QueryRowContext(ctx, `SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1`).Scan(&prev)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -56,14 +72,26 @@ func appendAudit(ctx context.Context, tx *sql.Tx, e AuditEvent) error {
 	} else if err != nil {
 		return fmt.Errorf("store: audit: %w", err)
 	}
-	e.PrevHash = prev
-	e.Hash = chainHash(prev, e)
-	_, err = tx.ExecContext(ctx, `
-INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		fmtTime(e.At), nullID(e.ActorID), e.Actor, e.Action, e.ObjectType, e.ObjectID, e.Team, e.Version, e.Reason, e.PrevHash, e.Hash)
-	if err != nil {
-		return fmt.Errorf("store: audit: %w", err)
+	for start := 0; start < len(events); start += auditRowsPerInsert {
+		part := events[start:min(start+auditRowsPerInsert, len(events))]
+		var q strings.Builder
+		q.WriteString(`INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash) VALUES `)
+		args := make([]any, 0, 11*len(part))
+		for i, e := range part {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			e.PrevHash = prev
+			e.Hash = chainHash(prev, e)
+			prev = e.Hash
+			args = append(args, fmtTime(e.At), nullID(e.ActorID), e.Actor, e.Action, e.ObjectType, e.ObjectID, e.Team, e.Version, e.Reason, e.PrevHash, e.Hash)
+		}
+		// The ids grow in the rows' order (one statement, one writer), so
+		// the chain reads in id order.
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("store: audit: %w", err)
+		}
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -223,9 +222,9 @@ func (d *DB) ClaimJob(ctx context.Context, owner string, now time.Time, lease ti
 //
 // Claims are exclusive as ClaimJob's are: one write transaction (BEGIN
 // IMMEDIATE on SQLite, the writer lock on PostgreSQL), the rows read FOR
-// UPDATE SKIP LOCKED on PostgreSQL, and each update re-checks what the
-// select saw, so a job is claimed by one claimer however many replicas
-// claim at once. It returns no jobs, and no error, when none is due.
+// UPDATE SKIP LOCKED on PostgreSQL, and the one update of all the picks
+// re-checks, row by row, what the selects saw, so a job is claimed by one
+// claimer however many replicas claim at once. It returns no jobs, and no error, when none is due.
 func (d *DB) ClaimJobs(ctx context.Context, owner string, kind workflow.JobKind, now time.Time, lease time.Duration, limit int) ([]workflow.Job, error) {
 	if owner == "" || lease <= 0 || limit <= 0 {
 		return nil, fmt.Errorf("store: claim jobs: need an owner, a positive lease and a positive limit (got %q, %s, %d)", owner, lease, limit)
@@ -266,12 +265,40 @@ func (d *DB) ClaimJobs(ctx context.Context, owner string, kind workflow.JobKind,
 				return fmt.Errorf("store: claim jobs: %w", err)
 			}
 		}
+		if len(picks) == 0 {
+			return nil
+		}
+		// Every pick claimed in one update, which re-checks what the
+		// selects saw as claimPicked does, and read back in one select.
+		ids := make([]int64, len(picks))
+		for i, p := range picks {
+			ids[i] = p.id
+		}
+		in, inArgs := idList(ids)
+		claimed := map[int64]bool{}
+		if err := eachRow(ctx, tx, func(rows *sql.Rows) error {
+			var id int64
+			err := rows.Scan(&id)
+			claimed[id] = true
+			return err
+		}, `
+UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+WHERE id IN `+in+` AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' AND lease_until <= ?)) RETURNING id`,
+			append(append([]any{owner, fmtTime(now.Add(lease)), ts}, inArgs...), ts, ts)...); err != nil {
+			return fmt.Errorf("store: claim jobs: %w", err)
+		}
+		byID := map[int64]workflow.Job{}
+		if err := eachRow(ctx, tx, func(rows *sql.Rows) error {
+			j, err := scanJob(rows)
+			byID[j.ID] = j
+			return err
+		}, `SELECT `+jobCols+` FROM jobs WHERE id IN `+in, inArgs...); err != nil {
+			return fmt.Errorf("store: claim jobs: %w", err)
+		}
 		for _, p := range picks {
-			j, ok, err := claimPicked(ctx, tx, p.id, p.prev, owner, now, lease)
-			if err != nil {
-				return err
-			}
-			if ok {
+			if claimed[p.id] {
+				j := byID[p.id]
+				j.PreviousOwner = p.prev
 				jobs = append(jobs, j)
 			}
 		}
@@ -389,27 +416,11 @@ func recordAttempt(ctx context.Context, tx *sql.Tx, jobID int64, appliedPlanHash
 	if _, err := tx.ExecContext(ctx, `DELETE FROM job_steps WHERE job_id = ? AND seq >= ?`, jobID, len(steps)); err != nil {
 		return err
 	}
-	// One statement per stepRowsPerInsert steps (issue 15: a statement a
-	// step was much of a re-apply batch's store time).
-	for start := 0; start < len(steps); start += stepRowsPerInsert {
-		end := min(start+stepRowsPerInsert, len(steps))
-		var q strings.Builder
-		q.WriteString(`INSERT INTO job_steps (job_id, seq, name, state) VALUES `)
-		args := make([]any, 0, 3*(end-start))
-		for seq := start; seq < end; seq++ {
-			if seq > start {
-				q.WriteString(", ")
-			}
-			q.WriteString(`(?, ?, ?, 'pending')`)
-			args = append(args, jobID, seq, steps[seq])
-		}
-		q.WriteString(`
-ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'pending', outcome = '', detail = '', started_at = '', finished_at = ''`)
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-			return err
-		}
+	rows := make([]stepRow, len(steps))
+	for seq, name := range steps {
+		rows[seq] = stepRow{jobID: jobID, seq: seq, name: name}
 	}
-	return nil
+	return writeSteps(ctx, tx, rows, false, fmtTime(now))
 }
 
 // stepRowsPerInsert bounds the rows of one multi-row INSERT of job steps:
@@ -511,27 +522,12 @@ func (d *DB) StepsDone(ctx context.Context, jobID int64, owner string, steps []w
 		if _, err := leased(ctx, tx, jobID, owner); err != nil {
 			return err
 		}
-		for start := 0; start < len(steps); start += stepRowsPerInsert {
-			part := steps[start:min(start+stepRowsPerInsert, len(steps))]
-			var q strings.Builder
-			q.WriteString(`INSERT INTO job_steps (job_id, seq, name, state, outcome, detail, attempts, started_at, finished_at) VALUES `)
-			args := make([]any, 0, 8*len(part))
-			for i, st := range part {
-				if i > 0 {
-					q.WriteString(", ")
-				}
-				q.WriteString(`(?, ?, ?, 'done', ?, ?, 1, ?, ?)`)
-				args = append(args, jobID, st.Seq, st.Name, st.Outcome, st.Detail, ts, ts)
-			}
-			// StartStep's row (its run counted, started now, outcome and
-			// detail cleared), then StepFinished's (done, outcome,
-			// detail, finished now), in one write.
-			q.WriteString(`
-ON CONFLICT (job_id, seq) DO UPDATE SET name = excluded.name, state = 'done', outcome = excluded.outcome, detail = excluded.detail,
-	attempts = job_steps.attempts + 1, started_at = excluded.started_at, finished_at = excluded.finished_at`)
-			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-				return err
-			}
+		rows := make([]stepRow, len(steps))
+		for i, st := range steps {
+			rows[i] = stepRow{jobID: jobID, seq: st.Seq, name: st.Name, outcome: st.Outcome, detail: st.Detail}
+		}
+		if err := writeSteps(ctx, tx, rows, true, ts); err != nil {
+			return err
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_until = ?, updated_at = ? WHERE id = ?`, fmtTime(now.Add(lease)), ts, jobID)
 		return err

@@ -119,6 +119,43 @@ func (d *DB) Version(ctx context.Context, id int64, v int) (Version, error) {
 	return getVersion(ctx, d.sql, id, v)
 }
 
+// VersionRef names one contract version of one connection.
+type VersionRef struct {
+	ConnectionID int64
+	Version      int
+}
+
+// VersionsOf returns the versions refs name, in one query (issue 15: a
+// re-apply batch planned each of its jobs with a query of its own). A ref
+// with no version is absent from the map.
+func (d *DB) VersionsOf(ctx context.Context, refs []VersionRef) (map[VersionRef]Version, error) {
+	out := make(map[VersionRef]Version, len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	pairs := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(refs)), ", ")
+	args := make([]any, 0, 2*len(refs))
+	for _, r := range refs {
+		args = append(args, r.ConnectionID, r.Version)
+	}
+	rows, err := d.sql.QueryContext(ctx, `SELECT `+versionCols+` WHERE (cv.connection_id, cv.version) IN (`+pairs+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: versions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scanVersion(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: versions: %w", err)
+		}
+		out[VersionRef{v.ConnectionID, v.Version}] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: versions: %w", err)
+	}
+	return out, nil
+}
+
 // Versions returns the history of a connection, newest first, in one
 // query: each version's number, hash, author and time, never its contract
 // (a page that shows a contract loads that version alone with Version), so

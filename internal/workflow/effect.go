@@ -99,6 +99,15 @@ func (e Effect) Writes(from State) bool {
 	return e.Next != from || e.Version != nil || e.Approve != 0 || e.Submitted || e.Amend != nil || e.ReviewDue != "" || e.Hold != nil || e.Orphan != nil
 }
 
+// AuditOnly reports whether the effect records nothing but its audit
+// events (none, or some): no write to the connection's row, no decision,
+// job, review or notice. The store records such effects of many jobs at
+// once (a re-apply batch's starts and completions).
+func (e Effect) AuditOnly(from State) bool {
+	return !e.Writes(from) && e.Decision == nil && e.Adopt == "" && !e.CancelJobs && e.Job == nil && len(e.Notify) == 0 &&
+		len(e.ReviewTriggers) == 0 && e.OpenReview == nil && e.CloseReview == nil
+}
+
 // DecisionRecord is an admin's approval, rejection or change request of one
 // version.
 type DecisionRecord struct {

@@ -100,6 +100,14 @@ type Job struct {
 	PreviousOwner string
 }
 
+// JobStart is an attempt's start as the worker records it: the plan the
+// job runs, its hash and its steps' names.
+type JobStart struct {
+	JobID    int64
+	PlanHash string
+	Steps    []string
+}
+
 // JobStep is one step of a job: one plan object (or AWS call), in apply
 // order.
 type JobStep struct {
