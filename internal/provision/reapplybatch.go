@@ -229,8 +229,8 @@ func (w *Worker) completeAll(sctx context.Context, runs []*jobRun) []error {
 //
 // Every job has its own steps, outcomes and completion as a single job
 // does; the store records them for all the jobs together when it can
-// (startAll, answerAll, completeAll), else job by job. A job whose step fails settles (a retry or a failure) on its own;
-// the others go on. The heartbeat renews every job's lease until the job's
+// (startAll, answerAll, completeAll), else job by job. A job whose step
+// fails settles (a retry or a failure) on its own; the others go on. The heartbeat renews every job's lease until the job's
 // last write; a lost lease stops that job alone. A shutdown (ctx
 // cancelled) hands every unfinished job back to the queue. An error from
 // AfterStep stops the whole batch at once, as if the process had died.
@@ -354,9 +354,9 @@ func (w *Worker) runReapplyBatch(ctx context.Context, first workflow.Job, sa Sna
 	isKube := func(st Step) bool { return st.AWS == nil }
 	isAWS := func(st Step) bool { return st.AWS != nil }
 	// advanceAll runs each live job's steps until pause; a job that ended
-	// leaves live. false: the batch must stop now (AfterStep).
-	// The jobs whose steps are all done complete together, after the
-	// others have run theirs.
+	// leaves live, and the jobs whose steps are all done complete
+	// together once the others have run theirs. false: the batch must
+	// stop now (AfterStep).
 	advanceAll := func(pause func(Step) bool) bool {
 		w.answerAll(sctx, live, pause)
 		next := live[:0]

@@ -244,8 +244,7 @@ ON CONFLICT (connection_id, version) DO NOTHING`, id, r.Version, e.Adopt, e.By.I
 		if a.JobRef {
 			reason = fmt.Sprintf("job %d; %s", jobID, reason)
 		}
-		if err := appendAudit(ctx, tx, AuditEvent{At: now, ActorID: a.Actor.ID, Actor: a.Actor.Email, Action: a.Action,
-			ObjectType: "connection", ObjectID: id, Team: team, Version: a.Version, Reason: reason}); err != nil {
+		if err := appendAudit(ctx, tx, connAudit(id, team, a, reason, now)); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -261,6 +260,13 @@ ON CONFLICT (connection_id, version) DO NOTHING`, id, r.Version, e.Adopt, e.By.I
 		}
 	}
 	return id, jobID, nil
+}
+
+// connAudit is the audit event of record a on connection id of team,
+// with reason.
+func connAudit(id int64, team string, a workflow.AuditRecord, reason string, now time.Time) AuditEvent {
+	return AuditEvent{At: now, ActorID: a.Actor.ID, Actor: a.Actor.Email, Action: a.Action,
+		ObjectType: "connection", ObjectID: id, Team: team, Version: a.Version, Reason: reason}
 }
 
 // Batch is one write transaction in which many commands are recorded, each

@@ -301,8 +301,7 @@ WHERE c.id IN `+in+` AND (cv.version = c.current_version OR cv.version = c.appro
 func effectAudit(c Connection, e workflow.Effect, now time.Time) []AuditEvent {
 	out := make([]AuditEvent, len(e.Audit))
 	for i, a := range e.Audit {
-		out[i] = AuditEvent{At: now, ActorID: a.Actor.ID, Actor: a.Actor.Email, Action: a.Action,
-			ObjectType: "connection", ObjectID: c.ID, Team: c.Team, Version: a.Version, Reason: a.Reason}
+		out[i] = connAudit(c.ID, c.Team, a, a.Reason, now)
 	}
 	return out
 }
