@@ -328,3 +328,25 @@ func explain(t *testing.T, db *store.DB, query string, args ...any) []string {
 	}
 	return out
 }
+
+// BenchmarkDataVersionParallel reads the data version from 64 goroutines
+// at once, as every request of a loaded portal does first (wrk -c64 in
+// bench/pages): on SQLite the WAL-index header is read under a shared
+// lock, so readers never wait for one another.
+func BenchmarkDataVersionParallel(b *testing.B) {
+	db := openTB(b)
+	ctx := b.Context()
+	if _, ok, err := db.DataVersion(ctx); err != nil || !ok {
+		b.Fatalf("DataVersion = %v, %v", ok, err)
+	}
+	b.SetParallelism(32) // × GOMAXPROCS (2 here): 64 goroutines
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, _, err := db.DataVersion(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

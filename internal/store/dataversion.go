@@ -60,7 +60,7 @@ func (d *DB) DataVersion(ctx context.Context) (token string, ok bool, err error)
 // sqliteVersion is the connection PRAGMA data_version runs on, and the
 // WAL-index header it reads first when it can (shmHeader).
 type sqliteVersion struct {
-	mu   sync.Mutex
+	mu   sync.RWMutex // conn, gen and shm: read under RLock, changed under Lock
 	conn *sql.Conn
 	gen  int
 	path string     // the database file
@@ -70,6 +70,16 @@ type sqliteVersion struct {
 }
 
 func (v *sqliteVersion) read(ctx context.Context, db *sql.DB) (string, bool, error) {
+	// Every request reads the header first: under the shared lock, so
+	// that readers never queue behind one another (a mutex here held an
+	// fstat per request: 64 concurrent requests took turns); only the
+	// PRAGMA and a new mapping take the lock alone.
+	v.mu.RLock()
+	t, ok := v.fromHeader()
+	v.mu.RUnlock()
+	if ok {
+		return t, true, nil
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if t, ok := v.fromHeader(); ok {
