@@ -217,13 +217,8 @@ UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_er
 // must be running, leased to owner, on a connection, and no two on one
 // connection.
 func leasedJobs(ctx context.Context, tx *sql.Tx, ids []int64, owner string) ([]workflow.Job, error) {
-	in, args := idList(ids)
-	byID := map[int64]workflow.Job{}
-	if err := eachRow(ctx, tx, func(rows *sql.Rows) error {
-		j, err := scanJob(rows)
-		byID[j.ID] = j
-		return err
-	}, `SELECT `+jobCols+` FROM jobs WHERE id IN `+in, args...); err != nil {
+	byID, err := jobsByID(ctx, tx, ids)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]workflow.Job, len(ids))
@@ -243,6 +238,18 @@ func leasedJobs(ctx context.Context, tx *sql.Tx, ids []int64, owner string) ([]w
 		out[i] = j
 	}
 	return out, nil
+}
+
+// jobsByID reads the jobs ids name, in one query.
+func jobsByID(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]workflow.Job, error) {
+	in, args := idList(ids)
+	byID := make(map[int64]workflow.Job, len(ids))
+	err := eachRow(ctx, tx, func(rows *sql.Rows) error {
+		j, err := scanJob(rows)
+		byID[j.ID] = j
+		return err
+	}, `SELECT `+jobCols+` FROM jobs WHERE id IN `+in, args...)
+	return byID, err
 }
 
 // loadConns is loadConn (without the people) for each job's connection,

@@ -287,12 +287,8 @@ WHERE id IN `+in+` AND ((state = 'queued' AND not_before <= ?) OR (state = 'runn
 			append(append([]any{owner, fmtTime(now.Add(lease)), ts}, inArgs...), ts, ts)...); err != nil {
 			return fmt.Errorf("store: claim jobs: %w", err)
 		}
-		byID := map[int64]workflow.Job{}
-		if err := eachRow(ctx, tx, func(rows *sql.Rows) error {
-			j, err := scanJob(rows)
-			byID[j.ID] = j
-			return err
-		}, `SELECT `+jobCols+` FROM jobs WHERE id IN `+in, inArgs...); err != nil {
+		byID, err := jobsByID(ctx, tx, ids)
+		if err != nil {
 			return fmt.Errorf("store: claim jobs: %w", err)
 		}
 		for _, p := range picks {
