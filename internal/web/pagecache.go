@@ -10,6 +10,7 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hyperpod-governance/portal/internal/store"
 )
@@ -44,6 +45,13 @@ type pageCache struct {
 	size    int
 	hits    atomic.Int64 // for tests
 
+	// views counts the cached routes' views by how they were served
+	// (/metrics): "hit" (a kept page), "shared" (the page another view
+	// of the same key was rendering), "rendered" (this view rendered it).
+	// Under steady load nearly every view is a hit; a burst of rendered
+	// ones means the data version or the minute kept moving.
+	views *prometheus.CounterVec
+
 	// flights: the views of a key being rendered now. Requests for the
 	// same key meanwhile wait for that view instead of rendering it again
 	// (under load, every session's views of a page miss together whenever
@@ -55,6 +63,21 @@ type pageCache struct {
 type pageFlight struct {
 	done chan struct{}
 	body []byte // nil: not kept (an error, a live source): render it yourself
+}
+
+func newPageCacheViews() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "portal_page_cache_views_total",
+		Help: "Views of the cached pages (dashboard, lists, detail, audit, usage, reviews) by how they were served: hit, shared (another view's render), rendered.",
+	}, []string{"result"})
+}
+
+// count records one view served as result (views is nil only in a
+// pageCache no Server made).
+func (pc *pageCache) count(result string) {
+	if pc.views != nil {
+		pc.views.WithLabelValues(result).Inc()
+	}
 }
 
 // join returns the flight rendering key now, or starts one (lead).
@@ -151,6 +174,7 @@ func (s *Server) cachePage(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		key := version + "\x00" + token + "\x00" + strconv.FormatInt(s.opts.Now().Unix()/60, 10) + "\x00" + r.URL.RequestURI()
 		if body, ok := s.pages.get(key); ok {
+			s.pages.count("hit")
 			return writeHTML(c, http.StatusOK, body)
 		}
 		f, lead := s.pages.join(key)
@@ -159,13 +183,16 @@ func (s *Server) cachePage(next echo.HandlerFunc) echo.HandlerFunc {
 			case <-f.done:
 				if f.body != nil {
 					s.pages.hits.Add(1)
+					s.pages.count("shared")
 					return writeHTML(c, http.StatusOK, f.body)
 				}
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+			s.pages.count("rendered") // the shared view was not kept
 			return next(c)
 		}
+		s.pages.count("rendered")
 		v := &pageView{}
 		var kept []byte
 		defer func() { s.pages.land(version, key, f, kept) }()

@@ -223,6 +223,8 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{opts: o, store: st, tls: o.BaseURL.Scheme == "https", knownOwners: map[string]bool{},
 		loginSeal: newSealer(o.SessionKey, "login state cookie"), tokenSeal: newSealer(o.SessionKey, "session tokens")}
+	s.pages.views = newPageCacheViews()
+	o.Registry.MustRegister(s.pages.views)
 	for _, e := range o.KnownOwners {
 		s.knownOwners[strings.ToLower(e)] = true
 	}
