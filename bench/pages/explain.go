@@ -40,11 +40,12 @@ type logRequest struct {
 	path string
 }
 
-// explain prints what the portal logged between from and to.
-func explain(t *target, from, to time.Time) {
-	f, err := os.Open(filepath.Join(t.dir, portalLog))
+// explain writes to w what the portal whose directory is dir, started
+// at about started, logged between from and to.
+func explain(w io.Writer, dir string, started, from, to time.Time) {
+	f, err := os.Open(filepath.Join(dir, portalLog))
 	if err != nil {
-		fmt.Printf("    explain: %v\n", err)
+		fmt.Fprintf(w, "    explain: %v\n", err)
 		return
 	}
 	defer f.Close()
@@ -56,7 +57,7 @@ func explain(t *target, from, to time.Time) {
 		line := sc.Text()
 		if m := reGC.FindStringSubmatch(line); m != nil {
 			secs, _ := strconv.ParseFloat(m[1], 64)
-			at := t.started.Add(time.Duration(secs * float64(time.Second)))
+			at := started.Add(time.Duration(secs * float64(time.Second)))
 			if at.Before(from) || at.After(to) {
 				continue
 			}
@@ -92,8 +93,8 @@ func explain(t *target, from, to time.Time) {
 			slow = append(slow, r)
 		}
 	}
-	fmt.Printf("    explain (%s, %s to %s): %d requests logged, %d over %.0f ms; %d GCs; %d other log lines\n",
-		t.dir, from.Format("15:04:05.000"), to.Format("15:04:05.000"), len(reqs), len(slow), slowMs, len(gcs), len(other))
+	fmt.Fprintf(w, "    explain (%s, %s to %s): %d requests logged, %d over %.0f ms; %d GCs; %d other log lines\n",
+		dir, from.Format("15:04:05.000"), to.Format("15:04:05.000"), len(reqs), len(slow), slowMs, len(gcs), len(other))
 	// The slow requests grouped by the 100 ms in which they ended: a
 	// stall of every connection at once is one group of about wrk -c.
 	groups := map[int64][]logRequest{}
@@ -114,22 +115,22 @@ func explain(t *target, from, to time.Time) {
 				worst = r
 			}
 		}
-		fmt.Printf("      +%.1fs: %d requests over %.0f ms, the slowest %.1f ms\n", float64(k)/10, len(g), slowMs, worst.ms)
+		fmt.Fprintf(w, "      +%.1fs: %d requests over %.0f ms, the slowest %.1f ms\n", float64(k)/10, len(g), slowMs, worst.ms)
 	}
 	// The page cache keys on the minute (internal/web's pageCache): at
 	// each minute's start every page is rendered afresh.
 	for m := from.Truncate(time.Minute).Add(time.Minute); m.Before(to); m = m.Add(time.Minute) {
-		fmt.Printf("      +%.3fs: a new minute (%s)\n", m.Sub(from).Seconds(), m.Format("15:04"))
+		fmt.Fprintf(w, "      +%.3fs: a new minute (%s)\n", m.Sub(from).Seconds(), m.Format("15:04"))
 	}
 	for _, l := range gcs {
-		fmt.Printf("      gc %s\n", l)
+		fmt.Fprintf(w, "      gc %s\n", l)
 	}
 	for i, l := range other {
 		if i == 20 {
-			fmt.Printf("      … %d more\n", len(other)-i)
+			fmt.Fprintf(w, "      … %d more\n", len(other)-i)
 			break
 		}
-		fmt.Printf("      %s\n", strings.TrimSpace(l))
+		fmt.Fprintf(w, "      %s\n", strings.TrimSpace(l))
 	}
 }
 

@@ -336,7 +336,7 @@ func load(ctx context.Context, cfg config, t *target, name string) (wrkResult, e
 	}
 	log.Printf("  %s at %s audit events, one run: %d requests, %.0f req/s, mean %.2f ms, p99 %.2f ms; %s; %s", pg.Name, count(t.audit), r.Requests, r.RPS, ms(r.Mean), ms(r.P99), views0.since(views1), cpu0.since(cpu1))
 	if ms(r.P99) > cfg.explainOver {
-		explain(t, from, to)
+		explain(os.Stdout, t.dir, t.started, from, to)
 	}
 	return r, nil
 }
