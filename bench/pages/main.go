@@ -28,6 +28,10 @@
 // A page that is not a 200 showing the seeded data, or any non-2xx answer
 // during a wrk run, fails the run.
 //
+// Each run's log line also gives the page cache's renders and hits and
+// the host's steal time; a run whose p99 is over -explain-over ms is
+// explained from the portal's log (explain.go).
+//
 //	go run ./bench/pages -bin bin/portal -duration 5s
 package main
 
