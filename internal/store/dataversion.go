@@ -34,20 +34,22 @@ import (
 //     (https://sqlite.org/pragma.html#pragma_data_version). The token
 //     carries a generation number that changes whenever that connection is
 //     replaced, so two connections' values are never confused.
-//   - PostgreSQL: pg_current_snapshot(), xmin:xmax:xip_list. "A
-//     transaction ID that is xmin <= X < xmax and not in this list was
-//     already completed at the time of the snapshot"
-//     (https://www.postgresql.org/docs/current/functions-info.html#FUNCTIONS-PG-SNAPSHOT):
-//     two equal snapshots see the same completed transactions, so the same
-//     data; every commit of a transaction that wrote moves xmax or leaves
-//     the list. Read-only transactions take no transaction ID and move
-//     nothing. Concurrent callers share reads that start after they
-//     called (versionFlights).
+//   - PostgreSQL: portal_data_version() (migrations/00024_data_version.sql):
+//     a sequence every writing statement on a table of this database bumps
+//     (a statement trigger on each), read before checking that no other
+//     session holds a write lock on a table of this database; NULL (ok
+//     false: cache nothing) while one does. Commits in other databases on
+//     the same server do not move it (pg_current_snapshot(), used before,
+//     is the whole server's, so they did). Reads move nothing. Concurrent
+//     callers share reads that start after they called (versionFlights).
 func (d *DB) DataVersion(ctx context.Context) (token string, ok bool, err error) {
 	if d.dialect.postgres {
 		token, err := d.pgVersion.read(ctx)
 		if err != nil {
 			return "", false, fmt.Errorf("store: data version: %w", err)
+		}
+		if token == "" {
+			return "", false, nil // another session's write is in progress
 		}
 		return "pg:" + token, true, nil
 	}

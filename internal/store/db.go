@@ -53,9 +53,12 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 			return nil, fmt.Errorf("store: open %s: %w", name, err)
 		}
 		d := &DB{sql: db, path: name, dialect: dialectPostgres}
-		d.pgVersion = &versionFlights{query: func(ctx context.Context) (token string, err error) {
-			err = db.QueryRowContext(ctx, `SELECT pg_current_snapshot()::text`).Scan(&token)
-			return token, err
+		d.pgVersion = &versionFlights{query: func(ctx context.Context) (string, error) {
+			// migrations/00024_data_version.sql: NULL while another
+			// session's write is in progress ("": nothing is cached).
+			var token sql.NullString
+			err := db.QueryRowContext(ctx, `SELECT portal_data_version()`).Scan(&token)
+			return token.String, err
 		}}
 		return d, nil
 	}

@@ -1,0 +1,134 @@
+package store_test
+
+import (
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/store"
+)
+
+// openPG opens a new migrated PostgreSQL database (whatever the pass: the
+// data version's PostgreSQL rules), and a plain connection pool on it.
+func openPG(t *testing.T) (*store.DB, *sql.DB) {
+	t.Helper()
+	dsn := newPostgresDSN(t)
+	db, err := store.OpenMigrated(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return db, raw
+}
+
+// TestPostgresDataVersionIsTheDatabases: a commit in another database on the
+// same server leaves this database's data version alone (it used to be
+// pg_current_snapshot(), the whole server's: every commit anywhere dropped
+// every replica's cached pages), and a commit here still moves it.
+func TestPostgresDataVersionIsTheDatabases(t *testing.T) {
+	db, _ := openPG(t)
+	other, _ := openPG(t)
+	ctx := t.Context()
+	v := dataVersion(t, db)
+	ss, err := other.Sessions(key('a'))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := ss.CommitCtx(ctx, "tok", []byte{byte(i)}, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := dataVersion(t, db); got != v {
+		t.Errorf("commits in another database moved this one's data version: %q -> %q", v, got)
+	}
+	mine, err := db.Sessions(key('a'))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mine.CommitCtx(ctx, "tok", []byte{1}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := dataVersion(t, db); got == v {
+		t.Errorf("a commit in this database left its data version at %q", v)
+	}
+}
+
+// TestPostgresDataVersionWhileAWriteIsOpen: while another session's
+// transaction has written and not yet ended, there is no data version (a
+// page read now might miss that write although the sequence has counted
+// it): nothing is cached. Once it commits, there is one again, new.
+func TestPostgresDataVersionWhileAWriteIsOpen(t *testing.T) {
+	db, raw := openPG(t)
+	ctx := t.Context()
+	v := dataVersion(t, db)
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE cost_input_version SET version = version + 1`); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := db.DataVersion(ctx); ok || err != nil {
+		t.Errorf("with a write in progress: DataVersion = %q, %v, %v; want none", got, ok, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dataVersion(t, db); got == v {
+		t.Errorf("after the commit the data version is still %q", v)
+	}
+	// A transaction that only reads holds no write lock.
+	rtx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rtx.Rollback()
+	var n int
+	if err := rtx.QueryRowContext(ctx, `SELECT count(*) FROM connections`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	dataVersion(t, db)
+}
+
+// TestPostgresEveryTableBumpsTheDataVersion: every table of the schema has
+// the statement trigger that moves the data version; a table a later
+// migration adds without it would be cached past its changes.
+func TestPostgresEveryTableBumpsTheDataVersion(t *testing.T) {
+	_, raw := openPG(t)
+	rows, err := raw.QueryContext(t.Context(), `
+SELECT t.tablename FROM pg_tables t
+WHERE t.schemaname = current_schema()
+  AND NOT EXISTS (
+    SELECT 1 FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE g.tgname = 'portal_data_changed' AND c.relname = t.tablename AND n.nspname = t.schemaname)
+ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var missing []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		missing = append(missing, name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		t.Errorf("tables without the portal_data_changed trigger (add it in their migration): %v", missing)
+	}
+	var tables int
+	if err := raw.QueryRowContext(t.Context(), `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&tables); err != nil || tables < 20 {
+		t.Errorf("%d tables in the schema (%v): the check looked at the wrong schema", tables, err)
+	}
+}
