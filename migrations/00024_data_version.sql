@@ -17,6 +17,13 @@
 --     when no such lock is held, every bump counted is visible to what is
 --     read next; when one is held, the function returns NULL and the caller
 --     caches nothing for that request.
+-- PostgreSQL's documentation (postgresql.org/docs/current/explicit-locking.html):
+-- UPDATE, DELETE and INSERT take ROW EXCLUSIVE on their target table, "in
+-- general ... any command that modifies data in a table", TRUNCATE takes
+-- ACCESS EXCLUSIVE, and a table lock taken in a transaction is held until
+-- the transaction ends; pg_locks (docs/current/view-pg-locks.html) shows the
+-- locks "held by open transactions within the database server", with the
+-- database of each locked relation.
 -- +dialect sqlite
 SELECT 1;
 -- +dialect postgres
