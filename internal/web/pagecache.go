@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -43,7 +42,6 @@ type pageCache struct {
 	version string
 	entries map[string][]byte
 	size    int
-	hits    atomic.Int64 // for tests
 
 	// views counts the cached routes' views by how they were served
 	// (/metrics): "hit" (a kept page), "shared" (the page another view
@@ -113,9 +111,6 @@ func (pc *pageCache) get(key string) ([]byte, bool) {
 	pc.mu.Lock()
 	b, ok := pc.entries[key]
 	pc.mu.Unlock()
-	if ok {
-		pc.hits.Add(1)
-	}
 	return b, ok
 }
 
@@ -182,7 +177,6 @@ func (s *Server) cachePage(next echo.HandlerFunc) echo.HandlerFunc {
 			select {
 			case <-f.done:
 				if f.body != nil {
-					s.pages.hits.Add(1)
 					s.pages.count("shared")
 					return writeHTML(c, http.StatusOK, f.body)
 				}
