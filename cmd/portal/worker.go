@@ -39,9 +39,7 @@ func kubeConfig(path string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
 	}
-	// client-go's default of 5 requests/s would make reconciling many
-	// tenants take minutes.
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg = provision.WithPortalRate(cfg)
 	cfg.UserAgent = "hyperpod-portal/" + version
 	return cfg, nil
 }

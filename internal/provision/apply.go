@@ -63,6 +63,19 @@ type Applier struct {
 	REST rest.Interface
 }
 
+// WithPortalRate is cfg with the client-side rate limit the portal's
+// Kubernetes clients run at (cmd/portal), for tests to run at the same:
+// client-go's default of 5 requests/s (burst 10) would make reconciling
+// many tenants take minutes, and the approval page's drift check of a
+// namespace the portal has not provisioned yet (36 requests: a GET of
+// each planned object the label-selected lists did not return) overrun its
+// 5 s deadline.
+func WithPortalRate(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.QPS, out.Burst = 50, 100
+	return out
+}
+
 // NewApplier builds an Applier on cfg: a dynamic client and a discovery
 // based RESTMapper. Client-side rate limits are cfg's (QPS, Burst).
 func NewApplier(cfg *rest.Config) (*Applier, error) {

@@ -34,7 +34,9 @@ func TestApprovalAdoptsAnExistingNamespaceIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load %s: %v", kubeconfig, err)
 	}
-	applier, err := provision.NewApplier(cfg)
+	// At the portal's client rate: client-go's default (5 requests/s)
+	// would make the page's drift check overrun its deadline.
+	applier, err := provision.NewApplier(provision.WithPortalRate(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
