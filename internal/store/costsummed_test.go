@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -92,13 +93,116 @@ func TestCostInputSummedChargesLikeHourly(t *testing.T) {
 	}
 }
 
-// The summed read takes its span through the hour index: it never walks
-// all of history.
-func TestCostInputSummedUsesHourIndex(t *testing.T) {
+// The summed read takes each part of its span through an index: the hours
+// of the partial days through usage_hours' hour index, the whole days
+// through usage_days' primary key. It never walks all of history.
+func TestCostInputSummedUsesIndexes(t *testing.T) {
 	db := openTB(t)
-	plan := explain(t, db, store.SummedHoursSQL, "2026-11-01T00:00:00.000000000Z", "2026-12-01T00:00:00.000000000Z")
+	plan := explain(t, db, store.SummedHoursSQL, "2026-11-01T05:00:00.000000000Z", "2026-11-02T00:00:00.000000000Z",
+		"2026-11-02T00:00:00.000000000Z", "2026-11-30T00:00:00.000000000Z", "2026-11-30T00:00:00.000000000Z", "2026-11-30T07:00:00.000000000Z")
 	joined := strings.Join(plan, "\n")
-	if !strings.Contains(joined, "SEARCH usage_hours USING") || !strings.Contains(joined, "(hour>? AND hour<?)") {
-		t.Errorf("the summed read does not search the hour index:\n%s", joined)
+	if strings.Count(joined, "SEARCH usage_hours USING INDEX usage_hours_by_hour (hour>? AND hour<?)") != 2 {
+		t.Errorf("the summed read does not search the hour index for both partial days:\n%s", joined)
 	}
+	if !strings.Contains(joined, "SEARCH usage_days USING") || !strings.Contains(joined, "(day>? AND day<?)") {
+		t.Errorf("the summed read does not search usage_days by day:\n%s", joined)
+	}
+}
+
+// usage_days is usage_hours summed per line and day after every kind of
+// write the portal and an operator make: inserts, an upsert that replaces
+// a row (its source too), the collector's delete of a range, pruning, a
+// direct UPDATE and DELETE; and a day whose last hour goes is gone. Each
+// trigger is needed: without the update trigger the replaced rows stay
+// counted, without the delete trigger the pruned ones do.
+func TestUsageDaysFollowHours(t *testing.T) {
+	db := openTB(t)
+	ctx := t.Context()
+	check := func(step string) {
+		t.Helper()
+		const byDay = `SELECT team, namespace, instance_type, source, substr(hour, 1, 10) || 'T00:00:00.000000000Z' AS day, CAST(COUNT(*) AS BIGINT),
+  CAST(SUM(guaranteed_accel_s) AS BIGINT), CAST(SUM(borrowed_accel_s) AS BIGINT), CAST(SUM(cpu_milli_s) AS BIGINT), CAST(SUM(memory_mib_s) AS BIGINT)
+FROM usage_hours GROUP BY team, namespace, instance_type, source, substr(hour, 1, 10) ORDER BY 5, 1, 2, 3, 4`
+		const days = `SELECT team, namespace, instance_type, source, day, hours, guaranteed_accel_s, borrowed_accel_s, cpu_milli_s, memory_mib_s
+FROM usage_days ORDER BY 5, 1, 2, 3, 4`
+		want, got := queryRows(t, db, byDay), queryRows(t, db, days)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: usage_days differs from usage_hours summed by day:\n got %v\nwant %v", step, got, want)
+		}
+	}
+	day := nov.From.Add(3 * 24 * time.Hour)
+	var hours []usage.Hour
+	for i := range 72 {
+		for j, team := range []string{"red", "blue"} {
+			hours = append(hours, usage.Hour{Team: team, Namespace: "hyperpod-ns-" + team, InstanceType: "ml.p5.48xlarge", Start: day.Add(time.Duration(i) * time.Hour),
+				GuaranteedAccelSeconds: int64(i*100 + j), BorrowedAccelSeconds: int64(i), CPUMilliSeconds: int64(i * 7), MemoryMiBSeconds: int64(j * 3)})
+		}
+	}
+	if err := db.PutUsageHours(ctx, hours); err != nil {
+		t.Fatal(err)
+	}
+	check("insert")
+	replaced := []usage.Hour{hours[10], hours[11], hours[100]}
+	for i := range replaced {
+		replaced[i].GuaranteedAccelSeconds += 5000
+		replaced[i].CPUMilliSeconds = 1
+	}
+	replaced[1].Source = usage.SourceDemo
+	if err := db.PutUsageHours(ctx, replaced); err != nil {
+		t.Fatal(err)
+	}
+	check("upsert")
+	if err := db.ExecForTest(ctx, `UPDATE usage_hours SET borrowed_accel_s = borrowed_accel_s + 11 WHERE team = 'blue'`,
+		`DELETE FROM usage_hours WHERE team = 'red' AND hour >= '`+day.Add(24*time.Hour).Format("2006-01-02")+`' AND hour < '`+day.Add(48*time.Hour).Format("2006-01-02")+`'`); err != nil {
+		t.Fatal(err)
+	}
+	check("update and delete")
+	if _, err := db.PruneUsage(ctx, day.Add(30*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	check("prune")
+	var first int
+	if err := db.RawSQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM usage_days WHERE day = '`+day.Format("2006-01-02")+`T00:00:00.000000000Z'`).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if first != 0 {
+		t.Errorf("the pruned day still has %d rows in usage_days", first)
+	}
+}
+
+// queryRows is every row of q, each column as text.
+func queryRows(t *testing.T, db *store.DB, q string) [][]string {
+	t.Helper()
+	rows, err := db.RawSQL().QueryContext(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]string, len(cols))
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				v = string(b)
+			}
+			row[i] = fmt.Sprint(v)
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
