@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,7 +124,7 @@ func TestUsageDaysFollowHours(t *testing.T) {
 FROM usage_hours GROUP BY team, namespace, instance_type, source, substr(hour, 1, 10) ORDER BY 5, 1, 2, 3, 4`
 		const days = `SELECT team, namespace, instance_type, source, day, hours, guaranteed_accel_s, borrowed_accel_s, cpu_milli_s, memory_mib_s
 FROM usage_days ORDER BY 5, 1, 2, 3, 4`
-		want, got := queryRows(t, db, byDay), queryRows(t, db, days)
+		want, got := queryRows(t, db.RawSQL(), byDay), queryRows(t, db.RawSQL(), days)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: usage_days differs from usage_hours summed by day:\n got %v\nwant %v", step, got, want)
 		}
@@ -168,41 +167,4 @@ FROM usage_days ORDER BY 5, 1, 2, 3, 4`
 	if first != 0 {
 		t.Errorf("the pruned day still has %d rows in usage_days", first)
 	}
-}
-
-// queryRows is every row of q, each column as text.
-func queryRows(t *testing.T, db *store.DB, q string) [][]string {
-	t.Helper()
-	rows, err := db.RawSQL().QueryContext(t.Context(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		row := make([]string, len(cols))
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				v = string(b)
-			}
-			row[i] = fmt.Sprint(v)
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -25,37 +25,8 @@ import (
 // engines name them differently). goose's own table is left out.
 func schemaOf(t *testing.T, raw *sql.DB, postgres bool) []string {
 	t.Helper()
-	ctx := t.Context()
 	var out []string
-	query := func(q string, args ...any) [][]string {
-		t.Helper()
-		rows, err := raw.QueryContext(ctx, q, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		defer rows.Close()
-		cols, _ := rows.Columns()
-		var res [][]string
-		for rows.Next() {
-			vals := make([]sql.NullString, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			row := make([]string, len(cols))
-			for i, v := range vals {
-				row[i] = v.String
-			}
-			res = append(res, row)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	query := func(q string, args ...any) [][]string { return queryRows(t, raw, q, args...) }
 	if !postgres {
 		for _, tr := range query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'goose_db_version'`) {
 			tbl := tr[0]
@@ -491,4 +462,35 @@ func (f *fixture) replica(t *testing.T) *store.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// queryRows is every row of q on raw, each column as text (NULL as "").
+func queryRows(t testing.TB, raw *sql.DB, q string, args ...any) [][]string {
+	t.Helper()
+	rows, err := raw.QueryContext(t.Context(), q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var res [][]string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]string, len(cols))
+		for i, v := range vals {
+			row[i] = v.String
+		}
+		res = append(res, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
