@@ -1,7 +1,10 @@
 package usage_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"sort"
 	"testing"
 	"time"
 
@@ -190,4 +193,156 @@ func TestIntegrateNoInstanceType(t *testing.T) {
 		hours[0].BorrowedAccelSeconds != 3600 {
 		t.Errorf("hours = %+v; want one row under %q with the pending workload and the pod", hours, usage.NoInstanceType)
 	}
+}
+
+// TestIntegrateGuaranteeAcrossNamespaces: a team's namespaces share its
+// guarantee on an instance type, and the pods that started earliest hold
+// it (ties by key), whichever namespace they run in; the rest borrow.
+// The rows are per namespace, so which pods hold the guarantee decides
+// which namespace's line is charged as guaranteed (cheaper) or borrowed.
+func TestIntegrateGuaranteeAcrossNamespaces(t *testing.T) {
+	const ns1, ns2, ns3 = "hyperpod-ns-red-train", "hyperpod-ns-red-infer", "hyperpod-ns-red-eval"
+	g := usage.Guarantees{red: {p5: 8}}
+
+	// The figures by hand first: guarantee 8; A holds 8 GPUs in ns1 from
+	// 10:00, B asks for 4 in ns2 from 10:30. A started first and fills the
+	// guarantee all hour: ns1 8 x 3600 = 28,800 guaranteed; B borrows all
+	// of its 4 x 1800 = 7,200 and ns2 gets no guaranteed second.
+	allocs := []usage.Alloc{
+		{Key: "a", Team: red, Namespace: ns1, InstanceType: p5, Accelerators: 8, Start: at("10h")},
+		{Key: "b", Team: red, Namespace: ns2, InstanceType: p5, Accelerators: 4, Start: at("10h30m")},
+	}
+	got := usage.Integrate(at("10h"), at("11h"), allocs, nil, g)
+	want := []usage.Hour{
+		hour(red, ns2, p5, at("10h"), 0, 7200, 0, 0, 1, 0, 0),
+		hour(red, ns1, p5, at("10h"), 28800, 0, 0, 0, 1, 0, 0),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("A (8 from 10:00, ns1) and B (4 from 10:30, ns2) under a guarantee of 8:\ngot\n%+v\nwant\n%+v", got, want)
+	}
+
+	// Then cases where pods end, start again and tie, against the rule
+	// applied second by second (accelGuaranteeOracle).
+	cases := []struct {
+		name   string
+		g      usage.Guarantees
+		allocs []usage.Alloc
+	}{{
+		// A leaves at 10:40: B, the earliest then running, takes 8 of the
+		// guarantee; C (10:50, ns3) borrows; D starts at 10:20 like B
+		// but its key sorts after B's, so D waits behind B for the
+		// guarantee.
+		name: "three namespaces, one leaves, a tie on start",
+		g:    usage.Guarantees{red: {p5: 10}},
+		allocs: []usage.Alloc{
+			{Key: "a", Team: red, Namespace: ns1, InstanceType: p5, Accelerators: 6, Start: at("10h"), End: at("10h40m")},
+			{Key: "b", Team: red, Namespace: ns2, InstanceType: p5, Accelerators: 8, Start: at("10h20m"), End: at("12h")},
+			{Key: "d", Team: red, Namespace: ns1, InstanceType: p5, Accelerators: 2, Start: at("10h20m"), End: at("11h45m")},
+			{Key: "c", Team: red, Namespace: ns3, InstanceType: p5, Accelerators: 4, Start: at("10h50m")},
+		},
+	}, {
+		// Blue's pod in red's namespace names is another team: it never
+		// takes red's guarantee, and red's pods never take blue's.
+		name: "two teams, each with its own guarantee",
+		g:    usage.Guarantees{red: {p5: 8}, blue: {p5: 4}},
+		allocs: []usage.Alloc{
+			{Key: "x", Team: blue, Namespace: blueNS, InstanceType: p5, Accelerators: 8, Start: at("9h50m"), End: at("11h10m")},
+			{Key: "a", Team: red, Namespace: ns1, InstanceType: p5, Accelerators: 4, Start: at("10h05m"), End: at("10h55m")},
+			{Key: "b", Team: red, Namespace: ns2, InstanceType: p5, Accelerators: 8, Start: at("10h10m")},
+			{Key: "y", Team: blue, Namespace: blueNS, InstanceType: p5, Accelerators: 2, Start: at("10h15m"), End: at("10h30m")},
+		},
+	}}
+	for i := range 20 {
+		cases = append(cases, struct {
+			name   string
+			g      usage.Guarantees
+			allocs []usage.Alloc
+		}{fmt.Sprintf("seeded %d", i), usage.Guarantees{red: {p5: 16}}, seededAllocs(i, ns1, ns2, ns3)})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			from, until := at("10h"), at("12h30m")
+			want := accelGuaranteeOracle(from, until, tc.allocs, tc.g)
+			got := map[nsHour][2]int64{}
+			for _, h := range usage.Integrate(from, until, tc.allocs, nil, tc.g) {
+				if h.GuaranteedAccelSeconds != 0 || h.BorrowedAccelSeconds != 0 {
+					got[nsHour{h.Team, h.Namespace, h.Start.Unix()}] = [2]int64{h.GuaranteedAccelSeconds, h.BorrowedAccelSeconds}
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("[guaranteed borrowed] per namespace and hour:\ngot  %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+type nsHour struct {
+	team, ns string
+	hour     int64
+}
+
+// accelGuaranteeOracle applies the guarantee rule one second at a time,
+// the slow and obvious way: in each second, the team's running pods (on
+// p5) sorted by start and then key take the guarantee in that order, each
+// as much of it as is left; what a pod does not get it borrows. The sums
+// are [guaranteed, borrowed] accelerator-seconds per team, namespace and
+// hour, leaving out rows with neither.
+func accelGuaranteeOracle(from, until time.Time, allocs []usage.Alloc, g usage.Guarantees) map[nsHour][2]int64 {
+	out := map[nsHour][2]int64{}
+	for t := from.Unix(); t < until.Unix(); t++ {
+		var running []usage.Alloc
+		for _, a := range allocs {
+			if a.Start.Unix() <= t && (a.End.IsZero() || t < a.End.Unix()) {
+				running = append(running, a)
+			}
+		}
+		sort.Slice(running, func(i, j int) bool {
+			if !running[i].Start.Equal(running[j].Start) {
+				return running[i].Start.Before(running[j].Start)
+			}
+			return running[i].Key < running[j].Key
+		})
+		left := map[string]int64{}
+		for team, byType := range g {
+			left[team] = byType[p5]
+		}
+		for _, a := range running {
+			in := min(left[a.Team], a.Accelerators)
+			left[a.Team] -= in
+			k := nsHour{a.Team, a.Namespace, t - (t-from.Unix())%3600}
+			v := out[k]
+			v[0] += in
+			v[1] += a.Accelerators - in
+			out[k] = v
+		}
+	}
+	for k, v := range out {
+		if v == [2]int64{} {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// seededAllocs is a reproducible mix of 6 pods of team red spread over the
+// three namespaces, starting and ending on whole seconds between 9:30 and
+// 12:30 (some still running), with 1 to 8 accelerators each; some share a
+// start second.
+func seededAllocs(seed int, namespaces ...string) []usage.Alloc {
+	r := rand.New(rand.NewPCG(uint64(seed), 39))
+	keys := r.Perm(6) // unique keys, not in start order
+	var out []usage.Alloc
+	for i := range 6 {
+		start := at("9h30m").Add(time.Duration(r.IntN(3*3600)) * time.Second)
+		if i > 0 && r.IntN(4) == 0 {
+			start = out[r.IntN(i)].Start
+		}
+		a := usage.Alloc{Key: fmt.Sprintf("pod-%d", keys[i]), Team: red, Namespace: namespaces[r.IntN(len(namespaces))],
+			InstanceType: p5, Accelerators: 1 + r.Int64N(8), Start: start}
+		if r.IntN(4) > 0 {
+			a.End = start.Add(time.Duration(1+r.IntN(2*3600)) * time.Second)
+		}
+		out = append(out, a)
+	}
+	return out
 }
