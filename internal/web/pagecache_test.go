@@ -241,3 +241,80 @@ func BenchmarkCachedPageHit(b *testing.B) {
 func cacheHits(srv *Server) int64 {
 	return int64(testutil.ToFloat64(srv.pages.views.WithLabelValues("hit")) + testutil.ToFloat64(srv.pages.views.WithLabelValues("shared")))
 }
+
+// TestPageCacheKeepsNoErrorPage: a cached route that answers with another
+// status than 200 (a period it cannot show, a team the viewer is not in,
+// a connection that does not exist) is rendered again on the next view of
+// the same minute and answers with that status again: a kept page is
+// served with 200, so keeping an error page would turn it into a success.
+// The reverse holds too: a kept 200 page of the same route stays kept and
+// unchanged while the errors are rendered around it.
+func TestPageCacheKeepsNoErrorPage(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	h := newHarness(t, false, func(o *Options) { o.Now = clock })
+	owner := h.signIn("owner.red")
+	form := formValues(formFromContract(workflow.ExampleContract()))
+	resp, _ := h.postAs(owner, "/teams/red/connections", form)
+	conn := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(conn, "/connections/") {
+		t.Fatalf("new request = %d to %q", resp.StatusCode, conn)
+	}
+	// Pin the minute only now: the request above changed the data version,
+	// and nothing below changes it, so every key below lives as long as
+	// the test (no view is rendered again for a new minute or version).
+	mu.Lock()
+	now = now.Truncate(time.Minute).Add(10 * time.Second)
+	mu.Unlock()
+
+	rendered := func() int64 { return int64(testutil.ToFloat64(h.srv.pages.views.WithLabelValues("rendered"))) }
+	view := func(path string) (int, string) {
+		t.Helper()
+		resp, body := h.get(noRedirect(owner.c), path)
+		return resp.StatusCode, body
+	}
+	// The 200 pages of the same routes, kept before the errors are shown.
+	good := []string{"/teams/red/usage", conn}
+	kept := map[string]string{}
+	for _, p := range good {
+		if code, body := view(p); code != http.StatusOK {
+			t.Fatalf("GET %s = %d, want 200", p, code)
+		} else {
+			kept[p] = body
+		}
+	}
+
+	bad := []struct {
+		path string
+		want int
+		show string // what the page says (the error, not a page of data)
+	}{
+		{"/teams/red/usage?from=not-a-day", http.StatusBadRequest, `data-testid="error-from"`},
+		{"/teams/red/usage?from=2020-02-01&to=2020-01-01", http.StatusBadRequest, `data-testid="error-period"`},
+		{"/teams/blue/usage", http.StatusNotFound, "Page not found"}, // another team's: not shown to exist
+		{"/connections/999999", http.StatusNotFound, "Page not found"},
+	}
+	for _, b := range bad {
+		for i := range 3 {
+			r0, hits := rendered(), cacheHits(h.srv)
+			code, body := view(b.path)
+			if code != b.want || !strings.Contains(body, b.show) {
+				t.Errorf("view %d of %s = %d (shows %q: %v), want %d", i+1, b.path, code, b.show, strings.Contains(body, b.show), b.want)
+			}
+			if cacheHits(h.srv) != hits || rendered() != r0+1 {
+				t.Errorf("view %d of %s: served from the page cache (hits %d -> %d, rendered %d -> %d), want rendered",
+					i+1, b.path, hits, cacheHits(h.srv), r0, rendered())
+			}
+		}
+	}
+
+	for _, p := range good {
+		hits := cacheHits(h.srv)
+		code, body := view(p)
+		if code != http.StatusOK || body != kept[p] || cacheHits(h.srv) != hits+1 {
+			t.Errorf("GET %s after the error pages = %d (same page %v, hits %d -> %d), want the kept 200 page served from the cache",
+				p, code, body == kept[p], hits, cacheHits(h.srv))
+		}
+	}
+}
