@@ -186,6 +186,48 @@ func TestTeamStatements(t *testing.T) {
 	}
 }
 
+// A member of the team and a reviewer cannot open the team's statement, in
+// any form (page, CSV, JSON, task report), of the month running or of a
+// closed month: costs are for the team's owners and finance
+// (workflow.ActionViewCosts). The refusal carries none of the figures.
+func TestTeamStatementRefusedToMemberAndReviewer(t *testing.T) {
+	h := newHarness(t, false, withRateCard(t))
+	seedCostHours(t, h)
+	now := h.srv.opts.Now()
+	last := usage.MonthOf(usage.MonthOf(now).From.Add(-time.Hour))
+	// A task of red's in both months, for the task reports.
+	if err := h.db.PutUsageRecords(t.Context(), "shared", store.UsageRecords{Allocs: []usage.Alloc{{Key: "uid-1", Pod: "red-task",
+		Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge", Accelerators: 1, Start: last.From, Status: "Running"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if closed, err := h.db.CloseMonth(t.Context(), last, h.srv.opts.RateCard, h.srv.accelerators(), now); err != nil || !closed {
+		t.Fatalf("CloseMonth = %v, %v", closed, err)
+	}
+	var paths []string
+	for _, month := range []string{usage.MonthOf(now).From.Format("2006-01"), last.From.Format("2006-01")} {
+		for _, form := range []string{"", "/csv", "/json", "/tasks"} {
+			paths = append(paths, "/teams/red/statements/"+month+form)
+		}
+	}
+	// The owner reads them all (so the refusals below are about who asks).
+	owner := h.signIn("owner.red")
+	for _, p := range paths {
+		if resp, body := h.get(noRedirect(owner.c), p); resp.StatusCode != http.StatusOK || !strings.Contains(body, "hyperpod-ns-red") {
+			t.Errorf("owner.red GET %s = %d (names the namespace: %v), want 200 with the team's lines", p, resp.StatusCode, strings.Contains(body, "hyperpod-ns-red"))
+		}
+	}
+	for _, who := range []string{"member.red", "reviewer"} {
+		s := h.signIn(who)
+		for _, p := range paths {
+			resp, body := h.get(noRedirect(s.c), p)
+			if resp.StatusCode != http.StatusForbidden || strings.Contains(body, "hyperpod-ns-red") || strings.Contains(body, "113.32") {
+				t.Errorf("%s GET %s = %d (names the namespace %v, the cost %v), want 403 without the statement",
+					who, p, resp.StatusCode, strings.Contains(body, "hyperpod-ns-red"), strings.Contains(body, "113.32"))
+			}
+		}
+	}
+}
+
 // The team usage page's cost component: money with a rate card (and the
 // statement link for those who may read it), the reason without one.
 func TestTeamCostBlock(t *testing.T) {
