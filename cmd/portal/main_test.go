@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -111,40 +110,8 @@ func TestServeDev(t *testing.T) {
 	args := []string{"serve", "--dev", "--listen", "127.0.0.1:0",
 		"--db", filepath.Join(dir, "portal.db"), "--session-key-file", keyFile, "--leader-id", "dev-test_1"}
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	pr, pw := io.Pipe()
-	var stderr testenv.Buffer
-	done := make(chan error, 1)
-	go func() {
-		err := run(ctx, args, env{}.get, pw, &stderr)
-		pw.Close()
-		done <- err
-	}()
-
-	// Read stdout line by line until the ready line, then keep draining it.
-	base := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case base <- m[1]:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-
-	var url string
-	select {
-	case url = <-base:
-	case err := <-done:
-		t.Fatalf("run returned before it was ready: %v\nstderr:\n%s", err, stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no ready line within 20s\nstderr:\n%s", stderr.String())
-	}
+	p := serveInProcess(t, args...)
+	url := p.url
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	checks := []struct {
@@ -189,17 +156,11 @@ func TestServeDev(t *testing.T) {
 		t.Errorf("session key file mode %v, size %d; want 0600 and at least 32 bytes", fi.Mode().Perm(), fi.Size())
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run after cancel = %v, want nil (graceful shutdown)\nstderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("run did not return within 5s of cancel\nstderr:\n%s", stderr.String())
+	if err := p.stop(); err != nil {
+		t.Errorf("run after cancel = %v, want nil (graceful shutdown)\nlog:\n%s", err, p.logs.String())
 	}
-	if !strings.Contains(stderr.String(), "stopped") {
-		t.Errorf("log does not say the portal stopped:\n%s", stderr.String())
+	if !strings.Contains(p.logs.String(), "stopped") {
+		t.Errorf("log does not say the portal stopped:\n%s", p.logs.String())
 	}
 	if _, err := client.Get(url + "/healthz"); err == nil {
 		t.Error("the server still answers after run returned")
