@@ -22,16 +22,23 @@ import (
 // database of TestSingletonsRunOnlyOnTheLeader (a count above zero: it
 // ran). Each starts its first pass at once, the review scheduler a
 // --review-interval after it starts (review.Scheduler.Run).
-var singletonWork = []struct{ singleton, query string }{
+var singletonWork = []struct {
+	singleton, query string
+	cluster          bool // started only with a cluster (--kubeconfig)
+}{
 	// It claims its loop in the singletons row of its name.
-	{"review scheduler", `SELECT count(*) FROM singletons WHERE name = 'review-scheduler'`},
+	{"review scheduler", `SELECT count(*) FROM singletons WHERE name = 'review-scheduler'`, false},
 	// The seed's notices leave the outbox.
-	{"notification delivery", `SELECT count(*) FROM outbox WHERE delivered_at <> ''`},
+	{"notification delivery", `SELECT count(*) FROM outbox WHERE delivered_at <> ''`, false},
 	// Last month is frozen (--rate-card).
-	{"month closer", `SELECT count(*) FROM cost_months`},
+	{"month closer", `SELECT count(*) FROM cost_months`, false},
 	// A contract whose end date passed gets its hold proposed.
-	{"end-date holds", `SELECT count(*) FROM hold_notices`},
-	{"signals", `SELECT count(*) FROM signal_events`},
+	{"end-date holds", `SELECT count(*) FROM hold_notices`, false},
+	{"signals", `SELECT count(*) FROM signal_events`, false},
+	// The collector claims the cluster before it watches it.
+	{"usage collector", `SELECT count(*) FROM usage_collector`, true},
+	// Each active connection's check is saved, drift or not.
+	{"drift checker", `SELECT count(*) FROM drift_reports`, true},
 }
 
 // TestSingletonsRunOnlyOnTheLeader: a replica that does not hold the
@@ -44,10 +51,19 @@ var singletonWork = []struct{ singleton, query string }{
 // and the replica takes over and does each singleton's work.
 //
 // Without a cluster (no --kubeconfig) the drift checker and the usage
-// collector are not started on any replica (main.go), so they are not
-// covered here; the delivery, the month closer, the end-date holds and
-// the review scheduler are.
-func TestSingletonsRunOnlyOnTheLeader(t *testing.T) {
+// collector are started on no replica (main.go);
+// TestSingletonsRunOnlyOnTheLeaderWithCluster covers them on the test
+// bed's kube-apiserver.
+func TestSingletonsRunOnlyOnTheLeader(t *testing.T) { checkSingletonsOnLeaderOnly(t, "") }
+
+// TestSingletonsRunOnlyOnTheLeaderWithCluster is the same with the test
+// bed's kube-apiserver (--kubeconfig): the drift checker and the usage
+// collector run too, on the leader only.
+func TestSingletonsRunOnlyOnTheLeaderWithCluster(t *testing.T) {
+	checkSingletonsOnLeaderOnly(t, testenv.Require(t, "PORTAL_TEST_KUBECONFIG"))
+}
+
+func checkSingletonsOnLeaderOnly(t *testing.T, kubeconfig string) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "portal.db")
@@ -87,6 +103,9 @@ BEGIN SELECT RAISE(ABORT, 'contract versions are immutable'); END`); err != nil 
 	work := func() (done, none []string) {
 		t.Helper()
 		for _, w := range singletonWork {
+			if w.cluster && kubeconfig == "" {
+				continue
+			}
 			var n int
 			if err := raw.QueryRowContext(ctx, w.query).Scan(&n); err != nil {
 				t.Fatalf("%s: %v", w.singleton, err)
@@ -125,9 +144,13 @@ BEGIN SELECT RAISE(ABORT, 'contract versions are immutable'); END`); err != nil 
 		t.Fatal("the test did not get the leader lock of a database no one else uses")
 	}
 
-	p := serveInProcess(t, "serve", "--dev", "--listen", "127.0.0.1:0", "--db", dbPath,
+	args := []string{"serve", "--dev", "--listen", "127.0.0.1:0", "--db", dbPath,
 		"--session-key-file", filepath.Join(dir, "session.key"), "--leader-id", "replica-f",
-		"--leader-election", "database", "--rate-card", "../../hack/demo-rate-card.json", "--review-interval", "1s")
+		"--leader-election", "database", "--rate-card", "../../hack/demo-rate-card.json", "--review-interval", "1s"}
+	if kubeconfig != "" {
+		args = append(args, "--kubeconfig", kubeconfig)
+	}
+	p := serveInProcess(t, args...)
 	client := &http.Client{Timeout: 5 * time.Second}
 	waitFor(t, client, p.url+"/readyz", "leader: test-leader (sqlite file lock)\nthis process: replica-f (follower)\n")
 	// Long enough for every singleton's first pass had the follower
