@@ -83,6 +83,12 @@ func ApprovalsNeededFor(o Object) int {
 	return ApprovalsNeeded(o.DataClassification)
 }
 
+// ApprovalComplete reports whether o's current version already has every
+// approval it needs: an approval of it can only be a loser of a race.
+func ApprovalComplete(o Object) bool {
+	return len(o.ApproverIDs) >= ApprovalsNeededFor(o)
+}
+
 // ApprovalsNeeded is how many distinct admins must approve a contract
 // version: two for restricted data, one otherwise.
 func ApprovalsNeeded(dc DataClassification) int {
