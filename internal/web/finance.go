@@ -149,26 +149,29 @@ func statementURL(team, month string) string { return "/teams/" + team + "/state
 
 // TeamCostBlock is a team's cost to date and projected month end, for the
 // team usage page to embed (views.CostBlockView). The caller has already
-// decided the viewer may read the team's usage; the statement link shows
-// only to those who may read its costs (workflow.ActionViewCosts).
-func (s *Server) TeamCostBlock(ctx context.Context, p workflow.Principal, team string) (views.CostBlock, error) {
+// decided the viewer may read the team's usage; money is shown under the
+// statements' rule (workflow.ActionViewCosts: finance and the team's
+// owners), so a viewer who may not read the statements gets no block
+// (ok false) rather than the figures they add up to (issue 32 item 3).
+func (s *Server) TeamCostBlock(ctx context.Context, p workflow.Principal, team string) (b views.CostBlock, ok bool, err error) {
+	if !workflow.Decide(p, workflow.ActionViewCosts, workflow.Object{Team: team}).Allowed {
+		return views.CostBlock{}, false, nil
+	}
 	now := s.opts.Now()
 	month, _, _, v, err := s.monthSoFar(ctx, now)
 	if err != nil {
-		return views.CostBlock{}, err
+		return views.CostBlock{}, false, err
 	}
 	tc := v.cb.Team(team)
-	b := views.CostBlock{Team: team, Month: month.From.Format("2006-01"), Priced: v.priced, Why: noRateCard,
+	b = views.CostBlock{Team: team, Month: month.From.Format("2006-01"), Priced: v.priced, Why: noRateCard,
 		DemoUsage: v.demoUsage, Missing: missingText(v.missing)}
 	if v.priced {
 		b.DemoPrices = s.opts.RateCard.Demo
 		b.ToDate = tc.Total.String()
 		b.Projected = usage.Project(tc.Total, now.Sub(month.From), month.To.Sub(month.From)).String()
 	}
-	if workflow.Decide(p, workflow.ActionViewCosts, workflow.Object{Team: team}).Allowed {
-		b.StatementURL = statementURL(team, b.Month)
-	}
-	return b, nil
+	b.StatementURL = statementURL(team, b.Month)
+	return b, true, nil
 }
 
 // financeHome is finance's page: every team's month to date, the missing

@@ -193,16 +193,41 @@ func TestTeamCostBlock(t *testing.T) {
 	seedCostHours(t, h)
 	ownerRed := workflowPrincipal(t, h, "owner.red")
 	memberRed := workflowPrincipal(t, h, "member.red")
-	b, err := h.srv.TeamCostBlock(t.Context(), ownerRed, "red")
-	if err != nil || !b.Priced || !strings.HasSuffix(b.ToDate, " USD") || b.Projected == "" || !b.DemoPrices || len(b.Missing) != 1 || b.StatementURL == "" {
-		t.Errorf("owner's block = %+v, %v", b, err)
+	b, ok, err := h.srv.TeamCostBlock(t.Context(), ownerRed, "red")
+	if err != nil || !ok || !b.Priced || !strings.HasSuffix(b.ToDate, " USD") || b.Projected == "" || !b.DemoPrices || len(b.Missing) != 1 || b.StatementURL == "" {
+		t.Errorf("owner's block = %+v, %v, %v", b, ok, err)
 	}
-	if b, _ := h.srv.TeamCostBlock(t.Context(), memberRed, "red"); b.StatementURL != "" {
-		t.Errorf("a member gets the statement link %q", b.StatementURL)
+	if b, ok, _ := h.srv.TeamCostBlock(t.Context(), memberRed, "red"); ok || b.ToDate != "" || b.StatementURL != "" {
+		t.Errorf("a member gets a cost block %+v", b)
 	}
 	h2 := newHarness(t, false)
-	if b, err := h2.srv.TeamCostBlock(t.Context(), ownerRed, "red"); err != nil || b.Priced || !strings.Contains(b.Why, "--rate-card") || b.ToDate != "" {
+	if b, _, err := h2.srv.TeamCostBlock(t.Context(), ownerRed, "red"); err != nil || b.Priced || !strings.Contains(b.Why, "--rate-card") || b.ToDate != "" {
 		t.Errorf("unpriced block = %+v, %v", b, err)
+	}
+}
+
+// Issue 32 item 3: the usage page shows a team's money to exactly those
+// the statements answer (one rule, workflow.ActionViewCosts): members,
+// reviewers and admins read the team's usage but see no cost on it.
+func TestTeamUsageShowsMoneyOnlyToStatementReaders(t *testing.T) {
+	h := newHarness(t, false, withRateCard(t))
+	seedCostHours(t, h)
+	month := h.srv.opts.Now().UTC().Format("2006-01")
+	for _, who := range []string{"owner.red", "finance", "member.red", "reviewer", "admin"} {
+		s := h.signIn(who)
+		resp, body := h.get(s.c, "/teams/red/usage")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: GET /teams/red/usage = %d", who, resp.StatusCode)
+		}
+		st, _ := h.get(noRedirect(s.c), "/teams/red/statements/"+month)
+		statements := st.StatusCode == http.StatusOK
+		money := strings.Contains(body, `data-testid="cost-block"`) || strings.Contains(body, "USD")
+		if money != statements {
+			t.Errorf("%s: usage page shows money %v, statement answers %d", who, money, st.StatusCode)
+		}
+		if want := who == "owner.red" || who == "finance"; money != want {
+			t.Errorf("%s: usage page shows money %v, want %v", who, money, want)
+		}
 	}
 }
 
