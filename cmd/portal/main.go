@@ -270,6 +270,13 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
+	// Recipients are confirmed at delivery: in the directory when groups
+	// come from it, otherwise by groups confirmed within a session's
+	// lifetime (issue 32 item 1).
+	if groups != nil {
+		notifier.Directory = groups
+	}
+	notifier.MaxGroupsAge = cfg.SessionLifetime
 	reviews, err := newReviewScheduler(ctx, db, cfg, mapping, rates, cluster, kube, logger.With("component", "reviews"))
 	if err != nil {
 		return err
