@@ -1,6 +1,7 @@
 package web
 
 import (
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -241,4 +242,29 @@ func workflowPrincipal(t *testing.T, _ *harness, who string) workflow.Principal 
 	}
 	t.Fatalf("no principal %s", who)
 	return workflow.Principal{}
+}
+
+// Issue 32 nit: a statement or task report names a team of the groups
+// file (another name is 404, even to finance, who reads every team's), and
+// its download name is a well-formed Content-Disposition.
+func TestStatementDownloadsNameAKnownTeam(t *testing.T) {
+	h := newHarness(t, false, withRateCard(t))
+	seedCostHours(t, h)
+	fin := h.signIn("finance")
+	month := h.srv.opts.Now().UTC().Format("2006-01")
+	for _, team := range []string{"nosuch", url.PathEscape(`a"b`), url.PathEscape("fin ance")} {
+		for _, suffix := range []string{"", "/csv", "/json", "/tasks"} {
+			path := "/teams/" + team + "/statements/" + month + suffix
+			if resp, _ := h.get(noRedirect(fin.c), path); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("finance GET %s = %d, want 404", path, resp.StatusCode)
+			}
+		}
+	}
+	for suffix, want := range map[string]string{"/csv": "statement-red-" + month + ".csv", "/json": "statement-red-" + month + ".json", "/tasks": "tasks-red-" + month + ".csv"} {
+		resp, _ := h.get(noRedirect(fin.c), "/teams/red/statements/"+month+suffix)
+		typ, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition"))
+		if resp.StatusCode != http.StatusOK || err != nil || typ != "attachment" || params["filename"] != want {
+			t.Errorf("%s: %d, Content-Disposition %q (%v), want attachment %s", suffix, resp.StatusCode, resp.Header.Get("Content-Disposition"), err, want)
+		}
+	}
 }
