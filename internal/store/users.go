@@ -47,9 +47,18 @@ RETURNING id`, issuer, subject, email, name, string(gj), ts, ts, ts).Scan(&id)
 	return d.UserByID(ctx, id)
 }
 
+// GroupsConfirmRecordEvery is how stale the recorded confirmation of
+// unchanged groups may get before ConfirmUserGroups writes it again: a
+// session re-checks before every change, and writing each time would make
+// every request (a refused one too) a write. Notice delivery's limit is a
+// session's lifetime (hours), so an hour's lag costs nothing.
+const GroupsConfirmRecordEvery = time.Hour
+
 // ConfirmUserGroups records a user's groups as confirmed at now (a group
 // re-check of their session, or notice delivery asking the directory):
 // notice delivery trusts groups for a session's lifetime after that.
+// Changed groups are always written; unchanged ones only when the recorded
+// confirmation is older than GroupsConfirmRecordEvery.
 func (d *DB) ConfirmUserGroups(ctx context.Context, id int64, groups []string, now time.Time) error {
 	if groups == nil {
 		groups = []string{}
@@ -57,6 +66,15 @@ func (d *DB) ConfirmUserGroups(ctx context.Context, id int64, groups []string, n
 	gj, err := json.Marshal(groups)
 	if err != nil {
 		return fmt.Errorf("store: confirm groups: %w", err)
+	}
+	var old, checked string
+	if err := d.sql.QueryRowContext(ctx, `SELECT groups_json, groups_checked_at FROM users WHERE id = ?`, id).Scan(&old, &checked); err != nil {
+		return fmt.Errorf("store: confirm groups of user %d: %w", id, err)
+	}
+	if old == string(gj) {
+		if at, err := parseTime(checked); err == nil && now.Sub(at) < GroupsConfirmRecordEvery {
+			return nil
+		}
 	}
 	if _, err := d.sql.ExecContext(ctx, `UPDATE users SET groups_json = ?, groups_checked_at = ? WHERE id = ?`, string(gj), fmtTime(now), id); err != nil {
 		return fmt.Errorf("store: confirm groups of user %d: %w", id, err)

@@ -198,12 +198,18 @@ func (s *Server) recheck(ctx context.Context, su sessionUser) (sessionUser, erro
 	if !workflow.NewPrincipal(su.UserID, su.Subject, su.Email, su.Name, roles, ms).HasAccess() {
 		return su, accessEnded{"user in no mapped group", "You are no longer in any group that gives access to the portal."}
 	}
-	// Confirmed now, changed or not: notice delivery trusts groups for a
-	// session's lifetime after their last confirmation (internal/notify).
+	// Confirmed now: notice delivery trusts groups for a session's
+	// lifetime after their last recorded confirmation (internal/notify).
+	// Changed groups must be recorded; recording an unchanged
+	// confirmation is best effort (a stale record only withholds notices).
+	changed := !slices.Equal(groups, su.Groups)
 	if err := s.opts.DB.ConfirmUserGroups(ctx, su.UserID, groups, s.opts.Now()); err != nil {
-		return su, err
+		if changed {
+			return su, err
+		}
+		s.opts.Logger.WarnContext(ctx, "group re-check: could not record the confirmation", "user_id", su.UserID, "err", err.Error())
 	}
-	if !slices.Equal(groups, su.Groups) {
+	if changed {
 		s.opts.Logger.InfoContext(ctx, "groups changed since login", "user_id", su.UserID,
 			"roles", len(roles), "teams", len(ms))
 	}
