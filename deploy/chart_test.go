@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -215,6 +217,115 @@ func checkRendered(t *testing.T, docs []doc, allOn bool) {
 		}
 		checkDeployment(t, dep, portalEnvVars(t))
 	}
+	checkOpsPort(t, byKind)
+}
+
+// checkOpsPort: /metrics and /readyz are on the "metrics" port
+// (PORTAL_OPS_LISTEN), which the Ingress does not route and only the
+// monitoring namespace may reach; the egress allows the EKS Pod Identity
+// agent (issue 32 item 6, issue 31 item 2).
+func checkOpsPort(t *testing.T, byKind map[string][]doc) {
+	t.Helper()
+	var dep appsv1.Deployment
+	var svc corev1.Service
+	var np networkingv1.NetworkPolicy
+	for _, u := range []struct {
+		kind string
+		into any
+	}{{"Deployment", &dep}, {"Service", &svc}, {"NetworkPolicy", &np}} {
+		if len(byKind[u.kind]) != 1 {
+			t.Fatalf("want one %s, got %d", u.kind, len(byKind[u.kind]))
+		}
+		if err := yaml.UnmarshalStrict(byKind[u.kind][0].raw, u.into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	var metricsPort int32
+	for _, p := range c.Ports {
+		if p.Name == "metrics" {
+			metricsPort = p.ContainerPort
+		}
+	}
+	var opsListen string
+	for _, e := range c.Env {
+		if e.Name == "PORTAL_OPS_LISTEN" {
+			opsListen = e.Value
+		}
+	}
+	if metricsPort == 0 || metricsPort == 8080 || opsListen != fmt.Sprintf("0.0.0.0:%d", metricsPort) {
+		t.Errorf("metrics container port %d, PORTAL_OPS_LISTEN %q: want a port of its own, listened on", metricsPort, opsListen)
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Port.String() != "metrics" {
+		t.Error("the readiness probe does not use the metrics port (/readyz is served only there)")
+	}
+	svcMetrics := false
+	for _, p := range svc.Spec.Ports {
+		svcMetrics = svcMetrics || p.Name == "metrics" && p.TargetPort.String() == "metrics"
+	}
+	if !svcMetrics {
+		t.Errorf("the Service has no metrics port: %+v", svc.Spec.Ports)
+	}
+	for _, d := range byKind["Ingress"] {
+		var ing networkingv1.Ingress
+		if err := yaml.UnmarshalStrict(d.raw, &ing); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range ing.Spec.Rules {
+			for _, p := range r.HTTP.Paths {
+				if p.Backend.Service == nil || p.Backend.Service.Port.Name != "http" {
+					t.Errorf("the Ingress routes %s to %+v, want the http port only", p.Path, p.Backend)
+				}
+			}
+		}
+	}
+	// Ingress: the pages' port from ingressFrom, the metrics port from the
+	// monitoring namespace only.
+	var pages, metrics []networkingv1.NetworkPolicyIngressRule
+	for _, r := range np.Spec.Ingress {
+		for _, p := range r.Ports {
+			switch p.Port.IntValue() {
+			case 8080:
+				pages = append(pages, r)
+			case int(metricsPort):
+				metrics = append(metrics, r)
+			}
+		}
+	}
+	monitoring := `[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`
+	if len(metrics) != 1 || len(metrics[0].Ports) != 1 || jsonOf(t, metrics[0].From) != monitoring {
+		t.Errorf("ingress to the metrics port: %s, want one rule from %s", jsonOf(t, metrics), monitoring)
+	}
+	for _, r := range pages {
+		for _, p := range r.Ports {
+			if p.Port.IntValue() != 8080 {
+				t.Errorf("the pages' ingress rule also opens port %s", p.Port.String())
+			}
+		}
+	}
+	// Egress to the Pod Identity agent: "169.254.170.23 for IPv4 and ...
+	// [fd00:ec2::23] for IPv6" (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html),
+	// plain HTTP (AWS_CONTAINER_CREDENTIALS_FULL_URI=http://169.254.170.23/v1/credentials,
+	// https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html): port 80.
+	agent := `[{"ipBlock":{"cidr":"169.254.170.23/32"}},{"ipBlock":{"cidr":"fd00:ec2::23/128"}}]`
+	found := false
+	for _, r := range np.Spec.Egress {
+		if jsonOf(t, r.To) == agent {
+			found = len(r.Ports) == 1 && r.Ports[0].Port.IntValue() == 80 && r.Ports[0].Protocol != nil && *r.Ports[0].Protocol == corev1.ProtocolTCP
+		}
+	}
+	if !found {
+		t.Errorf("no egress to the EKS Pod Identity agent (%s, TCP 80): %s", agent, jsonOf(t, np.Spec.Egress))
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // checkDeployment: replicas, probes, a hardened pod, the migrate init

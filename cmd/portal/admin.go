@@ -49,7 +49,10 @@ func auditCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	db, err := openMigrated(ctx, cfg)
+	// Read-only, never migrated: what is checked is the database as it is
+	// (store.OpenReadOnly fails on a missing path or a database without
+	// the portal's schema).
+	db, err := store.OpenReadOnly(ctx, cfg.DB)
 	if err != nil {
 		return err
 	}
@@ -69,6 +72,12 @@ func auditCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if brk != nil {
 		return fmt.Errorf("audit chain BROKEN at event %d (%s); %d events before it verified", brk.ID, brk.Reason, n)
 	}
+	if n == 0 {
+		// A portal that ever served has events (its first sign-in);
+		// "0 events verified" proves nothing and most often means the
+		// wrong database.
+		return fmt.Errorf("audit trail of %s is empty: nothing to verify (is --db the portal's database?)", store.RedactDSN(cfg.DB))
+	}
 	if head != "" {
 		// The chain verifies, so it is intact up to its newest event; what
 		// it cannot show is that events after that were removed. The
@@ -79,7 +88,11 @@ func auditCmd(ctx context.Context, args []string, getenv func(string) string, st
 			if err != nil {
 				return err
 			}
-			return fmt.Errorf("audit chain TRUNCATED: the published head %s is not in the trail. The trail verifies up to its newest event #%d (hash %s, %d events), so the events after #%d up to the published head were removed (or this is another portal's database)",
+			// The chain hashes neither the row ids nor a key (README,
+			// "What verification cannot show"), so a trail that verifies
+			// without the published head was either cut short or rewritten
+			// from some event on with every later hash recomputed.
+			return fmt.Errorf("audit chain TRUNCATED OR REWRITTEN: the published head %s is not in the trail. The trail verifies up to its newest event #%d (hash %s, %d events), so either the events after #%d up to the published head were removed, or events were altered and every later hash recomputed (or this is another portal's database)",
 				head, now.ID, now.Hash, now.Count, now.ID)
 		}
 		if err != nil {

@@ -263,3 +263,74 @@ func TestLogAuditHeads(t *testing.T) {
 		t.Errorf("the logged hash is event %+v", h)
 	}
 }
+
+// `audit verify` and `audit head` check the database that is there: a
+// missing path, an empty file or a database without events fails with a
+// message saying so, and nothing is created or migrated (issue 32 item 7).
+func TestAuditVerifyNeverCreatesADatabase(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	env := func(string) string { return "" }
+	runCmd := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(ctx, args, env, &out, &errb)
+		return out.String() + errb.String(), err
+	}
+	missing := filepath.Join(dir, "typo", "portal.db")
+	for _, sub := range []string{"verify", "head"} {
+		out, err := runCmd("audit", sub, "--db", missing)
+		if err == nil || !strings.Contains(err.Error(), "no database at this path") || strings.Contains(out, "OK") {
+			t.Errorf("audit %s on a missing path: %v\n%s", sub, err, out)
+		}
+		if _, err := os.Stat(filepath.Dir(missing)); !os.IsNotExist(err) {
+			t.Fatalf("audit %s created the directory of a missing database: %v", sub, err)
+		}
+	}
+	// An empty file (what a former version left behind) has no schema,
+	// and stays empty.
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"verify", "head"} {
+		out, err := runCmd("audit", sub, "--db", empty)
+		if err == nil || !strings.Contains(err.Error(), "no portal schema here") {
+			t.Errorf("audit %s on an empty file: %v\n%s", sub, err, out)
+		}
+		if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
+			t.Fatalf("audit %s wrote to the empty file: %v", sub, err)
+		}
+	}
+	// A migrated database without any event: verify has nothing to show.
+	fresh := filepath.Join(dir, "fresh.db")
+	db, err := store.Open(ctx, fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if out, err := runCmd("audit", "verify", "--db", fresh); err == nil || !strings.Contains(err.Error(), "audit trail of "+fresh+" is empty") {
+		t.Errorf("verify of a trail without events: %v\n%s", err, out)
+	}
+	// On a real trail verify writes nothing: the file's bytes are unchanged.
+	db, err = store.Open(ctx, fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RecordClusterEvent(ctx, "test.event", workflow.Actor{Email: "admin@example.test"}, "one", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, err := os.ReadFile(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCmd("audit", "verify", "--db", fresh); err != nil || !strings.Contains(out, "audit chain OK: 1 events verified") {
+		t.Fatalf("verify: %v\n%s", err, out)
+	}
+	if after, err := os.ReadFile(fresh); err != nil || !bytes.Equal(before, after) {
+		t.Errorf("verify changed the database file (err %v)", err)
+	}
+}

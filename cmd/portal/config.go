@@ -17,6 +17,7 @@ import (
 // Each flag has a PORTAL_* variable; a flag given on the command line wins.
 type Config struct {
 	Listen               string
+	OpsListen            string
 	BaseURL              string
 	DB                   string
 	OIDCIssuer           string
@@ -108,6 +109,7 @@ func (b boolFlag) IsBoolFlag() bool   { return true }
 
 var specs = []flagSpec{
 	{"listen", "PORTAL_LISTEN", "127.0.0.1:8080", "address to listen on (host:port)", false},
+	{"ops-listen", "PORTAL_OPS_LISTEN", "", "address of a second listener serving only /metrics, /readyz and /healthz (e.g. :9090); when set, --listen serves neither /metrics nor /readyz", false},
 	{"base-url", "PORTAL_BASE_URL", "", "external URL of the portal, e.g. https://portal.example.com (default in --dev: http://<listen>)", false},
 	{"db", "PORTAL_DB", "data/portal.db", "database: a SQLite file path, or a postgres:// URL (PostgreSQL; its password is never logged)", false},
 	{"oidc-issuer", "PORTAL_OIDC_ISSUER", "", "OpenID Connect issuer URL (required unless --dev)", false},
@@ -228,6 +230,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 	}
 	c := Config{
 		Listen:                strings.TrimSpace(*vals["listen"]),
+		OpsListen:             strings.TrimSpace(*vals["ops-listen"]),
 		BaseURL:               strings.TrimRight(strings.TrimSpace(*vals["base-url"]), "/"),
 		DB:                    strings.TrimSpace(*vals["db"]),
 		OIDCIssuer:            strings.TrimSpace(*vals["oidc-issuer"]),

@@ -132,6 +132,15 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
 	defer ln.Close()
+	// The operations listener (/metrics, /readyz): a port the Ingress
+	// does not route (issue 32 item 6).
+	var opsLn net.Listener
+	if cfg.OpsListen != "" {
+		if opsLn, err = net.Listen("tcp", cfg.OpsListen); err != nil {
+			return fmt.Errorf("--ops-listen %s: %w", cfg.OpsListen, err)
+		}
+		defer opsLn.Close()
+	}
 	base := cfg.BaseURL
 	if base == "" { // --dev only (validated): derive it from the bound address
 		base = "http://" + ln.Addr().String()
@@ -270,6 +279,13 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
+	// Recipients are confirmed at delivery: in the directory when groups
+	// come from it, otherwise by groups confirmed within a session's
+	// lifetime (issue 32 item 1).
+	if groups != nil {
+		notifier.Directory = groups
+	}
+	notifier.MaxGroupsAge = cfg.SessionLifetime
 	reviews, err := newReviewScheduler(ctx, db, cfg, mapping, rates, cluster, kube, logger.With("component", "reviews"))
 	if err != nil {
 		return err
@@ -285,7 +301,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		TrustedProxies: cfg.TrustedProxies,
 		DB:             db, OIDC: auth.NewClient(oidcCfg), Mapping: mapping, Logger: logger,
 		BaseURL: baseURL, Version: version, SessionKey: sessionKey,
-		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime,
+		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime, SeparateOps: cfg.OpsListen != "",
 		GroupsRecheckInterval: cfg.GroupsRecheckInterval, LoginRateLimit: cfg.LoginRateLimit,
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
@@ -414,8 +430,15 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	wg.Add(1)
 	go func() { defer wg.Done(); elector.Run(workCtx, singletons) }()
 
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- hs.Serve(ln) }()
+	var ops *http.Server
+	if opsLn != nil {
+		ops = &http.Server{Handler: srv.OpsHandler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+			WriteTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10, ErrorLog: hs.ErrorLog}
+		go func() { serveErr <- ops.Serve(opsLn) }()
+		logger.Info("operations endpoints listening", "listen", opsLn.Addr().String(), "paths", "/metrics /readyz /healthz")
+	}
 	logger.Info("portal listening", "url", base, "listen", ln.Addr().String(), "dev", cfg.Dev, "version", version)
 	if cfg.Dev {
 		fmt.Fprintf(stdout, "\nHyperPod governance portal (development mode) is ready: open %s/\n"+
@@ -434,6 +457,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	defer cancel()
 	if err := hs.Shutdown(shCtx); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("http shutdown: %w", err))
+	}
+	if ops != nil {
+		if err := ops.Shutdown(shCtx); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("operations listener shutdown: %w", err))
+		}
 	}
 	stopWork()
 	wg.Wait()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -25,6 +26,9 @@ type Input struct {
 	// when set, says why there are none.
 	Statements   []Statement
 	CostsOmitted string
+	// AuditOmitted says which of the connection's events were left out
+	// and why ("" for none); the audit scope carries it.
+	AuditOmitted string
 	// Events are the connection's audit events, in any order; Head is the
 	// chain's head read before them (no event is newer than it).
 	Events []Event
@@ -69,8 +73,9 @@ func Build(in Input, by string, now time.Time) (Bundle, error) {
 		Reviews:       slices.Clone(in.Reviews),
 		Usage: Usage{Note: "The team's allocated accelerator-seconds by month and instance type, from the connection's creation to the export, as collected; usage is metered per team, not per connection.",
 			Months: usageMonths(in.Usage)},
-		Costs:  Costs{Omitted: in.CostsOmitted, Statements: slices.Clone(in.Statements)},
-		Audit:  Audit{Scope: fmt.Sprintf("The audit events about connection %d (object_type connection, object_id %d), oldest first, up to the chain head at export.", in.Connection.ID, in.Connection.ID), Events: slices.Clone(in.Events), Head: in.Head},
+		Costs: Costs{Omitted: in.CostsOmitted, Statements: slices.Clone(in.Statements)},
+		Audit: Audit{Scope: strings.TrimSpace(fmt.Sprintf("The audit events about connection %d (object_type connection, object_id %d), oldest first, up to the chain head at export. %s",
+			in.Connection.ID, in.Connection.ID, in.AuditOmitted)), Events: slices.Clone(in.Events), Head: in.Head},
 		Limits: slices.Clone(Limits),
 	}
 	for _, v := range in.Versions {

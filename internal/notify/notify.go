@@ -5,7 +5,9 @@
 // outbox row once into one delivery per configured channel (in-app always;
 // email over SMTP and a signed webhook when configured), then tries each
 // delivery on its own: a delivery is claimed with a lease, its recipients are
-// resolved at that moment from the users' last known groups, and it is
+// resolved at that moment from the users' last known groups and kept only
+// when their membership is confirmed (by the directory when configured,
+// otherwise by groups confirmed within a session's lifetime), and it is
 // recorded delivered, or failed with a next attempt after an exponential
 // backoff (capped at MaxBackoff). Deliveries are rows, so nothing is lost
 // across a restart; a claim whose process died is tried again when its lease
@@ -30,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -91,7 +94,24 @@ type Worker struct {
 	Now     func() time.Time
 	Lease   time.Duration
 	Logger  *slog.Logger
+	// Directory, when groups come from the organisation's directory (the
+	// Identity Store), is asked at delivery for the groups of every
+	// recipient it knows by name: a user it no longer has, or whose groups
+	// no longer qualify, receives nothing. When it cannot be asked, the
+	// delivery fails and is tried again (a notice is neither lost nor sent
+	// on groups nobody confirmed).
+	Directory auth.GroupSource
+	// MaxGroupsAge is how long after their last confirmation (sign-in,
+	// session re-check, the Directory at a delivery) a user's groups make
+	// them a recipient: a session's lifetime, so an owner moved out of the
+	// team who never signs in again stops receiving its notices.
+	// 0: DefaultMaxGroupsAge.
+	MaxGroupsAge time.Duration
 }
+
+// DefaultMaxGroupsAge is the session lifetime's default (portal serve
+// --session-lifetime).
+const DefaultMaxGroupsAge = 12 * time.Hour
 
 func (w *Worker) now() time.Time {
 	if w.Now != nil {
@@ -219,6 +239,11 @@ func (w *Worker) deliver(ctx context.Context, dl store.Delivery, recipients func
 		return false, err
 	}
 	to := Recipients(users, workflow.Audience(dl.Audience), dl.Team, w.Resolve)
+	to, err = w.confirmed(ctx, to, workflow.Audience(dl.Audience), dl.Team)
+	if err != nil {
+		w.logger().Warn("notification delivery: recipients could not be confirmed in the directory", "delivery", dl.ID, "channel", dl.Channel, "err", err)
+		return false, w.DB.FailDelivery(ctx, dl, "", "the recipients' groups could not be confirmed in the directory: "+safeError(err), w.now().Add(Backoff(dl.Attempts)))
+	}
 	var emails []string
 	for _, u := range to {
 		if u.Email != "" {
@@ -260,6 +285,54 @@ func (w *Worker) deliver(ctx context.Context, dl store.Delivery, recipients func
 		return true, w.DB.CompleteDelivery(ctx, dl, recorded, w.now())
 	}
 	return false, w.DB.FailDelivery(ctx, dl, "", fmt.Sprintf("unknown channel %q", dl.Channel), now.Add(MaxBackoff))
+}
+
+// confirmed keeps the recipients whose membership is confirmed now: by the
+// Directory when it is set and knows the user, otherwise by groups
+// confirmed within MaxGroupsAge (issue 32 item 1).
+func (w *Worker) confirmed(ctx context.Context, to []store.Recipient, a workflow.Audience, team string) ([]store.Recipient, error) {
+	now := w.now()
+	maxAge := w.MaxGroupsAge
+	if maxAge <= 0 {
+		maxAge = DefaultMaxGroupsAge
+	}
+	var out []store.Recipient
+	for _, u := range to {
+		if w.Directory != nil && u.DirName != "" {
+			groups, err := freshGroups(ctx, w.Directory, u.DirName)
+			if errors.Is(err, auth.ErrUserNotInDirectory) {
+				w.logger().Info("notice not sent: the directory no longer has the user", "user_id", u.ID)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if groups == nil {
+				groups = []string{}
+			}
+			if err := w.DB.ConfirmUserGroups(ctx, u.ID, groups, now); err != nil {
+				return nil, err
+			}
+			u.Groups, u.CheckedAt = groups, now
+			if len(Recipients([]store.Recipient{u}, a, team, w.Resolve)) == 0 {
+				w.logger().Info("notice not sent: the user's groups no longer qualify", "user_id", u.ID)
+				continue
+			}
+		} else if now.Sub(u.CheckedAt) > maxAge {
+			w.logger().Info("notice not sent: the user's groups were last confirmed too long ago", "user_id", u.ID, "confirmed_at", u.CheckedAt)
+			continue
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// freshGroups asks the directory itself, not a cache of its answers.
+func freshGroups(ctx context.Context, d auth.GroupSource, name string) ([]string, error) {
+	if f, ok := d.(auth.FreshGroupSource); ok {
+		return f.FreshGroups(ctx, name)
+	}
+	return d.Groups(ctx, name)
 }
 
 func (w *Worker) sendTimeout() time.Duration {

@@ -775,7 +775,7 @@ func TestApproveCapacityCheck(t *testing.T) {
 }
 
 // Concurrent approvals serialize on the write lock: one admin wins, the
-// others find the request already approved.
+// others find the request already approved, by whom and when.
 func TestApproveConcurrent(t *testing.T) {
 	const admins = 8
 	f := newFixture(t, admins)
@@ -796,20 +796,25 @@ func TestApproveConcurrent(t *testing.T) {
 	close(start)
 	wg.Wait()
 
-	wins := 0
+	// Every loser is told who won and when (issue 32 item 8), decided
+	// inside its transaction from the decision row the winner wrote.
+	winner := -1
 	for i, err := range errs {
-		var te *workflow.TransitionError
-		var se *store.StaleError
-		switch {
-		case err == nil:
-			wins++
-		case errors.As(err, &te) && te.From == workflow.StateApproved, errors.As(err, &se):
-		default:
-			t.Errorf("admin %d: unexpected error %v", i+1, err)
+		if err == nil {
+			if winner >= 0 {
+				t.Errorf("admins %d and %d both approved", winner+1, i+1)
+			}
+			winner = i
 		}
 	}
-	if wins != 1 {
-		t.Errorf("%d approvals succeeded, want exactly 1 (errors: %v)", wins, errs)
+	if winner < 0 {
+		t.Fatalf("no approval succeeded: %v", errs)
+	}
+	for i, err := range errs {
+		var already *workflow.AlreadyApprovedError
+		if i != winner && (!errors.As(err, &already) || already.Version != 1 || already.Last.By != f.admins[winner].Email || !already.Last.At.Equal(at)) {
+			t.Errorf("admin %d: error %v, want already approved by %s at %s", i+1, err, f.admins[winner].Email, at)
+		}
 	}
 	ds := f.decisions(conn.ID)
 	if len(ds) != 1 || ds[0].Kind != "approve" {

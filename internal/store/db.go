@@ -119,6 +119,66 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	return &DB{sql: db, path: path, dialect: dialectSQLite, version: &sqliteVersion{path: path}}, nil
 }
 
+// OpenReadOnly opens an existing portal database for reading only: what
+// `portal audit verify` and `audit head` check must be the database that is
+// there, so nothing is created, migrated or written. A SQLite path that does
+// not exist, or a database without the portal's schema (a new empty file,
+// another application's database), is an error that says so: a mistyped
+// --db, or the default path run from the wrong directory, must not pass as
+// "0 events verified" (issue 32 item 7). PostgreSQL sessions run with
+// default_transaction_read_only.
+func OpenReadOnly(ctx context.Context, dsn string) (*DB, error) {
+	if dsn == "" {
+		return nil, errors.New("store: open: empty database path")
+	}
+	var d *DB
+	if isPostgresURL(dsn) {
+		name := RedactDSN(dsn)
+		db, err := openPostgresWith(ctx, dsn, map[string]string{"default_transaction_read_only": "on"})
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", name, err)
+		}
+		d = &DB{sql: db, path: name, dialect: dialectPostgres}
+	} else {
+		if dsn == ":memory:" {
+			return nil, errors.New("store: open :memory: read-only: an in-memory database is always empty")
+		}
+		fi, err := os.Stat(dsn)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("store: open %s: no database at this path (nothing was created; check --db or PORTAL_DB)", dsn)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", dsn, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("store: open %s: not a database file", dsn)
+		}
+		q := url.Values{}
+		q.Set("mode", "ro")
+		for _, p := range []string{"busy_timeout(5000)", "query_only(1)"} {
+			q.Add("_pragma", p)
+		}
+		conn, err := newSQLiteConnector("file:" + dsn + "?" + q.Encode())
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", dsn, err)
+		}
+		db := sql.OpenDB(conn)
+		db.SetMaxOpenConns(2)
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store: open %s: %w", dsn, err)
+		}
+		d = &DB{sql: db, path: dsn, dialect: dialectSQLite}
+	}
+	// The portal's schema: the audit trail's table must be there.
+	var n int64
+	if err := d.sql.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events`).Scan(&n); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("store: open %s: no portal schema here (the database is empty or not the portal's; check --db or PORTAL_DB): %w", d.path, err)
+	}
+	return d, nil
+}
+
 // pingSQLite opens the pool's first connection, which runs the pragmas.
 // On a new file, journal_mode(WAL) reads the file and then needs an
 // exclusive lock; two processes doing so at once each hold the shared lock

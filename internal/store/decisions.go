@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -107,6 +108,11 @@ func (d *DB) approvalFacts(ctx context.Context, tx *sql.Tx, s workflow.Conn) (wo
 	if f.ApproverIDs, err = column[int64](ctx, tx, `SELECT actor_id FROM decisions WHERE connection_id = ? AND version = ? AND kind = 'approve' ORDER BY id`, s.ID, s.CurrentVersion); err != nil {
 		return f, err
 	}
+	if len(f.ApproverIDs) > 0 {
+		if f.LastApproval, err = lastApproval(ctx, tx, s.ID, s.CurrentVersion); err != nil {
+			return f, err
+		}
+	}
 	if f.Inventory, err = inventory(ctx, tx, v.Contract.ClusterName); err != nil {
 		return f, err
 	}
@@ -152,6 +158,26 @@ func (d *DB) SubmitterIDs(ctx context.Context, id int64) ([]int64, error) {
 func submitterIDs(ctx context.Context, q queryer, id int64) ([]int64, error) {
 	return column[int64](ctx, q, `SELECT DISTINCT actor_id FROM audit_events
 WHERE object_type = 'connection' AND object_id = ? AND action = 'connection.submit' AND actor_id IS NOT NULL ORDER BY actor_id`, id)
+}
+
+// LastApproval is the newest approval of a version (ErrNotFound: none).
+func (d *DB) LastApproval(ctx context.Context, id int64, version int) (workflow.ApprovalMark, error) {
+	return lastApproval(ctx, d.sql, id, version)
+}
+
+func lastApproval(ctx context.Context, q queryer, id int64, version int) (workflow.ApprovalMark, error) {
+	var m workflow.ApprovalMark
+	var at string
+	err := q.QueryRowContext(ctx, `SELECT u.email, d.created_at FROM decisions d JOIN users u ON u.id = d.actor_id
+WHERE d.connection_id = ? AND d.version = ? AND d.kind = 'approve' ORDER BY d.id DESC LIMIT 1`, id, version).Scan(&m.By, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, ErrNotFound
+	}
+	if err != nil {
+		return m, fmt.Errorf("store: last approval: %w", err)
+	}
+	m.At, err = parseTime(at)
+	return m, err
 }
 
 // ApproverIDs returns the admins who approved the given version.

@@ -153,6 +153,12 @@ func isUniqueViolation(err error) bool {
 // openPostgres opens a pool on the PostgreSQL server and database dsn
 // names, through pgx's database/sql driver wrapped by pgConnector.
 func openPostgres(ctx context.Context, dsn string) (*sql.DB, error) {
+	return openPostgresWith(ctx, dsn, nil)
+}
+
+// openPostgresWith is openPostgres with these run-time parameters set on
+// every session (OpenReadOnly: default_transaction_read_only).
+func openPostgresWith(ctx context.Context, dsn string, params map[string]string) (*sql.DB, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		// pgx's message quotes the URL with the password masked; ours
@@ -162,6 +168,9 @@ func openPostgres(ctx context.Context, dsn string) (*sql.DB, error) {
 			return nil, fmt.Errorf("parse database URL: %v", pe.Unwrap())
 		}
 		return nil, errors.New("parse database URL: invalid")
+	}
+	for k, v := range params {
+		cfg.RuntimeParams[k] = v
 	}
 	db := sql.OpenDB(pgConnector{stdlib.GetConnector(*cfg)})
 	db.SetMaxOpenConns(16)

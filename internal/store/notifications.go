@@ -255,16 +255,19 @@ WHERE d.outbox_id = ? ORDER BY d.channel`, outboxID)
 
 // Recipient is a portal user as notice delivery sees them: who they are and
 // the groups of their last login (or re-check), from which their roles and
-// team ownerships are resolved at delivery time.
+// team ownerships are resolved at delivery time, when those groups were
+// confirmed, and their directory user name ("" when unknown).
 type Recipient struct {
-	ID     int64
-	Email  string
-	Groups []string
+	ID        int64
+	Email     string
+	Groups    []string
+	CheckedAt time.Time
+	DirName   string
 }
 
 // Recipients lists every portal user with their last known groups.
 func (d *DB) Recipients(ctx context.Context) ([]Recipient, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT id, email, groups_json FROM users ORDER BY id`)
+	rows, err := d.sql.QueryContext(ctx, `SELECT id, email, groups_json, groups_checked_at, dir_name FROM users ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: recipients: %w", err)
 	}
@@ -272,12 +275,17 @@ func (d *DB) Recipients(ctx context.Context) ([]Recipient, error) {
 	var out []Recipient
 	for rows.Next() {
 		var r Recipient
-		var gj string
-		if err := rows.Scan(&r.ID, &r.Email, &gj); err != nil {
+		var gj, checked string
+		if err := rows.Scan(&r.ID, &r.Email, &gj, &checked, &r.DirName); err != nil {
 			return nil, fmt.Errorf("store: recipients: %w", err)
 		}
 		if err := json.Unmarshal([]byte(gj), &r.Groups); err != nil {
 			return nil, fmt.Errorf("store: recipients: user %d: groups: %w", r.ID, err)
+		}
+		if checked != "" {
+			if r.CheckedAt, err = parseTime(checked); err != nil {
+				return nil, fmt.Errorf("store: recipients: user %d: %w", r.ID, err)
+			}
 		}
 		out = append(out, r)
 	}
@@ -287,7 +295,8 @@ func (d *DB) Recipients(ctx context.Context) ([]Recipient, error) {
 // Notification is one in-app notice of one user.
 type Notification struct {
 	ID           int64
-	ConnectionID int64 // 0: about no connection
+	ConnectionID int64  // 0: about no connection
+	Team         string // the team the notice is about ("" for none)
 	Kind         string
 	Subject      string
 	Created      time.Time
@@ -297,8 +306,8 @@ type Notification struct {
 // Notifications returns userID's notifications, newest first (at most
 // limit). Only that user's: every query here is keyed by the user.
 func (d *DB) Notifications(ctx context.Context, userID int64, limit int) ([]Notification, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT id, coalesce(connection_id, 0), kind, subject, created_at, read_at != ''
-FROM notifications WHERE user_id = ? ORDER BY id DESC LIMIT ?`, userID, limit)
+	rows, err := d.sql.QueryContext(ctx, `SELECT n.id, coalesce(n.connection_id, 0), o.team, n.kind, n.subject, n.created_at, n.read_at != ''
+FROM notifications n JOIN outbox o ON o.id = n.outbox_id WHERE n.user_id = ? ORDER BY n.id DESC LIMIT ?`, userID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: notifications: %w", err)
 	}
@@ -307,7 +316,7 @@ FROM notifications WHERE user_id = ? ORDER BY id DESC LIMIT ?`, userID, limit)
 	for rows.Next() {
 		var n Notification
 		var created string
-		if err := rows.Scan(&n.ID, &n.ConnectionID, &n.Kind, &n.Subject, &created, &n.Read); err != nil {
+		if err := rows.Scan(&n.ID, &n.ConnectionID, &n.Team, &n.Kind, &n.Subject, &created, &n.Read); err != nil {
 			return nil, fmt.Errorf("store: notifications: %w", err)
 		}
 		if n.Created, err = parseTime(created); err != nil {

@@ -34,30 +34,60 @@ func (d *DB) RecordLogin(ctx context.Context, issuer, subject, email, name strin
 	ts := fmtTime(now)
 	var id int64
 	err = d.sql.QueryRowContext(ctx, `
-INSERT INTO users (issuer, subject, email, name, groups_json, first_login_at, last_login_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+INSERT INTO users (issuer, subject, email, name, groups_json, first_login_at, last_login_at, groups_checked_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (issuer, subject) DO UPDATE SET
     email = excluded.email, name = excluded.name,
-    groups_json = excluded.groups_json, last_login_at = excluded.last_login_at
-RETURNING id`, issuer, subject, email, name, string(gj), ts, ts).Scan(&id)
+    groups_json = excluded.groups_json, last_login_at = excluded.last_login_at,
+    groups_checked_at = excluded.groups_checked_at
+RETURNING id`, issuer, subject, email, name, string(gj), ts, ts, ts).Scan(&id)
 	if err != nil {
 		return User{}, fmt.Errorf("store: record login: %w", err)
 	}
 	return d.UserByID(ctx, id)
 }
 
-// UpdateUserGroups replaces a user's groups after a re-check found them
-// changed (the login times stay as they are).
-func (d *DB) UpdateUserGroups(ctx context.Context, id int64, groups []string) error {
+// GroupsConfirmRecordEvery is how stale the recorded confirmation of
+// unchanged groups may get before ConfirmUserGroups writes it again: a
+// session re-checks before every change, and writing each time would make
+// every request (a refused one too) a write. Notice delivery's limit is a
+// session's lifetime (hours), so an hour's lag costs nothing.
+const GroupsConfirmRecordEvery = time.Hour
+
+// ConfirmUserGroups records a user's groups as confirmed at now (a group
+// re-check of their session, or notice delivery asking the directory):
+// notice delivery trusts groups for a session's lifetime after that.
+// Changed groups are always written; unchanged ones only when the recorded
+// confirmation is older than GroupsConfirmRecordEvery.
+func (d *DB) ConfirmUserGroups(ctx context.Context, id int64, groups []string, now time.Time) error {
 	if groups == nil {
 		groups = []string{}
 	}
 	gj, err := json.Marshal(groups)
 	if err != nil {
-		return fmt.Errorf("store: update groups: %w", err)
+		return fmt.Errorf("store: confirm groups: %w", err)
 	}
-	if _, err := d.sql.ExecContext(ctx, `UPDATE users SET groups_json = ? WHERE id = ?`, string(gj), id); err != nil {
-		return fmt.Errorf("store: update groups of user %d: %w", id, err)
+	var old, checked string
+	if err := d.sql.QueryRowContext(ctx, `SELECT groups_json, groups_checked_at FROM users WHERE id = ?`, id).Scan(&old, &checked); err != nil {
+		return fmt.Errorf("store: confirm groups of user %d: %w", id, err)
+	}
+	if old == string(gj) {
+		if at, err := parseTime(checked); err == nil && now.Sub(at) < GroupsConfirmRecordEvery {
+			return nil
+		}
+	}
+	if _, err := d.sql.ExecContext(ctx, `UPDATE users SET groups_json = ?, groups_checked_at = ? WHERE id = ?`, string(gj), fmtTime(now), id); err != nil {
+		return fmt.Errorf("store: confirm groups of user %d: %w", id, err)
+	}
+	return nil
+}
+
+// SetUserDirName records the user's name in the organisation's directory
+// (the login's, when groups come from the Identity Store), so that notice
+// delivery can ask the directory for their groups.
+func (d *DB) SetUserDirName(ctx context.Context, id int64, dirName string) error {
+	if _, err := d.sql.ExecContext(ctx, `UPDATE users SET dir_name = ? WHERE id = ? AND dir_name != ?`, dirName, id, dirName); err != nil {
+		return fmt.Errorf("store: directory name of user %d: %w", id, err)
 	}
 	return nil
 }

@@ -33,9 +33,6 @@ func (s *Server) decide(c echo.Context) error {
 	if !ok {
 		return echo.NewHTTPError(http.StatusBadRequest)
 	}
-	if err := allowed(p, act, obj); err != nil {
-		return err
-	}
 	version, _ := strconv.Atoi(c.FormValue("version"))
 	hash := c.FormValue("hash")
 	reason := strings.TrimSpace(c.FormValue("reason"))
@@ -51,6 +48,22 @@ func (s *Server) decide(c echo.Context) error {
 		}
 		d.Notice, d.ReasonError, d.Reason = notice, reasonErr, reason
 		return render(c, status, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+	}
+	// An approval of the version this page showed, which has every
+	// approval it needs by now, lost a race to another admin's: say so
+	// (409) instead of the policy's refusal of an approved connection or of
+	// a second approval (issue 32 item 8). The store's transaction decides
+	// the same (workflow.AlreadyApprovedError) for the races that pass
+	// this check.
+	if act == workflow.ActionApprove && p.HasRole(workflow.RoleAdmin) && version == conn.CurrentVersion && workflow.ApprovalComplete(obj) {
+		last, err := s.opts.DB.LastApproval(c.Request().Context(), conn.ID, version)
+		if err != nil {
+			return err
+		}
+		return rerender(http.StatusConflict, alreadyApprovedNotice(&workflow.AlreadyApprovedError{Version: version, Last: last}), "")
+	}
+	if err := allowed(p, act, obj); err != nil {
+		return err
 	}
 	if msg := reasonProblem(reason, "Give a reason: it is recorded with the decision and shown to the requester."); msg != "" {
 		return rerender(http.StatusUnprocessableEntity, "", msg)
@@ -122,7 +135,10 @@ func (s *Server) decide(c echo.Context) error {
 		_, err = s.opts.DB.Transition(ctx, conn.ID, workflow.EventRequestChanges, actor(p), reason, expect, s.opts.Now())
 	}
 	var stale *store.StaleError
+	var already *workflow.AlreadyApprovedError
 	switch {
+	case errors.As(err, &already):
+		return rerender(http.StatusConflict, alreadyApprovedNotice(already), "")
 	case errors.As(err, &stale):
 		return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, stale), "")
 	case errors.Is(err, workflow.ErrUnpinned):
@@ -156,6 +172,11 @@ func (s *Server) decide(c echo.Context) error {
 		return s.lifecycleError(err)
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+// alreadyApprovedNotice tells the loser of a race of approvals who won.
+func alreadyApprovedNotice(e *workflow.AlreadyApprovedError) string {
+	return "Nothing was recorded: " + e.Error() + ", which was all the approval it needed. Nothing is left to approve."
 }
 
 // slurmView says what the portal does not do for a Slurm contract.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -294,4 +295,112 @@ func TestHeldApprovalChecksTheNamedVersionsCapacity(t *testing.T) {
 		t.Errorf("held approval of a version over capacity = %d, want 409 saying it does not fit", status)
 	}
 	h.assertNoApproval(1, 2)
+}
+
+// Issue 32 item 8: of concurrent approvals of one version that needs one,
+// one wins and every loser is told who approved it and when, as a 409:
+// not a 403 saying an approved connection cannot be approved, or that the
+// next approval must come from another admin.
+func TestConcurrentApprovalsLosersAreToldWhoWon(t *testing.T) {
+	h, _, admin := raceFixture(t)
+	admin2 := h.signIn("admin2")
+	form := h.decision("approve", 1)
+
+	// The race inside the store: admin's approval passed every check of
+	// the handler; admin2's approval commits before admin's transaction.
+	checked := make(chan struct{})
+	release := make(chan struct{})
+	h.srv.decideHooks.checked = once(func() { close(checked); <-release })
+	type answer struct {
+		status int
+		body   string
+	}
+	first := make(chan answer, 1)
+	go func() {
+		resp, body := h.postAs(admin, "/connections/1/decide", cloneValues(form))
+		first <- answer{resp.StatusCode, body}
+	}()
+	<-checked
+	h.mustPost(admin2, "/connections/1/decide", cloneValues(form))
+	close(release)
+	got := <-first
+	won, err := h.db.LastApproval(t.Context(), 1, 1)
+	if err != nil || won.By != "admin2@example.test" {
+		t.Fatalf("last approval = %+v, %v", won, err)
+	}
+	want := fmt.Sprintf("version 1 was already approved by admin2@example.test at %s", won.At.UTC().Format("2006-01-02 15:04:05 UTC"))
+	if got.status != http.StatusConflict || !strings.Contains(got.body, want) {
+		t.Errorf("the loser inside the transaction: %d, want 409 with %q\n%.3000s", got.status, want, mainOf(got.body))
+	}
+
+	// The race before the store: the losers' handlers read the connection
+	// after the winner's commit. Many at once, as both admins.
+	var wg sync.WaitGroup
+	answers := make(chan answer, 20)
+	for i := range 20 {
+		who := admin
+		if i%2 == 1 {
+			who = admin2
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, body := h.postAs(who, "/connections/1/decide", cloneValues(form))
+			answers <- answer{resp.StatusCode, body}
+		}()
+	}
+	wg.Wait()
+	close(answers)
+	for a := range answers {
+		if a.status != http.StatusConflict || !strings.Contains(a.body, want) {
+			t.Errorf("a later approval: %d, want 409 with %q\n%.3000s", a.status, want, mainOf(a.body))
+		}
+	}
+	if ids, _ := h.db.ApproverIDs(t.Context(), 1, 1); len(ids) != 1 {
+		t.Errorf("approvers = %v, want admin2 alone", ids)
+	}
+}
+
+// A restricted version needs two approvals: the first admin's second try
+// is still told that another admin must approve (the rule, not a race),
+// and once two admins approved, a third is told who completed it.
+func TestApprovalOfACompletedRestrictedVersion(t *testing.T) {
+	h := newHarness(t, false)
+	owner, admin, admin2 := h.signIn("owner.red"), h.signIn("admin"), h.signIn("admin2")
+	ex := workflow.ExampleContract()
+	ex.DataClassification = workflow.DataRestricted
+	ex.EndDate = h.srv.opts.Now().AddDate(0, 2, 0).Format("2006-01-02")
+	f := formValues(formFromContract(ex))
+	f.Set("intent", "submit")
+	if resp, body := h.postAs(owner, "/teams/red/connections", f); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create = %d\n%s", resp.StatusCode, body)
+	}
+	h.postAs(admin, "/admin/inventory", url.Values{"cluster": {"shared-hp"}, "instance_type": {"ml.p5.48xlarge"}, "count": {"8"}})
+	form := h.decision("approve", 1)
+	h.mustPost(admin, "/connections/1/decide", cloneValues(form))
+	if resp, body := h.postAs(admin, "/connections/1/decide", cloneValues(form)); resp.StatusCode == http.StatusSeeOther || strings.Contains(body, "already approved by") {
+		t.Errorf("the same admin's second approval of a version waiting for another: %d\n%.2000s", resp.StatusCode, mainOf(body))
+	}
+	h.mustPost(admin2, "/connections/1/decide", cloneValues(form))
+	ownadmin := h.signIn("revadmin")
+	resp, body := h.postAs(ownadmin, "/connections/1/decide", cloneValues(form))
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "version 1 was already approved by admin2@example.test at ") {
+		t.Errorf("a third approval: %d\n%.3000s", resp.StatusCode, mainOf(body))
+	}
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// mainOf is a page's <main> element onwards, for failure messages.
+func mainOf(body string) string {
+	if i := strings.Index(body, "<main"); i >= 0 {
+		return body[i:]
+	}
+	return body
 }

@@ -41,6 +41,9 @@ func (s *Server) evidenceBundle(c echo.Context) (store.Connection, evidence.Bund
 		}
 		return pl.Hash(), pl.HashedText(), nil
 	})
+	if !workflow.Decide(p, workflow.ActionViewFullErrors, workflow.Object{}).Allowed {
+		reduceErrors(&in)
+	}
 	if workflow.Decide(p, workflow.ActionViewCosts, workflow.Object{Team: conn.Team}).Allowed {
 		if in.Statements, err = s.opts.DB.TeamStatementBodies(ctx, conn.Team, conn.CreatedAt); err != nil {
 			return conn, evidence.Bundle{}, nil, evidence.Report{}, err
@@ -68,6 +71,42 @@ func (s *Server) evidenceBundle(c echo.Context) (store.Connection, evidence.Bund
 			Action: "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: rep.Err()}
 	}
 	return conn, b, data, rep, nil
+}
+
+// reduceErrors applies the connection page's reduction of job errors
+// (failure.go) to a bundle exported by someone who may not read full
+// errors (issue 32 item 4): a job's last error and its failed steps'
+// details become the step and the kind of failure. The audit events that
+// record a failed job carry the error in their reason, which their chain
+// hash covers, so they cannot be reduced and still verify: they are left
+// out, and the audit scope says how many and why (the events kept still
+// verify; a gap between non-adjacent events is one of the bundle's stated
+// limits).
+func reduceErrors(in *evidence.Input) {
+	for i := range in.Jobs {
+		j := &in.Jobs[i]
+		failed := ""
+		for k := range j.Steps {
+			if st := &j.Steps[k]; st.State == string(workflow.StepFailed) {
+				failed, st.Detail = st.Name, publicFailure(st.Name, st.Detail)
+			}
+		}
+		if j.LastError != "" {
+			j.LastError = publicFailure(failed, j.LastError)
+		}
+	}
+	kept, left := in.Events[:0:0], 0
+	for _, e := range in.Events {
+		if strings.HasSuffix(e.Action, ".failed") {
+			left++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	in.Events = kept
+	if left > 0 {
+		in.AuditOmitted = fmt.Sprintf("Left out: %d events recording failed jobs, whose text may name accounts, ARNs and RBAC subjects; only admins read full errors, and a bundle an admin exports includes them.", left)
+	}
 }
 
 // evidencePage is the printable bundle: the same content as the JSON, for

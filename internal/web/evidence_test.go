@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hyperpod-governance/portal/internal/evidence"
 )
@@ -90,5 +91,54 @@ func TestEvidenceBundle(t *testing.T) {
 	resp, body = h.get(admin.c, "/connections/1/evidence.json")
 	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "records do not verify") || !strings.Contains(body, "the event was altered") {
 		t.Errorf("a tampered trail's export = %d\n%s", resp.StatusCode, body)
+	}
+}
+
+// Issue 32 item 4: a bundle exported by someone who may not read full
+// errors carries the connection page's reduction of a failed job's error,
+// and leaves out the audit events that record it (their hash covers the
+// raw text), saying so; it still verifies. An admin's bundle carries the
+// error as recorded.
+func TestEvidenceBundleReducesJobErrors(t *testing.T) {
+	h := newHarness(t, false)
+	owner, admin, reviewer := h.signIn("owner.red"), h.signIn("admin"), h.signIn("reviewer")
+	approvedConnection(t, h, owner, admin)
+	ctx, now := t.Context(), time.Now()
+	job, ok, err := h.db.ClaimJob(ctx, "w1", now, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("ClaimJob = %v, %v", ok, err)
+	}
+	raw := "provision: step RoleBinding: rolebindings.rbac.authorization.k8s.io is forbidden: User \"arn:aws:iam::444455556666:role/portal-secret\" cannot create"
+	if err := h.db.FailJob(ctx, job.ID, "w1", raw, now); err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]session{"owner.red": owner, "reviewer": reviewer} {
+		_, body := h.get(s.c, "/connections/1/evidence.json")
+		if rep := evidence.Verify([]byte(body)); !rep.OK() {
+			t.Fatalf("%s: the bundle does not verify: %v", name, rep.Failures)
+		}
+		if strings.Contains(body, "444455556666") || strings.Contains(body, "portal-secret") {
+			t.Errorf("%s: the bundle carries the raw job error", name)
+		}
+		b, _ := evidence.Decode([]byte(body))
+		if len(b.Jobs) != 1 || !strings.Contains(b.Jobs[0].LastError, "failed: permission denied. The platform team sees the full error.") {
+			t.Errorf("%s: job error %+v", name, b.Jobs)
+		}
+		if !strings.Contains(b.Audit.Scope, "Left out: 1 events recording failed jobs") {
+			t.Errorf("%s: audit scope %q", name, b.Audit.Scope)
+		}
+		for _, e := range b.Audit.Events {
+			if strings.HasSuffix(e.Action, ".failed") {
+				t.Errorf("%s: the bundle carries event %d %s", name, e.ID, e.Action)
+			}
+		}
+		_, page := h.get(s.c, "/connections/1/evidence")
+		if strings.Contains(page, "444455556666") {
+			t.Errorf("%s: the printable bundle carries the raw job error", name)
+		}
+	}
+	_, body := h.get(admin.c, "/connections/1/evidence.json")
+	if rep := evidence.Verify([]byte(body)); !rep.OK() || !strings.Contains(body, "444455556666") {
+		t.Errorf("admin's bundle: verifies %v, carries the error %v", rep.OK(), strings.Contains(body, "444455556666"))
 	}
 }

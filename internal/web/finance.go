@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -149,26 +150,29 @@ func statementURL(team, month string) string { return "/teams/" + team + "/state
 
 // TeamCostBlock is a team's cost to date and projected month end, for the
 // team usage page to embed (views.CostBlockView). The caller has already
-// decided the viewer may read the team's usage; the statement link shows
-// only to those who may read its costs (workflow.ActionViewCosts).
-func (s *Server) TeamCostBlock(ctx context.Context, p workflow.Principal, team string) (views.CostBlock, error) {
+// decided the viewer may read the team's usage; money is shown under the
+// statements' rule (workflow.ActionViewCosts: finance and the team's
+// owners), so a viewer who may not read the statements gets no block
+// (ok false) rather than the figures they add up to (issue 32 item 3).
+func (s *Server) TeamCostBlock(ctx context.Context, p workflow.Principal, team string) (b views.CostBlock, ok bool, err error) {
+	if !workflow.Decide(p, workflow.ActionViewCosts, workflow.Object{Team: team}).Allowed {
+		return views.CostBlock{}, false, nil
+	}
 	now := s.opts.Now()
 	month, _, _, v, err := s.monthSoFar(ctx, now)
 	if err != nil {
-		return views.CostBlock{}, err
+		return views.CostBlock{}, false, err
 	}
 	tc := v.cb.Team(team)
-	b := views.CostBlock{Team: team, Month: month.From.Format("2006-01"), Priced: v.priced, Why: noRateCard,
+	b = views.CostBlock{Team: team, Month: month.From.Format("2006-01"), Priced: v.priced, Why: noRateCard,
 		DemoUsage: v.demoUsage, Missing: missingText(v.missing)}
 	if v.priced {
 		b.DemoPrices = s.opts.RateCard.Demo
 		b.ToDate = tc.Total.String()
 		b.Projected = usage.Project(tc.Total, now.Sub(month.From), month.To.Sub(month.From)).String()
 	}
-	if workflow.Decide(p, workflow.ActionViewCosts, workflow.Object{Team: team}).Allowed {
-		b.StatementURL = statementURL(team, b.Month)
-	}
-	return b, nil
+	b.StatementURL = statementURL(team, b.Month)
+	return b, true, nil
 }
 
 // financeHome is finance's page: every team's month to date, the missing
@@ -391,8 +395,8 @@ func (s *Server) setCostPolicy(c echo.Context) error {
 // month, else computed now (a projection for the current month). A month
 // that is not a past or current calendar month is not found.
 func (s *Server) statement(c echo.Context) (usage.Statement, string, costView, error) {
-	team := c.Param("team")
-	if _, err := authorize(c, workflow.ActionViewCosts, workflow.Object{Team: team}); err != nil {
+	team, err := s.costTeam(c)
+	if err != nil {
 		return usage.Statement{}, "", costView{}, err
 	}
 	ctx := c.Request().Context()
@@ -479,7 +483,7 @@ func (s *Server) teamStatementCSV(c echo.Context) error {
 	if !v.priced {
 		st = unpricedStatement(st)
 	}
-	c.Response().Header().Set("Content-Disposition", `attachment; filename="statement-`+st.Team+`-`+st.Month+`.csv"`)
+	attachment(c, "statement-"+st.Team+"-"+st.Month+".csv")
 	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	c.Response().WriteHeader(http.StatusOK)
 	return st.WriteCSV(c.Response())
@@ -495,8 +499,29 @@ func (s *Server) teamStatementJSON(c echo.Context) error {
 	if !v.priced {
 		st = unpricedStatement(st)
 	}
-	c.Response().Header().Set("Content-Disposition", `attachment; filename="statement-`+st.Team+`-`+st.Month+`.json"`)
+	attachment(c, "statement-"+st.Team+"-"+st.Month+".json")
 	return c.Blob(http.StatusOK, "application/json", st.JSON())
+}
+
+// costTeam is the :team of a statement or task report route, authorized
+// (workflow.ActionViewCosts) and one of the groups file's teams: finance
+// may read every team's costs, and a name that is no team is no team (404)
+// rather than a statement of nothing with the raw name in its file name.
+func (s *Server) costTeam(c echo.Context) (string, error) {
+	team := c.Param("team")
+	if _, err := authorize(c, workflow.ActionViewCosts, workflow.Object{Team: team}); err != nil {
+		return "", err
+	}
+	if _, ok := s.opts.Mapping.Teams[team]; !ok {
+		return "", echo.NewHTTPError(http.StatusNotFound)
+	}
+	return team, nil
+}
+
+// attachment names the response's download, quoted and escaped as RFC 2183
+// wants (mime.FormatMediaType), whatever the name holds.
+func attachment(c echo.Context, filename string) {
+	c.Response().Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filename}))
 }
 
 // monthParam reads the :month of a statement route ("2026-11", exactly):
@@ -514,8 +539,8 @@ func monthParam(c echo.Context, now time.Time) (usage.Period, bool) {
 // accelerators in the statement's month, up to now for the current month,
 // as the collector recorded them. Who may read the statement may read it.
 func (s *Server) teamTasksCSV(c echo.Context) error {
-	team := c.Param("team")
-	if _, err := authorize(c, workflow.ActionViewCosts, workflow.Object{Team: team}); err != nil {
+	team, err := s.costTeam(c)
+	if err != nil {
 		return err
 	}
 	now := s.opts.Now()
@@ -532,7 +557,7 @@ func (s *Server) teamTasksCSV(c echo.Context) error {
 		return err
 	}
 	label := month.From.Format("2006-01")
-	c.Response().Header().Set("Content-Disposition", `attachment; filename="tasks-`+team+`-`+label+`.csv"`)
+	attachment(c, "tasks-"+team+"-"+label+".csv")
 	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	c.Response().WriteHeader(http.StatusOK)
 	return usage.WriteTasksCSV(c.Response(), team, label, tasks)

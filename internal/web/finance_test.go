@@ -1,6 +1,7 @@
 package web
 
 import (
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -235,16 +236,41 @@ func TestTeamCostBlock(t *testing.T) {
 	seedCostHours(t, h)
 	ownerRed := workflowPrincipal(t, h, "owner.red")
 	memberRed := workflowPrincipal(t, h, "member.red")
-	b, err := h.srv.TeamCostBlock(t.Context(), ownerRed, "red")
-	if err != nil || !b.Priced || !strings.HasSuffix(b.ToDate, " USD") || b.Projected == "" || !b.DemoPrices || len(b.Missing) != 1 || b.StatementURL == "" {
-		t.Errorf("owner's block = %+v, %v", b, err)
+	b, ok, err := h.srv.TeamCostBlock(t.Context(), ownerRed, "red")
+	if err != nil || !ok || !b.Priced || !strings.HasSuffix(b.ToDate, " USD") || b.Projected == "" || !b.DemoPrices || len(b.Missing) != 1 || b.StatementURL == "" {
+		t.Errorf("owner's block = %+v, %v, %v", b, ok, err)
 	}
-	if b, _ := h.srv.TeamCostBlock(t.Context(), memberRed, "red"); b.StatementURL != "" {
-		t.Errorf("a member gets the statement link %q", b.StatementURL)
+	if b, ok, _ := h.srv.TeamCostBlock(t.Context(), memberRed, "red"); ok || b.ToDate != "" || b.StatementURL != "" {
+		t.Errorf("a member gets a cost block %+v", b)
 	}
 	h2 := newHarness(t, false)
-	if b, err := h2.srv.TeamCostBlock(t.Context(), ownerRed, "red"); err != nil || b.Priced || !strings.Contains(b.Why, "--rate-card") || b.ToDate != "" {
+	if b, _, err := h2.srv.TeamCostBlock(t.Context(), ownerRed, "red"); err != nil || b.Priced || !strings.Contains(b.Why, "--rate-card") || b.ToDate != "" {
 		t.Errorf("unpriced block = %+v, %v", b, err)
+	}
+}
+
+// Issue 32 item 3: the usage page shows a team's money to exactly those
+// the statements answer (one rule, workflow.ActionViewCosts): members,
+// reviewers and admins read the team's usage but see no cost on it.
+func TestTeamUsageShowsMoneyOnlyToStatementReaders(t *testing.T) {
+	h := newHarness(t, false, withRateCard(t))
+	seedCostHours(t, h)
+	month := h.srv.opts.Now().UTC().Format("2006-01")
+	for _, who := range []string{"owner.red", "finance", "member.red", "reviewer", "admin"} {
+		s := h.signIn(who)
+		resp, body := h.get(s.c, "/teams/red/usage")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: GET /teams/red/usage = %d", who, resp.StatusCode)
+		}
+		st, _ := h.get(noRedirect(s.c), "/teams/red/statements/"+month)
+		statements := st.StatusCode == http.StatusOK
+		money := strings.Contains(body, `data-testid="cost-block"`) || strings.Contains(body, "USD")
+		if money != statements {
+			t.Errorf("%s: usage page shows money %v, statement answers %d", who, money, st.StatusCode)
+		}
+		if want := who == "owner.red" || who == "finance"; money != want {
+			t.Errorf("%s: usage page shows money %v, want %v", who, money, want)
+		}
 	}
 }
 
@@ -258,4 +284,29 @@ func workflowPrincipal(t *testing.T, _ *harness, who string) workflow.Principal 
 	}
 	t.Fatalf("no principal %s", who)
 	return workflow.Principal{}
+}
+
+// Issue 32 nit: a statement or task report names a team of the groups
+// file (another name is 404, even to finance, who reads every team's), and
+// its download name is a well-formed Content-Disposition.
+func TestStatementDownloadsNameAKnownTeam(t *testing.T) {
+	h := newHarness(t, false, withRateCard(t))
+	seedCostHours(t, h)
+	fin := h.signIn("finance")
+	month := h.srv.opts.Now().UTC().Format("2006-01")
+	for _, team := range []string{"nosuch", url.PathEscape(`a"b`), url.PathEscape("fin ance")} {
+		for _, suffix := range []string{"", "/csv", "/json", "/tasks"} {
+			path := "/teams/" + team + "/statements/" + month + suffix
+			if resp, _ := h.get(noRedirect(fin.c), path); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("finance GET %s = %d, want 404", path, resp.StatusCode)
+			}
+		}
+	}
+	for suffix, want := range map[string]string{"/csv": "statement-red-" + month + ".csv", "/json": "statement-red-" + month + ".json", "/tasks": "tasks-red-" + month + ".csv"} {
+		resp, _ := h.get(noRedirect(fin.c), "/teams/red/statements/"+month+suffix)
+		typ, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition"))
+		if resp.StatusCode != http.StatusOK || err != nil || typ != "attachment" || params["filename"] != want {
+			t.Errorf("%s: %d, Content-Disposition %q (%v), want attachment %s", suffix, resp.StatusCode, resp.Header.Get("Content-Disposition"), err, want)
+		}
+	}
 }

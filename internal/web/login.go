@@ -111,6 +111,13 @@ func (s *Server) callback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if dirName != "" {
+		// Notice delivery asks the directory under this name whether the
+		// user is still in the team's groups (internal/notify).
+		if err := s.opts.DB.SetUserDirName(ctx, u.ID, dirName); err != nil {
+			return err
+		}
+	}
 	if s.opts.OnLogin != nil && u.Email != "" {
 		if err := s.opts.OnLogin(ctx, u.Email); err != nil {
 			s.opts.Logger.ErrorContext(ctx, "after sign-in: review check failed", "user", u.Email, "err", err)

@@ -25,7 +25,7 @@ func TestMonthSoFarCacheFollowsInputsOnEveryReplica(t *testing.T) {
 		t.Helper()
 		var out []string
 		for _, s := range replicas {
-			b, err := s.TeamCostBlock(ctx, owner, "red")
+			b, _, err := s.TeamCostBlock(ctx, owner, "red")
 			if err != nil || !b.Priced {
 				t.Fatalf("cost block = %+v, %v", b, err)
 			}

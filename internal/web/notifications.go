@@ -33,7 +33,8 @@ func (s *Server) unreadCount(c echo.Context, p workflow.Principal) int {
 
 // notificationsPage lists the signed-in user's own notifications. Every
 // signed-in user has the page; the query is keyed by the user, so nobody
-// reads another's.
+// reads another's, and a notice about a team the user may no longer see
+// (workflow.ActionReadNotice) is left out.
 func (s *Server) notificationsPage(c echo.Context) error {
 	p, ok := principal(c)
 	if !ok {
@@ -49,6 +50,13 @@ func (s *Server) notificationsPage(c echo.Context) error {
 		ns, v.More = ns[:maxNotificationsListed], true
 	}
 	for _, n := range ns {
+		// Only what the reader may still read: the session's groups were
+		// re-checked on this request (needsRecheck), and a notice
+		// delivered before they left the team stays theirs in the
+		// database but is not shown.
+		if !workflow.Decide(p, workflow.ActionReadNotice, workflow.Object{Team: n.Team}).Allowed {
+			continue
+		}
 		it := views.NotificationItem{ID: n.ID, Subject: n.Subject, Kind: n.Kind, When: fmtWhen(n.Created), Read: n.Read,
 			ReadURL: fmt.Sprintf("/notifications/%d/read", n.ID)}
 		if n.ConnectionID != 0 {

@@ -6,9 +6,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hyperpod-governance/portal/internal/auth"
+	"github.com/hyperpod-governance/portal/internal/devidp"
 	"github.com/hyperpod-governance/portal/internal/notify"
+	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -137,5 +140,143 @@ func TestDeliveryFailuresPage(t *testing.T) {
 	}
 	if resp, _ := h.get(noRedirect(owner.c), "/admin/notifications"); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("owner GET /admin/notifications = %d, want 403", resp.StatusCode)
+	}
+}
+
+// fileAndSendBack: ownadmin (an owner of team red) files and submits the
+// example contract, and the admin sends it back with the reason "because".
+func fileAndSendBack(t *testing.T, h *harness, filer, admin session) {
+	t.Helper()
+	f := formValues(formFromContract(workflow.ExampleContract()))
+	f.Set("intent", "submit")
+	if resp, body := h.postAs(filer, "/teams/red/connections", f); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create = %d\n%.2000s", resp.StatusCode, body)
+	}
+	h.mustPost(admin, "/connections/1/decide", h.decision("request_changes", 1))
+}
+
+// noticeCount is how many notices of the send-back login has.
+func noticeCount(t *testing.T, h *harness, login string) int {
+	t.Helper()
+	ns, err := h.db.Notifications(t.Context(), ownerID(t, h, login), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, x := range ns {
+		if x.Kind == "connection.request_changes" {
+			n++
+		}
+	}
+	return n
+}
+
+// Issue 32 item 1, as reproduced: owner.red is moved to team blue's
+// members at the identity provider and does not sign in again; another
+// owner of red files a request, an admin sends it back with a reason.
+//   - Delivered after owner.red's groups were last confirmed longer ago
+//     than a session lives, the notice does not reach them.
+//   - Delivered earlier (their groups still look current), it is in their
+//     notifications, but /notifications re-checks their groups and does not
+//     show it: their connection page is a 404 too.
+func TestNoticesDoNotReachFormerOwners(t *testing.T) {
+	moved := devidp.User{Username: "owner.red", Name: "Olivia Owner (Red)", Email: "owner.red@example.test", Groups: []string{"team-blue-members"}}
+	t.Run("groups confirmed too long ago", func(t *testing.T) {
+		clk := newTestClock()
+		h := newHarness(t, false, withOIDC(nil), withClock(clk))
+		h.signIn("owner.red")
+		if err := h.idp().SetUser(moved); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(2 * time.Hour)
+		fileAndSendBack(t, h, h.signIn("ownadmin"), h.signIn("admin"))
+		w := &notify.Worker{DB: h.db, Resolve: auth.DevMapping().Resolve, Now: h.srv.opts.Now, MaxGroupsAge: time.Hour}
+		if err := w.RunOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := noticeCount(t, h, "owner.red"); n != 0 {
+			t.Errorf("the former owner, last confirmed 2 h ago, received %d notices", n)
+		}
+		if n := noticeCount(t, h, "ownadmin"); n != 1 {
+			t.Errorf("the filing owner, confirmed now, received %d notices, want 1", n)
+		}
+	})
+	t.Run("re-checked when read", func(t *testing.T) {
+		clk := newTestClock()
+		h := newHarness(t, false, withOIDC(nil), withClock(clk))
+		former := h.signIn("owner.red")
+		if err := h.idp().SetUser(moved); err != nil {
+			t.Fatal(err)
+		}
+		filer := h.signIn("ownadmin")
+		fileAndSendBack(t, h, filer, h.signIn("admin"))
+		w := &notify.Worker{DB: h.db, Resolve: auth.DevMapping().Resolve, Now: h.srv.opts.Now}
+		if err := w.RunOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := noticeCount(t, h, "owner.red"); n != 1 {
+			t.Fatalf("delivered to the former owner (groups confirmed minutes ago): %d, want 1", n)
+		}
+		resp, page := h.get(noRedirect(former.c), "/notifications")
+		if resp.StatusCode != http.StatusOK || strings.Contains(page, "was sent back for changes") {
+			t.Errorf("the former owner's /notifications = %d, shows the reason: %v", resp.StatusCode, strings.Contains(page, "was sent back for changes"))
+		}
+		if resp, _ := h.get(noRedirect(former.c), "/connections/1"); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("the former owner's connection page = %d, want 404", resp.StatusCode)
+		}
+		if _, page := h.get(filer.c, "/notifications"); !strings.Contains(page, "was sent back for changes: because") {
+			t.Error("the filing owner does not see the notice")
+		}
+	})
+}
+
+// With the Identity Store configured, delivery asks it: a user removed from
+// the team's owners group receives nothing however recently they signed
+// in, and when the directory does not answer nobody receives the notice
+// until it does (the delivery is tried again).
+func TestNoticesAskTheIdentityStoreAtDelivery(t *testing.T) {
+	f := awstest.NewIdentityStore(t)
+	redOwners, admins := f.AddGroup("team-red-owners"), f.AddGroup("platform-admins")
+	owner, ownadmin, admin := f.AddUser("owner.red@example.test"), f.AddUser("ownadmin@example.test"), f.AddUser("admin@example.test")
+	f.AddMembership(owner, redOwners)
+	f.AddMembership(ownadmin, redOwners)
+	f.AddMembership(ownadmin, admins)
+	f.AddMembership(admin, admins)
+	clk := newTestClock()
+	h := newHarness(t, false, withIdentityStore(f, auth.UserAttrEmail), withClock(clk))
+	h.signIn("owner.red")
+	fileAndSendBack(t, h, h.signIn("ownadmin"), h.signIn("admin"))
+	f.RemoveMembership(owner, redOwners)
+	w := &notify.Worker{DB: h.db, Resolve: auth.DevMapping().Resolve, Now: h.srv.opts.Now, Directory: h.srv.opts.Groups}
+
+	f.Fail(100)
+	if err := w.RunOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := noticeCount(t, h, "owner.red"), noticeCount(t, h, "ownadmin"); a != 0 || b != 0 {
+		t.Errorf("delivered while the directory was down: owner.red %d, ownadmin %d", a, b)
+	}
+	fd, err := h.db.FailingDeliveries(t.Context(), 10)
+	if err != nil || len(fd) == 0 {
+		t.Fatalf("failing deliveries = %+v, %v", fd, err)
+	}
+	for _, d := range fd {
+		if !strings.Contains(d.LastError, "could not be confirmed in the directory") {
+			t.Errorf("delivery %d failed with %q", d.ID, d.LastError)
+		}
+	}
+	f.Fail(0)
+	clk.Advance(notify.MaxBackoff)
+	if err := w.RunOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := noticeCount(t, h, "owner.red"); n != 0 {
+		t.Errorf("owner.red, removed from the owners group minutes after signing in, received %d notices", n)
+	}
+	if n := noticeCount(t, h, "ownadmin"); n != 1 {
+		t.Errorf("ownadmin received %d notices, want 1", n)
+	}
+	if u, _ := h.db.UserByEmail(t.Context(), "owner.red@example.test"); len(u.Groups) != 0 {
+		t.Errorf("owner.red's recorded groups after delivery = %v, want the directory's (none)", u.Groups)
 	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // pageCache keeps the pages of the busiest routes as rendered for one
@@ -26,7 +28,9 @@ import (
 //     changes the version every replica's next request reads, and entries
 //     under another version are never served.
 //   - The viewer: the key holds the session token, so a page is only ever
-//     served to the session it was rendered for; the principal, the CSRF
+//     served to the session it was rendered for, and the principal's roles
+//     and teams as this request decided them (a group re-check during the
+//     request changes them after the version was read); the principal, the CSRF
 //     token and a pending flash message live in that session, and changing
 //     any of them writes the session, which changes the version.
 //   - The clock: pages show times to the minute ("12 min", due dates), so
@@ -139,6 +143,13 @@ func (pc *pageCache) clear() {
 	pc.entries, pc.size = nil, 0
 }
 
+// accessKey is what a page's authorization depends on: the principal's
+// user, roles and team memberships (sorted and deduplicated by
+// workflow.NewPrincipal).
+func accessKey(p workflow.Principal) string {
+	return fmt.Sprint(p.UserID, p.Roles, p.Memberships)
+}
+
 // pageView is what one view of a cached route records while it renders.
 type pageView struct {
 	body []byte // the page render wrote with status 200
@@ -167,7 +178,13 @@ func (s *Server) cachePage(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok || token == "" || r.Method != http.MethodGet {
 			return next(c)
 		}
-		key := version + "\x00" + token + "\x00" + strconv.FormatInt(s.opts.Now().Unix()/60, 10) + "\x00" + r.URL.RequestURI()
+		// The principal as this request decided it (after any group
+		// re-check), not only the session: a re-check that changed the
+		// roles or teams during the request commits after the version
+		// above was read, so the version alone would still find the page
+		// rendered for the roles before it (issue 32 item 5).
+		p, _ := principal(c)
+		key := version + "\x00" + token + "\x00" + accessKey(p) + "\x00" + strconv.FormatInt(s.opts.Now().Unix()/60, 10) + "\x00" + r.URL.RequestURI()
 		if body, ok := s.pages.get(key); ok {
 			s.pages.count("hit")
 			return writeHTML(c, http.StatusOK, body)

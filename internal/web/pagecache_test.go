@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/hyperpod-governance/portal/internal/devidp"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -316,5 +317,33 @@ func TestPageCacheKeepsNoErrorPage(t *testing.T) {
 			t.Errorf("GET %s after the error pages = %d (same page %v, hits %d -> %d), want the kept 200 page served from the cache",
 				p, code, body == kept[p], hits, cacheHits(h.srv))
 		}
+	}
+}
+
+// Issue 32 item 5: the request that runs the group re-check reads the data
+// version before the re-check writes the session, so a page kept under
+// that version for the roles before it must not answer it. member.red is
+// moved to team blue at the provider; the first request after the
+// re-check interval, in the same minute as the kept page, is a 404.
+func TestPageCacheDoesNotServeThePageFromBeforeARecheck(t *testing.T) {
+	clk := newTestClock()
+	h := newHarness(t, false, withOIDC(nil), withClock(clk))
+	// Sign in 30 s into a minute: the re-check falls due 5 min later, at
+	// :30, between a view at :20 and one at :40 of the same minute.
+	clk.Advance(time.Duration(90-clk.Now().Unix()%60) * time.Second)
+	s := h.signIn("member.red")
+	clk.Advance(DefaultGroupsRecheckInterval - 10*time.Second)
+	if resp, _ := h.get(noRedirect(s.c), "/teams/red/usage"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("/teams/red/usage before the move = %d", resp.StatusCode)
+	}
+	if err := h.idp().SetUser(devidp.User{Username: "member.red", Name: "Mateo Member (Red)", Email: "member.red@example.test", Groups: []string{"team-blue-members"}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(20 * time.Second)
+	if resp, body := h.get(noRedirect(s.c), "/teams/red/usage"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/teams/red/usage on the re-checking request = %d, want 404\n%.500s", resp.StatusCode, body)
+	}
+	if u, _ := h.db.UserByEmail(t.Context(), "member.red@example.test"); len(u.Groups) != 1 || u.Groups[0] != "team-blue-members" {
+		t.Errorf("the re-check did not run on that request: groups %v", u.Groups)
 	}
 }

@@ -27,7 +27,8 @@ const DefaultGroupsRecheckInterval = 5 * time.Minute
 //   - before every state-changing request (anything but GET, HEAD and
 //     OPTIONS; logout excepted), and
 //   - on any request once Options.GroupsRecheckInterval has passed since
-//     the last confirmation.
+//     the last confirmation, and
+//   - on every read of /notifications.
 //
 // Changed groups replace the session's roles and teams and the users row. A
 // user the directory or provider no longer knows, or who is in no mapped
@@ -39,6 +40,12 @@ func (s *Server) needsRecheck(c echo.Context, su sessionUser) bool {
 	r := c.Request()
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		// The notifications page is read with the groups as they are now:
+		// it lists notices about teams, and one delivered before the
+		// reader left a team must not be shown (issue 32 item 1).
+		if r.URL.Path == "/notifications" {
+			return true
+		}
 		return !s.opts.Now().Before(su.CheckedAt.Add(s.opts.GroupsRecheckInterval))
 	}
 	return r.URL.Path != "/logout" // signing out must work while the provider is down
@@ -191,10 +198,18 @@ func (s *Server) recheck(ctx context.Context, su sessionUser) (sessionUser, erro
 	if !workflow.NewPrincipal(su.UserID, su.Subject, su.Email, su.Name, roles, ms).HasAccess() {
 		return su, accessEnded{"user in no mapped group", "You are no longer in any group that gives access to the portal."}
 	}
-	if !slices.Equal(groups, su.Groups) {
-		if err := s.opts.DB.UpdateUserGroups(ctx, su.UserID, groups); err != nil {
+	// Confirmed now: notice delivery trusts groups for a session's
+	// lifetime after their last recorded confirmation (internal/notify).
+	// Changed groups must be recorded; recording an unchanged
+	// confirmation is best effort (a stale record only withholds notices).
+	changed := !slices.Equal(groups, su.Groups)
+	if err := s.opts.DB.ConfirmUserGroups(ctx, su.UserID, groups, s.opts.Now()); err != nil {
+		if changed {
 			return su, err
 		}
+		s.opts.Logger.WarnContext(ctx, "group re-check: could not record the confirmation", "user_id", su.UserID, "err", err.Error())
+	}
+	if changed {
 		s.opts.Logger.InfoContext(ctx, "groups changed since login", "user_id", su.UserID,
 			"roles", len(roles), "teams", len(ms))
 	}

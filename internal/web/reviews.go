@@ -155,6 +155,15 @@ func (s *Server) loadReview(c echo.Context) (workflow.Principal, store.Review, s
 	}
 	ctx := c.Request().Context()
 	r, err = s.opts.DB.Review(ctx, id)
+	// Who may read the review is decided before anything about it is
+	// said: a review whose evidence was altered is still another team's
+	// review (404), not a 500 that tells them it exists (issue 32 nit).
+	// The store returns the row with ErrEvidenceTampered.
+	if err == nil || errors.Is(err, store.ErrEvidenceTampered) {
+		if d := workflow.Decide(p, workflow.ActionViewReview, workflow.Object{Team: r.Team}); !d.Allowed {
+			return p, r, conn, obj, &echo.HTTPError{Code: http.StatusNotFound, Internal: errDenied(d.Reason)}
+		}
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return p, r, conn, obj, echo.NewHTTPError(http.StatusNotFound)
@@ -163,9 +172,6 @@ func (s *Server) loadReview(c echo.Context) (workflow.Principal, store.Review, s
 			Message: "The evidence stored with this review no longer matches the hash it was frozen with, so the portal does not show it. Tell the platform team: the database was changed outside the portal."}, err: err}
 	case err != nil:
 		return p, r, conn, obj, err
-	}
-	if d := workflow.Decide(p, workflow.ActionViewReview, workflow.Object{Team: r.Team}); !d.Allowed {
-		return p, r, conn, obj, &echo.HTTPError{Code: http.StatusNotFound, Internal: errDenied(d.Reason)}
 	}
 	if conn, err = s.opts.DB.Connection(ctx, r.ConnectionID); err != nil {
 		return p, r, conn, obj, err

@@ -418,3 +418,23 @@ func TestOrphanFlagEverywhere(t *testing.T) {
 		t.Error("/admin lacks the orphan flag")
 	}
 }
+
+// Issue 32 nit: a review whose stored evidence was altered is refused as a
+// 500 only to those who may read it; to another team it does not exist
+// (404), as any of that team's reviews.
+func TestAlteredReviewIsAuthorizedFirst(t *testing.T) {
+	h := newHarness(t, false, frozenClock)
+	liveRed(t, h, 2)
+	now := h.srv.opts.Now()
+	r := h.openReview(1, workflow.OpenReviewInput{Trigger: workflow.TriggerScheduled, DueOn: day(now, -1), Evidence: testEvidence(t, now)})
+	if err := h.db.ExecForTest(t.Context(), `DROP TRIGGER reviews_frozen`, fmt.Sprintf(`UPDATE reviews SET evidence = '{"a":2}' WHERE id = %d`, r.ID)); err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprintf("/reviews/%d", r.ID)
+	for who, want := range map[string]int{"reviewer": 500, "owner.red": 500, "owner.blue": 404, "member.red": 404, "finance": 404} {
+		resp, body := h.get(noRedirect(h.signIn(who).c), path)
+		if resp.StatusCode != want || (want == 404) == strings.Contains(body, "evidence was changed") {
+			t.Errorf("%s GET %s = %d, want %d", who, path, resp.StatusCode, want)
+		}
+	}
+}

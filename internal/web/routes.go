@@ -9,15 +9,36 @@ import (
 	"github.com/hyperpod-governance/portal/static"
 )
 
+// opsRoutes are the operations endpoints: readiness and Prometheus metrics.
+func (s *Server) opsRoutes(e *echo.Echo) {
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{})))
+}
+
+// OpsHandler serves /healthz, /readyz and /metrics and nothing else, for
+// the operations listener (portal serve --ops-listen): the monitoring
+// namespace reaches it, the Ingress does not.
+func (s *Server) OpsHandler() http.Handler {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.GET("/healthz", s.healthz)
+	s.opsRoutes(e)
+	return e
+}
+
 // routes is the portal's whole URL map.
 func (s *Server) routes() {
 	e := s.echo
 	s.middleware()
 
-	// Probes and metrics: no session, no login.
+	// Probes and metrics: no session, no login. With a separate
+	// operations listener (Options.SeparateOps, portal serve --ops-listen)
+	// only /healthz stays here: /metrics and /readyz are served by
+	// OpsHandler on a port the Ingress does not route (issue 32 item 6).
 	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{})))
+	if !s.opts.SeparateOps {
+		s.opsRoutes(e)
+	}
 	e.GET("/static/*", s.staticFiles(), cacheStatic)
 	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 

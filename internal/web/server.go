@@ -53,6 +53,10 @@ type Options struct {
 	Groups     auth.GroupSource
 	GroupsUser auth.UserAttribute
 
+	// SeparateOps: /readyz and /metrics are served by OpsHandler on their
+	// own listener, not by Handler (which the Ingress routes).
+	SeparateOps bool
+
 	SessionKey         []byte
 	SessionIdleTimeout time.Duration
 	SessionLifetime    time.Duration

@@ -129,13 +129,15 @@ func (s *Server) teamUsage(c echo.Context) error {
 		return err
 	}
 	u.Period = pf
-	// The month's cost so far and its projection (finance.go); the
-	// statement link inside shows only to those who may read statements.
-	b, err := s.TeamCostBlock(c.Request().Context(), p, team)
+	// The month's cost so far and its projection (finance.go), to those
+	// who may read the team's statements only.
+	b, ok, err := s.TeamCostBlock(c.Request().Context(), p, team)
 	if err != nil {
 		return err
 	}
-	u.Cost = views.CostBlockView(b)
+	if ok {
+		u.Cost = views.CostBlockView(b)
+	}
 	return render(c, http.StatusOK, views.TeamUsagePage(s.page(c, title), u))
 }
 

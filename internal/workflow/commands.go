@@ -212,8 +212,10 @@ type ApprovalFacts struct {
 	// Approved, for an amendment, is the approved version's contract: the
 	// one running now.
 	Approved Contract
-	// ApproverIDs are the admins who already approved the current version.
-	ApproverIDs []int64
+	// ApproverIDs are the admins who already approved the current version,
+	// oldest first; LastApproval is who approved it last, and when.
+	ApproverIDs  []int64
+	LastApproval ApprovalMark
 	// Inventory is the cluster's capacity per instance type, Committed the
 	// guaranteed capacity other live connections hold.
 	Inventory map[string]int
@@ -260,6 +262,13 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 		return Effect{}, err
 	}
 	amending := s.State.Live()
+	// How many distinct admins must approve is a property of the version
+	// approved (restricted data: two); a change to a restricted connection
+	// needs two as well, whatever it moves the classification to.
+	needed := ApprovalsNeeded(f.Contract.DataClassification)
+	if amending {
+		needed = ChangeApprovalsNeeded(f.Approved.DataClassification, f.Contract.DataClassification)
+	}
 	var (
 		next      State
 		nextAmend Amendment
@@ -272,6 +281,13 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 		next, err = Transition(s.State, EventApprove, now)
 	}
 	if err != nil {
+		// No approval is waited for any more, and this version has every
+		// approval it needs: another approval won a race with this one.
+		// Said as what happened (issue 32 item 8), not as the state
+		// machine's refusal of an approved connection.
+		if len(f.ApproverIDs) >= needed {
+			return Effect{}, &AlreadyApprovedError{Version: s.CurrentVersion, Last: f.LastApproval}
+		}
 		return Effect{}, err
 	}
 	if err := independentOf(s, by); err != nil {
@@ -320,13 +336,6 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 		e.Adopt = in.Adopt
 		e.Audit = append(e.Audit, audit(by, "connection.adopt_namespace", s.CurrentVersion,
 			"adopted the existing namespace "+in.Adopt+", which neither the portal nor HyperPod created: the portal may take it over"))
-	}
-	// How many distinct admins must approve is a property of the version
-	// approved (restricted data: two); a change to a restricted connection
-	// needs two as well, whatever it moves the classification to.
-	needed := ApprovalsNeeded(c.DataClassification)
-	if amending {
-		needed = ChangeApprovalsNeeded(f.Approved.DataClassification, c.DataClassification)
 	}
 	if e.Approvals < needed {
 		action := "connection.approve_partial"

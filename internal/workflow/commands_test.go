@@ -1274,3 +1274,24 @@ func TestRefusalOrder(t *testing.T) {
 		expect(t, tt.name, e, err, Effect{}, tt.wantErr)
 	}
 }
+
+// Issue 32 item 8: an approval that finds its version approved already (a
+// concurrent approval committed first) is told by whom and when, not that
+// an approved connection cannot be approved; a version still waiting for
+// a second admin keeps the rule's refusal.
+func TestApproveAfterAWonRace(t *testing.T) {
+	won := ApprovalMark{By: "admin2@example.test", At: cmdNow.Add(-time.Second)}
+	f := okFacts()
+	f.ApproverIDs, f.LastApproval = []int64{admin2.ID}, won
+	for _, st := range []State{StateApproved, StateProvisioning, StateActive} {
+		_, err := Approve(testConn(st, AmendNone), admin, okApproval(), f, cmdNow)
+		var already *AlreadyApprovedError
+		if !errors.As(err, &already) || already.Last != won || already.Version != 3 {
+			t.Errorf("%s: error = %v, want AlreadyApprovedError by %s", st, err, won.By)
+		}
+	}
+	f.Contract.DataClassification = DataRestricted
+	if _, err := Approve(testConn(StateSubmitted, AmendNone), admin2, okApproval(), f, cmdNow); !errors.Is(err, ErrAlreadyDecided) {
+		t.Errorf("restricted, the same admin again: %v, want ErrAlreadyDecided", err)
+	}
+}

@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Commands and effects. Every change to a connection is a command: a pure
@@ -160,6 +161,24 @@ type Notice struct {
 	Subject string
 }
 
+// ApprovalMark is one admin's approval of a version: who, and when.
+type ApprovalMark struct {
+	By string // the admin's email
+	At time.Time
+}
+
+// AlreadyApprovedError refuses an approval of a version that already has
+// every approval it needs (a concurrent approval won the race); Last is
+// the approval that completed it.
+type AlreadyApprovedError struct {
+	Version int
+	Last    ApprovalMark
+}
+
+func (e *AlreadyApprovedError) Error() string {
+	return fmt.Sprintf("version %d was already approved by %s at %s", e.Version, e.Last.By, e.Last.At.UTC().Format("2006-01-02 15:04:05 UTC"))
+}
+
 // The refusals of commands. Each is a rule; the store returns them as they
 // are, and handlers turn them into pages.
 var (
@@ -171,7 +190,8 @@ var (
 	// request) by the requester, by an author of any version or by someone
 	// who submitted the request.
 	ErrNotIndependent = errors.New("nobody decides on a request they filed, submitted or edited")
-	// ErrAlreadyDecided: this admin already approved this version.
+	// ErrAlreadyDecided: this admin already approved this version, which
+	// still waits for another admin's approval.
 	ErrAlreadyDecided = errors.New("you already approved this version")
 	// ErrVersionLimit refuses a save that would add a version to a
 	// connection that already has MaxVersions.

@@ -44,6 +44,7 @@ const (
 	ActionReleaseHold     Action = "connection.release_hold" // release a confirmed hold
 	ActionRetryHold       Action = "connection.retry_hold"   // queue a failed hold job again
 	ActionExportEvidence  Action = "connection.evidence"     // a connection's evidence bundle (JSON and printable page)
+	ActionReadNotice      Action = "notice.read"             // one of the user's own in-app notices, about a team (or none)
 	// Lifecycle reviews (issue 13).
 	ActionViewReview        Action = "review.read"               // one review: its frozen evidence and its decision
 	ActionDeclineRevocation Action = "review.decline_revocation" // decline a review's recommendation of revocation: the connection stays
@@ -83,6 +84,12 @@ func ApprovalsNeededFor(o Object) int {
 	return ApprovalsNeeded(o.DataClassification)
 }
 
+// ApprovalComplete reports whether o's current version already has every
+// approval it needs: an approval of it can only be a loser of a race.
+func ApprovalComplete(o Object) bool {
+	return len(o.ApproverIDs) >= ApprovalsNeededFor(o)
+}
+
 // ApprovalsNeeded is how many distinct admins must approve a contract
 // version: two for restricted data, one otherwise.
 func ApprovalsNeeded(dc DataClassification) int {
@@ -111,6 +118,16 @@ func Decide(p Principal, a Action, o Object) Decision {
 	}
 	switch a {
 	case ActionViewTeam, ActionViewConnection:
+		return viewTeam(p, o)
+	case ActionReadNotice:
+		// A notice delivered to someone who has since left the team (or
+		// lost the role it was sent for) carries what its connection's
+		// page does (reasons, holds, review texts): it is read under the
+		// same rule as that page, with the roles confirmed now (issue 32
+		// item 1). A notice about no team is its recipient's.
+		if o.Team == "" {
+			return allow("a notice about no team")
+		}
 		return viewTeam(p, o)
 	case ActionCreateRequest:
 		return requireTeamOwner(p, o)

@@ -107,6 +107,9 @@ var policyTable = []struct {
 	{ActionViewConnection, redRequest(StateDraft), [8]bool{true, true, false, true, true, false, false, true}},
 	{ActionViewConnection, blueRequest(StateActive), [8]bool{false, false, true, true, true, false, false, true}},
 	{ActionViewConnection, Object{}, [8]bool{}},
+	{ActionReadNotice, Object{Team: "red"}, [8]bool{true, true, false, true, true, false, false, true}},
+	{ActionReadNotice, Object{Team: "blue"}, [8]bool{false, false, true, true, true, false, false, true}},
+	{ActionReadNotice, Object{}, [8]bool{true, true, true, true, true, true, false, true}},
 
 	{ActionApprove, redRequest(StateSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionApprove, filedBy(8, StateSubmitted), [8]bool{false, false, false, true, false, false, false, false}},

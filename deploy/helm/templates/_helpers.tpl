@@ -38,6 +38,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "portal.env" -}}
 - name: PORTAL_LISTEN
   value: "0.0.0.0:8080"
+- name: PORTAL_OPS_LISTEN
+  value: "0.0.0.0:{{ .Values.metrics.port }}"
 - name: PORTAL_LOG_FORMAT
   value: json
 - name: PORTAL_BASE_URL
