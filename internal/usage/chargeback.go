@@ -125,15 +125,17 @@ type InstanceAccel struct {
 	NeuronCoresPerDevice int
 }
 
-// ChargeInput is everything one chargeback needs. Guarantees are instances
-// per instance type per team (the approved contracts' guarantees as they are
-// now: a guarantee amended mid-period counts at its current value).
+// ChargeInput is everything one chargeback needs. Guarantees are each
+// team's guaranteed instances per instance type over time (the store's
+// guarantee history): a guarantee amended mid-period weighs at each value
+// for the time it was in force, so a change this month never moves last
+// month's split.
 type ChargeInput struct {
 	Hours        []Hour
 	Cluster      []ClusterHour
 	Rates        *RateCard
 	Accelerators map[string]InstanceAccel
-	Guarantees   map[string]map[string]int
+	Guarantees   GuaranteeHistory
 	Policy       Policy
 	Period       Period
 }
@@ -323,11 +325,13 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 	for k := range lines {
 		teamSet[k.team] = true
 	}
-	for t, g := range in.Guarantees {
-		for _, n := range g {
-			if n > 0 {
-				teamSet[t] = true
-			}
+	for t, types := range in.Guarantees {
+		for itype := range types {
+			in.Guarantees.During(t, itype, in.Period.From, in.Period.To, func(_, _ time.Time, n int64) {
+				if n > 0 {
+					teamSet[t] = true
+				}
+			})
 		}
 	}
 	teams := slices.Sorted(maps.Keys(teamSet))
@@ -362,20 +366,16 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 	}
 	switch in.Policy.Method {
 	case SplitByGuarantee:
-		// A guarantee's weight is its price over the period: instances ×
-		// the sum of the hourly prices in force each hour.
-		priceHours := map[string]int64{}
+		// A guarantee's weight is its price over the period: over each
+		// piece of it in which the guarantee stays the same, instances ×
+		// the hourly prices in force, per second.
 		for i, t := range teams {
-			for itype, n := range in.Guarantees[t] {
-				if n <= 0 {
-					continue
-				}
-				ph, ok := priceHours[itype]
-				if !ok {
-					ph = in.Rates.priceHours(itype, in.Period)
-					priceHours[itype] = ph
-				}
-				weights[i].Add(weights[i], new(big.Rat).SetInt64(int64(n)*ph))
+			for itype := range in.Guarantees[t] {
+				in.Guarantees.During(t, itype, in.Period.From, in.Period.To, func(from, to time.Time, n int64) {
+					if n > 0 {
+						weights[i].Add(weights[i], new(big.Rat).Mul(big.NewRat(n, 1), in.Rates.priceOver(itype, from, to)))
+					}
+				})
 			}
 		}
 	case SplitByUsage:
@@ -462,21 +462,18 @@ func priceSeconds(seconds int64, hourly Money, accelerators int) *big.Rat {
 	return new(big.Rat).SetFrac(n, big.NewInt(int64(accelerators)*3600))
 }
 
-// priceHours is the sum over the period's hours of the hourly price in
-// force, in minor units.
-func (c *RateCard) priceHours(itype string, p Period) int64 {
-	var sum int64
+// priceOver is the hourly price in force over [from, to), summed per
+// second (minor units × hours, exactly).
+func (c *RateCard) priceOver(itype string, from, to time.Time) *big.Rat {
+	sum := new(big.Rat)
 	rs := c.rates[itype]
 	for i, r := range rs {
-		from, to := r.From, p.To
-		if i+1 < len(rs) && rs[i+1].From.Before(to) {
-			to = rs[i+1].From
+		f, t := Later(r.From, from), to
+		if i+1 < len(rs) {
+			t = Earlier(rs[i+1].From, to)
 		}
-		if from.Before(p.From) {
-			from = p.From
-		}
-		if to.After(from) {
-			sum += int64(to.Sub(from)/time.Hour) * r.Hourly.Minor
+		if t.After(f) {
+			sum.Add(sum, big.NewRat(int64(t.Sub(f)/time.Second)*r.Hourly.Minor, 3600))
 		}
 	}
 	return sum

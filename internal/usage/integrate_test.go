@@ -119,7 +119,7 @@ func TestIntegrateExact(t *testing.T) {
 			if tc.g != nil {
 				g = tc.g
 			}
-			got := usage.Integrate(at("10h"), tc.until, tc.allocs, tc.wls, g)
+			got := usage.Integrate(at("10h"), tc.until, tc.allocs, tc.wls, g.History())
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got\n%+v\nwant\n%+v", got, tc.want)
 			}
@@ -144,8 +144,8 @@ func TestIntegrateWindowed(t *testing.T) {
 		{Key: "a", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 8, Start: at("10h30m"), End: at("12h15m")},
 		{Key: "b", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 4, Start: at("9h45m"), End: at("11h30m")},
 	}
-	all := usage.Integrate(at("9h"), at("13h"), allocs, nil, g)
-	later := usage.Integrate(at("11h"), at("13h"), allocs, nil, g)
+	all := usage.Integrate(at("9h"), at("13h"), allocs, nil, g.History())
+	later := usage.Integrate(at("11h"), at("13h"), allocs, nil, g.History())
 	if len(all) != 4 || !reflect.DeepEqual(all[2:], later) {
 		t.Errorf("whole %+v\nwindow %+v", all, later)
 	}
@@ -189,5 +189,33 @@ func TestIntegrateNoInstanceType(t *testing.T) {
 	if len(hours) != 1 || hours[0].InstanceType != usage.NoInstanceType || hours[0].Pending != 1 || hours[0].Running != 1 ||
 		hours[0].BorrowedAccelSeconds != 3600 {
 		t.Errorf("hours = %+v; want one row under %q with the pending workload and the pod", hours, usage.NoInstanceType)
+	}
+}
+
+// Issue 38: each second is split by the guarantee in force at that second.
+// Red's guarantee goes from 16 to 24 GPUs at 18:37:20 (an amendment applied
+// mid-hour). A holds 16 GPUs all hour and fills the guarantee first; B
+// holds 8 from 18:10: borrowed until 18:37:20, guaranteed after.
+func TestIntegrateSplitsByTheGuaranteeInForce(t *testing.T) {
+	amended := at("18h37m20s")
+	g := usage.GuaranteeHistory{}
+	g.Add(red, p5, time.Time{}, 16)
+	g.Add(red, p5, amended, 24)
+	allocs := []usage.Alloc{
+		{Key: "a", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 16, Start: at("18h"), End: at("19h")},
+		{Key: "b", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 8, Start: at("18h10m"), End: at("19h")},
+	}
+	before := int64(amended.Sub(at("18h10m")) / time.Second) // B's seconds before the amendment: 1640
+	after := int64(at("19h").Sub(amended) / time.Second)     // and after it: 1360
+	want := []usage.Hour{hour(red, redNS, p5, at("18h"), 16*3600+8*after, 8*before, 0, 0, 2, 0, 0)}
+	if got := usage.Integrate(at("18h"), at("19h"), allocs, nil, g); !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+	// The guarantee before the first step is none: all borrowed.
+	late := usage.GuaranteeHistory{}
+	late.Add(red, p5, at("19h"), 24)
+	want = []usage.Hour{hour(red, redNS, p5, at("18h"), 0, 16*3600+8*(before+after), 0, 0, 2, 0, 0)}
+	if got := usage.Integrate(at("18h"), at("19h"), allocs, nil, late); !reflect.DeepEqual(got, want) {
+		t.Errorf("before the first step: got\n%+v\nwant\n%+v", got, want)
 	}
 }

@@ -143,6 +143,28 @@ func TestUsagePeriodValidation(t *testing.T) {
 	}
 }
 
+// Issue 38 item 5: a period that reaches the hour in progress says on the
+// page that the figures stop at that hour's start (the period's label ends
+// there too); a period in the past says nothing of it.
+func TestUsagePagesSayUpToWhen(t *testing.T) {
+	h := newHarness(t, false, frozenClock)
+	now := h.srv.opts.Now()
+	cur := usage.HourStart(now)
+	past := usage.DayStart(now).AddDate(0, 0, -10).Format(time.DateOnly)
+	s := h.signIn("admin")
+	for _, path := range []string{"/teams/red/usage", "/admin/usage"} {
+		_, body := h.get(noRedirect(s.c), path)
+		want := `data-testid="figures-up-to">Figures run to ` + cur.Format("2006-01-02 15:04") + " UTC"
+		if !strings.Contains(body, want) || !strings.Contains(body, "to "+cur.Format("2006-01-02 15:04")+" (UTC)") ||
+			!strings.Contains(body, "the hour in progress (from "+cur.Format("15:04")+") is still being recorded") {
+			t.Errorf("GET %s: the page does not say that its figures run to %s", path, cur)
+		}
+		if _, body := h.get(noRedirect(s.c), path+"?from="+past+"&to="+past); strings.Contains(body, `data-testid="figures-up-to"`) {
+			t.Errorf("GET %s for %s: a past period says its figures stop at the hour in progress", path, past)
+		}
+	}
+}
+
 func TestClusterUsageOverview(t *testing.T) {
 	h := newHarness(t, false, frozenClock)
 	seedUsage(t, h)

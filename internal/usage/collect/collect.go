@@ -10,7 +10,9 @@
 // records are keyed by UID and hours are recomputed and replaced, never
 // added to; on start it reconciles what it recorded with what pods and
 // Workloads show in their status, and what it cannot recover (pods deleted
-// while it was not running) is recorded as a missing data period.
+// while it was not running) is recorded as a missing data period. Each
+// second is split by the guarantee in force at that second
+// (usage.GuaranteeHistory).
 package collect
 
 import (
@@ -77,8 +79,9 @@ type Collector struct {
 	// Owner names this instance in the heartbeat (host and process).
 	Owner string
 	// Guarantees returns each team's guaranteed accelerators per instance
-	// type (from the approved contracts).
-	Guarantees func(ctx context.Context) (usage.Guarantees, error)
+	// type over time (the approved contracts' guarantees from when each
+	// took effect): each second is split by the guarantee in force then.
+	Guarantees func(ctx context.Context) (usage.GuaranteeHistory, error)
 	// Accelerators per instance type (provision.ClusterSettings.Accelerators):
 	// the resource each instance type is counted in, and the count per
 	// instance for nodes whose allocatable shows none.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -32,8 +33,8 @@ func TestLateFinishRecomputesWrittenHours(t *testing.T) {
 	clk := &clock{t: t0}
 	c := benchCollector(t0)
 	c.Now, c.Store, c.Owner = clk.now, db, "one"
-	c.Guarantees = func(context.Context) (usage.Guarantees, error) {
-		return usage.Guarantees{"team01": {"ml.p5.48xlarge": 8}}, nil
+	c.Guarantees = func(context.Context) (usage.GuaranteeHistory, error) {
+		return usage.Guarantees{"team01": {"ml.p5.48xlarge": 8}}.History(), nil
 	}
 	if _, err := db.ClaimCollector(ctx, "bench", "one", t0, t0); err != nil {
 		t.Fatal(err)
@@ -89,5 +90,85 @@ func TestStaleEvictionCountedOnce(t *testing.T) {
 	want := []usage.Admission{{At: t0.Add(5 * time.Minute), WaitSeconds: 300}, {At: t0.Add(70 * time.Minute), WaitSeconds: 1800}}
 	if len(x.Preemptions) != 1 || !reflect.DeepEqual(x.Admissions, want) {
 		t.Errorf("history = %+v", x)
+	}
+}
+
+// Issue 38: a pod reported late for a past hour changes only the rows it
+// touches, and the hours recomputed with it keep the guarantee that was in
+// force then. team01 holds 2 GPUs from 15:00; its guarantee, 1 GPU, is
+// amended to 3 at 16:30 (the history as the store would have it at each
+// flush). At 18:05 a pod of team02 that ran 15:05-15:10 arrives.
+func TestLatePodKeepsPastGuarantees(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 3, 15, 0, 0, 0, time.UTC)
+	amended := t0.Add(90 * time.Minute)
+	clk := &clock{t: t0}
+	c := benchCollector(t0)
+	c.Now, c.Store, c.Owner = clk.now, db, "one"
+	c.Guarantees = func(context.Context) (usage.GuaranteeHistory, error) {
+		g := usage.GuaranteeHistory{}
+		g.Add("team01", "ml.p5.48xlarge", time.Time{}, 1)
+		if !clk.now().Before(amended) {
+			g.Add("team01", "ml.p5.48xlarge", amended, 3)
+		}
+		return g, nil
+	}
+	if _, err := db.ClaimCollector(ctx, "bench", "one", t0, t0); err != nil {
+		t.Fatal(err)
+	}
+	held := fatPod(1, t0) // team01, node-1
+	held.Spec.Containers[0].Resources.Requests[ResourceGPU] = resource.MustParse("2")
+	obj, _ := strip(held)
+	c.onPod(obj)
+	for _, m := range []int{30, 70, 120, 180} {
+		clk.set(t0.Add(time.Duration(m) * time.Minute))
+		if err := c.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := func() []usage.Hour {
+		got, err := db.UsageHours(ctx, store.UsageFilter{From: t0, To: t0.Add(3 * time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// By hand: 15h, 1 of the 2 GPUs within the guarantee (3600 s each
+	// way); 16h, 1 until 16:30 (1800 + 1800 borrowed) then both (3600);
+	// 17h, both.
+	row := func(team string, start time.Time, g, b int64) usage.Hour {
+		return usage.Hour{Team: team, Namespace: "hyperpod-ns-" + team, InstanceType: "ml.p5.48xlarge", Start: start,
+			GuaranteedAccelSeconds: g, BorrowedAccelSeconds: b, CPUMilliSeconds: 4000 * 3600, MemoryMiBSeconds: 16384 * 3600, Running: 1,
+			WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1, Source: usage.SourceCluster}
+	}
+	want := []usage.Hour{row("team01", t0, 3600, 3600), row("team01", t0.Add(time.Hour), 1800+3600, 1800), row("team01", t0.Add(2*time.Hour), 7200, 0)}
+	if got := rows(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("before the late pod:\n%+v\nwant\n%+v", got, want)
+	}
+
+	clk.set(t0.Add(185 * time.Minute))
+	late := fatPod(2, t0.Add(5*time.Minute)) // team02, no guarantee
+	late.Status.Phase = corev1.PodSucceeded
+	late.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.Time{Time: t0.Add(10 * time.Minute)}}}
+	obj, _ = strip(late)
+	c.onPod(obj)
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Only team02's 15h row is new: 1 GPU x 300 s, borrowed; CPU and
+	// memory for 300 s. team01's rows are as they were.
+	extra := row("team02", t0, 0, 300)
+	extra.CPUMilliSeconds, extra.MemoryMiBSeconds = 4000*300, 16384*300
+	want = []usage.Hour{want[0], extra, want[1], want[2]}
+	if got := rows(); !reflect.DeepEqual(got, want) {
+		t.Errorf("after the late pod:\n%+v\nwant\n%+v", got, want)
 	}
 }

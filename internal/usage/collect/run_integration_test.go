@@ -48,7 +48,7 @@ func TestCollectorRunIntegration(t *testing.T) {
 	cluster := fmt.Sprintf("run-%d", time.Now().UnixNano()%1e6)
 	c := &Collector{Kube: kubernetes.NewForConfigOrDie(cfg), Kueue: kueueclient.NewForConfigOrDie(cfg), Store: db,
 		Cluster: cluster, Owner: "one", Now: clk.now, Interval: time.Hour, Retention: 400 * 24 * time.Hour,
-		Guarantees: func(context.Context) (usage.Guarantees, error) { return usage.Guarantees{}, nil }}
+		Guarantees: func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil }}
 	runCtx, stopRun := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(runCtx) }()
