@@ -191,7 +191,9 @@ type Chargeback struct {
 	// Unallocated is platform cost: the idle capacity and overhead the
 	// policy leaves to nobody, and capacity held but not attributed to a
 	// team's rows. It is negative when borrowed hours carry a premium rate
-	// that brings in more than the idle capacity cost.
+	// that brings in more than the idle capacity cost; never because teams
+	// held more than the capacity recorded (that capacity is counted at
+	// what they held, and Notes say so).
 	Unallocated Money
 	Unpriced    []Unpriced
 	Notes       []string
@@ -265,18 +267,43 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 		rate  int
 	}
 	capacity, idle := map[typeRate]int64{}, map[typeRate]int64{}
+	type gap struct{ hours, seconds int64 }
+	unknown := map[string]*gap{}
 	for _, c := range in.Cluster {
 		if !inPeriod(c.Start) {
 			continue
 		}
+		// An hour in which the teams held more than the capacity recorded
+		// (usage from before the collector first saw the nodes, whose
+		// capacity it never recorded, or node churn) had at least what was
+		// held: the cluster's cost counts that, so the teams are never
+		// charged more than the cluster cost and unallocated does not go
+		// negative because of it (issue 38).
+		held := c.CapacityAccelSeconds
+		if c.AllocatedAccelSeconds > held {
+			g := unknown[c.InstanceType]
+			if g == nil {
+				g = &gap{}
+				unknown[c.InstanceType] = g
+			}
+			g.hours++
+			g.seconds += c.AllocatedAccelSeconds - held
+			held = c.AllocatedAccelSeconds
+		}
 		r, _, why := rateOf(c.InstanceType, c.Start)
 		if why != "" {
-			markUnpriced(c.InstanceType, c.CapacityAccelSeconds, why)
+			markUnpriced(c.InstanceType, held, why)
 			continue
 		}
 		k := typeRate{c.InstanceType, r}
-		capacity[k] += c.CapacityAccelSeconds
+		capacity[k] += held
 		idle[k] += c.IdleAccelSeconds()
+	}
+	for _, itype := range slices.Sorted(maps.Keys(unknown)) {
+		g := unknown[itype]
+		out.Notes = append(out.Notes, fmt.Sprintf("Capacity unknown: in %d hour(s) of %s the teams held %s accelerator-hours more than the capacity recorded "+
+			"(usage from before the collector first saw the nodes, or node churn). The teams are charged for what they held, and the cluster's cost "+
+			"counts that held capacity at the same rates, so it is not taken from the unallocated amount.", g.hours, itype, Hours(g.seconds)))
 	}
 	// priced is seconds × the rate's hourly price / (accelerators × 3600):
 	// exact minor units.

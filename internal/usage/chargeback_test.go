@@ -407,3 +407,37 @@ func TestChargeByGuaranteeInForce(t *testing.T) {
 		t.Errorf("November: red's idle share %d, want 2/3 of %d", r, idle)
 	}
 }
+
+// Issue 38 item 3: usage in hours whose capacity the collector never
+// recorded (before it first saw the nodes: capacity 0) is charged to the
+// team, and the cluster's cost counts the capacity held then, so the teams
+// are never charged more than the cluster cost and unallocated does not go
+// negative; the chargeback says so. Type x at 3.00 an hour per accelerator:
+// 10:00, capacity unknown, red held 2 (6.00); 11:00, capacity 4 recorded,
+// red held 2 (6.00, 6.00 idle).
+func TestChargeCapacityUnknown(t *testing.T) {
+	card := mustCard(t, `{"currency": "USD", "rates": [{"instance_type": "x", "effective_from": "2026-01-01", "hourly": "3"}]}`)
+	h10, h11 := day0.Add(10*time.Hour), day0.Add(11*time.Hour)
+	cb, err := Charge(ChargeInput{
+		Hours: []Hour{
+			{Team: "red", Namespace: "ns", InstanceType: "x", Start: h10, GuaranteedAccelSeconds: 2 * 3600},
+			{Team: "red", Namespace: "ns", InstanceType: "x", Start: h11, GuaranteedAccelSeconds: 2 * 3600},
+		},
+		Cluster: []ClusterHour{
+			{Cluster: "c", InstanceType: "x", Start: h10, AllocatedAccelSeconds: 2 * 3600},
+			{Cluster: "c", InstanceType: "x", Start: h11, CapacityAccelSeconds: 4 * 3600, AllocatedAccelSeconds: 2 * 3600},
+		},
+		Rates: card, Accelerators: map[string]InstanceAccel{"x": {Count: 1}}, Guarantees: Guarantees{"red": {"x": 2}}.History(),
+		Policy: Policy{Method: SplitUnallocated}, Period: MonthOf(day0),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sumHolds(t, cb)
+	if cb.ClusterCost != usd(1800) || cb.Team("red").Total != usd(1200) || cb.Unallocated != usd(600) || cb.IdleCost != usd(600) {
+		t.Errorf("cluster %v, red %v, unallocated %v, idle %v; want 18.00, 12.00, 6.00, 6.00", cb.ClusterCost, cb.Team("red").Total, cb.Unallocated, cb.IdleCost)
+	}
+	if len(cb.Notes) != 1 || !strings.Contains(cb.Notes[0], "Capacity unknown: in 1 hour(s) of x the teams held 2.000 accelerator-hours more than the capacity recorded") {
+		t.Errorf("notes = %q", cb.Notes)
+	}
+}
