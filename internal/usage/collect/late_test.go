@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/hyperpod-governance/portal/internal/store"
@@ -170,5 +171,86 @@ func TestLatePodKeepsPastGuarantees(t *testing.T) {
 	want = []usage.Hour{want[0], extra, want[1], want[2]}
 	if got := rows(); !reflect.DeepEqual(got, want) {
 		t.Errorf("after the late pod:\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// Issue 38 item 1, without a cluster: a collector that starts on a store
+// where a finished Workload's history (admitted, preempted, readmitted) is
+// recorded takes that history, not a rebuild from the final conditions the
+// informer delivers, and marks nothing before its last heartbeat to be
+// recomputed. (TestRestartKeepsRecordedHistoryIntegration runs the same
+// through the test bed's API server, with a hand-over.)
+func TestStartMergesRecordedWorkloads(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	min := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	cond := func(typ string, st metav1.ConditionStatus, reason string, m int) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: st, Reason: reason, LastTransitionTime: metav1.Time{Time: min(m)}}
+	}
+	w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "hyperpod-ns-team01", UID: "w-uid", CreationTimestamp: metav1.Time{Time: t0}}}
+	final := []metav1.Condition{cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", 54), cond(kueue.WorkloadFinished, metav1.ConditionTrue, "Succeeded", 58)}
+	clk := &clock{t: t0}
+	c := benchCollector(t0)
+	c.Now, c.Store, c.Owner = clk.now, db, "one"
+	c.Guarantees = func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil }
+	if _, err := db.ClaimCollector(ctx, "bench", "one", t0, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, conds := range [][]metav1.Condition{
+		{cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", 5)},
+		{cond(kueue.WorkloadAdmitted, metav1.ConditionFalse, "NoReservation", 40), cond(kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption, 40)},
+		final,
+	} {
+		w = w.DeepCopy()
+		w.Status.Conditions = conds
+		c.onWorkload(w)
+	}
+	clk.set(min(60))
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hours := func() []usage.Hour {
+		got, err := db.UsageHours(ctx, store.UsageFilter{From: t0, To: min(120)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	before := hours()
+	// One preemption, waits 300 s and 840 s: p50 300, p90 and p99 840.
+	if len(before) != 1 || before[0].Preempted != 1 || before[0].WaitP50Seconds != 300 || before[0].WaitP90Seconds != 840 {
+		t.Fatalf("first run: %+v", before)
+	}
+
+	// The restart: the informer delivers the Workload as it is now.
+	clk.set(min(70))
+	c = benchCollector(min(60))
+	c.Now, c.Store, c.Owner = clk.now, db, "one"
+	c.Guarantees = func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil }
+	c.loading, c.deferredPods, c.deferredWLs = true, map[types.UID]*slimPod{}, map[string]*kueue.Workload{}
+	c.onWorkload(w)
+	if err := c.merge(ctx, min(70)); err != nil {
+		t.Fatal(err)
+	}
+	if x := c.wls["w-uid"].w; len(x.Preemptions) != 1 || len(x.Admissions) != 2 || c.dirtyFrom.Before(min(60)) {
+		t.Errorf("after the restart: history %+v, recompute from %s", x, c.dirtyFrom)
+	}
+	if _, err := db.ClaimCollector(ctx, "bench", "one", min(70), min(69)); err != nil {
+		t.Fatal(err)
+	}
+	clk.set(min(75))
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := hours(); !reflect.DeepEqual(got, before) {
+		t.Errorf("the restart changed the hour:\n%+v\nwas\n%+v", got, before)
 	}
 }
