@@ -2,7 +2,6 @@ package collect
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -22,14 +21,7 @@ import (
 // already written is replaced with the shorter figure, not left as it was.
 func TestLateFinishRecomputesWrittenHours(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	clk := &clock{t: t0}
 	c := benchCollector(t0)
@@ -101,14 +93,7 @@ func TestStaleEvictionCountedOnce(t *testing.T) {
 // flush). At 18:05 a pod of team02 that ran 15:05-15:10 arrives.
 func TestLatePodKeepsPastGuarantees(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 	t0 := time.Date(2026, 11, 3, 15, 0, 0, 0, time.UTC)
 	amended := t0.Add(90 * time.Minute)
 	clk := &clock{t: t0}
@@ -182,14 +167,7 @@ func TestLatePodKeepsPastGuarantees(t *testing.T) {
 // through the test bed's API server, with a hand-over.)
 func TestStartMergesRecordedWorkloads(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	min := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	cond := func(typ string, st metav1.ConditionStatus, reason string, m int) metav1.Condition {

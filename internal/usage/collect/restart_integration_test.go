@@ -3,7 +3,6 @@ package collect
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -11,14 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
 	"github.com/hyperpod-governance/portal/internal/usage"
 )
 
@@ -29,23 +24,10 @@ import (
 // node was deleted while the collector was down, keeps its instance type.
 // Every figure is computed by hand from the times the test set.
 func TestRestartKeepsRecordedHistoryIntegration(t *testing.T) {
-	kubeconfig := testenv.Require(t, "PORTAL_TEST_KUBECONFIG")
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	kq := kueueclient.NewForConfigOrDie(cfg)
+	kube, kq := testbedClients(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 	sfx := fmt.Sprintf("%d", time.Now().UnixNano()%1e6)
 	p5, ns, nodeName := "ml.r"+sfx+".48xlarge", "restart-red-"+sfx, "restart-n-"+sfx
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
@@ -53,17 +35,7 @@ func TestRestartKeepsRecordedHistoryIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	node, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{
-		corev1.LabelInstanceTypeStable: p5, LabelNodeHealth: HealthSchedulable}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node.Status.Allocatable = corev1.ResourceList{ResourceGPU: resource.MustParse("8")}
-	node.Status.Capacity = node.Status.Allocatable
-	if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), nodeName, metav1.DeleteOptions{}) })
+	createNode(ctx, t, kube, nodeName, p5, "8")
 	owner, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "job-w"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
