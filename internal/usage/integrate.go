@@ -131,7 +131,7 @@ func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarante
 	groups := map[group][]Alloc{}
 	for _, a := range allocs {
 		s, e := clip(a.Start, a.End, lo, hi)
-		if e < s {
+		if empty(a.Start, s, e) {
 			continue
 		}
 		a.InstanceType = cmp.Or(a.InstanceType, NoInstanceType)
@@ -160,7 +160,7 @@ func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarante
 		w.InstanceType = cmp.Or(w.InstanceType, NoInstanceType)
 		for _, p := range w.Pending {
 			s, e := clip(p.From, p.To, lo, hi)
-			if e < s {
+			if empty(p.From, s, e) {
 				continue
 			}
 			for h := hourOf(s); h < e || h == hourOf(s); h += 3600 {
@@ -318,6 +318,14 @@ func clip(start, end time.Time, lo, hi int64) (int64, int64) {
 	}
 	return s, e
 }
+
+// empty says that a period that began at start, clipped to [s, e), has
+// nothing in the window: it lies outside, or it ended exactly where the
+// window begins (then it belongs to the hours before, and counting it
+// would make a recompute from that hour differ from one of the whole). A
+// period of zero length inside the window is not empty: a task shorter
+// than a second still ran.
+func empty(start time.Time, s, e int64) bool { return e < s || (e == s && start.Unix() < s) }
 
 func hourOf(u int64) int64 { return u - ((u%3600)+3600)%3600 }
 

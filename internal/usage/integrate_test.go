@@ -219,3 +219,19 @@ func TestIntegrateSplitsByTheGuaranteeInForce(t *testing.T) {
 		t.Errorf("before the first step: got\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// A pod or a wait that ended exactly at an hour's start is not in that
+// hour: recomputing from that hour (what the collector does after a
+// restart, issue 38) gives the rows the whole computation gives.
+func TestIntegrateEndOnTheHour(t *testing.T) {
+	allocs := []usage.Alloc{{Key: "a", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 8, Start: at("10h30m"), End: at("11h")}}
+	wls := []usage.Workload{{Key: "w", Team: red, Namespace: redNS, InstanceType: p5, Pending: []usage.Span{{From: at("10h10m"), To: at("11h")}}}}
+	g := usage.Guarantees{red: {p5: 8}}.History()
+	if got := usage.Integrate(at("11h"), at("12h"), allocs, wls, g); len(got) != 0 {
+		t.Errorf("from 11h: %+v, want no rows", got)
+	}
+	want := []usage.Hour{hour(red, redNS, p5, at("10h"), 8*1800, 0, 0, 0, 1, 1, 0)}
+	if got := usage.Integrate(at("10h"), at("12h"), allocs, wls, g); !reflect.DeepEqual(got, want) {
+		t.Errorf("from 10h:\n%+v\nwant\n%+v", got, want)
+	}
+}
