@@ -21,7 +21,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 run: build ## start the portal on http://127.0.0.1:8080 with demo users (data in ./data)
-	./bin/portal serve --dev --demo-reviews --rate-card hack/demo-rate-card.json
+	./bin/portal serve --dev --demo-reviews --demo-usage --rate-card hack/demo-rate-card.json
 
 build: ## build ./bin/portal (static, CGO_ENABLED=0)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/portal ./cmd/portal

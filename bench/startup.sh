@@ -21,7 +21,8 @@ for i in $(seq 1 "$runs"); do
   port=$((20000 + RANDOM % 20000)); while ! port_free $port; do port=$((port + 1)); done
   rm -rf "$work/data"; mkdir -p "$work/data"
   start=$(date +%s%N)
-  ./bin/portal serve --dev --listen 127.0.0.1:$port --db "$work/data/portal.db" \
+  # --demo-usage as make run: the demo seed runs in the background, as it always did here.
+  ./bin/portal serve --dev --demo-usage --listen 127.0.0.1:$port --db "$work/data/portal.db" \
     --session-key-file "$work/data/session.key" >"$work/out.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 500); do

@@ -74,7 +74,7 @@ func TestFinanceSwitchesPolicyAndDownloadsCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbPath := filepath.Join(dir, "cost.db")
-	p := startPortal(t, "--db", dbPath, "--rate-card", card)
+	p := startPortal(t, "--db", dbPath, "--rate-card", card, "--demo-usage")
 	// The dev portal seeds its demo usage in the background: let it finish,
 	// so that the hours below replace the demo rows of those hours.
 	waitForLog(t, p, "demo usage seeded")

@@ -12,7 +12,7 @@ import (
 // red's usage.
 func TestOwnerSeesTeamUsage(t *testing.T) {
 	b := browser(t)
-	p := startPortal(t)
+	p := startPortal(t, "--demo-usage")
 	// The demo usage is seeded in the background after start.
 	waitForLog(t, p, "demo usage seeded")
 

@@ -42,6 +42,9 @@ type Config struct {
 	// DemoReviews (with Dev): seed two demo connections with a due and an
 	// overdue review on a database with no connection yet.
 	DemoReviews bool
+	// DemoUsage (with Dev, never with Kubeconfig): seed 60 days of demo
+	// usage on a database with no usage yet.
+	DemoUsage bool
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (the ingress or load balancer); none by default.
 	TrustedProxies  []*net.IPNet
@@ -128,6 +131,7 @@ var specs = []flagSpec{
 	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data", true},
 	{"dev-allow-remote", "PORTAL_DEV_ALLOW_REMOTE", "false", "let --dev listen on, or use a --base-url with, a non-loopback address (anyone reaching it can sign in as any demo user)", true},
 	{"demo-reviews", "PORTAL_DEMO_REVIEWS", "false", "with --dev, on a database with no connection yet: make two demo connections with a review due today and one overdue, labelled demo data (make run sets it)", true},
+	{"demo-usage", "PORTAL_DEMO_USAGE", "false", "with --dev and without --kubeconfig, on a database with no usage yet: seed 60 days of hourly demo usage, labelled demo data (make run sets it)", true},
 	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
 	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
 	{"cluster-settings", "PORTAL_CLUSTER_SETTINGS", "", "YAML file of the shared cluster's settings: namespace prefix, priority classes, ClusterQueue mode, accelerator table, instance types (see the README); empty: the HyperPod task governance defaults", false},
@@ -248,6 +252,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		Dev:                   boolean("dev"),
 		DevAllowRemote:        boolean("dev-allow-remote"),
 		DemoReviews:           boolean("demo-reviews"),
+		DemoUsage:             boolean("demo-usage"),
 		TrustedProxies:        cidrs("trusted-proxies"),
 		ShutdownTimeout:       dur("shutdown-timeout"),
 		UsageRetention:        dur("usage-retention"),
@@ -366,6 +371,12 @@ func (c Config) validate(cmd string) []error {
 	}
 	if c.DemoReviews && !c.Dev {
 		errs = append(errs, errors.New("--demo-reviews: only with --dev (it makes demo connections and reviews)"))
+	}
+	if c.DemoUsage && !c.Dev {
+		errs = append(errs, errors.New("--demo-usage: only with --dev (it writes made-up usage)"))
+	}
+	if c.DemoUsage && c.Kubeconfig != "" {
+		errs = append(errs, errors.New("--demo-usage: not with --kubeconfig: made-up hours would be mixed with the usage measured on the cluster"))
 	}
 	if c.Dev {
 		if err == nil && !isLoopbackHost(host) && !c.DevAllowRemote {

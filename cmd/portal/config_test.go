@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -153,6 +154,26 @@ func TestParseConfig(t *testing.T) {
 			name:    "demo reviews only with --dev",
 			args:    append(prod(), "--demo-reviews"),
 			wantErr: []string{"--demo-reviews: only with --dev"},
+		},
+		{
+			name:    "demo usage only with --dev",
+			args:    append(prod(), "--demo-usage"),
+			wantErr: []string{"--demo-usage: only with --dev"},
+		},
+		{
+			name:    "demo usage never with a cluster",
+			args:    []string{"--dev", "--demo-usage", "--kubeconfig=/tmp/kubeconfig"},
+			wantErr: []string{"--demo-usage: not with --kubeconfig"},
+		},
+		{
+			name: "demo usage with --dev",
+			args: []string{"--dev", "--demo-usage"},
+			check: func(c Config) string {
+				if !c.DemoUsage {
+					return "got " + fmtConfig(c)
+				}
+				return ""
+			},
 		},
 		{
 			name:    "bad boolean flag value",
@@ -479,3 +500,26 @@ func unwrapAll(err error) []error {
 }
 
 func fmtConfig(c Config) string { return fmt.Sprintf("%+v", c) }
+
+// `make run` passes --demo-usage (the demo pages need the seeded hours now
+// that --dev alone writes none), and its arguments are a valid
+// configuration.
+func TestMakeRunSeedsDemoUsage(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, line := range strings.Split(string(mk), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "./bin/portal" && f[1] == "serve" {
+			args = f[2:]
+		}
+	}
+	if args == nil {
+		t.Fatal("no ./bin/portal serve line in the Makefile")
+	}
+	c, err := parseConfig("serve", args, env{}.get, io.Discard)
+	if err != nil || !c.Dev || !c.DemoUsage || c.Kubeconfig != "" {
+		t.Errorf("make run's %v: dev %v, demo usage %v, kubeconfig %q, %v", args, c.Dev, c.DemoUsage, c.Kubeconfig, err)
+	}
+}

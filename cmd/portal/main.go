@@ -377,7 +377,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 			logger.Error("provisioner stopped", "err", err)
 		}
 	}()
-	if cfg.Dev {
+	if cfg.DemoUsage {
 		// In the background: under load the seed takes seconds, and the
 		// portal need not wait for it (the pages fill in when it is done).
 		wg.Add(1)

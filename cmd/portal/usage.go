@@ -48,28 +48,15 @@ func newUsageCollector(kube *rest.Config, db *store.DB, settings provision.Clust
 }
 
 // guaranteesFrom reads each team's guaranteed accelerators per instance
-// type from the approved versions of the provisioned connections:
-// Scheduling.Guaranteed instances x accelerators per instance.
-func guaranteesFrom(db *store.DB, s provision.ClusterSettings) func(ctx context.Context) (usage.Guarantees, error) {
-	return func(ctx context.Context) (usage.Guarantees, error) {
-		ps, err := db.Provisioned(ctx)
+// type over time from the store's guarantee history (the approved
+// versions' Scheduling.Guaranteed instances from when each took effect) x
+// accelerators per instance.
+func guaranteesFrom(db *store.DB, s provision.ClusterSettings) func(ctx context.Context) (usage.GuaranteeHistory, error) {
+	return func(ctx context.Context) (usage.GuaranteeHistory, error) {
+		h, err := db.GuaranteeHistory(ctx, "")
 		if err != nil {
 			return nil, err
 		}
-		g := usage.Guarantees{}
-		for _, p := range ps {
-			v, err := db.Version(ctx, p.ConnectionID, p.Version)
-			if err != nil {
-				return nil, err
-			}
-			team := v.Contract.Team
-			if g[team] == nil {
-				g[team] = map[string]int64{}
-			}
-			for _, c := range v.Contract.Scheduling.Guaranteed {
-				g[team][c.InstanceType] += int64(c.Count) * int64(s.Accelerators[c.InstanceType].Accelerators)
-			}
-		}
-		return g, nil
+		return h.InAccelerators(func(itype string) int64 { return int64(s.Accelerators[itype].Accelerators) }), nil
 	}
 }

@@ -176,7 +176,7 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 		if err != nil {
 			return 0, 0, err
 		}
-		if err := capacityDelta(ctx, tx, heldBefore, heldAfter); err != nil {
+		if err := capacityDelta(ctx, tx, heldBefore, heldAfter, now); err != nil {
 			return 0, 0, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -62,11 +63,15 @@ func teamHeldSQL(where string) string {
 // from the rows, into the emptied tables. The portal never needs it (apply
 // keeps the totals); tests and benchmarks that insert connections around
 // the store run it after.
+// The guarantee history is started again from the totals, in force since
+// the earliest time (as migration 00026 starts it).
 var RebuildCapacityTotalsSQL = []string{
 	`DELETE FROM cluster_capacity`,
 	`DELETE FROM team_capacity`,
+	`DELETE FROM team_guarantee_history`,
 	`INSERT INTO cluster_capacity (cluster_name, instance_type, count) ` + recomputedClusterSQL,
 	`INSERT INTO team_capacity (team, instance_type, count) ` + recomputedTeamSQL,
+	`INSERT INTO team_guarantee_history (team, instance_type, from_at, count) SELECT team, instance_type, '` + fmtTime(time.Time{}) + `', count FROM team_capacity`,
 }
 
 // recomputedClusterSQL and recomputedTeamSQL are what cluster_capacity and
@@ -115,12 +120,43 @@ func readHeld(ctx context.Context, q queryer, query string, id int64, out map[[2
 }
 
 // capacityDelta adds after - before to the cluster totals and the team
-// guarantees.
-func capacityDelta(ctx context.Context, tx *sql.Tx, before, after holding) error {
+// guarantees, and records each team guarantee that changed in the
+// guarantee history as in force from now.
+func capacityDelta(ctx context.Context, tx *sql.Tx, before, after holding, now time.Time) error {
 	if err := addDelta(ctx, tx, "cluster_capacity", "cluster_name", before.cluster, after.cluster); err != nil {
 		return err
 	}
-	return addDelta(ctx, tx, "team_capacity", "team", before.team, after.team)
+	if err := addDelta(ctx, tx, "team_capacity", "team", before.team, after.team); err != nil {
+		return err
+	}
+	for k := range after.team {
+		if after.team[k] != before.team[k] {
+			if err := guaranteeStep(ctx, tx, k, now); err != nil {
+				return err
+			}
+		}
+	}
+	for k := range before.team {
+		if _, ok := after.team[k]; !ok && before.team[k] != 0 {
+			if err := guaranteeStep(ctx, tx, k, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// guaranteeStep records team k's guarantee on the instance type, as
+// team_capacity now has it, in force from now (a second change in the same
+// instant replaces the first's row).
+func guaranteeStep(ctx context.Context, tx *sql.Tx, k [2]string, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `
+INSERT INTO team_guarantee_history (team, instance_type, from_at, count)
+VALUES (?, ?, ?, COALESCE((SELECT count FROM team_capacity WHERE team = ? AND instance_type = ?), 0))
+ON CONFLICT (team, instance_type, from_at) DO UPDATE SET count = excluded.count`, k[0], k[1], fmtTime(now), k[0], k[1]); err != nil {
+		return fmt.Errorf("store: guarantee history: %w", err)
+	}
+	return nil
 }
 
 func addDelta(ctx context.Context, tx *sql.Tx, table, col string, before, after map[[2]string]int) error {

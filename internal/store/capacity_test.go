@@ -2,8 +2,9 @@ package store_test
 
 import (
 	"context"
-
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -56,6 +57,11 @@ func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 		if err != nil || err2 != nil || got != want || all[team]["ml.p5.48xlarge"] != want {
 			t.Errorf("after %s: team %s's guarantee = %v (all teams: %v), %v, %v; want %d", after, team, g, all[team], err, err2, want)
 		}
+		// The guarantee history's step in force now is the same.
+		h, err := f.db.GuaranteeHistory(ctx, team)
+		if n := h.At(team, "ml.p5.48xlarge", f.now); err != nil || n != int64(want) {
+			t.Errorf("after %s: team %s's guarantee history says %d now (%v), want %d", after, team, n, err, want)
+		}
 	}
 	withCount := func(team string, n int) workflow.Contract {
 		c := contract(team, "hyperpod-ns-"+team, "")
@@ -63,12 +69,19 @@ func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 		return c
 	}
 	committed(0, 0, "nothing")
+	// The windows within which red's guarantee steps must be dated.
+	var redSteps [][2]time.Time
+	step := func(do func()) {
+		from := f.now
+		do()
+		redSteps = append(redSteps, [2]time.Time{from, f.now})
+	}
 
 	red := f.create(contract("red", "hyperpod-ns-red", ""))
 	committed(0, 0, "create")
 	f.transition(red.ID, workflow.EventSubmit, f.owner, "")
 	committed(0, 0, "submit")
-	f.approve(red.ID, f.admins[0], 1)
+	step(func() { f.approve(red.ID, f.admins[0], 1) })
 	committed(0, 2, "approve")
 	committed(red.ID, 0, "approve, excluding the connection itself")
 	f.runJob("provisioner", false, "Namespace x")
@@ -94,7 +107,7 @@ func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	committed(0, 5, "a retried change")
-	f.runJob("w", false, "ResourceQuota x")
+	step(func() { f.runJob("w", false, "ResourceQuota x") })
 	committed(0, 5, "the change applied")
 	guarantee("red", 5, "the change applied")
 
@@ -105,7 +118,7 @@ func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 	f.transition(red.ID, workflow.EventSubmit, f.owner, "")
 	f.approve(red.ID, f.admins[0], 1)
 	committed(0, 5, "an approved decrease (the larger is held while it is applied)")
-	f.runJob("w", false, "ResourceQuota x")
+	step(func() { f.runJob("w", false, "ResourceQuota x") })
 	committed(0, 1, "the decrease applied")
 
 	// A second connection, held, then revoked.
@@ -123,7 +136,7 @@ func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 	committed(0, 3, "the hold applied")
 	f.revoke(red.ID, "project over")
 	committed(0, 3, "revoke (still revoking)")
-	f.runJob("w", false, "Namespace x")
+	step(func() { f.runJob("w", false, "Namespace x") })
 	committed(0, 2, "revoked")
 	guarantee("red", 0, "revoked")
 	guarantee("blue", 2, "revoked (the other team)")
@@ -135,6 +148,26 @@ func TestCapacityTotalsFollowEveryChange(t *testing.T) {
 	yellow := f.submitted(withCount("yellow", 9))
 	f.transition(yellow.ID, workflow.EventWithdraw, f.owner, "not needed")
 	committed(0, 2, "reject and withdraw")
+
+	// Red's guarantee over time: 2 from its approval, 5 from when the
+	// increase was applied (not approved), 1 from when the decrease was,
+	// 0 from the revocation's end; each step dated by the command that
+	// changed it (within the window recorded around it above).
+	h, err := f.db.GuaranteeHistory(ctx, "red")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := h["red"]["ml.p5.48xlarge"]
+	var counts []int64
+	for i, st := range steps {
+		counts = append(counts, st.Count)
+		if w := redSteps[i]; i < len(redSteps) && (st.From.Before(w[0]) || st.From.After(w[1])) {
+			t.Errorf("red's step %d (%d) from %s, outside [%s, %s]", i, st.Count, st.From, w[0], w[1])
+		}
+	}
+	if !slices.Equal(counts, []int64{2, 5, 1, 0}) || len(redSteps) != 4 {
+		t.Errorf("red's guarantee history %v (%d windows)", steps, len(redSteps))
+	}
 }
 
 // rebuildCapacityTotals recomputes the totals after a test wrote

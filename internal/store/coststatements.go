@@ -46,14 +46,14 @@ func (d *DB) CostInput(ctx context.Context, p usage.Period) (usage.ChargeInput, 
 }
 
 // costContext completes a chargeback's input whose hours are read: the
-// cluster's hourly capacity rows, the teams' guarantees, and the missing
-// data periods that touch the period.
+// cluster's hourly capacity rows, the teams' guarantees over time, and the
+// missing data periods that touch the period.
 func (d *DB) costContext(ctx context.Context, in usage.ChargeInput) (usage.ChargeInput, []usage.Missing, error) {
 	var err error
 	if in.Cluster, err = d.ClusterHours(ctx, "", in.Period.From, in.Period.To); err != nil {
 		return in, nil, err
 	}
-	if in.Guarantees, err = d.TeamGuarantees(ctx); err != nil {
+	if in.Guarantees, err = d.GuaranteeHistory(ctx, ""); err != nil {
 		return in, nil, err
 	}
 	missing, err := d.MissingIn(ctx, in.Period.From, in.Period.To)

@@ -93,6 +93,10 @@ func (d *DB) CapacityTotalsMismatch(ctx context.Context) (string, error) {
 	for _, c := range []struct{ kept, want string }{
 		{`SELECT cluster_name, instance_type, count FROM cluster_capacity ORDER BY cluster_name, instance_type`, recomputedClusterSQL + ` ORDER BY 1, 2`},
 		{`SELECT team, instance_type, count FROM team_capacity ORDER BY team, instance_type`, recomputedTeamSQL + ` ORDER BY 1, 2`},
+		// The guarantee history's last step is the guarantee in force.
+		{`SELECT h.team, h.instance_type, h.count FROM team_guarantee_history h
+WHERE h.count <> 0 AND h.from_at = (SELECT MAX(from_at) FROM team_guarantee_history l WHERE l.team = h.team AND l.instance_type = h.instance_type)
+ORDER BY 1, 2`, `SELECT team, instance_type, count FROM team_capacity ORDER BY 1, 2`},
 	} {
 		kept, err := read(c.kept)
 		if err != nil {

@@ -322,7 +322,7 @@ func connIDs(jobs []workflow.Job) []int64 {
 }
 
 // idList is "(?, ?, ...)" for ids and its arguments.
-func idList(ids []int64) (string, []any) {
+func idList[T any](ids []T) (string, []any) {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id

@@ -90,11 +90,48 @@ func (d *DB) UsageRecordsIn(ctx context.Context, cluster string, from, to time.T
 	if r.Allocs, err = d.allocs(ctx, `cluster = ? AND start_at < ? AND (end_at IS NULL OR end_at >= ?)`, cluster, t, f); err != nil {
 		return r, err
 	}
+	if r.Workloads, err = d.workloads(ctx, nil, `cluster = ? AND created_at < ? AND (finished_at IS NULL OR finished_at >= ?)`, cluster, t, f); err != nil {
+		return r, err
+	}
+	r.Nodes, err = d.nodeSpans(ctx, `cluster = ? AND from_at < ? AND (to_at IS NULL OR to_at >= ?)`, cluster, t, f)
+	return r, err
+}
+
+// usageKeysPerQuery bounds the keys of one IN list (SQLite's default limit
+// on bound parameters is 32,766; PostgreSQL's 65,535).
+const usageKeysPerQuery = 500
+
+// UsageRecordsOf returns what is recorded of cluster's pods (by UID) and
+// Workloads (by key), whatever their age: on start the collector takes it
+// as the state of the objects the informers report, before it folds in
+// what they show (a recorded history is never rebuilt from less).
+func (d *DB) UsageRecordsOf(ctx context.Context, cluster string, podUIDs, workloadKeys []string) (UsageRecords, error) {
+	var r UsageRecords
+	for keys := range slices.Chunk(podUIDs, usageKeysPerQuery) {
+		in, args := idList(keys)
+		as, err := d.allocs(ctx, `cluster = ? AND uid IN `+in, append([]any{cluster}, args...)...)
+		if err != nil {
+			return r, err
+		}
+		r.Allocs = append(r.Allocs, as...)
+	}
+	for keys := range slices.Chunk(workloadKeys, usageKeysPerQuery) {
+		var err error
+		in, args := idList(keys)
+		if r.Workloads, err = d.workloads(ctx, r.Workloads, `cluster = ? AND uid IN `+in, append([]any{cluster}, args...)...); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// workloads appends to out the recorded Workloads matching where, by key.
+func (d *DB) workloads(ctx context.Context, out []usage.Workload, where string, args ...any) ([]usage.Workload, error) {
 	rows, err := d.sql.QueryContext(ctx, `
 SELECT uid, name, team, namespace, instance_type, priority_class, created_at, finished_at, history
-FROM usage_workloads WHERE cluster = ? AND created_at < ? AND (finished_at IS NULL OR finished_at >= ?) ORDER BY uid`, cluster, t, f)
+FROM usage_workloads WHERE `+where+` ORDER BY uid`, args...)
 	if err != nil {
-		return r, fmt.Errorf("store: usage workloads: %w", err)
+		return out, fmt.Errorf("store: usage workloads: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -102,26 +139,22 @@ FROM usage_workloads WHERE cluster = ? AND created_at < ? AND (finished_at IS NU
 		var created, hist string
 		var finished sql.NullString
 		if err := rows.Scan(&w.Key, &w.Name, &w.Team, &w.Namespace, &w.InstanceType, &w.PriorityClass, &created, &finished, &hist); err != nil {
-			return r, fmt.Errorf("store: usage workloads: %w", err)
+			return out, fmt.Errorf("store: usage workloads: %w", err)
 		}
 		var h workloadHistory
 		if err := json.Unmarshal([]byte(hist), &h); err != nil {
-			return r, fmt.Errorf("store: usage workload %s history: %w", w.Key, err)
+			return out, fmt.Errorf("store: usage workload %s history: %w", w.Key, err)
 		}
 		w.Pending, w.Admissions, w.Preemptions = h.Pending, h.Admissions, h.Preemptions
 		if w.Created, err = parseTime(created); err != nil {
-			return r, err
+			return out, err
 		}
 		if w.Finished, err = parseNullTime(finished); err != nil {
-			return r, err
+			return out, err
 		}
-		r.Workloads = append(r.Workloads, w)
+		out = append(out, w)
 	}
-	if err := rows.Err(); err != nil {
-		return r, err
-	}
-	r.Nodes, err = d.nodeSpans(ctx, `cluster = ? AND from_at < ? AND (to_at IS NULL OR to_at >= ?)`, cluster, t, f)
-	return r, err
+	return out, rows.Err()
 }
 
 // OpenUsageRecords returns cluster's allocations and node spans still open

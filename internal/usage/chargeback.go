@@ -125,15 +125,17 @@ type InstanceAccel struct {
 	NeuronCoresPerDevice int
 }
 
-// ChargeInput is everything one chargeback needs. Guarantees are instances
-// per instance type per team (the approved contracts' guarantees as they are
-// now: a guarantee amended mid-period counts at its current value).
+// ChargeInput is everything one chargeback needs. Guarantees are each
+// team's guaranteed instances per instance type over time (the store's
+// guarantee history): a guarantee amended mid-period weighs at each value
+// for the time it was in force, so a change this month never moves last
+// month's split.
 type ChargeInput struct {
 	Hours        []Hour
 	Cluster      []ClusterHour
 	Rates        *RateCard
 	Accelerators map[string]InstanceAccel
-	Guarantees   map[string]map[string]int
+	Guarantees   GuaranteeHistory
 	Policy       Policy
 	Period       Period
 }
@@ -189,7 +191,9 @@ type Chargeback struct {
 	// Unallocated is platform cost: the idle capacity and overhead the
 	// policy leaves to nobody, and capacity held but not attributed to a
 	// team's rows. It is negative when borrowed hours carry a premium rate
-	// that brings in more than the idle capacity cost.
+	// that brings in more than the idle capacity cost; never because teams
+	// held more than the capacity recorded (that capacity is counted at
+	// what they held, and Notes say so).
 	Unallocated Money
 	Unpriced    []Unpriced
 	Notes       []string
@@ -263,18 +267,43 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 		rate  int
 	}
 	capacity, idle := map[typeRate]int64{}, map[typeRate]int64{}
+	type gap struct{ hours, seconds int64 }
+	unknown := map[string]*gap{}
 	for _, c := range in.Cluster {
 		if !inPeriod(c.Start) {
 			continue
 		}
+		// An hour in which the teams held more than the capacity recorded
+		// (usage from before the collector first saw the nodes, whose
+		// capacity it never recorded, or node churn) had at least what was
+		// held: the cluster's cost counts that, so the teams are never
+		// charged more than the cluster cost and unallocated does not go
+		// negative because of it (issue 38).
+		held := c.CapacityAccelSeconds
+		if c.AllocatedAccelSeconds > held {
+			g := unknown[c.InstanceType]
+			if g == nil {
+				g = &gap{}
+				unknown[c.InstanceType] = g
+			}
+			g.hours++
+			g.seconds += c.AllocatedAccelSeconds - held
+			held = c.AllocatedAccelSeconds
+		}
 		r, _, why := rateOf(c.InstanceType, c.Start)
 		if why != "" {
-			markUnpriced(c.InstanceType, c.CapacityAccelSeconds, why)
+			markUnpriced(c.InstanceType, held, why)
 			continue
 		}
 		k := typeRate{c.InstanceType, r}
-		capacity[k] += c.CapacityAccelSeconds
+		capacity[k] += held
 		idle[k] += c.IdleAccelSeconds()
+	}
+	for _, itype := range slices.Sorted(maps.Keys(unknown)) {
+		g := unknown[itype]
+		out.Notes = append(out.Notes, fmt.Sprintf("Capacity unknown: in %d hour(s) of %s the teams held %s accelerator-hours more than the capacity recorded "+
+			"(usage from before the collector first saw the nodes, or node churn). The teams are charged for what they held, and the cluster's cost "+
+			"counts that held capacity at the same rates, so it is not taken from the unallocated amount.", g.hours, itype, Hours(g.seconds)))
 	}
 	// priced is seconds × the rate's hourly price / (accelerators × 3600):
 	// exact minor units.
@@ -323,11 +352,13 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 	for k := range lines {
 		teamSet[k.team] = true
 	}
-	for t, g := range in.Guarantees {
-		for _, n := range g {
-			if n > 0 {
-				teamSet[t] = true
-			}
+	for t, types := range in.Guarantees {
+		for itype := range types {
+			in.Guarantees.During(t, itype, in.Period.From, in.Period.To, func(_, _ time.Time, n int64) {
+				if n > 0 {
+					teamSet[t] = true
+				}
+			})
 		}
 	}
 	teams := slices.Sorted(maps.Keys(teamSet))
@@ -362,20 +393,16 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 	}
 	switch in.Policy.Method {
 	case SplitByGuarantee:
-		// A guarantee's weight is its price over the period: instances ×
-		// the sum of the hourly prices in force each hour.
-		priceHours := map[string]int64{}
+		// A guarantee's weight is its price over the period: over each
+		// piece of it in which the guarantee stays the same, instances ×
+		// the hourly prices in force, per second.
 		for i, t := range teams {
-			for itype, n := range in.Guarantees[t] {
-				if n <= 0 {
-					continue
-				}
-				ph, ok := priceHours[itype]
-				if !ok {
-					ph = in.Rates.priceHours(itype, in.Period)
-					priceHours[itype] = ph
-				}
-				weights[i].Add(weights[i], new(big.Rat).SetInt64(int64(n)*ph))
+			for itype := range in.Guarantees[t] {
+				in.Guarantees.During(t, itype, in.Period.From, in.Period.To, func(from, to time.Time, n int64) {
+					if n > 0 {
+						weights[i].Add(weights[i], new(big.Rat).Mul(big.NewRat(n, 1), in.Rates.priceOver(itype, from, to)))
+					}
+				})
 			}
 		}
 	case SplitByUsage:
@@ -462,21 +489,18 @@ func priceSeconds(seconds int64, hourly Money, accelerators int) *big.Rat {
 	return new(big.Rat).SetFrac(n, big.NewInt(int64(accelerators)*3600))
 }
 
-// priceHours is the sum over the period's hours of the hourly price in
-// force, in minor units.
-func (c *RateCard) priceHours(itype string, p Period) int64 {
-	var sum int64
+// priceOver is the hourly price in force over [from, to), summed per
+// second (minor units × hours, exactly).
+func (c *RateCard) priceOver(itype string, from, to time.Time) *big.Rat {
+	sum := new(big.Rat)
 	rs := c.rates[itype]
 	for i, r := range rs {
-		from, to := r.From, p.To
-		if i+1 < len(rs) && rs[i+1].From.Before(to) {
-			to = rs[i+1].From
+		f, t := Later(r.From, from), to
+		if i+1 < len(rs) {
+			t = Earlier(rs[i+1].From, to)
 		}
-		if from.Before(p.From) {
-			from = p.From
-		}
-		if to.After(from) {
-			sum += int64(to.Sub(from)/time.Hour) * r.Hourly.Minor
+		if t.After(f) {
+			sum.Add(sum, big.NewRat(int64(t.Sub(f)/time.Second)*r.Hourly.Minor, 3600))
 		}
 	}
 	return sum

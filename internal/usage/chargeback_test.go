@@ -64,7 +64,7 @@ func TestChargeByHand(t *testing.T) {
 		Cluster:      []ClusterHour{{Cluster: "c", InstanceType: "x", Start: day0, CapacityAccelSeconds: 3 * 3600, AllocatedAccelSeconds: 2 * 3600}},
 		Rates:        card,
 		Accelerators: map[string]InstanceAccel{"x": {Count: 1}},
-		Guarantees:   map[string]map[string]int{"a": {"x": 2}, "b": {"x": 1}},
+		Guarantees:   Guarantees{"a": {"x": 2}, "b": {"x": 1}}.History(),
 		Period:       MonthOf(day0),
 	}
 	// Cluster: 3 h × 3.00 = 9.00, + 10 % = 9.90. Direct: a 3.00, b 4.50. Idle 3.00.
@@ -110,7 +110,7 @@ func TestChargeRoundingTieBreak(t *testing.T) {
 		Cluster:      []ClusterHour{{Cluster: "c", InstanceType: "x", Start: day0, CapacityAccelSeconds: 3600}},
 		Rates:        card,
 		Accelerators: map[string]InstanceAccel{"x": {Count: 1}},
-		Guarantees:   map[string]map[string]int{"c": {"x": 1}, "a": {"x": 1}, "b": {"x": 1}},
+		Guarantees:   Guarantees{"c": {"x": 1}, "a": {"x": 1}, "b": {"x": 1}}.History(),
 		Policy:       Policy{Method: SplitEvenly},
 		Period:       MonthOf(day0),
 	}
@@ -184,13 +184,13 @@ func randomInput(r *rand.Rand, teams, hours int) ChargeInput {
 	if err != nil { // two rates drawn at one hour: keep the first
 		card, _ = ParseRateCard([]byte(`{"currency": "USD", "rates": [{"instance_type": "ml.p5.48xlarge", "effective_from": "2026-01-01", "hourly": "98.32"}]}`))
 	}
-	in := ChargeInput{Rates: card, Accelerators: accels, Guarantees: map[string]map[string]int{},
+	in := ChargeInput{Rates: card, Accelerators: accels, Guarantees: GuaranteeHistory{},
 		Policy: Policy{Method: Methods[r.IntN(len(Methods))], OverheadBasisPoints: r.IntN(MaxOverheadBasisPoints + 1)},
 		Period: Period{From: day0, To: day0.Add(time.Duration(hours) * time.Hour)}}
 	for ti := range teams {
 		team := fmt.Sprintf("team-%03d", ti)
 		if r.IntN(4) > 0 {
-			in.Guarantees[team] = map[string]int{types[r.IntN(len(types))]: r.IntN(4)}
+			in.Guarantees.Add(team, types[r.IntN(len(types))], time.Time{}, int64(r.IntN(4)))
 		}
 	}
 	for h := range hours {
@@ -263,7 +263,7 @@ func goldenInput(t testing.TB) ChargeInput {
 	]}`)
 	in := ChargeInput{Rates: card,
 		Accelerators: map[string]InstanceAccel{"ml.p5.48xlarge": {Count: 8}, "ml.trn1.32xlarge": {Count: 32, Neuron: true}},
-		Guarantees:   map[string]map[string]int{"red": {"ml.p5.48xlarge": 2}, "blue": {"ml.p5.48xlarge": 1, "ml.trn1.32xlarge": 1}, "green": {"ml.trn1.32xlarge": 1}},
+		Guarantees:   Guarantees{"red": {"ml.p5.48xlarge": 2}, "blue": {"ml.p5.48xlarge": 1, "ml.trn1.32xlarge": 1}, "green": {"ml.trn1.32xlarge": 1}}.History(),
 		Period:       Period{From: day0, To: day0.Add(72 * time.Hour)}}
 	for h := range 72 {
 		at := day0.Add(time.Duration(h) * time.Hour)
@@ -355,5 +355,89 @@ func BenchmarkCharge200Teams30Days(b *testing.B) {
 		if _, err := Charge(in); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Issue 38: the split by guarantee weighs each guarantee for the time it
+// was in force. Red's guarantee goes from 1 to 3 instances on November
+// 16th: October's chargeback does not move, and in November red's weight is
+// 1 x 15 days + 3 x 15 days against blue's 1 x 30 days, so red takes 2/3 of
+// the idle capacity (to the minor unit that the rounding may move).
+func TestChargeByGuaranteeInForce(t *testing.T) {
+	card := mustCard(t, `{"currency": "USD", "rates": [{"instance_type": "x", "effective_from": "2026-01-01", "hourly": "3"}]}`)
+	oct := MonthOf(time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC))
+	nov := MonthOf(day0)
+	in := func(p Period, g GuaranteeHistory) ChargeInput {
+		var cluster []ClusterHour
+		for h := p.From; h.Before(p.To); h = h.Add(time.Hour) {
+			cluster = append(cluster, ClusterHour{Cluster: "c", InstanceType: "x", Start: h, CapacityAccelSeconds: 4 * 3600})
+		}
+		return ChargeInput{Cluster: cluster, Rates: card, Accelerators: map[string]InstanceAccel{"x": {Count: 1}}, Guarantees: g,
+			Policy: Policy{Method: SplitByGuarantee}, Period: p}
+	}
+	before := Guarantees{"red": {"x": 1}, "blue": {"x": 1}}.History()
+	after := Guarantees{"red": {"x": 1}, "blue": {"x": 1}}.History()
+	after.Add("red", "x", time.Date(2026, 11, 16, 0, 0, 0, 0, time.UTC), 3)
+
+	octBefore, err := Charge(in(oct, before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	octAfter, err := Charge(in(oct, after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%+v", octBefore) != fmt.Sprintf("%+v", octAfter) {
+		t.Errorf("October moved when November's guarantee changed:\n%+v\nwas\n%+v", octAfter, octBefore)
+	}
+	if r, b := octAfter.Team("red").Idle.Minor, octAfter.Team("blue").Idle.Minor; r != b || r+b != octAfter.IdleCost.Minor {
+		t.Errorf("October: red %d, blue %d of idle %d; want halves", r, b, octAfter.IdleCost.Minor)
+	}
+
+	cb, err := Charge(in(nov, after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sumHolds(t, cb)
+	idle := cb.IdleCost.Minor // 4 accelerators x 720 h x 3.00 = 8640.00
+	if idle != 4*720*300 {
+		t.Fatalf("idle cost %d", idle)
+	}
+	if r := cb.Team("red").Idle.Minor; r < idle*2/3-1 || r > idle*2/3+1 {
+		t.Errorf("November: red's idle share %d, want 2/3 of %d", r, idle)
+	}
+}
+
+// Issue 38 item 3: usage in hours whose capacity the collector never
+// recorded (before it first saw the nodes: capacity 0) is charged to the
+// team, and the cluster's cost counts the capacity held then, so the teams
+// are never charged more than the cluster cost and unallocated does not go
+// negative; the chargeback says so. Type x at 3.00 an hour per accelerator:
+// 10:00, capacity unknown, red held 2 (6.00); 11:00, capacity 4 recorded,
+// red held 2 (6.00, 6.00 idle).
+func TestChargeCapacityUnknown(t *testing.T) {
+	card := mustCard(t, `{"currency": "USD", "rates": [{"instance_type": "x", "effective_from": "2026-01-01", "hourly": "3"}]}`)
+	h10, h11 := day0.Add(10*time.Hour), day0.Add(11*time.Hour)
+	cb, err := Charge(ChargeInput{
+		Hours: []Hour{
+			{Team: "red", Namespace: "ns", InstanceType: "x", Start: h10, GuaranteedAccelSeconds: 2 * 3600},
+			{Team: "red", Namespace: "ns", InstanceType: "x", Start: h11, GuaranteedAccelSeconds: 2 * 3600},
+		},
+		Cluster: []ClusterHour{
+			{Cluster: "c", InstanceType: "x", Start: h10, AllocatedAccelSeconds: 2 * 3600},
+			{Cluster: "c", InstanceType: "x", Start: h11, CapacityAccelSeconds: 4 * 3600, AllocatedAccelSeconds: 2 * 3600},
+		},
+		Rates: card, Accelerators: map[string]InstanceAccel{"x": {Count: 1}}, Guarantees: Guarantees{"red": {"x": 2}}.History(),
+		Policy: Policy{Method: SplitUnallocated}, Period: MonthOf(day0),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sumHolds(t, cb)
+	if cb.ClusterCost != usd(1800) || cb.Team("red").Total != usd(1200) || cb.Unallocated != usd(600) || cb.IdleCost != usd(600) {
+		t.Errorf("cluster %v, red %v, unallocated %v, idle %v; want 18.00, 12.00, 6.00, 6.00", cb.ClusterCost, cb.Team("red").Total, cb.Unallocated, cb.IdleCost)
+	}
+	if len(cb.Notes) != 1 || !strings.Contains(cb.Notes[0], "Capacity unknown: in 1 hour(s) of x the teams held 2.000 accelerator-hours more than the capacity recorded") {
+		t.Errorf("notes = %q", cb.Notes)
 	}
 }

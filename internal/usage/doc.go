@@ -1,7 +1,9 @@
 // Package usage is the portal's metering and money, in pure functions: the
 // hourly usage rows the collector records per team, namespace and instance
 // type; missing data periods; sums per hour, nearest-rank percentiles and
-// the quota suggestion (quota.go); the demo usage `make run` seeds
+// the quota suggestion (quota.go); each team's guarantee over time, by
+// which every second is split and shared costs are weighed (guarantee.go);
+// the demo usage `make run` seeds
 // (demo.go); the five watched signals of mission.md and issue 13's cost
 // jump (a team's accelerator-hours week over week) evaluated over those
 // rows (signals.go), allocation vs utilization also against the GPU

@@ -86,11 +86,14 @@ type Guarantees map[string]map[string]int64
 // Integrate computes the hourly rows of every hour from the hour of from
 // up to and including the hour of until, clipping open periods at until.
 // Accelerator-seconds are split exactly: at each instant the team's
-// allocation on an instance type up to its guarantee is guaranteed, the
-// rest borrowed; within the guarantee, pods that started earlier come
-// first (ties by key), so the split per namespace is deterministic and
-// each part a whole number of accelerator-seconds.
-func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarantees) []Hour {
+// allocation on an instance type up to the guarantee in force at that
+// instant (g, in accelerators) is guaranteed, the rest borrowed; within the
+// guarantee, pods that started earlier come first (ties by key), so the
+// split per namespace is deterministic and each part a whole number of
+// accelerator-seconds. Because each second is split by its own guarantee,
+// recomputing an hour gives the same figures whatever changed since,
+// except what really changed in it.
+func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g GuaranteeHistory) []Hour {
 	lo, hi := HourStart(from).Unix(), until.Unix()
 	if hi <= lo {
 		return nil
@@ -128,7 +131,7 @@ func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarante
 	groups := map[group][]Alloc{}
 	for _, a := range allocs {
 		s, e := clip(a.Start, a.End, lo, hi)
-		if e < s {
+		if empty(a.Start, s, e) {
 			continue
 		}
 		a.InstanceType = cmp.Or(a.InstanceType, NoInstanceType)
@@ -157,7 +160,7 @@ func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarante
 		w.InstanceType = cmp.Or(w.InstanceType, NoInstanceType)
 		for _, p := range w.Pending {
 			s, e := clip(p.From, p.To, lo, hi)
-			if e < s {
+			if empty(p.From, s, e) {
 				continue
 			}
 			for h := hourOf(s); h < e || h == hourOf(s); h += 3600 {
@@ -195,10 +198,11 @@ func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarante
 }
 
 // sweep walks the team's allocations on one instance type between every
-// start, end and hour boundary; in each piece the guarantee is filled in
-// order of start time and emit gets each allocation's guaranteed and
-// borrowed accelerator-seconds in that piece's hour.
-func sweep(as []Alloc, guarantee, lo, hi int64, emit func(a Alloc, hour, guaranteed, borrowed int64)) {
+// start, end, hour boundary and change of the guarantee (steps); in each
+// piece the guarantee in force is filled in order of start time and emit
+// gets each allocation's guaranteed and borrowed accelerator-seconds in
+// that piece's hour.
+func sweep(as []Alloc, steps []GuaranteeStep, lo, hi int64, emit func(a Alloc, hour, guaranteed, borrowed int64)) {
 	slices.SortFunc(as, func(a, b Alloc) int {
 		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Key, b.Key))
 	})
@@ -213,6 +217,11 @@ func sweep(as []Alloc, guarantee, lo, hi int64, emit func(a Alloc, hour, guarant
 	first, last := slices.Min(points), slices.Max(points)
 	for h := hourOf(first) + 3600; h < last; h += 3600 {
 		points = append(points, h)
+	}
+	for _, st := range steps {
+		if u := st.From.Unix(); u > first && u < last {
+			points = append(points, u)
+		}
 	}
 	slices.Sort(points)
 	points = slices.Compact(points)
@@ -229,7 +238,7 @@ func sweep(as []Alloc, guarantee, lo, hi int64, emit func(a Alloc, hour, guarant
 			active = append(active, as[next])
 		}
 		active = slices.DeleteFunc(active, func(a Alloc) bool { _, e := clip(a.Start, a.End, lo, hi); return e <= p })
-		left := guarantee
+		left := stepAt(steps, p)
 		for _, a := range active {
 			if a.Accelerators <= 0 {
 				continue
@@ -309,6 +318,14 @@ func clip(start, end time.Time, lo, hi int64) (int64, int64) {
 	}
 	return s, e
 }
+
+// empty says that a period that began at start, clipped to [s, e), has
+// nothing in the window: it lies outside, or it ended exactly where the
+// window begins (then it belongs to the hours before, and counting it
+// would make a recompute from that hour differ from one of the whole). A
+// period of zero length inside the window is not empty: a task shorter
+// than a second still ran.
+func empty(start time.Time, s, e int64) bool { return e < s || (e == s && start.Unix() < s) }
 
 func hourOf(u int64) int64 { return u - ((u%3600)+3600)%3600 }
 

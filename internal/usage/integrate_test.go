@@ -122,7 +122,7 @@ func TestIntegrateExact(t *testing.T) {
 			if tc.g != nil {
 				g = tc.g
 			}
-			got := usage.Integrate(at("10h"), tc.until, tc.allocs, tc.wls, g)
+			got := usage.Integrate(at("10h"), tc.until, tc.allocs, tc.wls, g.History())
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got\n%+v\nwant\n%+v", got, tc.want)
 			}
@@ -147,8 +147,8 @@ func TestIntegrateWindowed(t *testing.T) {
 		{Key: "a", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 8, Start: at("10h30m"), End: at("12h15m")},
 		{Key: "b", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 4, Start: at("9h45m"), End: at("11h30m")},
 	}
-	all := usage.Integrate(at("9h"), at("13h"), allocs, nil, g)
-	later := usage.Integrate(at("11h"), at("13h"), allocs, nil, g)
+	all := usage.Integrate(at("9h"), at("13h"), allocs, nil, g.History())
+	later := usage.Integrate(at("11h"), at("13h"), allocs, nil, g.History())
 	if len(all) != 4 || !reflect.DeepEqual(all[2:], later) {
 		t.Errorf("whole %+v\nwindow %+v", all, later)
 	}
@@ -212,7 +212,7 @@ func TestIntegrateGuaranteeAcrossNamespaces(t *testing.T) {
 		{Key: "a", Team: red, Namespace: ns1, InstanceType: p5, Accelerators: 8, Start: at("10h")},
 		{Key: "b", Team: red, Namespace: ns2, InstanceType: p5, Accelerators: 4, Start: at("10h30m")},
 	}
-	got := usage.Integrate(at("10h"), at("11h"), allocs, nil, g)
+	got := usage.Integrate(at("10h"), at("11h"), allocs, nil, g.History())
 	want := []usage.Hour{
 		hour(red, ns2, p5, at("10h"), 0, 7200, 0, 0, 1, 0, 0),
 		hour(red, ns1, p5, at("10h"), 28800, 0, 0, 0, 1, 0, 0),
@@ -264,7 +264,7 @@ func TestIntegrateGuaranteeAcrossNamespaces(t *testing.T) {
 			from, until := at("10h"), at("12h30m")
 			want := accelGuaranteeOracle(from, until, tc.allocs, tc.g)
 			got := map[nsHour][2]int64{}
-			for _, h := range usage.Integrate(from, until, tc.allocs, nil, tc.g) {
+			for _, h := range usage.Integrate(from, until, tc.allocs, nil, tc.g.History()) {
 				if h.GuaranteedAccelSeconds != 0 || h.BorrowedAccelSeconds != 0 {
 					got[nsHour{h.Team, h.Namespace, h.Start.Unix()}] = [2]int64{h.GuaranteedAccelSeconds, h.BorrowedAccelSeconds}
 				}
@@ -345,4 +345,48 @@ func seededAllocs(seed int, namespaces ...string) []usage.Alloc {
 		out = append(out, a)
 	}
 	return out
+}
+
+// Issue 38: each second is split by the guarantee in force at that second.
+// Red's guarantee goes from 16 to 24 GPUs at 18:37:20 (an amendment applied
+// mid-hour). A holds 16 GPUs all hour and fills the guarantee first; B
+// holds 8 from 18:10: borrowed until 18:37:20, guaranteed after.
+func TestIntegrateSplitsByTheGuaranteeInForce(t *testing.T) {
+	amended := at("18h37m20s")
+	g := usage.GuaranteeHistory{}
+	g.Add(red, p5, time.Time{}, 16)
+	g.Add(red, p5, amended, 24)
+	allocs := []usage.Alloc{
+		{Key: "a", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 16, Start: at("18h"), End: at("19h")},
+		{Key: "b", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 8, Start: at("18h10m"), End: at("19h")},
+	}
+	before := int64(amended.Sub(at("18h10m")) / time.Second) // B's seconds before the amendment: 1640
+	after := int64(at("19h").Sub(amended) / time.Second)     // and after it: 1360
+	want := []usage.Hour{hour(red, redNS, p5, at("18h"), 16*3600+8*after, 8*before, 0, 0, 2, 0, 0)}
+	if got := usage.Integrate(at("18h"), at("19h"), allocs, nil, g); !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+	// The guarantee before the first step is none: all borrowed.
+	late := usage.GuaranteeHistory{}
+	late.Add(red, p5, at("19h"), 24)
+	want = []usage.Hour{hour(red, redNS, p5, at("18h"), 0, 16*3600+8*(before+after), 0, 0, 2, 0, 0)}
+	if got := usage.Integrate(at("18h"), at("19h"), allocs, nil, late); !reflect.DeepEqual(got, want) {
+		t.Errorf("before the first step: got\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// A pod or a wait that ended exactly at an hour's start is not in that
+// hour: recomputing from that hour (what the collector does after a
+// restart, issue 38) gives the rows the whole computation gives.
+func TestIntegrateEndOnTheHour(t *testing.T) {
+	allocs := []usage.Alloc{{Key: "a", Team: red, Namespace: redNS, InstanceType: p5, Accelerators: 8, Start: at("10h30m"), End: at("11h")}}
+	wls := []usage.Workload{{Key: "w", Team: red, Namespace: redNS, InstanceType: p5, Pending: []usage.Span{{From: at("10h10m"), To: at("11h")}}}}
+	g := usage.Guarantees{red: {p5: 8}}.History()
+	if got := usage.Integrate(at("11h"), at("12h"), allocs, wls, g); len(got) != 0 {
+		t.Errorf("from 11h: %+v, want no rows", got)
+	}
+	want := []usage.Hour{hour(red, redNS, p5, at("10h"), 8*1800, 0, 0, 0, 1, 1, 0)}
+	if got := usage.Integrate(at("10h"), at("12h"), allocs, wls, g); !reflect.DeepEqual(got, want) {
+		t.Errorf("from 10h:\n%+v\nwant\n%+v", got, want)
+	}
 }

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -37,8 +38,12 @@ func TestRateCardLookupInForceEachHour(t *testing.T) {
 	// The month's guarantee weight sums the price in force each hour.
 	nov := MonthOf(at("2026-11-03T00:00:00Z"))
 	want := int64(14*24+12)*9832 + int64(15*24+12)*9000
-	if got := card.priceHours("ml.p5.48xlarge", nov); got != want {
-		t.Errorf("priceHours(November) = %d, want %d", got, want)
+	if got := card.priceOver("ml.p5.48xlarge", nov.From, nov.To); got.Cmp(big.NewRat(want, 1)) != 0 {
+		t.Errorf("priceOver(November) = %s, want %d", got, want)
+	}
+	// Per second: 90 minutes at 98.32 then 30 at 90.00.
+	if got, want := card.priceOver("ml.p5.48xlarge", at("2026-11-15T10:30:00Z"), at("2026-11-15T12:30:00Z")), big.NewRat(3*9832+9000, 2); got.Cmp(want) != 0 {
+		t.Errorf("priceOver(10:30-12:30) = %s, want %s", got, want)
 	}
 }
 

@@ -38,8 +38,11 @@ type TeamUsage struct {
 	// PeriodLabel says which hours are shown, e.g. "2026-11-01 to
 	// 2026-11-30 (UTC)".
 	PeriodLabel string
-	Demo        bool // some rows are demo data: the page says so
-	Missing     []MissingRow
+	// UpTo, when the period reaches the hour in progress, says that the
+	// figures stop at its start and why.
+	UpTo    string
+	Demo    bool // some rows are demo data: the page says so
+	Missing []MissingRow
 	// UtilizationNote says why utilization is not shown (no Prometheus
 	// source configured); empty when it is.
 	UtilizationNote string
@@ -85,6 +88,7 @@ type UnhealthyRow struct {
 type ClusterUsage struct {
 	Period                                   PeriodForm
 	PeriodLabel                              string
+	UpTo                                     string // as TeamUsage.UpTo
 	Demo                                     bool
 	Missing                                  []MissingRow
 	Stacked                                  StackedBarChart // every team's accelerator-hours per day, and idle capacity

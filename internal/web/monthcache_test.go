@@ -86,7 +86,9 @@ VALUES ('red', 'hyperpod-ns-red2', 'ml.p5.48xlarge', '`+month.Format("2006-01-02
 	// Nobody has a guarantee yet: red's shares drop to nothing.
 	step("a new cost policy (split by guarantee)", setPolicy(usage.SplitByGuarantee))
 	step("a guarantee in force written directly in SQL", func() {
-		if err := replicas[1].opts.DB.ExecForTest(ctx, `INSERT INTO team_capacity (team, instance_type, count) VALUES ('red', 'ml.p5.48xlarge', 2), ('blue', 'ml.p5.48xlarge', 1)`); err != nil {
+		if err := replicas[1].opts.DB.ExecForTest(ctx, `INSERT INTO team_capacity (team, instance_type, count) VALUES ('red', 'ml.p5.48xlarge', 2), ('blue', 'ml.p5.48xlarge', 1)`,
+			`INSERT INTO team_guarantee_history (team, instance_type, from_at, count) VALUES ('red', 'ml.p5.48xlarge', '`+month.Format(time.RFC3339)+`', 2),
+  ('blue', 'ml.p5.48xlarge', '`+month.Format(time.RFC3339)+`', 1)`); err != nil {
 			t.Fatal(err)
 		}
 	})

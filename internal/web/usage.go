@@ -71,6 +71,17 @@ func usagePeriod(c echo.Context, now time.Time) (views.PeriodForm, time.Time, ti
 	return f, from, end, true
 }
 
+// upToNote says, when the period was cut at the hour in progress, that
+// the figures run to its start: that hour's rows are still being recomputed
+// each minute by the collector and would show as a drop.
+func upToNote(to, now time.Time) string {
+	if cur := usage.HourStart(now); !to.Before(cur) {
+		return "Figures run to " + cur.Format("2006-01-02 15:04") + " UTC, the end of the last complete hour; the hour in progress (from " +
+			cur.Format("15:04") + ") is still being recorded and is not shown yet."
+	}
+	return ""
+}
+
 func periodLabel(from, to time.Time) string {
 	return from.Format("2006-01-02 15:04") + " to " + to.Format("2006-01-02 15:04") + " (UTC)"
 }
@@ -93,6 +104,21 @@ func missingRows(ms []usage.Missing) []views.MissingRow {
 		out = append(out, views.MissingRow{From: m.From.UTC().Format("2006-01-02 15:04"), To: m.To.UTC().Format("2006-01-02 15:04 MST"), Reason: m.Reason})
 	}
 	return out
+}
+
+// guaranteeLine is team's guarantee in accelerators over the hour that
+// starts at h (the mean, when it changed within the hour).
+func (s *Server) guaranteeLine(h usage.GuaranteeHistory, team string) func(time.Time) float64 {
+	acc := h.InAccelerators(func(t string) int64 { return int64(s.accelPerInstance(t)) })
+	return func(at time.Time) float64 {
+		var secs int64
+		for itype := range acc[team] {
+			acc.During(team, itype, at, at.Add(time.Hour), func(from, to time.Time, n int64) {
+				secs += n * int64(to.Sub(from)/time.Second)
+			})
+		}
+		return float64(secs) / 3600
+	}
 }
 
 // hoursText formats accelerator-seconds as accelerator-hours.
@@ -128,7 +154,7 @@ func (s *Server) teamUsage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	u.Period = pf
+	u.Period, u.UpTo = pf, upToNote(to, s.opts.Now())
 	// The month's cost so far and its projection (finance.go), to those
 	// who may read the team's statements only.
 	b, ok, err := s.TeamCostBlock(c.Request().Context(), p, team)
@@ -157,6 +183,13 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 	}
 	guarantee := g[team]
 	gAccel := s.guaranteeAccel(guarantee)
+	// The chart's guarantee line is the guarantee in force at each hour,
+	// from the same history the collector splits usage by.
+	gHist, err := s.opts.DB.GuaranteeHistory(ctx, team)
+	if err != nil {
+		return u, err
+	}
+	gLine := s.guaranteeLine(gHist, team)
 	u.Missing = missingRows(missing)
 	u.NoData = len(rows) == 0
 	if len(guarantee) == 0 {
@@ -196,7 +229,7 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 	var alloc, guar, busyV []float64
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
 		xs = append(xs, h)
-		guar = append(guar, float64(gAccel))
+		guar = append(guar, gLine(h))
 		if usage.InMissing(missing, h) {
 			alloc, busyV = append(alloc, math.NaN()), append(busyV, math.NaN())
 			continue
@@ -216,7 +249,7 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 		series = append(series, views.SeriesInput{Name: "Busy (allocated × utilization)", Class: "s-busy", Values: busyV})
 	}
 	u.Allocation = views.NewTimeSeries("usage-allocation", "Team "+team+": accelerators allocated vs guaranteed, per hour",
-		"Mean accelerators the team held in each hour of "+u.PeriodLabel+", against its guarantee. Gaps are missing data periods.",
+		"Mean accelerators the team held in each hour of "+u.PeriodLabel+", against the guarantee in force in that hour. Gaps are missing data periods.",
 		"accelerators", xs, series)
 
 	days := usage.Days(from, to)
@@ -355,7 +388,7 @@ func (s *Server) clusterUsage(c echo.Context) error {
 			PeriodLabel: "no period shown: correct the dates", NoData: true}))
 	}
 	ctx := c.Request().Context()
-	u := views.ClusterUsage{Period: pf, PeriodLabel: periodLabel(from, to)}
+	u := views.ClusterUsage{Period: pf, PeriodLabel: periodLabel(from, to), UpTo: upToNote(to, s.opts.Now())}
 	rows, err := s.opts.DB.UsageHours(ctx, store.UsageFilter{From: from, To: to})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +144,28 @@ func TestUsagePeriodValidation(t *testing.T) {
 	}
 }
 
+// Issue 38 item 5: a period that reaches the hour in progress says on the
+// page that the figures stop at that hour's start (the period's label ends
+// there too); a period in the past says nothing of it.
+func TestUsagePagesSayUpToWhen(t *testing.T) {
+	h := newHarness(t, false, frozenClock)
+	now := h.srv.opts.Now()
+	cur := usage.HourStart(now)
+	past := usage.DayStart(now).AddDate(0, 0, -10).Format(time.DateOnly)
+	s := h.signIn("admin")
+	for _, path := range []string{"/teams/red/usage", "/admin/usage"} {
+		_, body := h.get(noRedirect(s.c), path)
+		want := `data-testid="figures-up-to">Figures run to ` + cur.Format("2006-01-02 15:04") + " UTC"
+		if !strings.Contains(body, want) || !strings.Contains(body, "to "+cur.Format("2006-01-02 15:04")+" (UTC)") ||
+			!strings.Contains(body, "the hour in progress (from "+cur.Format("15:04")+") is still being recorded") {
+			t.Errorf("GET %s: the page does not say that its figures run to %s", path, cur)
+		}
+		if _, body := h.get(noRedirect(s.c), path+"?from="+past+"&to="+past); strings.Contains(body, `data-testid="figures-up-to"`) {
+			t.Errorf("GET %s for %s: a past period says its figures stop at the hour in progress", path, past)
+		}
+	}
+}
+
 func TestClusterUsageOverview(t *testing.T) {
 	h := newHarness(t, false, frozenClock)
 	seedUsage(t, h)
@@ -244,5 +267,31 @@ func TestTeamUsageWithUtilization(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, tc.want) || strings.Contains(body, tc.wantNot) {
 			t.Errorf("utilization %+v: %d, want %s and not %s", tc.src, resp.StatusCode, tc.want, tc.wantNot)
 		}
+	}
+}
+
+// Issue 38 item 2: the usage chart's guarantee line is the guarantee in
+// force in each hour, from the guarantee history the collector and the
+// chargeback use: red's 1 p5 (8 GPUs) became 2 (16) at X+30m, so the hour
+// before X shows 8, hour X the mean 12, the hour after 16.
+func TestTeamUsageGuaranteeLineFollowsHistory(t *testing.T) {
+	h := newHarness(t, false, frozenClock)
+	ctx := context.Background()
+	x := usage.HourStart(h.srv.opts.Now()).Add(-5 * time.Hour)
+	if err := h.db.ExecForTest(ctx, `INSERT INTO team_guarantee_history (team, instance_type, from_at, count) VALUES
+  ('red', 'ml.p5.48xlarge', '0001-01-01T00:00:00.000000000Z', 1), ('red', 'ml.p5.48xlarge', '`+x.Add(30*time.Minute).Format(time.RFC3339)+`', 2)`); err != nil {
+		t.Fatal(err)
+	}
+	u, err := h.srv.teamUsageView(ctx, "red", x.Add(-time.Hour), x.Add(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(u.Allocation.Table.Columns, "Guarantee (accelerators)")
+	var got []string
+	for _, r := range u.Allocation.Table.Rows {
+		got = append(got, r[col])
+	}
+	if want := []string{"8", "12", "16"}; col < 0 || !slices.Equal(got, want) {
+		t.Errorf("guarantee line %v (column %d of %v), want %v", got, col, u.Allocation.Table.Columns, want)
 	}
 }

@@ -8,9 +8,12 @@
 // One instance runs per cluster at a time (a heartbeat in the store; a
 // second one waits until the first's goes stale). It is restart-safe:
 // records are keyed by UID and hours are recomputed and replaced, never
-// added to; on start it reconciles what it recorded with what pods and
-// Workloads show in their status, and what it cannot recover (pods deleted
-// while it was not running) is recorded as a missing data period.
+// added to; on start it loads what it recorded for every pod and Workload
+// the informers report and folds their status into that (a recorded
+// history is never replaced by a reconstruction from final conditions),
+// and what it cannot recover (pods deleted while it was not running) is
+// recorded as a missing data period. Each second is split by the guarantee
+// in force at that second (usage.GuaranteeHistory).
 package collect
 
 import (
@@ -29,6 +32,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
 
@@ -60,6 +64,7 @@ type Store interface {
 	PutUsageRecords(ctx context.Context, cluster string, r store.UsageRecords) error
 	UsageRecordsIn(ctx context.Context, cluster string, from, to time.Time) (store.UsageRecords, error)
 	OpenUsageRecords(ctx context.Context, cluster string) (store.UsageRecords, error)
+	UsageRecordsOf(ctx context.Context, cluster string, podUIDs, workloadKeys []string) (store.UsageRecords, error)
 	ReplaceUsage(ctx context.Context, cluster string, from, until time.Time, hours []usage.Hour, clusterHours []usage.ClusterHour, owner string) error
 	AddMissing(ctx context.Context, m usage.Missing) error
 	PruneUsage(ctx context.Context, cutoff time.Time) (int64, error)
@@ -77,8 +82,9 @@ type Collector struct {
 	// Owner names this instance in the heartbeat (host and process).
 	Owner string
 	// Guarantees returns each team's guaranteed accelerators per instance
-	// type (from the approved contracts).
-	Guarantees func(ctx context.Context) (usage.Guarantees, error)
+	// type over time (the approved contracts' guarantees from when each
+	// took effect): each second is split by the guarantee in force then.
+	Guarantees func(ctx context.Context) (usage.GuaranteeHistory, error)
 	// Accelerators per instance type (provision.ClusterSettings.Accelerators):
 	// the resource each instance type is counted in, and the count per
 	// instance for nodes whose allocatable shows none.
@@ -100,6 +106,14 @@ type Collector struct {
 	last      time.Time // the heartbeat: usage known until here
 	synced    bool
 	warned    map[string]bool // instance types with unconverted requests logged
+
+	// While Start loads what is stored for the objects the informers
+	// report, pods and Workloads it has no state for wait here (the latest
+	// object of each), so that none is rebuilt from its status alone and
+	// recorded over a richer history (issue 38).
+	loading      bool
+	deferredPods map[types.UID]*slimPod
+	deferredWLs  map[string]*kueue.Workload
 }
 
 type nodeState struct {
@@ -110,6 +124,19 @@ type nodeState struct {
 type wlState struct {
 	w          usage.Workload
 	admittedAt time.Time // the admission in force; zero when not admitted
+}
+
+// storedWL is the state of a Workload whose history was recorded: it is
+// admitted when its last wait ended in its last admission (a wait that
+// ended otherwise ended with the Workload's finish).
+func storedWL(w usage.Workload) *wlState {
+	st := &wlState{w: w}
+	if n := len(w.Admissions); n > 0 {
+		if p := len(w.Pending); p == 0 || w.Pending[p-1].To.Equal(w.Admissions[n-1].At) {
+			st.admittedAt = w.Admissions[n-1].At
+		}
+	}
+	return st
 }
 
 func (c *Collector) now() time.Time {
@@ -205,21 +232,11 @@ func (c *Collector) Start(ctx context.Context, last time.Time) (stop func(), err
 	if err != nil {
 		return nil, err
 	}
-	prev, err := c.Store.UsageRecordsIn(ctx, c.Cluster, c.last, now.Add(time.Second))
-	if err != nil {
-		return nil, err
-	}
 	c.mu.Lock()
 	for _, n := range open.Nodes {
 		c.nodes[n.Node] = &nodeState{span: n}
 	}
-	for _, w := range prev.Workloads {
-		st := &wlState{w: w}
-		if n := len(w.Admissions); n > 0 && (len(w.Pending) == 0 || !w.Pending[len(w.Pending)-1].To.IsZero()) {
-			st.admittedAt = w.Admissions[n-1].At
-		}
-		c.wls[types.UID(w.Key)] = st
-	}
+	c.loading, c.deferredPods, c.deferredWLs = true, map[types.UID]*slimPod{}, map[string]*kueue.Workload{}
 	c.mu.Unlock()
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -254,11 +271,62 @@ func (c *Collector) Start(ctx context.Context, last time.Time) (stop func(), err
 		stop()
 		return nil, fmt.Errorf("usage collector: pods and Workloads did not sync: %w", context.Cause(runCtx))
 	}
+	if err := c.merge(ctx, now); err != nil {
+		stop()
+		return nil, err
+	}
 	if err := c.reconcile(ctx, open, last, now); err != nil {
 		stop()
 		return nil, err
 	}
 	return stop, nil
+}
+
+// merge ends the loading: it reads what is stored for the pods and
+// Workloads the informers reported and the collector had no state for,
+// takes that as their state, and only then folds in what the cluster shows,
+// so that a restart or a new leader records nothing but what changed (a
+// Workload rebuilt from its final conditions alone would lose its
+// preemptions and earlier waits). Objects that arrive while it reads wait
+// too, and are folded in after.
+func (c *Collector) merge(ctx context.Context, now time.Time) error {
+	for {
+		c.mu.Lock()
+		pods, wls := c.deferredPods, c.deferredWLs
+		if len(pods) == 0 && len(wls) == 0 {
+			c.loading, c.deferredPods, c.deferredWLs = false, nil, nil
+			c.mu.Unlock()
+			return nil
+		}
+		c.deferredPods, c.deferredWLs = map[types.UID]*slimPod{}, map[string]*kueue.Workload{}
+		c.mu.Unlock()
+		podKeys := make([]string, 0, len(pods))
+		for uid := range pods {
+			podKeys = append(podKeys, string(uid))
+		}
+		stored, err := c.Store.UsageRecordsOf(ctx, c.Cluster, podKeys, slices.Collect(maps.Keys(wls)))
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		for _, a := range stored.Allocs {
+			if c.pods[types.UID(a.Key)] == nil {
+				c.pods[types.UID(a.Key)] = &a
+			}
+		}
+		for _, w := range stored.Workloads {
+			if c.wls[types.UID(w.Key)] == nil {
+				c.wls[types.UID(w.Key)] = storedWL(w)
+			}
+		}
+		for _, p := range pods {
+			c.podLocked(p, now)
+		}
+		for _, w := range wls {
+			c.workloadLocked(w)
+		}
+		c.mu.Unlock()
+	}
 }
 
 // reconcile closes the pods recorded as running that the cluster no longer

@@ -3,7 +3,6 @@ package collect
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,14 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
 	"github.com/hyperpod-governance/portal/internal/usage"
 )
 
@@ -60,23 +55,10 @@ func waitFor(t *testing.T, c *Collector, what string, cond func() bool) {
 // quota, and a restart in the middle (a pod finishing and a pod deleted
 // while it was down). Every figure is computed by hand below.
 func TestCollectorIntegration(t *testing.T) {
-	kubeconfig := testenv.Require(t, "PORTAL_TEST_KUBECONFIG")
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	kq := kueueclient.NewForConfigOrDie(cfg)
+	kube, kq := testbedClients(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 
 	sfx := fmt.Sprintf("%d", time.Now().UnixNano()%1e6)
 	// Instance types of this run only, so other tests' nodes do not count.
@@ -94,35 +76,12 @@ func TestCollectorIntegration(t *testing.T) {
 	}
 	n1, n2 := "usage-n1-"+sfx, "usage-n2-"+sfx
 	for _, name := range []string{n1, n2} {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			corev1.LabelInstanceTypeStable: p5, LabelNodeHealth: HealthSchedulable}}}
-		n, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Status.Allocatable = corev1.ResourceList{ResourceGPU: resource.MustParse("8")}
-		n.Status.Capacity = n.Status.Allocatable
-		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		createNode(ctx, t, kube, name, p5, "8")
 	}
 
 	// n3, a g5 with 1 GPU, is deleted while the collector is down.
 	n3 := "usage-n3-" + sfx
-	{
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n3, Labels: map[string]string{corev1.LabelInstanceTypeStable: g5, LabelNodeHealth: HealthSchedulable}}}
-		n, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Status.Allocatable = corev1.ResourceList{ResourceGPU: resource.MustParse("1")}
-		n.Status.Capacity = n.Status.Allocatable
-		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), n3, metav1.DeleteOptions{}) })
-	}
+	createNode(ctx, t, kube, n3, g5, "1")
 	// The Workload belongs to a job (here a ConfigMap stands in as its
 	// controller owner, so the garbage collector keeps it): its key in the
 	// records is the owner's UID.
@@ -152,7 +111,7 @@ func TestCollectorIntegration(t *testing.T) {
 	guar := usage.Guarantees{"red": {p5: 8}}
 	newCollector := func(owner string) *Collector {
 		return &Collector{Kube: kube, Kueue: kq, Store: db, Cluster: "hp-" + sfx, Owner: owner, Now: clk.now,
-			Guarantees: func(context.Context) (usage.Guarantees, error) { return guar, nil }}
+			Guarantees: func(context.Context) (usage.GuaranteeHistory, error) { return guar.History(), nil }}
 	}
 
 	// First start at B: the nodes are seen at B.

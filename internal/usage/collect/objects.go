@@ -344,8 +344,23 @@ func (c *Collector) podAlloc(p *slimPod, now time.Time) (usage.Alloc, bool) {
 	}
 	// Counted in the unit of the instance type it runs on.
 	a.Accelerators = c.inUnit(a.InstanceType, p.Accel, coresPerDevice)
+	prev := c.pods[p.UID]
+	if prev != nil && !prev.Start.Equal(a.Start) {
+		prev = nil
+	}
+	if prev != nil && c.nodes[p.NodeName] == nil {
+		// Its node is gone (or not seen yet): what was recorded while
+		// the node was there stands.
+		a.InstanceType, a.Accelerators = prev.InstanceType, prev.Accelerators
+	}
 	if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
-		a.End = usage.Later(cmp.Or(p.End, now), a.Start)
+		// A status without the finish time is dated when the collector
+		// first saw it finished: a later look must not move that.
+		end := p.End
+		if end.IsZero() && prev != nil {
+			end = prev.End
+		}
+		a.End = usage.Later(cmp.Or(end, now), a.Start)
 	}
 	return a, true
 }
@@ -365,6 +380,15 @@ func (c *Collector) onPod(obj any) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.loading && c.pods[p.UID] == nil {
+		c.deferredPods[p.UID] = p
+		return
+	}
+	c.podLocked(p, now)
+}
+
+// podLocked folds a pod's state into its allocation. The caller holds mu.
+func (c *Collector) podLocked(p *slimPod, now time.Time) {
 	a, ok := c.podAlloc(p, now)
 	if !ok {
 		return
@@ -393,6 +417,7 @@ func (c *Collector) onPodGone(obj any) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.deferredPods, p.UID)
 	prev := c.pods[p.UID]
 	delete(c.pods, p.UID)
 	if prev == nil || !prev.End.IsZero() {
@@ -438,25 +463,47 @@ func (c *Collector) onWorkload(obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if key := workloadKey(w); c.loading && c.wls[types.UID(key)] == nil {
+		c.deferredWLs[key] = w
+		return
+	}
+	c.workloadLocked(w)
+}
+
+// workloadLocked folds a Workload's conditions into its history, and marks
+// the hours from the earliest instant that changed. The caller holds mu.
+func (c *Collector) workloadLocked(w *kueue.Workload) {
 	team := c.teams[w.Namespace]
 	if team == "" {
 		return
 	}
 	key := workloadKey(w)
 	st := c.wls[types.UID(key)]
+	var changed time.Time // the earliest instant whose hours change
 	if st == nil {
 		created := w.CreationTimestamp.UTC().Truncate(time.Second)
 		st = &wlState{w: usage.Workload{Key: key, Created: created, Pending: []usage.Span{{From: created}}}}
 		c.wls[types.UID(key)] = st
+		changed = created
+	}
+	mark := func(t time.Time) {
+		if changed.IsZero() || t.Before(changed) {
+			changed = t
+		}
 	}
 	before := fingerprint(st)
 	x := &st.w
-	x.Name, x.Team, x.Namespace = w.Name, team, w.Namespace
-	if r := w.Spec.PriorityClassRef; r != nil {
-		x.PriorityClass = r.Name
+	if x.Name != w.Name || x.Team != team || x.Namespace != w.Namespace {
+		mark(x.Created)
 	}
-	if it := instanceType(w); it != "" {
+	x.Name, x.Team, x.Namespace = w.Name, team, w.Namespace
+	if r := w.Spec.PriorityClassRef; r != nil && x.PriorityClass != r.Name {
+		x.PriorityClass = r.Name
+		mark(x.Created)
+	}
+	if it := instanceType(w); it != "" && x.InstanceType != it {
 		x.InstanceType = it
+		mark(x.Created)
 	}
 	cond := func(t string) *metav1.Condition { return meta.FindStatusCondition(w.Status.Conditions, t) }
 	ltt := func(cd *metav1.Condition) time.Time {
@@ -473,6 +520,7 @@ func (c *Collector) onWorkload(obj any) {
 		}
 		st.admittedAt = time.Time{}
 		x.Pending = append(x.Pending, usage.Span{From: at})
+		mark(at)
 	}
 	if admitted && st.admittedAt.IsZero() {
 		at := ltt(ad)
@@ -481,6 +529,7 @@ func (c *Collector) onWorkload(obj any) {
 			at = usage.Later(at, from)
 			x.Pending[n-1].To = at
 			x.Admissions = append(x.Admissions, usage.Admission{At: at, WaitSeconds: int64(at.Sub(from) / time.Second)})
+			mark(at)
 		}
 		st.admittedAt = at
 	}
@@ -489,10 +538,11 @@ func (c *Collector) onWorkload(obj any) {
 		if n := len(x.Pending); n > 0 && x.Pending[n-1].To.IsZero() {
 			x.Pending[n-1].To = usage.Later(x.Finished, x.Pending[n-1].From)
 		}
+		mark(x.Finished)
 	}
 	if fingerprint(st) != before {
 		c.dirty.Workloads = append(c.dirty.Workloads, *x)
-		c.dirtyFrom = usage.Earlier(c.dirtyFrom, x.Created)
+		c.dirtyFrom = usage.Earlier(c.dirtyFrom, cmp.Or(changed, x.Created))
 	}
 }
 

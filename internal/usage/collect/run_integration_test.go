@@ -4,16 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
-
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
 	"github.com/hyperpod-governance/portal/internal/usage"
 )
 
@@ -21,21 +15,10 @@ import (
 // is fresh), prunes records past the retention when it starts, and flushes
 // once more when stopped, moving the heartbeat to that instant.
 func TestCollectorRunIntegration(t *testing.T) {
-	kubeconfig := testenv.Require(t, "PORTAL_TEST_KUBECONFIG")
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, kq := testbedClients(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	old := usage.Hour{Team: "red", Namespace: "ns", InstanceType: "p5", Start: t0.Add(-401 * 24 * time.Hour), GuaranteedAccelSeconds: 1,
 		WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1}
@@ -46,9 +29,9 @@ func TestCollectorRunIntegration(t *testing.T) {
 	}
 	clk := &clock{t: t0}
 	cluster := fmt.Sprintf("run-%d", time.Now().UnixNano()%1e6)
-	c := &Collector{Kube: kubernetes.NewForConfigOrDie(cfg), Kueue: kueueclient.NewForConfigOrDie(cfg), Store: db,
+	c := &Collector{Kube: kube, Kueue: kq, Store: db,
 		Cluster: cluster, Owner: "one", Now: clk.now, Interval: time.Hour, Retention: 400 * 24 * time.Hour,
-		Guarantees: func(context.Context) (usage.Guarantees, error) { return usage.Guarantees{}, nil }}
+		Guarantees: func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil }}
 	runCtx, stopRun := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(runCtx) }()

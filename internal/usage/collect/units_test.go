@@ -85,7 +85,7 @@ func TestUnitsAgreeFromPodToPrice(t *testing.T) {
 
 			// The integrator: the guarantee of one instance, from the same table.
 			g := usage.Guarantees{"team01": {c.itype: int64(table[c.itype].Accelerators)}}
-			hours := usage.Integrate(t0, t0.Add(time.Hour), allocs, nil, g)
+			hours := usage.Integrate(t0, t0.Add(time.Hour), allocs, nil, g.History())
 			if len(hours) != 1 || hours[0].GuaranteedAccelSeconds != c.capacity*3600 || hours[0].BorrowedAccelSeconds != 0 {
 				t.Fatalf("hours = %+v; want %d guaranteed accelerator-seconds, none borrowed", hours, c.capacity*3600)
 			}
@@ -102,7 +102,7 @@ func TestUnitsAgreeFromPodToPrice(t *testing.T) {
 			}
 			cb, err := usage.Charge(usage.ChargeInput{Hours: hours, Cluster: cluster, Rates: card,
 				Accelerators: web.AcceleratorsOf(provision.DefaultClusterSettings()),
-				Guarantees:   map[string]map[string]int{"team01": {c.itype: 1}}, Period: usage.MonthOf(t0),
+				Guarantees:   usage.Guarantees{"team01": {c.itype: 1}}.History(), Period: usage.MonthOf(t0),
 				Policy: usage.Policy{Method: usage.SplitUnallocated}})
 			if err != nil {
 				t.Fatal(err)
