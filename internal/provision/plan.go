@@ -107,6 +107,13 @@ type Plan struct {
 	// settings'); see RevocationPlan. It is not part of Hash: it changes
 	// nothing that is applied.
 	OnRevoke RevokeMode
+
+	// StopPolicy is what the connection's hold says its queues' Kueue
+	// spec.stopPolicy is (workflow.Hold.StopPolicy), set by the drift
+	// check (DriftChecker.StopPolicies), never by BuildPlan: the plan does
+	// not set the field (hold.go). "" does not compare it. Not part of
+	// Hash.
+	StopPolicy string
 }
 
 // Owner says who owns an object of a plan, and so what the portal may do
