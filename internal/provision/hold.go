@@ -142,7 +142,7 @@ func StopPolicyManagers(live *unstructured.Unstructured) []string {
 			continue
 		}
 		var fields map[string]any
-		if json.Unmarshal(m.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		if spec, ok := fields["f:spec"].(map[string]any); ok {
