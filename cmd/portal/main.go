@@ -274,6 +274,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
+	if p, ok := util.(web.UtilizationProber); ok {
+		go probeUtilization(ctx, p, db, logger)
+	}
 
 	notifier, channels, err := notifyWorker(cfg.Notify, db, mapping, base, logger)
 	if err != nil {

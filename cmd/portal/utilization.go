@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/usage/prom"
+	"github.com/hyperpod-governance/portal/internal/web"
 )
 
 // validatePrometheus checks the --prometheus-* flags.
@@ -63,6 +66,29 @@ func utilizationSource(ctx context.Context, cfg Config, logger *slog.Logger) (us
 	}
 	logger.Info("GPU utilization from Prometheus", "url", c.URL(), "sigv4_region", c.SigV4Region(), "namespace_label", cfg.PrometheusNamespaceLabel)
 	return c, nil
+}
+
+// probeUtilization runs the utilization probe once at start (the same
+// check /admin/cluster shows): a warning naming the label to configure when
+// no series carries a live connection's namespace, since the usage pages
+// would otherwise show no utilization without saying why.
+func probeUtilization(ctx context.Context, p web.UtilizationProber, db *store.DB, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	teams, err := db.LiveNamespaces(ctx)
+	if err != nil {
+		logger.Error("utilization probe: team namespaces", "err", err)
+		return
+	}
+	res, err := p.Probe(ctx, teams, time.Now())
+	switch {
+	case err != nil:
+		logger.Warn("utilization probe failed", "err", err)
+	case !res.OK(teams):
+		logger.Warn(res.Warning(teams), "namespace_label", res.Label, "team_namespaces", len(teams), "series", res.Series)
+	default:
+		logger.Info("utilization probe: series carry team namespaces", "namespace_label", res.Label, "found", res.Found)
+	}
 }
 
 func firstNonEmpty(ss ...string) string {

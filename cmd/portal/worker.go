@@ -101,11 +101,12 @@ func newDriftChecker(db *store.DB, a *provision.Applier, cloud provision.AWSDrif
 			}
 			return out, err
 		},
-		Plans:    provision.PlansFrom(planLookup(db), settings),
-		CheckAll: provision.DriftAllOf(a, cloud),
-		Save:     db.SaveDrift,
-		Interval: 5 * time.Minute,
-		Logger:   logger.With("component", "drift"),
+		Plans:        provision.PlansFrom(planLookup(db), settings),
+		CheckAll:     provision.DriftAllOf(a, cloud),
+		StopPolicies: db.HoldStopPolicies,
+		Save:         db.SaveDrift,
+		Interval:     5 * time.Minute,
+		Logger:       logger.With("component", "drift"),
 	}
 }
 

@@ -203,14 +203,17 @@ start() {
 		while read -r v; do unset "$v"; done < <(compgen -e | grep '^ETCD_' || true)
 		exec setsid "$@" </dev/null >>"$logf" 2>&1
 	) &
-	local pid=$! i exe
+	local pid=$! i exe bin
 	printf '%s\n' "$pid" >"$state/$name.pid"
 	# Until the subshell has exec'd the binary (bash, then setsid, then it),
 	# its command line is not yet ours: wait for that. An early exit (exe
 	# unreadable: gone or a zombie) is left to wait_ok to report.
+	# /proc/PID/exe is the resolved path, so compare it with the binary's
+	# resolved path (a cache directory reached through a symbolic link).
+	bin=$(readlink -f -- "$1")
 	for ((i = 0; i < 200; i++)); do
 		exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 0
-		[[ $exe == "$1" ]] && return 0
+		[[ $exe == "$bin" ]] && return 0
 		sleep 0.05
 	done
 	die "$name (pid $pid) did not start within 10s"

@@ -117,15 +117,20 @@ type NotServedError struct {
 }
 
 func (e *NotServedError) Error() string {
-	served := "no version of it"
-	if len(e.Served) > 0 {
-		served = "only " + strings.Join(e.Served, ", ")
-	}
-	msg := fmt.Sprintf("the cluster does not serve %s (it serves %s)", e.Want, served)
+	msg := fmt.Sprintf("the cluster does not serve %s (%s)", e.Want, e.ServedText())
 	if e.Want.Group == KueueGroupVersion.Group {
 		msg += fmt.Sprintf(": the plan's Kueue objects need the HyperPod task governance add-on (amazon-sagemaker-hyperpod-taskgovernance) at %s or later; upgrade it, check /admin/cluster, then retry the job", KueueAddonVersion)
 	}
 	return msg
+}
+
+// ServedText says which versions of the group the cluster serves: "it
+// serves only v1beta1" or "it serves no version of it".
+func (e *NotServedError) ServedText() string {
+	if len(e.Served) == 0 {
+		return "it serves no version of it"
+	}
+	return "it serves only " + strings.Join(e.Served, ", ")
 }
 
 // RequireServed checks that the cluster serves every group/version of the

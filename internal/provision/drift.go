@@ -136,6 +136,11 @@ func (a *Applier) driftFrom(ctx context.Context, snap *Snapshot, p Plan) ([]work
 			planned[o.Namespace+"/"+o.Name] = true
 		}
 		live := snap.live(a, o)
+		if live != nil && p.StopPolicy != "" && IsQueue(o) {
+			if it := StopPolicyDrift(o, live, p.StopPolicy); it != nil {
+				out = append(out, *it)
+			}
+		}
 		if live != nil && o.Owner != OwnerHyperPodChecked && len(Covers(live, o.Obj, a.fieldManager())) == 0 {
 			continue // as planned: no request
 		}

@@ -31,11 +31,18 @@ type DriftChecker struct {
 	CheckAll func(ctx context.Context, plans []Plan, lists *ListCache) []DriftResult
 	// Batch is how many connections CheckAll checks at once (default
 	// DriftBatch).
-	Batch    int
-	Save     func(ctx context.Context, connID int64, items []workflow.DriftItem, checkErr string, now time.Time) error
-	Interval time.Duration
-	Clock    func() time.Time
-	Logger   *slog.Logger
+	Batch int
+	// StopPolicies, when set, is the Kueue stopPolicy each connection's
+	// hold puts on its queues (workflow.Hold.StopPolicy), read once per
+	// pass; a connection it leaves out (a hold job of it is queued or
+	// running) is not compared. A queue whose live stopPolicy differs is
+	// drift (StopPolicyDrift): the plan never sets the field, so only this
+	// notices something setting a hold back.
+	StopPolicies func(ctx context.Context) (map[int64]string, error)
+	Save         func(ctx context.Context, connID int64, items []workflow.DriftItem, checkErr string, now time.Time) error
+	Interval     time.Duration
+	Clock        func() time.Time
+	Logger       *slog.Logger
 }
 
 // RunOnce checks every provisioned connection once and returns how many
@@ -49,7 +56,13 @@ func (d *DriftChecker) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return d.runBatches(ctx, conns, now)
+	var stops map[int64]string
+	if d.StopPolicies != nil {
+		if stops, err = d.StopPolicies(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return d.runBatches(ctx, conns, stops, now)
 }
 
 // DriftBatch is DriftChecker.Batch's default: the connections one snapshot
@@ -58,7 +71,7 @@ func (d *DriftChecker) RunOnce(ctx context.Context) (int, error) {
 const DriftBatch = 200
 
 // runBatches checks the plans of up to Batch connections at once.
-func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, now func() time.Time) (int, error) {
+func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, stops map[int64]string, now func() time.Time) (int, error) {
 	size := d.Batch
 	if size <= 0 {
 		size = DriftBatch
@@ -80,6 +93,7 @@ func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, now 
 				errs[i] = err
 				continue
 			}
+			p.StopPolicy = stops[cv.ConnectionID]
 			plans = append(plans, p)
 			at = append(at, i)
 		}

@@ -2,11 +2,16 @@ package provision
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // Holds (workflow/hold.go): a hold job sets spec.stopPolicy on the team's
@@ -28,14 +33,34 @@ import (
 // spec.stopPolicy, under its own field manager, HoldFieldManager. Applied
 // under the plan's manager (ManagedBy), that partial object would give up
 // every other field the plan sets, and the API server would remove them.
-// The plan never sets stopPolicy (BuildPlan leaves it nil, so the defaulted
-// None is owned by nobody), so a later re-apply or amendment under ManagedBy
-// neither changes nor takes the field: a hold survives them, and drift
-// detection (a dry-run apply of the plan) sees no difference. On the
-// portal's own queues the step forces (its word wins over a hand edit of
-// the field); on the LocalQueue HyperPod task governance owns, it does not
-// force: the portal otherwise never writes that queue, and should HyperPod
-// manage stopPolicy the conflict stops the job instead of taking the field.
+// The plan never sets stopPolicy (BuildPlan leaves it nil), so a later
+// re-apply or amendment under ManagedBy neither changes nor takes the
+// field: a hold survives them, and the plan's own comparison sees no
+// difference (the drift check compares stopPolicy with the hold
+// separately: StopPolicyDrift).
+//
+// The step always forces, and so takes over exactly that one field: the
+// applied object sets nothing else, and forcing moves only the conflicting
+// fields of the applied configuration to the applier ("the field's value
+// will be set to the value in the configuration, and the ownership will be
+// transferred to the applier", https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts).
+// It must: Kueue's CRDs default stopPolicy to None (kubebuilder:default
+// "None" on LocalQueueSpec.StopPolicy and ClusterQueueSpec.StopPolicy,
+// github:kubernetes-sigs/kueue apis/kueue/v1beta2/localqueue_types.go and
+// config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml
+// "default: None", @ff69552e79ad21652c36caa97038382e55625cf7), the API
+// server applies a CRD's defaults when it decodes a request, and a
+// manager that created the queue with a plain create owns every field of
+// the object it stored, the defaulted None included. HyperPod task
+// governance creates the team's LocalQueue itself ("When installed,
+// HyperPod creates and modifies SageMaker AI-managed Kubernetes resources
+// such as ... LocalQueues", github:aws-samples/awsome-distributed-training
+// 1.architectures/7.sagemaker-hyperpod-eks/task-governance/README.md), so
+// without force the hold on HyperPod's queue conflicts with HyperPod's
+// manager. The step's detail names the managers it took the field from;
+// the connection page says the hold takes that field of HyperPod's queue.
+// Should HyperPod (or anyone) set it back, the drift check reports the
+// queue (StopPolicyDrift) and a hold job applies it again.
 
 // HoldFieldManager is the field manager of a hold's stopPolicy.
 const HoldFieldManager = ManagedBy + "-hold"
@@ -76,8 +101,8 @@ func HoldSteps(p Plan, policy string) []Step {
 }
 
 // StopPolicy applies s.Object (spec.stopPolicy alone) under
-// HoldFieldManager: forced on the portal's queues, not on HyperPod's. The
-// queue must exist: a hold creates nothing.
+// HoldFieldManager, forced (see above). The queue must exist: a hold
+// creates nothing.
 func (a *Applier) StopPolicy(ctx context.Context, o Object) (Outcome, string, error) {
 	ri, err := a.resourceOf(o)
 	if err != nil {
@@ -90,17 +115,64 @@ func (a *Applier) StopPolicy(ctx context.Context, o Object) (Outcome, string, er
 	if err != nil {
 		return Failed, "", err
 	}
-	out, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: HoldFieldManager, Force: o.Owner == OwnerPortal})
-	if apierrors.IsConflict(err) {
-		return Failed, "", permanent(fmt.Errorf("%w: another manager owns spec.stopPolicy of %s %s; the portal does not take it over", err, o.Kind, o.Ref()))
-	}
+	out, err := ri.Apply(ctx, o.Name, o.Obj, metav1.ApplyOptions{FieldManager: HoldFieldManager, Force: true})
 	if err != nil {
 		return Failed, "", err
 	}
 	policy, _, _ := unstructured.NestedString(out.Object, "spec", "stopPolicy")
 	detail := "spec.stopPolicy " + policy + ", resourceVersion " + out.GetResourceVersion()
+	if from := StopPolicyManagers(live); len(from) > 0 {
+		detail += "; took the field over from " + strings.Join(from, ", ")
+		if o.Owner != OwnerPortal {
+			detail += " (the only field of HyperPod's queue the portal writes)"
+		}
+	}
 	if out.GetResourceVersion() == live.GetResourceVersion() {
 		return Unchanged, detail, nil
 	}
 	return Configured, detail, nil
+}
+
+// StopPolicyManagers are the field managers other than HoldFieldManager
+// that own spec.stopPolicy of live, sorted.
+func StopPolicyManagers(live *unstructured.Unstructured) []string {
+	var out []string
+	for _, m := range live.GetManagedFields() {
+		if m.Manager == HoldFieldManager || m.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		if spec, ok := fields["f:spec"].(map[string]any); ok {
+			if _, ok := spec["f:stopPolicy"]; ok && !slices.Contains(out, m.Manager) {
+				out = append(out, m.Manager)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// IsQueue reports whether o is a Kueue queue a hold sets the stopPolicy of.
+func IsQueue(o Object) bool { return o.Kind == "LocalQueue" || o.Kind == "ClusterQueue" }
+
+// StopPolicyDrift is the drift of a queue whose live spec.stopPolicy is
+// not want, what the connection's hold says (workflow.Hold.StopPolicy);
+// nil when it is. An absent field counts as Kueue's default None.
+func StopPolicyDrift(o Object, live *unstructured.Unstructured, want string) *workflow.DriftItem {
+	got, _, _ := unstructured.NestedString(live.Object, "spec", "stopPolicy")
+	if got == "" {
+		got = workflow.StopNone
+	}
+	if got == want {
+		return nil
+	}
+	detail := fmt.Sprintf("spec.stopPolicy is %s, the connection's hold says %s", got, want)
+	if from := StopPolicyManagers(live); len(from) > 0 {
+		detail += " (set by " + strings.Join(from, ", ") + ")"
+	}
+	return &workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: []string{"spec.stopPolicy"},
+		Detail: detail + "; Try again on the hold panel applies the hold again"}
 }

@@ -2,10 +2,12 @@ package provision_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -25,6 +27,8 @@ func TestHoldIntegration(t *testing.T) {
 	b.setInventory(ctx, 1)
 	tn := b.approve(ctx, "wint"+wintRandom(t), b.plans)
 	w := b.worker("w1")
+	served, _ := clusterReader(t)
+	w.Preflight = served.RequireServed // hold jobs pass the test bed's served-version check
 	b.runOnce(ctx, w)
 	if st := b.state(ctx, tn.conn.ID); st != workflow.StateActive {
 		t.Fatalf("state after provisioning = %s", st)
@@ -108,14 +112,60 @@ func TestHoldIntegration(t *testing.T) {
 		List: func(ctx context.Context) ([]provision.ConnVersion, error) {
 			return []provision.ConnVersion{{ConnectionID: tn.conn.ID, Version: tn.conn.ApprovedVersion}}, nil
 		},
-		Plans:    b.plans,
-		CheckAll: provision.DriftAllOf(b.look, nil),
-		Save:     b.db.SaveDrift,
-		Clock:    b.clock.Now,
+		Plans:        b.plans,
+		CheckAll:     provision.DriftAllOf(b.look, nil),
+		StopPolicies: b.db.HoldStopPolicies,
+		Save:         b.db.SaveDrift,
+		Clock:        b.clock.Now,
 	}
 	if n, err := checker.RunOnce(ctx); err != nil || n != 0 {
 		r, _ := b.db.Drift(ctx, tn.conn.ID)
 		t.Errorf("drift while held: %d drifted (%+v), %v", n, r.Items, err)
+	}
+
+	// Someone sets the LocalQueue's hold back by hand: the drift check
+	// reports that queue's stopPolicy (the plan alone never sets it), and
+	// the hold job tried again applies the hold over the edit.
+	lq := queues[1]
+	live, err := b.live(ctx, lq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(live.Object, workflow.StopNone, "spec", "stopPolicy"); err != nil {
+		t.Fatal(err)
+	}
+	ri, err := b.resource(lq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ri.Update(ctx, live, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := checker.RunOnce(ctx); err != nil || n != 1 {
+		t.Errorf("drift after the hold was set back by hand: %d drifted, %v", n, err)
+	}
+	r, err := b.db.Drift(ctx, tn.conn.ID)
+	if err != nil || len(r.Items) != 1 || r.Items[0].Kind != "LocalQueue" || !slices.Equal(r.Items[0].Fields, []string{"spec.stopPolicy"}) ||
+		!strings.Contains(r.Items[0].Detail, "kubectl-edit") {
+		t.Errorf("drift items = %+v, %v; want the LocalQueue's stopPolicy, set by kubectl-edit", r.Items, err)
+	}
+	retry, err := b.db.EnqueueHold(ctx, tn.conn.ID, b.admin, "set back by hand", b.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While the hold job is queued its queues are not compared.
+	if sp, err := b.db.HoldStopPolicies(ctx); err != nil || sp[tn.conn.ID] != "" {
+		t.Errorf("stop policies with a hold job queued = %v, %v; want the connection left out", sp, err)
+	}
+	b.runOnce(ctx, w)
+	if j := b.job(ctx, retry.ID); j.State != workflow.JobSucceeded {
+		t.Fatalf("hold job tried again = %s: %s", j.State, j.LastError)
+	}
+	if got := stopPolicies(); got != "ClusterQueue=Hold LocalQueue=Hold" {
+		t.Errorf("after the hold job was tried again: %s", got)
+	}
+	if n, err := checker.RunOnce(ctx); err != nil || n != 0 {
+		t.Errorf("drift after the hold was applied again: %d, %v", n, err)
 	}
 
 	// A drain needs the explicit confirmation.
@@ -134,6 +184,30 @@ func TestHoldIntegration(t *testing.T) {
 		if !strings.Contains(acts, want) {
 			t.Errorf("audit lacks %s: %s", want, acts)
 		}
+	}
+
+	// On a cluster whose Kueue does not serve the queues' version, a hold
+	// job fails at once, as a provisioning job does, and writes nothing.
+	w.Preflight = servedBy("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "kueue.x-k8s.io/v1beta1").RequireServed
+	b.clock.Add(time.Minute)
+	if _, err := b.db.ProposeHold(ctx, tn.conn.ID, workflow.Actor{Email: "reviewer@example.test"}, "again", b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	_, jobID, err := b.db.DecideHold(ctx, tn.conn.ID, workflow.HoldStepConfirm, b.admin, false, "old Kueue", b.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.runOnce(ctx, w)
+	j := b.job(ctx, jobID)
+	if j.State != workflow.JobFailed || j.Attempts != 1 || !strings.Contains(j.LastError, "does not serve kueue.x-k8s.io/v1beta2 (it serves only v1beta1)") ||
+		!strings.Contains(j.LastError, provision.KueueAddonVersion) {
+		t.Errorf("hold job on an older Kueue = %s after %d attempts: %s", j.State, j.Attempts, j.LastError)
+	}
+	if ss := b.steps(ctx, jobID); len(ss) != 0 {
+		t.Errorf("%d steps recorded; nothing may be applied", len(ss))
+	}
+	if got := stopPolicies(); got != "ClusterQueue=None LocalQueue=None" {
+		t.Errorf("after a hold job on an older Kueue: %s", got)
 	}
 	b.verifyAudit(ctx)
 }

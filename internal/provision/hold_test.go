@@ -11,7 +11,8 @@ import (
 
 // TestHoldSteps: a hold sets the stopPolicy of the plan's ClusterQueue
 // (when the portal manages it) and LocalQueue, as objects holding nothing
-// else; forced on the portal's queues, not on the LocalQueue HyperPod owns.
+// else (the step forces, so it takes that one field even of the LocalQueue
+// HyperPod owns: TestHoldOnHyperPodLocalQueueIntegration).
 // The plan itself never sets stopPolicy, so that re-applying it (under
 // ManagedBy, with force) neither resets nor takes over a hold's field.
 func TestHoldSteps(t *testing.T) {

@@ -107,6 +107,13 @@ type Plan struct {
 	// settings'); see RevocationPlan. It is not part of Hash: it changes
 	// nothing that is applied.
 	OnRevoke RevokeMode
+
+	// StopPolicy is what the connection's hold says its queues' Kueue
+	// spec.stopPolicy is (workflow.Hold.StopPolicy), set by the drift
+	// check (DriftChecker.StopPolicies), never by BuildPlan: the plan does
+	// not set the field (hold.go). "" does not compare it. Not part of
+	// Hash.
+	StopPolicy string
 }
 
 // Owner says who owns an object of a plan, and so what the portal may do
@@ -353,6 +360,10 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 	if err != nil {
 		return Plan{}, err
 	}
+	if slices.Contains(g.resources, ResourceNeuronDevice) {
+		b.warn("Neuron devices are covered under both of their names, %s and %s, each with the whole guarantee, so that jobs asking for either are admitted (HyperPod's CLI asks for %s): jobs mixing both names can hold up to twice the guarantee in devices",
+			ResourceNeuron, ResourceNeuronDevice, ResourceNeuronDevice)
+	}
 
 	b.namespace(hyperPod)
 	b.resourceQuota(g)
@@ -511,10 +522,21 @@ func (g guaranteeRow) amount(r corev1.ResourceName) int64 {
 	case corev1.ResourceMemory:
 		return g.count * int64(g.per.MemoryGiB)
 	}
-	if g.per.Accelerators > 0 && corev1.ResourceName(g.per.AcceleratorResource) == r {
+	if g.per.Accelerators > 0 && slices.Contains(acceleratorNames(g.per.AcceleratorResource), r) {
 		return g.count * int64(g.per.Accelerators)
 	}
 	return 0
+}
+
+// acceleratorNames are the resource names jobs request an instance type's
+// accelerators under, which the queue and the quota cover, each with the
+// whole guarantee: the type's AcceleratorResource, and for Neuron devices
+// both of their names (see ResourceNeuronDevice).
+func acceleratorNames(resource string) []corev1.ResourceName {
+	if IsNeuronDevices(resource) {
+		return []corev1.ResourceName{ResourceNeuron, ResourceNeuronDevice}
+	}
+	return []corev1.ResourceName{corev1.ResourceName(resource)}
 }
 
 func guarantee(rows []workflow.Capacity, table map[string]ResourcesPerInstance) (guaranteed, error) {
@@ -533,8 +555,12 @@ func guarantee(rows []workflow.Capacity, table map[string]ResourcesPerInstance) 
 		}
 		g.rows = append(g.rows, guaranteeRow{instanceType: r.InstanceType, count: int64(r.Count), per: per})
 		g.instances += int64(r.Count)
-		if per.Accelerators > 0 && !slices.Contains(accel, corev1.ResourceName(per.AcceleratorResource)) {
-			accel = append(accel, corev1.ResourceName(per.AcceleratorResource))
+		if per.Accelerators > 0 {
+			for _, name := range acceleratorNames(per.AcceleratorResource) {
+				if !slices.Contains(accel, name) {
+					accel = append(accel, name)
+				}
+			}
 		}
 	}
 	slices.Sort(accel)

@@ -3,6 +3,7 @@ package provision
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -287,7 +288,8 @@ func TestResourceQuotaFromGuarantee(t *testing.T) {
 		{"types add up, accelerators per resource", []workflow.Capacity{
 			{InstanceType: "ml.g5.8xlarge", Count: 4}, {InstanceType: "ml.p4d.24xlarge", Count: 1}, {InstanceType: "ml.trn1.32xlarge", Count: 2}, {InstanceType: "ml.m5.xlarge", Count: 1},
 		}, workflow.SharingNeither, 0,
-			map[string]string{"requests.nvidia.com/gpu": "12", "requests.aws.amazon.com/neuron": "32", "requests.cpu": "484", "requests.memory": "2704Gi", "pods": "880"}},
+			map[string]string{"requests.nvidia.com/gpu": "12", "requests.aws.amazon.com/neuron": "32", "requests.aws.amazon.com/neurondevice": "32",
+				"requests.cpu": "484", "requests.memory": "2704Gi", "pods": "880"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := workflow.ExampleContract()
@@ -308,6 +310,61 @@ func TestResourceQuotaFromGuarantee(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Trainium jobs ask for their devices as aws.amazon.com/neuron (the Neuron
+// documentation) or aws.amazon.com/neurondevice (the HyperPod CLI, on
+// HyperPod's 2.19 device plugin; see ResourceNeuronDevice): the portal's
+// ClusterQueue covers both, each with the whole guarantee, and not
+// neuroncore; the plan says so. A GPU-only guarantee covers neither.
+func TestClusterQueueCoversBothNeuronDeviceNames(t *testing.T) {
+	c := workflow.ExampleContract()
+	c.Scheduling.Guaranteed = []workflow.Capacity{{InstanceType: "ml.trn1.32xlarge", Count: 2}, {InstanceType: "ml.p5.48xlarge", Count: 1}}
+	c = c.Normalize()
+	p, err := BuildPlan(1, 1, c.Hash(), c, managedSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq := find(t, p, "ClusterQueue", "hyperpod-ns-red-clusterqueue")
+	groups, _, _ := unstructured.NestedSlice(cq.Object, "spec", "resourceGroups")
+	if len(groups) != 1 {
+		t.Fatalf("resource groups = %v", groups)
+	}
+	g := groups[0].(map[string]any)
+	covered := fmt.Sprint(g["coveredResources"])
+	if covered != "[cpu memory aws.amazon.com/neuron aws.amazon.com/neurondevice nvidia.com/gpu]" {
+		t.Errorf("covered resources = %s", covered)
+	}
+	quota := map[string]string{}
+	for _, f := range g["flavors"].([]any) {
+		fm := f.(map[string]any)
+		for _, r := range fm["resources"].([]any) {
+			rm := r.(map[string]any)
+			quota[fm["name"].(string)+" "+rm["name"].(string)] = fmt.Sprint(rm["nominalQuota"])
+		}
+	}
+	for k, want := range map[string]string{
+		"ml.trn1.32xlarge aws.amazon.com/neuron": "32", "ml.trn1.32xlarge aws.amazon.com/neurondevice": "32", "ml.trn1.32xlarge nvidia.com/gpu": "0",
+		"ml.p5.48xlarge aws.amazon.com/neuron": "0", "ml.p5.48xlarge aws.amazon.com/neurondevice": "0", "ml.p5.48xlarge nvidia.com/gpu": "8",
+	} {
+		if quota[k] != want {
+			t.Errorf("nominal quota %s = %q, want %s (all %v)", k, quota[k], want, quota)
+		}
+	}
+	if !strings.Contains(strings.Join(p.Warnings, "\n"), "both of their names") {
+		t.Errorf("no warning about the two names: %v", p.Warnings)
+	}
+
+	c.Scheduling.Guaranteed = []workflow.Capacity{{InstanceType: "ml.p5.48xlarge", Count: 1}}
+	c = c.Normalize()
+	if p, err = BuildPlan(1, 1, c.Hash(), c, managedSettings()); err != nil {
+		t.Fatal(err)
+	}
+	cq = find(t, p, "ClusterQueue", "hyperpod-ns-red-clusterqueue")
+	groups, _, _ = unstructured.NestedSlice(cq.Object, "spec", "resourceGroups")
+	if covered := fmt.Sprint(groups[0].(map[string]any)["coveredResources"]); covered != "[cpu memory nvidia.com/gpu]" || strings.Contains(strings.Join(p.Warnings, "\n"), "both of their names") {
+		t.Errorf("GPU only: covered %s, warnings %v", covered, p.Warnings)
 	}
 }
 

@@ -176,20 +176,43 @@ const (
 	// for allocating individual Neuron cores") and aws.amazon.com/neuron
 	// ("used for allocating entire Neuron devices ... all cores belonging
 	// to the device"): https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/k8s-neuron-device-plugin.html.
-	// Newer plugins also show aws.amazon.com/neurondevice, a device count
-	// too: a node's capacity lists neuron 1, neuroncore 2, neurondevice 1
-	// (github:aws-samples/eks-workshop-v2 website/docs/aiml/inferentia/index.md),
-	// and the HyperPod CLI asks for Trainium in aws.amazon.com/neurondevice, 16 per
+	// Up to Neuron release 2.19 the plugin also registered
+	// aws.amazon.com/neurondevice, a device count too ("Neuron release 2.19
+	// will be the last release to include resource name 'neurondevice'",
+	// https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/announcements/neuron2.x/announce-eos-neurondevice.html;
+	// "Starting with Neuron release 2.20, Neuron no longer supports
+	// resource name 'neurondevice'", .../announce-no-support-device-version.html):
+	// such a node's capacity lists neuron 1, neuroncore 2, neurondevice 1
+	// (github:aws-samples/eks-workshop-v2 website/docs/aiml/inferentia/index.md).
+	// HyperPod stays on that name: its Helm chart installs
+	// public.ecr.aws/neuron/neuron-device-plugin:2.19.16.0
+	// (github:aws/sagemaker-hyperpod-cli@011ca927123e02b35a399935bbb3ab1905fe33c7
+	// helm_chart/HyperPodHelmChart/charts/neuron-device-plugin/templates/k8s-neuron-device-plugin.yaml),
+	// its CLI asks for Trainium in aws.amazon.com/neurondevice, 16 per
 	// ml.trn1.32xlarge, ml.trn1n.32xlarge and ml.trn2.48xlarge
-	// (github:aws/sagemaker-hyperpod-cli
-	// src/sagemaker/hyperpod/training/quota_allocation_util.py,
-	// INSTANCE_RESOURCES "trainium" and _get_accelerator_type_and_count).
+	// (src/sagemaker/hyperpod/cli/constants/command_constants.py
+	// NEURON_RESOURCE_LIMIT_KEY; src/sagemaker/hyperpod/training/quota_allocation_util.py),
+	// reads a node's Neuron devices from its allocatable
+	// aws.amazon.com/neurondevice (src/sagemaker/hyperpod/cli/commands/cluster.py),
+	// and a task governance ClusterQueue shows aws.amazon.com/neurondevice
+	// among its covered resources (flavorsUsage in
+	// examples/end_to_end_walkthrough/03-task-governance/00-task-governance.md).
 	//
-	// Which of the two device resources the ClusterQueues of HyperPod task
-	// governance cover for Trainium is not documented that we found; the
-	// CLI's choice suggests neurondevice. The plan keeps
-	// aws.amazon.com/neuron (the Neuron documentation's name); usage counts
-	// both as the same devices.
+	// | resource                     | a node advertises it          | jobs request it               |
+	// | ---------------------------- | ----------------------------- | ----------------------------- |
+	// | aws.amazon.com/neuron        | every device plugin           | Neuron documentation's jobs   |
+	// | aws.amazon.com/neurondevice  | plugins up to 2.19 (HyperPod) | the HyperPod CLI's jobs       |
+	// | aws.amazon.com/neuroncore    | every device plugin           | jobs placing single cores     |
+	//
+	// So the portal's ClusterQueue and ResourceQuota cover both device
+	// names, each with the whole guarantee (acceleratorNames in plan.go): a
+	// job asking for either is admitted. (Kueue counts the two separately,
+	// as the kubelet of a 2.19 node does: a team that mixes both names can
+	// hold up to twice its guarantee in devices; the plan warns.)
+	// aws.amazon.com/neuroncore is not covered: its count per device
+	// depends on the instance type and the logical core setting; a job
+	// asking for cores is not admitted by the portal's queue. The usage
+	// collector counts all three (converting cores with the node's ratio).
 	//
 	// ResourceNeuron counts Trainium/Inferentia devices; it is the unit of
 	// the Neuron instance types (ResourcesPerInstance).

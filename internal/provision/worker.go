@@ -257,7 +257,8 @@ type Worker struct {
 	// the cluster before the job starts (ClusterReader.RequireServed: every
 	// API version the plan applies is served). Its error fails the job
 	// before anything is applied; IsPermanent decides whether it retries.
-	// Not called in dry-run mode nor for revocations.
+	// Hold jobs are checked too, on their queues alone. Not called in
+	// dry-run mode nor for revocations.
 	Preflight func(ctx context.Context, p Plan) error
 	// AfterStep, when set, is called after step seq is recorded. An error
 	// aborts the run at once without another write, as if the process had
@@ -697,6 +698,18 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 		s := HoldSteps(plan, job.StopPolicy)
 		if len(s) == 0 {
 			return nil, "", permanent(fmt.Errorf("provision: the plan of version %d has no Kueue queue to hold", job.Version))
+		}
+		// The queues' API version must be served, as a provisioning job
+		// checks its plan's (Preflight): on a cluster whose Kueue is older
+		// the job fails at once, naming the add-on version needed.
+		if w.Preflight != nil && !w.DryRun {
+			queues := Plan{ConnectionID: plan.ConnectionID, Namespace: plan.Namespace}
+			for _, st := range s {
+				queues.Objects = append(queues.Objects, st.Object)
+			}
+			if err := w.Preflight(ctx, queues); err != nil {
+				return nil, "", fmt.Errorf("provision: before holding: %w", err)
+			}
 		}
 		return s, StepsHash(s), nil
 	}

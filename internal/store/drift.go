@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -135,4 +136,25 @@ func (d *DB) Provisioned(ctx context.Context) ([]ProvisionedVersion, error) {
 		out = append(out, p)
 	}
 	return out, rows.Err()
+}
+
+// LiveNamespaces are the team namespaces of the live (active or under
+// review) connections' approved versions, sorted: where the utilization
+// probe looks for GPU series.
+func (d *DB) LiveNamespaces(ctx context.Context) ([]string, error) {
+	lists, err := column[string](ctx, d.sql, `SELECT cv.namespaces FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = c.approved_version
+WHERE c.state IN (?, ?)`, workflow.StateActive, workflow.StateUnderReview)
+	if err != nil {
+		return nil, fmt.Errorf("store: live namespaces: %w", err)
+	}
+	var out []string
+	for _, l := range lists {
+		for _, ns := range strings.Fields(l) {
+			if !slices.Contains(out, ns) {
+				out = append(out, ns)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

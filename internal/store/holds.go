@@ -160,3 +160,27 @@ ON CONFLICT DO NOTHING`, t.id, t.end, t.stage, fmtTime(now))
 	}
 	return rep, nil
 }
+
+// HoldStopPolicies is the Kueue stopPolicy the hold of each live (active
+// or under review) connection puts on its queues (workflow.Hold.StopPolicy),
+// for the drift check. A connection with a hold job queued or running is
+// left out: its queues are about to change.
+func (d *DB) HoldStopPolicies(ctx context.Context) (map[int64]string, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT c.id, c.hold FROM connections c WHERE c.state IN (?, ?) AND c.approved_version IS NOT NULL
+AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.connection_id = c.id AND j.kind = 'hold' AND j.state IN ('queued', 'running'))`,
+		workflow.StateActive, workflow.StateUnderReview)
+	if err != nil {
+		return nil, fmt.Errorf("store: hold stop policies: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var h string
+		if err := rows.Scan(&id, &h); err != nil {
+			return nil, fmt.Errorf("store: hold stop policies: %w", err)
+		}
+		out[id] = workflow.Hold(h).StopPolicy()
+	}
+	return out, rows.Err()
+}

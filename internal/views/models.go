@@ -354,6 +354,9 @@ type HoldView struct {
 	Steps []HoldStepView
 	// Note says why this admin takes no step, when an admin cannot.
 	Note string
+	// Ownership says which field of which queue a hold job writes, when a
+	// queue is HyperPod's (the portal takes over its spec.stopPolicy).
+	Ownership string
 	// DrainWord is what the admin types to confirm a drain (the team).
 	DrainWord string
 	// Step, Input, Confirm and Error are the last attempt's, on a

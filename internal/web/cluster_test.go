@@ -5,11 +5,15 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/usage/prom"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -179,5 +183,39 @@ func TestApprovalPageWarnsOfClusterReadiness(t *testing.T) {
 	// The owner's view reads nothing from the cluster.
 	if _, body := h.get(owner.c, "/connections/1"); strings.Contains(body, "Cluster readiness,") {
 		t.Error("the owner's page shows readiness warnings")
+	}
+}
+
+// fakeProber is a utilization source whose probe returns a canned Probe
+// (the probe itself runs against a real Prometheus in package prom).
+type fakeProber struct {
+	usage.Utilization
+	probe prom.Probe
+	asked [][]string
+}
+
+func (f *fakeProber) Probe(_ context.Context, teams []string, _ time.Time) (prom.Probe, error) {
+	f.asked = append(f.asked, teams)
+	return f.probe, nil
+}
+
+// /admin/cluster probes the utilization source for the live connections'
+// namespaces and shows the probe's warning, naming the label to configure.
+func TestClusterReadinessProbesUtilization(t *testing.T) {
+	fp := &fakeProber{probe: prom.Probe{Label: "namespace", Series: 3, Elsewhere: map[string][]string{"exported_namespace": {"hyperpod-ns-red"}}}}
+	h := newHarness(t, false, func(o *Options) { o.Utilization = fp })
+	activeRed(t, h)
+	_, body := h.get(h.signIn("admin").c, "/admin/cluster")
+	if len(fp.asked) != 1 || !slices.Equal(fp.asked[0], []string{"hyperpod-ns-red"}) {
+		t.Errorf("probed for %v, want the live connection's namespace", fp.asked)
+	}
+	for _, want := range []string{"GPU utilization series (Prometheus)", `data-testid="check-failing"`, "--prometheus-namespace-label=exported_namespace"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the readiness page lacks %q", want)
+		}
+	}
+	fp.probe = prom.Probe{Label: "namespace", Series: 3, Found: []string{"hyperpod-ns-red"}}
+	if _, body = h.get(h.signIn("admin").c, "/admin/cluster"); strings.Contains(body, "prometheus-namespace-label") || !strings.Contains(body, `carry team namespaces in label &#34;namespace&#34;: hyperpod-ns-red`) {
+		t.Errorf("with the series found the page still warns or does not say so")
 	}
 }

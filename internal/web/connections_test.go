@@ -205,8 +205,10 @@ func TestConnectionRequestLifecycle(t *testing.T) {
 	_, mb := h.get(member.c, "/connections/1")
 	for _, want := range []string{`data-testid="access-namespace">hyperpod-ns-red<`, `data-testid="access-queue">hyperpod-ns-red-localqueue<`,
 		"aws eks update-kubeconfig --name shared-hp-eks", "kueue.x-k8s.io/queue-name: hyperpod-ns-red-localqueue",
-		// HyperPod task governance's Kueue name of the contract's class inference.
-		"kueue.x-k8s.io/priority-class: inference-priority\n"} {
+		// HyperPod task governance's Kueue name of the contract's class
+		// training: the snippet submits a training job (the contract
+		// allows inference first).
+		"kueue.x-k8s.io/priority-class: training-priority\n"} {
 		if !strings.Contains(mb, want) {
 			t.Errorf("member's view of the approved connection lacks %q", want)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -48,6 +49,13 @@ func (s *Server) holdPanel(p workflow.Principal, conn store.Connection, obj work
 	}
 	h := &views.HoldView{State: string(conn.Hold), Label: conn.Hold.Label(), By: conn.HoldBy, Reason: conn.HoldReason,
 		At: fmtWhen(conn.HoldAt), DrainWord: conn.Team}
+	if !s.opts.Cluster.ClusterQueueManagedByPortal {
+		// HyperPod task governance created the team's LocalQueue; the hold
+		// job forces spec.stopPolicy alone (provision.StopPolicy).
+		h.Ownership = fmt.Sprintf("The team's LocalQueue is HyperPod task governance's (it created it, and owns Kueue's defaulted stopPolicy None). "+
+			"A hold job takes over that one field, spec.stopPolicy, under the portal's field manager %s, and writes nothing else of HyperPod's queue. "+
+			"Should HyperPod or anyone set it back, the drift check reports the queue.", provision.HoldFieldManager)
+	}
 	for _, st := range holdSteps {
 		if workflow.HoldAllows(conn.Hold, st.step) && workflow.Decide(p, st.action, obj).Allowed {
 			h.Steps = append(h.Steps, views.HoldStepView{Step: string(st.step), Label: st.label, Danger: st.danger})

@@ -99,10 +99,7 @@ func (s *Server) submitConn(conn store.Connection, approved store.Version) (view
 	for _, pc := range c.Scheduling.PriorityClasses {
 		sc.PriorityClasses = append(sc.PriorityClasses, views.Choice{Value: s.opts.Cluster.KueuePriorityClass(pc), Label: pc})
 	}
-	priority := s.opts.Cluster.KueuePriorityClass("training")
-	if len(sc.PriorityClasses) > 0 {
-		priority = sc.PriorityClasses[0].Value
-	}
+	priority := s.opts.Cluster.KueuePriorityClass(snippetClass(c.Scheduling.PriorityClasses, trainingWork))
 	instance := "ml.p5.48xlarge"
 	if len(c.Scheduling.Guaranteed) > 0 {
 		instance = c.Scheduling.Guaranteed[0].InstanceType

@@ -62,7 +62,7 @@ func TestSubmitPage(t *testing.T) {
 		`data-testid="access-queue">hyperpod-ns-red-localqueue<`,
 		"kueue.x-k8s.io/priority-class: inference-priority", "kueue.x-k8s.io/priority-class: training-priority",
 		"kueue.x-k8s.io/queue-name: hyperpod-ns-red-localqueue",
-		"hyp create hyp-pytorch-job", "--queue-name hyperpod-ns-red-localqueue", "--priority inference-priority",
+		"hyp create hyp-pytorch-job", "--queue-name hyperpod-ns-red-localqueue", "--priority training-priority",
 		"--namespace hyperpod-ns-red",
 		// The placeholder is text inside <pre>, escaped.
 		"&lt;your training image&gt;",
@@ -119,5 +119,24 @@ func TestSubmitPageWithoutOrFailingCluster(t *testing.T) {
 	resp, body := h.get(h.signIn("member.red").c, "/teams/red/submit")
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-testid="pending-failed"`) || strings.Contains(body, "secret-internal-detail") {
 		t.Errorf("failing cluster = %d", resp.StatusCode)
+	}
+}
+
+// The submit snippets submit training jobs: they label the contract's
+// training class, not its first class.
+func TestSnippetClassMatchesTheWorkloadKind(t *testing.T) {
+	for _, tc := range []struct {
+		allowed []string
+		want    string
+	}{
+		{[]string{"inference", "training"}, "training"},
+		{[]string{"training", "inference"}, "training"},
+		{[]string{"inference", "fine-tuning"}, "fine-tuning"},
+		{[]string{"inference"}, "inference"},
+		{nil, "training"},
+	} {
+		if got := snippetClass(tc.allowed, trainingWork); got != tc.want {
+			t.Errorf("snippetClass(%v) = %q, want %q", tc.allowed, got, tc.want)
+		}
 	}
 }

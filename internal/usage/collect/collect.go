@@ -221,6 +221,9 @@ func (c *Collector) prune(ctx context.Context, now time.Time) {
 // by an earlier run whose heartbeat was last (zero on the first start).
 // stop ends the informers. The caller then calls Flush.
 func (c *Collector) Start(ctx context.Context, last time.Time) (stop func(), err error) {
+	if err := c.requireKueue(ctx); err != nil {
+		return nil, err
+	}
 	now := c.now()
 	c.mu.Lock()
 	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*usage.Alloc{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
@@ -327,6 +330,24 @@ func (c *Collector) merge(ctx context.Context, now time.Time) error {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// requireKueue checks, before any informer starts, that the cluster
+// serves the Kueue version whose Workloads and ClusterQueues the collector
+// reads (provision.KueueGroupVersion): on a cluster whose task governance
+// add-on ships an older Kueue the informers would never sync, and the
+// collector would only say so after its sync deadline, as "did not sync".
+func (c *Collector) requireKueue(ctx context.Context) error {
+	gv := provision.KueueGroupVersion
+	served, err := (&provision.ClusterReader{Discovery: c.Kube.Discovery()}).Served(ctx, gv.Group)
+	if err != nil {
+		return fmt.Errorf("usage collector: %w", err)
+	}
+	if slices.Contains(served, gv.Version) {
+		return nil
+	}
+	return fmt.Errorf("usage collector: Kueue %s is not served (%s): the collector reads Kueue Workloads and ClusterQueues of that version; upgrade the HyperPod task governance add-on (amazon-sagemaker-hyperpod-taskgovernance) to %s or later",
+		gv.Version, (&provision.NotServedError{Want: gv, Served: served}).ServedText(), provision.KueueAddonVersion)
 }
 
 // reconcile closes the pods recorded as running that the cluster no longer

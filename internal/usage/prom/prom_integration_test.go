@@ -119,6 +119,13 @@ func freePort(t *testing.T) int {
 // with a temporary TSDB, scraping target every second, until the test ends.
 // It returns the server's base URL once /-/ready answers 200.
 func startPrometheus(t *testing.T, target string) string {
+	return startPrometheusLabelling(t, target, "")
+}
+
+// startPrometheusLabelling is startPrometheus attaching the target label
+// namespace=targetNamespace when it is set, as a scraper that labels
+// targets with their own namespace does.
+func startPrometheusLabelling(t *testing.T, target, targetNamespace string) string {
 	t.Helper()
 	bin := testenv.Require(t, "PORTAL_TEST_PROMETHEUS_BIN")
 	dir := t.TempDir()
@@ -130,6 +137,9 @@ scrape_configs:
     static_configs:
       - targets: [%q]
 `, target)
+	if targetNamespace != "" {
+		cfg += fmt.Sprintf("        labels: {namespace: %q}\n", targetNamespace)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
