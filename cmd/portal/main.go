@@ -290,7 +290,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
 		SchedulerCalls: side.Runner != nil,
-		AWSPreview:     side.preview(), Quotas: side.quotas(),
+		AWSPreview:     side.preview(), Quotas: side.quotas(), LifecycleCheck: side.lifecycleCheck(),
 		ClusterCheck: checker, ClusterCanRefresh: checker.CanRead(),
 		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 		Utilization:    util,

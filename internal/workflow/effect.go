@@ -231,6 +231,10 @@ var (
 	ErrNotProvisionable = errors.New("this version cannot be provisioned")
 	// ErrSlurm is why a Slurm contract is not provisionable.
 	ErrSlurm = errors.New(SlurmNotSupported)
+	// ErrManagesCluster refuses an approval while a contract's project or
+	// access role is allowed a cluster lifecycle action; the error names
+	// the role and the action.
+	ErrManagesCluster = errors.New("a project-facing role may manage the cluster")
 	// ErrForeignNamespace refuses an approval of a contract whose
 	// namespace exists on the cluster, created by neither the portal nor
 	// HyperPod, unless the approval adopts it explicitly.
