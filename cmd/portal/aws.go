@@ -132,6 +132,16 @@ func (a awsSide) drifter() provision.AWSDrifter {
 	return a.Runner
 }
 
+// lifecycleCheck simulates the contract roles' IAM policies for the
+// cluster lifecycle actions at approval, or is nil without real AWS calls
+// or a cluster_arn in the settings.
+func (a awsSide) lifecycleCheck() provision.ClusterLifecycleChecker {
+	if a.Runner == nil || a.Runner.Clients.IAM == nil || a.Settings.ClusterARN == "" {
+		return nil
+	}
+	return provision.AWSLifecycleCheck{IAM: a.Runner.Clients.IAM, ClusterARN: a.Settings.ClusterARN}
+}
+
 // preview looks up what a plan's AWS calls would do, or is nil without
 // real AWS calls.
 func (a awsSide) preview() provision.AWSPreviewer {

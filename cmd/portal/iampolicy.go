@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/usage/prom"
 )
 
 var (
@@ -26,13 +27,21 @@ var (
 // the policy cannot drift from what the portal calls; the AWS settings
 // narrow it further (the team roles it may pass, the access policies it may
 // associate, the domains' KMS key).
-func iamPolicyCmd(args []string, stdout, stderr io.Writer) error {
+func iamPolicyCmd(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("portal iam-policy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	account := fs.String("account", "", "AWS account id of the cluster (narrows the resources; default: the settings' account_id)")
 	region := fs.String("region", "", "AWS region of the cluster (narrows the resources and gives the partition; default: the settings' region)")
 	settingsFile := fs.String("aws-settings", "", "the portal's --aws-settings file: team_role_prefix, the access policies and the KMS key narrow the policy")
+	// The same flags and environment as `portal serve`: run in the
+	// portal's environment, the policy covers the workspace it queries.
+	promURL := fs.String("prometheus-url", getenv("PORTAL_PROMETHEUS_URL"), "the portal's --prometheus-url: an Amazon Managed Service for Prometheus workspace (or any URL with --prometheus-sigv4-region) adds the query permission on that workspace")
+	promRegion := fs.String("prometheus-sigv4-region", getenv("PORTAL_PROMETHEUS_SIGV4_REGION"), "the portal's --prometheus-sigv4-region")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	prometheus, err := prometheusScope(*promURL, *promRegion)
+	if err != nil {
 		return err
 	}
 	s := awsprov.Settings{Enabled: true}
@@ -74,7 +83,7 @@ func iamPolicyCmd(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--aws-settings %s: every problem at once:\n%w", *settingsFile, err)
 		}
 	}
-	doc, err := iamPolicy(s)
+	doc, err := iamPolicy(s, prometheus)
 	if err != nil {
 		return err
 	}
@@ -87,6 +96,40 @@ func iamPolicyCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, string(out))
 	return nil
+}
+
+// ampWorkspace is the Amazon Managed Service for Prometheus workspace the
+// portal's signed queries go to: its signing region and its id ("*" when
+// the URL does not name one, e.g. a proxy in front of the workspace).
+type ampWorkspace struct{ region, id string }
+
+// prometheusScope says which workspace the portal's queries need
+// permission on, nil when they are unsigned (a plain Prometheus needs
+// no IAM permission). It applies `portal serve`'s rules: signed when
+// --prometheus-sigv4-region is set or the URL is a workspace endpoint.
+func prometheusScope(rawURL, region string) (*ampWorkspace, error) {
+	if rawURL == "" {
+		if region != "" {
+			return nil, errors.New("--prometheus-sigv4-region: set without --prometheus-url (nothing to sign)")
+		}
+		return nil, nil
+	}
+	u, err := prom.NormalizeURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus-url: %w", err)
+	}
+	if region != "" && !regionRE.MatchString(region) {
+		return nil, fmt.Errorf("--prometheus-sigv4-region: %q is not a region name such as us-east-1", region)
+	}
+	region = firstNonEmpty(region, prom.AMPRegion(u))
+	if region == "" {
+		return nil, nil
+	}
+	w := &ampWorkspace{region: region, id: prom.AMPWorkspaceID(u)}
+	if w.id == "" {
+		w.id = "*"
+	}
+	return w, nil
 }
 
 type policyDoc struct {
@@ -176,7 +219,7 @@ const (
 // grant (condition key eks:policyArn); the domains' KMS key when one is
 // set; and the actions IAM cannot narrow, in one statement on "*". The
 // partition comes from the region.
-func iamPolicy(s awsprov.Settings) (policyDoc, error) {
+func iamPolicy(s awsprov.Settings, p *ampWorkspace) (policyDoc, error) {
 	partition, region, account := "*", "*", "*"
 	if s.Region != "" {
 		partition, region = awsprov.Partition(s.Region), s.Region
@@ -264,6 +307,15 @@ func iamPolicy(s awsprov.Settings) (policyDoc, error) {
 		}
 		doc.Statement = append(doc.Statement, statement{Sid: "StudioDomainKMSKey", Effect: "Allow",
 			Action: []string{"kms:CreateGrant", "kms:DescribeKey"}, Resource: []string{key}})
+	}
+	if p != nil {
+		// The portal signs its PromQL queries with its own role; AMP
+		// authorizes them on the workspace (prom.IAMActions cites the
+		// mapping). The workspace's region is the signing region, which
+		// may differ from the cluster's.
+		doc.Statement = append(doc.Statement, statement{Sid: "QueryAmazonManagedPrometheusWorkspace", Effect: "Allow",
+			Action:   prom.Actions(),
+			Resource: []string{"arn:" + awsprov.Partition(p.region) + ":aps:" + p.region + ":" + account + ":workspace/" + p.id}})
 	}
 	if len(listing) > 0 {
 		sort.Strings(listing)

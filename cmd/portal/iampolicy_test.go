@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/usage/prom"
 )
 
 // The Service Authorization Reference pages each row below comes from,
@@ -25,6 +26,7 @@ const (
 	identityStoreSAR  = "Actions, resources, and condition keys for AWS Identity Store: https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsidentitystore.html"
 	dataZoneSAR       = "Actions, resources, and condition keys for Amazon DataZone: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondatazone.html"
 	kmsSAR            = "Actions, resources, and condition keys for AWS Key Management Service: https://docs.aws.amazon.com/service-authorization/latest/reference/list_awskeymanagementservice.html"
+	apsSAR            = "Actions, resources, and condition keys for Amazon Managed Service for Prometheus: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonmanagedserviceforprometheus.html"
 	iamSAR            = "Actions, resources, and condition keys for AWS Identity and Access Management (IAM): https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsidentityandaccessmanagementiam.html"
 )
 
@@ -87,6 +89,7 @@ var resourceTypes = []struct {
 	{"sagemaker:DescribeClusterSchedulerConfig", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:cluster-scheduler-config/${ClusterSchedulerConfigId}"}, sageMakerSAR},
 	{"sagemaker:UpdateClusterSchedulerConfig", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:cluster-scheduler-config/${ClusterSchedulerConfigId}"}, sageMakerSAR},
 	{"sagemaker:ListClusterSchedulerConfigs", []string{}, sageMakerSAR},
+	{"aps:QueryMetrics", []string{"arn:${Partition}:aps:${Region}:${Account}:workspace/${WorkspaceId}"}, apsSAR},
 	{"kms:CreateGrant", []string{"arn:${Partition}:kms:${Region}:${Account}:key/${KeyId}"}, kmsSAR},
 	{"kms:DescribeKey", []string{"arn:${Partition}:kms:${Region}:${Account}:key/${KeyId}"}, kmsSAR},
 }
@@ -164,7 +167,8 @@ func writeSettings(t *testing.T, yaml string) string {
 func TestIAMPolicyScopesEveryActionToResourceTypesItSupports(t *testing.T) {
 	settings := writeSettings(t, "region: us-east-1\naccount_id: \"111122223333\"\nidentity_store_id: d-1234567890\nteam_role_prefix: /hyperpod-teams/\n"+
 		"studio:\n  shared_domain_id: d-abc123def456\n  kms_key_id: 1234abcd-12ab-34cd-56ef-1234567890ab\n")
-	for _, args := range [][]string{{"--aws-settings", settings}, {"--account", "111122223333", "--region", "us-east-1"}, nil} {
+	amp := "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-abc"
+	for _, args := range [][]string{{"--aws-settings", settings, "--prometheus-url", amp}, {"--account", "111122223333", "--region", "us-east-1"}, {"--prometheus-url", amp}} {
 		doc, _ := iamPolicyFor(t, args...)
 		for _, st := range doc.Statement {
 			for _, a := range st.Action {
@@ -323,5 +327,60 @@ func TestIAMPolicyFromTheSettings(t *testing.T) {
 	// Flags that contradict the settings are refused.
 	if err := run(context.Background(), []string{"iam-policy", "--aws-settings", settings, "--region", "us-east-1"}, func(string) string { return "" }, &out, &out); err == nil {
 		t.Error("--region other than the settings' accepted")
+	}
+}
+
+// TestIAMPolicyGrantsPrometheusQueriesOnTheWorkspace: with an Amazon
+// Managed Service for Prometheus workspace configured (by flag or by the
+// portal's own environment), the policy grants every action the client's
+// queries need (prom.Actions) on that workspace, in the workspace's
+// region; an unsigned Prometheus adds nothing.
+func TestIAMPolicyGrantsPrometheusQueriesOnTheWorkspace(t *testing.T) {
+	ws := "https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-0123abcd-4567-89ef-0123-456789abcdef/api/v1/query"
+	want := []string{"arn:aws:aps:eu-west-1:111122223333:workspace/ws-0123abcd-4567-89ef-0123-456789abcdef"}
+	base := []string{"--account", "111122223333", "--region", "us-east-1"}
+	env := func(k string) string {
+		if k == "PORTAL_PROMETHEUS_URL" {
+			return ws
+		}
+		return ""
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), append([]string{"iam-policy"}, base...), env, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var fromEnv policyDoc
+	if err := json.Unmarshal(out.Bytes(), &fromEnv); err != nil {
+		t.Fatal(err)
+	}
+	fromFlag, _ := iamPolicyFor(t, append(base, "--prometheus-url", ws)...)
+	for name, doc := range map[string]policyDoc{"environment": fromEnv, "flag": fromFlag} {
+		for _, a := range prom.Actions() {
+			if st := statementWith(doc, a); st == nil || !slices.Equal(st.Resource, want) {
+				t.Errorf("%s: %s not granted on %v: %+v", name, a, want, st)
+			}
+		}
+		if st := statementWith(doc, "aps:QueryMetrics"); st == nil {
+			t.Errorf("%s: aps:QueryMetrics not granted", name)
+		}
+	}
+	// A proxy signed for a region: the account's workspaces in that region.
+	doc, _ := iamPolicyFor(t, append(base, "--prometheus-url", "https://amp-proxy.internal", "--prometheus-sigv4-region", "us-west-2")...)
+	if st := statementWith(doc, "aps:QueryMetrics"); st == nil || !slices.Equal(st.Resource, []string{"arn:aws:aps:us-west-2:111122223333:workspace/*"}) {
+		t.Errorf("signed proxy: %+v", st)
+	}
+	// A plain, unsigned Prometheus needs no IAM permission.
+	for _, args := range [][]string{base, append(base, "--prometheus-url", "http://prometheus.monitoring:9090")} {
+		doc, _ := iamPolicyFor(t, args...)
+		for _, st := range doc.Statement {
+			for _, a := range st.Action {
+				if strings.HasPrefix(a, "aps:") {
+					t.Errorf("%v: %s granted without a workspace", args, a)
+				}
+			}
+		}
+	}
+	if err := run(context.Background(), append([]string{"iam-policy", "--prometheus-sigv4-region", "us-west-2"}, base...), func(string) string { return "" }, &out, &out); err == nil {
+		t.Error("--prometheus-sigv4-region without a URL accepted")
 	}
 }

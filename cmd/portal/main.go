@@ -64,14 +64,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "contract":
 		return contractCmd(ctx, args, getenv, stdout, stderr)
 	case "iam-policy":
-		return iamPolicyCmd(args, stdout, stderr)
+		return iamPolicyCmd(args, getenv, stdout, stderr)
 	case "evidence":
 		return evidenceCmd(args, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "portal %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: portal [serve|migrate|version] [flags]\n\n  serve    run the portal (default)\n  migrate  apply database migrations and exit\n  audit verify [--head HASH]\n           check the audit trail's hash chain (and that it still reaches a published head)\n  audit head\n           print the chain's head (event count and hash) to keep outside the database\n  contract import FILE --as EMAIL\n           create a draft from an exported contract (JSON or YAML)\n  iam-policy [--aws-settings FILE] [--account ID --region R]\n           print the IAM policy the portal's role needs for its AWS steps\n  evidence verify FILE\n           check a connection's evidence bundle offline (hashes, order, audit chain)\n  version  print the version\n\nportal serve --help lists the flags.")
+		fmt.Fprintln(stdout, "usage: portal [serve|migrate|version] [flags]\n\n  serve    run the portal (default)\n  migrate  apply database migrations and exit\n  audit verify [--head HASH]\n           check the audit trail's hash chain (and that it still reaches a published head)\n  audit head\n           print the chain's head (event count and hash) to keep outside the database\n  contract import FILE --as EMAIL\n           create a draft from an exported contract (JSON or YAML)\n  iam-policy [--aws-settings FILE] [--account ID --region R] [--prometheus-url URL]\n           print the IAM policy the portal's role needs for its AWS steps (and its signed Prometheus queries)\n  evidence verify FILE\n           check a connection's evidence bundle offline (hashes, order, audit chain)\n  version  print the version\n\nportal serve --help lists the flags.")
 		return nil
 	default:
 		return fmt.Errorf("unknown command %q: use serve, migrate, audit, contract, iam-policy, evidence or version", cmd)
@@ -309,7 +309,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		DevIdP: devHandler, Registry: reg, KnownOwners: knownOwners,
 		Cluster: cluster, DryRun: kube == nil, Live: liveOrNil(applier),
 		SchedulerCalls: side.Runner != nil,
-		AWSPreview:     side.preview(), Quotas: side.quotas(),
+		AWSPreview:     side.preview(), Quotas: side.quotas(), LifecycleCheck: side.lifecycleCheck(),
 		ClusterCheck: checker, ClusterCanRefresh: checker.CanRead(),
 		Groups: groups, GroupsUser: auth.UserAttribute(cfg.IdentityStoreUserAttribute),
 		Utilization:    util,

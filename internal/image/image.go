@@ -57,10 +57,10 @@ const (
 	// Source is the org.opencontainers.image.source label: the repository
 	// named by the module path.
 	Source = "https://github.com/hyperpod-governance/portal"
-	// Licenses is the org.opencontainers.image.licenses label's default: the
-	// repository has no LICENSE file yet, so the image asserts none (SPDX's
-	// NOASSERTION) until the project picks one (--licenses).
-	Licenses = "NOASSERTION"
+	// Licenses is the org.opencontainers.image.licenses label's default:
+	// the SPDX id of the repository's LICENSE, chosen to fit every
+	// dependency's license (docs/licenses.md; license_test.go checks both).
+	Licenses = "Apache-2.0"
 	// CACertsPath is where Go's crypto/x509 looks first on Linux, and where
 	// Debian's ca-certificates package writes its bundle.
 	CACertsPath = "/etc/ssl/certs/ca-certificates.crt"

@@ -307,7 +307,7 @@ func TestImage(t *testing.T) {
 			"USER":       {"USER 65532:65532", "USER 0"},
 			"ENTRYPOINT": {`ENTRYPOINT ["/portal"]`, `ENTRYPOINT ["/portal", "serve"]`},
 			"ENV":        {"PORTAL_LISTEN=0.0.0.0:8080", "PORTAL_LISTEN=0.0.0.0:9090"},
-			"LABEL":      {`org.opencontainers.image.licenses="NOASSERTION"`, `org.opencontainers.image.licenses="MIT"`},
+			"LABEL":      {`org.opencontainers.image.licenses="Apache-2.0"`, `org.opencontainers.image.licenses="MIT"`},
 		} {
 			broken := strings.Replace(string(df), edit[0], edit[1], 1)
 			if broken == string(df) {
@@ -390,7 +390,7 @@ func checkConfig(cf *v1.ConfigFile, m *v1.Manifest, created time.Time) []string 
 		"org.opencontainers.image.version":  testVersion,
 		"org.opencontainers.image.revision": testRevision,
 		"org.opencontainers.image.created":  created.Format(time.RFC3339),
-		"org.opencontainers.image.licenses": "NOASSERTION",
+		"org.opencontainers.image.licenses": "Apache-2.0",
 	}
 	for k, v := range want {
 		if c.Labels[k] != v {

@@ -370,12 +370,14 @@ func knownAudience(a workflow.Audience) bool {
 	case workflow.ToAdmins, workflow.ToTeam, workflow.ToReviewers:
 		return true
 	}
-	return false
+	_, person := a.Person()
+	return person
 }
 
 // Recipients resolves an audience at delivery time: the admins or
 // reviewers are every user whose last known groups grant that role; the
-// team's owners every user whose groups make them an owner of team. A user
+// team's owners every user whose groups make them an owner of team; one
+// person (workflow.ToPerson) the user of that email. A user
 // is listed once, in id order.
 func Recipients(users []store.Recipient, a workflow.Audience, team string, resolve Resolver) []store.Recipient {
 	if resolve == nil {
@@ -394,6 +396,11 @@ func Recipients(users []store.Recipient, a workflow.Audience, team string, resol
 		case workflow.ToTeam:
 			r, ok := p.TeamRole(team)
 			in = ok && r == workflow.TeamOwner && team != ""
+		default:
+			// One person (a signal's owner): by email, whatever their
+			// groups.
+			email, ok := a.Person()
+			in = ok && strings.EqualFold(u.Email, email)
 		}
 		if in {
 			out = append(out, u)

@@ -15,6 +15,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/notify"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -180,6 +181,10 @@ func TestRecipientsResolvedFromGroups(t *testing.T) {
 		{workflow.ToTeam, "green", nil},
 		{workflow.ToReviewers, "red", []int64{5}},
 		{"somebody", "red", nil},
+		{workflow.ToPerson("Member.Red@x"), "red", []int64{3}},
+		{workflow.ToPerson("gone@x"), "", []int64{7}},
+		{workflow.ToPerson("nobody@x"), "red", nil},
+		{"person:", "red", nil},
 	} {
 		var got []int64
 		for _, u := range notify.Recipients(users, tt.a, tt.team, resolve) {
@@ -659,4 +664,57 @@ func TestInAppIsPerUser(t *testing.T) {
 	if n, _ := f.db.MarkAllNotificationsRead(ctx, admin2, f.clock.Now()); n != 1 || f.unread("admin2") != 0 {
 		t.Errorf("admin2 marks all = %d", n)
 	}
+}
+
+// TestSignalOwnerIsTold: a signal that fires is recorded with a notice in
+// the outbox for the person the contract names as its owner (here team
+// red's member, who is neither an owner nor a reviewer), who gets it by
+// email, in the app and through the webhook, with the response the
+// contract asks of them; nobody else is mailed. Evaluating again while it
+// still fires records and sends nothing more. The cluster's signal, owned
+// by the platform's admins, reaches the admins.
+func TestSignalOwnerIsTold(t *testing.T) {
+	f := newFixture(t)
+	mailSink := startSMTP(t, "")
+	secret := []byte("webhook-secret")
+	hooks := startHook(t, secret, f.clock.Now)
+	w := f.worker(mailSink.mailer(), &notify.Webhook{URL: hooks.srv.URL + "/hooks/T000/B000/XXXX", Secret: secret, Now: f.clock.Now})
+	firing := []usage.SignalStatus{{Kind: usage.SignalUtilization, Team: "red", State: usage.SignalFiring, Threshold: "fires below 40%",
+		Current: "12% over 7 days", Owner: "Member.Red@example.test", Response: "Release idle GPUs within a day."}}
+	for range 2 {
+		if _, err := f.db.RecordFired(t.Context(), firing, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		f.run(w)
+	}
+	mails := mailSink.mails()
+	if len(mails) != 1 || !slices.Equal(mails[0].To, []string{"member.red@example.test"}) ||
+		!strings.Contains(mails[0].Data, "X-Portal-Kind: signal.fired") ||
+		// The body, quoted-printable: soft line breaks joined.
+		!strings.Contains(qpJoin(mails[0].Data), "Signal fired for team red: "+usage.SignalUtilization.Title()) ||
+		!strings.Contains(qpJoin(mails[0].Data), "Your response, per the contract: Release idle GPUs within a day.") {
+		t.Fatalf("mails = %+v, want one to the signal's owner with the response", mails)
+	}
+	if hs := hooks.hooks(); len(hs) != 1 || hs[0].Event != "signal.fired" || !strings.Contains(hs[0].Body, "Release idle GPUs") {
+		t.Errorf("webhooks = %+v", hs)
+	}
+	for name, want := range map[string]int{"member.red": 1, "owner.red": 0, "reviewer": 0, "admin": 0} {
+		if got := f.unread(name); got != want {
+			t.Errorf("%s unread = %d, want %d", name, got, want)
+		}
+	}
+	cluster := []usage.SignalStatus{{Kind: usage.SignalNodeHealth, State: usage.SignalFiring, Threshold: "fires on any unhealthy node",
+		Current: "3600 unhealthy node-seconds", Owner: "the platform's admins", Response: "Check the nodes."}}
+	if _, err := f.db.RecordFired(t.Context(), cluster, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.run(w)
+	if mails = mailSink.mails(); len(mails) != 2 || !slices.Equal(slices.Sorted(slices.Values(mails[1].To)), []string{"admin2@example.test", "admin@example.test"}) {
+		t.Errorf("cluster signal mailed %+v, want the admins", mails[len(mails)-1])
+	}
+}
+
+// qpJoin undoes quoted-printable's soft line breaks.
+func qpJoin(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "=\n", "")
 }

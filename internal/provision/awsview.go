@@ -111,3 +111,37 @@ func (a AWSQuotaAdopter) AdoptQuota(ctx context.Context, quotaARN string, plan P
 	}
 	return QuotaAdoption{ID: res.ID, Unchanged: res.Action == awsprov.Unchanged}, nil
 }
+
+// ClusterLifecycleChecker says which cluster lifecycle actions IAM allows
+// a contract's project-facing roles (the seed: they get none); approval
+// waits while any is allowed.
+type ClusterLifecycleChecker interface {
+	// ManagesCluster returns "<role> may <action>" for every lifecycle
+	// action IAM allows one of roles ("" roles are skipped).
+	ManagesCluster(ctx context.Context, roles []string) ([]string, error)
+}
+
+// AWSLifecycleCheck simulates the roles' IAM policies
+// (awsprov.ClusterLifecycleAllowed) against the portal's HyperPod cluster.
+type AWSLifecycleCheck struct {
+	IAM        awsprov.IAMAPI
+	ClusterARN string
+}
+
+// ManagesCluster simulates each role.
+func (a AWSLifecycleCheck) ManagesCluster(ctx context.Context, roles []string) ([]string, error) {
+	var out []string
+	for _, role := range roles {
+		if role == "" {
+			continue
+		}
+		allowed, err := awsprov.ClusterLifecycleAllowed(ctx, a.IAM, role, a.ClusterARN)
+		if err != nil {
+			return nil, err
+		}
+		for _, act := range allowed {
+			out = append(out, role+" may "+act)
+		}
+	}
+	return out, nil
+}

@@ -35,7 +35,9 @@ var ErrAcknowledged = errors.New("store: signal already acknowledged")
 
 // RecordFired stores a fired event for every firing status that has no
 // open event of its team and signal yet, with an audit event each, and
-// returns how many it stored: evaluating again while a signal stays
+// returns how many it stored, and leaves each one's notices
+// (workflow.SignalFiredNotices: its owner is told) in the outbox:
+// evaluating again while a signal stays
 // firing stores nothing (the unique index on open events decides, so two
 // evaluators racing cannot store it twice).
 func (d *DB) RecordFired(ctx context.Context, statuses []usage.SignalStatus, now time.Time) (int, error) {
@@ -61,6 +63,14 @@ ON CONFLICT DO NOTHING RETURNING id`, s.Team, string(s.Kind), fmtTime(now), deta
 			if err := appendAudit(ctx, tx, AuditEvent{At: now, Actor: "signals", Action: "signal.fired",
 				ObjectType: "signal", ObjectID: id, Team: s.Team, Reason: s.Kind.Title() + ": " + detail}); err != nil {
 				return err
+			}
+			// The one who responds hears of it, from the outbox, in the
+			// transaction that records the event (once per event).
+			for _, n := range workflow.SignalFiredNotices(s.Team, s.Kind.Title(), detail, s.Owner, s.Response) {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (connection_id, team, kind, recipients, subject, created_at) VALUES (NULL, ?, ?, ?, ?, ?)`,
+					s.Team, n.Kind, string(n.To), n.Subject, fmtTime(now)); err != nil {
+					return fmt.Errorf("store: outbox: %w", err)
+				}
 			}
 		}
 		return nil

@@ -31,7 +31,12 @@ type Finance struct {
 
 	Teams       []FinanceTeam
 	ClusterCost string
+	// Unallocated is the platform cost ("—" when the teams paid above
+	// cost); Premium what they paid above the cluster's cost ("—" when
+	// not), with PremiumNote explaining it.
 	Unallocated string
+	Premium     string
+	PremiumNote string
 	Projected   string
 	Missing     []string
 	Unpriced    []string
@@ -89,6 +94,9 @@ type Preview struct {
 	Methods []string
 	Rows    []PreviewRow
 	Empty   bool
+	// PremiumNote explains the "premium collected above cost" row, when
+	// a method has one.
+	PremiumNote string
 }
 
 // PreviewRow is one team (or the unallocated rest) under each method.

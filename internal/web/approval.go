@@ -119,6 +119,18 @@ func (s *Server) decide(c echo.Context) error {
 				}
 			}
 		}
+		// A project-facing role must not manage the cluster: IAM's policy
+		// simulation of the project and access roles, for every cluster
+		// lifecycle action (provision.ClusterLifecycleChecker).
+		if perr == nil && s.opts.LifecycleCheck != nil {
+			lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			cluster.ManagesCluster, err = s.opts.LifecycleCheck.ManagesCluster(lctx, []string{cur.Contract.ProjectRoleARN, cur.Contract.AccessRoleARN})
+			cancel()
+			if err != nil {
+				s.opts.Logger.Warn("approval: cluster lifecycle simulation", "connection_id", conn.ID, "error", err.Error())
+				cluster.LifecycleUnchecked = "IAM's policy simulation of the project and access roles did not answer"
+			}
+		}
 	}
 	// Everything above was read before the store's transaction: the
 	// workflow's command decides inside it, against the rows as they are
@@ -155,6 +167,11 @@ func (s *Server) decide(c echo.Context) error {
 			"Tick \"Adopt the existing namespace "+ns+"\" to hand it to the team deliberately, or request changes.", "")
 	case errors.Is(err, workflow.ErrOverCapacity):
 		return rerender(http.StatusConflict, "Not approved: the request no longer fits the cluster's free capacity.", "")
+	case errors.Is(err, workflow.ErrManagesCluster):
+		return rerender(http.StatusConflict, "Not approved: the contract's roles may manage the cluster, which a project-facing role must never do ("+
+			strings.TrimPrefix(err.Error(), workflow.ErrManagesCluster.Error()+": ")+"). Remove these permissions from the roles' IAM policies, or request changes.", "")
+	case errors.Is(err, workflow.ErrChecksDown) && cluster.LifecycleUnchecked != "":
+		return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not check with IAM that the project and access roles cannot manage the cluster (IAM's policy simulation did not answer). Nothing was recorded; try again in a minute.", "")
 	case errors.Is(err, workflow.ErrChecksDown):
 		s.logFailure(c, err)
 		return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not check the request's namespaces and roles against the other connections just now (its database did not answer). Nothing was recorded; try again in a minute.", "")

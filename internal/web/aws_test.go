@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +253,55 @@ func TestPlanPreviewIsForApproversOnly(t *testing.T) {
 	_, body = h.get(h.signIn("admin").c, "/connections/1")
 	if !strings.Contains(body, `data-testid="aws-now"`) || st.SageMaker.Count("ListComputeQuotas") == 0 {
 		t.Error("the approver's view did not look up AWS")
+	}
+}
+
+// TestApprovalRefusesARoleThatMayManageTheCluster: with the lifecycle
+// check on (IAM's policy simulation against the local strict IAM
+// endpoint), approval is refused, 409 naming the role and the action,
+// while the access role may delete the cluster; nothing is recorded. Once
+// the role holds only what a project role needs, the same approval goes
+// through.
+func TestApprovalRefusesARoleThatMayManageTheCluster(t *testing.T) {
+	c := workflow.ExampleContract()
+	st := awstest.NewStack(t, c.EKSClusterName, "team-red-members", "team-red-owners")
+	client := iam.NewFromConfig(awstest.Config(1), func(o *iam.Options) { o.BaseEndpoint = aws.String(st.IAM.URL()) })
+	clusterARN := "arn:aws:sagemaker:us-east-1:111122223333:cluster/abcdef012345"
+	st.IAM.AddRole(c.ProjectRoleARN, "sagemaker:DescribeCluster", "eks:DescribeCluster")
+	st.IAM.AddRole(c.AccessRoleARN, "eks:DescribeCluster", "sagemaker:DeleteCluster", "sagemaker:UpdateComputeQuota")
+	h := newHarness(t, false, func(o *Options) {
+		o.LifecycleCheck = provision.AWSLifecycleCheck{IAM: client, ClusterARN: clusterARN}
+	})
+	owner, admin := h.signIn("owner.red"), h.signIn("admin")
+	f := formValues(formFromContract(c))
+	f.Set("intent", "submit")
+	h.postAs(owner, "/teams/red/connections", f)
+	if resp, _ := h.postAs(admin, "/admin/inventory", url.Values{"cluster": {"shared-hp"}, "instance_type": {"ml.p5.48xlarge"}, "count": {"8"}}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("set inventory = %d", resp.StatusCode)
+	}
+	v, _ := h.db.Version(context.Background(), 1, 1)
+	approve := url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {h.planHash(1, 1)}}
+	resp, body := h.postAs(admin, "/connections/1/decide", approve)
+	for _, want := range []string{c.AccessRoleARN + " may sagemaker:DeleteCluster", c.AccessRoleARN + " may sagemaker:UpdateComputeQuota"} {
+		if resp.StatusCode != http.StatusConflict || !strings.Contains(body, want) {
+			t.Errorf("approve = %d; want 409 naming %q", resp.StatusCode, want)
+		}
+	}
+	if strings.Contains(body, c.ProjectRoleARN+" may") {
+		t.Error("the project role, allowed no lifecycle action, is named")
+	}
+	if conn, _ := h.db.Connection(context.Background(), 1); conn.State != workflow.StateSubmitted {
+		t.Errorf("state %s, want submitted", conn.State)
+	}
+	// Every action the simulation asked about is one of the cited list.
+	for _, a := range st.IAM.Simulated() {
+		if !slices.Contains(awsprov.ClusterLifecycleActions(), a) {
+			t.Errorf("simulated %s, not a cluster lifecycle action", a)
+		}
+	}
+	st.IAM.RemoveRole(c.AccessRoleARN)
+	st.IAM.AddRole(c.AccessRoleARN, "eks:DescribeCluster")
+	if resp, _ := h.postAs(admin, "/connections/1/decide", approve); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("approve with harmless roles = %d, want 303", resp.StatusCode)
 	}
 }

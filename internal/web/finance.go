@@ -203,7 +203,11 @@ func (s *Server) financeView(ctx context.Context, p workflow.Principal, form vie
 		BasedOn: pol.Version}
 	if v.priced {
 		f.DemoPrices, f.RateNote = s.opts.RateCard.Demo, s.opts.RateCard.Note
-		f.ClusterCost, f.Unallocated = v.cb.ClusterCost.String(), v.cb.Unallocated.String()
+		f.ClusterCost = v.cb.ClusterCost.String()
+		f.Unallocated, f.Premium = splitUnallocated(v.cb.Unallocated)
+		if v.cb.Unallocated.Minor < 0 {
+			f.PremiumNote = premiumNote
+		}
 		f.Unpriced = unpricedText(v.cb.Unpriced)
 	}
 	whole, elapsed := month.To.Sub(month.From), now.Sub(month.From)
@@ -314,7 +318,8 @@ func (s *Server) preview(ctx context.Context, now time.Time, cur usage.Policy, f
 	pv := views.Preview{Basis: basisText}
 	rows := map[string][]string{}
 	var teams []string
-	var unalloc []string
+	var unalloc, premium []string
+	anyPremium := false
 	for _, m := range usage.Methods {
 		pv.Methods = append(pv.Methods, methodLabel(m))
 		in.Policy = usage.Policy{Method: m, OverheadBasisPoints: overhead}
@@ -328,13 +333,41 @@ func (s *Server) preview(ctx context.Context, now time.Time, cur usage.Policy, f
 			}
 			rows[tc.Team] = append(rows[tc.Team], tc.Total.String())
 		}
-		unalloc = append(unalloc, cb.Unallocated.String())
+		u, p := splitUnallocated(cb.Unallocated)
+		unalloc, premium = append(unalloc, u), append(premium, p)
+		anyPremium = anyPremium || cb.Unallocated.Minor < 0
 	}
 	for _, t := range teams {
 		pv.Rows = append(pv.Rows, views.PreviewRow{Team: t, Amounts: rows[t]})
 	}
-	pv.Rows = append(pv.Rows, views.PreviewRow{Team: "Unallocated (platform cost)", Amounts: unalloc})
+	pv.Rows = append(pv.Rows, views.PreviewRow{Team: RowUnallocated, Amounts: unalloc})
+	if anyPremium {
+		pv.Rows = append(pv.Rows, views.PreviewRow{Team: RowPremium, Amounts: premium})
+		pv.PremiumNote = premiumNote
+	}
 	return pv, nil
+}
+
+// The rest of a split beside the teams' rows: what the cluster cost and no
+// team was charged (platform cost), or, when the teams' charges exceed the
+// cluster's cost, what they paid above it. The second happens when
+// borrowed hours carry a premium rate (usage.Chargeback.Unallocated is then
+// negative); shown as a negative platform cost, finance read it as an
+// error, so it gets its own name.
+const (
+	RowUnallocated = "Unallocated (platform cost)"
+	RowPremium     = "Premium collected above cost"
+	premiumNote    = "Premium collected above cost: under some policies the teams' charges exceed the cluster's cost, because borrowed hours are charged at the rate card's premium borrowed rate while the idle capacity they used costs less. The teams' charges minus the premium, or plus the platform cost, are the cluster's cost to the cent."
+)
+
+// splitUnallocated says a chargeback's unallocated amount as the two rows:
+// platform cost when it is zero or more, premium above cost (its opposite)
+// when it is negative; the other row shows a dash.
+func splitUnallocated(m usage.Money) (platform, premium string) {
+	if m.Minor < 0 {
+		return "—", usage.Money{Minor: -m.Minor, Currency: m.Currency}.String()
+	}
+	return m.String(), "—"
 }
 
 // setCostPolicy records finance's choice of policy, with a reason.

@@ -125,6 +125,10 @@ type Options struct {
 	// AWSPreview, when set, looks up what each AWS call of a plan would do
 	// before approval (read-only); nil leaves the plan uncompared.
 	AWSPreview provision.AWSPreviewer
+	// LifecycleCheck, when set, simulates the contract's project and
+	// access roles for the cluster lifecycle actions at approval, which is
+	// refused while one is allowed.
+	LifecycleCheck provision.ClusterLifecycleChecker
 	// Quotas tags a compute quota made outside the portal as a
 	// connection's when an admin adopts it (POST /connections/:id/adopt-quota);
 	// nil without real AWS calls, and the page offers no adoption.

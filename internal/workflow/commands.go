@@ -239,6 +239,14 @@ type ClusterFacts struct {
 	// ForeignNamespace is the contract's namespace when it exists on the
 	// cluster and neither the portal nor HyperPod created it.
 	ForeignNamespace string
+	// ManagesCluster lists what the contract's project-facing roles (the
+	// project role and the access role) are allowed of the cluster's
+	// lifecycle, by IAM's policy simulation ("<role> may <action>"); the
+	// seed's rule is that they get none. LifecycleUnchecked says why that
+	// simulation could not run ("" when it ran, or when no AWS side is
+	// configured to run it).
+	ManagesCluster     []string
+	LifecycleUnchecked string
 }
 
 // Approve records an admin's approval of exactly (version, hash, plan).
@@ -312,6 +320,15 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 	}
 	if in.PlanHash == "" {
 		return Effect{}, ErrUnpinned
+	}
+	// A project-facing role must not manage the cluster (create, update
+	// or delete it, its nodes, software, scheduler config or compute
+	// quotas): the approval waits until IAM no longer allows it.
+	if len(f.ManagesCluster) > 0 {
+		return Effect{}, fmt.Errorf("%w: %s", ErrManagesCluster, strings.Join(f.ManagesCluster, "; "))
+	}
+	if f.LifecycleUnchecked != "" {
+		return Effect{}, fmt.Errorf("%w: %s", ErrChecksDown, f.LifecycleUnchecked)
 	}
 	if f.ForeignNamespace != "" && in.Adopt != f.ForeignNamespace {
 		return Effect{}, fmt.Errorf("%w: %s", ErrForeignNamespace, f.ForeignNamespace)

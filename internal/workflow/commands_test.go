@@ -616,6 +616,11 @@ func TestApproveInputs(t *testing.T) {
 		{name: "plan error", facts: func(f *ApprovalFacts) { f.PlanError = planErr }, wantErr: both(is(ErrNotProvisionable), is(planErr))},
 		{name: "plan error without a plan hash", in: func(in *ApprovalInput) { in.PlanHash = "" }, facts: func(f *ApprovalFacts) { f.PlanError = planErr },
 			wantErr: both(is(ErrNotProvisionable), is(planErr))},
+		{name: "project role may manage the cluster", facts: func(f *ApprovalFacts) {
+			f.ManagesCluster = []string{"arn:aws:iam::111122223333:role/red-project may sagemaker:DeleteCluster"}
+		}, wantErr: both(is(ErrManagesCluster), isOther("red-project may sagemaker:DeleteCluster"))},
+		{name: "lifecycle simulation down", facts: func(f *ApprovalFacts) { f.LifecycleUnchecked = "IAM did not answer" },
+			wantErr: both(is(ErrChecksDown), isOther("IAM did not answer"))},
 		{name: "foreign namespace not adopted", facts: func(f *ApprovalFacts) { f.ForeignNamespace = "hyperpod-ns-red" },
 			wantErr: both(is(ErrForeignNamespace), isOther("hyperpod-ns-red"))},
 		{name: "foreign namespace, another adopted", in: func(in *ApprovalInput) { in.Adopt = "hyperpod-ns-blue" },

@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -154,6 +155,43 @@ const (
 	ToReviewers Audience = "reviewers"   // every portal reviewer
 )
 
+// personPrefix marks an audience of one person, by email.
+const personPrefix = "person:"
+
+// ToPerson is the audience of one person: the portal user whose email is
+// email (case-insensitive), such as the owner a contract names for a
+// signal. Nobody receives it until that person has signed in once.
+func ToPerson(email string) Audience {
+	return Audience(personPrefix + strings.ToLower(strings.TrimSpace(email)))
+}
+
+// Person returns the email of a one-person audience.
+func (a Audience) Person() (string, bool) {
+	email, ok := strings.CutPrefix(string(a), personPrefix)
+	return email, ok && email != ""
+}
+
+// SignalFiredNotices are the notices of a signal that fired: to the person
+// the contract names as its owner (usage.SignalStatus.Owner: the contract's
+// signal of that kind, else its operations or cost owner), who responds;
+// the cluster's signals, whose owner is the platform's admins rather than
+// a person, go to the admins. Reviewers hear of it through the review the
+// signal opens.
+func SignalFiredNotices(team, title, detail, owner, response string) []Notice {
+	subject := fmt.Sprintf("Signal fired: %s (%s)", title, detail)
+	if team != "" {
+		subject = fmt.Sprintf("Signal fired for team %s: %s (%s)", team, title, detail)
+	}
+	if response = strings.TrimSpace(response); response != "" {
+		subject += ". Your response, per the contract: " + response
+	}
+	to := ToAdmins
+	if owner = strings.ToLower(strings.TrimSpace(owner)); validEmail(owner) {
+		to = ToPerson(owner)
+	}
+	return []Notice{{Kind: "signal.fired", To: to, Subject: subject}}
+}
+
 // Notice is one notification an effect leaves in the outbox.
 type Notice struct {
 	Kind    string // e.g. connection.submitted
@@ -213,6 +251,10 @@ var (
 	ErrNotProvisionable = errors.New("this version cannot be provisioned")
 	// ErrSlurm is why a Slurm contract is not provisionable.
 	ErrSlurm = errors.New(SlurmNotSupported)
+	// ErrManagesCluster refuses an approval while a contract's project or
+	// access role is allowed a cluster lifecycle action; the error names
+	// the role and the action.
+	ErrManagesCluster = errors.New("a project-facing role may manage the cluster")
 	// ErrForeignNamespace refuses an approval of a contract whose
 	// namespace exists on the cluster, created by neither the portal nor
 	// HyperPod, unless the approval adopts it explicitly.

@@ -66,40 +66,111 @@ func CheckStudioRole(ctx context.Context, api IAMAPI, r StudioRole) ([]string, e
 		{r.EKSClusterARN, studioEKSActions},
 		{r.EKSClusterARN + "/*", studioAddonActions},
 	} {
-		allowed := map[string]bool{}
-		decided := map[string]bool{}
-		in := &iam.SimulatePrincipalPolicyInput{PolicySourceArn: aws.String(r.RoleARN), ActionNames: g.actions, ResourceArns: []string{g.resource}}
-		for {
-			out, err := api.SimulatePrincipalPolicy(ctx, in)
-			if err != nil {
-				return nil, fmt.Errorf("simulating %s: %w", r.RoleARN, err)
-			}
-			for _, e := range out.EvaluationResults {
-				a := aws.ToString(e.EvalActionName)
-				// Allowed only if allowed on every resource it was
-				// simulated on.
-				ok := e.EvalDecision == types.PolicyEvaluationDecisionTypeAllowed
-				if !decided[a] {
-					allowed[a], decided[a] = ok, true
-				} else {
-					allowed[a] = allowed[a] && ok
-				}
-			}
-			if !out.IsTruncated || aws.ToString(out.Marker) == "" {
-				break
-			}
-			in.Marker = out.Marker
+		allowed, err := simulate(ctx, api, r.RoleARN, g.resource, g.actions)
+		if err != nil {
+			return nil, err
 		}
 		for _, a := range g.actions {
-			if !decided[a] {
-				return nil, fmt.Errorf("simulating %s: IAM gave no result for %s", r.RoleARN, a)
-			}
 			if !allowed[a] {
 				missing = append(missing, a+" on "+g.resource)
 			}
 		}
 	}
 	return missing, nil
+}
+
+// simulate runs IAM's policy simulation of role for actions on resource
+// and says, for each action, whether it is allowed (on every resource the
+// simulation evaluated it on).
+func simulate(ctx context.Context, api IAMAPI, role, resource string, actions []string) (map[string]bool, error) {
+	allowed := map[string]bool{}
+	decided := map[string]bool{}
+	in := &iam.SimulatePrincipalPolicyInput{PolicySourceArn: aws.String(role), ActionNames: actions, ResourceArns: []string{resource}}
+	for {
+		out, err := api.SimulatePrincipalPolicy(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("simulating %s: %w", role, err)
+		}
+		for _, e := range out.EvaluationResults {
+			a := aws.ToString(e.EvalActionName)
+			ok := e.EvalDecision == types.PolicyEvaluationDecisionTypeAllowed
+			if !decided[a] {
+				allowed[a], decided[a] = ok, true
+			} else {
+				allowed[a] = allowed[a] && ok
+			}
+		}
+		if !out.IsTruncated || aws.ToString(out.Marker) == "" {
+			break
+		}
+		in.Marker = out.Marker
+	}
+	for _, a := range actions {
+		if !decided[a] {
+			return nil, fmt.Errorf("simulating %s: IAM gave no result for %s", role, a)
+		}
+	}
+	return allowed, nil
+}
+
+// The cluster lifecycle actions a project-facing role must not hold (the
+// seed: a project role gets no cluster lifecycle permission), by the
+// resource they are authorized on. They are the write actions of the
+// Service Authorization Reference for Amazon SageMaker on the cluster, its
+// nodes and instance groups (instance groups are changed through
+// UpdateCluster; nodes added, removed and their volumes attached through
+// the Batch*ClusterNodes and *ClusterNodeVolume actions), its software, its
+// task governance scheduler config and its compute quotas
+// (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsagemaker.html,
+// read in its programmatic form, servicereference.us-east-1.amazonaws.com
+// v1/sagemaker/sagemaker.json, snapshot github.com/dgwhited/servicereference
+// @e4e908ea45969e841198a0785270ab12223c4a0f: each action's resource types
+// are cluster, cluster-scheduler-config or compute-quota).
+var (
+	clusterLifecycleActions = []string{"sagemaker:CreateCluster", "sagemaker:UpdateCluster", "sagemaker:DeleteCluster",
+		"sagemaker:UpdateClusterSoftware", "sagemaker:BatchAddClusterNodes", "sagemaker:BatchDeleteClusterNodes",
+		"sagemaker:AttachClusterNodeVolume", "sagemaker:DetachClusterNodeVolume", "sagemaker:StartClusterHealthCheck",
+		"sagemaker:UpdateClusterInference", "sagemaker:CreateClusterSchedulerConfig", "sagemaker:CreateComputeQuota"}
+	schedulerConfigActions = []string{"sagemaker:UpdateClusterSchedulerConfig", "sagemaker:DeleteClusterSchedulerConfig"}
+	computeQuotaActions    = []string{"sagemaker:UpdateComputeQuota", "sagemaker:DeleteComputeQuota"}
+)
+
+// ClusterLifecycleActions are all of them.
+func ClusterLifecycleActions() []string {
+	return slices.Concat(clusterLifecycleActions, schedulerConfigActions, computeQuotaActions)
+}
+
+// ClusterLifecycleAllowed simulates role's policies for every cluster
+// lifecycle action and returns those IAM allows: on the cluster itself,
+// and on any scheduler config or compute quota of the cluster's account
+// and region (the resource "…:cluster-scheduler-config/*", which a policy
+// naming those resources, or "*", matches). A lookup that fails is an
+// error.
+func ClusterLifecycleAllowed(ctx context.Context, api IAMAPI, role, clusterARN string) ([]string, error) {
+	prefix, _, ok := strings.Cut(clusterARN, ":cluster/")
+	if !ok {
+		return nil, fmt.Errorf("%q is not a HyperPod cluster ARN", clusterARN)
+	}
+	var out []string
+	for _, g := range []struct {
+		resource string
+		actions  []string
+	}{
+		{clusterARN, clusterLifecycleActions},
+		{prefix + ":cluster-scheduler-config/*", schedulerConfigActions},
+		{prefix + ":compute-quota/*", computeQuotaActions},
+	} {
+		allowed, err := simulate(ctx, api, role, g.resource, g.actions)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range g.actions {
+			if allowed[a] {
+				out = append(out, a)
+			}
+		}
+	}
+	return out, nil
 }
 
 // studioRoleWarning is the plan's warning for the actions a Studio

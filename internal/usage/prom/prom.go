@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +53,46 @@ const Metric = "DCGM_FI_DEV_GPU_UTIL"
 // https://aps-workspaces.<Region>.amazonaws.com/workspaces/<Workspace-id>/api/v1/query
 // (docs.aws.amazon.com/prometheus/latest/userguide/AMP-compatible-APIs.html).
 const SigV4Service = "aps"
+
+// IAMActions maps each HTTP API operation this client calls (the path below
+// /api/v1) to the IAM action Amazon Managed Service for Prometheus
+// authorizes it as. QueryMetrics covers both "/workspaces/<id>/api/v1/query"
+// and ".../api/v1/query_range" (AMP user guide, QueryMetrics:
+// https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-APIReference-QueryMetrics.html),
+// on the workspace resource arn:${Partition}:aps:${Region}:${Account}:workspace/${WorkspaceId}
+// (Service Authorization Reference for aps:
+// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonmanagedserviceforprometheus.html).
+// `portal iam-policy` grants what this map names, and do refuses an
+// operation missing from it, so a new call cannot ship without its
+// permission.
+var IAMActions = map[string]string{
+	"query":       "aps:QueryMetrics",
+	"query_range": "aps:QueryMetrics",
+}
+
+// Actions returns the distinct IAM actions of IAMActions, sorted.
+func Actions() []string {
+	var out []string
+	for _, a := range IAMActions {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ampWorkspaceRE is the path of a workspace's query endpoint base.
+var ampWorkspaceRE = regexp.MustCompile(`^/workspaces/([A-Za-z0-9-]+)$`)
+
+// AMPWorkspaceID returns the workspace id of an Amazon Managed Service for
+// Prometheus URL (path /workspaces/<id>, after NormalizeURL), or "".
+func AMPWorkspaceID(u *url.URL) string {
+	if m := ampWorkspaceRE.FindStringSubmatch(u.Path); m != nil {
+		return m[1]
+	}
+	return ""
+}
 
 // MaxPoints is the most steps one range query may ask for: Prometheus
 // refuses more than 11,000 points per series ("exceeded maximum resolution
@@ -313,6 +354,9 @@ const maxResponse = 64 << 20
 // does, so the query never travels in a URL that SigV4 would have to
 // canonicalise) and returns the data of a successful answer.
 func (c *Client) do(ctx context.Context, op string, form url.Values) (queryData, error) {
+	if _, ok := IAMActions[op]; !ok {
+		return queryData{}, fmt.Errorf("prometheus %s: no IAM action is known for this operation (add it to prom.IAMActions)", op)
+	}
 	body := []byte(form.Encode())
 	u := c.base.JoinPath("api", "v1", op)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))

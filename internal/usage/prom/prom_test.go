@@ -114,6 +114,21 @@ func awsEscape(s string) string {
 	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
 }
 
+// ampActions is AMP's own table of its Prometheus-compatible query APIs
+// and the IAM action each needs, written here independently of IAMActions:
+// QueryMetrics (api/v1/query, api/v1/query_range), GetSeries (api/v1/series),
+// GetLabels (api/v1/labels, api/v1/label/<name>/values) and GetMetricMetadata
+// (api/v1/metadata), from the AMP user guide's "Prometheus-compatible APIs"
+// pages (https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-APIReference-QueryMetrics.html
+// and its siblings AMP-APIReference-GetSeries/GetLabels/GetMetricMetadata).
+var ampActions = map[string]string{
+	"query":       "aps:QueryMetrics",
+	"query_range": "aps:QueryMetrics",
+	"series":      "aps:GetSeries",
+	"labels":      "aps:GetLabels",
+	"metadata":    "aps:GetMetricMetadata",
+}
+
 // fakeProm answers the API's two endpoints with canned results and records
 // each request's form.
 type fakeProm struct {
@@ -121,6 +136,9 @@ type fakeProm struct {
 	secret string // when set, every request must carry a valid signature
 	region string // the region it must be signed for
 	answer func(op string, form url.Values) (int, string)
+	// allowed, when not nil, is the caller's IAM policy: a signed request
+	// whose action (ampActions) it lacks is denied, as AMP does.
+	allowed []string
 
 	mu    sync.Mutex
 	forms []url.Values
@@ -143,6 +161,14 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprintf(w, `{"message":"credential scope %s/%s, want %s/aps"}`, region, service, f.region)
 			return
+		}
+		if f.allowed != nil {
+			action, ok := ampActions[r.URL.Path[strings.Index(r.URL.Path, "/api/v1/")+len("/api/v1/"):]]
+			if !ok || !slices.Contains(f.allowed, action) {
+				w.WriteHeader(http.StatusForbidden)
+				fmt.Fprintf(w, `{"message":"User is not authorized to perform: %s"}`, action)
+				return
+			}
 		}
 	}
 	form, err := url.ParseQuery(string(body))
@@ -383,5 +409,47 @@ func TestNamespacesUtilizationLabel(t *testing.T) {
 	}
 	if len(m) != 2 || m["team-red"][0] != (usage.Point{At: t0, Percent: 10}) || m["team-blue"][0] != (usage.Point{At: t0, Percent: 90}) {
 		t.Errorf("result %v", m)
+	}
+}
+
+// TestIAMActionsAreWhatAMPAuthorizes: a role granted exactly Actions() (what
+// `portal iam-policy` grants) can run every query the client makes against
+// a workspace that authorizes each path as AMP does; without them it is
+// denied; and an operation without a known IAM action is refused before
+// any request is sent.
+func TestIAMActionsAreWhatAMPAuthorizes(t *testing.T) {
+	answer := func(op string, form url.Values) (int, string) {
+		if op == "query" {
+			return 200, `{"status":"success","data":{"resultType":"vector","result":[]}}`
+		}
+		return 200, `{"status":"success","data":{"resultType":"matrix","result":[]}}`
+	}
+	for _, tc := range []struct {
+		allowed []string
+		ok      bool
+	}{{Actions(), true}, {[]string{"aps:GetSeries", "aps:GetLabels"}, false}} {
+		fp := &fakeProm{t: t, secret: testSecret, region: "us-east-1", answer: answer, allowed: tc.allowed}
+		srv := httptest.NewServer(fp)
+		c, err := New(Config{URL: srv.URL + "/workspaces/ws-1", SigV4Region: "us-east-1",
+			Credentials: credentials.NewStaticCredentialsProvider(testKeyID, testSecret, "")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err1 := c.Query(context.Background(), "up", t0)
+		_, err2 := c.QueryRange(context.Background(), "up", t0, t0.Add(time.Hour), time.Hour)
+		_, err3 := c.NamespacesUtilization(context.Background(), t0, t0.Add(time.Hour), time.Hour)
+		for _, err := range []error{err1, err2, err3} {
+			if (err == nil) != tc.ok {
+				t.Errorf("allowed %v: err %v", tc.allowed, err)
+			}
+		}
+		srv.Close()
+	}
+	if got := Actions(); !slices.Equal(got, []string{"aps:QueryMetrics"}) {
+		t.Errorf("Actions() = %v", got)
+	}
+	c, _ := New(Config{URL: "http://127.0.0.1:1"})
+	if _, err := c.do(context.Background(), "series", url.Values{}); err == nil || !strings.Contains(err.Error(), "no IAM action") {
+		t.Errorf("an unmapped operation: %v", err)
 	}
 }

@@ -21,7 +21,8 @@ import (
 // allowed (Allow), on every resource; everything else is an implicit deny.
 type IAM struct {
 	*Core
-	roles map[string]map[string]bool // role ARN -> allowed actions
+	roles     map[string]map[string]bool // role ARN -> allowed actions
+	simulated []string                   // every action asked about, in order
 }
 
 // NewIAM starts an IAM endpoint, closed when tb ends.
@@ -42,6 +43,20 @@ func (m *IAM) AddRole(role string, actions ...string) {
 	for _, a := range actions {
 		m.roles[role][a] = true
 	}
+}
+
+// RemoveRole deletes role and what it was allowed.
+func (m *IAM) RemoveRole(role string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.roles, role)
+}
+
+// Simulated is every action a simulation asked about, in order.
+func (m *IAM) Simulated() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.simulated)
 }
 
 // iamRoleARN is an IAM role's ARN; SimulatePrincipalPolicy also takes users
@@ -210,6 +225,7 @@ func (m *IAM) simulate(form url.Values) (any, *Error) {
 	if !ok {
 		return nil, Errorf(http.StatusNotFound, "NoSuchEntity", "The role with name %s cannot be found.", src[strings.LastIndex(src, "/")+1:])
 	}
+	m.simulated = append(m.simulated, actions...)
 	var all []iamEvalResult
 	for _, a := range actions {
 		for _, res := range resources {
