@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Start the whole test bed (Kubernetes API + Dex + PostgreSQL) for STATE_DIR
-# and write STATE_DIR/testbed.env = kube.env + dex.env + prometheus.env +
-# postgres.env + tools.env (KEY=VALUE lines, no quotes). Prometheus is only
+# Start the whole test bed (Kubernetes API + Dex + PostgreSQL + the scheduling
+# cluster) for STATE_DIR and write STATE_DIR/testbed.env = kube.env + dex.env +
+# prometheus.env + postgres.env + tools.env + cluster.env (KEY=VALUE lines, no
+# quotes). The scheduling cluster (cluster.sh) is a second API server with
+# kube-scheduler, Kueue and kwok. Prometheus is only
 # built here: each test that needs it starts its own from
 # PORTAL_TEST_PROMETHEUS_BIN (see prometheus.sh); helm and kubectl (tools.sh)
 # are only built too.
 #
 #   hack/testbed/up.sh STATE_DIR
 #
-# Builds first (kube, dex, prometheus and tools builds run concurrently; all are
+# Builds first (kube then cluster, dex, prometheus and tools builds run concurrently; all are
 # cached, so a second run builds nothing). On failure everything started is stopped again.
 # Stop with hack/testbed/down.sh STATE_DIR.
 set -euo pipefail
@@ -19,6 +21,7 @@ DEX="$HERE/dex.sh"
 PROM="$HERE/prometheus.sh"
 TOOLS="$HERE/tools.sh"
 PG="$HERE/postgres.sh"
+CLUSTER="$HERE/cluster.sh"
 
 log() { printf 'up.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -29,6 +32,7 @@ die() { log "error: $*"; exit 1; }
 [[ -f "$PROM" ]] || die "$PROM is missing"
 [[ -f "$TOOLS" ]] || die "$TOOLS is missing"
 [[ -f "$PG" ]] || die "$PG is missing"
+[[ -f "$CLUSTER" ]] || die "$CLUSTER is missing"
 mkdir -p "$1"
 STATE="$(cd "$1" && pwd -P)"
 
@@ -46,8 +50,10 @@ rm -f "$STATE/testbed.env" "$STATE/testbed.env.tmp"
 mkdir -p "$STATE/logs"
 
 # --- build (concurrently) ---------------------------------------------------
-log "building (kube, dex, prometheus and tools in parallel; build logs also in $STATE/logs/build-*.log)"
-bash "$KUBE" build > >(tee "$STATE/logs/build-kube.log" >&2) 2>&1 &
+log "building (kube then cluster, dex, prometheus and tools in parallel; build logs also in $STATE/logs/build-*.log)"
+# cluster.sh builds kube-scheduler from kube.sh's module: after kube.sh, it
+# reuses the packages that build compiled instead of compiling them twice at once.
+{ bash "$KUBE" build && bash "$CLUSTER" build; } > >(tee "$STATE/logs/build-kube.log" >&2) 2>&1 &
 kube_build=$!
 bash "$DEX" build > >(tee "$STATE/logs/build-dex.log" >&2) 2>&1 &
 dex_build=$!
@@ -56,7 +62,7 @@ prom_build=$!
 bash "$TOOLS" build > >(tee "$STATE/logs/build-tools.log" >&2) 2>&1 &
 tools_build=$!
 fail=0
-wait "$kube_build" || { log "kube.sh build failed (see $STATE/logs/build-kube.log)"; fail=1; }
+wait "$kube_build" || { log "kube.sh or cluster.sh build failed (see $STATE/logs/build-kube.log)"; fail=1; }
 wait "$dex_build" || { log "dex.sh build failed (see $STATE/logs/build-dex.log)"; fail=1; }
 wait "$prom_build" || { log "prometheus.sh build failed (see $STATE/logs/build-prometheus.log)"; fail=1; }
 wait "$tools_build" || { log "tools.sh build failed (see $STATE/logs/build-tools.log)"; fail=1; }
@@ -70,8 +76,9 @@ bash "$DEX" up "$STATE"
 bash "$PROM" env "$STATE"
 bash "$PG" up "$STATE"
 bash "$TOOLS" env "$STATE"
+bash "$CLUSTER" up "$STATE"
 
-for f in kube.env dex.env prometheus.env postgres.env tools.env; do
+for f in kube.env dex.env prometheus.env postgres.env tools.env cluster.env; do
 	[[ -s "$STATE/$f" ]] || die "$STATE/$f was not written"
 done
 {
@@ -85,6 +92,8 @@ done
 	cat "$STATE/postgres.env"
 	[[ -z "$(tail -c1 "$STATE/postgres.env")" ]] || echo
 	cat "$STATE/tools.env"
+	[[ -z "$(tail -c1 "$STATE/tools.env")" ]] || echo
+	cat "$STATE/cluster.env"
 } >"$STATE/testbed.env.tmp"
 mv -f "$STATE/testbed.env.tmp" "$STATE/testbed.env"
 trap - EXIT
