@@ -252,6 +252,17 @@ cluster_up() {
 	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
 		-addext subjectAltName=IP:127.0.0.1 \
 		-keyout "$certs/tls.key" -out "$certs/tls.crt" 2>/dev/null || die "openssl could not make Kueue's certificate"
+	# Kueue v0.17.0 reads its metrics serving certificate from a fixed path
+	# when its internal certificate management is off (cmd/kueue/main.go:
+	# metricsCertPath "/etc/kueue/metrics/certs") and exits without one. Any
+	# certificate does (nothing scrapes it here); test beds share it.
+	local mcerts=/etc/kueue/metrics/certs
+	if [[ ! -s $mcerts/tls.crt || ! -s $mcerts/tls.key ]]; then
+		{ mkdir -p "$mcerts" &&
+			install -m 0600 "$certs/tls.key" "$mcerts/tls.key.$$" && mv -f "$mcerts/tls.key.$$" "$mcerts/tls.key" &&
+			install -m 0644 "$certs/tls.crt" "$mcerts/tls.crt.$$" && mv -f "$mcerts/tls.crt.$$" "$mcerts/tls.crt"; } ||
+			die "cannot write Kueue's metrics certificate to $mcerts (Kueue needs it there)"
+	fi
 	kueue_config "$sched/kueue-config.yaml" "$health" "$metrics" "$webhook" "$certs"
 	# VisibilityOnDemand off: its aggregated API server would bind 0.0.0.0:8082
 	# (the --visibility-server-port flag sets no address), which two test beds
