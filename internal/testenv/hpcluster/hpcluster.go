@@ -277,6 +277,29 @@ func (c *Cluster) AddNode(t testing.TB, name string, it InstanceType) *corev1.No
 		}
 		return false, nil
 	})
+	// The API server taints a new node node.kubernetes.io/not-ready
+	// (admission plugin TaintNodesByCondition); the node lifecycle
+	// controller lifts it once the node is Ready. That controller does not
+	// run here (it would mark kwok's nodes NotReady, having no leases from
+	// them), so lift it as it would.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var keep []corev1.Taint
+		for _, taint := range n.Spec.Taints {
+			if taint.Key != corev1.TaintNodeNotReady {
+				keep = append(keep, taint)
+			}
+		}
+		n.Spec.Taints = keep
+		ready, err = c.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("lift node %s's not-ready taint: %v", name, err)
+	}
 	return ready
 }
 
