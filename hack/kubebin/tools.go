@@ -7,6 +7,7 @@ package kubebin
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 
 	// Only for its module: kube.sh copies the Kueue CRDs from
 	// config/components/crd/bases/ of this exact, go.sum-verified version.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stop the test bed started by hack/testbed/up.sh STATE_DIR (PostgreSQL,
-# Dex, then the Kubernetes parts). Idempotent: succeeds when nothing runs or STATE_DIR
+# Dex, the scheduling cluster, then the Kubernetes parts). Idempotent: succeeds when nothing runs or STATE_DIR
 # does not exist. Logs under STATE_DIR/logs are kept.
 #
 #   hack/testbed/down.sh STATE_DIR
@@ -19,12 +19,15 @@ STATE="$(cd "$1" && pwd -P)"
 
 # Try every part even if one fails; report failure at the end.
 fail=0
-rm -f "$STATE/testbed.env" "$STATE/testbed.env.tmp" "$STATE/prometheus.env" "$STATE/prometheus.env.tmp" "$STATE/tools.env" "$STATE/tools.env.tmp"
+rm -f "$STATE/testbed.env" "$STATE/testbed.env.tmp" "$STATE/prometheus.env" "$STATE/prometheus.env.tmp" "$STATE/tools.env" "$STATE/tools.env.tmp" "$STATE/cluster.env" "$STATE/cluster.env.tmp"
 if [[ -f "$HERE/postgres.sh" ]]; then
 	bash "$HERE/postgres.sh" down "$STATE" || fail=1
 fi
 if [[ -f "$HERE/dex.sh" ]]; then
 	bash "$HERE/dex.sh" down "$STATE" || fail=1
+fi
+if [[ -f "$HERE/cluster.sh" ]]; then
+	bash "$HERE/cluster.sh" down "$STATE" || fail=1
 fi
 if [[ -f "$HERE/kube.sh" ]]; then
 	bash "$HERE/kube.sh" down "$STATE" || fail=1

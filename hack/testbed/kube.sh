@@ -22,7 +22,9 @@ set -euo pipefail
 readonly BUILD_SCRIPT_VERSION="kube.sh-build-3"
 readonly KUBE_VERSION="v1.37.2"
 readonly KUBE_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
-readonly KCM_CONTROLLERS="namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,garbage-collector-controller,clusterrole-aggregation-controller"
+# PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS adds to these (cluster.sh's scheduling
+# cluster adds job-controller and pod-garbage-collector-controller).
+readonly KCM_CONTROLLERS="namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,garbage-collector-controller,clusterrole-aggregation-controller${PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS:+,$PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS}"
 # name:groups of the token users written to the tokens directory.
 readonly TEST_USERS=(
 	"viewer-red:team-red-viewers"
@@ -38,7 +40,8 @@ readonly CACHE_ROOT="${PORTAL_TESTBED_CACHE:-$REPO/.cache/testbed}"
 # Seconds to wait for each component; raise on very slow machines.
 readonly WAIT_S="${PORTAL_TESTBED_KUBE_TIMEOUT:-90}"
 
-log() { printf 'kube.sh: %s\n' "$*" >&2; }
+LOG_NAME=${LOG_NAME:-kube.sh}
+log() { printf '%s: %s\n' "$LOG_NAME" "$*" >&2; }
 die() {
 	log "error: $*"
 	exit 1
@@ -460,6 +463,9 @@ cmd_down() {
 	stop_all "$state"
 	log "down: $state (logs kept in $state/logs/)"
 }
+
+# Sourced (by cluster.sh, for its start/stop/port helpers): define only.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
 
 case "${1:-}" in
 build)

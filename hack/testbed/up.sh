@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Start the whole test bed (Kubernetes API + Dex + PostgreSQL) for STATE_DIR
-# and write STATE_DIR/testbed.env = kube.env + dex.env + prometheus.env +
-# postgres.env + tools.env (KEY=VALUE lines, no quotes). Prometheus is only
+# Start the whole test bed (Kubernetes API + Dex + PostgreSQL + the scheduling
+# cluster) for STATE_DIR and write STATE_DIR/testbed.env = kube.env + dex.env +
+# prometheus.env + postgres.env + tools.env + cluster.env (KEY=VALUE lines, no
+# quotes). The scheduling cluster (cluster.sh: a second API server with
+# kube-scheduler, Kueue and kwok) is opt-in for now: PORTAL_TESTBED_SCHED=1. Prometheus is only
 # built here: each test that needs it starts its own from
 # PORTAL_TEST_PROMETHEUS_BIN (see prometheus.sh); helm and kubectl (tools.sh)
 # are only built too.
 #
 #   hack/testbed/up.sh STATE_DIR
 #
-# Builds first (kube, dex, prometheus and tools builds run concurrently; all are
+# Builds first (kube then cluster, dex, prometheus and tools builds run concurrently; all are
 # cached, so a second run builds nothing). On failure everything started is stopped again.
 # Stop with hack/testbed/down.sh STATE_DIR.
 set -euo pipefail
@@ -19,6 +21,7 @@ DEX="$HERE/dex.sh"
 PROM="$HERE/prometheus.sh"
 TOOLS="$HERE/tools.sh"
 PG="$HERE/postgres.sh"
+CLUSTER="$HERE/cluster.sh"
 
 log() { printf 'up.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -29,6 +32,7 @@ die() { log "error: $*"; exit 1; }
 [[ -f "$PROM" ]] || die "$PROM is missing"
 [[ -f "$TOOLS" ]] || die "$TOOLS is missing"
 [[ -f "$PG" ]] || die "$PG is missing"
+[[ -f "$CLUSTER" ]] || die "$CLUSTER is missing"
 mkdir -p "$1"
 STATE="$(cd "$1" && pwd -P)"
 
@@ -46,8 +50,14 @@ rm -f "$STATE/testbed.env" "$STATE/testbed.env.tmp"
 mkdir -p "$STATE/logs"
 
 # --- build (concurrently) ---------------------------------------------------
-log "building (kube, dex, prometheus and tools in parallel; build logs also in $STATE/logs/build-*.log)"
-bash "$KUBE" build > >(tee "$STATE/logs/build-kube.log" >&2) 2>&1 &
+log "building (kube then cluster, dex, prometheus and tools in parallel; build logs also in $STATE/logs/build-*.log)"
+# cluster.sh builds kube-scheduler from kube.sh's module: after kube.sh, it
+# reuses the packages that build compiled instead of compiling them twice at once.
+# The scheduling cluster is opt-in (PORTAL_TESTBED_SCHED=1) until a cold
+# `make test` with it has been timed on the 2-core machine (Kueue's cold build
+# took 57 min there under load).
+SCHED=${PORTAL_TESTBED_SCHED:-0}
+{ bash "$KUBE" build && { [[ $SCHED != 1 ]] || bash "$CLUSTER" build; }; } > >(tee "$STATE/logs/build-kube.log" >&2) 2>&1 &
 kube_build=$!
 bash "$DEX" build > >(tee "$STATE/logs/build-dex.log" >&2) 2>&1 &
 dex_build=$!
@@ -56,7 +66,7 @@ prom_build=$!
 bash "$TOOLS" build > >(tee "$STATE/logs/build-tools.log" >&2) 2>&1 &
 tools_build=$!
 fail=0
-wait "$kube_build" || { log "kube.sh build failed (see $STATE/logs/build-kube.log)"; fail=1; }
+wait "$kube_build" || { log "kube.sh or cluster.sh build failed (see $STATE/logs/build-kube.log)"; fail=1; }
 wait "$dex_build" || { log "dex.sh build failed (see $STATE/logs/build-dex.log)"; fail=1; }
 wait "$prom_build" || { log "prometheus.sh build failed (see $STATE/logs/build-prometheus.log)"; fail=1; }
 wait "$tools_build" || { log "tools.sh build failed (see $STATE/logs/build-tools.log)"; fail=1; }
@@ -70,22 +80,20 @@ bash "$DEX" up "$STATE"
 bash "$PROM" env "$STATE"
 bash "$PG" up "$STATE"
 bash "$TOOLS" env "$STATE"
+ENVS=(kube.env dex.env prometheus.env postgres.env tools.env)
+if [[ $SCHED == 1 ]]; then
+	bash "$CLUSTER" up "$STATE"
+	ENVS+=(cluster.env)
+fi
 
-for f in kube.env dex.env prometheus.env postgres.env tools.env; do
+for f in "${ENVS[@]}"; do
 	[[ -s "$STATE/$f" ]] || die "$STATE/$f was not written"
 done
-{
-	cat "$STATE/kube.env"
+for f in "${ENVS[@]}"; do
+	cat "$STATE/$f"
 	# Guard against a file without a trailing newline.
-	[[ -z "$(tail -c1 "$STATE/kube.env")" ]] || echo
-	cat "$STATE/dex.env"
-	[[ -z "$(tail -c1 "$STATE/dex.env")" ]] || echo
-	cat "$STATE/prometheus.env"
-	[[ -z "$(tail -c1 "$STATE/prometheus.env")" ]] || echo
-	cat "$STATE/postgres.env"
-	[[ -z "$(tail -c1 "$STATE/postgres.env")" ]] || echo
-	cat "$STATE/tools.env"
-} >"$STATE/testbed.env.tmp"
+	[[ -z "$(tail -c1 "$STATE/$f")" ]] || echo
+done >"$STATE/testbed.env.tmp"
 mv -f "$STATE/testbed.env.tmp" "$STATE/testbed.env"
 trap - EXIT
 log "test bed up in $((SECONDS - t0))s: $STATE/testbed.env"

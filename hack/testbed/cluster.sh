@@ -1,0 +1,338 @@
+#!/usr/bin/env bash
+# The scheduling cluster of the test bed: a second, separate API server on
+# which a real kube-scheduler, a real Kueue controller manager and kwok (the
+# simulated kubelets) run, so that tests can watch Kueue admit, borrow and
+# preempt. It is separate from kube.sh's API server on purpose: the tests of
+# that one write Workload statuses themselves, which a running Kueue would
+# overwrite.
+#
+#   cluster.sh build           build kube-scheduler, kueue (+ kueuehooks) and kwok once
+#                              into .cache/testbed/bin/cluster-<hash>/
+#   cluster.sh up STATE_DIR    start etcd, kube-apiserver, kube-controller-manager (with the
+#                              Job controller) via kube.sh in STATE_DIR/sched, then
+#                              kube-scheduler, Kueue and kwok on it; write STATE_DIR/cluster.env
+#   cluster.sh down STATE_DIR  stop them (by pid) and remove the data directory
+#
+# STATE_DIR/cluster.env holds KEY=VALUE lines for the tests:
+#   PORTAL_TEST_SCHED_KUBECONFIG  admin kubeconfig of the scheduling cluster
+#   PORTAL_TEST_SCHED_KWOK_LABEL  label (key=value) that makes a Node kwok's
+#
+# Versions (all from the Go module proxy; nothing else is downloaded):
+#   kube-scheduler v1.37.2  hack/kubebin, the same k8s.io/kubernetes as kube-apiserver
+#   Kueue v0.17.0           hack/kueue; the same version as the CRDs kube.sh applies
+#                           (hack/kubebin pins sigs.k8s.io/kueue too: bump both together)
+#   kwok v0.8.0             hack/kwok
+# Why Kueue v0.17.0: it is the newest Kueue the module proxy serves here
+# (`go list -m -versions sigs.k8s.io/kueue` lists only v0.17.0). HyperPod's
+# task governance add-on v1.6.0-eksbuild.1 packages Kueue v0.19.2, and older
+# add-on versions older Kueues
+# (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-upgrade.html);
+# v0.17 serves kueue.x-k8s.io/v1beta2 as v0.19 does, which is what the portal
+# applies.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+LOG_NAME=cluster.sh
+# kube.sh's helpers: start, stop, ours, wait_ok, http_ok, pick_port, gobuild, now, since.
+# shellcheck source=kube.sh
+source "$HERE/kube.sh"
+
+readonly CLUSTER_BUILD_VERSION="cluster.sh-build-1"
+readonly KUEUE_VERSION="v0.17.0"
+readonly KWOK_VERSION="v0.8.0"
+# Nodes with this label are kwok's (kwok's own convention, type=kwok).
+readonly KWOK_LABEL="type=kwok"
+# Started in this order on top of kube.sh's components; stopped in reverse.
+readonly CLUSTER_COMPONENTS=(kube-scheduler kueue kwok)
+
+cluster_hash() {
+	{
+		printf '%s\n%s\n%s\n' "$CLUSTER_BUILD_VERSION" "$KUBE_LDFLAGS" "$(go env GOVERSION GOOS GOARCH)"
+		cat "$REPO"/hack/kubebin/go.mod "$REPO"/hack/kubebin/go.sum \
+			"$REPO"/hack/kueue/go.mod "$REPO"/hack/kueue/go.sum "$REPO"/hack/kueue/kueuehooks/*.go \
+			"$REPO"/hack/kwok/go.mod "$REPO"/hack/kwok/go.sum
+	} | sha256sum | cut -c1-16
+}
+
+cluster_dir() { printf '%s/bin/cluster-%s\n' "$CACHE_ROOT" "$(cluster_hash)"; }
+
+# moddir MODULE_DIR MODULE: where the go.sum-verified module sits in the module cache.
+moddir() {
+	(cd "$REPO/$1" && GOWORK=off GOFLAGS=-mod=readonly go mod download "$2" &&
+		GOWORK=off GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' "$2")
+}
+
+cluster_build() {
+	command -v go >/dev/null || die "go is not on PATH"
+	command -v flock >/dev/null || die "flock is needed (util-linux)"
+	local dir
+	dir=$(cluster_dir)
+	if [[ -f $dir/.complete ]]; then
+		log "binaries up to date, reused cache $dir"
+		return 0
+	fi
+	mkdir -p "$CACHE_ROOT/bin"
+	# One builder at a time; a second one waits, then finds the cache filled.
+	exec 8>"$CACHE_ROOT/bin/.cluster-build.lock"
+	flock 8
+	if [[ -f $dir/.complete ]]; then
+		log "binaries up to date, reused cache $dir (built by a concurrent run)"
+		exec 8>&-
+		return 0
+	fi
+	local cores
+	cores=$(nproc 2>/dev/null || echo 2)
+	BUILD_JOBS=${PORTAL_TESTBED_BUILD_JOBS:-$((cores < 4 ? cores : 4))}
+	# Under the lock, any temporary directory is a leftover of a killed build.
+	rm -rf "$CACHE_ROOT"/bin/cluster-*.tmp.*
+	local tmp="$dir.tmp.$$" t0 t
+	mkdir -p "$tmp"
+	t0=$(now)
+	log "building kube-scheduler $KUBE_VERSION, Kueue $KUEUE_VERSION and kwok $KWOK_VERSION into $dir (-p $BUILD_JOBS)"
+
+	t=$(now)
+	gobuild hack/kueue -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" -o "$tmp/" \
+		sigs.k8s.io/kueue/cmd/kueue ./kueuehooks || {
+		rm -rf "$tmp"
+		die "building kueue failed"
+	}
+	log "  kueue, kueuehooks built in $(since "$t")"
+
+	t=$(now)
+	gobuild hack/kwok -ldflags "-s -w" -o "$tmp/" sigs.k8s.io/kwok/cmd/kwok || {
+		rm -rf "$tmp"
+		die "building kwok failed"
+	}
+	log "  kwok built in $(since "$t")"
+
+	# Last: kube.sh's build of kube-apiserver (same module) has compiled most
+	# of its packages by then.
+	t=$(now)
+	gobuild hack/kubebin -ldflags "$KUBE_LDFLAGS" -o "$tmp/" k8s.io/kubernetes/cmd/kube-scheduler || {
+		rm -rf "$tmp"
+		die "building kube-scheduler failed"
+	}
+	log "  kube-scheduler built in $(since "$t")"
+
+	# Data files of exactly the versions pinned (and checksummed) in go.sum:
+	# Kueue's webhook configurations (kueuehooks rewrites them to loopback
+	# URLs) and kwok's stages: node-initialize (the node is Ready with the
+	# allocatable it was created with) and the general pod lifecycle (Running
+	# after pod-ready's delay, Succeeded after pod-complete's delay for pods
+	# owned by a Job, both read from the pod's annotations
+	# pod-ready.stage.kwok.x-k8s.io/delay and pod-complete.stage.kwok.x-k8s.io/delay;
+	# deleted pods are removed by pod-delete).
+	local kueue_dir kwok_dir
+	kueue_dir=$(moddir hack/kueue "sigs.k8s.io/kueue@$KUEUE_VERSION") || die "no module sigs.k8s.io/kueue@$KUEUE_VERSION"
+	kwok_dir=$(moddir hack/kwok "sigs.k8s.io/kwok@$KWOK_VERSION") || die "no module sigs.k8s.io/kwok@$KWOK_VERSION"
+	install -m 0644 "$kueue_dir/config/components/webhook/manifests.yaml" "$tmp/kueue-webhooks.yaml"
+	mkdir -p "$tmp/kwok-stages"
+	install -m 0644 "$kwok_dir/kustomize/stage/node/fast/node-initialize.yaml" \
+		"$kwok_dir"/kustomize/stage/pod/general/pod-*.yaml "$tmp/kwok-stages/"
+
+	"$tmp/kube-scheduler" --version >&2
+	date -u +%FT%TZ >"$tmp/.complete"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
+	exec 8>&-
+	log "built in $(since "$t0"): $(du -sh "$dir" | cut -f1) in $dir"
+	local old
+	for old in "$CACHE_ROOT"/bin/cluster-*/; do
+		old=${old%/}
+		[[ -d $old && $old != "$dir" && $old != *.tmp.* ]] || continue
+		log "removing stale cache $old"
+		rm -rf "$old"
+	done
+}
+
+# kueue_config FILE HEALTH METRICS WEBHOOK CERTDIR: Kueue's configuration
+# (config.kueue.x-k8s.io/v1beta2, apis/config/v1beta2/configuration_types.go
+# of sigs.k8s.io/kueue v0.17.0). Loopback everywhere; the rest follows what
+# AWS documents of HyperPod's task governance add-on, and Kueue's defaults
+# where AWS says nothing.
+kueue_config() {
+	local file=$1 health=$2 metrics=$3 webhook=$4 certdir=$5
+	cat >"$file" <<EOF
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+health:
+  healthProbeBindAddress: 127.0.0.1:$health
+metrics:
+  bindAddress: 127.0.0.1:$metrics
+webhook:
+  host: 127.0.0.1
+  port: $webhook
+  certDir: $certdir
+leaderElection:
+  leaderElect: false
+# No Service and no rotator: cluster.sh makes a certificate for 127.0.0.1 and
+# kueuehooks puts it in the webhook configurations' caBundle.
+internalCertManagement:
+  enable: false
+clientConnection:
+  qps: 50
+  burst: 100
+# HyperPod's task governance queues jobs that carry kueue.x-k8s.io/queue-name
+# (the portal's platform reference: jobs pick a queue with that label); AWS
+# documents no change to Kueue's default, false: jobs without it are not managed.
+manageJobsWithoutQueueName: false
+# batch/job: the only job API this test bed serves. (HyperPod's own job kinds,
+# HyperPodPyTorchJob and Kubeflow's PyTorchJob, need CRDs and operators that do
+# not run here.)
+integrations:
+  frameworks:
+  - batch/job
+# HyperPod's cluster policy: "FairShare ... When enabled, entities borrow idle
+# compute based on their assigned FairShareWeight ... Default is Enabled"
+# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_SchedulerConfig.html).
+# Present means enabled in v1beta2; the strategies are Kueue's defaults.
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
+# Not set: waitForPodsReady. AWS: task governance implements gang scheduling
+# with it only once an admin activates it
+# (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-tasks-gang-scheduling.html).
+# Preemption itself is per ClusterQueue (spec.preemption), which the portal
+# and the tests' fixture write.
+EOF
+}
+
+cluster_up() {
+	local state
+	state=$(state_dir_arg "$@")
+	local sched="$state/sched" name pid
+	for name in "${CLUSTER_COMPONENTS[@]}"; do
+		pid=$(cat "$sched/$name.pid" 2>/dev/null || true)
+		if [[ -n $pid ]] && ours "$pid" "$sched"; then
+			die "$name is already running (pid $pid) for $state; run: $0 down $state"
+		fi
+	done
+	cluster_build
+	local bin
+	bin=$(cluster_dir)
+	local t0
+	t0=$(now)
+	rm -f "$state/cluster.env" "$state/cluster.env.tmp"
+	mkdir -p "$sched/logs"
+
+	UP_STATE=$state
+	trap 'log "up failed; stopping the scheduling cluster"; cluster_down "$UP_STATE"' EXIT
+	# Its own etcd and API server; the Job controller creates the pods of the
+	# Jobs Kueue admits, and the pod GC removes pods left on deleted nodes.
+	PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS=job-controller,pod-garbage-collector-controller \
+		bash "$HERE/kube.sh" up "$sched"
+	local kubeconfig="$sched/kubeconfig"
+
+	local sched_port health metrics webhook kwok_port
+	pick_port
+	sched_port=$PORT
+	pick_port
+	health=$PORT
+	pick_port
+	metrics=$PORT
+	pick_port
+	webhook=$PORT
+	pick_port
+	kwok_port=$PORT
+	log "starting in $sched (kube-scheduler :$sched_port, Kueue webhooks :$webhook, kwok :$kwok_port)"
+
+	start kube-scheduler "$sched" "$bin/kube-scheduler" \
+		--kubeconfig="$kubeconfig" \
+		--bind-address=127.0.0.1 \
+		--secure-port="$sched_port" \
+		--cert-dir="$sched/data/scheduler-certs" \
+		--leader-elect=false \
+		--profiling=false
+	wait_ok "kube-scheduler healthy" kube-scheduler "$sched" http_ok "https://127.0.0.1:$sched_port/healthz" ok -k
+
+	# Kueue's serving certificate: self-signed for IP 127.0.0.1 (the URL the
+	# webhook configurations name); it is also the caBundle.
+	local certs="$sched/data/kueue-certs"
+	mkdir -p "$certs"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+		-addext subjectAltName=IP:127.0.0.1 \
+		-keyout "$certs/tls.key" -out "$certs/tls.crt" 2>/dev/null || die "openssl could not make Kueue's certificate"
+	# Kueue v0.17.0 reads its metrics serving certificate from a fixed path
+	# when its internal certificate management is off (cmd/kueue/main.go:
+	# metricsCertPath "/etc/kueue/metrics/certs") and exits without one. Any
+	# certificate does (nothing scrapes it here); test beds share it.
+	local mcerts=/etc/kueue/metrics/certs
+	if [[ ! -s $mcerts/tls.crt || ! -s $mcerts/tls.key ]]; then
+		{ mkdir -p "$mcerts" &&
+			install -m 0600 "$certs/tls.key" "$mcerts/tls.key.$$" && mv -f "$mcerts/tls.key.$$" "$mcerts/tls.key" &&
+			install -m 0644 "$certs/tls.crt" "$mcerts/tls.crt.$$" && mv -f "$mcerts/tls.crt.$$" "$mcerts/tls.crt"; } ||
+			die "cannot write Kueue's metrics certificate to $mcerts (Kueue needs it there)"
+	fi
+	kueue_config "$sched/kueue-config.yaml" "$health" "$metrics" "$webhook" "$certs"
+	# VisibilityOnDemand off: its aggregated API server would bind 0.0.0.0:8082
+	# (the --visibility-server-port flag sets no address), which two test beds
+	# would share. The pending-position API (issue 34 item 3) needs it back.
+	start kueue "$sched" "$bin/kueue" \
+		--config="$sched/kueue-config.yaml" \
+		--kubeconfig="$kubeconfig" \
+		--feature-gates=VisibilityOnDemand=false \
+		--zap-log-level=info
+	wait_ok "Kueue ready" kueue "$sched" http_ok "http://127.0.0.1:$health/readyz" ok
+	local t
+	t=$(now)
+	"$bin/kueuehooks" -timeout "${WAIT_S}s" "$kubeconfig" "$bin/kueue-webhooks.yaml" \
+		"https://127.0.0.1:$webhook" "$certs/tls.crt" >"$sched/logs/kueuehooks.log" 2>&1 || {
+		tail_log "$sched/logs/kueuehooks.log"
+		tail_log "$sched/logs/kueue.log"
+		die "Kueue's webhooks are not reachable from the API server"
+	}
+	log "  Kueue webhooks answer the API server in $(since "$t")"
+
+	local stages
+	stages=$(printf '%s,' "$bin"/kwok-stages/*.yaml)
+	start kwok "$sched" "$bin/kwok" \
+		--kubeconfig="$kubeconfig" \
+		--manage-nodes-with-label-selector="$KWOK_LABEL" \
+		--server-address="127.0.0.1:$kwok_port" \
+		--config="${stages%,}"
+	wait_ok "kwok healthy" kwok "$sched" http_ok "http://127.0.0.1:$kwok_port/healthz" ok
+
+	printf 'PORTAL_TEST_SCHED_KUBECONFIG=%s\nPORTAL_TEST_SCHED_KWOK_LABEL=%s\n' \
+		"$kubeconfig" "$KWOK_LABEL" >"$state/cluster.env.tmp"
+	mv "$state/cluster.env.tmp" "$state/cluster.env"
+	trap - EXIT
+	log "up in $(since "$t0"); env: $state/cluster.env; logs: $sched/logs/"
+}
+
+cluster_down() {
+	[[ $# -eq 1 && -n $1 ]] || usage
+	if [[ ! -d $1 ]]; then
+		log "nothing to stop: $1 does not exist"
+		return 0
+	fi
+	local state i
+	state=$(cd "$1" && pwd -P)
+	rm -f "$state/cluster.env" "$state/cluster.env.tmp"
+	[[ -d $state/sched ]] || return 0
+	for ((i = ${#CLUSTER_COMPONENTS[@]} - 1; i >= 0; i--)); do
+		stop "${CLUSTER_COMPONENTS[i]}" "$state/sched"
+	done
+	bash "$HERE/kube.sh" down "$state/sched"
+}
+
+usage() {
+	sed -n '9,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	exit 2
+}
+
+case "${1:-}" in
+build)
+	shift
+	[[ $# -eq 0 ]] || usage
+	cluster_build
+	;;
+up)
+	shift
+	cluster_up "$@"
+	;;
+down)
+	shift
+	cluster_down "$@"
+	;;
+*) usage ;;
+esac

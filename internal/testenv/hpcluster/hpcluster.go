@@ -1,0 +1,571 @@
+// Package hpcluster builds, on the test bed's scheduling cluster, a cluster
+// shaped like a SageMaker HyperPod EKS cluster with task governance, for
+// integration tests that watch the real controllers work.
+//
+// The scheduling cluster (hack/testbed/cluster.sh, PORTAL_TEST_SCHED_KUBECONFIG)
+// is a kube-apiserver of its own with a real kube-scheduler, the Job
+// controller, the Kueue v0.17.0 controller manager (webhooks on loopback) and
+// kwok, which plays the kubelets: kwok keeps the nodes it owns Ready and moves
+// the pods bound to them to Running and, for pods of a Job, to Succeeded after
+// the time the pod's kwok annotations say (RunFor).
+//
+// What the fixture creates, as HyperPod would:
+//   - nodes of HyperPod instance types (node.kubernetes.io/instance-type =
+//     ml.*, sagemaker.amazonaws.com/node-health-status = Schedulable) with the
+//     allocatable the device plugins advertise (nvidia.com/gpu; for
+//     Trainium aws.amazon.com/neuron, neurondevice and neuroncore);
+//   - a ResourceFlavor per instance type, named after it;
+//   - WorkloadPriorityClasses <class>-priority;
+//   - per team, task governance's namespace hyperpod-ns-<team>, ClusterQueue
+//     hyperpod-ns-<team>-clusterqueue in a cohort and LocalQueue
+//     hyperpod-ns-<team>-localqueue.
+//
+// Kueue objects are cluster-wide and flavor names are instance types, so one
+// fixture at a time holds the cluster: Connect takes a lock (a ConfigMap in
+// kube-system) that the test's cleanup releases after deleting everything it
+// made. Without the scheduling cluster (opt-in: PORTAL_TESTBED_SCHED=1 make
+// test), Connect skips the test with a message naming `make test`.
+package hpcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"github.com/hyperpod-governance/portal/internal/testenv"
+)
+
+// Labels and names HyperPod uses; the same facts, with their sources, as
+// internal/provision's LabelInstanceType, LabelNodeHealth,
+// LabelHyperPodManagedQueue (this package imports no portal package, so that
+// any package's tests may use it).
+const (
+	LabelInstanceType = "node.kubernetes.io/instance-type"
+	// https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-resiliency-node-labels.html
+	LabelNodeHealth   = "sagemaker.amazonaws.com/node-health-status"
+	HealthSchedulable = "Schedulable"
+	// aws/sagemaker-hyperpod-cli src/sagemaker/hyperpod/cli/constants/command_constants.py
+	// (SAGEMAKER_MANAGED_QUEUE_LABEL, SAGEMAKER_QUOTA_ALLOCATION_LABEL).
+	LabelManagedQueue    = "sagemaker.amazonaws.com/sagemaker-managed-queue"
+	LabelQuotaAllocation = "sagemaker.amazonaws.com/quota-allocation-id"
+	// Kueue's job labels (sigs.k8s.io/kueue v0.17.0 pkg/controller/constants).
+	LabelQueueName     = "kueue.x-k8s.io/queue-name"
+	LabelPriorityClass = "kueue.x-k8s.io/priority-class"
+
+	ResourceGPU          = corev1.ResourceName("nvidia.com/gpu")
+	ResourceNeuron       = corev1.ResourceName("aws.amazon.com/neuron")
+	ResourceNeuronDevice = corev1.ResourceName("aws.amazon.com/neurondevice")
+	ResourceNeuronCore   = corev1.ResourceName("aws.amazon.com/neuroncore")
+)
+
+// InstanceType is a HyperPod instance type and what one node of it advertises.
+type InstanceType struct {
+	Name        string
+	Allocatable corev1.ResourceList
+}
+
+// The instance types of the fixture, with AWS's figures (the same as
+// internal/provision's DefaultAccelerators, which cites them).
+var (
+	// 8 H100, 192 vCPUs, 2048 GiB.
+	P5 = InstanceType{"ml.p5.48xlarge", resources(192, 2048, map[corev1.ResourceName]int64{ResourceGPU: 8})}
+	// 4 A10G, 48 vCPUs, 192 GiB.
+	G5 = InstanceType{"ml.g5.12xlarge", resources(48, 192, map[corev1.ResourceName]int64{ResourceGPU: 4})}
+	// 16 Trainium chips of 2 NeuronCore-v2 each, 128 vCPUs, 512 GiB. The
+	// Neuron device plugin advertises aws.amazon.com/neuron (whole devices)
+	// and aws.amazon.com/neuroncore (cores)
+	// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/k8s-neuron-device-plugin.html);
+	// newer plugins also aws.amazon.com/neurondevice, which the HyperPod CLI
+	// requests (aws/sagemaker-hyperpod-cli
+	// src/sagemaker/hyperpod/training/quota_allocation_util.py).
+	Trn1 = InstanceType{"ml.trn1.32xlarge", resources(128, 512, map[corev1.ResourceName]int64{
+		ResourceNeuron: 16, ResourceNeuronDevice: 16, ResourceNeuronCore: 32,
+	})}
+)
+
+func resources(cpu, memGiB int64, extra map[corev1.ResourceName]int64) corev1.ResourceList {
+	rl := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(memGiB<<30, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+	}
+	for name, n := range extra {
+		rl[name] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	return rl
+}
+
+// Cluster is the scheduling cluster, held by one test.
+type Cluster struct {
+	Config *rest.Config
+	Kube   kubernetes.Interface
+	Kueue  kueueclient.Interface
+
+	kwokKey, kwokValue string
+	cleanups           []func(context.Context) error
+}
+
+const lockName = "hpcluster-fixture-lock"
+
+// Connect returns the scheduling cluster, skipping the test without the test
+// bed, and holds it for the test: another test's Connect waits until this
+// test's cleanup has removed everything the fixture made.
+func Connect(t testing.TB) *Cluster {
+	t.Helper()
+	// The scheduling cluster is opt-in (hack/testbed/up.sh): without it
+	// asked for, the test is skipped even under make test; asked for, a
+	// missing cluster fails as every test bed part does.
+	if os.Getenv("PORTAL_TEST_SCHED_KUBECONFIG") == "" && os.Getenv("PORTAL_TESTBED_SCHED") != "1" {
+		t.Skip("needs the test bed's scheduling cluster (PORTAL_TEST_SCHED_KUBECONFIG unset): run `PORTAL_TESTBED_SCHED=1 make test`, which builds and starts it")
+	}
+	kubeconfig := testenv.Require(t, "PORTAL_TEST_SCHED_KUBECONFIG")
+	label := testenv.Require(t, "PORTAL_TEST_SCHED_KWOK_LABEL")
+	key, value, ok := strings.Cut(label, "=")
+	if !ok {
+		t.Fatalf("PORTAL_TEST_SCHED_KWOK_LABEL=%q is not key=value", label)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	c := &Cluster{
+		Config:    cfg,
+		Kube:      kubernetes.NewForConfigOrDie(cfg),
+		Kueue:     kueueclient.NewForConfigOrDie(cfg),
+		kwokKey:   key,
+		kwokValue: value,
+	}
+	c.lock(t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for i := len(c.cleanups) - 1; i >= 0; i-- {
+			if err := c.cleanups[i](ctx); err != nil {
+				t.Errorf("hpcluster cleanup: %v", err)
+			}
+		}
+		if err := c.Kube.CoreV1().ConfigMaps("kube-system").Delete(ctx, lockName, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("hpcluster: release the lock: %v", err)
+		}
+	})
+	return c
+}
+
+func (c *Cluster) lock(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: lockName, Namespace: "kube-system"},
+		Data:       map[string]string{"holder": t.Name()},
+	}
+	for {
+		_, err := c.Kube.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{})
+		if err == nil {
+			return
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("hpcluster: take the lock: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("hpcluster: another test held the scheduling cluster for 10 minutes")
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// onCleanup deletes obj's kind by name at cleanup and waits until it is gone
+// (Kueue's finalizers hold ClusterQueues and flavors until nothing uses them).
+func (c *Cluster) onCleanup(what string, del func(context.Context) error, get func(context.Context) error) {
+	c.cleanups = append(c.cleanups, func(ctx context.Context) error {
+		if err := del(ctx); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s: %w", what, err)
+		}
+		for {
+			err := get(ctx)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s still there: %v", what, err)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// AddNode creates a kwok node of the instance type, healthy as HyperPod
+// labels it, and waits until kwok reports it Ready.
+func (c *Cluster) AddNode(t testing.TB, name string, it InstanceType) *corev1.Node {
+	t.Helper()
+	ctx := t.Context()
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				c.kwokKey:              c.kwokValue,
+				LabelInstanceType:      it.Name,
+				LabelNodeHealth:        HealthSchedulable,
+				corev1.LabelHostname:   name,
+				corev1.LabelOSStable:   "linux",
+				corev1.LabelArchStable: "amd64",
+			},
+		},
+		Status: corev1.NodeStatus{Allocatable: it.Allocatable, Capacity: it.Allocatable},
+	}
+	created, err := c.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create node %s: %v", name, err)
+	}
+	c.onCleanup("node "+name,
+		func(ctx context.Context) error {
+			return c.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		},
+		func(ctx context.Context) error {
+			_, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
+	// Status is a subresource: unless the create kept it, set it as a
+	// kubelet registers its capacity (kwok marks the node Ready meanwhile,
+	// keeping the allocatable it finds).
+	if _, ok := created.Status.Allocatable[firstAccelerator(it)]; !ok {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Status.Allocatable, n.Status.Capacity = it.Allocatable, it.Allocatable
+			_, err = c.Kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("set node %s capacity: %v", name, err)
+		}
+	}
+	var ready *corev1.Node
+	WaitFor(t, "node "+name+" Ready", func() (bool, error) {
+		n, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if _, ok := n.Status.Allocatable[firstAccelerator(it)]; !ok {
+			return false, nil
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				ready = n
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	// The API server taints a new node node.kubernetes.io/not-ready
+	// (admission plugin TaintNodesByCondition); the node lifecycle
+	// controller lifts it once the node is Ready. That controller does not
+	// run here (it would mark kwok's nodes NotReady, having no leases from
+	// them), so lift it as it would.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var keep []corev1.Taint
+		for _, taint := range n.Spec.Taints {
+			if taint.Key != corev1.TaintNodeNotReady {
+				keep = append(keep, taint)
+			}
+		}
+		n.Spec.Taints = keep
+		ready, err = c.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("lift node %s's not-ready taint: %v", name, err)
+	}
+	return ready
+}
+
+// firstAccelerator is the accelerator resource an instance type advertises.
+func firstAccelerator(it InstanceType) corev1.ResourceName {
+	for _, r := range []corev1.ResourceName{ResourceGPU, ResourceNeuron} {
+		if _, ok := it.Allocatable[r]; ok {
+			return r
+		}
+	}
+	return corev1.ResourceCPU
+}
+
+// AddFlavor creates the ResourceFlavor HyperPod names after an instance type,
+// selecting its nodes by node.kubernetes.io/instance-type.
+func (c *Cluster) AddFlavor(t testing.TB, it InstanceType) {
+	t.Helper()
+	rf := &kueue.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: it.Name},
+		Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{LabelInstanceType: it.Name}},
+	}
+	if _, err := c.Kueue.KueueV1beta2().ResourceFlavors().Create(t.Context(), rf, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ResourceFlavor %s: %v", it.Name, err)
+	}
+	c.onCleanup("ResourceFlavor "+it.Name,
+		func(ctx context.Context) error {
+			return c.Kueue.KueueV1beta2().ResourceFlavors().Delete(ctx, it.Name, metav1.DeleteOptions{})
+		},
+		func(ctx context.Context) error {
+			_, err := c.Kueue.KueueV1beta2().ResourceFlavors().Get(ctx, it.Name, metav1.GetOptions{})
+			return err
+		})
+}
+
+// AddPriorityClass creates WorkloadPriorityClass <class>-priority: HyperPod's
+// cluster policy class "training" is Kueue's "training-priority"
+// (docs/platform-reference.md).
+func (c *Cluster) AddPriorityClass(t testing.TB, class string, value int32) string {
+	t.Helper()
+	name := class + "-priority"
+	wpc := &kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	if _, err := c.Kueue.KueueV1beta2().WorkloadPriorityClasses().Create(t.Context(), wpc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create WorkloadPriorityClass %s: %v", name, err)
+	}
+	c.onCleanup("WorkloadPriorityClass "+name,
+		func(ctx context.Context) error {
+			return c.Kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, name, metav1.DeleteOptions{})
+		},
+		func(ctx context.Context) error {
+			_, err := c.Kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
+	return name
+}
+
+// Team is a team's queueing objects, as HyperPod task governance names them.
+type Team struct {
+	Name         string
+	Namespace    string // hyperpod-ns-<team>
+	ClusterQueue string // hyperpod-ns-<team>-clusterqueue
+	LocalQueue   string // hyperpod-ns-<team>-localqueue
+}
+
+// Guarantee is a team's nominal quota of one accelerator resource on one
+// flavor; borrowing from the cohort is unlimited, and lending too.
+type Guarantee struct {
+	Flavor   InstanceType
+	Resource corev1.ResourceName
+	Count    int64
+}
+
+// AddHyperPodTeam creates what HyperPod task governance creates for a
+// compute quota: the namespace, the ClusterQueue in cohort and the
+// LocalQueue. The ClusterQueue reclaims lent quota by preempting borrowers
+// (reclaimWithinCohort Any) and preempts lower priorities inside the queue,
+// as a compute quota with PreemptTeamTasks LowerPriority and resource
+// sharing LendAndBorrow does (the same mapping as internal/provision's plan).
+func (c *Cluster) AddHyperPodTeam(t testing.TB, name, cohort string, guarantees ...Guarantee) Team {
+	t.Helper()
+	ctx := t.Context()
+	team := Team{
+		Name:         name,
+		Namespace:    "hyperpod-ns-" + name,
+		ClusterQueue: "hyperpod-ns-" + name + "-clusterqueue",
+		LocalQueue:   "hyperpod-ns-" + name + "-localqueue",
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   team.Namespace,
+		Labels: map[string]string{LabelManagedQueue: "true", LabelQuotaAllocation: name},
+	}}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", team.Namespace, err)
+	}
+
+	var rg kueue.ResourceGroup
+	seen := map[corev1.ResourceName]bool{}
+	for _, g := range guarantees {
+		if !seen[g.Resource] {
+			seen[g.Resource] = true
+			rg.CoveredResources = append(rg.CoveredResources, g.Resource)
+		}
+		rg.Flavors = append(rg.Flavors, kueue.FlavorQuotas{
+			Name:      kueue.ResourceFlavorReference(g.Flavor.Name),
+			Resources: []kueue.ResourceQuota{{Name: g.Resource, NominalQuota: *resource.NewQuantity(g.Count, resource.DecimalSI)}},
+		})
+	}
+	cq := &kueue.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: team.ClusterQueue},
+		Spec: kueue.ClusterQueueSpec{
+			ResourceGroups:    []kueue.ResourceGroup{rg},
+			CohortName:        kueue.CohortReference(cohort),
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: team.Namespace}},
+			Preemption: &kueue.ClusterQueuePreemption{
+				WithinClusterQueue:  kueue.PreemptionPolicyLowerPriority,
+				ReclaimWithinCohort: kueue.PreemptionPolicyAny,
+			},
+		},
+	}
+	if _, err := c.Kueue.KueueV1beta2().ClusterQueues().Create(ctx, cq, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ClusterQueue %s: %v", team.ClusterQueue, err)
+	}
+	c.onCleanup("ClusterQueue "+team.ClusterQueue,
+		func(ctx context.Context) error {
+			return c.Kueue.KueueV1beta2().ClusterQueues().Delete(ctx, team.ClusterQueue, metav1.DeleteOptions{})
+		},
+		func(ctx context.Context) error {
+			_, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, team.ClusterQueue, metav1.GetOptions{})
+			return err
+		})
+	// Registered after the ClusterQueue's, so deleted before it: the
+	// namespace's deletion removes the LocalQueue, the Jobs and their
+	// Workloads, and Kueue keeps a ClusterQueue until none is admitted in it.
+	c.onCleanup("namespace "+team.Namespace,
+		func(ctx context.Context) error {
+			return c.Kube.CoreV1().Namespaces().Delete(ctx, team.Namespace, metav1.DeleteOptions{})
+		},
+		func(ctx context.Context) error {
+			_, err := c.Kube.CoreV1().Namespaces().Get(ctx, team.Namespace, metav1.GetOptions{})
+			return err
+		})
+	lq := &kueue.LocalQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: team.LocalQueue, Namespace: team.Namespace},
+		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(team.ClusterQueue)},
+	}
+	if _, err := c.Kueue.KueueV1beta2().LocalQueues(team.Namespace).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create LocalQueue %s: %v", team.LocalQueue, err)
+	}
+	WaitFor(t, "ClusterQueue "+team.ClusterQueue+" active", func() (bool, error) {
+		got, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, team.ClusterQueue, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return metaCondTrue(got.Status.Conditions, kueue.ClusterQueueActive), nil
+	})
+	return team
+}
+
+func metaCondTrue(conds []metav1.Condition, typ string) bool {
+	for _, c := range conds {
+		if c.Type == typ {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// RunFor returns the pod annotations that make kwok run a pod of a Job for
+// d after it is bound (Running at once, Succeeded d later): kwok's general
+// pod stages (sigs.k8s.io/kwok v0.8.0 kustomize/stage/pod/general) read each
+// stage's delay and jitter from these annotations; jitter equal to the delay
+// means exactly the delay.
+func RunFor(d time.Duration) map[string]string {
+	a := map[string]string{}
+	for stage, delay := range map[string]time.Duration{"pod-create": 0, "pod-ready": 0, "pod-complete": d} {
+		a[stage+".stage.kwok.x-k8s.io/delay"] = delay.String()
+		a[stage+".stage.kwok.x-k8s.io/jitter-delay"] = delay.String()
+	}
+	return a
+}
+
+// JobSpec is a batch/v1 Job for a team's LocalQueue: Pods pods in parallel,
+// each asking for Count of Resource, running RunFor once started.
+type JobSpec struct {
+	Name          string
+	Pods          int32
+	Resource      corev1.ResourceName
+	Count         int64
+	PriorityClass string // a WorkloadPriorityClass name; empty for none
+	RunFor        time.Duration
+}
+
+// SubmitJob creates the Job as a team member would: labelled with the
+// team's LocalQueue (and priority class), created suspended as Kueue expects
+// (its webhook suspends it anyway) so that nothing runs before admission.
+func (c *Cluster) SubmitJob(t testing.TB, team Team, spec JobSpec) *batchv1.Job {
+	t.Helper()
+	labels := map[string]string{LabelQueueName: team.LocalQueue}
+	if spec.PriorityClass != "" {
+		labels[LabelPriorityClass] = spec.PriorityClass
+	}
+	qty := *resource.NewQuantity(spec.Count, resource.DecimalSI)
+	suspend := true
+	backoff := int32(0)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: team.Namespace, Labels: labels},
+		Spec: batchv1.JobSpec{
+			Parallelism:  &spec.Pods,
+			Completions:  &spec.Pods,
+			Suspend:      &suspend,
+			BackoffLimit: &backoff,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: RunFor(spec.RunFor)},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name:  "train",
+						Image: "registry.example/train:1",
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{spec.Resource: qty},
+							Limits:   corev1.ResourceList{spec.Resource: qty},
+						},
+					}},
+				},
+			},
+		},
+	}
+	created, err := c.Kube.BatchV1().Jobs(team.Namespace).Create(t.Context(), job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create Job %s/%s: %v", team.Namespace, spec.Name, err)
+	}
+	return created
+}
+
+// WorkloadOf returns the Workload Kueue made for a Job (the one it owns).
+func (c *Cluster) WorkloadOf(ctx context.Context, job *batchv1.Job) (*kueue.Workload, error) {
+	list, err := c.Kueue.KueueV1beta2().Workloads(job.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		for _, o := range list.Items[i].OwnerReferences {
+			if o.UID == job.UID {
+				return &list.Items[i], nil
+			}
+		}
+	}
+	return nil, apierrors.NewNotFound(kueue.Resource("workloads"), "of job "+job.Name)
+}
+
+// WaitFor polls cond until it holds. The deadline only turns a lost event
+// into a failure instead of a hang; it is not a timing assertion.
+func WaitFor(t testing.TB, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if err != nil {
+			last = err
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened within 90s: %s (last error: %v)", what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
