@@ -2,6 +2,7 @@ package awsprov
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -161,6 +162,15 @@ func ClusterLifecycleAllowed(ctx context.Context, api IAMAPI, role, clusterARN s
 		{prefix + ":compute-quota/*", computeQuotaActions},
 	} {
 		allowed, err := simulate(ctx, api, role, g.resource, g.actions)
+		// A role IAM does not have holds no permission: SimulatePrincipalPolicy
+		// answers NoSuchEntity for a PolicySourceArn that does not exist
+		// (https://docs.aws.amazon.com/IAM/latest/APIReference/API_SimulatePrincipalPolicy.html,
+		// Errors). That is an answer, not an outage: nothing to refuse. (The
+		// plan preview already warns that the role is missing, and creating its
+		// access entry fails at provisioning.)
+		if nse := (*types.NoSuchEntityException)(nil); errors.As(err, &nse) {
+			return nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}
