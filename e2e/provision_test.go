@@ -116,7 +116,9 @@ func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	}
 	screenshot(t, owner, "21-owner-active")
 
-	// The member's page: the submit snippets, and a workload Kueue could
+	// The member's page: the submit snippets (training jobs labelled with
+	// the contract's training class, never the first allowed class,
+	// inference-priority: issue 31), and a workload Kueue could
 	// not fit, read live from the cluster with Kueue's reason. No Kueue
 	// runs in the test bed: the test writes the condition its scheduler
 	// writes (QuotaReserved False, reason Pending) through the status
@@ -129,7 +131,8 @@ func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	snips, err := member.GetByTestId("snippet").AllTextContents()
 	mustOK(t, err, "read the member's snippets")
 	if all := strings.Join(snips, "\n"); !strings.Contains(all, "kueue.x-k8s.io/queue-name: hyperpod-ns-red-localqueue") ||
-		!strings.Contains(all, "hyp create hyp-pytorch-job") || !strings.Contains(all, "--priority inference-priority") {
+		!strings.Contains(all, "hyp create hyp-pytorch-job") || !strings.Contains(all, "--priority training-priority") ||
+		strings.Contains(all, "inference-priority") {
 		t.Errorf("member's snippets = %q", snips)
 	}
 	if got := text(t, member, "pending-e2e-train-waiting"); !strings.Contains(got, "Pending") || !strings.Contains(got, noFit) {
