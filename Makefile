@@ -93,7 +93,7 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 bench: deps testbed-build ## every performance benchmark next to its same-run baseline, one table (bench/latest.md)
 	bash bench/run.sh
 
-fuzz: ## fuzz the form handlers through the real server, FUZZTIME=1000000x (README: Security)
+fuzz: ## fuzz the form handlers through the real server, FUZZTIME=1000000x (docs/security.md)
 	$(GO) test -trimpath -run '^$$' -fuzz '^FuzzContractForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./internal/web
 
 e2e: e2e-setup ## browser tests only (headless Chromium)

@@ -88,7 +88,7 @@ func auditCmd(ctx context.Context, args []string, getenv func(string) string, st
 			if err != nil {
 				return err
 			}
-			// The chain hashes neither the row ids nor a key (README,
+			// The chain hashes neither the row ids nor a key (docs/contracts.md,
 			// "What verification cannot show"), so a trail that verifies
 			// without the published head was either cut short or rewritten
 			// from some event on with every later hash recomputed.

@@ -91,7 +91,7 @@ type Config struct {
 var awsServices = []string{"sagemaker", "eks", "ssoadmin", "identitystore", "datazone", "iam"}
 
 // flagSpec describes one setting: its flag, its environment variable, its
-// default and help. The README's configuration table lists the same.
+// default and help. docs/configuration.md lists the same.
 type flagSpec struct {
 	name, env, def, help string
 	boolean              bool // takes no value on the command line: --dev
@@ -134,8 +134,8 @@ var specs = []flagSpec{
 	{"demo-usage", "PORTAL_DEMO_USAGE", "false", "with --dev and without --kubeconfig, on a database with no usage yet: seed 60 days of hourly demo usage, labelled demo data (make run sets it)", true},
 	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
 	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
-	{"cluster-settings", "PORTAL_CLUSTER_SETTINGS", "", "YAML file of the shared cluster's settings: namespace prefix, priority classes, ClusterQueue mode, accelerator table, instance types (see the README); empty: the HyperPod task governance defaults", false},
-	{"rate-card", "PORTAL_RATE_CARD", "", "JSON rate card: hourly price per instance type, currency, effective-from dates, optional borrowed rate (see the README); empty: usage is shown without money and no month is closed", false},
+	{"cluster-settings", "PORTAL_CLUSTER_SETTINGS", "", "YAML file of the shared cluster's settings: namespace prefix, priority classes, ClusterQueue mode, accelerator table, instance types (see docs/configuration.md); empty: the HyperPod task governance defaults", false},
+	{"rate-card", "PORTAL_RATE_CARD", "", "JSON rate card: hourly price per instance type, currency, effective-from dates, optional borrowed rate (see docs/usage-and-cost.md); empty: usage is shown without money and no month is closed", false},
 	{"usage-retention", "PORTAL_USAGE_RETENTION", "9600h", "how long usage records (hourly rows, pods' intervals, missing periods) are kept; older ones are pruned daily (default 400 days)", false},
 	{"usage-interval", "PORTAL_USAGE_INTERVAL", "1m", "how often the usage collector (with --kubeconfig) records what it saw and recomputes the hours it touched", false},
 	{"review-interval", "PORTAL_REVIEW_INTERVAL", "10m", "how often the review scheduler opens due and event-driven reviews, flags orphans, syncs the owners groups (with --identity-store-id) and reminds of overdue reviews; one portal process at a time runs it", false},
@@ -149,7 +149,7 @@ var specs = []flagSpec{
 	{"identity-store-user-attribute", "PORTAL_IDENTITY_STORE_USER_ATTRIBUTE", "email", "claim holding the user's Identity Center userName: email, preferred_username or subject", false},
 	{"identity-store-cache-ttl", "PORTAL_IDENTITY_STORE_CACHE_TTL", "5m", "how long a user's identity store groups are reused before asking again", false},
 	{"trusted-proxies", "PORTAL_TRUSTED_PROXIES", "", "comma-separated CIDRs of the reverse proxies (ingress, load balancer) whose X-Forwarded-For names the client; empty: the peer address is the client, forwarded headers are ignored", false},
-	{"aws-settings", "PORTAL_AWS_SETTINGS", "", "YAML file of the AWS side of provisioning (Studio network, identity store, access policies; see the README); empty: plans have no AWS steps (with --dev and no --kubeconfig: built-in example settings, dry run)", false},
+	{"aws-settings", "PORTAL_AWS_SETTINGS", "", "YAML file of the AWS side of provisioning (Studio network, identity store, access policies; see docs/provisioning.md); empty: plans have no AWS steps (with --dev and no --kubeconfig: built-in example settings, dry run)", false},
 	{"aws-region", "PORTAL_AWS_REGION", "", "AWS region of the shared cluster (default: the settings file's region, else AWS_REGION)", false},
 	{"aws-endpoint-sagemaker", "PORTAL_AWS_ENDPOINT_SAGEMAKER", "", "SageMaker endpoint URL override (a VPC endpoint); empty: the region's default", false},
 	{"aws-endpoint-eks", "PORTAL_AWS_ENDPOINT_EKS", "", "EKS endpoint URL override", false},
@@ -407,7 +407,7 @@ func (c Config) validate(cmd string) []error {
 		errs = append(errs, errors.New("--oidc-client-secret-file: required (a file holding the client secret, e.g. a mounted Kubernetes secret)"))
 	}
 	if c.GroupsFile == "" {
-		errs = append(errs, errors.New("--groups-file: required (YAML mapping groups to roles and teams; see the README)"))
+		errs = append(errs, errors.New("--groups-file: required (YAML mapping groups to roles and teams; see docs/configuration.md)"))
 	}
 	if c.SessionKeyFile == "" {
 		errs = append(errs, errors.New("--session-key-file: required (at least 32 random bytes, e.g. `openssl rand -hex 32 > session.key`)"))

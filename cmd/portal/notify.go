@@ -26,8 +26,7 @@ type NotifyConfig struct {
 	WebhookSecretFile string
 }
 
-// notifySpecs are the notification flags (see the README's configuration
-// table).
+// notifySpecs are the notification flags (see docs/configuration.md).
 var notifySpecs = []flagSpec{
 	{"smtp-addr", "PORTAL_SMTP_ADDR", "", "SMTP submission server host:port (e.g. smtp.example.com:587) that notices are emailed through; empty: no email", false},
 	{"smtp-from", "PORTAL_SMTP_FROM", "", "sender address of notice emails (required with --smtp-addr)", false},

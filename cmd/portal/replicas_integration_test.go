@@ -8,8 +8,7 @@ package main
 // other, alternating. The leader is kill -9ed while it holds a job and the
 // handover is measured; the survivor resumes the job. Every provisioning
 // job runs exactly once (one success each, one namespace and one of each
-// AWS resource per connection) and the audit chain verifies (README
-// "Replicas"; bench/replicas.sh runs it with 100 connections and prints
+// AWS resource per connection) and the audit chain verifies (docs/replicas.md; bench/replicas.sh runs it with 100 connections and prints
 // the figures).
 //
 // The database is PORTAL_TEST_REPLICAS_DB when set, else a new database on

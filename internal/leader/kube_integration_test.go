@@ -28,7 +28,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// The RBAC the election needs (README "Replicas", the Helm chart's Role):
+// The RBAC the election needs (docs/replicas.md, the Helm chart's Role):
 // exactly this, in the portal's namespace.
 var electionRule = rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}
 

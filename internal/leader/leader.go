@@ -54,7 +54,7 @@ type Durations struct {
 }
 
 // Default hands the singletons over within WorstHandover = 11.4 s of the
-// leader's death, under the 15 s the README promises (measured: 10-13 s
+// leader's death, under the 15 s docs/replicas.md promises (measured: 10-13 s
 // with 10 s/7 s/2 s, hence these shorter ones).
 var Default = Durations{LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second}
 

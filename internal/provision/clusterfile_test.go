@@ -180,22 +180,22 @@ func TestParseARNAgreesWithTheSDK(t *testing.T) {
 	}
 }
 
-// The README's example file is a valid settings file.
-func TestReadmeClusterSettingsExampleParses(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// docs/configuration.md's example file is a valid settings file.
+func TestDocsClusterSettingsExampleParses(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(b), "```yaml\n# --cluster-settings: unknown keys are errors\n")
 	example, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 {
-		t.Fatal("README.md has no --cluster-settings example")
+		t.Fatal("docs/configuration.md has no --cluster-settings example")
 	}
 	s, err := ParseClusterSettings([]byte(example))
 	if err != nil {
-		t.Fatalf("the README's example: %v", err)
+		t.Fatalf("docs/configuration.md's example: %v", err)
 	}
 	if err := s.Check(); err != nil {
-		t.Errorf("the README's example: %v", err)
+		t.Errorf("docs/configuration.md's example: %v", err)
 	}
 }

@@ -30,7 +30,7 @@ func beat(t *testing.T, ticks chan<- time.Time) {
 	}
 }
 
-// The promise of the replicas (README "Replicas"): a dead holder's job
+// The promise of the replicas (docs/replicas.md): a dead holder's job
 // resumes within 15 s. The lease and the poll are what that rests on, and
 // the heartbeat beats at least three times a lease.
 func TestJobLeaseFitsTheResumePromise(t *testing.T) {

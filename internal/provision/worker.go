@@ -153,7 +153,7 @@ func planOf(r ConnVersion, cv ContractVersion, lookup error, s ClusterSettings) 
 // another worker claims the job once JobLease has passed since the last
 // beat. With the worker's PollInterval (2 s) that resumes a dead holder's
 // job within JobLease + PollInterval = 12 s, under the 15 s the replicas
-// promise (README "Replicas"). Three beats fit in a lease, so one slow
+// promise (docs/replicas.md). Three beats fit in a lease, so one slow
 // write (a busy database) does not lose it.
 const (
 	JobLease     = 10 * time.Second

@@ -47,7 +47,7 @@ import (
 //	go test -run '^$' -fuzz FuzzContractForms -fuzztime 1000000x ./internal/web
 //
 // make fuzz runs that; make test runs the seed corpus (go test) and a
-// short bounded fuzz. See README "Security checklist".
+// short bounded fuzz. See docs/security.md.
 func FuzzContractForms(f *testing.F) {
 	fx := newFormFuzz(f)
 	for _, s := range fx.seeds() {

@@ -254,7 +254,7 @@ func New(o Options) (*Server, error) {
 	// The idle timeout makes scs commit every session on every request,
 	// only to move its expiry; the store writes that at most once per
 	// refresh (a tenth of the idle timeout, at most a minute), so a page
-	// view is not a database write (issue 15; README, Sign-in and
+	// view is not a database write (issue 15; docs/security.md, Sign-in and
 	// sessions).
 	st.SetRefreshGranularity(min(time.Minute, o.SessionIdleTimeout/10))
 	sm.Lifetime = o.SessionLifetime

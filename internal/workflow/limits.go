@@ -19,7 +19,7 @@ import (
 // The table Limits, which the rows of the field table (fields.go) make, is
 // the one source of these numbers: validation (LimitErrors, and Validate
 // through it), the form's help text and the README's table
-// (TestREADMEListsEveryLimit) all read it.
+// (TestDocsListEveryLimit) all read it.
 const (
 	// MaxOneLineLen caps any one-line value that has no cap of its own
 	// (ids, names, region, enumerations, dates, namespaces, instance types,

@@ -258,10 +258,10 @@ func TestValidateChecksOnlyTheRowsUnderTheCap(t *testing.T) {
 	}
 }
 
-// TestREADMEListsEveryLimit: the README's table of limits names every
+// TestDocsListEveryLimit: docs/contracts.md's table of limits names every
 // field of Limits with its cap, and the version and size bounds.
-func TestREADMEListsEveryLimit(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestDocsListEveryLimit(t *testing.T) {
+	b, err := os.ReadFile("../../docs/contracts.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestREADMEListsEveryLimit(t *testing.T) {
 			if strings.Contains(line, "`"+l.Field+"`") {
 				found = true
 				if !strings.Contains(line, "| "+want) {
-					t.Errorf("README: %s is listed without its cap %q: %s", l.Field, want, line)
+					t.Errorf("docs/contracts.md: %s is listed without its cap %q: %s", l.Field, want, line)
 				}
 			}
 		}
