@@ -171,6 +171,24 @@ var specs = []flagSpec{
 func parseConfig(cmd string, args []string, getenv func(string) string, usageOut io.Writer) (Config, error) {
 	fs := flag.NewFlagSet("portal "+cmd, flag.ContinueOnError)
 	fs.SetOutput(usageOut)
+	v := &flagValues{vals: defineFlags(fs, getenv)}
+	fs.Usage = func() {
+		fmt.Fprintf(usageOut, "usage: portal %s [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n", cmd)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q (flags go after the subcommand: portal %s --flag=value)", fs.Arg(0), cmd)
+	}
+	c := v.config()
+	return c, errors.Join(append(v.errs, c.validate(cmd)...)...)
+}
+
+// defineFlags defines every flag of specs on fs, each defaulting to its
+// environment variable when set, and returns where their values land.
+func defineFlags(fs *flag.FlagSet, getenv func(string) string) map[string]*string {
 	vals := map[string]*string{}
 	for _, s := range specs {
 		def := s.def
@@ -185,109 +203,117 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 		}
 		vals[s.name] = fs.String(s.name, def, s.help+" ["+s.env+"]")
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(usageOut, "usage: portal %s [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n", cmd)
-		fs.PrintDefaults()
+	return vals
+}
+
+// flagValues reads the parsed flags as typed values, collecting one error
+// per flag that does not parse, so that every bad flag is reported at once.
+type flagValues struct {
+	vals map[string]*string
+	errs []error
+}
+
+func (v *flagValues) str(name string) string { return strings.TrimSpace(*v.vals[name]) }
+
+func (v *flagValues) dur(name string) time.Duration {
+	d, err := time.ParseDuration(*v.vals[name])
+	if err != nil || d <= 0 {
+		v.errs = append(v.errs, fmt.Errorf("--%s: %q is not a positive duration such as 30m or 12h", name, *v.vals[name]))
 	}
-	if err := fs.Parse(args); err != nil {
-		return Config{}, err
+	return d
+}
+
+func (v *flagValues) positiveInt(name string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(*v.vals[name]))
+	if err != nil || n <= 0 || n > 100000 {
+		v.errs = append(v.errs, fmt.Errorf("--%s: %q is not a whole number from 1 to 100000", name, *v.vals[name]))
 	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q (flags go after the subcommand: portal %s --flag=value)", fs.Arg(0), cmd)
+	return n
+}
+
+func (v *flagValues) boolean(name string) bool {
+	b, err := strconv.ParseBool(*v.vals[name])
+	if err != nil {
+		v.errs = append(v.errs, fmt.Errorf("--%s: %q is not true or false", name, *v.vals[name]))
 	}
-	var errs []error
-	dur := func(name string) time.Duration {
-		d, err := time.ParseDuration(*vals[name])
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("--%s: %q is not a positive duration such as 30m or 12h", name, *vals[name]))
+	return b
+}
+
+func (v *flagValues) cidrs(name string) []*net.IPNet {
+	var out []*net.IPNet
+	for _, f := range strings.Split(*v.vals[name], ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
 		}
-		return d
-	}
-	positiveInt := func(name string) int {
-		n, err := strconv.Atoi(strings.TrimSpace(*vals[name]))
-		if err != nil || n <= 0 || n > 100000 {
-			errs = append(errs, fmt.Errorf("--%s: %q is not a whole number from 1 to 100000", name, *vals[name]))
-		}
-		return n
-	}
-	boolean := func(name string) bool {
-		b, err := strconv.ParseBool(*vals[name])
+		_, n, err := net.ParseCIDR(f)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--%s: %q is not true or false", name, *vals[name]))
+			v.errs = append(v.errs, fmt.Errorf("--%s: %q is not a CIDR such as 10.0.0.0/16", name, f))
+			continue
 		}
-		return b
+		out = append(out, n)
 	}
-	cidrs := func(name string) []*net.IPNet {
-		var out []*net.IPNet
-		for _, f := range strings.Split(*vals[name], ",") {
-			if f = strings.TrimSpace(f); f == "" {
-				continue
-			}
-			_, n, err := net.ParseCIDR(f)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("--%s: %q is not a CIDR such as 10.0.0.0/16", name, f))
-				continue
-			}
-			out = append(out, n)
-		}
-		return out
-	}
+	return out
+}
+
+// config is the Config the flags say, with the defaults that depend on
+// other flags (log format, session key file in --dev).
+func (v *flagValues) config() Config {
 	c := Config{
-		Listen:                strings.TrimSpace(*vals["listen"]),
-		OpsListen:             strings.TrimSpace(*vals["ops-listen"]),
-		BaseURL:               strings.TrimRight(strings.TrimSpace(*vals["base-url"]), "/"),
-		DB:                    strings.TrimSpace(*vals["db"]),
-		OIDCIssuer:            strings.TrimSpace(*vals["oidc-issuer"]),
-		OIDCClientID:          strings.TrimSpace(*vals["oidc-client-id"]),
-		OIDCClientSecretFile:  strings.TrimSpace(*vals["oidc-client-secret-file"]),
-		OIDCGroupsClaim:       strings.TrimSpace(*vals["oidc-groups-claim"]),
-		GroupsFile:            strings.TrimSpace(*vals["groups-file"]),
-		SessionKeyFile:        strings.TrimSpace(*vals["session-key-file"]),
-		SessionIdleTimeout:    dur("session-idle-timeout"),
-		SessionLifetime:       dur("session-lifetime"),
-		GroupsRecheckInterval: dur("groups-recheck-interval"),
-		LoginRateLimit:        positiveInt("login-rate-limit"),
-		LogFormat:             strings.TrimSpace(*vals["log-format"]),
-		LogLevel:              strings.TrimSpace(*vals["log-level"]),
-		Dev:                   boolean("dev"),
-		DevAllowRemote:        boolean("dev-allow-remote"),
-		DemoReviews:           boolean("demo-reviews"),
-		DemoUsage:             boolean("demo-usage"),
-		TrustedProxies:        cidrs("trusted-proxies"),
-		ShutdownTimeout:       dur("shutdown-timeout"),
-		UsageRetention:        dur("usage-retention"),
-		UsageInterval:         dur("usage-interval"),
-		ReviewInterval:        dur("review-interval"),
-		Kubeconfig:            strings.TrimSpace(*vals["kubeconfig"]),
-		OnRevoke:              strings.TrimSpace(*vals["on-revoke"]),
-		ClusterSettingsFile:   strings.TrimSpace(*vals["cluster-settings"]),
-		RateCardFile:          strings.TrimSpace(*vals["rate-card"]),
+		Listen:                v.str("listen"),
+		OpsListen:             v.str("ops-listen"),
+		BaseURL:               strings.TrimRight(v.str("base-url"), "/"),
+		DB:                    v.str("db"),
+		OIDCIssuer:            v.str("oidc-issuer"),
+		OIDCClientID:          v.str("oidc-client-id"),
+		OIDCClientSecretFile:  v.str("oidc-client-secret-file"),
+		OIDCGroupsClaim:       v.str("oidc-groups-claim"),
+		GroupsFile:            v.str("groups-file"),
+		SessionKeyFile:        v.str("session-key-file"),
+		SessionIdleTimeout:    v.dur("session-idle-timeout"),
+		SessionLifetime:       v.dur("session-lifetime"),
+		GroupsRecheckInterval: v.dur("groups-recheck-interval"),
+		LoginRateLimit:        v.positiveInt("login-rate-limit"),
+		LogFormat:             v.str("log-format"),
+		LogLevel:              v.str("log-level"),
+		Dev:                   v.boolean("dev"),
+		DevAllowRemote:        v.boolean("dev-allow-remote"),
+		DemoReviews:           v.boolean("demo-reviews"),
+		DemoUsage:             v.boolean("demo-usage"),
+		TrustedProxies:        v.cidrs("trusted-proxies"),
+		ShutdownTimeout:       v.dur("shutdown-timeout"),
+		UsageRetention:        v.dur("usage-retention"),
+		UsageInterval:         v.dur("usage-interval"),
+		ReviewInterval:        v.dur("review-interval"),
+		Kubeconfig:            v.str("kubeconfig"),
+		OnRevoke:              v.str("on-revoke"),
+		ClusterSettingsFile:   v.str("cluster-settings"),
+		RateCardFile:          v.str("rate-card"),
 
-		IdentityStoreID:            strings.TrimSpace(*vals["identity-store-id"]),
-		IdentityStoreUserAttribute: strings.TrimSpace(*vals["identity-store-user-attribute"]),
-		IdentityStoreCacheTTL:      dur("identity-store-cache-ttl"),
-		AWSSettingsFile:            strings.TrimSpace(*vals["aws-settings"]),
-		AWSRegion:                  strings.TrimSpace(*vals["aws-region"]),
+		IdentityStoreID:            v.str("identity-store-id"),
+		IdentityStoreUserAttribute: v.str("identity-store-user-attribute"),
+		IdentityStoreCacheTTL:      v.dur("identity-store-cache-ttl"),
+		AWSSettingsFile:            v.str("aws-settings"),
+		AWSRegion:                  v.str("aws-region"),
 		AWSEndpoints:               map[string]string{},
-		AWSPollInterval:            dur("aws-poll-interval"),
-		AWSPollTimeout:             dur("aws-poll-timeout"),
+		AWSPollInterval:            v.dur("aws-poll-interval"),
+		AWSPollTimeout:             v.dur("aws-poll-timeout"),
 
-		PrometheusURL:            strings.TrimSpace(*vals["prometheus-url"]),
-		PrometheusSigV4Region:    strings.TrimSpace(*vals["prometheus-sigv4-region"]),
-		PrometheusNamespaceLabel: strings.TrimSpace(*vals["prometheus-namespace-label"]),
+		PrometheusURL:            v.str("prometheus-url"),
+		PrometheusSigV4Region:    v.str("prometheus-sigv4-region"),
+		PrometheusNamespaceLabel: v.str("prometheus-namespace-label"),
 
-		Notify: notifyConfig(vals, boolean),
+		Notify: notifyConfig(v.vals, v.boolean),
 
-		LeaderElection:          strings.TrimSpace(*vals["leader-election"]),
-		LeaderElectionNamespace: strings.TrimSpace(*vals["leader-election-namespace"]),
-		LeaderID:                strings.TrimSpace(*vals["leader-id"]),
+		LeaderElection:          v.str("leader-election"),
+		LeaderElectionNamespace: v.str("leader-election-namespace"),
+		LeaderID:                v.str("leader-id"),
 	}
 	for _, svc := range awsServices {
-		if v := strings.TrimRight(strings.TrimSpace(*vals["aws-endpoint-"+svc]), "/"); v != "" {
+		if v := strings.TrimRight(strings.TrimSpace(*v.vals["aws-endpoint-"+svc]), "/"); v != "" {
 			c.AWSEndpoints[svc] = v
 		}
 	}
-	for _, s := range strings.Split(*vals["oidc-scopes"], ",") {
+	for _, s := range strings.Split(*v.vals["oidc-scopes"], ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			c.OIDCScopes = append(c.OIDCScopes, s)
 		}
@@ -301,8 +327,7 @@ func parseConfig(cmd string, args []string, getenv func(string) string, usageOut
 	if c.SessionKeyFile == "" && c.Dev {
 		c.SessionKeyFile = "data/session.key"
 	}
-	errs = append(errs, c.validate(cmd)...)
-	return c, errors.Join(errs...)
+	return c
 }
 
 func (c Config) validate(cmd string) []error {
@@ -333,6 +358,41 @@ func (c Config) validate(cmd string) []error {
 	errs = append(errs, c.validateIdentityStore()...)
 	errs = append(errs, c.validatePrometheus()...)
 	errs = append(errs, c.Notify.validate()...)
+	errs = append(errs, c.validateAWS()...)
+	if cmd != "serve" {
+		return errs
+	}
+	return append(errs, c.validateServe()...)
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// readSecretFile reads a secret, trimming surrounding whitespace. The error
+// names the file, never the content.
+func readSecretFile(flagName, path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--%s: %w", flagName, err)
+	}
+	if err := ownerOnly(flagName, path); err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("--%s: %s is empty", flagName, path)
+	}
+	return s, nil
+}
+
+// validateAWS checks the AWS endpoints and the polling of AWS steps.
+func (c Config) validateAWS() []error {
+	var errs []error
 	for _, svc := range awsServices {
 		if v, ok := c.AWSEndpoints[svc]; ok {
 			if u, err := url.Parse(v); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
@@ -346,9 +406,14 @@ func (c Config) validate(cmd string) []error {
 	if c.AWSPollInterval > 0 && c.AWSPollTimeout > 0 && c.AWSPollInterval > c.AWSPollTimeout {
 		errs = append(errs, errors.New("--aws-poll-interval: must not be longer than --aws-poll-timeout"))
 	}
-	if cmd != "serve" {
-		return errs
-	}
+	return errs
+}
+
+// validateServe checks what only serve uses: where it listens, its URL,
+// sessions, the demo data, and the identity provider (the built-in one in
+// --dev, a real one otherwise).
+func (c Config) validateServe() []error {
+	var errs []error
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--listen: %q is not host:port (%v)", c.Listen, err))
@@ -379,19 +444,32 @@ func (c Config) validate(cmd string) []error {
 		errs = append(errs, errors.New("--demo-usage: not with --kubeconfig: made-up hours would be mixed with the usage measured on the cluster"))
 	}
 	if c.Dev {
-		if err == nil && !isLoopbackHost(host) && !c.DevAllowRemote {
-			errs = append(errs, fmt.Errorf("--dev: refusing to listen on %q, which is not a loopback address: anyone who reaches it could sign in as any demo user. Use --listen=127.0.0.1:PORT, or add --dev-allow-remote if you really mean it", c.Listen))
-		}
-		if c.BaseURL != "" && !c.DevAllowRemote {
-			if u, perr := url.Parse(c.BaseURL); perr == nil && u.Host != "" && !isLoopbackHost(u.Hostname()) {
-				errs = append(errs, fmt.Errorf("--dev: refusing --base-url %q, which is not a loopback address: anyone who reaches it could sign in as any demo user. Use --base-url=http://127.0.0.1:PORT, or add --dev-allow-remote if you really mean it", c.BaseURL))
-			}
-		}
-		if c.OIDCIssuer != "" || c.OIDCClientID != "" || c.OIDCClientSecretFile != "" {
-			errs = append(errs, errors.New("--dev uses the built-in identity provider: drop --oidc-issuer, --oidc-client-id and --oidc-client-secret-file, or drop --dev"))
-		}
-		return errs
+		return append(errs, c.validateDev(host, err == nil)...)
 	}
+	return append(errs, c.validateProduction()...)
+}
+
+// validateDev refuses a --dev portal that others could reach: anyone who
+// reaches it could sign in as any demo user.
+func (c Config) validateDev(host string, listenOK bool) []error {
+	var errs []error
+	if listenOK && !isLoopbackHost(host) && !c.DevAllowRemote {
+		errs = append(errs, fmt.Errorf("--dev: refusing to listen on %q, which is not a loopback address: anyone who reaches it could sign in as any demo user. Use --listen=127.0.0.1:PORT, or add --dev-allow-remote if you really mean it", c.Listen))
+	}
+	if c.BaseURL != "" && !c.DevAllowRemote {
+		if u, perr := url.Parse(c.BaseURL); perr == nil && u.Host != "" && !isLoopbackHost(u.Hostname()) {
+			errs = append(errs, fmt.Errorf("--dev: refusing --base-url %q, which is not a loopback address: anyone who reaches it could sign in as any demo user. Use --base-url=http://127.0.0.1:PORT, or add --dev-allow-remote if you really mean it", c.BaseURL))
+		}
+	}
+	if c.OIDCIssuer != "" || c.OIDCClientID != "" || c.OIDCClientSecretFile != "" {
+		errs = append(errs, errors.New("--dev uses the built-in identity provider: drop --oidc-issuer, --oidc-client-id and --oidc-client-secret-file, or drop --dev"))
+	}
+	return errs
+}
+
+// validateProduction requires what a real identity provider needs.
+func (c Config) validateProduction() []error {
+	var errs []error
 	if c.BaseURL == "" {
 		errs = append(errs, errors.New("--base-url: required (the URL users open; the OIDC redirect URI is <base-url>/auth/callback)"))
 	}
@@ -413,29 +491,4 @@ func (c Config) validate(cmd string) []error {
 		errs = append(errs, errors.New("--session-key-file: required (at least 32 random bytes, e.g. `openssl rand -hex 32 > session.key`)"))
 	}
 	return errs
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
-// readSecretFile reads a secret, trimming surrounding whitespace. The error
-// names the file, never the content.
-func readSecretFile(flagName, path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("--%s: %w", flagName, err)
-	}
-	if err := ownerOnly(flagName, path); err != nil {
-		return "", err
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("--%s: %s is empty", flagName, path)
-	}
-	return s, nil
 }

@@ -80,7 +80,7 @@ func (s *Server) adoptQuota(c echo.Context) error {
 			return err
 		}
 		d.AdoptQuota = &views.AdoptQuotaView{URL: fmt.Sprintf("/connections/%d/adopt-quota", conn.ID), ARN: quotaARN, Error: msg}
-		return render(c, status, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+		return s.renderDetail(c, status, conn.ID, d)
 	}
 	if quotaARN == "" {
 		return rerender(http.StatusUnprocessableEntity, "required: the ARN of the compute quota to adopt")

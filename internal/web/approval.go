@@ -36,19 +36,7 @@ func (s *Server) decide(c echo.Context) error {
 	version, _ := strconv.Atoi(c.FormValue("version"))
 	hash := c.FormValue("hash")
 	reason := strings.TrimSpace(c.FormValue("reason"))
-	rerender := func(status int, notice, reasonErr string) error {
-		fresh, err := s.opts.DB.Connection(c.Request().Context(), conn.ID)
-		if err != nil {
-			return err
-		}
-		obj.State = fresh.State
-		d, err := s.detail(c, p, fresh, obj)
-		if err != nil {
-			return err
-		}
-		d.Notice, d.ReasonError, d.Reason = notice, reasonErr, reason
-		return render(c, status, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
-	}
+	rerender := s.rerenderDetail(c, p, conn.ID, obj, reason)
 	// An approval of the version this page showed, which has every
 	// approval it needs by now, lost a race to another admin's: say so
 	// (409) instead of the policy's refusal of an approved connection or of
@@ -73,63 +61,17 @@ func (s *Server) decide(c echo.Context) error {
 	// Without them it would apply to whatever is current (and an approval
 	// would queue an unpinned job). The store refuses an unpinned approval
 	// again inside its transaction.
-	planHash := c.FormValue("plan_hash")
 	if version <= 0 || hash == "" {
 		return rerender(http.StatusBadRequest, "Not recorded: a decision must name the version and the contract hash it decides on. Reload the page and decide again.", "")
 	}
-	ctx := c.Request().Context()
-	expect := store.Expect{Version: version, Hash: hash, PlanHash: planHash}
+	expect := store.Expect{Version: version, Hash: hash, PlanHash: c.FormValue("plan_hash")}
 	var cluster workflow.ClusterFacts
 	if decision == "approve" {
-		// What the approval's rules need from the cluster, learned before
-		// the store's transaction, about the version the approval names
-		// (the body may have been read after an edit). workflow.Approve
-		// checks, inside that transaction, that it is still the current
-		// version, and every other rule (independence, approvals needed,
-		// capacity, claims, Slurm) against the rows as they are then.
-		cur, err := s.opts.DB.Version(ctx, conn.ID, version)
-		if errors.Is(err, store.ErrNotFound) || err == nil && cur.Hash != hash {
-			fresh, ferr := s.opts.DB.Connection(ctx, conn.ID)
-			if ferr != nil {
-				return ferr
-			}
-			return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, &store.StaleError{WantVersion: version, WantHash: hash, Current: fresh}), "")
-		}
-		if err != nil {
+		var refused *refusal
+		if cluster, refused, err = s.approvalFacts(c, conn, &expect); err != nil {
 			return err
-		}
-		plan, perr := provision.BuildPlan(conn.ID, cur.Version, cur.Hash, cur.Contract, s.opts.Cluster)
-		cluster.PlanError = perr
-		// An existing namespace that neither the portal nor HyperPod
-		// created is taken over only when the admin adopts it here,
-		// explicitly (issue 10 item 14); the worker checks again before
-		// it applies anything.
-		if perr == nil && s.opts.Live != nil {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			nc, err := s.opts.Live.CheckNamespace(cctx, plan)
-			cancel()
-			if err != nil {
-				s.opts.Logger.Warn("approval: namespace check", "connection_id", conn.ID, "error", err.Error())
-				return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not read namespace "+plan.Namespace+" on the cluster, to check whether someone else created it. Try again in a moment.", "")
-			}
-			if nc.Foreign {
-				cluster.ForeignNamespace = nc.Namespace
-				if c.FormValue("adopt_namespace") == nc.Namespace {
-					expect.Adopt = nc.Namespace
-				}
-			}
-		}
-		// A project-facing role must not manage the cluster: IAM's policy
-		// simulation of the project and access roles, for every cluster
-		// lifecycle action (provision.ClusterLifecycleChecker).
-		if perr == nil && s.opts.LifecycleCheck != nil {
-			lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			cluster.ManagesCluster, err = s.opts.LifecycleCheck.ManagesCluster(lctx, []string{cur.Contract.ProjectRoleARN, cur.Contract.AccessRoleARN})
-			cancel()
-			if err != nil {
-				s.opts.Logger.Warn("approval: cluster lifecycle simulation", "connection_id", conn.ID, "error", err.Error())
-				cluster.LifecycleUnchecked = "IAM's policy simulation of the project and access roles did not answer"
-			}
+		} else if refused != nil {
+			return rerender(refused.status, refused.notice, "")
 		}
 	}
 	// Everything above was read before the store's transaction: the
@@ -138,6 +80,7 @@ func (s *Server) decide(c echo.Context) error {
 	if s.decideHooks.checked != nil {
 		s.decideHooks.checked()
 	}
+	ctx := c.Request().Context()
 	switch decision {
 	case "approve":
 		_, _, err = s.opts.DB.Approve(ctx, conn.ID, actor(p), expect, reason, cluster, s.opts.Now())
@@ -146,49 +89,146 @@ func (s *Server) decide(c echo.Context) error {
 	case "request_changes":
 		_, err = s.opts.DB.Transition(ctx, conn.ID, workflow.EventRequestChanges, actor(p), reason, expect, s.opts.Now())
 	}
-	var stale *store.StaleError
-	var already *workflow.AlreadyApprovedError
-	switch {
-	case errors.As(err, &already):
-		return rerender(http.StatusConflict, alreadyApprovedNotice(already), "")
-	case errors.As(err, &stale):
-		return rerender(http.StatusConflict, s.staleNotice(c, conn.ID, stale), "")
-	case errors.Is(err, workflow.ErrUnpinned):
-		return rerender(http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again.", "")
-	case errors.Is(err, workflow.ErrNotProvisionable):
-		if errors.Is(err, workflow.ErrSlurm) {
-			return rerender(http.StatusConflict, "Not approved: "+workflow.SlurmNotSupported+". The steps it would take are listed below; request changes or reject.", "")
-		}
-		return rerender(http.StatusConflict, "Not approved: "+err.Error()+". Request changes instead.", "")
-	case errors.Is(err, workflow.ErrForeignNamespace):
-		ns := cluster.ForeignNamespace
-		return rerender(http.StatusConflict, "Not approved: namespace "+ns+" already exists on the cluster, and neither the portal nor HyperPod created it. "+
-			"Approving would force the team's default-deny NetworkPolicy, quota and RoleBindings onto whatever runs there. "+
-			"Tick \"Adopt the existing namespace "+ns+"\" to hand it to the team deliberately, or request changes.", "")
-	case errors.Is(err, workflow.ErrOverCapacity):
-		return rerender(http.StatusConflict, "Not approved: the request no longer fits the cluster's free capacity.", "")
-	case errors.Is(err, workflow.ErrManagesCluster):
-		return rerender(http.StatusConflict, "Not approved: the contract's roles may manage the cluster, which a project-facing role must never do ("+
-			strings.TrimPrefix(err.Error(), workflow.ErrManagesCluster.Error()+": ")+"). Remove these permissions from the roles' IAM policies, or request changes.", "")
-	case errors.Is(err, workflow.ErrChecksDown) && cluster.LifecycleUnchecked != "":
-		return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not check with IAM that the project and access roles cannot manage the cluster (IAM's policy simulation did not answer). Nothing was recorded; try again in a minute.", "")
-	case errors.Is(err, workflow.ErrChecksDown):
-		s.logFailure(c, err)
-		return rerender(http.StatusServiceUnavailable, "Not approved: the portal could not check the request's namespaces and roles against the other connections just now (its database did not answer). Nothing was recorded; try again in a minute.", "")
-	case errors.Is(err, workflow.ErrClaimTaken):
-		return rerender(http.StatusConflict, "Not approved: "+strings.TrimPrefix(err.Error(), workflow.ErrClaimTaken.Error()+": ")+".", "")
-	case errors.Is(err, workflow.ErrNotIndependent):
+	if err == nil {
+		return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+	}
+	if refused := s.decisionRefusal(c, conn.ID, err, cluster); refused != nil {
+		return rerender(refused.status, refused.notice, "")
+	}
+	if errors.Is(err, workflow.ErrNotIndependent) {
 		// The handler's own check passed: the request was filed, edited or
 		// submitted by this user since it read the connection.
 		return &userError{page: views.ErrorPage{Status: http.StatusForbidden, Title: "Not allowed",
 			Message: "Nothing was recorded: nobody decides on a request they filed, submitted or edited, and you did. Another admin must decide.",
 			Action:  "Back to the request", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
-	case errors.Is(err, workflow.ErrAlreadyDecided):
-		return rerender(http.StatusConflict, "You already approved this version; it needs another admin's approval.", "")
-	case err != nil:
-		return s.lifecycleError(err)
 	}
-	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+	return s.lifecycleError(err)
+}
+
+// rerenderDetail returns what shows the connection's page again, as it is
+// now, with a notice or the reason's error and the reason typed kept.
+func (s *Server) rerenderDetail(c echo.Context, p workflow.Principal, id int64, obj workflow.Object, reason string) func(status int, notice, reasonErr string) error {
+	return func(status int, notice, reasonErr string) error {
+		fresh, err := s.opts.DB.Connection(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		obj.State = fresh.State
+		d, err := s.detail(c, p, fresh, obj)
+		if err != nil {
+			return err
+		}
+		d.Notice, d.ReasonError, d.Reason = notice, reasonErr, reason
+		return s.renderDetail(c, status, id, d)
+	}
+}
+
+// refusal is a decision not recorded: the page again, with this status and
+// notice.
+type refusal struct {
+	status int
+	notice string
+}
+
+// approvalFacts learns what the approval's rules need from the cluster,
+// before the store's transaction, about the version the approval names
+// (the body may have been read after an edit). workflow.Approve checks,
+// inside that transaction, that it is still the current version, and every
+// other rule (independence, approvals needed, capacity, claims, Slurm)
+// against the rows as they are then. A refusal: the version changed, or the
+// cluster could not be read.
+func (s *Server) approvalFacts(c echo.Context, conn store.Connection, expect *store.Expect) (workflow.ClusterFacts, *refusal, error) {
+	ctx := c.Request().Context()
+	var cluster workflow.ClusterFacts
+	cur, err := s.opts.DB.Version(ctx, conn.ID, expect.Version)
+	if errors.Is(err, store.ErrNotFound) || err == nil && cur.Hash != expect.Hash {
+		fresh, ferr := s.opts.DB.Connection(ctx, conn.ID)
+		if ferr != nil {
+			return cluster, nil, ferr
+		}
+		return cluster, &refusal{http.StatusConflict, s.staleNotice(c, conn.ID, &store.StaleError{WantVersion: expect.Version, WantHash: expect.Hash, Current: fresh})}, nil
+	}
+	if err != nil {
+		return cluster, nil, err
+	}
+	plan, perr := provision.BuildPlan(conn.ID, cur.Version, cur.Hash, cur.Contract, s.opts.Cluster)
+	cluster.PlanError = perr
+	if perr != nil {
+		return cluster, nil, nil
+	}
+	// An existing namespace that neither the portal nor HyperPod
+	// created is taken over only when the admin adopts it here,
+	// explicitly (issue 10 item 14); the worker checks again before
+	// it applies anything.
+	if s.opts.Live != nil {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		nc, err := s.opts.Live.CheckNamespace(cctx, plan)
+		cancel()
+		if err != nil {
+			s.opts.Logger.Warn("approval: namespace check", "connection_id", conn.ID, "error", err.Error())
+			return cluster, &refusal{http.StatusServiceUnavailable, "Not approved: the portal could not read namespace " + plan.Namespace + " on the cluster, to check whether someone else created it. Try again in a moment."}, nil
+		}
+		if nc.Foreign {
+			cluster.ForeignNamespace = nc.Namespace
+			if c.FormValue("adopt_namespace") == nc.Namespace {
+				expect.Adopt = nc.Namespace
+			}
+		}
+	}
+	// A project-facing role must not manage the cluster: IAM's policy
+	// simulation of the project and access roles, for every cluster
+	// lifecycle action (provision.ClusterLifecycleChecker).
+	if s.opts.LifecycleCheck != nil {
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cluster.ManagesCluster, err = s.opts.LifecycleCheck.ManagesCluster(lctx, []string{cur.Contract.ProjectRoleARN, cur.Contract.AccessRoleARN})
+		cancel()
+		if err != nil {
+			s.opts.Logger.Warn("approval: cluster lifecycle simulation", "connection_id", conn.ID, "error", err.Error())
+			cluster.LifecycleUnchecked = "IAM's policy simulation of the project and access roles did not answer"
+		}
+	}
+	return cluster, nil, nil
+}
+
+// decisionRefusal says why the store did not record a decision, for the
+// refusals the admin can act on; nil for the others.
+func (s *Server) decisionRefusal(c echo.Context, id int64, err error, cluster workflow.ClusterFacts) *refusal {
+	var stale *store.StaleError
+	var already *workflow.AlreadyApprovedError
+	conflict := func(notice string) *refusal { return &refusal{http.StatusConflict, notice} }
+	switch {
+	case errors.As(err, &already):
+		return conflict(alreadyApprovedNotice(already))
+	case errors.As(err, &stale):
+		return conflict(s.staleNotice(c, id, stale))
+	case errors.Is(err, workflow.ErrUnpinned):
+		return &refusal{http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again."}
+	case errors.Is(err, workflow.ErrNotProvisionable):
+		if errors.Is(err, workflow.ErrSlurm) {
+			return conflict("Not approved: " + workflow.SlurmNotSupported + ". The steps it would take are listed below; request changes or reject.")
+		}
+		return conflict("Not approved: " + err.Error() + ". Request changes instead.")
+	case errors.Is(err, workflow.ErrForeignNamespace):
+		ns := cluster.ForeignNamespace
+		return conflict("Not approved: namespace " + ns + " already exists on the cluster, and neither the portal nor HyperPod created it. " +
+			"Approving would force the team's default-deny NetworkPolicy, quota and RoleBindings onto whatever runs there. " +
+			"Tick \"Adopt the existing namespace " + ns + "\" to hand it to the team deliberately, or request changes.")
+	case errors.Is(err, workflow.ErrOverCapacity):
+		return conflict("Not approved: the request no longer fits the cluster's free capacity.")
+	case errors.Is(err, workflow.ErrManagesCluster):
+		return conflict("Not approved: the contract's roles may manage the cluster, which a project-facing role must never do (" +
+			strings.TrimPrefix(err.Error(), workflow.ErrManagesCluster.Error()+": ") + "). Remove these permissions from the roles' IAM policies, or request changes.")
+	case errors.Is(err, workflow.ErrChecksDown) && cluster.LifecycleUnchecked != "":
+		return &refusal{http.StatusServiceUnavailable, "Not approved: the portal could not check with IAM that the project and access roles cannot manage the cluster (IAM's policy simulation did not answer). Nothing was recorded; try again in a minute."}
+	case errors.Is(err, workflow.ErrChecksDown):
+		s.logFailure(c, err)
+		return &refusal{http.StatusServiceUnavailable, "Not approved: the portal could not check the request's namespaces and roles against the other connections just now (its database did not answer). Nothing was recorded; try again in a minute."}
+	case errors.Is(err, workflow.ErrClaimTaken):
+		return conflict("Not approved: " + strings.TrimPrefix(err.Error(), workflow.ErrClaimTaken.Error()+": ") + ".")
+	case errors.Is(err, workflow.ErrAlreadyDecided):
+		return conflict("You already approved this version; it needs another admin's approval.")
+	}
+	return nil
 }
 
 // alreadyApprovedNotice tells the loser of a race of approvals who won.

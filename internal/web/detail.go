@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -84,112 +85,19 @@ func (s *Server) showConnection(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+	return s.renderDetail(c, http.StatusOK, conn.ID, d)
 }
 
 // detail builds the detail page's view model.
 func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connection, obj workflow.Object) (views.ConnectionDetail, error) {
 	ctx := c.Request().Context()
-	// The page shows one contract (the current version) and its changes
-	// against one other (the approved or the previous version): it loads
-	// those two bodies, and the history's metadata without bodies, so its
-	// cost does not grow with the number of versions.
-	versions, err := s.opts.DB.Versions(ctx, conn.ID)
+	cur, against, err := s.detailVersions(ctx, conn)
 	if err != nil {
 		return views.ConnectionDetail{}, err
 	}
-	// A live connection with no change open shows the version that runs:
-	// a later version is a change that was withdrawn or rejected.
-	shown := conn.CurrentVersion
-	if conn.State.Live() && !conn.Amendment.Open() {
-		shown = conn.ApprovedVersion
-	}
-	cur, err := s.opts.DB.Version(ctx, conn.ID, shown)
-	if err != nil {
-		return views.ConnectionDetail{}, err
-	}
-	base := fmt.Sprintf("/connections/%d", conn.ID)
-	d := views.ConnectionDetail{
-		ID: conn.ID, Team: conn.Team, State: string(conn.State), StateLabel: conn.State.Label(), Purpose: conn.Purpose,
-		CurrentVersion: conn.CurrentVersion, ApprovedVersion: conn.ApprovedVersion, Hash: cur.Hash, ShownVersion: shown,
-		DiffURL: fmt.Sprintf("/connections/%d/diff", conn.ID), EditLabel: "Edit",
-	}
-	if workflow.Decide(p, workflow.ActionExportEvidence, obj).Allowed {
-		d.EvidenceURL = base + "/evidence"
-	}
-	if conn.State.Live() {
-		d.EditLabel = "Request a change"
-		if conn.Amendment.Open() {
-			d.Amendment, d.AmendmentState, d.EditLabel = conn.Amendment.Label(), string(conn.Amendment), "Edit the change"
-		}
-	}
-	for _, ch := range workflow.Diff(workflow.Contract{}, cur.Contract) {
-		d.Fields = append(d.Fields, views.FieldRow{Label: ch.Label, Value: ch.New})
-	}
-	// Diff against the last approved version, else the previous version.
-	// Versions are numbered 1..current and never deleted.
-	var against *store.Version
-	switch {
-	case conn.ApprovedVersion > 0 && conn.ApprovedVersion != cur.Version:
-		v, err := s.opts.DB.Version(ctx, conn.ID, conn.ApprovedVersion)
-		if err != nil {
-			return d, err
-		}
-		against = &v
-		d.DiffTitle = fmt.Sprintf("Changes since approved version %d", v.Version)
-		if conn.State.Live() {
-			d.DiffTitle = fmt.Sprintf("What this change does to the active version %d", v.Version)
-		}
-	case cur.Version > 1:
-		v, err := s.opts.DB.Version(ctx, conn.ID, cur.Version-1)
-		if err != nil {
-			return d, err
-		}
-		against = &v
-		d.DiffTitle = fmt.Sprintf("Changes since version %d", v.Version)
-	}
-	if against != nil {
-		for _, ch := range workflow.Diff(against.Contract, cur.Contract) {
-			d.Diff = append(d.Diff, views.ChangeRow{Label: ch.Label, Old: ch.Old, New: ch.New})
-		}
-	}
-	for _, v := range versions {
-		d.Versions = append(d.Versions, views.VersionRow{
-			Version: v.Version, Hash: v.Hash[:12], Author: v.AuthorEmail, At: fmtWhen(v.CreatedAt),
-			Approved: v.Version == conn.ApprovedVersion,
-			JSONURL:  fmt.Sprintf("%s/versions/%d/contract.json", base, v.Version),
-			YAMLURL:  fmt.Sprintf("%s/versions/%d/contract.yaml", base, v.Version),
-		})
-	}
-	decisions, err := s.opts.DB.Decisions(ctx, conn.ID)
-	if err != nil {
+	d := detailHeader(p, conn, obj, cur, against)
+	if err := s.detailHistory(c, p, conn, &d); err != nil {
 		return d, err
-	}
-	for _, x := range decisions {
-		d.Decisions = append(d.Decisions, views.DecisionView{Kind: strings.ReplaceAll(x.Kind, "_", " "), Actor: x.ActorEmail,
-			Version: x.Version, Reason: x.Reason, At: fmtWhen(x.CreatedAt)})
-	}
-	// The latest detailHistory events, so that the page costs the same
-	// whatever the connection's age (issue 15); the evidence bundle and,
-	// for admins, the audit trail filtered to the connection hold them all.
-	events, err := s.opts.DB.AuditEvents(ctx, store.AuditFilter{ObjectType: "connection", ObjectID: conn.ID}, 0, detailHistory+1)
-	if err != nil {
-		return d, err
-	}
-	if len(events) > detailHistory {
-		events = events[:detailHistory]
-		d.AuditMore = true
-		if workflow.Decide(p, workflow.ActionViewAudit, workflow.Object{}).Allowed {
-			d.AuditURL = fmt.Sprintf("/audit?object=%d", conn.ID)
-		}
-	}
-	full := seesFullErrors(c)
-	for _, e := range events {
-		reason := e.Reason
-		if !full && strings.HasSuffix(e.Action, ".failed") {
-			reason = publicFailure("", e.Reason) // the job's error text (store.FailJob)
-		}
-		d.Audit = append(d.Audit, views.AuditRow{At: fmtWhen(e.At), Actor: e.Actor, Action: e.Action, Version: e.Version, Reason: reason})
 	}
 	if d.Progress, err = s.progressViewFor(c, conn.ID, &obj); err != nil {
 		return d, err
@@ -206,22 +114,8 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 			d.Access = s.accessView(conn, *against)
 		}
 	}
-	resources, err := s.opts.DB.AWSResources(ctx, conn.ID)
-	if err != nil {
+	if err := s.detailAWSResources(ctx, conn, &d); err != nil {
 		return d, err
-	}
-	for _, r := range resources {
-		d.AWSResources = append(d.AWSResources, views.AWSResourceRow{Kind: r.Kind, Name: r.Name, ID: r.ResourceID, ARN: r.ARN,
-			Version: r.Version, Action: r.Action, At: fmtWhen(r.UpdatedAt)})
-	}
-	if workflow.Decide(p, workflow.ActionEditRequest, obj).Allowed {
-		d.EditURL = base + "/edit"
-	}
-	if workflow.Decide(p, workflow.ActionSubmitRequest, obj).Allowed {
-		d.SubmitURL = base + "/submit"
-	}
-	if workflow.Decide(p, workflow.ActionWithdrawRequest, obj).Allowed {
-		d.WithdrawURL = base + "/withdraw"
 	}
 	s.revokeForm(p, obj, &d)
 	s.holdPanel(p, conn, obj, &d)
@@ -233,9 +127,8 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if workflow.Decide(p, workflow.ActionViewPlan, obj).Allowed {
 		// Only the approvers of a submitted version get the AWS lookups: they
 		// cost a few AWS reads per view, and drafts change anyway.
-		preview := admin && waiting
 		var next *provision.Plan
-		d.Plan, next = s.planView(c.Request().Context(), conn, cur, preview, seesFullErrors(c))
+		d.Plan, next = s.planView(ctx, conn, cur, admin && waiting, seesFullErrors(c))
 		if conn.State.Live() && conn.Amendment.Open() && against != nil && against.Version == conn.ApprovedVersion {
 			d.PlanDiff = s.planDiffView(conn, *against, cur, next)
 		}
@@ -244,57 +137,213 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		d.Slurm = slurmView(cur.Contract)
 	}
 	if admin && waiting {
-		d.ApprovalsNeed = workflow.ApprovalsNeededFor(obj)
-		d.ApprovalsHave = len(obj.ApproverIDs)
-		if dec := workflow.Decide(p, workflow.ActionApprove, obj); dec.Allowed {
-			d.DecideURL = base + "/decide"
-		} else {
-			d.DecideNote = "You cannot decide on this request: " + dec.Reason + "."
-		}
-		inv, err := s.opts.DB.Inventory(ctx, cur.Contract.ClusterName)
-		if err != nil {
+		if err := s.approvalPanel(ctx, p, conn, obj, cur, against, &d); err != nil {
 			return d, err
-		}
-		committed, err := s.opts.DB.CommittedCapacity(ctx, cur.Contract.ClusterName, conn.ID)
-		if err != nil {
-			return d, err
-		}
-		rep := workflow.CheckCapacity(inv, committed, cur.Contract.Scheduling.Guaranteed)
-		if conn.State.Live() && against != nil {
-			// A change: an increase must fit, a decrease always does (the
-			// rule the approval applies).
-			rep = workflow.AmendCapacity(inv, committed, against.Contract.Scheduling.Guaranteed, cur.Contract.Scheduling.Guaranteed)
-		}
-		if conn.State.Live() && against != nil && !sameCapacity(against.Contract.Scheduling.Guaranteed, cur.Contract.Scheduling.Guaranteed) {
-			// A change to the guarantee: show what the team's usage suggests.
-			if d.QuotaSuggestions, err = s.quotaSuggestions(ctx, conn.Team, against.Contract.Scheduling.Guaranteed,
-				cur.Contract.Scheduling.Guaranteed, s.opts.Now()); err != nil {
-				return d, err
-			}
-			for i := range d.QuotaSuggestions {
-				n := 0
-				for _, c := range cur.Contract.Scheduling.Guaranteed {
-					if c.InstanceType == d.QuotaSuggestions[i].InstanceType {
-						n += c.Count
-					}
-				}
-				d.QuotaSuggestions[i].Proposed = strconv.Itoa(n)
-			}
-		}
-		d.CapacityOK = rep.OK()
-		for _, r := range rep.Rows {
-			d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity, Held: r.Held,
-				Committed: r.Committed, Requested: r.Requested, After: r.After, OK: r.OK})
-		}
-		if d.Slurm != nil {
-			d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is refused: " + workflow.SlurmNotSupported + " (see \"Slurm\" below for what it would take).")
-		}
-		if !d.CapacityOK {
-			d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is blocked: the request does not fit the cluster " +
-				cur.Contract.ClusterName + "'s free capacity (see the table). Ask for changes, or raise the inventory if the cluster grew.")
 		}
 	}
 	return d, nil
+}
+
+// detailVersions loads the version the page shows and the one it is
+// compared with (workflow.ShownVersion, DiffBase; nil: none). The page
+// loads those two bodies, and the history's metadata without bodies, so
+// its cost does not grow with the number of versions.
+func (s *Server) detailVersions(ctx context.Context, conn store.Connection) (store.Version, *store.Version, error) {
+	shown := workflow.ShownVersion(conn.State, conn.Amendment, conn.CurrentVersion, conn.ApprovedVersion)
+	cur, err := s.opts.DB.Version(ctx, conn.ID, shown)
+	if err != nil {
+		return cur, nil, err
+	}
+	base := workflow.DiffBase(cur.Version, conn.ApprovedVersion)
+	if base == 0 {
+		return cur, nil, nil
+	}
+	v, err := s.opts.DB.Version(ctx, conn.ID, base)
+	if err != nil {
+		return cur, nil, err
+	}
+	return cur, &v, nil
+}
+
+// detailHeader is the page's top: the connection, the fields of the shown
+// version, its changes against the other, and the links its viewer's
+// policy allows.
+func detailHeader(p workflow.Principal, conn store.Connection, obj workflow.Object, cur store.Version, against *store.Version) views.ConnectionDetail {
+	base := fmt.Sprintf("/connections/%d", conn.ID)
+	d := views.ConnectionDetail{
+		ID: conn.ID, Team: conn.Team, State: string(conn.State), StateLabel: conn.State.Label(), Purpose: conn.Purpose,
+		CurrentVersion: conn.CurrentVersion, ApprovedVersion: conn.ApprovedVersion, Hash: cur.Hash, ShownVersion: cur.Version,
+		DiffURL: base + "/diff", EditLabel: "Edit",
+	}
+	if conn.State.Live() {
+		d.EditLabel = "Request a change"
+		if conn.Amendment.Open() {
+			d.Amendment, d.AmendmentState, d.EditLabel = conn.Amendment.Label(), string(conn.Amendment), "Edit the change"
+		}
+	}
+	for _, ch := range workflow.Diff(workflow.Contract{}, cur.Contract) {
+		d.Fields = append(d.Fields, views.FieldRow{Label: ch.Label, Value: ch.New})
+	}
+	if against != nil {
+		switch {
+		case against.Version != conn.ApprovedVersion:
+			d.DiffTitle = fmt.Sprintf("Changes since version %d", against.Version)
+		case conn.State.Live():
+			d.DiffTitle = fmt.Sprintf("What this change does to the active version %d", against.Version)
+		default:
+			d.DiffTitle = fmt.Sprintf("Changes since approved version %d", against.Version)
+		}
+		for _, ch := range workflow.Diff(against.Contract, cur.Contract) {
+			d.Diff = append(d.Diff, views.ChangeRow{Label: ch.Label, Old: ch.Old, New: ch.New})
+		}
+	}
+	for a, url := range map[workflow.Action]*string{
+		workflow.ActionExportEvidence:  &d.EvidenceURL,
+		workflow.ActionEditRequest:     &d.EditURL,
+		workflow.ActionSubmitRequest:   &d.SubmitURL,
+		workflow.ActionWithdrawRequest: &d.WithdrawURL,
+	} {
+		if workflow.Decide(p, a, obj).Allowed {
+			*url = base + detailActionPath[a]
+		}
+	}
+	return d
+}
+
+// detailActionPath is where each of the header's actions lives under the
+// connection's URL.
+var detailActionPath = map[workflow.Action]string{
+	workflow.ActionExportEvidence:  "/evidence",
+	workflow.ActionEditRequest:     "/edit",
+	workflow.ActionSubmitRequest:   "/submit",
+	workflow.ActionWithdrawRequest: "/withdraw",
+}
+
+// detailHistory fills the versions, the decisions and the latest
+// detailHistory audit events, so that the page costs the same whatever the
+// connection's age (issue 15); the evidence bundle and, for admins, the
+// audit trail filtered to the connection hold them all.
+func (s *Server) detailHistory(c echo.Context, p workflow.Principal, conn store.Connection, d *views.ConnectionDetail) error {
+	ctx := c.Request().Context()
+	versions, err := s.opts.DB.Versions(ctx, conn.ID)
+	if err != nil {
+		return err
+	}
+	for _, v := range versions {
+		d.Versions = append(d.Versions, views.VersionRow{
+			Version: v.Version, Hash: v.Hash[:12], Author: v.AuthorEmail, At: fmtWhen(v.CreatedAt),
+			Approved: v.Version == conn.ApprovedVersion,
+			JSONURL:  fmt.Sprintf("/connections/%d/versions/%d/contract.json", conn.ID, v.Version),
+			YAMLURL:  fmt.Sprintf("/connections/%d/versions/%d/contract.yaml", conn.ID, v.Version),
+		})
+	}
+	decisions, err := s.opts.DB.Decisions(ctx, conn.ID)
+	if err != nil {
+		return err
+	}
+	for _, x := range decisions {
+		d.Decisions = append(d.Decisions, views.DecisionView{Kind: strings.ReplaceAll(x.Kind, "_", " "), Actor: x.ActorEmail,
+			Version: x.Version, Reason: x.Reason, At: fmtWhen(x.CreatedAt)})
+	}
+	events, err := s.opts.DB.AuditEvents(ctx, store.AuditFilter{ObjectType: "connection", ObjectID: conn.ID}, 0, detailHistory+1)
+	if err != nil {
+		return err
+	}
+	if len(events) > detailHistory {
+		events = events[:detailHistory]
+		d.AuditMore = true
+		if workflow.Decide(p, workflow.ActionViewAudit, workflow.Object{}).Allowed {
+			d.AuditURL = fmt.Sprintf("/audit?object=%d", conn.ID)
+		}
+	}
+	full := seesFullErrors(c)
+	for _, e := range events {
+		reason := e.Reason
+		if !full && strings.HasSuffix(e.Action, ".failed") {
+			reason = publicFailure("", e.Reason) // the job's error text (store.FailJob)
+		}
+		d.Audit = append(d.Audit, views.AuditRow{At: fmtWhen(e.At), Actor: e.Actor, Action: e.Action, Version: e.Version, Reason: reason})
+	}
+	return nil
+}
+
+// detailAWSResources lists what provisioning made in AWS.
+func (s *Server) detailAWSResources(ctx context.Context, conn store.Connection, d *views.ConnectionDetail) error {
+	resources, err := s.opts.DB.AWSResources(ctx, conn.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range resources {
+		d.AWSResources = append(d.AWSResources, views.AWSResourceRow{Kind: r.Kind, Name: r.Name, ID: r.ResourceID, ARN: r.ARN,
+			Version: r.Version, Action: r.Action, At: fmtWhen(r.UpdatedAt)})
+	}
+	return nil
+}
+
+// approvalPanel is what an admin deciding a waiting request sees: who may
+// decide, the approvals it has and needs, and the capacity report the
+// approval itself will check (workflow.ApprovalCapacity), with the team's
+// usage beside a change to its guarantee.
+func (s *Server) approvalPanel(ctx context.Context, p workflow.Principal, conn store.Connection, obj workflow.Object,
+	cur store.Version, against *store.Version, d *views.ConnectionDetail) error {
+	d.ApprovalsNeed = workflow.ApprovalsNeededFor(obj)
+	d.ApprovalsHave = len(obj.ApproverIDs)
+	if dec := workflow.Decide(p, workflow.ActionApprove, obj); dec.Allowed {
+		d.DecideURL = fmt.Sprintf("/connections/%d/decide", conn.ID)
+	} else {
+		d.DecideNote = "You cannot decide on this request: " + dec.Reason + "."
+	}
+	inv, err := s.opts.DB.Inventory(ctx, cur.Contract.ClusterName)
+	if err != nil {
+		return err
+	}
+	committed, err := s.opts.DB.CommittedCapacity(ctx, cur.Contract.ClusterName, conn.ID)
+	if err != nil {
+		return err
+	}
+	amending := conn.State.Live() && against != nil
+	var approved []workflow.Capacity
+	if amending {
+		approved = against.Contract.Scheduling.Guaranteed
+	}
+	rep := workflow.ApprovalCapacity(inv, committed, amending, approved, cur.Contract.Scheduling.Guaranteed)
+	if amending && !sameCapacity(approved, cur.Contract.Scheduling.Guaranteed) {
+		if err := s.suggestQuota(ctx, conn.Team, approved, cur.Contract.Scheduling.Guaranteed, d); err != nil {
+			return err
+		}
+	}
+	d.CapacityOK = rep.OK()
+	for _, r := range rep.Rows {
+		d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity, Held: r.Held,
+			Committed: r.Committed, Requested: r.Requested, After: r.After, OK: r.OK})
+	}
+	if d.Slurm != nil {
+		d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is refused: " + workflow.SlurmNotSupported + " (see \"Slurm\" below for what it would take).")
+	}
+	if !d.CapacityOK {
+		d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is blocked: the request does not fit the cluster " +
+			cur.Contract.ClusterName + "'s free capacity (see the table). Ask for changes, or raise the inventory if the cluster grew.")
+	}
+	return nil
+}
+
+// suggestQuota shows, beside a change to the guarantee, what the team's
+// usage suggests, with the count the change proposes per instance type.
+func (s *Server) suggestQuota(ctx context.Context, team string, approved, proposed []workflow.Capacity, d *views.ConnectionDetail) error {
+	var err error
+	if d.QuotaSuggestions, err = s.quotaSuggestions(ctx, team, approved, proposed, s.opts.Now()); err != nil {
+		return err
+	}
+	for i := range d.QuotaSuggestions {
+		n := 0
+		for _, c := range proposed {
+			if c.InstanceType == d.QuotaSuggestions[i].InstanceType {
+				n += c.Count
+			}
+		}
+		d.QuotaSuggestions[i].Proposed = strconv.Itoa(n)
+	}
+	return nil
 }
 
 // planDiffView is what a change does on the cluster and AWS: the plan of
@@ -341,3 +390,8 @@ func sameCapacity(a, b []workflow.Capacity) bool {
 // detailHistory is how many of a connection's latest audit events its page
 // lists.
 const detailHistory = 25
+
+// renderDetail writes a connection's page.
+func (s *Server) renderDetail(c echo.Context, status int, id int64, d views.ConnectionDetail) error {
+	return render(c, status, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", id)), d))
+}

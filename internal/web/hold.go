@@ -132,7 +132,7 @@ func (s *Server) decideHold(c echo.Context) error {
 	if d.Hold != nil {
 		d.Hold.Step, d.Hold.Input, d.Hold.Confirm, d.Hold.Error = string(step), reason, confirm, msg
 	}
-	return render(c, http.StatusUnprocessableEntity, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+	return s.renderDetail(c, http.StatusUnprocessableEntity, conn.ID, d)
 }
 
 // holdRows are the proposed holds for the admin queue.

@@ -452,7 +452,7 @@ func (s *Server) declineRevocation(c echo.Context) error {
 	if d.Reviews != nil && d.Reviews.Recommendation != nil {
 		d.Reviews.Recommendation.DeclineReason, d.Reviews.Recommendation.DeclineError = reason, msg
 	}
-	return render(c, http.StatusUnprocessableEntity, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+	return s.renderDetail(c, http.StatusUnprocessableEntity, conn.ID, d)
 }
 
 func noRecommendation(id int64, err error) error {

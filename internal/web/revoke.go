@@ -47,7 +47,7 @@ func (s *Server) revoke(c echo.Context) error {
 			return err
 		}
 		d.RevokeReason, d.RevokeError = reason, msg
-		return render(c, http.StatusUnprocessableEntity, views.ConnectionDetailPage(s.page(c, fmt.Sprintf("Connection #%d", conn.ID)), d))
+		return s.renderDetail(c, http.StatusUnprocessableEntity, conn.ID, d)
 	}
 	if _, _, err := s.opts.DB.Revoke(c.Request().Context(), conn.ID, actor(p), reason, s.opts.Now()); err != nil {
 		return s.lifecycleError(err)
