@@ -163,46 +163,17 @@ func openMigrated(ctx context.Context, cfg Config) (*store.DB, error) {
 // contract exported as JSON or YAML and creates a draft with the same
 // validation as the form, on behalf of an existing portal user.
 func contractCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	const usage = "usage: portal contract import FILE --as EMAIL [--db FILE] [--groups-file FILE | --dev] [--cluster-settings FILE]"
-	if len(args) < 2 || args[0] != "import" || strings.HasPrefix(args[1], "-") {
-		return errors.New(usage)
-	}
-	file, rest := args[1], args[2:]
-	var as string
-	var flags []string
-	for i := 0; i < len(rest); i++ {
-		switch a := rest[i]; {
-		case a == "--as" || a == "-as":
-			if i+1 >= len(rest) {
-				return errors.New("--as needs an email: " + usage)
-			}
-			as, i = rest[i+1], i+1
-		case strings.HasPrefix(a, "--as="):
-			as = strings.TrimPrefix(a, "--as=")
-		default:
-			flags = append(flags, a)
-		}
-	}
-	if as == "" {
-		return errors.New("--as EMAIL is required: the draft is filed on behalf of that portal user. " + usage)
+	file, as, flags, err := importArgs(args)
+	if err != nil {
+		return err
 	}
 	cfg, err := parseConfig("contract import", flags, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(file)
+	c, err := readContractFile(file)
 	if err != nil {
 		return err
-	}
-	data := raw
-	if !strings.HasPrefix(strings.TrimSpace(string(raw)), "{") {
-		if data, err = yaml.YAMLToJSON(raw); err != nil {
-			return fmt.Errorf("%s: not valid YAML or JSON: %w", file, err)
-		}
-	}
-	c, err := workflow.DecodeContract(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
 	}
 	db, err := openMigrated(ctx, cfg)
 	if err != nil {
@@ -227,7 +198,7 @@ func contractCmd(ctx context.Context, args []string, getenv func(string) string,
 	case cfg.Dev:
 		mapping = auth.DevMapping()
 	default:
-		return errors.New("--groups-file: required, to check that --as " + as + " may file a request for the contract's team (or --dev for the demo groups). " + usage)
+		return errors.New("--groups-file: required, to check that --as " + as + " may file a request for the contract's team (or --dev for the demo groups). " + importUsage)
 	}
 	roles, ms := mapping.Resolve(user.Groups)
 	p := workflow.NewPrincipal(user.ID, user.Subject, user.Email, user.Name, roles, ms)
@@ -270,4 +241,52 @@ func groupList(gs []string) string {
 		return "none"
 	}
 	return strings.Join(gs, ", ")
+}
+
+const importUsage = "usage: portal contract import FILE --as EMAIL [--db FILE] [--groups-file FILE | --dev] [--cluster-settings FILE]"
+
+// importArgs splits contract import's arguments: the file, --as, and the
+// flags parseConfig reads.
+func importArgs(args []string) (file, as string, flags []string, err error) {
+	if len(args) < 2 || args[0] != "import" || strings.HasPrefix(args[1], "-") {
+		return "", "", nil, errors.New(importUsage)
+	}
+	file = args[1]
+	rest := args[2:]
+	for i := 0; i < len(rest); i++ {
+		switch a := rest[i]; {
+		case a == "--as" || a == "-as":
+			if i+1 >= len(rest) {
+				return "", "", nil, errors.New("--as needs an email: " + importUsage)
+			}
+			as, i = rest[i+1], i+1
+		case strings.HasPrefix(a, "--as="):
+			as = strings.TrimPrefix(a, "--as=")
+		default:
+			flags = append(flags, a)
+		}
+	}
+	if as == "" {
+		return "", "", nil, errors.New("--as EMAIL is required: the draft is filed on behalf of that portal user. " + importUsage)
+	}
+	return file, as, flags, nil
+}
+
+// readContractFile reads an exported contract, JSON or YAML.
+func readContractFile(file string) (workflow.Contract, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return workflow.Contract{}, err
+	}
+	data := raw
+	if !strings.HasPrefix(strings.TrimSpace(string(raw)), "{") {
+		if data, err = yaml.YAMLToJSON(raw); err != nil {
+			return workflow.Contract{}, fmt.Errorf("%s: not valid YAML or JSON: %w", file, err)
+		}
+	}
+	c, err := workflow.DecodeContract(data)
+	if err != nil {
+		return workflow.Contract{}, fmt.Errorf("%s: %w", file, err)
+	}
+	return c, nil
 }

@@ -232,64 +232,14 @@ func iamPolicy(s awsprov.Settings, p *ampWorkspace) (policyDoc, error) {
 		teamRoles = "/"
 	}
 	fill := strings.NewReplacer("{partition}", partition, "{region}", region, "{account}", account, "{teamroles}", teamRoles)
-	byService := map[string][]string{}
-	var listing []string
-	for _, a := range awsprov.Actions {
-		switch {
-		case unscoped(a):
-			listing = append(listing, a)
-		case a == passRole || a == associatePolicy:
-		default:
-			svc, _, _ := strings.Cut(a, ":")
-			byService[svc] = append(byService[svc], a)
-		}
-	}
-	services := make([]string, 0, len(byService))
-	for svc := range byService {
-		services = append(services, svc)
-	}
-	sort.Strings(services)
 	doc := policyDoc{Version: "2012-10-17"}
-	for _, svc := range services {
-		actions := byService[svc]
-		sort.Strings(actions)
-		scope, ok := serviceScopes[svc]
-		if !ok {
-			// A new service without a scope still gets its actions, on
-			// "*", and the test fails until one is written.
-			scope = serviceScope{sid: "Unscoped" + svc, resources: []string{"*"}}
-		}
-		var resources []string
-		for _, r := range scope.resources {
-			resources = append(resources, fill.Replace(r))
-		}
-		doc.Statement = append(doc.Statement, statement{Sid: scope.sid, Effect: "Allow", Action: actions, Resource: resources})
+	statements, listing := scopedStatements(fill)
+	doc.Statement = append(doc.Statement, statements...)
+	assoc, err := associateStatement(s, partition, fill)
+	if err != nil {
+		return policyDoc{}, err
 	}
-
-	// eks:policyArn (type ARN) is the access policy an AssociateAccessPolicy
-	// call associates (Service Authorization Reference for Amazon EKS,
-	// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelastickubernetesservice.html):
-	// the portal may associate the policies its settings grant, and so never
-	// AmazonEKSClusterAdminPolicy (Settings.Check refuses it).
-	var policyARNs []string
-	lists := [][]awsprov.AccessGrant{s.Access.StudioPolicies, s.Access.SubmitterPolicies}
-	if s.Access.ViewerRoleARNFormat != "" {
-		lists = append(lists, s.Access.ViewerPolicies)
-	}
-	for _, l := range lists {
-		for _, g := range l {
-			if g.Policy == awsprov.PolicyEKSClusterAdmin {
-				return policyDoc{}, fmt.Errorf("the AWS settings grant %s: the portal never associates it", g.Policy)
-			}
-			policyARNs = append(policyARNs, "arn:"+partition+":eks::aws:cluster-access-policy/"+g.Policy)
-		}
-	}
-	sort.Strings(policyARNs)
-	doc.Statement = append(doc.Statement, statement{
-		Sid: "EKSAssociateTheSettingsAccessPoliciesOnly", Effect: "Allow", Action: []string{associatePolicy},
-		Resource:  []string{fill.Replace("arn:{partition}:eks:{region}:{account}:access-entry/*")},
-		Condition: map[string]map[string]any{"ArnLike": {"eks:policyArn": slices.Compact(policyARNs)}},
-	})
+	doc.Statement = append(doc.Statement, assoc)
 	doc.Statement = append(doc.Statement, statement{
 		Sid: "PassTeamRolesToSageMakerAndEKS", Effect: "Allow", Action: []string{passRole},
 		Resource:  []string{fill.Replace("arn:{partition}:iam::{account}:role{teamroles}*")},
@@ -322,4 +272,71 @@ func iamPolicy(s awsprov.Settings, p *ampWorkspace) (policyDoc, error) {
 		doc.Statement = append(doc.Statement, statement{Sid: "NoResourceTypes", Effect: "Allow", Action: listing, Resource: []string{"*"}})
 	}
 	return doc, nil
+}
+
+// scopedStatements are the statements of the actions the AWS steps call,
+// one per service, each on the resources its scope names; listing: the
+// actions that take no resource type.
+func scopedStatements(fill *strings.Replacer) (out []statement, listing []string) {
+	byService := map[string][]string{}
+	for _, a := range awsprov.Actions {
+		switch {
+		case unscoped(a):
+			listing = append(listing, a)
+		case a == passRole || a == associatePolicy:
+		default:
+			svc, _, _ := strings.Cut(a, ":")
+			byService[svc] = append(byService[svc], a)
+		}
+	}
+	services := make([]string, 0, len(byService))
+	for svc := range byService {
+		services = append(services, svc)
+	}
+	sort.Strings(services)
+	for _, svc := range services {
+		actions := byService[svc]
+		sort.Strings(actions)
+		scope, ok := serviceScopes[svc]
+		if !ok {
+			// A new service without a scope still gets its actions, on
+			// "*", and the test fails until one is written.
+			scope = serviceScope{sid: "Unscoped" + svc, resources: []string{"*"}}
+		}
+		var resources []string
+		for _, r := range scope.resources {
+			resources = append(resources, fill.Replace(r))
+		}
+		out = append(out, statement{Sid: scope.sid, Effect: "Allow", Action: actions, Resource: resources})
+	}
+	return out, listing
+}
+
+// associateStatement lets the portal associate the access policies its
+// settings grant, and no other.
+func associateStatement(s awsprov.Settings, partition string, fill *strings.Replacer) (statement, error) {
+	// eks:policyArn (type ARN) is the access policy an AssociateAccessPolicy
+	// call associates (Service Authorization Reference for Amazon EKS,
+	// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelastickubernetesservice.html):
+	// the portal may associate the policies its settings grant, and so never
+	// AmazonEKSClusterAdminPolicy (Settings.Check refuses it).
+	var policyARNs []string
+	lists := [][]awsprov.AccessGrant{s.Access.StudioPolicies, s.Access.SubmitterPolicies}
+	if s.Access.ViewerRoleARNFormat != "" {
+		lists = append(lists, s.Access.ViewerPolicies)
+	}
+	for _, l := range lists {
+		for _, g := range l {
+			if g.Policy == awsprov.PolicyEKSClusterAdmin {
+				return statement{}, fmt.Errorf("the AWS settings grant %s: the portal never associates it", g.Policy)
+			}
+			policyARNs = append(policyARNs, "arn:"+partition+":eks::aws:cluster-access-policy/"+g.Policy)
+		}
+	}
+	sort.Strings(policyARNs)
+	return statement{
+		Sid: "EKSAssociateTheSettingsAccessPoliciesOnly", Effect: "Allow", Action: []string{associatePolicy},
+		Resource:  []string{fill.Replace("arn:{partition}:eks:{region}:{account}:access-entry/*")},
+		Condition: map[string]map[string]any{"ArnLike": {"eks:policyArn": slices.Compact(policyARNs)}},
+	}, nil
 }
