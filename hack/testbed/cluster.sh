@@ -56,40 +56,15 @@ cluster_hash() {
 
 cluster_dir() { printf '%s/bin/cluster-%s\n' "$CACHE_ROOT" "$(cluster_hash)"; }
 
-# moddir MODULE_DIR MODULE: where the go.sum-verified module sits in the module cache.
-moddir() {
-	(cd "$REPO/$1" && GOWORK=off GOFLAGS=-mod=readonly go mod download "$2" &&
-		GOWORK=off GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' "$2")
-}
-
 cluster_build() {
 	command -v go >/dev/null || die "go is not on PATH"
 	command -v flock >/dev/null || die "flock is needed (util-linux)"
-	local dir
-	dir=$(cluster_dir)
-	if [[ -f $dir/.complete ]]; then
-		log "binaries up to date, reused cache $dir"
-		return 0
-	fi
-	mkdir -p "$CACHE_ROOT/bin"
-	# One builder at a time; a second one waits, then finds the cache filled.
-	exec 8>"$CACHE_ROOT/bin/.cluster-build.lock"
-	flock 8
-	if [[ -f $dir/.complete ]]; then
-		log "binaries up to date, reused cache $dir (built by a concurrent run)"
-		exec 8>&-
-		return 0
-	fi
-	local cores
-	cores=$(nproc 2>/dev/null || echo 2)
-	BUILD_JOBS=${PORTAL_TESTBED_BUILD_JOBS:-$((cores < 4 ? cores : 4))}
-	# Under the lock, any temporary directory is a leftover of a killed build.
-	rm -rf "$CACHE_ROOT"/bin/cluster-*.tmp.*
-	local tmp="$dir.tmp.$$" t0 t
-	mkdir -p "$tmp"
-	t0=$(now)
-	log "building kube-scheduler $KUBE_VERSION, Kueue $KUEUE_VERSION and kwok $KWOK_VERSION into $dir (-p $BUILD_JOBS)"
+	locked_build cluster "$(cluster_dir)" build_cluster "kube-scheduler $KUBE_VERSION, Kueue $KUEUE_VERSION and kwok $KWOK_VERSION"
+}
 
+# build_cluster TMP: the scheduling cluster's binaries and data files, into TMP.
+build_cluster() {
+	local tmp=$1 t
 	t=$(now)
 	gobuild hack/kueue -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" -o "$tmp/" \
 		sigs.k8s.io/kueue/cmd/kueue ./kueuehooks || {
@@ -131,18 +106,6 @@ cluster_build() {
 		"$kwok_dir"/kustomize/stage/pod/general/pod-*.yaml "$tmp/kwok-stages/"
 
 	"$tmp/kube-scheduler" --version >&2
-	date -u +%FT%TZ >"$tmp/.complete"
-	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	exec 8>&-
-	log "built in $(since "$t0"): $(du -sh "$dir" | cut -f1) in $dir"
-	local old
-	for old in "$CACHE_ROOT"/bin/cluster-*/; do
-		old=${old%/}
-		[[ -d $old && $old != "$dir" && $old != *.tmp.* ]] || continue
-		log "removing stale cache $old"
-		rm -rf "$old"
-	done
 }
 
 # kueue_config FILE HEALTH METRICS WEBHOOK CERTDIR: Kueue's configuration

@@ -82,33 +82,15 @@ gobuild() {
 
 cmd_build() {
 	command -v go >/dev/null || die "go is not on PATH"
-	local dir
-	dir=$(bin_dir)
-	if [[ -f $dir/.complete ]]; then
-		log "binaries up to date, reused cache $dir"
-		return 0
-	fi
-	mkdir -p "$CACHE_ROOT/bin"
-	# One builder at a time; a second one waits, then finds the cache filled.
-	exec 9>"$CACHE_ROOT/bin/.kube-build.lock"
-	flock 9
-	if [[ -f $dir/.complete ]]; then
-		log "binaries up to date, reused cache $dir (built by a concurrent run)"
-		exec 9>&-
-		return 0
-	fi
 	# One job per core, at most 4: with -p 2 the peak was 2.7 GB (a single
 	# compile or link of kube-apiserver), total about 3 GB.
-	local cores
-	cores=$(nproc 2>/dev/null || echo 2)
-	BUILD_JOBS=${PORTAL_TESTBED_BUILD_JOBS:-$((cores < 4 ? cores : 4))}
-	local tmp="$dir.tmp.$$" t0 t
-	# Under the lock, any temporary directory is a leftover of a killed build.
-	rm -rf "$CACHE_ROOT"/bin/kube-*.tmp.*
-	mkdir -p "$tmp"
-	t0=$(now)
-	log "building etcd v3.7.3, kube-apiserver and kube-controller-manager $KUBE_VERSION, applycrds into $dir (-p $BUILD_JOBS; cold: several minutes)"
+	locked_build kube "$(bin_dir)" build_kube \
+		"etcd v3.7.3, kube-apiserver and kube-controller-manager $KUBE_VERSION, applycrds (cold: several minutes)"
+}
 
+# build_kube TMP: the kube binaries and the Kueue CRDs, into TMP.
+build_kube() {
+	local tmp=$1 t
 	t=$(now)
 	gobuild hack/etcd -ldflags "-s -w" -o "$tmp/etcd" . || {
 		rm -rf "$tmp"
@@ -128,8 +110,7 @@ cmd_build() {
 	# hack/kubebin/go.sum.
 	local kueue_version kueue_dir
 	kueue_version=$(cd "$REPO/hack/kubebin" && GOWORK=off GOFLAGS=-mod=readonly go list -m -f '{{.Version}}' sigs.k8s.io/kueue)
-	(cd "$REPO/hack/kubebin" && GOWORK=off GOFLAGS=-mod=readonly go mod download "sigs.k8s.io/kueue@$kueue_version")
-	kueue_dir=$(cd "$REPO/hack/kubebin" && GOWORK=off GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+	kueue_dir=$(moddir hack/kubebin "sigs.k8s.io/kueue@$kueue_version") || die "no module sigs.k8s.io/kueue@$kueue_version"
 	[[ -d $kueue_dir/config/components/crd/bases ]] || die "no config/components/crd/bases in $kueue_dir"
 	mkdir -p "$tmp/kueue-crds"
 	install -m 0644 "$kueue_dir"/config/components/crd/bases/*.yaml "$tmp/kueue-crds/"
@@ -137,15 +118,51 @@ cmd_build() {
 
 	"$tmp/kube-apiserver" --version >&2
 	"$tmp/etcd" --version >&2
+}
+
+# moddir MODULE_DIR MODULE: where the go.sum-verified module sits in the module cache.
+moddir() {
+	(cd "$REPO/$1" && GOWORK=off GOFLAGS=-mod=readonly go mod download "$2" &&
+		GOWORK=off GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' "$2")
+}
+
+# locked_build NAME DIR BUILDER WHAT: fills the cache directory DIR (named
+# NAME-<hash> under $CACHE_ROOT/bin) once, by calling BUILDER with a
+# temporary directory, then marks it complete and moves it into place.
+# One builder per NAME at a time (flock); a second one waits, then finds the
+# cache filled. Afterwards only the current NAME-* directory is kept (old
+# ones are hundreds of MB); other scripts' directories are not ours to touch.
+locked_build() {
+	local name=$1 dir=$2 builder=$3 what=$4 lock
+	if [[ -f $dir/.complete ]]; then
+		log "binaries up to date, reused cache $dir"
+		return 0
+	fi
+	mkdir -p "$CACHE_ROOT/bin"
+	exec {lock}>"$CACHE_ROOT/bin/.$name-build.lock"
+	flock "$lock"
+	if [[ -f $dir/.complete ]]; then
+		log "binaries up to date, reused cache $dir (built by a concurrent run)"
+		exec {lock}>&-
+		return 0
+	fi
+	local cores
+	cores=$(nproc 2>/dev/null || echo 2)
+	BUILD_JOBS=${PORTAL_TESTBED_BUILD_JOBS:-$((cores < 4 ? cores : 4))}
+	# Under the lock, any temporary directory is a leftover of a killed build.
+	rm -rf "$CACHE_ROOT/bin/$name"-*.tmp.*
+	local tmp="$dir.tmp.$$" t0
+	mkdir -p "$tmp"
+	t0=$(now)
+	log "building $what into $dir (-p $BUILD_JOBS)"
+	"$builder" "$tmp"
 	date -u +%FT%TZ >"$tmp/.complete"
 	rm -rf "$dir"
 	mv "$tmp" "$dir"
-	exec 9>&-
+	exec {lock}>&-
 	log "built in $(since "$t0"): $(du -sh "$dir" | cut -f1) in $dir"
-	# Keep only the current kube binaries (old ones are ~270 MB each); other
-	# scripts' directories are not ours to touch.
 	local old
-	for old in "$CACHE_ROOT"/bin/kube-*/; do
+	for old in "$CACHE_ROOT/bin/$name"-*/; do
 		old=${old%/}
 		[[ -d $old && $old != "$dir" && $old != *.tmp.* ]] || continue
 		log "removing stale cache $old"

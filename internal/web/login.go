@@ -71,32 +71,9 @@ func (s *Server) callback(c echo.Context) error {
 	ls, lsErr := s.popLoginState(c)
 	wantState, nonce, verifier, next := ls.State, ls.Nonce, ls.Verifier, ls.Next
 
-	if e := c.QueryParam("error"); e != "" {
-		return loginError(http.StatusUnauthorized, "Sign-in was not completed",
-			"The identity provider ended the sign-in without letting you in ("+truncate(e, 64)+"). Try again, or ask the platform team if it keeps happening.",
-			errors.New("provider returned error "+truncate(e, 64)))
-	}
-	state := c.QueryParam("state")
-	if wantState == "" || state == "" || state != wantState {
-		return loginError(http.StatusBadRequest, "This sign-in link is no longer valid",
-			"The sign-in did not match one started in this browser in the last 10 minutes: it may have been opened twice, in another browser, or taken too long. Start again.",
-			fmt.Errorf("state mismatch or no login in progress (%v)", lsErr))
-	}
-	code := c.QueryParam("code")
-	if code == "" {
-		return loginError(http.StatusBadRequest, "Sign-in was not completed",
-			"The identity provider sent you back without an authorization code. Start again.", errors.New("callback without code"))
-	}
-	id, err := s.opts.OIDC.Finish(ctx, code, verifier, nonce)
-	switch {
-	case errors.Is(err, auth.ErrCodeRejected):
-		return loginError(http.StatusBadRequest, "The sign-in expired",
-			"The identity provider did not accept the sign-in code: it took too long, or the page was reloaded and the code was already used. Start again.", err)
-	case errors.Is(err, auth.ErrTokenInvalid):
-		return loginError(http.StatusBadRequest, "The sign-in could not be verified",
-			"The identity provider's answer failed the portal's checks, so you were not signed in. Start again; if it keeps happening tell the platform team the request id.", err)
-	case err != nil:
-		return s.providerDown(err)
+	id, err := s.finishSignIn(c, wantState, verifier, nonce, lsErr)
+	if err != nil {
+		return err
 	}
 	groupsSeen := "Groups the identity provider sent: "
 	var dirName string
@@ -126,22 +103,70 @@ func (s *Server) callback(c echo.Context) error {
 	roles, ms := s.opts.Mapping.Resolve(id.Groups)
 	p := workflow.NewPrincipal(u.ID, id.Subject, id.Email, id.Name, roles, ms)
 	if !p.HasAccess() {
-		detail := []string{"Signed in as: " + p.DisplayName()}
-		if len(id.Groups) == 0 {
-			detail = append(detail, groupsSeen+"none")
-		} else {
-			detail = append(detail, groupsSeen+strings.Join(id.Groups, ", "))
-		}
-		return &userError{page: views.ErrorPage{
-			Status:  http.StatusForbidden,
-			Title:   "Your account has no access to the portal yet",
-			Message: "You signed in, but none of your groups is mapped to a portal role or team. Ask your team's owner or the platform team to add you to your team's group.",
-			Detail:  detail, Action: "Back to the start page", ActionURL: "/",
-		}, err: errors.New("user in no mapped group")}
+		return noAccess(p, groupsSeen, id.Groups)
 	}
 
-	// Rotate the session id at login (no fixation), restart the absolute
-	// lifetime, and issue a fresh CSRF token.
+	if err := s.startSession(c, p, id, dirName); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, safeNext(next))
+}
+
+// finishSignIn checks the provider's answer against the sign-in this
+// browser started (state), and redeems the code for a verified identity.
+func (s *Server) finishSignIn(c echo.Context, wantState, verifier, nonce string, lsErr error) (auth.Identity, error) {
+	var id auth.Identity
+	if e := c.QueryParam("error"); e != "" {
+		return id, loginError(http.StatusUnauthorized, "Sign-in was not completed",
+			"The identity provider ended the sign-in without letting you in ("+truncate(e, 64)+"). Try again, or ask the platform team if it keeps happening.",
+			errors.New("provider returned error "+truncate(e, 64)))
+	}
+	state := c.QueryParam("state")
+	if wantState == "" || state == "" || state != wantState {
+		return id, loginError(http.StatusBadRequest, "This sign-in link is no longer valid",
+			"The sign-in did not match one started in this browser in the last 10 minutes: it may have been opened twice, in another browser, or taken too long. Start again.",
+			fmt.Errorf("state mismatch or no login in progress (%v)", lsErr))
+	}
+	code := c.QueryParam("code")
+	if code == "" {
+		return id, loginError(http.StatusBadRequest, "Sign-in was not completed",
+			"The identity provider sent you back without an authorization code. Start again.", errors.New("callback without code"))
+	}
+	id, err := s.opts.OIDC.Finish(c.Request().Context(), code, verifier, nonce)
+	switch {
+	case errors.Is(err, auth.ErrCodeRejected):
+		return id, loginError(http.StatusBadRequest, "The sign-in expired",
+			"The identity provider did not accept the sign-in code: it took too long, or the page was reloaded and the code was already used. Start again.", err)
+	case errors.Is(err, auth.ErrTokenInvalid):
+		return id, loginError(http.StatusBadRequest, "The sign-in could not be verified",
+			"The identity provider's answer failed the portal's checks, so you were not signed in. Start again; if it keeps happening tell the platform team the request id.", err)
+	case err != nil:
+		return id, s.providerDown(err)
+	}
+	return id, nil
+}
+
+// noAccess is the page of a user none of whose groups maps to a role or
+// team, with the groups seen, so that they can ask for the right one.
+func noAccess(p workflow.Principal, groupsSeen string, groups []string) error {
+	detail := []string{"Signed in as: " + p.DisplayName()}
+	if len(groups) == 0 {
+		detail = append(detail, groupsSeen+"none")
+	} else {
+		detail = append(detail, groupsSeen+strings.Join(groups, ", "))
+	}
+	return &userError{page: views.ErrorPage{
+		Status:  http.StatusForbidden,
+		Title:   "Your account has no access to the portal yet",
+		Message: "You signed in, but none of your groups is mapped to a portal role or team. Ask your team's owner or the platform team to add you to your team's group.",
+		Detail:  detail, Action: "Back to the start page", ActionURL: "/",
+	}, err: errors.New("user in no mapped group")}
+}
+
+// startSession rotates the session id at login (no fixation), restarts the
+// absolute lifetime, issues a fresh CSRF token and stores who signed in.
+func (s *Server) startSession(c echo.Context, p workflow.Principal, id auth.Identity, dirName string) error {
+	ctx := c.Request().Context()
 	if err := s.sessions.RenewToken(ctx); err != nil {
 		return err
 	}
@@ -156,9 +181,9 @@ func (s *Server) callback(c echo.Context) error {
 		Roles: p.Roles, Memberships: p.Memberships,
 		Groups: groups, DirName: dirName, Tokens: s.sealTokens(id.Tokens), CheckedAt: s.opts.Now(),
 	})
-	s.opts.Logger.InfoContext(ctx, "login", "request_id", requestID(c), "user_id", u.ID,
+	s.opts.Logger.InfoContext(ctx, "login", "request_id", requestID(c), "user_id", p.UserID,
 		"roles", len(p.Roles), "teams", len(p.Memberships))
-	return c.Redirect(http.StatusSeeOther, safeNext(next))
+	return nil
 }
 
 // directoryGroups asks Options.Groups for the user's groups, which replace

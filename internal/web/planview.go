@@ -37,18 +37,34 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 	pv.Summary, pv.Warnings = plan.Summary(), slices.Clone(plan.Warnings)
 	pv.YAML, pv.Hash = built.yaml, built.hash
 	if preview && s.opts.ClusterCheck != nil {
-		markLive(ctx)
-		// What the cluster serves and enforces now (the readiness page's
-		// checks): an old Kueue would fail the job, and unenforced
-		// NetworkPolicies void the plan's isolation.
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		for _, ch := range s.opts.ClusterCheck.Readiness(rctx).Checks {
-			if ch.Status == provision.CheckFailing && (ch.Name == provision.CheckKueueAPI || ch.Name == provision.CheckNetworkPolicies) {
-				pv.Warnings = append(pv.Warnings, "Cluster readiness, "+ch.Name+": "+ch.Detail+" "+ch.Todo)
-			}
-		}
-		cancel()
+		s.readinessWarnings(ctx, pv)
 	}
+	s.awsCallsView(ctx, plan, preview, pv)
+	// Before approval, say what each object would do on the cluster as it
+	// is now: create, update (which fields), or nothing.
+	if s.opts.Live != nil && !conn.State.Committed() {
+		s.liveComparison(ctx, plan, full, pv)
+	}
+	return pv, &plan
+}
+
+// readinessWarnings adds what the cluster serves and enforces now (the
+// readiness page's checks): an old Kueue would fail the job, and
+// unenforced NetworkPolicies void the plan's isolation.
+func (s *Server) readinessWarnings(ctx context.Context, pv *views.PlanView) {
+	markLive(ctx)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, ch := range s.opts.ClusterCheck.Readiness(rctx).Checks {
+		if ch.Status == provision.CheckFailing && (ch.Name == provision.CheckKueueAPI || ch.Name == provision.CheckNetworkPolicies) {
+			pv.Warnings = append(pv.Warnings, "Cluster readiness, "+ch.Name+": "+ch.Detail+" "+ch.Todo)
+		}
+	}
+}
+
+// awsCallsView lists the plan's AWS calls, before and after the cluster's
+// steps; with preview, each as AWS has it now (a few reads per call).
+func (s *Server) awsCallsView(ctx context.Context, plan provision.Plan, preview bool, pv *views.PlanView) {
 	var actx context.Context
 	if s.opts.AWSPreview != nil && preview {
 		markLive(ctx)
@@ -81,53 +97,54 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 			pv.AWSAfter = append(pv.AWSAfter, cv)
 		}
 	}
-	// Before approval, say what each object would do on the cluster as it
-	// is now: create, update (which fields), or nothing.
-	if s.opts.Live != nil && !conn.State.Committed() {
-		markLive(ctx)
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		items, err := s.opts.Live.Drift(cctx, plan)
-		if err != nil {
-			detail := err.Error()
-			if !full {
-				detail = failureKind(detail) + ". The platform team sees the full error"
-			}
-			pv.Warnings = append(pv.Warnings, "Could not compare the plan with the cluster: "+detail)
-			return pv, &plan
+}
+
+// liveComparison marks each object of the plan with what applying it would
+// do on the cluster now, warns of objects the namespace has beyond the
+// plan, and of a namespace someone else created.
+func (s *Server) liveComparison(ctx context.Context, plan provision.Plan, full bool, pv *views.PlanView) {
+	markLive(ctx)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	items, err := s.opts.Live.Drift(cctx, plan)
+	if err != nil {
+		detail := err.Error()
+		if !full {
+			detail = failureKind(detail) + ". The platform team sees the full error"
 		}
-		byRef := map[string]workflow.DriftItem{}
-		for _, it := range items {
-			byRef[it.Kind+" "+it.Ref] = it
-		}
-		for i, o := range plan.Objects {
-			it, ok := byRef[o.Kind+" "+o.Ref()]
-			switch {
-			case !ok:
-				pv.Summary[i] = "unchanged · " + pv.Summary[i]
-			case it.What == "deleted" && o.Owner != provision.OwnerPortal:
-				pv.Summary[i] = "made by HyperPod · " + pv.Summary[i]
-			case it.What == "deleted":
-				pv.Summary[i] = "create · " + pv.Summary[i]
-			default:
-				pv.Summary[i] = "update " + strings.Join(it.Fields, ", ") + " · " + pv.Summary[i]
-			}
-		}
-		for _, it := range items {
-			if it.What == "extra" {
-				pv.Warnings = append(pv.Warnings, "The namespace already has "+it.Kind+" "+it.Ref+" ("+it.Detail+"), which this plan does not contain.")
-			}
-		}
-		nc, err := s.opts.Live.CheckNamespace(cctx, plan)
+		pv.Warnings = append(pv.Warnings, "Could not compare the plan with the cluster: "+detail)
+		return
+	}
+	byRef := map[string]workflow.DriftItem{}
+	for _, it := range items {
+		byRef[it.Kind+" "+it.Ref] = it
+	}
+	for i, o := range plan.Objects {
+		it, ok := byRef[o.Kind+" "+o.Ref()]
 		switch {
-		case err != nil:
-			pv.Warnings = append(pv.Warnings, "Could not check who created namespace "+plan.Namespace+": "+err.Error())
-		case nc.Foreign:
-			pv.ForeignNamespace = nc.Namespace
-			pv.Warnings = append(pv.Warnings, "Namespace "+nc.Namespace+" already exists, and neither the portal nor HyperPod created it: approving needs the explicit adoption below.")
+		case !ok:
+			pv.Summary[i] = "unchanged · " + pv.Summary[i]
+		case it.What == "deleted" && o.Owner != provision.OwnerPortal:
+			pv.Summary[i] = "made by HyperPod · " + pv.Summary[i]
+		case it.What == "deleted":
+			pv.Summary[i] = "create · " + pv.Summary[i]
+		default:
+			pv.Summary[i] = "update " + strings.Join(it.Fields, ", ") + " · " + pv.Summary[i]
 		}
 	}
-	return pv, &plan
+	for _, it := range items {
+		if it.What == "extra" {
+			pv.Warnings = append(pv.Warnings, "The namespace already has "+it.Kind+" "+it.Ref+" ("+it.Detail+"), which this plan does not contain.")
+		}
+	}
+	nc, err := s.opts.Live.CheckNamespace(cctx, plan)
+	switch {
+	case err != nil:
+		pv.Warnings = append(pv.Warnings, "Could not check who created namespace "+plan.Namespace+": "+err.Error())
+	case nc.Foreign:
+		pv.ForeignNamespace = nc.Namespace
+		pv.Warnings = append(pv.Warnings, "Namespace "+nc.Namespace+" already exists, and neither the portal nor HyperPod created it: approving needs the explicit adoption below.")
+	}
 }
 
 // planTextCache keeps the plans the detail page showed, with their YAML
