@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	applyrbacv1 "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -261,6 +262,32 @@ func TestClusterRoleProvisionsOnTheTestBed(t *testing.T) {
 		run1("revoke "+string(mode), provision.RevocationPlan(p, mode))
 	}
 
+	// HyperPod's mode: HyperPod made the team namespace and its
+	// LocalQueue, which the portal never labels; it labels the namespace,
+	// applies its objects into it, holds and releases HyperPod's queue
+	// (the one unlabelled object the policy lets it update), and revokes
+	// in lock mode, leaving both to HyperPod.
+	hp := hyperPodPlan(ctx, t, admin, dyn, run)
+	plans = append(plans, hp)
+	if _, err := a.Apply(ctx, hp); err != nil {
+		t.Fatalf("apply into HyperPod's namespace as the chart's ServiceAccount: %v", err)
+	}
+	lqs := dyn.Resource(schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}).Namespace(hp.Namespace)
+	for _, policy := range []string{workflow.StopHold, workflow.StopNone} {
+		run1("hold "+policy+" on HyperPod's queue", provision.HoldSteps(hp, policy))
+		lq, err := lqs.Get(ctx, hp.Namespace+"-localqueue", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := unstructured.NestedString(lq.Object, "spec", "stopPolicy"); got != policy {
+			t.Errorf("HyperPod's LocalQueue: stopPolicy %q after the hold job, want %q", got, policy)
+		}
+	}
+	run1("revoke lock in HyperPod's namespace", provision.RevocationPlan(hp, provision.RevokeLock))
+	if ns, err := admin.CoreV1().Namespaces().Get(ctx, hp.Namespace, metav1.GetOptions{}); err != nil || ns.Labels[provision.LabelRevoked] != "true" {
+		t.Errorf("HyperPod's namespace after revocation: %v, labels %v: want it kept and labelled %s=true", err, ns.GetLabels(), provision.LabelRevoked)
+	}
+
 	reader, err := provision.NewClusterReader(as)
 	if err != nil {
 		t.Fatal(err)
@@ -477,4 +504,36 @@ func policyRefusals(ctx context.Context, t *testing.T, admin, portal kubernetes.
 			t.Errorf("namespace %s: %v", ns, err)
 		}
 	}
+}
+
+// hyperPodPlan acts as HyperPod task governance (the team namespace,
+// labelled as HyperPod labels it, and its LocalQueue) and returns the plan
+// of a contract in that mode (the default settings: HyperPod owns the
+// ClusterQueue).
+func hyperPodPlan(ctx context.Context, t *testing.T, admin kubernetes.Interface, dyn dynamic.Interface, run string) provision.Plan {
+	t.Helper()
+	team := "hp" + run
+	ns := provision.HyperPodNamespacePrefix + team
+	hyperPod := map[string]string{provision.LabelHyperPodManagedQueue: "true"}
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: hyperPod}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lq := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+		"metadata": map[string]any{"name": ns + "-localqueue", "namespace": ns, "labels": map[string]any{provision.LabelHyperPodManagedQueue: "true"}},
+		"spec":     map[string]any{"clusterQueue": ns + "-clusterqueue"},
+	}}
+	if _, err := dyn.Resource(schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}).Namespace(ns).
+		Create(ctx, lq, metav1.CreateOptions{FieldManager: "hyperpod-task-governance"}); err != nil {
+		t.Fatal(err)
+	}
+	c := workflow.ExampleContract()
+	c.Team = team
+	c.Namespaces = []string{ns}
+	c = c.Normalize()
+	p, err := provision.BuildPlan(3, 1, c.Hash(), c, provision.DefaultClusterSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
