@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -318,13 +319,13 @@ func compareRules(t *testing.T, source string, rules []rbacv1.PolicyRule) {
 // templateExpr is a Go template action in a chart file.
 var templateExpr = regexp.MustCompile(`\{\{.*?\}\}`)
 
-// clusterRoleFromTemplate reads the ClusterRole (the first document) of
-// templates/clusterrole.yaml without helm: its rules hold no template
-// actions; the lines that are only an action are dropped, others have
-// theirs replaced by a placeholder.
-func clusterRoleFromTemplate(t *testing.T) rbacv1.ClusterRole {
+// fromTemplate reads the first document of templates/<file> into into,
+// without helm: lines that are only a template action are dropped, others
+// have theirs replaced by a placeholder (the rules and resource lists hold
+// none).
+func fromTemplate(t *testing.T, file string, into any) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("helm", "templates", "clusterrole.yaml"))
+	b, err := os.ReadFile(filepath.Join("helm", "templates", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,10 +337,17 @@ func clusterRoleFromTemplate(t *testing.T) rbacv1.ClusterRole {
 		}
 		lines = append(lines, templateExpr.ReplaceAllString(l, "placeholder"))
 	}
-	var role rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict([]byte(strings.Join(lines, "\n")), &role); err != nil {
-		t.Fatalf("templates/clusterrole.yaml: %v", err)
+	if err := yaml.UnmarshalStrict([]byte(strings.Join(lines, "\n")), into); err != nil {
+		t.Fatalf("templates/%s: %v", file, err)
 	}
+}
+
+// clusterRoleFromTemplate reads the ClusterRole (the first document) of
+// templates/clusterrole.yaml.
+func clusterRoleFromTemplate(t *testing.T) rbacv1.ClusterRole {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	fromTemplate(t, "clusterrole.yaml", &role)
 	if role.Kind != "ClusterRole" {
 		t.Fatalf("templates/clusterrole.yaml: the first document is a %q, want the ClusterRole", role.Kind)
 	}
@@ -430,6 +438,42 @@ func TestAdmissionPolicyAllowsWhatThePlansMake(t *testing.T) {
 		want := slices.Sorted(maps.Keys(set))
 		if got := policyList(t, name); !slices.Equal(got, want) {
 			t.Errorf("admission policy variable %s = %q, the plans make %q", name, got, want)
+		}
+	}
+}
+
+// TestAdmissionPolicyCoversEveryWrite: every (group, resource) the
+// ClusterRole lets the portal create, patch, update or delete is matched by
+// the admission policy for CREATE, UPDATE and DELETE, so that a kind added
+// to the ClusterRole is never written outside the policy's limits.
+func TestAdmissionPolicyCoversEveryWrite(t *testing.T) {
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	fromTemplate(t, "admissionpolicy.yaml", &policy)
+	if policy.Kind != "ValidatingAdmissionPolicy" || policy.Spec.MatchConstraints == nil {
+		t.Fatalf("templates/admissionpolicy.yaml: the first document is a %q without matchConstraints", policy.Kind)
+	}
+	matched := map[[2]string]bool{}
+	for _, r := range policy.Spec.MatchConstraints.ResourceRules {
+		ops := fmt.Sprint(r.Operations)
+		if ops != "[CREATE UPDATE DELETE]" {
+			t.Errorf("resource rule %v: operations %s, want CREATE, UPDATE and DELETE", r.Resources, ops)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				matched[[2]string{g, res}] = true
+			}
+		}
+	}
+	for _, r := range clusterRoleFromTemplate(t).Rules {
+		if !slices.ContainsFunc(r.Verbs, func(v string) bool { return slices.Contains([]string{"create", "patch", "update", "delete"}, v) }) {
+			continue
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if !matched[[2]string{g, res}] {
+					t.Errorf("the ClusterRole lets the portal write %s %q (%v), which the admission policy does not match", g, res, r.Verbs)
+				}
+			}
 		}
 	}
 }
