@@ -179,7 +179,7 @@ func checkRendered(t *testing.T, docs []doc, allOn bool) {
 	for _, d := range docs {
 		byKind[d.Kind] = append(byKind[d.Kind], d)
 	}
-	want := []string{"ConfigMap", "Deployment", "Service", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PodDisruptionBudget", "NetworkPolicy"}
+	want := []string{"ConfigMap", "Deployment", "Service", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PodDisruptionBudget", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 	if allOn {
 		want = append(want, "Ingress")
 	}

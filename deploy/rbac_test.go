@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -19,15 +21,20 @@ import (
 )
 
 // perm is one (API group, resource, verb) the portal's Kubernetes identity
-// uses, with why (the first reason found; for messages).
-type perm struct{ group, resource, verb string }
+// uses, with why (the first reason found; for messages), on objects of any
+// name, or on the one named name (a rule's resourceNames).
+type perm struct{ group, resource, verb, name string }
 
 func (p perm) String() string {
 	g := p.group
 	if g == "" {
 		g = "core"
 	}
-	return g + "/" + p.resource + ":" + p.verb
+	s := g + "/" + p.resource + ":" + p.verb
+	if p.name != "" {
+		s += "[" + p.name + "]"
+	}
+	return s
 }
 
 // kinds maps each kind a plan holds to its API group and resource. A kind
@@ -109,7 +116,7 @@ func needed(t *testing.T) map[perm]string {
 	out := map[perm]string{}
 	add := func(group, resource, why string, verbs ...string) {
 		for _, v := range verbs {
-			p := perm{group, resource, v}
+			p := perm{group, resource, v, ""}
 			if _, ok := out[p]; !ok {
 				out[p] = why
 			}
@@ -196,7 +203,7 @@ func needed(t *testing.T) map[perm]string {
 	}
 	// Reads outside plans.
 	add("", "namespaces", "adopt.go: read a namespace offered for adoption", "get")
-	add("apps", "daemonsets", "clusterread.go NetworkPolicyAgent: read kube-system/aws-node", "get")
+	out[perm{"apps", "daemonsets", "get", "aws-node"}] = "clusterread.go NetworkPolicyAgent: read kube-system/aws-node"
 	add("", "nodes", "clusterread.go Nodes: count nodes by instance type", "list")
 	add("kueue.x-k8s.io", "workloads", "workloads.go: a team's Kueue workloads", "list")
 	// The usage collector's informers (internal/usage/collect/collect.go).
@@ -207,12 +214,16 @@ func needed(t *testing.T) map[perm]string {
 		add("kueue.x-k8s.io", r, "usage collector informer", "list", "watch")
 	}
 	// Escalation: the API server lets the portal create or update a Role or
-	// ClusterRole only if it already holds every permission in it, or has
-	// the escalate verb; and bind a role only if it holds the role's
-	// permissions, or has bind on it (Kubernetes RBAC docs, "Privilege
-	// escalation prevention and bootstrapping"). The chart takes the first
-	// way (see deploy/helm/README.md), so every rule of every role a plan
-	// creates is needed, cluster-wide (the team namespaces vary).
+	// ClusterRole only if it already holds every permission in it, or may
+	// escalate it; and bind a role only if it holds the role's permissions,
+	// or may bind it (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#restrictions-on-role-creation-or-update).
+	// A role whose rules the portal holds anyway (for its own reads) needs
+	// neither; any other needs escalate and bind on its name (both checks
+	// pass the object's name to the authorizer: kubernetes/kubernetes
+	// pkg/registry/rbac/escalation_check.go), never on every role: holding
+	// a team's permissions cluster-wide (pods/exec, jobs) only to grant
+	// them is what issue 32 item 2 took away.
+	held := func(g, r, v string) bool { _, ok := out[perm{g, r, v, ""}]; return ok }
 	for _, p := range plans {
 		for _, o := range p.Objects {
 			if o.Kind != "Role" && o.Kind != "ClusterRole" {
@@ -222,23 +233,36 @@ func needed(t *testing.T) map[perm]string {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, &role); err != nil {
 				t.Fatal(err)
 			}
+			covered := true
 			for _, rule := range role.Rules {
 				if len(rule.NonResourceURLs) > 0 {
 					t.Fatalf("%s %s has non-resource URLs: this test does not handle them", o.Kind, o.Name)
 				}
 				for _, g := range rule.APIGroups {
 					for _, r := range rule.Resources {
-						add(g, r, "held so the portal may create "+o.Kind+" "+o.Name+" (escalation check)", rule.Verbs...)
+						for _, v := range rule.Verbs {
+							covered = covered && held(g, r, v)
+						}
 					}
 				}
+			}
+			if covered {
+				continue
+			}
+			if o.Kind == "ClusterRole" {
+				t.Fatalf("ClusterRole %s grants what the portal does not hold, and its name varies with the team: no resourceNames can let the portal escalate or bind it", o.Name)
+			}
+			why := "the portal does not hold what " + o.Kind + " " + o.Name + " grants (escalation check)"
+			for _, v := range []string{"escalate", "bind"} {
+				out[perm{"rbac.authorization.k8s.io", "roles", v, o.Name}] = why
 			}
 		}
 	}
 	return out
 }
 
-// granted expands rules to (group, resource, verb). resourceNames narrow a
-// rule further and are not compared.
+// granted expands rules to (group, resource, verb, name): one per name of
+// a rule's resourceNames, or name "" (any) without them.
 func granted(t *testing.T, rules []rbacv1.PolicyRule) map[perm]bool {
 	t.Helper()
 	out := map[perm]bool{}
@@ -252,7 +276,12 @@ func granted(t *testing.T, rules []rbacv1.PolicyRule) map[perm]bool {
 					if g == "*" || res == "*" || v == "*" {
 						t.Errorf("the chart's ClusterRole has a wildcard (%q %q %q): name each group, resource and verb", g, res, v)
 					}
-					out[perm{g, res, v}] = true
+					if len(r.ResourceNames) == 0 {
+						out[perm{g, res, v, ""}] = true
+					}
+					for _, n := range r.ResourceNames {
+						out[perm{g, res, v, n}] = true
+					}
 				}
 			}
 		}
@@ -290,13 +319,13 @@ func compareRules(t *testing.T, source string, rules []rbacv1.PolicyRule) {
 // templateExpr is a Go template action in a chart file.
 var templateExpr = regexp.MustCompile(`\{\{.*?\}\}`)
 
-// clusterRoleFromTemplate reads the ClusterRole (the first document) of
-// templates/clusterrole.yaml without helm: its rules hold no template
-// actions; the lines that are only an action are dropped, others have
-// theirs replaced by a placeholder.
-func clusterRoleFromTemplate(t *testing.T) rbacv1.ClusterRole {
+// fromTemplate reads the first document of templates/<file> into into,
+// without helm: lines that are only a template action are dropped, others
+// have theirs replaced by a placeholder (the rules and resource lists hold
+// none).
+func fromTemplate(t *testing.T, file string, into any) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("helm", "templates", "clusterrole.yaml"))
+	b, err := os.ReadFile(filepath.Join("helm", "templates", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,10 +337,17 @@ func clusterRoleFromTemplate(t *testing.T) rbacv1.ClusterRole {
 		}
 		lines = append(lines, templateExpr.ReplaceAllString(l, "placeholder"))
 	}
-	var role rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict([]byte(strings.Join(lines, "\n")), &role); err != nil {
-		t.Fatalf("templates/clusterrole.yaml: %v", err)
+	if err := yaml.UnmarshalStrict([]byte(strings.Join(lines, "\n")), into); err != nil {
+		t.Fatalf("templates/%s: %v", file, err)
 	}
+}
+
+// clusterRoleFromTemplate reads the ClusterRole (the first document) of
+// templates/clusterrole.yaml.
+func clusterRoleFromTemplate(t *testing.T) rbacv1.ClusterRole {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	fromTemplate(t, "clusterrole.yaml", &role)
 	if role.Kind != "ClusterRole" {
 		t.Fatalf("templates/clusterrole.yaml: the first document is a %q, want the ClusterRole", role.Kind)
 	}
@@ -328,8 +364,115 @@ func TestClusterRoleIsWhatThePortalUses(t *testing.T) {
 	compareRules(t, "templates/clusterrole.yaml", role.Rules)
 	for _, r := range role.Rules {
 		for _, v := range r.Verbs {
-			if v == "bind" || v == "escalate" || v == "impersonate" {
-				t.Errorf("the ClusterRole grants %q: the portal holds the team roles' permissions instead (see the comment in the template)", v)
+			switch {
+			case v == "impersonate":
+				t.Errorf("the ClusterRole grants %q", v)
+			case (v == "bind" || v == "escalate") && len(r.ResourceNames) == 0:
+				t.Errorf("the ClusterRole grants %q on every %v: name the team roles (resourceNames), or the portal may write and bind any role, cluster-admin's included", v, r.Resources)
+			}
+		}
+	}
+}
+
+// policyList is the list literal of the admission policy's variable name
+// (templates/admissionpolicy.yaml): its quoted strings, sorted.
+func policyList(t *testing.T, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("helm", "templates", "admissionpolicy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*- name: ` + name + `\n\s*expression: "\[(.*)\]"$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("templates/admissionpolicy.yaml: no variable %s holding a list literal", name)
+	}
+	var out []string
+	for _, q := range regexp.MustCompile(`'([^']*)'`).FindAllSubmatch(m[1], -1) {
+		out = append(out, string(q[1]))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestAdmissionPolicyAllowsWhatThePlansMake: the admission policy's lists
+// of team Roles, their bindings, and what the team Roles and the queue
+// readers may grant are exactly what the sample plans make: a rule added
+// to a plan's role is refused on the cluster until the policy knows it, and
+// the policy lets the portal grant nothing the plans do not.
+func TestAdmissionPolicyAllowsWhatThePlansMake(t *testing.T) {
+	sets := map[string]map[string]bool{"teamRoles": {}, "teamRoleBindings": {}, "teamRolePermissions": {}, "queueReaderPermissions": {}}
+	for _, p := range samplePlans(t) {
+		for _, o := range p.Objects {
+			var perms map[string]bool
+			switch o.Kind {
+			case "Role":
+				sets["teamRoles"][o.Name] = true
+				perms = sets["teamRolePermissions"]
+			case "RoleBinding":
+				sets["teamRoleBindings"][o.Name] = true
+				continue
+			case "ClusterRole":
+				if o.Name != provision.QueueReaderName(p.Namespace) {
+					t.Fatalf("ClusterRole %s is not a queue reader: the admission policy refuses it", o.Name)
+				}
+				perms = sets["queueReaderPermissions"]
+			default:
+				continue
+			}
+			var role rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, &role); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range role.Rules {
+				for _, g := range r.APIGroups {
+					for _, res := range r.Resources {
+						for _, v := range r.Verbs {
+							perms[g+"/"+res+":"+v] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	for name, set := range sets {
+		want := slices.Sorted(maps.Keys(set))
+		if got := policyList(t, name); !slices.Equal(got, want) {
+			t.Errorf("admission policy variable %s = %q, the plans make %q", name, got, want)
+		}
+	}
+}
+
+// TestAdmissionPolicyCoversEveryWrite: every (group, resource) the
+// ClusterRole lets the portal create, patch, update or delete is matched by
+// the admission policy for CREATE, UPDATE and DELETE, so that a kind added
+// to the ClusterRole is never written outside the policy's limits.
+func TestAdmissionPolicyCoversEveryWrite(t *testing.T) {
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	fromTemplate(t, "admissionpolicy.yaml", &policy)
+	if policy.Kind != "ValidatingAdmissionPolicy" || policy.Spec.MatchConstraints == nil {
+		t.Fatalf("templates/admissionpolicy.yaml: the first document is a %q without matchConstraints", policy.Kind)
+	}
+	matched := map[[2]string]bool{}
+	for _, r := range policy.Spec.MatchConstraints.ResourceRules {
+		ops := fmt.Sprint(r.Operations)
+		if ops != "[CREATE UPDATE DELETE]" {
+			t.Errorf("resource rule %v: operations %s, want CREATE, UPDATE and DELETE", r.Resources, ops)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				matched[[2]string{g, res}] = true
+			}
+		}
+	}
+	for _, r := range clusterRoleFromTemplate(t).Rules {
+		if !slices.ContainsFunc(r.Verbs, func(v string) bool { return slices.Contains([]string{"create", "patch", "update", "delete"}, v) }) {
+			continue
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if !matched[[2]string{g, res}] {
+					t.Errorf("the ClusterRole lets the portal write %s %q (%v), which the admission policy does not match", g, res, r.Verbs)
+				}
 			}
 		}
 	}
