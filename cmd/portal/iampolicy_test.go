@@ -72,6 +72,7 @@ var resourceTypes = []struct {
 	{"eks:CreateAccessEntry", []string{"arn:${Partition}:eks:${Region}:${Account}:cluster/${ClusterName}"}, eksSAR},
 	{"eks:DescribeAccessEntry", []string{"arn:${Partition}:eks:${Region}:${Account}:access-entry/${ClusterName}/${IamIdentityType}/${IamIdentityAccountID}/${IamIdentityName}/${UUID}"}, eksSAR},
 	{"eks:DescribeAddon", []string{"arn:${Partition}:eks:${Region}:${Account}:addon/${ClusterName}/${AddonName}/${UUID}"}, eksSAR},
+	{"eks:DescribeCluster", []string{"arn:${Partition}:eks:${Region}:${Account}:cluster/${ClusterName}"}, eksSAR},
 	{"eks:UpdateAccessEntry", []string{"arn:${Partition}:eks:${Region}:${Account}:access-entry/${ClusterName}/${IamIdentityType}/${IamIdentityAccountID}/${IamIdentityName}/${UUID}"}, eksSAR},
 	{"eks:DeleteAccessEntry", []string{"arn:${Partition}:eks:${Region}:${Account}:access-entry/${ClusterName}/${IamIdentityType}/${IamIdentityAccountID}/${IamIdentityName}/${UUID}"}, eksSAR},
 	{"eks:AssociateAccessPolicy", []string{"arn:${Partition}:eks:${Region}:${Account}:access-entry/${ClusterName}/${IamIdentityType}/${IamIdentityAccountID}/${IamIdentityName}/${UUID}"}, eksSAR},

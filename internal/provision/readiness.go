@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,7 +57,18 @@ const (
 	CheckTaskGovernance   = "Task governance add-on"
 	CheckNetworkPolicies  = "Network policies"
 	CheckPodIdentityAgent = "EKS Pod Identity agent"
+	CheckAuthMode         = "EKS authentication mode"
+	CheckEndpointAccess   = "EKS API endpoint access"
+	CheckCloudWatch       = "CloudWatch Observability add-on"
 )
+
+// CloudWatchAddonMin is the oldest amazon-cloudwatch-observability add-on
+// the task governance dashboard's metrics views work with: "version 2.4.0
+// or later", per AWS's guide to governing HyperPod from SageMaker Unified
+// Studio (the seed article, shared/seeds/002, "Observabilidade"), which
+// sends the reader to the task governance setup
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-setup.html).
+const CloudWatchAddonMin = "2.4.0"
 
 // ReadinessSources are where the checks read from; nil parts are skipped
 // and their checks reported unknown.
@@ -89,15 +101,17 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 	r.Checks = append(r.Checks, kueueCheck(ctx, src, &r))
 
 	var addons map[string]awsprov.Addon
+	var cluster *awsprov.EKSCluster
 	addonErr := "no AWS settings with a cluster ARN, or AWS calls are off (dry run)"
 	if src.ClusterInfo != nil && src.Addons != nil && src.ClusterARN != "" {
-		addons, addonErr = readAddons(ctx, src)
+		cluster, addons, addonErr = readAddons(ctx, src)
 	}
 	r.Checks = append(r.Checks, taskGovernanceCheck(addons, addonErr))
 	r.Checks = append(r.Checks, networkPolicyCheck(ctx, src, addons, &r))
 	if src.PodIdentity {
 		r.Checks = append(r.Checks, podIdentityCheck(addons, addonErr))
 	}
+	r.Checks = append(r.Checks, authModeCheck(cluster, addonErr), endpointAccessCheck(cluster, addonErr), cloudWatchCheck(addons, addonErr))
 	return r
 }
 
@@ -125,23 +139,135 @@ func kueueCheck(ctx context.Context, src ReadinessSources, r *Readiness) Check {
 
 // readAddons reads the HyperPod cluster's EKS cluster and the add-ons the
 // checks look at.
-func readAddons(ctx context.Context, src ReadinessSources) (map[string]awsprov.Addon, string) {
+func readAddons(ctx context.Context, src ReadinessSources) (*awsprov.EKSCluster, map[string]awsprov.Addon, string) {
 	hp, err := awsprov.DescribeHyperPodCluster(ctx, src.ClusterInfo, src.ClusterARN)
 	if err != nil {
-		return nil, err.Error()
+		return nil, nil, err.Error()
 	}
 	if hp.EKSClusterName == "" {
-		return nil, fmt.Sprintf("HyperPod cluster %s is not orchestrated by EKS", hp.Name)
+		return nil, nil, fmt.Sprintf("HyperPod cluster %s is not orchestrated by EKS", hp.Name)
+	}
+	cluster, err := awsprov.DescribeEKSCluster(ctx, src.Addons, hp.EKSClusterName)
+	if err != nil {
+		return nil, nil, err.Error()
 	}
 	out := map[string]awsprov.Addon{}
-	for _, name := range []string{awsprov.AddonTaskGovernance, awsprov.AddonVPCCNI, awsprov.AddonPodIdentity} {
+	for _, name := range []string{awsprov.AddonTaskGovernance, awsprov.AddonVPCCNI, awsprov.AddonPodIdentity, awsprov.AddonCloudWatch} {
 		a, err := awsprov.DescribeAddon(ctx, src.Addons, hp.EKSClusterName, name)
 		if err != nil {
-			return nil, err.Error()
+			return nil, nil, err.Error()
 		}
 		out[name] = a
 	}
-	return out, ""
+	return &cluster, out, ""
+}
+
+// authModeCheck: the teams' access entries need an authentication mode with
+// the EKS API (awsprov.EKSCluster.AuthenticationMode cites it).
+func authModeCheck(c *awsprov.EKSCluster, readErr string) Check {
+	ch := Check{Name: CheckAuthMode}
+	switch {
+	case c == nil:
+		ch.Status, ch.Detail = CheckUnknown, sentenceOf(readErr)
+	case c.AuthenticationMode == "API" || c.AuthenticationMode == "API_AND_CONFIG_MAP":
+		ch.Status, ch.Detail = CheckOK, fmt.Sprintf("EKS cluster %s authenticates with %s: access entries work.", c.Name, c.AuthenticationMode)
+	default:
+		ch.Status = CheckFailing
+		ch.Detail = fmt.Sprintf("EKS cluster %s authenticates with %s: the teams' access entries cannot be created.", c.Name, orNone(c.AuthenticationMode))
+		ch.Todo = fmt.Sprintf("Change the authentication mode to API_AND_CONFIG_MAP (or API): aws eks update-cluster-config --name %s --access-config authenticationMode=API_AND_CONFIG_MAP. It cannot be changed back.", c.Name)
+	}
+	return ch
+}
+
+// endpointAccessCheck: the guide asks for the Kubernetes API endpoint to be
+// reachable only from approved administrative paths (seed 002, "Trate a
+// rede como controle de ponta a ponta"); EKS's default is a public endpoint
+// open to 0.0.0.0/0 (awsprov.EKSCluster cites it).
+func endpointAccessCheck(c *awsprov.EKSCluster, readErr string) Check {
+	ch := Check{Name: CheckEndpointAccess}
+	if c == nil {
+		ch.Status, ch.Detail = CheckUnknown, sentenceOf(readErr)
+		return ch
+	}
+	open := c.EndpointPublic && (len(c.PublicAccessCIDRs) == 0 || slices.Contains(c.PublicAccessCIDRs, "0.0.0.0/0") || slices.Contains(c.PublicAccessCIDRs, "::/0"))
+	switch {
+	case !c.EndpointPublic:
+		ch.Status, ch.Detail = CheckOK, "Private only: the API endpoint answers only inside the cluster's VPC."
+	case open:
+		ch.Status = CheckWarning
+		ch.Detail = fmt.Sprintf("Public to the whole internet (public access CIDRs %s; private access %s).", strings.Join(orAll(c.PublicAccessCIDRs), ", "), onOffWord(c.EndpointPrivate))
+		ch.Todo = fmt.Sprintf("Limit the public endpoint to your administrative networks (aws eks update-cluster-config --name %s --resources-vpc-config endpointPublicAccess=true,publicAccessCidrs=<your CIDRs>,endpointPrivateAccess=true), or turn public access off.", c.Name)
+	default:
+		ch.Status, ch.Detail = CheckOK, fmt.Sprintf("Public only to %s; private access %s.", strings.Join(c.PublicAccessCIDRs, ", "), onOffWord(c.EndpointPrivate))
+	}
+	return ch
+}
+
+// cloudWatchCheck: the task governance dashboard's metrics need the
+// CloudWatch Observability add-on, CloudWatchAddonMin or later.
+func cloudWatchCheck(addons map[string]awsprov.Addon, addonErr string) Check {
+	ch := Check{Name: CheckCloudWatch}
+	a, ok := addons[awsprov.AddonCloudWatch]
+	todo := fmt.Sprintf("Install or upgrade the %s add-on to %s or later (aws eks create-addon / update-addon --addon-name %s), with CloudWatchAgentServerPolicy on the worker nodes' role: HyperPod's task governance dashboard reads its metrics. The portal's own figures do not depend on it.", awsprov.AddonCloudWatch, CloudWatchAddonMin, awsprov.AddonCloudWatch)
+	switch {
+	case !ok:
+		ch.Status, ch.Detail = CheckUnknown, sentenceOf(addonErr)
+	case !a.Installed:
+		ch.Status, ch.Detail, ch.Todo = CheckWarning, fmt.Sprintf("The add-on %s is not installed.", awsprov.AddonCloudWatch), todo
+	case !versionAtLeast(a.Version, CloudWatchAddonMin):
+		ch.Status, ch.Detail, ch.Todo = CheckWarning, fmt.Sprintf("%s %s is older than %s.", awsprov.AddonCloudWatch, a.Version, CloudWatchAddonMin), todo
+	default:
+		ch.Status, ch.Detail = CheckOK, fmt.Sprintf("%s %s (%s).", awsprov.AddonCloudWatch, a.Version, a.Status)
+	}
+	return ch
+}
+
+// versionAtLeast compares an EKS add-on version (v2.4.0-eksbuild.1) with a
+// minimum (2.4.0) by its major, minor and patch numbers; a version that does
+// not parse is not at least anything.
+func versionAtLeast(v, min string) bool {
+	parse := func(s string) ([3]int, bool) {
+		var out [3]int
+		s = strings.TrimPrefix(s, "v")
+		s, _, _ = strings.Cut(s, "-")
+		parts := strings.Split(s, ".")
+		if len(parts) != 3 {
+			return out, false
+		}
+		for i, p := range parts {
+			n, err := strconv.Atoi(p)
+			if err != nil || n < 0 {
+				return out, false
+			}
+			out[i] = n
+		}
+		return out, true
+	}
+	have, ok1 := parse(v)
+	want, ok2 := parse(min)
+	if !ok1 || !ok2 {
+		return false
+	}
+	for i := range have {
+		if have[i] != want[i] {
+			return have[i] > want[i]
+		}
+	}
+	return true
+}
+
+func orAll(cidrs []string) []string {
+	if len(cidrs) == 0 {
+		return []string{"none given: 0.0.0.0/0"}
+	}
+	return cidrs
+}
+
+func onOffWord(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 func taskGovernanceCheck(addons map[string]awsprov.Addon, addonErr string) Check {

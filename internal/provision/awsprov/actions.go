@@ -78,4 +78,5 @@ var Actions = []string{
 	// inventory refresh read the cluster's instance groups and add-ons.
 	"sagemaker:DescribeCluster",
 	"eks:DescribeAddon",
+	"eks:DescribeCluster",
 }

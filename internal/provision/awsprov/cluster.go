@@ -21,10 +21,12 @@ type ClusterInfoAPI interface {
 }
 
 // AddonAPI is the part of the EKS API the readiness checks read: the
-// installed add-ons' versions and configuration. *eks.Client satisfies it.
+// installed add-ons' versions and configuration, and the cluster's
+// authentication mode and API endpoint access. *eks.Client satisfies it.
 // Every method here must appear in Actions (actions_test.go checks).
 type AddonAPI interface {
 	DescribeAddon(context.Context, *eks.DescribeAddonInput, ...func(*eks.Options)) (*eks.DescribeAddonOutput, error)
+	DescribeCluster(context.Context, *eks.DescribeClusterInput, ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
 }
 
 var (
@@ -44,6 +46,11 @@ const (
 	// AddonPodIdentity is the EKS Pod Identity agent, which Pod Identity
 	// associations need.
 	AddonPodIdentity = "eks-pod-identity-agent"
+	// AddonCloudWatch is the Amazon CloudWatch Observability add-on
+	// ("The Amazon EKS add-on name is amazon-cloudwatch-observability",
+	// https://docs.aws.amazon.com/eks/latest/userguide/amazon-cloudwatch-observability.html),
+	// which HyperPod's task governance dashboard needs for its metrics.
+	AddonCloudWatch = "amazon-cloudwatch-observability"
 )
 
 // HyperPodCluster is what DescribeCluster says about the shared cluster.
@@ -132,4 +139,44 @@ func NetworkPolicyConfigured(configurationValues string) bool {
 		return x
 	}
 	return false
+}
+
+// EKSCluster is what the readiness checks need of the EKS cluster
+// (DescribeCluster, API_DescribeCluster.html: Cluster.accessConfig and
+// Cluster.resourcesVpcConfig).
+type EKSCluster struct {
+	Name string
+	// AuthenticationMode: API, API_AND_CONFIG_MAP or CONFIG_MAP. Access
+	// entries need one with the EKS API ("To begin using access entries, you
+	// must change the authentication mode of the cluster to either the
+	// API_AND_CONFIG_MAP or API modes",
+	// https://docs.aws.amazon.com/eks/latest/userguide/setting-up-access-entries.html).
+	AuthenticationMode string
+	// The API server endpoint's access (VpcConfigResponse): public (default
+	// true), private (default false), and the CIDR blocks allowed to reach
+	// the public endpoint (default 0.0.0.0/0: everyone),
+	// https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html.
+	EndpointPublic, EndpointPrivate bool
+	PublicAccessCIDRs               []string
+	VPCID                           string
+}
+
+// DescribeEKSCluster reads the EKS cluster name.
+func DescribeEKSCluster(ctx context.Context, api AddonAPI, name string) (EKSCluster, error) {
+	out, err := api.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(name)})
+	if err != nil {
+		return EKSCluster{}, fmt.Errorf("eks cluster %s: describe: %w", name, err)
+	}
+	c := EKSCluster{Name: name}
+	if out.Cluster == nil {
+		return c, nil
+	}
+	if a := out.Cluster.AccessConfig; a != nil {
+		c.AuthenticationMode = string(a.AuthenticationMode)
+	}
+	if v := out.Cluster.ResourcesVpcConfig; v != nil {
+		c.EndpointPublic, c.EndpointPrivate = v.EndpointPublicAccess, v.EndpointPrivateAccess
+		c.PublicAccessCIDRs, c.VPCID = v.PublicAccessCidrs, aws.ToString(v.VpcId)
+	}
+	return c, nil
 }

@@ -31,9 +31,12 @@ type EKS struct {
 
 type eksCluster struct {
 	authMode string
-	entries  map[string]*AccessEntry // by principal ARN
-	pods     map[string]*PodIdentity // by association id
-	addons   map[string]*Addon       // by add-on name
+	// API server endpoint access (VpcConfigResponse).
+	public, private bool
+	publicCIDRs     []string
+	entries         map[string]*AccessEntry // by principal ARN
+	pods            map[string]*PodIdentity // by association id
+	addons          map[string]*Addon       // by add-on name
 }
 
 // Addon is an installed EKS add-on, as DescribeAddon reports it.
@@ -87,11 +90,14 @@ func (e *EKS) Set(fn func(*EKS)) {
 }
 
 // AddCluster registers a cluster, with authentication mode
-// API_AND_CONFIG_MAP (access entries enabled).
+// API_AND_CONFIG_MAP (access entries enabled) and EKS's default endpoint
+// access: public to 0.0.0.0/0, private off (API_VpcConfigRequest.html:
+// endpointPublicAccess defaults to true, endpointPrivateAccess to false,
+// publicAccessCidrs to 0.0.0.0/0).
 func (e *EKS) AddCluster(name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.clusters[name] = &eksCluster{authMode: "API_AND_CONFIG_MAP", entries: map[string]*AccessEntry{}, pods: map[string]*PodIdentity{}, addons: map[string]*Addon{}}
+	e.clusters[name] = &eksCluster{authMode: "API_AND_CONFIG_MAP", public: true, publicCIDRs: []string{"0.0.0.0/0"}, entries: map[string]*AccessEntry{}, pods: map[string]*PodIdentity{}, addons: map[string]*Addon{}}
 }
 
 // SetAddon installs (or replaces) an add-on on a registered cluster.
@@ -114,6 +120,24 @@ func (e *EKS) SetAuthenticationMode(cluster, mode string) {
 	defer e.mu.Unlock()
 	if c, ok := e.clusters[cluster]; ok {
 		c.authMode = mode
+	}
+}
+
+// SetEndpointAccess sets a registered cluster's API server endpoint access.
+// EKS refuses a cluster with neither public nor private access
+// (config-cluster-endpoint.html: "You must enable private access to disable
+// public access"), and so does this.
+func (e *EKS) SetEndpointAccess(cluster string, public, private bool, publicCIDRs ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !public && !private {
+		e.tb.Fatalf("awstest: EKS cluster %s: neither public nor private endpoint access", cluster)
+	}
+	if c, ok := e.clusters[cluster]; ok {
+		c.public, c.private, c.publicCIDRs = public, private, publicCIDRs
+		if public && len(publicCIDRs) == 0 {
+			c.publicCIDRs = []string{"0.0.0.0/0"}
+		}
 	}
 }
 
@@ -142,6 +166,7 @@ func (e *EKS) routes() []route {
 		{"POST " + pod, "UpdatePodIdentityAssociation", e.updatePod},
 		{"DELETE " + pod, "DeletePodIdentityAssociation", e.deletePod},
 		{"GET /clusters/{clusterName}/addons/{addonName}", "DescribeAddon", e.describeAddon},
+		{"GET /clusters/{name}", "DescribeCluster", e.describeCluster},
 	}
 }
 
@@ -176,6 +201,39 @@ func (e *EKS) describeAddon(r *http.Request, decode func(any) *Error) (any, *Err
 		out["configurationValues"] = a.ConfigurationValues
 	}
 	return map[string]any{"addon": out}, nil
+}
+
+// describeCluster is DescribeCluster (GET /clusters/{name},
+// API_DescribeCluster.html): the members the portal reads (accessConfig,
+// resourcesVpcConfig) and the cluster's identity; a cluster not registered
+// is ResourceNotFoundException.
+func (e *EKS) describeCluster(r *http.Request, decode func(any) *Error) (any, *Error) {
+	if _, _, err := eksQuery(r); err != nil {
+		return nil, err
+	}
+	name := r.PathValue("name")
+	if !eksClusterNamePattern.MatchString(name) {
+		return nil, eksInvalid("The cluster name %q is not valid: it must match %s", name, eksClusterNamePattern)
+	}
+	c, ok := e.clusters[name]
+	if !ok {
+		return nil, eksNotFound("No cluster found for name: %s.", name)
+	}
+	vpc := map[string]any{
+		"vpcId":                 "vpc-0123456789abcdef0",
+		"endpointPublicAccess":  c.public,
+		"endpointPrivateAccess": c.private,
+	}
+	if c.public {
+		vpc["publicAccessCidrs"] = c.publicCIDRs
+	}
+	return map[string]any{"cluster": map[string]any{
+		"name":               name,
+		"arn":                fmt.Sprintf("arn:aws:eks:%s:%s:cluster/%s", Region, Account, name),
+		"status":             "ACTIVE",
+		"accessConfig":       map[string]any{"authenticationMode": c.authMode},
+		"resourcesVpcConfig": vpc,
+	}}, nil
 }
 
 // Request and response shapes, with the service's member names. Pointers
