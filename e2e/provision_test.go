@@ -33,6 +33,11 @@ import (
 func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	kubeconfig := testenv.Require(t, "PORTAL_TEST_KUBECONFIG")
 	stack := awstest.NewStack(t, "shared-hp-eks", "team-red-owners", "team-red-members")
+	// The example contract's roles exist in IAM, allowed no cluster
+	// lifecycle action (an approval waits for a role IAM does not have).
+	example := workflow.ExampleContractFor("red")
+	stack.IAM.AddRole(example.ProjectRoleARN)
+	stack.IAM.AddRole(example.AccessRoleARN)
 	actAsHyperPod(t, kubeconfig, stack.SageMaker)
 	settings := stack.PortalSettings(t, t.TempDir())
 	b := browser(t)

@@ -196,6 +196,11 @@ func TestTwoReplicas(t *testing.T) {
 	file := func(i int, filer, decider *replica) {
 		team := fmt.Sprintf("r%st%03d", run, i)
 		teams[i] = team
+		// The example contract's roles exist in IAM, allowed no cluster
+		// lifecycle action (an approval waits for a role IAM lacks).
+		example := workflow.ExampleContractFor(team)
+		stack.IAM.AddRole(example.ProjectRoleARN)
+		stack.IAM.AddRole(example.AccessRoleARN)
 		conns[i] = fileAndApprove(t, ownerAt[filer], adminAt[decider], filer, decider, team)
 	}
 

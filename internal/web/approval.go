@@ -182,6 +182,10 @@ func (s *Server) approvalFacts(c echo.Context, conn store.Connection, expect *st
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		cluster.ManagesCluster, err = s.opts.LifecycleCheck.ManagesCluster(lctx, []string{cur.Contract.ProjectRoleARN, cur.Contract.AccessRoleARN})
 		cancel()
+		var missing *provision.RolesMissingError
+		if errors.As(err, &missing) {
+			cluster.MissingRoles, err = missing.Roles, nil
+		}
 		if err != nil {
 			s.opts.Logger.Warn("approval: cluster lifecycle simulation", "connection_id", conn.ID, "error", err.Error())
 			cluster.LifecycleUnchecked = "IAM's policy simulation of the project and access roles did not answer"
@@ -218,6 +222,9 @@ func (s *Server) decisionRefusal(c echo.Context, id int64, err error, cluster wo
 	case errors.Is(err, workflow.ErrManagesCluster):
 		return conflict("Not approved: the contract's roles may manage the cluster, which a project-facing role must never do (" +
 			strings.TrimPrefix(err.Error(), workflow.ErrManagesCluster.Error()+": ") + "). Remove these permissions from the roles' IAM policies, or request changes.")
+	case errors.Is(err, workflow.ErrRoleMissing):
+		return conflict("Not approved: IAM has no role " + strings.Join(cluster.MissingRoles, ", ") + ", so the portal cannot check that it may not manage the cluster (a role made after the approval could be given any permission). " +
+			"Create the role, without cluster lifecycle permissions, and approve again; or request changes.")
 	case errors.Is(err, workflow.ErrChecksDown) && cluster.LifecycleUnchecked != "":
 		return &refusal{http.StatusServiceUnavailable, "Not approved: the portal could not check with IAM that the project and access roles cannot manage the cluster (IAM's policy simulation did not answer). Nothing was recorded; try again in a minute."}
 	case errors.Is(err, workflow.ErrChecksDown):

@@ -301,10 +301,18 @@ func TestApprovalRefusesARoleThatMayManageTheCluster(t *testing.T) {
 	}
 	st.IAM.RemoveRole(c.AccessRoleARN)
 	st.IAM.AddRole(c.AccessRoleARN, "eks:DescribeCluster")
-	// A project role IAM does not have (NoSuchEntity) holds no lifecycle
-	// action: an answer, not an outage, so it does not refuse the approval.
+	// A project role IAM does not have (NoSuchEntity) cannot be checked: a
+	// role made after the approval could be given any permission, so the
+	// approval waits for it (409, naming it), and nothing is recorded.
 	st.IAM.RemoveRole(c.ProjectRoleARN)
+	if resp, body := h.postAs(admin, "/connections/1/decide", approve); resp.StatusCode != http.StatusConflict || !strings.Contains(body, "IAM has no role "+c.ProjectRoleARN) {
+		t.Errorf("approve with the project role missing = %d, want 409 naming it\n%.400s", resp.StatusCode, body)
+	}
+	if conn, _ := h.db.Connection(context.Background(), 1); conn.State != workflow.StateSubmitted {
+		t.Errorf("state %s after a refused approval, want submitted", conn.State)
+	}
+	st.IAM.AddRole(c.ProjectRoleARN, "eks:DescribeCluster")
 	if resp, body := h.postAs(admin, "/connections/1/decide", approve); resp.StatusCode != http.StatusSeeOther {
-		t.Errorf("approve with harmless roles (the project role missing) = %d, want 303\n%.400s", resp.StatusCode, body)
+		t.Errorf("approve with harmless roles = %d, want 303\n%.400s", resp.StatusCode, body)
 	}
 }

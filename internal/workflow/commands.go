@@ -247,6 +247,10 @@ type ClusterFacts struct {
 	// configured to run it).
 	ManagesCluster     []string
 	LifecycleUnchecked string
+	// MissingRoles are the project-facing roles IAM does not have: their
+	// lifecycle permissions cannot be checked, and a role created after
+	// the approval could hold any, so the approval waits for them.
+	MissingRoles []string
 }
 
 // Approve records an admin's approval of exactly (version, hash, plan).
@@ -326,6 +330,9 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 	// quotas): the approval waits until IAM no longer allows it.
 	if len(f.ManagesCluster) > 0 {
 		return Effect{}, fmt.Errorf("%w: %s", ErrManagesCluster, strings.Join(f.ManagesCluster, "; "))
+	}
+	if len(f.MissingRoles) > 0 {
+		return Effect{}, fmt.Errorf("%w: %s", ErrRoleMissing, strings.Join(f.MissingRoles, ", "))
 	}
 	if f.LifecycleUnchecked != "" {
 		return Effect{}, fmt.Errorf("%w: %s", ErrChecksDown, f.LifecycleUnchecked)

@@ -619,6 +619,9 @@ func TestApproveInputs(t *testing.T) {
 		{name: "project role may manage the cluster", facts: func(f *ApprovalFacts) {
 			f.ManagesCluster = []string{"arn:aws:iam::111122223333:role/red-project may sagemaker:DeleteCluster"}
 		}, wantErr: both(is(ErrManagesCluster), isOther("red-project may sagemaker:DeleteCluster"))},
+		{name: "project role missing in IAM", facts: func(f *ApprovalFacts) {
+			f.MissingRoles = []string{"arn:aws:iam::111122223333:role/red-project"}
+		}, wantErr: both(is(ErrRoleMissing), isOther("red-project"))},
 		{name: "lifecycle simulation down", facts: func(f *ApprovalFacts) { f.LifecycleUnchecked = "IAM did not answer" },
 			wantErr: both(is(ErrChecksDown), isOther("IAM did not answer"))},
 		{name: "foreign namespace not adopted", facts: func(f *ApprovalFacts) { f.ForeignNamespace = "hyperpod-ns-red" },

@@ -255,6 +255,10 @@ var (
 	// access role is allowed a cluster lifecycle action; the error names
 	// the role and the action.
 	ErrManagesCluster = errors.New("a project-facing role may manage the cluster")
+	// ErrRoleMissing refuses an approval while a contract's project or
+	// access role does not exist in IAM (its lifecycle permissions cannot
+	// be checked).
+	ErrRoleMissing = errors.New("a project-facing role does not exist in IAM")
 	// ErrForeignNamespace refuses an approval of a contract whose
 	// namespace exists on the cluster, created by neither the portal nor
 	// HyperPod, unless the approval adopts it explicitly.

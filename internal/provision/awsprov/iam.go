@@ -136,6 +136,9 @@ var (
 	computeQuotaActions    = []string{"sagemaker:UpdateComputeQuota", "sagemaker:DeleteComputeQuota"}
 )
 
+// ErrRoleNotFound: IAM has no role of that ARN (NoSuchEntity).
+var ErrRoleNotFound = errors.New("IAM has no such role")
+
 // ClusterLifecycleActions are all of them.
 func ClusterLifecycleActions() []string {
 	return slices.Concat(clusterLifecycleActions, schedulerConfigActions, computeQuotaActions)
@@ -146,7 +149,7 @@ func ClusterLifecycleActions() []string {
 // and on any scheduler config or compute quota of the cluster's account
 // and region (the resource "…:cluster-scheduler-config/*", which a policy
 // naming those resources, or "*", matches). A lookup that fails is an
-// error.
+// error; a role IAM does not have is ErrRoleNotFound.
 func ClusterLifecycleAllowed(ctx context.Context, api IAMAPI, role, clusterARN string) ([]string, error) {
 	prefix, _, ok := strings.Cut(clusterARN, ":cluster/")
 	if !ok {
@@ -162,14 +165,15 @@ func ClusterLifecycleAllowed(ctx context.Context, api IAMAPI, role, clusterARN s
 		{prefix + ":compute-quota/*", computeQuotaActions},
 	} {
 		allowed, err := simulate(ctx, api, role, g.resource, g.actions)
-		// A role IAM does not have holds no permission: SimulatePrincipalPolicy
-		// answers NoSuchEntity for a PolicySourceArn that does not exist
+		// SimulatePrincipalPolicy answers NoSuchEntity for a PolicySourceArn
+		// that does not exist
 		// (https://docs.aws.amazon.com/IAM/latest/APIReference/API_SimulatePrincipalPolicy.html,
-		// Errors). That is an answer, not an outage: nothing to refuse. (The
-		// plan preview already warns that the role is missing, and creating its
-		// access entry fails at provisioning.)
+		// Errors). That is an answer, not an outage, but not a clean one
+		// either: a role created after the approval could be given the
+		// lifecycle actions unchecked, so the caller refuses the approval
+		// until the role exists (ErrRoleNotFound).
 		if nse := (*types.NoSuchEntityException)(nil); errors.As(err, &nse) {
-			return nil, nil
+			return nil, fmt.Errorf("%w: %s", ErrRoleNotFound, role)
 		}
 		if err != nil {
 			return nil, err
