@@ -288,8 +288,9 @@ func (w *Worker) deliver(ctx context.Context, dl store.Delivery, recipients func
 }
 
 // confirmed keeps the recipients whose membership is confirmed now: by the
-// Directory when it is set and knows the user, otherwise by groups
-// confirmed within MaxGroupsAge (issue 32 item 1).
+// Directory when it is set and knows the user, otherwise, for the
+// audiences that need it (workflow.Audience.NeedsFreshMembership), by
+// groups confirmed within MaxGroupsAge (issue 32 item 1).
 func (w *Worker) confirmed(ctx context.Context, to []store.Recipient, a workflow.Audience, team string) ([]store.Recipient, error) {
 	now := w.now()
 	maxAge := w.MaxGroupsAge
@@ -318,7 +319,7 @@ func (w *Worker) confirmed(ctx context.Context, to []store.Recipient, a workflow
 				w.logger().Info("notice not sent: the user's groups no longer qualify", "user_id", u.ID)
 				continue
 			}
-		} else if now.Sub(u.CheckedAt) > maxAge {
+		} else if a.NeedsFreshMembership() && now.Sub(u.CheckedAt) > maxAge {
 			w.logger().Info("notice not sent: the user's groups were last confirmed too long ago", "user_id", u.ID, "confirmed_at", u.CheckedAt)
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/devidp"
 	"github.com/hyperpod-governance/portal/internal/notify"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -185,17 +187,32 @@ func TestNoticesDoNotReachFormerOwners(t *testing.T) {
 		clk := newTestClock()
 		h := newHarness(t, false, withOIDC(nil), withClock(clk))
 		h.signIn("owner.red")
+		// The admin, too, signs in now and not again: the admins' notices (a
+		// request waits for approval) still reach them 2 h later; only a
+		// team's notices need a fresh membership (review finding: an admin
+		// off for a day got nothing, not even in the app).
+		h.signIn("admin")
 		if err := h.idp().SetUser(moved); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(2 * time.Hour)
-		fileAndSendBack(t, h, h.signIn("ownadmin"), h.signIn("admin"))
+		if err := h.idp().SetUser(devidp.User{Username: "admin2", Name: "Second Admin", Email: "admin2@example.test", Groups: []string{"platform-admins"}}); err != nil {
+			t.Fatal(err)
+		}
+		fileAndSendBack(t, h, h.signIn("ownadmin"), h.signIn("admin2"))
+		admin, err := h.db.UserByEmail(t.Context(), "admin@example.test")
+		if err != nil {
+			t.Fatal(err)
+		}
 		w := &notify.Worker{DB: h.db, Resolve: auth.DevMapping().Resolve, Now: h.srv.opts.Now, MaxGroupsAge: time.Hour}
 		if err := w.RunOnce(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		if n := noticeCount(t, h, "owner.red"); n != 0 {
 			t.Errorf("the former owner, last confirmed 2 h ago, received %d notices", n)
+		}
+		if ns, err := h.db.Notifications(t.Context(), admin.ID, 10); err != nil || !slices.ContainsFunc(ns, func(n store.Notification) bool { return n.Kind == "connection.submitted" }) {
+			t.Errorf("the admin, last confirmed 2 h ago, did not receive the submission notice: %+v, %v", ns, err)
 		}
 		if n := noticeCount(t, h, "ownadmin"); n != 1 {
 			t.Errorf("the filing owner, confirmed now, received %d notices, want 1", n)

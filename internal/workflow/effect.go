@@ -155,6 +155,15 @@ const (
 	ToReviewers Audience = "reviewers"   // every portal reviewer
 )
 
+// NeedsFreshMembership reports whether delivering a notice to this
+// audience needs the recipient's membership confirmed recently (issue 32
+// item 1): a team's notices carry its reasons, holds and review texts, and
+// someone moved out of the team must stop receiving them even if they
+// never sign in again. The role audiences are the people mail exists to
+// reach while they are away (an admin off for a day must still get the
+// submission), and a person-addressed notice names its one recipient.
+func (a Audience) NeedsFreshMembership() bool { return a == ToTeam }
+
 // personPrefix marks an audience of one person, by email.
 const personPrefix = "person:"
 
