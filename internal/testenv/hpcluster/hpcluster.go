@@ -90,9 +90,12 @@ var (
 	// Neuron device plugin advertises aws.amazon.com/neuron (whole devices)
 	// and aws.amazon.com/neuroncore (cores)
 	// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/k8s-neuron-device-plugin.html);
-	// newer plugins also aws.amazon.com/neurondevice, which the HyperPod CLI
-	// requests (aws/sagemaker-hyperpod-cli
-	// src/sagemaker/hyperpod/training/quota_allocation_util.py).
+	// plugins up to Neuron 2.19 (the one HyperPod's chart installs) also
+	// aws.amazon.com/neurondevice, which the HyperPod CLI requests
+	// (aws/sagemaker-hyperpod-cli
+	// src/sagemaker/hyperpod/training/quota_allocation_util.py); 2.19 was the
+	// last release with it (internal/provision/settings.go cites Neuron's
+	// announcement).
 	Trn1 = InstanceType{"ml.trn1.32xlarge", resources(128, 512, map[corev1.ResourceName]int64{
 		ResourceNeuron: 16, ResourceNeuronDevice: 16, ResourceNeuronCore: 32,
 	})}
