@@ -124,7 +124,7 @@ func (f *fixture) run(w *notify.Worker) {
 
 func (f *fixture) unread(name string) int {
 	f.t.Helper()
-	n, err := f.db.UnreadNotifications(f.t.Context(), f.users[name].ID)
+	n, err := f.db.UnreadNotifications(f.t.Context(), f.users[name].ID, workflow.NoticeScope{AllTeams: true})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -634,34 +634,34 @@ func TestInAppIsPerUser(t *testing.T) {
 	f.submit()
 	f.run(f.worker(nil, nil))
 	admin, admin2 := f.users["admin"].ID, f.users["admin2"].ID
-	ns, err := f.db.Notifications(ctx, admin, 50)
+	ns, err := f.db.Notifications(ctx, admin, workflow.NoticeScope{AllTeams: true}, 50)
 	if err != nil || len(ns) != 1 || ns[0].ConnectionID != 1 || ns[0].Read {
 		t.Fatalf("admin's notifications = %+v, %v", ns, err)
 	}
-	other, _ := f.db.Notifications(ctx, admin2, 50)
+	other, _ := f.db.Notifications(ctx, admin2, workflow.NoticeScope{AllTeams: true}, 50)
 	if len(other) != 1 || other[0].ID == ns[0].ID {
 		t.Fatalf("admin2's notifications = %+v", other)
 	}
 	// admin2 cannot mark admin's notification.
-	if err := f.db.MarkNotificationRead(ctx, admin2, ns[0].ID, f.clock.Now()); err != store.ErrNotFound {
+	if err := f.db.MarkNotificationRead(ctx, admin2, workflow.NoticeScope{AllTeams: true}, ns[0].ID, f.clock.Now()); err != store.ErrNotFound {
 		t.Errorf("marking another's notification = %v, want ErrNotFound", err)
 	}
 	if f.unread("admin") != 1 {
 		t.Errorf("another user marked admin's notification read")
 	}
-	if err := f.db.MarkNotificationRead(ctx, admin, ns[0].ID, f.clock.Now()); err != nil {
+	if err := f.db.MarkNotificationRead(ctx, admin, workflow.NoticeScope{AllTeams: true}, ns[0].ID, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if f.unread("admin") != 0 || f.unread("admin2") != 1 {
 		t.Errorf("after marking: admin %d, admin2 %d", f.unread("admin"), f.unread("admin2"))
 	}
-	if n, err := f.db.MarkAllNotificationsRead(ctx, f.users["owner.red"].ID, f.clock.Now()); err != nil || n != 0 {
+	if n, err := f.db.MarkAllNotificationsRead(ctx, f.users["owner.red"].ID, workflow.NoticeScope{AllTeams: true}, f.clock.Now()); err != nil || n != 0 {
 		t.Errorf("owner marks all = %d, %v", n, err)
 	}
 	if f.unread("admin2") != 1 {
 		t.Errorf("another user's mark-all reached admin2")
 	}
-	if n, _ := f.db.MarkAllNotificationsRead(ctx, admin2, f.clock.Now()); n != 1 || f.unread("admin2") != 0 {
+	if n, _ := f.db.MarkAllNotificationsRead(ctx, admin2, workflow.NoticeScope{AllTeams: true}, f.clock.Now()); n != 1 || f.unread("admin2") != 0 {
 		t.Errorf("admin2 marks all = %d", n)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // Notification delivery (migrations/00017_notifications.sql). The outbox rows
@@ -305,9 +307,11 @@ type Notification struct {
 
 // Notifications returns userID's notifications, newest first (at most
 // limit). Only that user's: every query here is keyed by the user.
-func (d *DB) Notifications(ctx context.Context, userID int64, limit int) ([]Notification, error) {
+func (d *DB) Notifications(ctx context.Context, userID int64, scope workflow.NoticeScope, limit int) ([]Notification, error) {
+	cond, args := noticeScopeSQL(scope)
 	rows, err := d.sql.QueryContext(ctx, `SELECT n.id, coalesce(n.connection_id, 0), o.team, n.kind, n.subject, n.created_at, n.read_at != ''
-FROM notifications n JOIN outbox o ON o.id = n.outbox_id WHERE n.user_id = ? ORDER BY n.id DESC LIMIT ?`, userID, limit)
+FROM notifications n JOIN outbox o ON o.id = n.outbox_id WHERE n.user_id = ? AND `+cond+` ORDER BY n.id DESC LIMIT ?`,
+		append(append([]any{userID}, args...), limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: notifications: %w", err)
 	}
@@ -327,44 +331,66 @@ FROM notifications n JOIN outbox o ON o.id = n.outbox_id WHERE n.user_id = ? ORD
 	return out, rows.Err()
 }
 
-// UnreadNotifications counts userID's unread notifications: one range of
-// the notifications_unread partial index (the header shows it on every
-// page).
-func (d *DB) UnreadNotifications(ctx context.Context, userID int64) (int, error) {
+// noticeScopeSQL is the condition on the outbox row o that keeps the
+// notices scope lets its user read (workflow.NoticeScope), and its
+// arguments.
+func noticeScopeSQL(scope workflow.NoticeScope) (string, []any) {
+	switch {
+	case scope.None:
+		return "1 = 0", nil
+	case scope.AllTeams:
+		return "1 = 1", nil
+	case len(scope.Teams) == 0:
+		return "o.team = ''", nil
+	}
+	args := make([]any, len(scope.Teams))
+	for i, t := range scope.Teams {
+		args[i] = t
+	}
+	return "(o.team = '' OR o.team IN (" + strings.TrimSuffix(strings.Repeat("?,", len(scope.Teams)), ",") + "))", args
+}
+
+// UnreadNotifications counts userID's unread notifications within scope:
+// one range of the notifications_unread partial index, each row's outbox
+// row read by its key (the header shows it on every page).
+func (d *DB) UnreadNotifications(ctx context.Context, userID int64, scope workflow.NoticeScope) (int, error) {
 	var n int
-	if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM notifications WHERE user_id = ? AND read_at = ''`, userID).Scan(&n); err != nil {
+	cond, args := noticeScopeSQL(scope)
+	if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM notifications n JOIN outbox o ON o.id = n.outbox_id
+WHERE n.user_id = ? AND n.read_at = '' AND `+cond, append([]any{userID}, args...)...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: unread notifications: %w", err)
 	}
 	return n, nil
 }
 
 // MarkNotificationRead marks userID's notification id read. Another user's
-// notification, or one that does not exist, is ErrNotFound (and nothing
-// changes); one already read stays as it is.
-func (d *DB) MarkNotificationRead(ctx context.Context, userID, id int64, now time.Time) error {
+// notification, one outside scope, or one that does not exist, is
+// ErrNotFound (and nothing changes); one already read stays as it is.
+func (d *DB) MarkNotificationRead(ctx context.Context, userID int64, scope workflow.NoticeScope, id int64, now time.Time) error {
+	cond, args := noticeScopeSQL(scope)
+	mineSQL := `SELECT count(*) FROM notifications n JOIN outbox o ON o.id = n.outbox_id WHERE n.id = ? AND n.user_id = ? AND ` + cond
+	mineArgs := append([]any{id, userID}, args...)
 	return d.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE notifications SET read_at = ? WHERE id = ? AND user_id = ? AND read_at = ''`, fmtTime(now), id, userID)
-		if err != nil {
-			return fmt.Errorf("store: mark read: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n > 0 {
-			return nil
-		}
 		var mine int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM notifications WHERE id = ? AND user_id = ?`, id, userID).Scan(&mine); err != nil {
+		if err := tx.QueryRowContext(ctx, mineSQL, mineArgs...).Scan(&mine); err != nil {
 			return fmt.Errorf("store: mark read: %w", err)
 		}
 		if mine == 0 {
 			return ErrNotFound
 		}
+		if _, err := tx.ExecContext(ctx, `UPDATE notifications SET read_at = ? WHERE id = ? AND user_id = ? AND read_at = ''`, fmtTime(now), id, userID); err != nil {
+			return fmt.Errorf("store: mark read: %w", err)
+		}
 		return nil
 	})
 }
 
-// MarkAllNotificationsRead marks every unread notification of userID read
-// and returns how many.
-func (d *DB) MarkAllNotificationsRead(ctx context.Context, userID int64, now time.Time) (int64, error) {
-	res, err := d.sql.ExecContext(ctx, `UPDATE notifications SET read_at = ? WHERE user_id = ? AND read_at = ''`, fmtTime(now), userID)
+// MarkAllNotificationsRead marks every unread notification of userID
+// within scope read and returns how many.
+func (d *DB) MarkAllNotificationsRead(ctx context.Context, userID int64, scope workflow.NoticeScope, now time.Time) (int64, error) {
+	cond, args := noticeScopeSQL(scope)
+	res, err := d.sql.ExecContext(ctx, `UPDATE notifications SET read_at = ? WHERE user_id = ? AND read_at = ''
+AND outbox_id IN (SELECT o.id FROM outbox o WHERE `+cond+`)`, append([]any{fmtTime(now), userID}, args...)...)
 	if err != nil {
 		return 0, fmt.Errorf("store: mark all read: %w", err)
 	}

@@ -23,7 +23,7 @@ func (s *Server) unreadCount(c echo.Context, p workflow.Principal) int {
 	if p.UserID == 0 {
 		return 0
 	}
-	n, err := s.opts.DB.UnreadNotifications(c.Request().Context(), p.UserID)
+	n, err := s.opts.DB.UnreadNotifications(c.Request().Context(), p.UserID, workflow.NoticeScopeOf(p))
 	if err != nil {
 		s.opts.Logger.Warn("unread notifications", "err", err)
 		return 0
@@ -33,15 +33,18 @@ func (s *Server) unreadCount(c echo.Context, p workflow.Principal) int {
 
 // notificationsPage lists the signed-in user's own notifications. Every
 // signed-in user has the page; the query is keyed by the user, so nobody
-// reads another's, and a notice about a team the user may no longer see
-// (workflow.ActionReadNotice) is left out.
+// reads another's, and scoped by workflow.NoticeScopeOf, so a notice about
+// a team the user may no longer see (ActionReadNotice) is left out.
 func (s *Server) notificationsPage(c echo.Context) error {
 	p, ok := principal(c)
 	if !ok {
 		return echo.NewHTTPError(http.StatusUnauthorized)
 	}
 	ctx := c.Request().Context()
-	ns, err := s.opts.DB.Notifications(ctx, p.UserID, maxNotificationsListed+1)
+	// Only what the reader may still read (workflow.NoticeScope, in the
+	// query, before the limit): a notice delivered before they left the
+	// team stays theirs in the database but is not shown or counted.
+	ns, err := s.opts.DB.Notifications(ctx, p.UserID, workflow.NoticeScopeOf(p), maxNotificationsListed+1)
 	if err != nil {
 		return err
 	}
@@ -50,13 +53,6 @@ func (s *Server) notificationsPage(c echo.Context) error {
 		ns, v.More = ns[:maxNotificationsListed], true
 	}
 	for _, n := range ns {
-		// Only what the reader may still read: the session's groups were
-		// re-checked on this request (needsRecheck), and a notice
-		// delivered before they left the team stays theirs in the
-		// database but is not shown.
-		if !workflow.Decide(p, workflow.ActionReadNotice, workflow.Object{Team: n.Team}).Allowed {
-			continue
-		}
 		it := views.NotificationItem{ID: n.ID, Subject: n.Subject, Kind: n.Kind, When: fmtWhen(n.Created), Read: n.Read,
 			ReadURL: fmt.Sprintf("/notifications/%d/read", n.ID)}
 		if n.ConnectionID != 0 {
@@ -81,7 +77,7 @@ func (s *Server) markNotificationRead(c echo.Context) error {
 	if err != nil || id <= 0 {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
-	switch err := s.opts.DB.MarkNotificationRead(c.Request().Context(), p.UserID, id, s.opts.Now()); {
+	switch err := s.opts.DB.MarkNotificationRead(c.Request().Context(), p.UserID, workflow.NoticeScopeOf(p), id, s.opts.Now()); {
 	case errors.Is(err, store.ErrNotFound):
 		return echo.NewHTTPError(http.StatusNotFound)
 	case err != nil:
@@ -96,7 +92,7 @@ func (s *Server) markAllNotificationsRead(c echo.Context) error {
 	if !ok {
 		return echo.NewHTTPError(http.StatusUnauthorized)
 	}
-	if _, err := s.opts.DB.MarkAllNotificationsRead(c.Request().Context(), p.UserID, s.opts.Now()); err != nil {
+	if _, err := s.opts.DB.MarkAllNotificationsRead(c.Request().Context(), p.UserID, workflow.NoticeScopeOf(p), s.opts.Now()); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/notifications")

@@ -511,3 +511,37 @@ func holdAction(p Principal, o Object, steps ...HoldStep) Decision {
 	}
 	return deny("the connection has %s", o.Hold.Label())
 }
+
+// NoticeScope is which of a user's own in-app notices they may read now
+// (ActionReadNotice), for queries: notices about no team always; about a
+// team, when they may view that team (every team when AllTeams). Lists,
+// the unread count and marking read apply it in SQL, so that a notice the
+// reader may no longer see is neither listed, counted nor marked.
+type NoticeScope struct {
+	None     bool // no access at all: nothing
+	AllTeams bool
+	Teams    []string
+}
+
+// NoticeScopeOf is p's NoticeScope.
+func NoticeScopeOf(p Principal) NoticeScope {
+	if !p.HasAccess() {
+		return NoticeScope{None: true}
+	}
+	if SeesAllTeams(p) {
+		return NoticeScope{AllTeams: true}
+	}
+	var s NoticeScope
+	for _, m := range p.Memberships {
+		if !slices.Contains(s.Teams, m.Team) {
+			s.Teams = append(s.Teams, m.Team)
+		}
+	}
+	return s
+}
+
+// Allows reports whether the scope lets its user read a notice about team
+// ("" for none).
+func (s NoticeScope) Allows(team string) bool {
+	return !s.None && (team == "" || s.AllTeams || slices.Contains(s.Teams, team))
+}
