@@ -26,6 +26,7 @@
 //
 // It imports nothing of the portal but internal/workflow, and never an HTTP,
 // Kubernetes, AWS or SQL package: the collector that watches the cluster
-// (internal/usage/collect) and the store that keeps the rows
-// (internal/store/usage.go) depend on it, not the reverse.
+// (internal/collect) and the store that keeps the rows
+// (internal/store/usage.go) depend on it, not the reverse; no package
+// under internal/usage imports either (cmd/portal TestImportBoundaries).
 package usage
