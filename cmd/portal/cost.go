@@ -11,7 +11,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
-	"github.com/hyperpod-governance/portal/internal/web"
 )
 
 // loadRateCard reads --rate-card; nil without one.
@@ -48,7 +47,7 @@ type monthCloser struct {
 }
 
 func newMonthCloser(db *store.DB, rates *usage.RateCard, cluster provision.ClusterSettings, logger *slog.Logger) *monthCloser {
-	return &monthCloser{db: db, rates: rates, accel: web.AcceleratorsOf(cluster), now: time.Now, logger: logger, interval: 15 * time.Minute}
+	return &monthCloser{db: db, rates: rates, accel: usage.AcceleratorsOf(cluster.AcceleratorTable()), now: time.Now, logger: logger, interval: 15 * time.Minute}
 }
 
 // once closes the last closable month if it is not closed yet.

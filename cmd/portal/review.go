@@ -16,7 +16,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
-	"github.com/hyperpod-governance/portal/internal/web"
 )
 
 // newReviewScheduler builds the review loop (internal/review): the teams'
@@ -27,7 +26,7 @@ import (
 // evidence's cost.
 func newReviewScheduler(ctx context.Context, db *store.DB, cfg Config, mapping auth.Mapping, rates *usage.RateCard,
 	cluster provision.ClusterSettings, kube *rest.Config, logger *slog.Logger) (*review.Scheduler, error) {
-	s := &review.Scheduler{DB: db, OwnersGroups: map[string][]string{}, Rates: rates, Accelerators: web.AcceleratorsOf(cluster),
+	s := &review.Scheduler{DB: db, OwnersGroups: map[string][]string{}, Rates: rates, Accelerators: usage.AcceleratorsOf(cluster.AcceleratorTable()),
 		Logger: logger, Lease: 3 * cfg.ReviewInterval,
 		// The scheduler runs only on the elected leader (internal/leader),
 		// so every leader claims its row under one name: a new leader

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperpod-governance/portal/internal/auth"
+	"github.com/hyperpod-governance/portal/internal/collect"
 	"github.com/hyperpod-governance/portal/internal/devidp"
 	"github.com/hyperpod-governance/portal/internal/leader"
 	"github.com/hyperpod-governance/portal/internal/notify"
@@ -28,7 +29,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
-	"github.com/hyperpod-governance/portal/internal/usage/collect"
 	"github.com/hyperpod-governance/portal/internal/web"
 )
 

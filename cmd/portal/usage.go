@@ -9,10 +9,10 @@ import (
 	"k8s.io/client-go/rest"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
+	"github.com/hyperpod-governance/portal/internal/collect"
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
-	"github.com/hyperpod-governance/portal/internal/usage/collect"
 )
 
 // usageCluster names the shared cluster in the usage records (the portal
@@ -20,7 +20,7 @@ import (
 const usageCluster = "shared"
 
 // newUsageCollector follows the cluster's pods, nodes and Kueue objects
-// for the usage rows (internal/usage/collect). Like the drift checker it
+// for the usage rows (internal/collect). Like the drift checker it
 // runs once in this process; across processes the store's heartbeat keeps
 // it to one instance.
 func newUsageCollector(kube *rest.Config, db *store.DB, settings provision.ClusterSettings, cfg Config, logger *slog.Logger) (*collect.Collector, error) {

@@ -161,6 +161,23 @@ type ResourcesPerInstance struct {
 	MemoryGiB            int
 }
 
+// AccelUnit is what one instance carries in the unit its usage is counted
+// in: Accelerators, whether they are whole Neuron devices
+// (IsNeuronDevices), and NeuronCoresPerDevice (usage.InstanceSpec: money
+// reads the table through it).
+func (r ResourcesPerInstance) AccelUnit() (count int, neuronDevices bool, neuronCoresPerDevice int) {
+	return r.Accelerators, IsNeuronDevices(r.AcceleratorResource), r.NeuronCoresPerDevice
+}
+
+// AcceleratorTable is the settings' table of what one instance of each
+// type carries, DefaultAccelerators when they name none.
+func (s ClusterSettings) AcceleratorTable() map[string]ResourcesPerInstance {
+	if s.Accelerators == nil {
+		return DefaultAccelerators
+	}
+	return s.Accelerators
+}
+
 // Defaults.
 const (
 	DefaultNamespacePrefix        = "hyperpod-ns-"

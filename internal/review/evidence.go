@@ -211,19 +211,17 @@ func usageEvidence(ctx context.Context, s *Scheduler, team string, now time.Time
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
 
-// teamCost is the team's direct cost over p (its hours held within and
-// above its guarantee, at the rates in force), without shares of idle
-// capacity or overhead.
+// teamCost is the team's charge over p under the cost policy in force, as
+// the finance page and the statements compute it (usage.CostsOf): its
+// direct charges and its shares of idle capacity and overhead.
 func teamCost(ctx context.Context, s *Scheduler, team string, p usage.Period) (string, error) {
-	in, _, err := s.DB.CostInput(ctx, p)
+	pol, err := s.DB.CostPolicy(ctx)
 	if err != nil {
 		return "", err
 	}
-	in.Rates, in.Accelerators, in.Policy = s.Rates, s.Accelerators, usage.Policy{Method: usage.SplitUnallocated}
-	cb, err := usage.Charge(in)
+	c, err := usage.CostsOf(ctx, s.DB, p, pol.Policy, usage.Pricing{Rates: s.Rates, Accelerators: s.Accelerators})
 	if err != nil {
 		return "", err
 	}
-	tc := cb.Team(team)
-	return tc.Guaranteed.Add(tc.Borrowed).String() + " direct", nil
+	return c.Team(team).Total.String(), nil
 }

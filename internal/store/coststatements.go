@@ -35,7 +35,9 @@ func (d *DB) TeamGuarantees(ctx context.Context) (map[string]map[string]int, err
 
 // CostInput loads what a chargeback of the period needs from the store:
 // every team's hourly rows, every cluster's capacity rows, the teams'
-// guarantees, and the missing data periods that touch the period.
+// guarantees, and the missing data periods that touch the period. Money is
+// computed from CostInputSummed (usage.CostsOf); this hourly reader is what
+// tests build their oracles from.
 func (d *DB) CostInput(ctx context.Context, p usage.Period) (usage.ChargeInput, []usage.Missing, error) {
 	in := usage.ChargeInput{Period: p}
 	var err error
@@ -186,15 +188,12 @@ func (d *DB) CloseMonth(ctx context.Context, month usage.Period, rates *usage.Ra
 	if err != nil {
 		return false, err
 	}
-	in, missing, err := d.CostInputSummed(ctx, month, rates.Changes(month))
-	if err != nil {
-		return false, err
-	}
-	in.Rates, in.Accelerators, in.Policy = rates, accel, pol.Policy
-	cb, err := usage.Charge(in)
+	// The one computation of money (usage.CostsOf), as the pages show it.
+	costs, err := usage.CostsOf(ctx, d, month, pol.Policy, usage.Pricing{Rates: rates, Accelerators: accel})
 	if err != nil {
 		return false, fmt.Errorf("store: close month %s: %w", label, err)
 	}
+	cb, missing := costs.Chargeback, costs.Missing
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO cost_months (month, closed_at, policy_version, currency) VALUES (?, ?, ?, ?)
 ON CONFLICT (month) DO NOTHING`, label, fmtTime(now), nullID(int64(pol.Version)), cb.Currency)

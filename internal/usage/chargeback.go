@@ -235,42 +235,90 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 	if !in.Period.From.Before(in.Period.To) {
 		return nil, fmt.Errorf("usage: empty period %s", in.Period.Label())
 	}
-	cur := in.Rates.Currency
-	out := &Chargeback{Period: in.Period, Policy: in.Policy, Currency: cur}
-	unpriced := map[string]*Unpriced{}
-	markUnpriced := func(itype string, s int64, reason string) {
-		u := unpriced[itype]
-		if u == nil {
-			u = &Unpriced{InstanceType: itype, Reason: reason}
-			unpriced[itype] = u
-		}
-		u.AccelSeconds += s
+	c := &charger{in: in, out: &Chargeback{Period: in.Period, Policy: in.Policy, Currency: in.Rates.Currency},
+		unpriced: map[string]*Unpriced{}}
+	infra, idleCost := c.clusterCost()
+	overhead := new(big.Rat).Mul(infra, big.NewRat(int64(in.Policy.OverheadBasisPoints), 10000))
+	total := new(big.Rat).Add(infra, overhead)
+	lines := c.teamLines()
+	teams := c.teamsOf(lines)
+	keys := slices.SortedFunc(maps.Keys(lines), func(a, b lineKey) int {
+		return cmpStrings(a.team, b.team, a.ns, b.ns, a.itype, b.itype)
+	})
+	lineExact, direct := c.lineAmounts(lines, keys)
+	share := c.sharer(teams, direct, idleCost, overhead)
+	c.split(teams, keys, lines, lineExact, share, idleCost, overhead, total)
+	c.out.Infrastructure = c.money(roundRat(infra))
+	c.out.Overhead = c.money(c.out.ClusterCost.Minor - c.out.Infrastructure.Minor)
+	c.out.IdleCost = c.money(roundRat(idleCost))
+	for _, t := range slices.Sorted(maps.Keys(c.unpriced)) {
+		c.out.Unpriced = append(c.out.Unpriced, *c.unpriced[t])
 	}
-	// rateOf finds the rate index of an hour and the instance type's
-	// accelerators, or says why it cannot be priced.
-	rateOf := func(itype string, at time.Time) (int, int, string) {
-		acc := in.Accelerators[itype]
-		if acc.Count <= 0 {
-			return -1, 0, "accelerators per instance unknown"
-		}
-		i := in.Rates.rateIndex(itype, at)
-		if i < 0 {
-			return -1, 0, "no rate in force"
-		}
-		return i, acc.Count, ""
-	}
-	inPeriod := func(t time.Time) bool { return !t.Before(in.Period.From) && t.Before(in.Period.To) }
+	return c.out, nil
+}
 
-	// Cluster capacity and idle accelerator-seconds by instance type and rate.
-	type typeRate struct {
-		itype string
-		rate  int
+// charger carries one chargeback through its steps: the cluster's cost
+// (clusterCost), the teams' lines (teamLines, lineAmounts), the weights of
+// the shares (sharer) and the rounded split (split).
+type charger struct {
+	in       ChargeInput
+	out      *Chargeback
+	unpriced map[string]*Unpriced
+}
+
+// typeRate is an instance type at one of its rates (an index into the
+// rate card's rates of the type).
+type typeRate struct {
+	itype string
+	rate  int
+}
+
+func (c *charger) money(v int64) Money { return Money{Minor: v, Currency: c.out.Currency} }
+
+func (c *charger) inPeriod(t time.Time) bool {
+	return !t.Before(c.in.Period.From) && t.Before(c.in.Period.To)
+}
+
+func (c *charger) markUnpriced(itype string, s int64, reason string) {
+	u := c.unpriced[itype]
+	if u == nil {
+		u = &Unpriced{InstanceType: itype, Reason: reason}
+		c.unpriced[itype] = u
 	}
+	u.AccelSeconds += s
+}
+
+// rateOf finds the rate index of an hour, or says why it cannot be priced.
+func (c *charger) rateOf(itype string, at time.Time) (int, string) {
+	if c.in.Accelerators[itype].Count <= 0 {
+		return -1, "accelerators per instance unknown"
+	}
+	i := c.in.Rates.rateIndex(itype, at)
+	if i < 0 {
+		return -1, "no rate in force"
+	}
+	return i, ""
+}
+
+// priced is seconds × the rate's hourly price / (accelerators × 3600):
+// exact minor units.
+func (c *charger) priced(seconds map[typeRate]int64) *big.Rat {
+	sum := new(big.Rat)
+	for k, s := range seconds {
+		sum.Add(sum, priceSeconds(s, c.in.Rates.rates[k.itype][k.rate].Hourly, c.in.Accelerators[k.itype].Count))
+	}
+	return sum
+}
+
+// clusterCost is the cluster's capacity (infra) and its idle part at the
+// rates in force, exactly, with a note per instance type whose teams held
+// more than the capacity recorded.
+func (c *charger) clusterCost() (infra, idleCost *big.Rat) {
 	capacity, idle := map[typeRate]int64{}, map[typeRate]int64{}
 	type gap struct{ hours, seconds int64 }
 	unknown := map[string]*gap{}
-	for _, c := range in.Cluster {
-		if !inPeriod(c.Start) {
+	for _, ch := range c.in.Cluster {
+		if !c.inPeriod(ch.Start) {
 			continue
 		}
 		// An hour in which the teams held more than the capacity recorded
@@ -279,65 +327,57 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 		// held: the cluster's cost counts that, so the teams are never
 		// charged more than the cluster cost and unallocated does not go
 		// negative because of it (issue 38).
-		held := c.CapacityAccelSeconds
-		if c.AllocatedAccelSeconds > held {
-			g := unknown[c.InstanceType]
+		held := ch.CapacityAccelSeconds
+		if ch.AllocatedAccelSeconds > held {
+			g := unknown[ch.InstanceType]
 			if g == nil {
 				g = &gap{}
-				unknown[c.InstanceType] = g
+				unknown[ch.InstanceType] = g
 			}
 			g.hours++
-			g.seconds += c.AllocatedAccelSeconds - held
-			held = c.AllocatedAccelSeconds
+			g.seconds += ch.AllocatedAccelSeconds - held
+			held = ch.AllocatedAccelSeconds
 		}
-		r, _, why := rateOf(c.InstanceType, c.Start)
+		r, why := c.rateOf(ch.InstanceType, ch.Start)
 		if why != "" {
-			markUnpriced(c.InstanceType, held, why)
+			c.markUnpriced(ch.InstanceType, held, why)
 			continue
 		}
-		k := typeRate{c.InstanceType, r}
+		k := typeRate{ch.InstanceType, r}
 		capacity[k] += held
-		idle[k] += c.IdleAccelSeconds()
+		idle[k] += ch.IdleAccelSeconds()
 	}
 	for _, itype := range slices.Sorted(maps.Keys(unknown)) {
 		g := unknown[itype]
-		out.Notes = append(out.Notes, fmt.Sprintf("Capacity unknown: in %d hour(s) of %s the teams held %s accelerator-hours more than the capacity recorded "+
+		c.out.Notes = append(c.out.Notes, fmt.Sprintf("Capacity unknown: in %d hour(s) of %s the teams held %s accelerator-hours more than the capacity recorded "+
 			"(usage from before the collector first saw the nodes, or node churn). The teams are charged for what they held, and the cluster's cost "+
 			"counts that held capacity at the same rates, so it is not taken from the unallocated amount.", g.hours, itype, Hours(g.seconds)))
 	}
-	// priced is seconds × the rate's hourly price / (accelerators × 3600):
-	// exact minor units.
-	priced := func(seconds map[typeRate]int64) *big.Rat {
-		sum := new(big.Rat)
-		for k, s := range seconds {
-			sum.Add(sum, priceSeconds(s, in.Rates.rates[k.itype][k.rate].Hourly, in.Accelerators[k.itype].Count))
-		}
-		return sum
-	}
-	infra, idleCost := priced(capacity), priced(idle)
-	overhead := new(big.Rat).Mul(infra, big.NewRat(int64(in.Policy.OverheadBasisPoints), 10000))
-	total := new(big.Rat).Add(infra, overhead)
+	return c.priced(capacity), c.priced(idle)
+}
 
-	// Team rows by line and rate.
+// teamLines sums the teams' rows by line, and each line's seconds by rate.
+func (c *charger) teamLines() map[lineKey]*lineAcc {
 	lines := map[lineKey]*lineAcc{}
-	for i := range in.Hours {
-		h := &in.Hours[i]
-		if !inPeriod(h.Start) {
+	for i := range c.in.Hours {
+		h := &c.in.Hours[i]
+		if !c.inPeriod(h.Start) {
 			continue
 		}
 		k := lineKey{h.Team, h.Namespace, h.InstanceType}
 		la := lines[k]
 		if la == nil {
+			acc := c.in.Accelerators[h.InstanceType]
 			la = &lineAcc{line: Line{Team: h.Team, Namespace: h.Namespace, InstanceType: h.InstanceType,
-				Neuron: in.Accelerators[h.InstanceType].Neuron, NeuronCoresPerDevice: in.Accelerators[h.InstanceType].NeuronCoresPerDevice}}
+				Neuron: acc.Neuron, NeuronCoresPerDevice: acc.NeuronCoresPerDevice}}
 			lines[k] = la
 		}
 		la.line.GuaranteedAccelSeconds += h.GuaranteedAccelSeconds
 		la.line.BorrowedAccelSeconds += h.BorrowedAccelSeconds
 		la.line.CPUMilliSeconds += h.CPUMilliSeconds
-		r, _, why := rateOf(h.InstanceType, h.Start)
+		r, why := c.rateOf(h.InstanceType, h.Start)
 		if why != "" {
-			markUnpriced(h.InstanceType, h.AccelSeconds(), why)
+			c.markUnpriced(h.InstanceType, h.AccelSeconds(), why)
 			continue
 		}
 		for len(la.byRate) <= r {
@@ -346,36 +386,37 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 		la.byRate[r].g += h.GuaranteedAccelSeconds
 		la.byRate[r].b += h.BorrowedAccelSeconds
 	}
+	return lines
+}
 
-	// Teams: every team with usage or a guarantee, by name.
+// teamsOf is every team with usage or a guarantee in the period, by name.
+func (c *charger) teamsOf(lines map[lineKey]*lineAcc) []string {
 	teamSet := map[string]bool{}
 	for k := range lines {
 		teamSet[k.team] = true
 	}
-	for t, types := range in.Guarantees {
+	for t, types := range c.in.Guarantees {
 		for itype := range types {
-			in.Guarantees.During(t, itype, in.Period.From, in.Period.To, func(_, _ time.Time, n int64) {
+			c.in.Guarantees.During(t, itype, c.in.Period.From, c.in.Period.To, func(_, _ time.Time, n int64) {
 				if n > 0 {
 					teamSet[t] = true
 				}
 			})
 		}
 	}
-	teams := slices.Sorted(maps.Keys(teamSet))
-	keys := slices.SortedFunc(maps.Keys(lines), func(a, b lineKey) int {
-		return cmpStrings(a.team, b.team, a.ns, b.ns, a.itype, b.itype)
-	})
+	return slices.Sorted(maps.Keys(teamSet))
+}
 
-	// Exact amounts, in the order they are rounded and tie-broken.
-	var exact []*big.Rat
+// lineAmounts is each line's exact guaranteed and borrowed cost (in the
+// order of keys) and each team's direct cost, their sum.
+func (c *charger) lineAmounts(lines map[lineKey]*lineAcc, keys []lineKey) ([][2]*big.Rat, map[string]*big.Rat) {
 	lineExact := make([][2]*big.Rat, len(keys))
 	direct := map[string]*big.Rat{}
 	for i, k := range keys {
-		la := lines[k]
 		g, b := new(big.Rat), new(big.Rat)
-		n := in.Accelerators[k.itype].Count
-		for r, s := range la.byRate {
-			rate := in.Rates.rates[k.itype][r]
+		n := c.in.Accelerators[k.itype].Count
+		for r, s := range lines[k].byRate {
+			rate := c.in.Rates.rates[k.itype][r]
 			g.Add(g, priceSeconds(s.g, rate.Hourly, n))
 			b.Add(b, priceSeconds(s.b, rate.Borrowed, n))
 		}
@@ -385,22 +426,27 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 		}
 		direct[k.team].Add(direct[k.team], g).Add(direct[k.team], b)
 	}
+	return lineExact, direct
+}
 
-	// Weights of the shares.
+// sharer weighs the teams by the policy's method and returns each team's
+// exact share of a pool (nothing when no team weighs anything, with a note
+// when there was something to split).
+func (c *charger) sharer(teams []string, direct map[string]*big.Rat, idleCost, overhead *big.Rat) func(pool *big.Rat, i int) *big.Rat {
 	weights := make([]*big.Rat, len(teams))
 	for i := range weights {
 		weights[i] = new(big.Rat)
 	}
-	switch in.Policy.Method {
+	switch c.in.Policy.Method {
 	case SplitByGuarantee:
 		// A guarantee's weight is its price over the period: over each
 		// piece of it in which the guarantee stays the same, instances ×
 		// the hourly prices in force, per second.
 		for i, t := range teams {
-			for itype := range in.Guarantees[t] {
-				in.Guarantees.During(t, itype, in.Period.From, in.Period.To, func(from, to time.Time, n int64) {
+			for itype := range c.in.Guarantees[t] {
+				c.in.Guarantees.During(t, itype, c.in.Period.From, c.in.Period.To, func(from, to time.Time, n int64) {
 					if n > 0 {
-						weights[i].Add(weights[i], new(big.Rat).Mul(big.NewRat(n, 1), in.Rates.priceOver(itype, from, to)))
+						weights[i].Add(weights[i], new(big.Rat).Mul(big.NewRat(n, 1), c.in.Rates.priceOver(itype, from, to)))
 					}
 				})
 			}
@@ -420,24 +466,30 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 	for _, w := range weights {
 		sumW.Add(sumW, w)
 	}
-	if in.Policy.Method != SplitUnallocated && sumW.Sign() == 0 && (idleCost.Sign() != 0 || overhead.Sign() != 0) {
-		out.Notes = append(out.Notes, fmt.Sprintf("No team has a %s to split by: the idle capacity and overhead stay unallocated.",
-			map[Method]string{SplitByGuarantee: "guarantee", SplitByUsage: "usage", SplitEvenly: "guarantee or usage"}[in.Policy.Method]))
+	if c.in.Policy.Method != SplitUnallocated && sumW.Sign() == 0 && (idleCost.Sign() != 0 || overhead.Sign() != 0) {
+		c.out.Notes = append(c.out.Notes, fmt.Sprintf("No team has a %s to split by: the idle capacity and overhead stay unallocated.",
+			map[Method]string{SplitByGuarantee: "guarantee", SplitByUsage: "usage", SplitEvenly: "guarantee or usage"}[c.in.Policy.Method]))
 	}
-	share := func(pool *big.Rat, i int) *big.Rat {
+	return func(pool *big.Rat, i int) *big.Rat {
 		if sumW.Sign() == 0 {
 			return new(big.Rat)
 		}
 		r := new(big.Rat).Mul(pool, weights[i])
 		return r.Quo(r, sumW)
 	}
+}
 
-	// Lay out the amounts: per team, its lines (guaranteed, borrowed), then
-	// its idle and overhead shares; the unallocated rest last.
+// split lays out the exact amounts (per team, its lines' guaranteed and
+// borrowed cost, then its idle and overhead shares; the unallocated rest
+// last), rounds them together to the rounded cluster cost, and fills the
+// teams' charges, the unallocated amount and the cluster cost.
+func (c *charger) split(teams []string, keys []lineKey, lines map[lineKey]*lineAcc, lineExact [][2]*big.Rat,
+	share func(pool *big.Rat, i int) *big.Rat, idleCost, overhead, total *big.Rat) {
 	type teamSlots struct {
 		lines          []int
 		idle, overhead int
 	}
+	var exact []*big.Rat
 	slots := make([]teamSlots, len(teams))
 	rest := new(big.Rat).Set(total)
 	li := 0
@@ -456,31 +508,23 @@ func Charge(in ChargeInput) (*Chargeback, error) {
 	exact = append(exact, rest)
 	rounded := apportion(exact, roundRat(total))
 
-	m := func(v int64) Money { return Money{Minor: v, Currency: cur} }
 	li = 0
 	for ti, t := range teams {
-		tc := TeamCharge{Team: t, Guaranteed: m(0), Borrowed: m(0)}
+		tc := TeamCharge{Team: t, Guaranteed: c.money(0), Borrowed: c.money(0)}
 		for _, at := range slots[ti].lines {
 			l := lines[keys[li]].line
 			li++
-			l.Guaranteed, l.Borrowed = m(rounded[at]), m(rounded[at+1])
+			l.Guaranteed, l.Borrowed = c.money(rounded[at]), c.money(rounded[at+1])
 			tc.Lines = append(tc.Lines, l)
 			tc.Guaranteed = tc.Guaranteed.Add(l.Guaranteed)
 			tc.Borrowed = tc.Borrowed.Add(l.Borrowed)
 		}
-		tc.Idle, tc.Overhead = m(rounded[slots[ti].idle]), m(rounded[slots[ti].overhead])
+		tc.Idle, tc.Overhead = c.money(rounded[slots[ti].idle]), c.money(rounded[slots[ti].overhead])
 		tc.Total = tc.Guaranteed.Add(tc.Borrowed).Add(tc.Idle).Add(tc.Overhead)
-		out.Teams = append(out.Teams, tc)
+		c.out.Teams = append(c.out.Teams, tc)
 	}
-	out.Unallocated = m(rounded[len(rounded)-1])
-	out.ClusterCost = m(roundRat(total))
-	out.Infrastructure = m(roundRat(infra))
-	out.Overhead = m(out.ClusterCost.Minor - out.Infrastructure.Minor)
-	out.IdleCost = m(roundRat(idleCost))
-	for _, t := range slices.Sorted(maps.Keys(unpriced)) {
-		out.Unpriced = append(out.Unpriced, *unpriced[t])
-	}
-	return out, nil
+	c.out.Unallocated = c.money(rounded[len(rounded)-1])
+	c.out.ClusterCost = c.money(roundRat(total))
 }
 
 // priceSeconds is accelerator-seconds at an hourly instance price, exactly.

@@ -16,10 +16,17 @@
 // minor units), the rate card (price per instance-hour over time), the
 // shared-cost policies and the chargeback that splits the cluster's cost
 // among the teams to the cent (chargeback.go), and the monthly statements
-// computed from those rows (statement.go).
+// computed from those rows (statement.go). CostsOf (costs.go) is the one
+// function that computes money: it reads a period's input through the
+// narrow CostReader the store implements, prices it (the rate card and
+// AcceleratorsOf, the table of what one instance of each type carries) and
+// charges it under the policy; the finance page, the statements and their
+// exports, and the review evidence all call it, so that a period shows one
+// figure everywhere.
 //
 // It imports nothing of the portal but internal/workflow, and never an HTTP,
 // Kubernetes, AWS or SQL package: the collector that watches the cluster
-// (internal/usage/collect) and the store that keeps the rows
-// (internal/store/usage.go) depend on it, not the reverse.
+// (internal/collect) and the store that keeps the rows
+// (internal/store/usage.go) depend on it, not the reverse; no package
+// under internal/usage imports either (cmd/portal TestImportBoundaries).
 package usage

@@ -12,7 +12,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/views"
@@ -23,22 +22,13 @@ import (
 const noRateCard = "No rate card is configured (--rate-card), so usage is shown without money: hours only, no cost, no statements frozen."
 
 // accelerators is what one instance of each type carries.
-func (s *Server) accelerators() map[string]usage.InstanceAccel { return AcceleratorsOf(s.opts.Cluster) }
+func (s *Server) accelerators() map[string]usage.InstanceAccel {
+	return usage.AcceleratorsOf(s.opts.Cluster.AcceleratorTable())
+}
 
-// AcceleratorsOf is what one instance of each type carries, from the
-// cluster settings (the same table plans use for quotas), as chargebacks
-// need it.
-func AcceleratorsOf(cs provision.ClusterSettings) map[string]usage.InstanceAccel {
-	table := cs.Accelerators
-	if table == nil {
-		table = provision.DefaultAccelerators
-	}
-	out := make(map[string]usage.InstanceAccel, len(table))
-	for t, r := range table {
-		out[t] = usage.InstanceAccel{Count: r.Accelerators, Neuron: provision.IsNeuronDevices(r.AcceleratorResource),
-			NeuronCoresPerDevice: r.NeuronCoresPerDevice}
-	}
-	return out
+// pricing is the rate card and accelerator table money is computed with.
+func (s *Server) pricing() usage.Pricing {
+	return usage.Pricing{Rates: s.opts.RateCard, Accelerators: s.accelerators()}
 }
 
 // costView is one period's chargeback as the pages show it. Without a rate
@@ -52,54 +42,14 @@ type costView struct {
 	demoUsage bool
 }
 
-// costInput loads what a chargeback of the period needs, each team's hours
-// summed between the rate card's changes (the same chargeback as from every
-// hourly row, read in a few rows per team: BenchmarkFinancePages).
-func (s *Server) costInput(ctx context.Context, p usage.Period) (usage.ChargeInput, []usage.Missing, error) {
-	return s.opts.DB.CostInputSummed(ctx, p, s.opts.RateCard.Changes(p))
-}
-
-// charge computes a period's chargeback from the store under a policy.
+// charge computes a period's chargeback under a policy (usage.CostsOf:
+// the same figures as the statements and the review evidence). The input
+// is each team's hours summed between the rate card's changes (the same
+// chargeback as from every hourly row, read in a few rows per team:
+// BenchmarkFinancePages).
 func (s *Server) charge(ctx context.Context, p usage.Period, pol usage.Policy) (costView, error) {
-	in, missing, err := s.costInput(ctx, p)
-	if err != nil {
-		return costView{}, err
-	}
-	v := costView{in: in, missing: missing, priced: s.opts.RateCard != nil}
-	in.Accelerators, in.Policy, in.Rates = s.accelerators(), pol, s.opts.RateCard
-	if !v.priced {
-		in.Rates = zeroRates(in.Accelerators)
-	}
-	for _, h := range in.Hours {
-		if h.Source == usage.SourceDemo {
-			v.demoUsage = true
-			break
-		}
-	}
-	v.in = in
-	v.cb, err = usage.Charge(in)
-	return v, err
-}
-
-// zeroRates prices every known instance type at zero: the hours of a
-// chargeback without money.
-func zeroRates(accel map[string]usage.InstanceAccel) *usage.RateCard {
-	var b strings.Builder
-	b.WriteString(`{"currency": "XXX", "rates": [`)
-	first := true
-	for t := range accel {
-		if !first {
-			b.WriteString(",")
-		}
-		first = false
-		fmt.Fprintf(&b, `{"instance_type": %q, "effective_from": "1970-01-01", "hourly": "0"}`, t)
-	}
-	b.WriteString("]}")
-	card, err := usage.ParseRateCard([]byte(b.String()))
-	if err != nil {
-		panic(err) // built from the accelerator table above
-	}
-	return card
+	c, err := usage.CostsOf(ctx, s.opts.DB, p, pol, s.pricing())
+	return costView{cb: c.Chargeback, in: c.Input, missing: c.Missing, priced: c.Priced, demoUsage: c.DemoUsage}, err
 }
 
 // monthToDate is the current month up to the end of the current hour.
@@ -298,23 +248,23 @@ func (s *Server) preview(ctx context.Context, now time.Time, cur usage.Policy, f
 	basis := last
 	basisText := fmt.Sprintf("Basis: last month's (%s) usage and capacity at the current guarantees and prices, with %s %% overhead: next month's split if usage repeats.",
 		last.From.Format("2006-01"), usage.FormatOverhead(overhead))
-	in, _, err := s.costInput(ctx, last)
+	// Read and priced once (usage.CostsOf), then charged under each method.
+	base, err := usage.CostsOf(ctx, s.opts.DB, last, usage.Policy{Method: usage.Methods[0], OverheadBasisPoints: overhead}, s.pricing())
 	if err != nil {
 		return views.Preview{}, err
 	}
-	if len(in.Hours) == 0 && len(in.Cluster) == 0 {
+	if len(base.Input.Hours) == 0 && len(base.Input.Cluster) == 0 {
 		basis = toDate
 		basisText = fmt.Sprintf("Basis: this month's (%s) usage and capacity so far, because last month has none, at the current guarantees and prices, with %s %% overhead: next month's split if usage repeats.",
 			month.From.Format("2006-01"), usage.FormatOverhead(overhead))
 		if toDateIn.Period != basis {
 			return views.Preview{}, fmt.Errorf("web: preview: the month to date given is %s, not %s", toDateIn.Period.Label(), basis.Label())
 		}
-		in = toDateIn
+		base = usage.Costs{Input: toDateIn}
 	}
-	if len(in.Hours) == 0 && len(in.Cluster) == 0 {
+	if len(base.Input.Hours) == 0 && len(base.Input.Cluster) == 0 {
 		return views.Preview{Empty: true, Basis: "No preview yet: neither last month nor this month has usage to split."}, nil
 	}
-	in.Rates, in.Accelerators = s.opts.RateCard, s.accelerators()
 	pv := views.Preview{Basis: basisText}
 	rows := map[string][]string{}
 	var teams []string
@@ -322,8 +272,7 @@ func (s *Server) preview(ctx context.Context, now time.Time, cur usage.Policy, f
 	anyPremium := false
 	for _, m := range usage.Methods {
 		pv.Methods = append(pv.Methods, methodLabel(m))
-		in.Policy = usage.Policy{Method: m, OverheadBasisPoints: overhead}
-		cb, err := usage.Charge(in)
+		cb, err := base.Under(usage.Policy{Method: m, OverheadBasisPoints: overhead})
 		if err != nil {
 			return views.Preview{}, err
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/usage"
-	"github.com/hyperpod-governance/portal/internal/web"
 )
 
 func rl(kv ...any) corev1.ResourceList {
@@ -101,7 +100,7 @@ func TestUnitsAgreeFromPodToPrice(t *testing.T) {
 				t.Fatal(err)
 			}
 			cb, err := usage.Charge(usage.ChargeInput{Hours: hours, Cluster: cluster, Rates: card,
-				Accelerators: web.AcceleratorsOf(provision.DefaultClusterSettings()),
+				Accelerators: usage.AcceleratorsOf(provision.DefaultClusterSettings().AcceleratorTable()),
 				Guarantees:   usage.Guarantees{"team01": {c.itype: 1}}.History(), Period: usage.MonthOf(t0),
 				Policy: usage.Policy{Method: usage.SplitUnallocated}})
 			if err != nil {

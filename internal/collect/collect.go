@@ -14,6 +14,14 @@
 // and what it cannot recover (pods deleted while it was not running) is
 // recorded as a missing data period. Each second is split by the guarantee
 // in force at that second (usage.GuaranteeHistory).
+//
+// It sits above both internal/store and internal/usage (it reads the
+// cluster, computes with usage and writes through the store), beside
+// internal/review: under internal/usage it was an arrow back up, since the
+// store imports usage (issue 33; cmd/portal's TestImportBoundaries keeps
+// every package of internal/usage/... off the store and the collector). It
+// never imports internal/web, internal/views or internal/auth, and serves
+// no pages.
 package collect
 
 import (
