@@ -209,6 +209,9 @@ func (w *Worker) Drain(ctx context.Context, ch store.Channel) (int, error) {
 		loaded = err == nil
 		return users, err
 	}
+	// The directory's answer for a user is asked once a drain, not once a
+	// delivery (a drain takes seconds; membership changes slower).
+	asked := map[string]directoryAnswer{}
 	for ctx.Err() == nil {
 		dl, ok, err := w.DB.ClaimDelivery(ctx, ch, w.now(), lease)
 		if err != nil {
@@ -217,7 +220,7 @@ func (w *Worker) Drain(ctx context.Context, ch store.Channel) (int, error) {
 		if !ok {
 			return delivered, nil
 		}
-		ok, err = w.deliver(ctx, dl, recipients)
+		ok, err = w.deliver(ctx, dl, recipients, asked)
 		switch {
 		case errors.Is(err, store.ErrDeliveryLeaseLost):
 			w.logger().Warn("notification delivery taken over after its lease ran out", "delivery", dl.ID, "channel", ch)
@@ -233,13 +236,13 @@ func (w *Worker) Drain(ctx context.Context, ch store.Channel) (int, error) {
 
 // deliver makes one attempt of a claimed delivery and records its outcome;
 // recipients gives the portal's users.
-func (w *Worker) deliver(ctx context.Context, dl store.Delivery, recipients func() ([]store.Recipient, error)) (bool, error) {
+func (w *Worker) deliver(ctx context.Context, dl store.Delivery, recipients func() ([]store.Recipient, error), asked map[string]directoryAnswer) (bool, error) {
 	users, err := recipients()
 	if err != nil {
 		return false, err
 	}
 	to := Recipients(users, workflow.Audience(dl.Audience), dl.Team, w.Resolve)
-	to, err = w.confirmed(ctx, to, workflow.Audience(dl.Audience), dl.Team)
+	to, err = w.confirmed(ctx, to, workflow.Audience(dl.Audience), dl.Team, asked)
 	if err != nil {
 		w.logger().Warn("notification delivery: recipients could not be confirmed in the directory", "delivery", dl.ID, "channel", dl.Channel, "err", err)
 		return false, w.DB.FailDelivery(ctx, dl, "", "the recipients' groups could not be confirmed in the directory: "+safeError(err), w.now().Add(Backoff(dl.Attempts)))
@@ -291,7 +294,7 @@ func (w *Worker) deliver(ctx context.Context, dl store.Delivery, recipients func
 // Directory when it is set and knows the user, otherwise, for the
 // audiences that need it (workflow.Audience.NeedsFreshMembership), by
 // groups confirmed within MaxGroupsAge (issue 32 item 1).
-func (w *Worker) confirmed(ctx context.Context, to []store.Recipient, a workflow.Audience, team string) ([]store.Recipient, error) {
+func (w *Worker) confirmed(ctx context.Context, to []store.Recipient, a workflow.Audience, team string, asked map[string]directoryAnswer) ([]store.Recipient, error) {
 	now := w.now()
 	maxAge := w.MaxGroupsAge
 	if maxAge <= 0 {
@@ -300,7 +303,14 @@ func (w *Worker) confirmed(ctx context.Context, to []store.Recipient, a workflow
 	var out []store.Recipient
 	for _, u := range to {
 		if w.Directory != nil && u.DirName != "" {
-			groups, err := freshGroups(ctx, w.Directory, u.DirName)
+			ans, ok := asked[u.DirName]
+			if !ok {
+				ans.groups, ans.err = freshGroups(ctx, w.Directory, u.DirName)
+				if ans.err == nil || errors.Is(ans.err, auth.ErrUserNotInDirectory) {
+					asked[u.DirName] = ans // an outage is asked again
+				}
+			}
+			groups, err := ans.groups, ans.err
 			if errors.Is(err, auth.ErrUserNotInDirectory) {
 				w.logger().Info("notice not sent: the directory no longer has the user", "user_id", u.ID)
 				continue
@@ -326,6 +336,12 @@ func (w *Worker) confirmed(ctx context.Context, to []store.Recipient, a workflow
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// directoryAnswer is what the directory said of one user.
+type directoryAnswer struct {
+	groups []string
+	err    error
 }
 
 // freshGroups asks the directory itself, not a cache of its answers.

@@ -1,12 +1,14 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,7 +279,8 @@ func TestNoticesAskTheIdentityStoreAtDelivery(t *testing.T) {
 	h.signIn("owner.red")
 	fileAndSendBack(t, h, h.signIn("ownadmin"), h.signIn("admin"))
 	f.RemoveMembership(owner, redOwners)
-	w := &notify.Worker{DB: h.db, Resolve: auth.DevMapping().Resolve, Now: h.srv.opts.Now, Directory: h.srv.opts.Groups}
+	dir := &countingDirectory{FreshGroupSource: h.srv.opts.Groups.(auth.FreshGroupSource), asked: map[string]int{}}
+	w := &notify.Worker{DB: h.db, Resolve: auth.DevMapping().Resolve, Now: h.srv.opts.Now, Directory: dir}
 
 	f.Fail(100)
 	if err := w.RunOnce(t.Context()); err != nil {
@@ -309,4 +312,25 @@ func TestNoticesAskTheIdentityStoreAtDelivery(t *testing.T) {
 	if u, _ := h.db.UserByEmail(t.Context(), "owner.red@example.test"); len(u.Groups) != 0 {
 		t.Errorf("owner.red's recorded groups after delivery = %v, want the directory's (none)", u.Groups)
 	}
+	// ownadmin receives two notices (the submission, as an admin, and the
+	// send-back, as an owner), delivered in one drain of the in-app
+	// channel: the directory was asked about them once in that drain
+	// (review finding: once per delivery), plus the failed pass's ask.
+	if n := dir.asked["ownadmin@example.test"]; n != 2 {
+		t.Errorf("the directory was asked about ownadmin %d times over two passes, want 2 (once a drain)", n)
+	}
+}
+
+// countingDirectory counts the fresh lookups of each user.
+type countingDirectory struct {
+	auth.FreshGroupSource
+	mu    sync.Mutex
+	asked map[string]int
+}
+
+func (d *countingDirectory) FreshGroups(ctx context.Context, name string) ([]string, error) {
+	d.mu.Lock()
+	d.asked[name]++
+	d.mu.Unlock()
+	return d.FreshGroupSource.FreshGroups(ctx, name)
 }
