@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -522,6 +523,44 @@ func (s ClusterSettings) AllowedInstanceTypes() []string { return s.withDefaults
 // same names, so a snippet and a check are right in both modes.
 func (s ClusterSettings) KueuePriorityClass(name string) string {
 	return name + workflow.PriorityClassSuffix
+}
+
+// TrainingClass is the priority class a training job of a contract that
+// allows classes allowed is labelled with (the members' submit snippets):
+// the class named training when the contract allows it (or allows none:
+// the cluster's default), else the highest-valued allowed class below the
+// cluster's serving class (its highest-valued one: a training job labelled
+// with it would preempt the team's serving work), else the contract's only
+// class. Values are the cluster's (PriorityClasses); a class the cluster
+// does not define counts as 0.
+func (s ClusterSettings) TrainingClass(allowed []string) string {
+	training := string(workflow.WorkloadTraining)
+	if len(allowed) == 0 || slices.Contains(allowed, training) {
+		return training
+	}
+	classes := s.PriorityClasses
+	if classes == nil {
+		classes = DefaultPriorityClasses
+	}
+	value := func(name string) int {
+		for _, pc := range classes {
+			if pc.Name == name {
+				return int(pc.Value)
+			}
+		}
+		return 0
+	}
+	serving := slices.MaxFunc(classes, func(a, b PriorityClass) int { return cmp.Compare(a.Value, b.Value) }).Name
+	best := ""
+	for _, pc := range allowed {
+		if pc != serving && (best == "" || value(pc) > value(best)) {
+			best = pc
+		}
+	}
+	if best == "" {
+		return allowed[0]
+	}
+	return best
 }
 
 // team substitutes the team into a checked format.

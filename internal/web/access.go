@@ -2,7 +2,6 @@ package web
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -36,7 +35,7 @@ func (s *Server) accessView(conn store.Connection, approved store.Version) *view
 	// The label names the Kueue class the cluster has ("training-priority"),
 	// not the configured class ("training"): a job naming an unknown class
 	// fails to submit.
-	priority := s.opts.Cluster.KueuePriorityClass(snippetClass(c.Scheduling.PriorityClasses, trainingWork))
+	priority := s.opts.Cluster.KueuePriorityClass(s.opts.Cluster.TrainingClass(c.Scheduling.PriorityClasses))
 	a.Commands = []views.Snippet{
 		{Title: "Connect kubectl (as your team's access role)", Code: fmt.Sprintf(
 			"aws eks update-kubeconfig --name %s --region %s \\\n  --role-arn %s --alias %s",
@@ -66,27 +65,6 @@ spec:
 EOF`, plan.Namespace, a.LocalQueue, priority, serviceAccount(plan))},
 	}
 	return a
-}
-
-// trainingWork is the workload kind of the submit snippets: both submit a
-// training job (a batch Job, a HyperPod PyTorch job).
-const trainingWork = "training"
-
-// snippetClass is the priority class a snippet submitting work of kind
-// labels its job with: the contract's class of that name when it allows
-// one, else its first class that is not for serving (a training job
-// labelled "inference" would preempt the team's serving work), else its
-// first class, else kind.
-func snippetClass(allowed []string, kind string) string {
-	if len(allowed) == 0 || slices.Contains(allowed, kind) {
-		return kind
-	}
-	for _, pc := range allowed {
-		if pc != "inference" {
-			return pc
-		}
-	}
-	return allowed[0]
 }
 
 func serviceAccount(p provision.Plan) string {

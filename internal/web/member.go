@@ -99,7 +99,7 @@ func (s *Server) submitConn(conn store.Connection, approved store.Version) (view
 	for _, pc := range c.Scheduling.PriorityClasses {
 		sc.PriorityClasses = append(sc.PriorityClasses, views.Choice{Value: s.opts.Cluster.KueuePriorityClass(pc), Label: pc})
 	}
-	priority := s.opts.Cluster.KueuePriorityClass(snippetClass(c.Scheduling.PriorityClasses, trainingWork))
+	priority := s.opts.Cluster.KueuePriorityClass(s.opts.Cluster.TrainingClass(c.Scheduling.PriorityClasses))
 	instance := "ml.p5.48xlarge"
 	if len(c.Scheduling.Guaranteed) > 0 {
 		instance = c.Scheduling.Guaranteed[0].InstanceType

@@ -122,21 +122,3 @@ func TestSubmitPageWithoutOrFailingCluster(t *testing.T) {
 	}
 }
 
-// The submit snippets submit training jobs: they label the contract's
-// training class, not its first class.
-func TestSnippetClassMatchesTheWorkloadKind(t *testing.T) {
-	for _, tc := range []struct {
-		allowed []string
-		want    string
-	}{
-		{[]string{"inference", "training"}, "training"},
-		{[]string{"training", "inference"}, "training"},
-		{[]string{"inference", "fine-tuning"}, "fine-tuning"},
-		{[]string{"inference"}, "inference"},
-		{nil, "training"},
-	} {
-		if got := snippetClass(tc.allowed, trainingWork); got != tc.want {
-			t.Errorf("snippetClass(%v) = %q, want %q", tc.allowed, got, tc.want)
-		}
-	}
-}
