@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/usage/prom"
@@ -75,19 +76,12 @@ func utilizationSource(ctx context.Context, cfg Config, logger *slog.Logger) (us
 func probeUtilization(ctx context.Context, p web.UtilizationProber, db *store.DB, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	teams, err := db.LiveNamespaces(ctx)
-	if err != nil {
-		logger.Error("utilization probe: team namespaces", "err", err)
-		return
-	}
-	res, err := p.Probe(ctx, teams, time.Now())
+	ch, err := provision.UtilizationCheck(ctx, p, db.LiveNamespaces, time.Now())
 	switch {
-	case err != nil:
-		logger.Warn("utilization probe failed", "err", err)
-	case !res.OK(teams):
-		logger.Warn(res.Warning(teams), "namespace_label", res.Label, "team_namespaces", len(teams), "series", res.Series)
+	case ch.Status == provision.CheckOK:
+		logger.Info("utilization probe: "+ch.Detail, "check", ch.Name)
 	default:
-		logger.Info("utilization probe: series carry team namespaces", "namespace_label", res.Label, "found", res.Found)
+		logger.Warn("utilization probe: "+ch.Detail, "check", ch.Name, "todo", ch.Todo, "err", err)
 	}
 }
 

@@ -2,15 +2,12 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
-	"github.com/hyperpod-governance/portal/internal/usage/prom"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -50,38 +47,20 @@ func (s *Server) clusterReadiness(c echo.Context) error {
 	return render(c, http.StatusOK, views.ReadinessPage(s.page(c, "Cluster readiness"), v))
 }
 
-// UtilizationProber is a utilization source that can say whether its
-// series carry the team namespaces (*prom.Client).
-type UtilizationProber interface {
-	Probe(ctx context.Context, teams []string, at time.Time) (prom.Probe, error)
-}
+// UtilizationProber is provision.UtilizationProber (*prom.Client).
+type UtilizationProber = provision.UtilizationProber
 
-// utilizationCheck is the readiness check of GPU utilization: one probe
-// query for the live connections' namespaces (false when the source cannot
-// be probed, e.g. not configured).
+// utilizationCheck is the readiness check of GPU utilization
+// (provision.UtilizationCheck); false when the source cannot be probed,
+// e.g. not configured.
 func (s *Server) utilizationCheck(ctx context.Context) (views.ReadinessCheck, bool) {
 	p, ok := s.opts.Utilization.(UtilizationProber)
 	if !ok {
 		return views.ReadinessCheck{}, false
 	}
-	ch := views.ReadinessCheck{Name: "GPU utilization series (Prometheus)"}
-	teams, err := s.opts.DB.LiveNamespaces(ctx)
+	ch, err := provision.UtilizationCheck(ctx, p, s.opts.DB.LiveNamespaces, s.opts.Now())
 	if err != nil {
-		s.opts.Logger.Error("utilization check: live namespaces", "err", err)
-		ch.Status, ch.Detail = string(provision.CheckUnknown), "The team namespaces could not be read."
-		return ch, true
+		s.opts.Logger.Warn("utilization check", "err", err)
 	}
-	res, err := p.Probe(ctx, teams, s.opts.Now())
-	switch {
-	case err != nil:
-		s.opts.Logger.Warn("utilization check: probe", "err", err)
-		ch.Status, ch.Detail, ch.Todo = string(provision.CheckUnknown), "The probe query failed.", "Check --prometheus-url and the portal's permission to query it (the log has the error)."
-	case len(teams) == 0:
-		ch.Status, ch.Detail = string(provision.CheckOK), "No live connection yet: nothing to look for."
-	case res.OK(teams):
-		ch.Status, ch.Detail = string(provision.CheckOK), fmt.Sprintf("Series of the last hour carry team namespaces in label %q: %s.", res.Label, strings.Join(res.Found, ", "))
-	default:
-		ch.Status, ch.Detail, ch.Todo = string(provision.CheckFailing), res.Warning(teams), "Restart the portal with the label named above."
-	}
-	return ch, true
+	return views.ReadinessCheck{Name: ch.Name, Status: string(ch.Status), Detail: ch.Detail, Todo: ch.Todo}, true
 }
