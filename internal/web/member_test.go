@@ -121,4 +121,3 @@ func TestSubmitPageWithoutOrFailingCluster(t *testing.T) {
 		t.Errorf("failing cluster = %d", resp.StatusCode)
 	}
 }
-
