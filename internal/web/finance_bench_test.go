@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -66,6 +68,10 @@ func BenchmarkFinancePages(b *testing.B) {
 	// Sign in on the real clock (the IdP's tokens carry it), then fix it.
 	var fixed bool
 	h := newHarness(b, false, withRateCard(b), func(o *Options) {
+		// The statement route serves the groups file's teams only: the
+		// seeded team the benchmark reads is one.
+		o.Mapping.Teams = maps.Clone(o.Mapping.Teams)
+		o.Mapping.Teams["team-007"] = auth.TeamGroups{Owners: []string{"team-007-owners"}}
 		o.Now = func() time.Time {
 			if fixed {
 				return financeBenchNow
