@@ -51,7 +51,8 @@ func loadConn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool) (Conne
 // caller's to add.
 func connView(c Connection, h string) workflow.Conn {
 	return workflow.Conn{ID: c.ID, Team: c.Team, State: c.State, CurrentVersion: c.CurrentVersion, CurrentHash: h,
-		ApprovedVersion: c.ApprovedVersion, Amendment: c.Amendment, RequesterID: c.RequesterID, Hold: c.Hold}
+		ApprovedVersion: c.ApprovedVersion, Amendment: c.Amendment, RequesterID: c.RequesterID, Hold: c.Hold,
+		ReviewDue: c.ReviewDue, Orphan: c.Orphan}
 }
 
 // staleError gives a workflow.StaleError the connection as it is now, for
@@ -225,8 +226,8 @@ ON CONFLICT (connection_id, version) DO NOTHING`, id, r.Version, e.Adopt, e.By.I
 			return 0, 0, err
 		}
 		if j.FromVersion != 0 {
-			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET from_version = ? WHERE id = ?`, j.FromVersion, jobID); err != nil {
-				return 0, 0, fmt.Errorf("store: job %d: %w", jobID, err)
+			if err := setJobFromVersion(ctx, tx, jobID, j.FromVersion); err != nil {
+				return 0, 0, err
 			}
 		}
 	}

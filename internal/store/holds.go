@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -124,27 +123,19 @@ WHERE c.state IN ('active', 'under_review') ORDER BY c.id`)
 	for _, t := range todo {
 		did := false
 		_, _, _, err := d.command(ctx, t.id, false, now, func(tx *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
+			// The stage's row, written with the effect: its conflict says
+			// the stage was done before.
 			res, err := tx.ExecContext(ctx, `INSERT INTO hold_notices (connection_id, end_date, stage, created_at) VALUES (?, ?, ?, ?)
 ON CONFLICT DO NOTHING`, t.id, t.end, t.stage, fmtTime(now))
 			if err != nil {
 				return workflow.Effect{}, err
 			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				return workflow.Effect{By: workflow.SystemActor, Next: s.State}, err // done before
+			n, err := res.RowsAffected()
+			if err != nil {
+				return workflow.Effect{}, err
 			}
-			var e workflow.Effect
-			if t.stage != workflow.EndDatePassed {
-				e, err = workflow.EndDateNotice(s, t.end, t.left, now)
-			} else {
-				e, err = workflow.ProposeHold(s, workflow.SystemActor, fmt.Sprintf("the contract's end date %s has passed", t.end), now)
-			}
-			var he *workflow.HoldError
-			if errors.As(err, &he) || errors.Is(err, workflow.ErrHoldNotLive) {
-				// Already proposed or held, or no longer live since the
-				// list was read: the stage is done all the same.
-				return workflow.Effect{By: workflow.SystemActor, Next: s.State}, nil
-			}
-			did = err == nil
+			e, acted, err := workflow.EndDateReached(s, workflow.EndDateInput{End: t.end, Stage: t.stage, Left: t.left, Done: n == 0}, now)
+			did = acted
 			return e, err
 		})
 		if err != nil {

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -120,4 +121,15 @@ type JobStep struct {
 	Attempts   int
 	StartedAt  time.Time // zero until first started
 	FinishedAt time.Time // zero unless done or failed
+}
+
+// CheckLease is the rule of every write on a job by the worker that runs
+// it: the job is running and owner holds its lease. Otherwise
+// ErrLeaseLost: the lease was taken over after it expired, or the job
+// ended meanwhile, and the worker must stop without writing anything else.
+func (j Job) CheckLease(owner string) error {
+	if j.State != JobRunning || j.LeaseOwner != owner {
+		return fmt.Errorf("%w: job %d is %s, leased to %q, not %q", ErrLeaseLost, j.ID, j.State, j.LeaseOwner, owner)
+	}
+	return nil
 }
