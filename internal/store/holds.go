@@ -96,7 +96,7 @@ func (d *DB) EndDateHolds(ctx context.Context, now time.Time) (EndDateReport, er
 	rows, err := d.sql.QueryContext(ctx, `
 SELECT c.id, v.body FROM connections c
 JOIN contract_versions v ON v.connection_id = c.id AND v.version = c.approved_version
-WHERE c.state IN ('active', 'under_review') ORDER BY c.id`)
+WHERE c.state IN (`+liveStatesSQL+`) ORDER BY c.id`)
 	if err != nil {
 		return rep, fmt.Errorf("store: end dates: %w", err)
 	}
@@ -157,9 +157,8 @@ ON CONFLICT DO NOTHING`, t.id, t.end, t.stage, fmtTime(now))
 // for the drift check. A connection with a hold job queued or running is
 // left out: its queues are about to change.
 func (d *DB) HoldStopPolicies(ctx context.Context) (map[int64]string, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT c.id, c.hold FROM connections c WHERE c.state IN (?, ?) AND c.approved_version IS NOT NULL
-AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.connection_id = c.id AND j.kind = 'hold' AND j.state IN ('queued', 'running'))`,
-		workflow.StateActive, workflow.StateUnderReview)
+	rows, err := d.sql.QueryContext(ctx, `SELECT c.id, c.hold FROM connections c WHERE c.state IN (`+liveStatesSQL+`) AND c.approved_version IS NOT NULL
+AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.connection_id = c.id AND j.kind = 'hold' AND j.state IN ('queued', 'running'))`)
 	if err != nil {
 		return nil, fmt.Errorf("store: hold stop policies: %w", err)
 	}

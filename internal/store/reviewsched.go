@@ -55,7 +55,7 @@ ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, heartbeat_at = excluded
 // (with an approved version), by id.
 func (d *DB) LiveConnections(ctx context.Context) ([]Connection, error) {
 	return d.queryConns(ctx, "live connections", `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
-WHERE c.state IN (?, ?) AND c.approved_version IS NOT NULL ORDER BY c.id`, workflow.StateActive, workflow.StateUnderReview)
+WHERE c.state IN (`+liveStatesSQL+`) AND c.approved_version IS NOT NULL ORDER BY c.id`)
 }
 
 // LiveConnectionsOwnedBy lists the live connections whose approved
@@ -64,10 +64,10 @@ WHERE c.state IN (?, ?) AND c.approved_version IS NOT NULL ORDER BY c.id`, workf
 func (d *DB) LiveConnectionsOwnedBy(ctx context.Context, email string) ([]Connection, error) {
 	return d.queryConns(ctx, "connections owned", `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
 JOIN contract_versions v ON v.connection_id = c.id AND v.version = c.approved_version
-WHERE c.state IN (?, ?) AND lower(trim(?)) IN (
+WHERE c.state IN (`+liveStatesSQL+`) AND lower(trim(?)) IN (
   lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "business_owner")+`, ''))), lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "operations_owner")+`, ''))),
   lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "cost_owner")+`, ''))), lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "exception_owner")+`, ''))))
-ORDER BY c.id`, workflow.StateActive, workflow.StateUnderReview, email)
+ORDER BY c.id`, email)
 }
 
 // ActivatedAt is when connection id became active: its last
