@@ -163,11 +163,7 @@ func TestOnReviewEvent(t *testing.T) {
 			if (e.Orphan == nil) != (tc.orphan == nil) || e.Orphan != nil && *e.Orphan != *tc.orphan {
 				t.Errorf("Orphan = %v, want %v", e.Orphan, tc.orphan)
 			}
-			var actions []string
-			for _, a := range e.Audit {
-				actions = append(actions, a.Action)
-			}
-			if got := strings.Join(actions, " "); got != tc.actions {
+			if got := auditActions(e); got != tc.actions {
 				t.Errorf("audit = %q, want %q", got, tc.actions)
 			}
 			if tc.actions == "" && !e.AuditOnly(tc.s.State) {
@@ -205,11 +201,7 @@ func TestEndDateReached(t *testing.T) {
 			if err != nil || acted != tc.acted {
 				t.Fatalf("EndDateReached = acted %v, %v; want acted %v", acted, err, tc.acted)
 			}
-			var actions []string
-			for _, a := range e.Audit {
-				actions = append(actions, a.Action)
-			}
-			if got := strings.Join(actions, " "); got != tc.actions {
+			if got := auditActions(e); got != tc.actions {
 				t.Errorf("audit = %q, want %q", got, tc.actions)
 			}
 			if !tc.acted && (!e.AuditOnly(tc.s.State) || len(e.Audit) != 0) {
@@ -243,4 +235,13 @@ func TestCheckLease(t *testing.T) {
 			t.Errorf("%+v.CheckLease(%q) = %v, want ok %v", tc.j, tc.owner, err, tc.ok)
 		}
 	}
+}
+
+// auditActions are the actions of e's audit events, in order.
+func auditActions(e Effect) string {
+	var actions []string
+	for _, a := range e.Audit {
+		actions = append(actions, a.Action)
+	}
+	return strings.Join(actions, " ")
 }
