@@ -52,10 +52,7 @@ func (d *DB) EnqueueHold(ctx context.Context, id int64, by workflow.Actor, reaso
 			id).Scan(&open); err != nil {
 			return workflow.Effect{}, err
 		}
-		if open {
-			return workflow.Effect{}, ErrJobOpen
-		}
-		return workflow.QueueJob(s, by, workflow.JobHold, "", reason, now)
+		return workflow.RetryHoldJob(s, by, open, reason, now)
 	})
 	if err != nil {
 		return workflow.Job{}, fmt.Errorf("store: enqueue hold job: %w", err)

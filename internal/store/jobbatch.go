@@ -141,8 +141,8 @@ WHERE s.job_id IN `+in+` AND s.state = 'done' AND s.seq < j.steps GROUP BY s.job
 			return err
 		}
 		for _, j := range jobs {
-			if j.Steps == 0 || done[j.ID] != j.Steps {
-				return fmt.Errorf("%w: job %d: %w: %d of %d steps done", ErrBatchRefused, j.ID, ErrStepsNotDone, done[j.ID], j.Steps)
+			if err := j.CheckReady(done[j.ID]); err != nil {
+				return fmt.Errorf("%w: job %d: %w", ErrBatchRefused, j.ID, err)
 			}
 		}
 		// Whether anything was ever applied to a cluster for each

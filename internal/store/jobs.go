@@ -18,12 +18,12 @@ import (
 var ErrLeaseLost = workflow.ErrLeaseLost
 
 // ErrJobOpen is returned when a connection already has an unfinished job of
-// the kind being queued.
-var ErrJobOpen = errors.New("store: the connection already has an unfinished job of this kind")
+// the kind being queued (workflow.ErrJobOpen).
+var ErrJobOpen = workflow.ErrJobOpen
 
 // ErrStepsNotDone is the readiness gate: a job completes only when every
-// step of its plan is done.
-var ErrStepsNotDone = errors.New("store: complete job: not every step is done")
+// step of its plan is done (workflow.Job.CheckReady).
+var ErrStepsNotDone = workflow.ErrStepsNotDone
 
 // provisioner is the actor of the audit events the worker causes: the
 // workflow's Provisioner, as its commands' audit records name it.
@@ -563,8 +563,8 @@ func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now tim
 			jobID, j.Steps).Scan(&done); err != nil {
 			return err
 		}
-		if j.Steps == 0 || done != j.Steps {
-			return fmt.Errorf("%w: %d of %d steps done", ErrStepsNotDone, done, j.Steps)
+		if err := j.CheckReady(done); err != nil {
+			return err
 		}
 		if j.ConnectionID == 0 {
 			return completeClusterJob(ctx, tx, j, now)

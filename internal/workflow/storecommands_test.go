@@ -245,3 +245,75 @@ func auditActions(e Effect) string {
 	}
 	return strings.Join(actions, " ")
 }
+
+// TestCheckReady: a job completes only with a plan, every step of it done.
+func TestCheckReady(t *testing.T) {
+	for _, tc := range []struct {
+		steps, done int
+		ok          bool
+	}{{3, 3, true}, {3, 2, false}, {0, 0, false}, {1, 0, false}} {
+		err := Job{ID: 1, Steps: tc.steps}.CheckReady(tc.done)
+		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrStepsNotDone) {
+			t.Errorf("%d of %d steps done: CheckReady = %v, want ok %v", tc.done, tc.steps, err, tc.ok)
+		}
+	}
+}
+
+// TestRetryHoldJob: a failed hold job is queued again, never beside an
+// unfinished one.
+func TestRetryHoldJob(t *testing.T) {
+	now := time.Date(2026, 5, 10, 9, 0, 0, 0, time.UTC)
+	admin := Actor{ID: 4, Email: "ada@example.test"}
+	s := heldConn(StateActive, HoldOn)
+	if _, err := RetryHoldJob(s, admin, true, "again", now); !errors.Is(err, ErrJobOpen) {
+		t.Errorf("RetryHoldJob with a hold job open = %v, want ErrJobOpen", err)
+	}
+	e, err := RetryHoldJob(s, admin, false, "again", now)
+	want, werr := QueueJob(s, admin, JobHold, "", "again", now)
+	if err != nil || werr != nil || !reflect.DeepEqual(e, want) || e.Job == nil || e.Job.Kind != JobHold {
+		t.Errorf("RetryHoldJob = %+v, %v; want QueueJob's hold job %+v, %v", e, err, want, werr)
+	}
+}
+
+// TestPersonTransition: each event a person gives runs its command; the
+// others are refused.
+func TestPersonTransition(t *testing.T) {
+	now := time.Date(2026, 5, 10, 9, 0, 0, 0, time.UTC)
+	owner := Actor{ID: 1, Email: "owner@example.test"}
+	admin := Actor{ID: 4, Email: "ada@example.test"}
+	draft, submitted := testConn(StateDraft, AmendNone), testConn(StateSubmitted, AmendNone)
+	pin := Pin{Version: submitted.CurrentVersion, Hash: submitted.CurrentHash}
+	for _, tc := range []struct {
+		name string
+		s    Conn
+		by   Actor
+		ev   Event
+		want func() (Effect, error)
+	}{
+		{"submit", draft, owner, EventSubmit, func() (Effect, error) { return Submit(draft, owner, Pin{}, now) }},
+		{"withdraw", submitted, owner, EventWithdraw, func() (Effect, error) { return Withdraw(submitted, owner, "why", now) }},
+		{"reject", submitted, admin, EventReject, func() (Effect, error) { return SendBack(submitted, admin, EventReject, pin, "why", now) }},
+		{"request changes", submitted, admin, EventRequestChanges, func() (Effect, error) {
+			return SendBack(submitted, admin, EventRequestChanges, pin, "why", now)
+		}},
+	} {
+		p := Pin{}
+		if tc.ev == EventReject || tc.ev == EventRequestChanges {
+			p = pin
+		}
+		got, err := PersonTransition(tc.s, tc.by, tc.ev, p, "why", now)
+		want, werr := tc.want()
+		if fmt.Sprint(err) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) || werr == nil && got.Next == tc.s.State {
+			t.Errorf("%s: PersonTransition = %+v, %v; want %+v, %v", tc.name, got, err, want, werr)
+		}
+	}
+	// Approvals and revocations have their own commands; an event the
+	// state does not allow is the lifecycle's refusal.
+	if _, err := PersonTransition(submitted, admin, EventApprove, pin, "why", now); err == nil || !strings.Contains(err.Error(), "not a transition a person makes") {
+		t.Errorf("PersonTransition(approve) = %v, want a refusal naming Approve", err)
+	}
+	var te *TransitionError
+	if _, err := PersonTransition(draft, admin, EventRevocationDone, Pin{}, "why", now); !errors.As(err, &te) {
+		t.Errorf("PersonTransition(revocation_done on a draft) = %v, want a TransitionError", err)
+	}
+}
