@@ -160,8 +160,8 @@ func applyJobs(ctx context.Context, tx *sql.Tx, id int64, team string, e workflo
 	}
 	var jobID int64
 	if j := e.Job; j != nil {
-		if j.Kind == workflow.JobProvision && j.PlanHash == "" {
-			return 0, nil, workflow.ErrUnpinned // a provisioning job is never queued unpinned
+		if err := j.Check(); err != nil {
+			return 0, nil, err // a provisioning job is never queued unpinned
 		}
 		var err error
 		if j.Kind == workflow.JobHold {

@@ -140,6 +140,16 @@ type JobOrder struct {
 	StopPolicy string
 }
 
+// Check is the rule every job order meets, whichever command gave it (the
+// store checks it again as it queues the job): a provisioning job is
+// never queued unpinned (ErrUnpinned).
+func (j JobOrder) Check() error {
+	if j.Kind == JobProvision && j.PlanHash == "" {
+		return ErrUnpinned
+	}
+	return nil
+}
+
 // AuditRecord is one audit event of an effect, about its connection.
 type AuditRecord struct {
 	Actor   Actor

@@ -317,3 +317,21 @@ func TestPersonTransition(t *testing.T) {
 		t.Errorf("PersonTransition(revocation_done on a draft) = %v, want a TransitionError", err)
 	}
 }
+
+// TestJobOrderCheck: a provisioning job is never queued unpinned; the
+// other kinds carry no plan hash.
+func TestJobOrderCheck(t *testing.T) {
+	for _, tc := range []struct {
+		j  JobOrder
+		ok bool
+	}{
+		{JobOrder{Kind: JobProvision, Version: 1, PlanHash: "p"}, true},
+		{JobOrder{Kind: JobProvision, Version: 1}, false},
+		{JobOrder{Kind: JobRevoke, Version: 1}, true},
+		{JobOrder{Kind: JobHold, Version: 1, StopPolicy: StopHold}, true},
+	} {
+		if err := tc.j.Check(); (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrUnpinned) {
+			t.Errorf("%+v.Check() = %v, want ok %v", tc.j, err, tc.ok)
+		}
+	}
+}
