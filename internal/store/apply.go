@@ -51,7 +51,8 @@ func loadConn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool) (Conne
 // caller's to add.
 func connView(c Connection, h string) workflow.Conn {
 	return workflow.Conn{ID: c.ID, Team: c.Team, State: c.State, CurrentVersion: c.CurrentVersion, CurrentHash: h,
-		ApprovedVersion: c.ApprovedVersion, Amendment: c.Amendment, RequesterID: c.RequesterID, Hold: c.Hold}
+		ApprovedVersion: c.ApprovedVersion, Amendment: c.Amendment, RequesterID: c.RequesterID, Hold: c.Hold,
+		ReviewDue: c.ReviewDue, Orphan: c.Orphan}
 }
 
 // staleError gives a workflow.StaleError the connection as it is now, for
@@ -105,6 +106,8 @@ func commandIn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool, now t
 // row (inserted when cur is nil), the new contract version, the decision,
 // the adoption, the cancelled and the queued job, the audit events and the
 // outbox. It returns the connection's id and the queued job's (0 for none).
+// Its parts are updateConnRow and recordDecision (here), applyJobs
+// (apply_jobs.go) and recordReview (apply_reviews.go).
 func apply(ctx context.Context, tx *sql.Tx, cur *Connection, e workflow.Effect, now time.Time) (int64, int64, error) {
 	ts := fmtTime(now)
 	var id int64
@@ -135,34 +138,8 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 			if heldBefore, err = heldBy(ctx, tx, id); err != nil {
 				return 0, 0, err
 			}
-			set := []string{"state = ?", "updated_at = ?"}
-			args := []any{e.Next, ts}
-			if e.Version != nil {
-				version++
-				set = append(set, "current_version = ?", "cluster_name = ?", "purpose = ?")
-				args = append(args, version, e.Version.ClusterName, purposeLine(*e.Version))
-			}
-			if e.Approve != 0 {
-				set, args = append(set, "approved_version = ?"), append(args, e.Approve)
-			}
-			if e.Submitted {
-				set, args = append(set, "submitted_at = ?"), append(args, ts)
-			}
-			if e.Amend != nil {
-				set, args = append(set, "amendment = ?"), append(args, *e.Amend)
-			}
-			if e.ReviewDue != "" {
-				set, args = append(set, "review_due = ?"), append(args, e.ReviewDue)
-			}
-			if h := e.Hold; h != nil {
-				set = append(set, "hold = ?", "hold_by = ?", "hold_by_id = ?", "hold_reason = ?", "hold_at = ?")
-				args = append(args, h.State, h.By.Email, h.By.ID, h.Reason, ts)
-			}
-			if e.Orphan != nil {
-				set, args = append(set, "orphan = ?"), append(args, *e.Orphan)
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE connections SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
-				return 0, 0, fmt.Errorf("store: connection %d: %w", id, err)
+			if version, err = updateConnRow(ctx, tx, id, version, e, ts); err != nil {
+				return 0, 0, err
 			}
 		}
 	}
@@ -180,55 +157,12 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 			return 0, 0, err
 		}
 	}
-	if r := e.Decision; r != nil {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO decisions (connection_id, version, hash, kind, actor_id, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			id, r.Version, r.Hash, r.Kind, e.By.ID, r.Reason, ts); err != nil {
-			if isUniqueViolation(err) {
-				return 0, 0, workflow.ErrAlreadyDecided
-			}
-			return 0, 0, fmt.Errorf("store: decision: %w", err)
-		}
-		if e.Adopt != "" {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO namespace_adoptions (connection_id, version, namespace, actor_id, created_at) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (connection_id, version) DO NOTHING`, id, r.Version, e.Adopt, e.By.ID, ts); err != nil {
-				return 0, 0, fmt.Errorf("store: adoption: %w", err)
-			}
-		}
+	if err := recordDecision(ctx, tx, id, e, ts); err != nil {
+		return 0, 0, err
 	}
-	due := now
-	var cancelled []AuditEvent
-	if e.CancelJobs {
-		var err error
-		if due, cancelled, err = cancelOpenJobs(ctx, tx, id, team, now); err != nil {
-			return 0, 0, err
-		}
-	}
-	var jobID int64
-	if j := e.Job; j != nil {
-		if j.Kind == workflow.JobProvision && j.PlanHash == "" {
-			return 0, 0, workflow.ErrUnpinned // a provisioning job is never queued unpinned
-		}
-		var err error
-		if j.Kind == workflow.JobHold {
-			// A newer hold step supersedes an unfinished hold job: that
-			// one would apply a stopPolicy the hold no longer says. It is
-			// failed here, and the new job is due when its lease (if it
-			// runs) expires, so the two never write the queue together.
-			var superseded []AuditEvent
-			if due, superseded, err = cancelOpenJobsOf(ctx, tx, id, team, now, `kind = 'hold'`,
-				"superseded: a newer hold step queued another hold job"); err != nil {
-				return 0, 0, err
-			}
-			cancelled = append(cancelled, superseded...)
-		}
-		if jobID, err = enqueueJob(ctx, tx, id, j.Kind, j.Version, j.PlanHash, j.StopPolicy, due, now); err != nil {
-			return 0, 0, err
-		}
-		if j.FromVersion != 0 {
-			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET from_version = ? WHERE id = ?`, j.FromVersion, jobID); err != nil {
-				return 0, 0, fmt.Errorf("store: job %d: %w", jobID, err)
-			}
-		}
+	jobID, cancelled, err := applyJobs(ctx, tx, id, team, e, now)
+	if err != nil {
+		return 0, 0, err
 	}
 	if len(e.ReviewTriggers) > 0 {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO review_triggers (connection_id, version, fields, created_at) VALUES (?, ?, ?, ?)`,
@@ -302,4 +236,62 @@ func (b *Batch) Command(id int64, withPeople bool, now time.Time, decide func(wo
 		return decide(s)
 	})
 	return jobID, err
+}
+
+// updateConnRow writes what effect e changes on connection id's row
+// (apply's), and returns its current version after.
+func updateConnRow(ctx context.Context, tx *sql.Tx, id int64, version int, e workflow.Effect, ts string) (int, error) {
+	set := []string{"state = ?", "updated_at = ?"}
+	args := []any{e.Next, ts}
+	if e.Version != nil {
+		version++
+		set = append(set, "current_version = ?", "cluster_name = ?", "purpose = ?")
+		args = append(args, version, e.Version.ClusterName, purposeLine(*e.Version))
+	}
+	if e.Approve != 0 {
+		set, args = append(set, "approved_version = ?"), append(args, e.Approve)
+	}
+	if e.Submitted {
+		set, args = append(set, "submitted_at = ?"), append(args, ts)
+	}
+	if e.Amend != nil {
+		set, args = append(set, "amendment = ?"), append(args, *e.Amend)
+	}
+	if e.ReviewDue != "" {
+		set, args = append(set, "review_due = ?"), append(args, e.ReviewDue)
+	}
+	if h := e.Hold; h != nil {
+		set = append(set, "hold = ?", "hold_by = ?", "hold_by_id = ?", "hold_reason = ?", "hold_at = ?")
+		args = append(args, h.State, h.By.Email, h.By.ID, h.Reason, ts)
+	}
+	if e.Orphan != nil {
+		set, args = append(set, "orphan = ?"), append(args, *e.Orphan)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE connections SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
+		return 0, fmt.Errorf("store: connection %d: %w", id, err)
+	}
+	return version, nil
+}
+
+// recordDecision records effect e's decision row on connection id and the
+// namespace its approval adopts (apply's).
+func recordDecision(ctx context.Context, tx *sql.Tx, id int64, e workflow.Effect, ts string) error {
+	r := e.Decision
+	if r == nil {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO decisions (connection_id, version, hash, kind, actor_id, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		id, r.Version, r.Hash, r.Kind, e.By.ID, r.Reason, ts); err != nil {
+		if isUniqueViolation(err) {
+			return workflow.ErrAlreadyDecided
+		}
+		return fmt.Errorf("store: decision: %w", err)
+	}
+	if e.Adopt != "" {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO namespace_adoptions (connection_id, version, namespace, actor_id, created_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (connection_id, version) DO NOTHING`, id, r.Version, e.Adopt, e.By.ID, ts); err != nil {
+			return fmt.Errorf("store: adoption: %w", err)
+		}
+	}
+	return nil
 }

@@ -12,13 +12,15 @@ import (
 )
 
 // Per-cluster capacity totals (issue 15, migration 00021). The capacity a
-// live connection holds on its cluster, per instance type, is the larger of
-// its approved version's count and, while an approved change is applied
-// (amendment approved, or failed and waiting to be tried again), its
-// current version's: an approved increase is committed from its approval
-// on. cluster_capacity keeps the sum of that over every live connection of
-// a cluster, so that the detail page and an approval read one row per
-// instance type instead of summing every live connection on every view.
+// committed connection (workflow.State.Committed) holds on its cluster,
+// per instance type, is the larger of its approved version's count and,
+// while an approved change is applied (workflow.Amendment.Committed:
+// approved, or failed and waiting to be tried again), its current
+// version's: an approved increase is committed from its approval on.
+// cluster_capacity keeps the sum of that over every committed connection
+// of a cluster, so that the detail page and an approval read one row per
+// instance type instead of summing every committed connection on every
+// view.
 //
 // apply keeps it: a command that writes a connection's row reads what the
 // connection held before and after, in the same transaction, and adds the
@@ -29,34 +31,52 @@ import (
 // from the rows (TestCapacityTotalsFollowEveryChange, and every fixture's
 // cleanup).
 
-// liveStatesSQL is liveStates as an SQL list of literals.
-var liveStatesSQL = func() string {
-	q := make([]string, len(liveStates))
-	for i, s := range liveStates {
-		q[i] = "'" + string(s) + "'"
+// The capacity-holding rule is workflow's (State.Committed, over
+// workflow.CommittedStates, and Amendment.Committed, over
+// workflow.CommittedAmendments); the SQL below is built from those lists,
+// and TestCapacityHoldingStatesAgree fails when the two disagree.
+var (
+	committedStatesSQL     = sqlList(workflow.CommittedStates)
+	committedAmendmentsSQL = sqlList(workflow.CommittedAmendments)
+	// liveStatesSQL is workflow.LiveStates (State.Live): the connections
+	// that run on the cluster, which the scheduler, the drift check and
+	// the end-date rule read.
+	liveStatesSQL = sqlList(workflow.LiveStates)
+)
+
+// sqlList is the constants xs as an SQL list of literals: "'a', 'b'".
+// They are the workflow package's own names, never input; one with a
+// quote would be a programming error.
+func sqlList[T ~string](xs []T) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		if strings.ContainsAny(string(x), `'\`) {
+			panic(fmt.Sprintf("store: %q cannot be an SQL literal", x))
+		}
+		q[i] = "'" + string(x) + "'"
 	}
 	return strings.Join(q, ", ")
-}()
+}
 
-// heldSQL selects (cluster_name, t, n): what each live connection matching
-// where holds, per instance type.
+// heldSQL selects (cluster_name, t, n): what each committed connection
+// matching where holds, per instance type.
 func heldSQL(where string) string {
 	return `
   SELECT c.cluster_name AS cluster_name, vc.instance_type AS t, MAX(vc.count) AS n FROM connections c
   JOIN version_capacity vc ON vc.connection_id = c.id
-   AND (vc.version = c.approved_version OR (c.amendment IN ('approved', 'failed') AND vc.version = c.current_version))
-  WHERE c.state IN (` + liveStatesSQL + `)` + where + `
+   AND (vc.version = c.approved_version OR (c.amendment IN (` + committedAmendmentsSQL + `) AND vc.version = c.current_version))
+  WHERE c.state IN (` + committedStatesSQL + `)` + where + `
   GROUP BY c.id, c.cluster_name, vc.instance_type`
 }
 
-// teamHeldSQL selects (team, t, n): each live connection matching where,
-// its approved version's count per instance type (a team's guarantee in
-// force: an open change is not, until applied).
+// teamHeldSQL selects (team, t, n): each committed connection matching
+// where, its approved version's count per instance type (a team's
+// guarantee in force: an open change is not, until applied).
 func teamHeldSQL(where string) string {
 	return `
   SELECT c.team AS team, vc.instance_type AS t, vc.count AS n FROM connections c
   JOIN version_capacity vc ON vc.connection_id = c.id AND vc.version = c.approved_version
-  WHERE c.state IN (` + liveStatesSQL + `)` + where
+  WHERE c.state IN (` + committedStatesSQL + `)` + where
 }
 
 // RebuildCapacityTotalsSQL recomputes cluster_capacity and team_capacity
@@ -88,7 +108,7 @@ GROUP BY team, t HAVING SUM(n) <> 0`
 // team, instance type).
 type holding struct{ cluster, team map[[2]string]int }
 
-// heldBy is what connection id holds (nothing unless it is live).
+// heldBy is what connection id holds (nothing unless it is committed).
 func heldBy(ctx context.Context, q queryer, id int64) (holding, error) {
 	h := holding{cluster: map[[2]string]int{}, team: map[[2]string]int{}}
 	for _, part := range []struct {
@@ -183,7 +203,7 @@ ON CONFLICT (`+col+`, instance_type) DO UPDATE SET count = `+table+`.count + exc
 	return nil
 }
 
-// committedCapacity is the capacity every live connection of cluster but
+// committedCapacity is the capacity every committed connection of cluster but
 // exclude holds, per instance type: the cluster's total less what exclude
 // holds there, in one read of a row per instance type.
 func committedCapacity(ctx context.Context, q queryer, cluster string, exclude int64) ([]workflow.Capacity, error) {

@@ -178,3 +178,68 @@ func (f *fixture) rebuildCapacityTotals() {
 		f.t.Fatal(err)
 	}
 }
+
+// TestCapacityHoldingStatesAgree: the capacity the store counts a
+// connection holding (its SQL, built from workflow.CommittedStates and
+// workflow.CommittedAmendments) is what workflow's State.Committed and
+// Amendment.Committed say, in every state and with every amendment: the
+// cluster holds the larger of the approved and the changed version's
+// count while the change is committed, the approved version's otherwise,
+// and the team's guarantee is the approved version's; nothing outside the
+// committed states. The live connections (workflow.LiveStates) are read
+// by the same rule.
+func TestCapacityHoldingStatesAgree(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := t.Context()
+	const typ = "ml.p5.48xlarge"
+	withCount := func(n int) workflow.Contract {
+		c := contract("red", "hyperpod-ns-red", "")
+		c.Scheduling.Guaranteed = []workflow.Capacity{{InstanceType: typ, Count: n}}
+		return c
+	}
+	conn := f.create(withCount(2))
+	if _, _, err := f.db.SaveContract(ctx, conn.ID, 1, withCount(5), f.owner, f.tick()); err != nil {
+		t.Fatalf("SaveContract: %v", err)
+	}
+	for _, st := range workflow.AllStates {
+		for _, am := range workflow.AllAmendments {
+			if _, err := f.raw.ExecContext(ctx, `UPDATE connections SET state = ?, amendment = ?, approved_version = 1, current_version = 2 WHERE id = ?`,
+				string(st), string(am), conn.ID); err != nil {
+				t.Fatal(err)
+			}
+			f.rebuildCapacityTotals()
+			wantCluster, wantTeam := 0, 0
+			if st.Committed() {
+				wantCluster, wantTeam = 2, 2
+				if am.Committed() {
+					wantCluster = 5
+				}
+			}
+			cc, err := f.db.CommittedCapacity(ctx, "shared-hp", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotCluster := 0
+			for _, c := range cc {
+				gotCluster += c.Count
+			}
+			all, err := f.db.TeamGuarantees(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotCluster != wantCluster || all["red"][typ] != wantTeam {
+				t.Errorf("state %s, amendment %q: the cluster holds %d and the team's guarantee is %d; workflow says %d and %d",
+					st, am, gotCluster, all["red"][typ], wantCluster, wantTeam)
+			}
+			// And the live connections the scheduler reads are
+			// workflow's live ones (State.Live, workflow.LiveStates).
+			live, err := f.db.LiveConnections(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(live) == 1 && live[0].ID == conn.ID; got != st.Live() || len(live) > 1 {
+				t.Errorf("state %s: LiveConnections = %d connections, want live %v", st, len(live), st.Live())
+			}
+		}
+	}
+}

@@ -27,7 +27,7 @@ func userExists(ctx context.Context, q queryer, email string) (bool, error) {
 // ValidationEnv is what contract validation needs from the database: owners
 // must be portal users (or one of known, lower-case: mapped group names, demo
 // users), and a namespace or role must not be held by another connection than
-// exclude (otherLiveVersions says which hold claims: never a draft). Every
+// exclude (otherClaimingVersions says which hold claims: never a draft). Every
 // place that saves, imports or approves a contract uses it.
 func (d *DB) ValidationEnv(ctx context.Context, now time.Time, exclude int64, known map[string]bool) workflow.ValidationEnv {
 	return validationEnv(ctx, d.dialect, d.sql, now, exclude, known)
@@ -90,7 +90,7 @@ func validationEnv(ctx context.Context, dl dialect, q queryer, now time.Time, ex
 	}
 }
 
-// otherLiveVersions selects the claiming versions (cv) of every connection
+// otherClaimingVersions selects the claiming versions (cv) of every connection
 // (c) that holds claims on namespaces and roles, but the one given as the
 // first argument. Only what was submitted holds a claim (issue 10 item 3):
 // a draft is anyone's unchecked scratch (an owner could otherwise squat
@@ -111,23 +111,23 @@ func validationEnv(ctx context.Context, dl dialect, q queryer, now time.Time, ex
 //     back; a draft change claims nothing.
 //
 // The approval re-checks the claims inside its transaction.
-const otherLiveVersions = ` FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version IN (
+var otherClaimingVersions = ` FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version IN (
   CASE WHEN c.state = 'changes_requested' THEN (SELECT max(d.version) FROM decisions d WHERE d.connection_id = c.id AND d.kind = 'request_changes')
-       WHEN c.state IN ('active', 'under_review') THEN c.approved_version
+       WHEN c.state IN (` + liveStatesSQL + `) THEN c.approved_version
        ELSE c.current_version END,
   CASE WHEN c.amendment IN ('submitted', 'approved', 'failed') THEN c.current_version
        WHEN c.amendment = 'changes_requested' THEN (SELECT max(d.version) FROM decisions d WHERE d.connection_id = c.id AND d.kind = 'request_changes')
        ELSE -1 END)
-WHERE c.id != ? AND c.state IN ('submitted', 'changes_requested', 'approved', 'provisioning', 'active', 'under_review', 'revoking')`
+WHERE c.id != ? AND c.state IN ('submitted', 'changes_requested', ` + committedStatesSQL + `)`
 
 // rolesInUse is the set of IAM roles (project, access or workload) that the
 // claiming versions of connections other than exclude name (see
-// otherLiveVersions: submitted and later, never drafts). It reads
+// otherClaimingVersions: submitted and later, never drafts). It reads
 // every live contract (a JSON scan), so ValidationEnv runs it at most once,
 // when a contract is saved or approved, never on page views.
 func rolesInUse(ctx context.Context, dl dialect, q queryer, exclude int64) (map[string]bool, error) {
 	arns, err := column[sql.NullString](ctx, q, `WITH t AS (
-SELECT `+dl.jsonText("cv.body", "project_role_arn")+` AS p, `+dl.jsonText("cv.body", "access_role_arn")+` AS a, `+dl.jsonText("cv.body", "workload_role_arn")+` AS w`+otherLiveVersions+`
+SELECT `+dl.jsonText("cv.body", "project_role_arn")+` AS p, `+dl.jsonText("cv.body", "access_role_arn")+` AS a, `+dl.jsonText("cv.body", "workload_role_arn")+` AS w`+otherClaimingVersions+`
 ) SELECT p FROM t UNION ALL SELECT a FROM t UNION ALL SELECT w FROM t`, exclude)
 	if err != nil {
 		return nil, fmt.Errorf("store: roles in use: %w", err)

@@ -43,14 +43,8 @@ func (d *DB) EnqueueScheduler(ctx context.Context, cluster string, by workflow.A
 	}
 	var id int64
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `
-INSERT INTO jobs (connection_id, cluster, kind, version, state, not_before, created_at, updated_at)
-VALUES (NULL, ?, ?, 0, 'queued', ?, ?, ?) RETURNING id`,
-			cluster, workflow.JobScheduler, fmtTime(now), fmtTime(now), fmtTime(now)).Scan(&id)
-		if err != nil {
-			if isUniqueViolation(err) {
-				return ErrClusterJobOpen
-			}
+		var err error
+		if id, err = enqueueClusterJob(ctx, tx, cluster, workflow.JobScheduler, now); err != nil {
 			return err
 		}
 		why := fmt.Sprintf("job %d: reconcile the scheduler config of %s", id, cluster)
@@ -75,7 +69,7 @@ func (d *DB) ClusterJobs(ctx context.Context, kind workflow.JobKind, limit int) 
 // startClusterJob is StartJob for a cluster job, inside its transaction:
 // it records the attempt's steps, each pending, and moves nothing else.
 func startClusterJob(ctx context.Context, tx *sql.Tx, j workflow.Job, appliedPlanHash string, steps []string, dryRun bool, now time.Time) error {
-	return recordAttempt(ctx, tx, j.ID, appliedPlanHash, steps, dryRun, now)
+	return recordAttempts(ctx, tx, []workflow.JobStart{{JobID: j.ID, PlanHash: appliedPlanHash, Steps: steps}}, dryRun, now)
 }
 
 // completeClusterJob is CompleteJob for a cluster job whose steps are all
@@ -91,9 +85,7 @@ func completeClusterJob(ctx context.Context, tx *sql.Tx, j workflow.Job, now tim
 	if j.DryRun {
 		action = string(j.Kind) + ".dry_run" // AuditSchedulerDryRun
 	}
-	if _, err := tx.ExecContext(ctx, `
-UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_error = '', updated_at = ? WHERE id = ?`,
-		fmtTime(now), j.ID); err != nil {
+	if err := endJobs(ctx, tx, []int64{j.ID}, workflow.JobSucceeded, "", now); err != nil {
 		return err
 	}
 	return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: action, ObjectType: "cluster",
@@ -103,9 +95,7 @@ UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_er
 // failClusterJob is FailJob for a cluster job: the job fails with errText
 // and the audit trail records "scheduler.failed" with it.
 func failClusterJob(ctx context.Context, tx *sql.Tx, j workflow.Job, errText string, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `
-UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error = ?, updated_at = ? WHERE id = ?`,
-		errText, fmtTime(now), j.ID); err != nil {
+	if err := endJobs(ctx, tx, []int64{j.ID}, workflow.JobFailed, errText, now); err != nil {
 		return err
 	}
 	return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: string(j.Kind) + ".failed", ObjectType: "cluster", // AuditSchedulerFailed

@@ -46,20 +46,7 @@ func (d *DB) Transition(ctx context.Context, id int64, ev workflow.Event, by wor
 	pin := workflow.Pin{Version: expect.Version, Hash: expect.Hash}
 	decision := ev == workflow.EventReject || ev == workflow.EventRequestChanges
 	c, _, _, err := d.command(ctx, id, decision, now, func(_ *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
-		switch {
-		case ev == workflow.EventSubmit:
-			return workflow.Submit(s, by, pin, now)
-		case ev == workflow.EventWithdraw:
-			return workflow.Withdraw(s, by, reason, now)
-		case decision:
-			return workflow.SendBack(s, by, ev, pin, reason, now)
-		}
-		// Any other event: the lifecycle's refusal when the state does
-		// not allow it, else the way it is made.
-		if _, err := workflow.Transition(s.State, ev, now); err != nil {
-			return workflow.Effect{}, err
-		}
-		return workflow.Effect{}, fmt.Errorf("store: %s is not a transition a person makes here (approvals: Approve; revocations: Revoke; the rest: the provisioner's jobs)", ev)
+		return workflow.PersonTransition(s, by, ev, pin, reason, now)
 	})
 	return c, err
 }

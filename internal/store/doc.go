@@ -12,12 +12,20 @@
 // processes on both engines: BEGIN IMMEDIATE on SQLite, an advisory lock
 // taken first on PostgreSQL.
 //
-// One writer: the connections table is written by apply (apply.go) alone.
-// Every method that changes a connection opens one write transaction, loads
-// the connection and the facts its rule needs, calls the workflow command
-// that decides (workflow.Approve, Edit, OnJobSucceeded, ...), and hands the
-// effect to apply, which records the row, the version, the decision, the
-// jobs, the audit events and the notification outbox in that transaction.
+// One writer: the connections table is written by apply (apply.go) alone,
+// the jobs table by the functions of apply_jobs.go alone and the reviews
+// table by recordReview (apply_reviews.go) alone: apply calls them for what
+// an effect queues, cancels, opens, decides or notes, and the job methods
+// call apply_jobs.go's for the worker's bookkeeping (claim, lease, an
+// attempt's plan, retry, outcome) after workflow.Job.CheckLease. Every
+// method that changes a connection opens one write transaction, loads the
+// connection and the facts its rule needs, calls the workflow command that
+// decides (workflow.Approve, Edit, OnJobCompleted, OnReviewEvent,
+// EndDateReached, ...), and hands the effect to apply, which records the
+// row, the version, the decision, the jobs, the review, the audit events
+// and the notification outbox in that transaction. The store decides
+// nothing: no rule on a state is written here, only the reads of the facts
+// a command needs and the recording of what it decided.
 //
 // It may import internal/workflow and internal/usage for domain types; it must never import
 // internal/web, internal/views, internal/provision or any HTTP, Kubernetes or

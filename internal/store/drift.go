@@ -121,8 +121,7 @@ type ProvisionedVersion struct {
 
 // Provisioned lists the connections that are active or under review.
 func (d *DB) Provisioned(ctx context.Context) ([]ProvisionedVersion, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT id, approved_version FROM connections WHERE state IN (?, ?) AND approved_version IS NOT NULL ORDER BY id`,
-		workflow.StateActive, workflow.StateUnderReview)
+	rows, err := d.sql.QueryContext(ctx, `SELECT id, approved_version FROM connections WHERE state IN (`+liveStatesSQL+`) AND approved_version IS NOT NULL ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: provisioned: %w", err)
 	}
@@ -143,7 +142,7 @@ func (d *DB) Provisioned(ctx context.Context) ([]ProvisionedVersion, error) {
 // probe looks for GPU series.
 func (d *DB) LiveNamespaces(ctx context.Context) ([]string, error) {
 	lists, err := column[string](ctx, d.sql, `SELECT cv.namespaces FROM connections c JOIN contract_versions cv ON cv.connection_id = c.id AND cv.version = c.approved_version
-WHERE c.state IN (?, ?)`, workflow.StateActive, workflow.StateUnderReview)
+WHERE c.state IN (`+liveStatesSQL+`)`)
 	if err != nil {
 		return nil, fmt.Errorf("store: live namespaces: %w", err)
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -53,10 +52,7 @@ func (d *DB) EnqueueHold(ctx context.Context, id int64, by workflow.Actor, reaso
 			id).Scan(&open); err != nil {
 			return workflow.Effect{}, err
 		}
-		if open {
-			return workflow.Effect{}, ErrJobOpen
-		}
-		return workflow.QueueJob(s, by, workflow.JobHold, "", reason, now)
+		return workflow.RetryHoldJob(s, by, open, reason, now)
 	})
 	if err != nil {
 		return workflow.Job{}, fmt.Errorf("store: enqueue hold job: %w", err)
@@ -97,7 +93,7 @@ func (d *DB) EndDateHolds(ctx context.Context, now time.Time) (EndDateReport, er
 	rows, err := d.sql.QueryContext(ctx, `
 SELECT c.id, v.body FROM connections c
 JOIN contract_versions v ON v.connection_id = c.id AND v.version = c.approved_version
-WHERE c.state IN ('active', 'under_review') ORDER BY c.id`)
+WHERE c.state IN (`+liveStatesSQL+`) ORDER BY c.id`)
 	if err != nil {
 		return rep, fmt.Errorf("store: end dates: %w", err)
 	}
@@ -124,27 +120,19 @@ WHERE c.state IN ('active', 'under_review') ORDER BY c.id`)
 	for _, t := range todo {
 		did := false
 		_, _, _, err := d.command(ctx, t.id, false, now, func(tx *sql.Tx, _ Connection, s workflow.Conn) (workflow.Effect, error) {
+			// The stage's row, written with the effect: its conflict says
+			// the stage was done before.
 			res, err := tx.ExecContext(ctx, `INSERT INTO hold_notices (connection_id, end_date, stage, created_at) VALUES (?, ?, ?, ?)
 ON CONFLICT DO NOTHING`, t.id, t.end, t.stage, fmtTime(now))
 			if err != nil {
 				return workflow.Effect{}, err
 			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				return workflow.Effect{By: workflow.SystemActor, Next: s.State}, err // done before
+			n, err := res.RowsAffected()
+			if err != nil {
+				return workflow.Effect{}, err
 			}
-			var e workflow.Effect
-			if t.stage != workflow.EndDatePassed {
-				e, err = workflow.EndDateNotice(s, t.end, t.left, now)
-			} else {
-				e, err = workflow.ProposeHold(s, workflow.SystemActor, fmt.Sprintf("the contract's end date %s has passed", t.end), now)
-			}
-			var he *workflow.HoldError
-			if errors.As(err, &he) || errors.Is(err, workflow.ErrHoldNotLive) {
-				// Already proposed or held, or no longer live since the
-				// list was read: the stage is done all the same.
-				return workflow.Effect{By: workflow.SystemActor, Next: s.State}, nil
-			}
-			did = err == nil
+			e, acted, err := workflow.EndDateReached(s, workflow.EndDateInput{End: t.end, Stage: t.stage, Left: t.left, Done: n == 0}, now)
+			did = acted
 			return e, err
 		})
 		if err != nil {
@@ -166,9 +154,8 @@ ON CONFLICT DO NOTHING`, t.id, t.end, t.stage, fmtTime(now))
 // for the drift check. A connection with a hold job queued or running is
 // left out: its queues are about to change.
 func (d *DB) HoldStopPolicies(ctx context.Context) (map[int64]string, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT c.id, c.hold FROM connections c WHERE c.state IN (?, ?) AND c.approved_version IS NOT NULL
-AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.connection_id = c.id AND j.kind = 'hold' AND j.state IN ('queued', 'running'))`,
-		workflow.StateActive, workflow.StateUnderReview)
+	rows, err := d.sql.QueryContext(ctx, `SELECT c.id, c.hold FROM connections c WHERE c.state IN (`+liveStatesSQL+`) AND c.approved_version IS NOT NULL
+AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.connection_id = c.id AND j.kind = 'hold' AND j.state IN ('queued', 'running'))`)
 	if err != nil {
 		return nil, fmt.Errorf("store: hold stop policies: %w", err)
 	}

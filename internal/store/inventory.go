@@ -112,11 +112,8 @@ func nullCount(n int) any {
 	return n
 }
 
-// liveStates are the states whose contracts hold namespaces and capacity.
-var liveStates = []workflow.State{workflow.StateApproved, workflow.StateProvisioning, workflow.StateActive, workflow.StateUnderReview, workflow.StateRevoking}
-
 // NamespaceOwner returns the id of another connection that holds ns (see
-// otherLiveVersions: a version that was submitted, of a connection that is
+// otherClaimingVersions: a version that was submitted, of a connection that is
 // neither a draft nor ended), or 0.
 func (d *DB) NamespaceOwner(ctx context.Context, ns string, exclude int64) (int64, error) {
 	return namespaceOwner(ctx, d.sql, ns, exclude)
@@ -124,7 +121,7 @@ func (d *DB) NamespaceOwner(ctx context.Context, ns string, exclude int64) (int6
 
 func namespaceOwner(ctx context.Context, q queryer, ns string, exclude int64) (int64, error) {
 	var id int64
-	err := q.QueryRowContext(ctx, `SELECT c.id`+otherLiveVersions+`
+	err := q.QueryRowContext(ctx, `SELECT c.id`+otherClaimingVersions+`
   AND (' ' || cv.namespaces || ' ') LIKE ? ESCAPE '\' LIMIT 1`, exclude, "% "+likeEscape(ns)+" %").Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
@@ -135,7 +132,7 @@ func namespaceOwner(ctx context.Context, q queryer, ns string, exclude int64) (i
 	return id, nil
 }
 
-// CommittedCapacity is the guaranteed capacity of every other live
+// CommittedCapacity is the guaranteed capacity of every other committed
 // connection on the cluster (by its approved version).
 func (d *DB) CommittedCapacity(ctx context.Context, cluster string, exclude int64) ([]workflow.Capacity, error) {
 	return committedCapacity(ctx, d.sql, cluster, exclude)

@@ -71,27 +71,7 @@ func (d *DB) StartJobs(ctx context.Context, owner string, starts []workflow.JobS
 			}
 			events = append(events, effectAudit(conns[i], eff, now)...)
 		}
-		ts := fmtTime(now)
-		hashes, lengths := make([]any, 0, 2*len(starts)), make([]any, 0, 2*len(starts))
-		var rows []stepRow
-		for _, s := range starts {
-			hashes = append(hashes, s.JobID, s.PlanHash)
-			lengths = append(lengths, s.JobID, len(s.Steps))
-			for seq, name := range s.Steps {
-				rows = append(rows, stepRow{jobID: s.JobID, seq: seq, name: name})
-			}
-		}
-		in, inArgs := idList(ids)
-		args := append(append(append(hashes, lengths...), dryRun, ts), inArgs...)
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET applied_plan_hash = `+caseByID(len(starts), "id", "?")+`,
-	steps = `+caseByID(len(starts), "id", "CAST(? AS INTEGER)")+`, dry_run = ?, updated_at = ? WHERE id IN `+in, args...); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM job_steps WHERE job_id IN `+in+` AND seq >= `+caseByID(len(starts), "job_id", "CAST(? AS INTEGER)"),
-			append(append([]any{}, inArgs...), lengths...)...); err != nil {
-			return err
-		}
-		if err := writeSteps(ctx, tx, rows, false, ts); err != nil {
+		if err := recordAttempts(ctx, tx, starts, dryRun, now); err != nil {
 			return err
 		}
 		return appendAudits(ctx, tx, events)
@@ -126,10 +106,7 @@ func (d *DB) StepsDoneAll(ctx context.Context, owner string, steps []workflow.Jo
 		if err := writeSteps(ctx, tx, rows, true, ts); err != nil {
 			return err
 		}
-		in, inArgs := idList(ids)
-		_, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_until = ?, updated_at = ? WHERE id IN `+in,
-			append([]any{fmtTime(now.Add(lease)), ts}, inArgs...)...)
-		return err
+		return extendJobLeases(ctx, tx, ids, now.Add(lease), now)
 	})
 	if err != nil {
 		return fmt.Errorf("store: steps of jobs %v: %w", ids, err)
@@ -164,8 +141,8 @@ WHERE s.job_id IN `+in+` AND s.state = 'done' AND s.seq < j.steps GROUP BY s.job
 			return err
 		}
 		for _, j := range jobs {
-			if j.Steps == 0 || done[j.ID] != j.Steps {
-				return fmt.Errorf("%w: job %d: %w: %d of %d steps done", ErrBatchRefused, j.ID, ErrStepsNotDone, done[j.ID], j.Steps)
+			if err := j.CheckReady(done[j.ID]); err != nil {
+				return fmt.Errorf("%w: job %d: %w", ErrBatchRefused, j.ID, err)
 			}
 		}
 		// Whether anything was ever applied to a cluster for each
@@ -200,9 +177,7 @@ WHERE s.job_id IN `+in+` AND s.state = 'done' AND s.seq < j.steps GROUP BY s.job
 			}
 			events = append(events, effectAudit(conns[i], eff, now)...)
 		}
-		if _, err := tx.ExecContext(ctx, `
-UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_error = '', updated_at = ? WHERE id IN `+in,
-			append([]any{fmtTime(now)}, inArgs...)...); err != nil {
+		if err := endJobs(ctx, tx, ids, workflow.JobSucceeded, "", now); err != nil {
 			return err
 		}
 		return appendAudits(ctx, tx, events)
@@ -228,8 +203,8 @@ func leasedJobs(ctx context.Context, tx *sql.Tx, ids []int64, owner string) ([]w
 		if !ok {
 			return nil, fmt.Errorf("job %d: %w", id, ErrNotFound)
 		}
-		if j.State != workflow.JobRunning || j.LeaseOwner != owner {
-			return nil, fmt.Errorf("%w: job %d is %s, leased to %q, not %q", ErrLeaseLost, id, j.State, j.LeaseOwner, owner)
+		if err := j.CheckLease(owner); err != nil {
+			return nil, err
 		}
 		if j.ConnectionID == 0 || seen[j.ConnectionID] {
 			return nil, fmt.Errorf("%w: job %d: a cluster job, or a second job of connection %d", ErrBatchRefused, id, j.ConnectionID)

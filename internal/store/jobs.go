@@ -18,12 +18,12 @@ import (
 var ErrLeaseLost = workflow.ErrLeaseLost
 
 // ErrJobOpen is returned when a connection already has an unfinished job of
-// the kind being queued.
-var ErrJobOpen = errors.New("store: the connection already has an unfinished job of this kind")
+// the kind being queued (workflow.ErrJobOpen).
+var ErrJobOpen = workflow.ErrJobOpen
 
 // ErrStepsNotDone is the readiness gate: a job completes only when every
-// step of its plan is done.
-var ErrStepsNotDone = errors.New("store: complete job: not every step is done")
+// step of its plan is done (workflow.Job.CheckReady).
+var ErrStepsNotDone = workflow.ErrStepsNotDone
 
 // provisioner is the actor of the audit events the worker causes: the
 // workflow's Provisioner, as its commands' audit records name it.
@@ -71,23 +71,6 @@ func getJob(ctx context.Context, q queryer, id int64) (workflow.Job, error) {
 
 // Job returns one job or ErrNotFound.
 func (d *DB) Job(ctx context.Context, id int64) (workflow.Job, error) { return getJob(ctx, d.sql, id) }
-
-// enqueueJob queues a job inside the caller's transaction (apply's), due at
-// notBefore. stopPolicy is a hold job's ("" for every other kind).
-func enqueueJob(ctx context.Context, tx *sql.Tx, connID int64, kind workflow.JobKind, version int, planHash, stopPolicy string, notBefore, now time.Time) (int64, error) {
-	var id int64
-	err := tx.QueryRowContext(ctx, `
-INSERT INTO jobs (connection_id, kind, version, plan_hash, stop_policy, state, not_before, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
-		connID, kind, version, planHash, stopPolicy, fmtTime(notBefore), fmtTime(now), fmtTime(now)).Scan(&id)
-	if err != nil {
-		if isUniqueViolation(err) {
-			return 0, ErrJobOpen
-		}
-		return 0, fmt.Errorf("store: enqueue %s job: %w", kind, err)
-	}
-	return id, nil
-}
 
 // EnqueueProvisioning queues a new provisioning job for an approved
 // connection's approved version, with an audit event: the way to try again
@@ -274,17 +257,8 @@ func (d *DB) ClaimJobs(ctx context.Context, owner string, kind workflow.JobKind,
 		for i, p := range picks {
 			ids[i] = p.id
 		}
-		in, inArgs := idList(ids)
-		claimed := map[int64]bool{}
-		if err := eachRow(ctx, tx, func(rows *sql.Rows) error {
-			var id int64
-			err := rows.Scan(&id)
-			claimed[id] = true
-			return err
-		}, `
-UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-WHERE id IN `+in+` AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' AND lease_until <= ?)) RETURNING id`,
-			append(append([]any{owner, fmtTime(now.Add(lease)), ts}, inArgs...), ts, ts)...); err != nil {
+		claimed, err := claimJobRows(ctx, tx, ids, owner, now.Add(lease), now)
+		if err != nil {
 			return fmt.Errorf("store: claim jobs: %w", err)
 		}
 		byID, err := jobsByID(ctx, tx, ids)
@@ -313,17 +287,11 @@ WHERE id IN `+in+` AND ((state = 'queued' AND not_before <= ?) OR (state = 'runn
 // if the select ran outside a write-locked transaction; ok is false when
 // someone else claimed it after all.
 func claimPicked(ctx context.Context, tx *sql.Tx, id int64, prev, owner string, now time.Time, lease time.Duration) (workflow.Job, bool, error) {
-	ts := fmtTime(now)
-	res, err := tx.ExecContext(ctx, `
-UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-WHERE id = ? AND ((state = 'queued' AND not_before <= ?) OR (state = 'running' AND lease_until <= ?))`,
-		owner, fmtTime(now.Add(lease)), ts, id, ts, ts)
+	claimed, err := claimJobRows(ctx, tx, []int64{id}, owner, now.Add(lease), now)
 	if err != nil {
 		return workflow.Job{}, false, fmt.Errorf("store: claim job %d: %w", id, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return workflow.Job{}, false, fmt.Errorf("store: claim job %d: %w", id, err)
-	} else if n == 0 {
+	if !claimed[id] {
 		return workflow.Job{}, false, nil
 	}
 	j, err := getJob(ctx, tx, id)
@@ -340,10 +308,7 @@ func leased(ctx context.Context, tx *sql.Tx, jobID int64, owner string) (workflo
 	if err != nil {
 		return workflow.Job{}, err
 	}
-	if j.State != workflow.JobRunning || j.LeaseOwner != owner {
-		return workflow.Job{}, fmt.Errorf("%w: job %d is %s, leased to %q, not %q", ErrLeaseLost, jobID, j.State, j.LeaseOwner, owner)
-	}
-	return j, nil
+	return j, j.CheckLease(owner)
 }
 
 // ExtendLease moves the lease of a job owner holds to now+lease.
@@ -352,8 +317,7 @@ func (d *DB) ExtendLease(ctx context.Context, jobID int64, owner string, now tim
 		if _, err := leased(ctx, tx, jobID, owner); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_until = ?, updated_at = ? WHERE id = ?`,
-			fmtTime(now.Add(lease)), fmtTime(now), jobID); err != nil {
+		if err := extendJobLeases(ctx, tx, []int64{jobID}, now.Add(lease), now); err != nil {
 			return fmt.Errorf("store: extend lease: %w", err)
 		}
 		return nil
@@ -388,7 +352,7 @@ func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash s
 		}
 		run := jobRun(j)
 		run.Steps, run.PlanHash, run.DryRun, run.Resumed = len(steps), appliedPlanHash, dryRun, j.AppliedPlanHash != ""
-		if err := recordAttempt(ctx, tx, jobID, appliedPlanHash, steps, dryRun, now); err != nil {
+		if err := recordAttempts(ctx, tx, []workflow.JobStart{{JobID: jobID, PlanHash: appliedPlanHash, Steps: steps}}, dryRun, now); err != nil {
 			return err
 		}
 		// A start the lifecycle refuses rolls the whole transaction back:
@@ -399,24 +363,6 @@ func (d *DB) StartJob(ctx context.Context, jobID int64, owner, appliedPlanHash s
 		return fmt.Errorf("store: start job %d: %w", jobID, err)
 	}
 	return nil
-}
-
-// recordAttempt records the plan an attempt runs, inside StartJob's
-// transaction: its hash and step names, each step pending (keeping its
-// attempt count), and no rows beyond the plan's length.
-func recordAttempt(ctx context.Context, tx *sql.Tx, jobID int64, appliedPlanHash string, steps []string, dryRun bool, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET applied_plan_hash = ?, steps = ?, dry_run = ?, updated_at = ? WHERE id = ?`,
-		appliedPlanHash, len(steps), dryRun, fmtTime(now), jobID); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM job_steps WHERE job_id = ? AND seq >= ?`, jobID, len(steps)); err != nil {
-		return err
-	}
-	rows := make([]stepRow, len(steps))
-	for seq, name := range steps {
-		rows[seq] = stepRow{jobID: jobID, seq: seq, name: name}
-	}
-	return writeSteps(ctx, tx, rows, false, fmtTime(now))
 }
 
 // stepRowsPerInsert bounds the rows of one multi-row INSERT of job steps:
@@ -470,8 +416,7 @@ func (d *DB) step(ctx context.Context, jobID int64, owner string, seq int, name 
 		if err := stepTx(ctx, tx, jobID, seq, name, st, outcome, detail, now); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE jobs SET updated_at = ? WHERE id = ?`, fmtTime(now), jobID)
-		return err
+		return touchJob(ctx, tx, jobID, now)
 	})
 	if err != nil {
 		return fmt.Errorf("store: job %d step %d: %w", jobID, seq, err)
@@ -491,9 +436,7 @@ func (d *DB) StartStep(ctx context.Context, jobID int64, owner string, seq int, 
 		if err := stepTx(ctx, tx, jobID, seq, name, workflow.StepRunning, "", "", now); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_until = ?, updated_at = ? WHERE id = ?`,
-			fmtTime(now.Add(lease)), fmtTime(now), jobID)
-		return err
+		return extendJobLeases(ctx, tx, []int64{jobID}, now.Add(lease), now)
 	})
 	if err != nil {
 		return fmt.Errorf("store: job %d step %d: %w", jobID, seq, err)
@@ -525,8 +468,7 @@ func (d *DB) StepsDone(ctx context.Context, jobID int64, owner string, steps []w
 		if err := writeSteps(ctx, tx, rows, true, ts); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_until = ?, updated_at = ? WHERE id = ?`, fmtTime(now.Add(lease)), ts, jobID)
-		return err
+		return extendJobLeases(ctx, tx, []int64{jobID}, now.Add(lease), now)
 	})
 	if err != nil {
 		return fmt.Errorf("store: job %d steps %d-%d: %w", jobID, steps[0].Seq, steps[len(steps)-1].Seq, err)
@@ -560,10 +502,7 @@ func (d *DB) RetryJob(ctx context.Context, jobID int64, owner string, notBefore 
 		if _, err := leased(ctx, tx, jobID, owner); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `
-UPDATE jobs SET state = 'queued', lease_owner = '', lease_until = '', not_before = ?, last_error = ?, updated_at = ? WHERE id = ?`,
-			fmtTime(notBefore), errText, fmtTime(now), jobID)
-		return err
+		return requeueJob(ctx, tx, jobID, notBefore, errText, now)
 	})
 	if err != nil {
 		return fmt.Errorf("store: retry job %d: %w", jobID, err)
@@ -585,9 +524,7 @@ func (d *DB) FailJob(ctx context.Context, jobID int64, owner, errText string, no
 		if j.ConnectionID == 0 {
 			return failClusterJob(ctx, tx, j, errText, now)
 		}
-		if _, err := tx.ExecContext(ctx, `
-UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error = ?, updated_at = ? WHERE id = ?`,
-			errText, fmtTime(now), jobID); err != nil {
+		if err := endJobs(ctx, tx, []int64{jobID}, workflow.JobFailed, errText, now); err != nil {
 			return err
 		}
 		return jobCommand(ctx, tx, j, now, func(s workflow.Conn) (workflow.Effect, error) {
@@ -626,8 +563,8 @@ func (d *DB) CompleteJob(ctx context.Context, jobID int64, owner string, now tim
 			jobID, j.Steps).Scan(&done); err != nil {
 			return err
 		}
-		if j.Steps == 0 || done != j.Steps {
-			return fmt.Errorf("%w: %d of %d steps done", ErrStepsNotDone, done, j.Steps)
+		if err := j.CheckReady(done); err != nil {
+			return err
 		}
 		if j.ConnectionID == 0 {
 			return completeClusterJob(ctx, tx, j, now)
@@ -641,33 +578,17 @@ SELECT EXISTS (SELECT 1 FROM jobs WHERE connection_id = ? AND kind != ? AND dry_
 			j.ConnectionID, workflow.JobRevoke).Scan(&applied); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `
-UPDATE jobs SET state = 'succeeded', lease_owner = '', lease_until = '', last_error = '', updated_at = ? WHERE id = ?`,
-			fmtTime(now), jobID); err != nil {
+		if err := endJobs(ctx, tx, []int64{jobID}, workflow.JobSucceeded, "", now); err != nil {
 			return err
 		}
+		// The success, and the next review date it sets
+		// (workflow.OnJobCompleted), which reads the versions it needs.
+		version := func(v int) (workflow.Contract, error) {
+			ver, err := getVersion(ctx, tx, j.ConnectionID, v)
+			return ver.Contract, err
+		}
 		return jobCommand(ctx, tx, j, now, func(s workflow.Conn) (workflow.Effect, error) {
-			e, err := workflow.OnJobSucceeded(s, jobRun(j), applied, now)
-			if err != nil {
-				return e, err
-			}
-			// The next review date: set when the connection becomes
-			// active, and again when an applied change moves its cadence
-			// or end date (workflow.ReviewDueOnJob).
-			if (s.State == workflow.StateProvisioning && e.Next == workflow.StateActive) || e.Approve != 0 {
-				approved, err := getVersion(ctx, tx, j.ConnectionID, j.Version)
-				if err != nil {
-					return e, err
-				}
-				old := approved
-				if s.ApprovedVersion != 0 && s.ApprovedVersion != j.Version {
-					if old, err = getVersion(ctx, tx, j.ConnectionID, s.ApprovedVersion); err != nil {
-						return e, err
-					}
-				}
-				e.ReviewDue = workflow.ReviewDueOnJob(s, e, old.Contract, approved.Contract, now)
-			}
-			return e, nil
+			return workflow.OnJobCompleted(s, jobRun(j), applied, now, version)
 		})
 	})
 	if err != nil {

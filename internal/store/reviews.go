@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -93,42 +92,6 @@ func intact(r Review, err error) (Review, error) {
 	return r, err
 }
 
-// recordReview records an effect's review parts inside apply's
-// transaction: the review it opens (of the approved version, with its
-// frozen evidence) or the decision on the open one.
-func recordReview(ctx context.Context, tx *sql.Tx, id int64, team string, cur *Connection, e workflow.Effect, now time.Time) error {
-	if o := e.OpenReview; o != nil {
-		if cur == nil || cur.ApprovedVersion == 0 {
-			return errors.New("store: only an approved connection is reviewed")
-		}
-		ev := o.Evidence
-		if len(ev) == 0 {
-			ev = []byte("{}")
-		}
-		if !json.Valid(ev) {
-			return errors.New("store: a review's evidence must be JSON")
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO reviews (connection_id, team, version, trigger, detail, due_on, opened_at, evidence, evidence_hash, demo)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, team, cur.ApprovedVersion, o.Trigger, o.Detail, o.DueOn, fmtTime(now), string(ev), EvidenceHash(ev), o.Demo); err != nil {
-			if isUniqueViolation(err) {
-				return workflow.ErrReviewOpen
-			}
-			return fmt.Errorf("store: open review: %w", err)
-		}
-	}
-	if o := e.CloseReview; o != nil {
-		res, err := tx.ExecContext(ctx, `UPDATE reviews SET decision = ?, reason = ?, deadline = ?, decided_by = ?, decided_at = ?
-WHERE id = ? AND connection_id = ? AND decision = ''`, o.Decision, o.Reason, o.Deadline, e.By.ID, fmtTime(now), o.ReviewID, id)
-		if err != nil {
-			return fmt.Errorf("store: decide review %d: %w", o.ReviewID, err)
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return workflow.ErrReviewClosed
-		}
-	}
-	return nil
-}
-
 // OpenReview opens a review of connection id (active) with the evidence
 // collected for it: the connection moves to under_review and the review is
 // recorded in one transaction. A connection with a review already open
@@ -146,30 +109,6 @@ func (d *DB) OpenReview(ctx context.Context, id int64, in workflow.OpenReviewInp
 		err = fmt.Errorf("store: review of connection %d not found after opening it", id)
 	}
 	return r, err
-}
-
-// addReviewTrigger records, inside the caller's transaction, a trigger that
-// fired while connection id's review was open, on that review (reported
-// false when none is open).
-func addReviewTrigger(ctx context.Context, tx *sql.Tx, id int64, trigger workflow.ReviewTrigger, detail string, now time.Time) (bool, error) {
-	if !trigger.Valid() {
-		return false, fmt.Errorf("%w %q", workflow.ErrReviewTrigger, trigger)
-	}
-	line := strings.ReplaceAll(fmt.Sprintf("%s %s: %s", now.UTC().Format(workflow.DateLayout), trigger, detail), "\n", " ")
-	res, err := tx.ExecContext(ctx, `UPDATE reviews SET more_triggers = CASE WHEN more_triggers = '' THEN ? ELSE more_triggers || ? END
-WHERE connection_id = ? AND decision = ''`, line, "\n"+line, id)
-	if err != nil {
-		return false, fmt.Errorf("store: review trigger: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return false, nil
-	}
-	c, err := getConn(ctx, tx, id)
-	if err != nil {
-		return false, err
-	}
-	return true, appendAudit(ctx, tx, AuditEvent{At: now, Actor: "review scheduler", Action: "review.trigger",
-		ObjectType: "connection", ObjectID: id, Team: c.Team, Version: c.ApprovedVersion, Reason: fmt.Sprintf("%s: %s", trigger, detail)})
 }
 
 // DecideReview records a reviewer's decision on review reviewID: the

@@ -12,9 +12,9 @@ import (
 )
 
 // What the review scheduler (internal/review) reads and records. It decides
-// nothing here: the rules are workflow's (ReviewIsDue, OrphanReason, ...),
-// and every change to a connection goes through a workflow command applied
-// by apply.
+// nothing here: the rules are workflow's (ReviewIsDue, OrphanReason,
+// ScheduleMissingReview, OnReviewEvent, ...), and every change to a
+// connection goes through a workflow command applied by apply.
 
 // ErrSingletonHeld: another instance holds the loop and its heartbeat is
 // fresh; this one must not run.
@@ -55,7 +55,7 @@ ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, heartbeat_at = excluded
 // (with an approved version), by id.
 func (d *DB) LiveConnections(ctx context.Context) ([]Connection, error) {
 	return d.queryConns(ctx, "live connections", `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
-WHERE c.state IN (?, ?) AND c.approved_version IS NOT NULL ORDER BY c.id`, workflow.StateActive, workflow.StateUnderReview)
+WHERE c.state IN (`+liveStatesSQL+`) AND c.approved_version IS NOT NULL ORDER BY c.id`)
 }
 
 // LiveConnectionsOwnedBy lists the live connections whose approved
@@ -64,10 +64,10 @@ WHERE c.state IN (?, ?) AND c.approved_version IS NOT NULL ORDER BY c.id`, workf
 func (d *DB) LiveConnectionsOwnedBy(ctx context.Context, email string) ([]Connection, error) {
 	return d.queryConns(ctx, "connections owned", `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
 JOIN contract_versions v ON v.connection_id = c.id AND v.version = c.approved_version
-WHERE c.state IN (?, ?) AND lower(trim(?)) IN (
+WHERE c.state IN (`+liveStatesSQL+`) AND lower(trim(?)) IN (
   lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "business_owner")+`, ''))), lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "operations_owner")+`, ''))),
   lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "cost_owner")+`, ''))), lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "exception_owner")+`, ''))))
-ORDER BY c.id`, workflow.StateActive, workflow.StateUnderReview, email)
+ORDER BY c.id`, email)
 }
 
 // ActivatedAt is when connection id became active: its last
@@ -98,15 +98,12 @@ func (d *DB) ScheduleReview(ctx context.Context, id int64, due, reason string, n
 		if err != nil {
 			return err
 		}
-		if cur.ReviewDue != "" || !cur.State.Live() {
-			return nil
-		}
-		e, err := workflow.ScheduleReview(s, due, reason, now)
+		e, ok, err := workflow.ScheduleMissingReview(s, due, reason, now)
 		if err != nil {
 			return err
 		}
 		_, _, err = apply(ctx, tx, &cur, e, now)
-		set = err == nil
+		set = ok && err == nil
 		return err
 	})
 	return set, err
@@ -166,37 +163,18 @@ func (d *DB) RecordReviewEvent(ctx context.Context, id int64, ev ReviewEvent, no
 		if err != nil {
 			return err
 		}
-		var e workflow.Effect
-		have := false
-		if ev.Open && cur.ApprovedVersion != 0 {
-			switch cur.State {
-			case workflow.StateActive:
-				if e, err = workflow.OpenReview(s, workflow.OpenReviewInput{Trigger: ev.Trigger, Detail: ev.Detail, DueOn: ev.DueOn, Evidence: ev.Evidence}, now); err != nil {
-					return err
-				}
-				have, out.Opened = true, true
-			case workflow.StateUnderReview:
-				if out.Added, err = addReviewTrigger(ctx, tx, id, ev.Trigger, ev.Detail, now); err != nil {
-					return err
-				}
-			}
+		in := workflow.ReviewEventInput{Open: ev.Open, Trigger: ev.Trigger, Detail: ev.Detail, DueOn: ev.DueOn, Evidence: ev.Evidence, Orphan: ev.Orphan}
+		if in.ReviewOpen, err = hasOpenReview(ctx, tx, id); err != nil {
+			return err
 		}
-		if ev.Orphan != nil && *ev.Orphan != cur.Orphan && cur.State.Live() {
-			if have {
-				why := *ev.Orphan
-				e.Orphan = &why
-				e.Audit = append(e.Audit, workflow.OrphanAudit(s, why))
-			} else if e, err = workflow.FlagOrphan(s, *ev.Orphan, now); err != nil {
-				return err
-			} else {
-				have = true
-			}
+		e, err := workflow.OnReviewEvent(s, in, now)
+		if err != nil {
+			return err
 		}
-		if have {
-			if _, _, err := apply(ctx, tx, &cur, e, now); err != nil {
-				return err
-			}
+		if _, _, err := apply(ctx, tx, &cur, e, now); err != nil {
+			return err
 		}
+		out.Opened, out.Added = e.OpenReview != nil, e.NoteReview != nil
 		for _, t := range ev.ResolveTriggers {
 			if _, err := tx.ExecContext(ctx, `UPDATE review_triggers SET resolved_at = ? WHERE id = ? AND connection_id = ? AND resolved_at = ''`,
 				fmtTime(now), t, id); err != nil {

@@ -61,16 +61,21 @@ func cancelOpenJobsOf(ctx context.Context, tx *sql.Tx, connID int64, team string
 	if err := rows.Err(); err != nil {
 		return now, nil, err
 	}
+	if len(open) == 0 {
+		return now, nil, nil
+	}
+	ids := make([]int64, len(open))
+	for i, j := range open {
+		ids[i] = j.ID
+	}
+	if err := endJobs(ctx, tx, ids, workflow.JobFailed, msg, now); err != nil {
+		return now, nil, err
+	}
 	due := now
 	var audits []AuditEvent
 	for _, j := range open {
 		if j.State == workflow.JobRunning && j.LeaseUntil.After(due) {
 			due = j.LeaseUntil
-		}
-		if _, err := tx.ExecContext(ctx, `
-UPDATE jobs SET state = 'failed', lease_owner = '', lease_until = '', last_error = ?, updated_at = ? WHERE id = ?`,
-			msg, fmtTime(now), j.ID); err != nil {
-			return now, nil, err
 		}
 		action := string(j.Kind) + ".cancelled"
 		if j.Kind == workflow.JobProvision {

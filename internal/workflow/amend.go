@@ -62,9 +62,26 @@ var amendTransitions = map[Amendment]map[Event]Amendment{
 // amendment rather than to the connection's own lifecycle.
 var amendEvents = []Event{EventEdit, EventSubmit, EventWithdraw, EventApprove, EventReject, EventRequestChanges}
 
+// LiveStates are the states of a live connection: it runs on the cluster
+// and may be amended (active or under review). Every live state is
+// committed; not every committed state is live (CommittedStates).
+var LiveStates = []State{StateActive, StateUnderReview}
+
 // Live reports whether a connection in s runs on the cluster and may be
-// amended: active or under review.
-func (s State) Live() bool { return s == StateActive || s == StateUnderReview }
+// amended (LiveStates).
+func (s State) Live() bool { return slices.Contains(LiveStates, s) }
+
+// CommittedAmendments are the amendments of a live connection whose
+// version's guaranteed capacity it holds besides its approved version's
+// (the larger of the two, per instance type): an approved change is
+// committed from its approval on, and stays so while it waits to be tried
+// again after it failed to apply. internal/store builds its capacity SQL
+// from this list.
+var CommittedAmendments = []Amendment{AmendApproved, AmendFailed}
+
+// Committed reports whether the change a holds capacity
+// (CommittedAmendments).
+func (a Amendment) Committed() bool { return slices.Contains(CommittedAmendments, a) }
 
 // Valid reports whether a is one of AllAmendments.
 func (a Amendment) Valid() bool { return slices.Contains(AllAmendments, a) }

@@ -482,3 +482,35 @@ func QueueJob(s Conn, by Actor, kind JobKind, pinned, reason string, now time.Ti
 	e.Audit = []AuditRecord{rec}
 	return e, nil
 }
+
+// RetryHoldJob queues the hold job of a live connection again (after one
+// failed), applying the stopPolicy the hold says now (QueueJob). While a
+// hold job is queued or running (open, a fact the store reads in the
+// transaction) it refuses with ErrJobOpen: a retry does not supersede one;
+// a hold step does.
+func RetryHoldJob(s Conn, by Actor, open bool, reason string, now time.Time) (Effect, error) {
+	if open {
+		return Effect{}, ErrJobOpen
+	}
+	return QueueJob(s, by, JobHold, "", reason, now)
+}
+
+// PersonTransition is the command of a lifecycle event a person gives
+// outside an approval and a revocation: an owner's submit or withdraw, an
+// admin's rejection or change request. Any other event gets the
+// lifecycle's refusal when the state does not allow it, and otherwise
+// says where that event is made.
+func PersonTransition(s Conn, by Actor, ev Event, pin Pin, reason string, now time.Time) (Effect, error) {
+	switch ev {
+	case EventSubmit:
+		return Submit(s, by, pin, now)
+	case EventWithdraw:
+		return Withdraw(s, by, reason, now)
+	case EventReject, EventRequestChanges:
+		return SendBack(s, by, ev, pin, reason, now)
+	}
+	if _, err := Transition(s.State, ev, now); err != nil {
+		return Effect{}, err
+	}
+	return Effect{}, fmt.Errorf("store: %s is not a transition a person makes here (approvals: Approve; revocations: Revoke; the rest: the provisioner's jobs)", ev)
+}

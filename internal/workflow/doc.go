@@ -34,8 +34,9 @@
 //     keeps running on its approved version.
 //   - Commands (effect.go, commands.go, jobevents.go): every change to a
 //     connection (Create, Edit, Submit, Withdraw, SendBack, Approve, Revoke,
-//     QueueJob, and the worker's OnJobStarted, OnJobSucceeded, OnJobFailed)
-//     is a pure function of the connection as it is (Conn), the actor, the
+//     QueueJob, PersonTransition, the worker's OnJobStarted, OnJobCompleted,
+//     OnJobFailed, and the schedulers' OnReviewEvent, ScheduleMissingReview
+//     and EndDateReached) is a pure function of the connection as it is (Conn), the actor, the
 //     input, the facts its rules need and the clock, returning an Effect:
 //     the next state, the version, decision and job to record, the audit
 //     events and the notifications; or the refusal (the Err* values,
@@ -51,7 +52,12 @@
 //     internal/provision works on, one type each so that neither package
 //     converts the other's: a Job (its JobKind, JobState and JobSteps), a
 //     DriftItem the drift check found, an AWSRecord of an AWS resource a job
-//     made or removed.
+//     made or removed. Job.CheckLease and Job.CheckReady are the rules
+//     every write of the worker and every completion check.
+//   - State sets: LiveStates (State.Live: runs on the cluster, may be
+//     amended) and CommittedStates (State.Committed: holds namespaces and
+//     capacity, approval until revoked), with CommittedAmendments; the
+//     store builds its SQL from these lists.
 //   - ExampleContract (example.go): a complete valid contract for tests and
 //     form hints.
 //

@@ -44,6 +44,10 @@ type Conn struct {
 	SubmitterIDs []int64
 	// Hold is where the connection's hold is (hold.go).
 	Hold Hold
+	// ReviewDue is the connection's next scheduled review date ("" for
+	// none); Orphan why it is an orphan ("" when it is not).
+	ReviewDue string
+	Orphan    string
 }
 
 // Effect is what a command decided. The zero parts are left alone.
@@ -86,6 +90,9 @@ type Effect struct {
 	// frozen evidence); CloseReview records the decision on the open one.
 	OpenReview  *ReviewOrder
 	CloseReview *ReviewOutcome
+	// NoteReview adds a trigger that fired to the open review (a line of
+	// its more triggers).
+	NoteReview *ReviewNote
 	// ReviewDue sets the connection's next scheduled review date (civil
 	// date, NextReviewDue); "" leaves it.
 	ReviewDue string
@@ -107,7 +114,7 @@ func (e Effect) Writes(from State) bool {
 // once (a re-apply batch's starts and completions).
 func (e Effect) AuditOnly(from State) bool {
 	return !e.Writes(from) && e.Decision == nil && e.Adopt == "" && !e.CancelJobs && e.Job == nil && len(e.Notify) == 0 &&
-		len(e.ReviewTriggers) == 0 && e.OpenReview == nil && e.CloseReview == nil
+		len(e.ReviewTriggers) == 0 && e.OpenReview == nil && e.CloseReview == nil && e.NoteReview == nil
 }
 
 // DecisionRecord is an admin's approval, rejection or change request of one
@@ -131,6 +138,16 @@ type JobOrder struct {
 	// StopPolicy, for a hold job, is the Kueue stopPolicy it applies
 	// (None, Hold, HoldAndDrain).
 	StopPolicy string
+}
+
+// Check is the rule every job order meets, whichever command gave it (the
+// store checks it again as it queues the job): a provisioning job is
+// never queued unpinned (ErrUnpinned).
+func (j JobOrder) Check() error {
+	if j.Kind == JobProvision && j.PlanHash == "" {
+		return ErrUnpinned
+	}
+	return nil
 }
 
 // AuditRecord is one audit event of an effect, about its connection.

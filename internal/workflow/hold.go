@@ -336,3 +336,39 @@ func DecideHold(s Conn, by Actor, step HoldStep, confirmed bool, reason string, 
 	}
 	return Effect{}, fmt.Errorf("workflow: no admin hold step %q", step)
 }
+
+// EndDateInput is one end-date stage due for a connection (EndDateDue):
+// its approved contract's end date, the stage and the days left.
+type EndDateInput struct {
+	End   string
+	Stage EndDateStage
+	Left  int
+	// Done says the stage was recorded for this connection and end date
+	// before (the store keeps each stage once, across restarts).
+	Done bool
+}
+
+// EndDateReached is the end-date rule's step for one connection: the
+// stage's notice to the team's owners (EndDateNotice) or, once the end
+// date has passed, a hold the system proposes (ProposeHold), each once.
+// A stage done before, or a connection that is no longer live or whose
+// hold is already proposed or applied, gets an effect that records
+// nothing: the stage is done all the same. acted reports whether the
+// effect notifies or proposes.
+func EndDateReached(s Conn, in EndDateInput, now time.Time) (e Effect, acted bool, err error) {
+	if in.Done || in.Stage == EndDateNone {
+		return Effect{By: SystemActor, Next: s.State}, false, nil
+	}
+	if in.Stage != EndDatePassed {
+		e, err = EndDateNotice(s, in.End, in.Left, now)
+	} else {
+		e, err = ProposeHold(s, SystemActor, fmt.Sprintf("the contract's end date %s has passed", in.End), now)
+	}
+	var he *HoldError
+	if errors.As(err, &he) || errors.Is(err, ErrHoldNotLive) {
+		// Already proposed or held, or no longer live since the list
+		// was read: the stage is done all the same.
+		return Effect{By: SystemActor, Next: s.State}, false, nil
+	}
+	return e, err == nil, err
+}

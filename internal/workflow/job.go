@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -63,6 +64,14 @@ const (
 // the worker's heartbeat stops the running step with it.
 var ErrLeaseLost = errors.New("store: job lease lost")
 
+// ErrStepsNotDone is the readiness gate: a job completes only when every
+// step of its plan is done (CheckReady).
+var ErrStepsNotDone = errors.New("store: complete job: not every step is done")
+
+// ErrJobOpen refuses to queue a job while the connection has an
+// unfinished job of that kind.
+var ErrJobOpen = errors.New("store: the connection already has an unfinished job of this kind")
+
 // Job is one durable unit of provisioning work on a connection: the store
 // keeps it (jobs table), the provisioning worker claims and runs it.
 type Job struct {
@@ -120,4 +129,25 @@ type JobStep struct {
 	Attempts   int
 	StartedAt  time.Time // zero until first started
 	FinishedAt time.Time // zero unless done or failed
+}
+
+// CheckLease is the rule of every write on a job by the worker that runs
+// it: the job is running and owner holds its lease. Otherwise
+// ErrLeaseLost: the lease was taken over after it expired, or the job
+// ended meanwhile, and the worker must stop without writing anything else.
+func (j Job) CheckLease(owner string) error {
+	if j.State != JobRunning || j.LeaseOwner != owner {
+		return fmt.Errorf("%w: job %d is %s, leased to %q, not %q", ErrLeaseLost, j.ID, j.State, j.LeaseOwner, owner)
+	}
+	return nil
+}
+
+// CheckReady is the readiness gate of a job's completion: its plan has
+// steps and every one of them is done (done: how many of the plan's steps
+// are). ErrStepsNotDone otherwise.
+func (j Job) CheckReady(done int) error {
+	if j.Steps == 0 || done != j.Steps {
+		return fmt.Errorf("%w: %d of %d steps done", ErrStepsNotDone, done, j.Steps)
+	}
+	return nil
 }

@@ -240,16 +240,17 @@ func (s State) Terminal() bool {
 	return s == StateRejected || s == StateWithdrawn || s == StateRevoked
 }
 
+// CommittedStates are the states of a connection that holds its namespaces
+// and its guaranteed capacity: from approval until revocation is done.
+// Capacity checks sum these, and namespace uniqueness is checked against
+// them. They are more than the live states (LiveStates), which run on the
+// cluster and may be amended. internal/store builds its capacity SQL from
+// this list.
+var CommittedStates = []State{StateApproved, StateProvisioning, StateActive, StateUnderReview, StateRevoking}
+
 // Committed reports whether a connection in s holds its namespaces and its
-// guaranteed capacity: from approval until revocation is done. Capacity
-// checks sum these, and namespace uniqueness is checked against them.
-func (s State) Committed() bool {
-	switch s {
-	case StateApproved, StateProvisioning, StateActive, StateUnderReview, StateRevoking:
-		return true
-	}
-	return false
-}
+// guaranteed capacity (CommittedStates).
+func (s State) Committed() bool { return slices.Contains(CommittedStates, s) }
 
 // Valid reports whether e is one of AllEvents.
 func (e Event) Valid() bool { return slices.Contains(AllEvents, e) }

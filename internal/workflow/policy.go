@@ -120,15 +120,7 @@ func Decide(p Principal, a Action, o Object) Decision {
 	case ActionViewTeam, ActionViewConnection:
 		return viewTeam(p, o)
 	case ActionReadNotice:
-		// A notice delivered to someone who has since left the team (or
-		// lost the role it was sent for) carries what its connection's
-		// page does (reasons, holds, review texts): it is read under the
-		// same rule as that page, with the roles confirmed now (issue 32
-		// item 1). A notice about no team is its recipient's.
-		if o.Team == "" {
-			return allow("a notice about no team")
-		}
-		return viewTeam(p, o)
+		return decideReadNotice(p, o)
 	case ActionCreateRequest:
 		return requireTeamOwner(p, o)
 	case ActionEditRequest:
@@ -144,188 +136,37 @@ func Decide(p Principal, a Action, o Object) Decision {
 	case ActionRequestChanges:
 		return adminDecision(p, o, EventRequestChanges)
 	case ActionRetryJob:
-		// Trying again carries out a decision already taken (an approval or
-		// a revocation), so any admin may, in the state that decision left.
-		if d := requireRole(p, RoleAdmin); !d.Allowed {
-			return d
-		}
-		if o.State.Live() && o.Amendment == AmendFailed {
-			return allow("admin, a change that failed to apply")
-		}
-		if o.State != StateApproved && o.State != StateRevoking {
-			return deny("only an approved connection (provisioning), a revoking one or a change that failed to apply can be retried, not %s", statePhrases[o.State])
-		}
-		return allow("admin, %s", o.State)
+		return decideRetryJob(p, o)
 	case ActionReapply:
-		// Re-applying restores what an admin already approved; it grants
-		// nothing new, so any admin may do it on a live connection.
-		if d := requireRole(p, RoleAdmin); !d.Allowed {
-			return d
-		}
-		if o.State != StateActive && o.State != StateUnderReview {
-			return deny("only a live (active or under review) connection can be re-applied, not %s", statePhrases[o.State])
-		}
-		return allow("admin, live connection")
+		return decideReapply(p, o)
 	case ActionRevoke:
-		// Revocation makes things safer, so any admin may do it, even on
-		// their own team's connection.
-		if d := requireRole(p, RoleAdmin); !d.Allowed {
-			return d
-		}
-		if o.Team == "" {
-			return deny("no team given")
-		}
-		return inState(o, EventRevoke, "admin")
+		return decideRevoke(p, o)
 	case ActionReview:
-		if d := requireRole(p, RoleReviewer); !d.Allowed {
-			return d
-		}
-		if o.Team == "" {
-			return deny("no team given")
-		}
-		if d := independent(p, o, "reviews"); !d.Allowed {
-			return d
-		}
-		// A reviewer who belongs to the team (an admin who owns it, say)
-		// reviews neither its connections nor their own.
-		if r, ok := p.TeamRole(o.Team); ok {
-			return deny("%s is %s of team %s; nobody reviews their own team's connection", p.DisplayName(), r, o.Team)
-		}
-		if !allows(o.State, EventStartReview) && !allows(o.State, EventRenew) {
-			return deny("%s cannot be reviewed", stateName(o.State))
-		}
-		return allow("reviewer")
+		return decideReview(p, o)
 	case ActionViewReview:
-		// A review is oversight: reviewers and admins read every team's;
-		// a team's owners read their own team's reviews (they answer for
-		// the connection and act on the decision). Members, finance and
-		// other teams' owners do not (404).
-		if o.Team == "" {
-			return deny("no team given")
-		}
-		for _, r := range []Role{RoleReviewer, RoleAdmin} {
-			if p.HasRole(r) {
-				return allow("%s", r)
-			}
-		}
-		if r, ok := p.TeamRole(o.Team); ok && r == TeamOwner {
-			return allow("owner of team %s", o.Team)
-		}
-		return deny("reviews are read by reviewers, admins and the team's owners")
+		return decideViewReview(p, o)
 	case ActionDeclineRevocation:
-		// Declining a reviewer's recommendation keeps the connection
-		// running: an admin independent of the request and outside the
-		// team decides it (nobody keeps their own connection alive), while
-		// the connection waits under review.
-		if d := requireRole(p, RoleAdmin); !d.Allowed {
-			return d
-		}
-		if o.Team == "" {
-			return deny("no team given")
-		}
-		if d := independent(p, o, "decides on"); !d.Allowed {
-			return d
-		}
-		if r, ok := p.TeamRole(o.Team); ok {
-			return deny("%s is %s of team %s; nobody declines a recommendation to revoke their own team's connection", p.DisplayName(), r, o.Team)
-		}
-		if o.State != StateUnderReview {
-			return deny("%s has no recommendation of revocation waiting", stateName(o.State))
-		}
-		return allow("admin")
+		return decideDeclineRevocation(p, o)
 	case ActionViewCosts:
-		// Finance reads every team's costs; a team's owners read theirs.
-		// Members and oversight roles see usage on the team page, not money.
-		if p.HasRole(RoleFinance) {
-			return allow("finance")
-		}
-		if r, ok := p.TeamRole(o.Team); ok && o.Team != "" && r == TeamOwner {
-			return allow("owner of team %s", o.Team)
-		}
-		return deny("needs the %s role or ownership of the team", RoleFinance)
+		return decideViewCosts(p, o)
 	case ActionViewUsage:
-		// A team's owners and members see their usage; finance reads every
-		// team's (chargeback), admins oversee capacity, and reviewers cite
-		// usage as evidence in lifecycle reviews (is the guarantee used?).
-		// Another team's owner or member does not (404).
-		if o.Team == "" {
-			return deny("no team given")
-		}
-		if r, ok := p.TeamRole(o.Team); ok {
-			return allow("%s of team %s", r, o.Team)
-		}
-		for _, r := range []Role{RoleAdmin, RoleReviewer, RoleFinance} {
-			if p.HasRole(r) {
-				return allow("%s", r)
-			}
-		}
-		return deny("not a member of team %s", o.Team)
+		return decideViewUsage(p, o)
 	case ActionExportEvidence:
-		// The bundle is oversight's record of a connection: admins and
-		// reviewers export any; a team's owners export their own
-		// connection's, which they answer for. Members read the
-		// connection's page but do not take its whole record away, and
-		// another team's owner does not see it exists (404).
-		if o.Team == "" {
-			return deny("no team given")
-		}
-		for _, r := range []Role{RoleAdmin, RoleReviewer} {
-			if p.HasRole(r) {
-				return allow("%s", r)
-			}
-		}
-		return requireTeamOwner(p, o)
+		return decideExportEvidence(p, o)
 	case ActionEditInventory, ActionEditScheduler, ActionViewFullErrors:
 		return requireRole(p, RoleAdmin)
 	case ActionViewPlan:
-		// Admins read every plan; a team's owners read their request's
-		// while they shape it or wait for the decision.
-		if p.HasRole(RoleAdmin) {
-			return allow("admin")
-		}
-		if d := ownerInState(p, o, EventEdit); d.Allowed {
-			return d
-		}
-		if waitsForAdmin(o) {
-			return ownerInState(p, o, EventWithdraw)
-		}
-		return deny("the plan is shown to admins, and to the team's owners while they edit or wait for a decision")
+		return decideViewPlan(p, o)
 	case ActionViewSignals:
-		// A team's signals are part of its page; every team's and the
-		// cluster's together are the admins' overview.
-		if o.Team == "" {
-			return requireRole(p, RoleAdmin)
-		}
-		return viewTeam(p, o)
+		return decideViewSignals(p, o)
 	case ActionAckSignal:
-		// Acknowledging says "we saw it and this is what we do": the
-		// team's owners answer for their team's signals, admins for every
-		// team's and for the cluster's. Members and oversight roles read.
-		if p.HasRole(RoleAdmin) {
-			return allow("admin")
-		}
-		if o.Team == "" {
-			return deny("the cluster's signals are acknowledged by admins")
-		}
-		return requireTeamOwner(p, o)
+		return decideAckSignal(p, o)
 	case ActionConfirmHold:
 		return holdAction(p, o, HoldStepConfirm, HoldStepDrain, HoldStepDecline)
 	case ActionReleaseHold:
 		return holdAction(p, o, HoldStepRelease)
 	case ActionRetryHold:
-		// Trying a failed hold job again carries out a step already
-		// decided (the queue's stopPolicy as the hold says now), so any
-		// admin may, on a live connection, as with ActionRetryJob.
-		if d := requireRole(p, RoleAdmin); !d.Allowed {
-			return d
-		}
-		if o.Team == "" {
-			return deny("no team given")
-		}
-		if !o.State.Live() {
-			return deny("%s has no hold job to try again", stateName(o.State))
-		}
-		return allow("admin, live connection")
+		return decideRetryHold(p, o)
 	case ActionViewAdminHome:
 		return requireRole(p, RoleAdmin)
 	case ActionViewReviewHome:
@@ -336,16 +177,238 @@ func Decide(p Principal, a Action, o Object) Decision {
 		// Finance alone decides who pays for idle capacity and overhead.
 		return requireRole(p, RoleFinance)
 	case ActionViewAudit:
-		// The trail is oversight: admins answer for changes, reviewers cite
-		// it as evidence.
-		for _, r := range []Role{RoleAdmin, RoleReviewer} {
-			if p.HasRole(r) {
-				return allow("%s", r)
-			}
-		}
-		return deny("needs the %s or %s role", RoleAdmin, RoleReviewer)
+		return decideViewAudit(p, o)
 	}
 	return deny("unknown action %q", a)
+}
+
+// decideReadNotice is Decide for ActionReadNotice.
+// A notice delivered to someone who has since left the team (or
+// lost the role it was sent for) carries what its connection's
+// page does (reasons, holds, review texts): it is read under the
+// same rule as that page, with the roles confirmed now (issue 32
+// item 1). A notice about no team is its recipient's.
+func decideReadNotice(p Principal, o Object) Decision {
+	if o.Team == "" {
+		return allow("a notice about no team")
+	}
+	return viewTeam(p, o)
+}
+
+// decideRetryJob is Decide for ActionRetryJob.
+// Trying again carries out a decision already taken (an approval or
+// a revocation), so any admin may, in the state that decision left.
+func decideRetryJob(p Principal, o Object) Decision {
+	if d := requireRole(p, RoleAdmin); !d.Allowed {
+		return d
+	}
+	if o.State.Live() && o.Amendment == AmendFailed {
+		return allow("admin, a change that failed to apply")
+	}
+	if o.State != StateApproved && o.State != StateRevoking {
+		return deny("only an approved connection (provisioning), a revoking one or a change that failed to apply can be retried, not %s", statePhrases[o.State])
+	}
+	return allow("admin, %s", o.State)
+}
+
+// decideReapply is Decide for ActionReapply.
+// Re-applying restores what an admin already approved; it grants
+// nothing new, so any admin may do it on a live connection.
+func decideReapply(p Principal, o Object) Decision {
+	if d := requireRole(p, RoleAdmin); !d.Allowed {
+		return d
+	}
+	if o.State != StateActive && o.State != StateUnderReview {
+		return deny("only a live (active or under review) connection can be re-applied, not %s", statePhrases[o.State])
+	}
+	return allow("admin, live connection")
+}
+
+// decideRevoke is Decide for ActionRevoke.
+// Revocation makes things safer, so any admin may do it, even on
+// their own team's connection.
+func decideRevoke(p Principal, o Object) Decision {
+	if d := requireRole(p, RoleAdmin); !d.Allowed {
+		return d
+	}
+	if o.Team == "" {
+		return deny("no team given")
+	}
+	return inState(o, EventRevoke, "admin")
+}
+
+// decideReview is Decide for ActionReview.
+func decideReview(p Principal, o Object) Decision {
+	if d := independentOnTeam(p, o, RoleReviewer, "reviews"); !d.Allowed {
+		return d
+	}
+	// A reviewer who belongs to the team (an admin who owns it, say)
+	// reviews neither its connections nor their own.
+	if r, ok := p.TeamRole(o.Team); ok {
+		return deny("%s is %s of team %s; nobody reviews their own team's connection", p.DisplayName(), r, o.Team)
+	}
+	if !allows(o.State, EventStartReview) && !allows(o.State, EventRenew) {
+		return deny("%s cannot be reviewed", stateName(o.State))
+	}
+	return allow("reviewer")
+}
+
+// decideViewReview is Decide for ActionViewReview.
+// A review is oversight: reviewers and admins read every team's;
+// a team's owners read their own team's reviews (they answer for
+// the connection and act on the decision). Members, finance and
+// other teams' owners do not (404).
+func decideViewReview(p Principal, o Object) Decision {
+	if o.Team == "" {
+		return deny("no team given")
+	}
+	for _, r := range []Role{RoleReviewer, RoleAdmin} {
+		if p.HasRole(r) {
+			return allow("%s", r)
+		}
+	}
+	if r, ok := p.TeamRole(o.Team); ok && r == TeamOwner {
+		return allow("owner of team %s", o.Team)
+	}
+	return deny("reviews are read by reviewers, admins and the team's owners")
+}
+
+// decideDeclineRevocation is Decide for ActionDeclineRevocation.
+// Declining a reviewer's recommendation keeps the connection
+// running: an admin independent of the request and outside the
+// team decides it (nobody keeps their own connection alive), while
+// the connection waits under review.
+func decideDeclineRevocation(p Principal, o Object) Decision {
+	if d := independentOnTeam(p, o, RoleAdmin, "decides on"); !d.Allowed {
+		return d
+	}
+	if r, ok := p.TeamRole(o.Team); ok {
+		return deny("%s is %s of team %s; nobody declines a recommendation to revoke their own team's connection", p.DisplayName(), r, o.Team)
+	}
+	if o.State != StateUnderReview {
+		return deny("%s has no recommendation of revocation waiting", stateName(o.State))
+	}
+	return allow("admin")
+}
+
+// decideViewCosts is Decide for ActionViewCosts.
+// Finance reads every team's costs; a team's owners read theirs.
+// Members and oversight roles see usage on the team page, not money.
+func decideViewCosts(p Principal, o Object) Decision {
+	if p.HasRole(RoleFinance) {
+		return allow("finance")
+	}
+	if r, ok := p.TeamRole(o.Team); ok && o.Team != "" && r == TeamOwner {
+		return allow("owner of team %s", o.Team)
+	}
+	return deny("needs the %s role or ownership of the team", RoleFinance)
+}
+
+// decideViewUsage is Decide for ActionViewUsage.
+// A team's owners and members see their usage; finance reads every
+// team's (chargeback), admins oversee capacity, and reviewers cite
+// usage as evidence in lifecycle reviews (is the guarantee used?).
+// Another team's owner or member does not (404).
+func decideViewUsage(p Principal, o Object) Decision {
+	if o.Team == "" {
+		return deny("no team given")
+	}
+	if r, ok := p.TeamRole(o.Team); ok {
+		return allow("%s of team %s", r, o.Team)
+	}
+	for _, r := range []Role{RoleAdmin, RoleReviewer, RoleFinance} {
+		if p.HasRole(r) {
+			return allow("%s", r)
+		}
+	}
+	return deny("not a member of team %s", o.Team)
+}
+
+// decideExportEvidence is Decide for ActionExportEvidence.
+// The bundle is oversight's record of a connection: admins and
+// reviewers export any; a team's owners export their own
+// connection's, which they answer for. Members read the
+// connection's page but do not take its whole record away, and
+// another team's owner does not see it exists (404).
+func decideExportEvidence(p Principal, o Object) Decision {
+	if o.Team == "" {
+		return deny("no team given")
+	}
+	for _, r := range []Role{RoleAdmin, RoleReviewer} {
+		if p.HasRole(r) {
+			return allow("%s", r)
+		}
+	}
+	return requireTeamOwner(p, o)
+}
+
+// decideViewPlan is Decide for ActionViewPlan.
+// Admins read every plan; a team's owners read their request's
+// while they shape it or wait for the decision.
+func decideViewPlan(p Principal, o Object) Decision {
+	if p.HasRole(RoleAdmin) {
+		return allow("admin")
+	}
+	if d := ownerInState(p, o, EventEdit); d.Allowed {
+		return d
+	}
+	if waitsForAdmin(o) {
+		return ownerInState(p, o, EventWithdraw)
+	}
+	return deny("the plan is shown to admins, and to the team's owners while they edit or wait for a decision")
+}
+
+// decideViewSignals is Decide for ActionViewSignals.
+// A team's signals are part of its page; every team's and the
+// cluster's together are the admins' overview.
+func decideViewSignals(p Principal, o Object) Decision {
+	if o.Team == "" {
+		return requireRole(p, RoleAdmin)
+	}
+	return viewTeam(p, o)
+}
+
+// decideAckSignal is Decide for ActionAckSignal.
+// Acknowledging says "we saw it and this is what we do": the
+// team's owners answer for their team's signals, admins for every
+// team's and for the cluster's. Members and oversight roles read.
+func decideAckSignal(p Principal, o Object) Decision {
+	if p.HasRole(RoleAdmin) {
+		return allow("admin")
+	}
+	if o.Team == "" {
+		return deny("the cluster's signals are acknowledged by admins")
+	}
+	return requireTeamOwner(p, o)
+}
+
+// decideRetryHold is Decide for ActionRetryHold.
+// Trying a failed hold job again carries out a step already
+// decided (the queue's stopPolicy as the hold says now), so any
+// admin may, on a live connection, as with ActionRetryJob.
+func decideRetryHold(p Principal, o Object) Decision {
+	if d := requireRole(p, RoleAdmin); !d.Allowed {
+		return d
+	}
+	if o.Team == "" {
+		return deny("no team given")
+	}
+	if !o.State.Live() {
+		return deny("%s has no hold job to try again", stateName(o.State))
+	}
+	return allow("admin, live connection")
+}
+
+// decideViewAudit is Decide for ActionViewAudit.
+// The trail is oversight: admins answer for changes, reviewers cite
+// it as evidence.
+func decideViewAudit(p Principal, o Object) Decision {
+	for _, r := range []Role{RoleAdmin, RoleReviewer} {
+		if p.HasRole(r) {
+			return allow("%s", r)
+		}
+	}
+	return deny("needs the %s or %s role", RoleAdmin, RoleReviewer)
 }
 
 func requireRole(p Principal, r Role) Decision {
@@ -434,13 +497,7 @@ func independent(p Principal, o Object, verb string) Decision {
 // adminDecision: reject and request changes, by an admin independent of
 // the request, while it is submitted.
 func adminDecision(p Principal, o Object, e Event) Decision {
-	if d := requireRole(p, RoleAdmin); !d.Allowed {
-		return d
-	}
-	if o.Team == "" {
-		return deny("no team given")
-	}
-	if d := independent(p, o, "decides on"); !d.Allowed {
+	if d := independentOnTeam(p, o, RoleAdmin, "decides on"); !d.Allowed {
 		return d
 	}
 	// Only a submitted request (or change) waits for an admin; a
@@ -451,17 +508,24 @@ func adminDecision(p Principal, o Object, e Event) Decision {
 	return allow("admin")
 }
 
-// decideApproval: approve as adminDecision, and each admin approves a
-// version once, so a restricted contract's two approvals come from two
-// people.
-func decideApproval(p Principal, o Object) Decision {
-	if d := requireRole(p, RoleAdmin); !d.Allowed {
+// independentOnTeam is the first rule of a decision on a team's
+// connection: p has role r, o names a team, and p is independent of o's
+// request (verb: what p does to it).
+func independentOnTeam(p Principal, o Object, r Role, verb string) Decision {
+	if d := requireRole(p, r); !d.Allowed {
 		return d
 	}
 	if o.Team == "" {
 		return deny("no team given")
 	}
-	if d := independent(p, o, "approves"); !d.Allowed {
+	return independent(p, o, verb)
+}
+
+// decideApproval: approve as adminDecision, and each admin approves a
+// version once, so a restricted contract's two approvals come from two
+// people.
+func decideApproval(p Principal, o Object) Decision {
+	if d := independentOnTeam(p, o, RoleAdmin, "approves"); !d.Allowed {
 		return d
 	}
 	if !waitsForAdmin(o) {

@@ -70,6 +70,109 @@ func ReviewDueOnJob(s Conn, e Effect, old, approved Contract, now time.Time) str
 	return ""
 }
 
+// reviewDueMayMove reports whether a succeeded job's effect e on s may
+// move the next review date (ReviewDueOnJob): the connection becomes
+// active, or an approved version moves.
+func reviewDueMayMove(s Conn, e Effect) bool {
+	return (s.State == StateProvisioning && e.Next == StateActive) || e.Approve != 0
+}
+
+// OnJobCompleted is OnJobSucceeded with the next review date the success
+// sets (ReviewDueOnJob). version reads a contract version of the
+// connection (the store's, inside the job's transaction); it is called
+// only when the date may move: for the job's version, and for the
+// approved version it replaces when that is another.
+func OnJobCompleted(s Conn, j JobRun, everApplied bool, now time.Time, version func(int) (Contract, error)) (Effect, error) {
+	e, err := OnJobSucceeded(s, j, everApplied, now)
+	if err != nil || !reviewDueMayMove(s, e) {
+		return e, err
+	}
+	approved, err := version(j.Version)
+	if err != nil {
+		return e, err
+	}
+	old := approved
+	if s.ApprovedVersion != 0 && s.ApprovedVersion != j.Version {
+		if old, err = version(s.ApprovedVersion); err != nil {
+			return e, err
+		}
+	}
+	e.ReviewDue = ReviewDueOnJob(s, e, old, approved, now)
+	return e, nil
+}
+
+// ScheduleMissingReview is ScheduleReview for the scheduler's pass over
+// the live connections that had no review date: one that has a date
+// meanwhile, or is no longer live, is left alone (an effect that records
+// nothing, and set false).
+func ScheduleMissingReview(s Conn, due, reason string, now time.Time) (e Effect, set bool, err error) {
+	if s.ReviewDue != "" || !s.State.Live() {
+		return Effect{By: reviewScheduler, Next: s.State}, false, nil
+	}
+	e, err = ScheduleReview(s, due, reason, now)
+	return e, err == nil, err
+}
+
+// reviewScheduler is the actor of the review scheduler's commands.
+var reviewScheduler = Actor{Email: "review scheduler"}
+
+// ReviewEventInput is what the review scheduler records about one
+// connection: a review to open, or a trigger to add to the one open, and
+// the orphan flag.
+type ReviewEventInput struct {
+	// Open opens a review with Trigger, Detail, DueOn and Evidence on an
+	// active connection, or adds the trigger to the open review of one
+	// under review.
+	Open     bool
+	Trigger  ReviewTrigger
+	Detail   string
+	DueOn    string
+	Evidence []byte
+	// Orphan, when not nil, is the orphan flag to set ("" clears it).
+	Orphan *string
+	// ReviewOpen says the connection has an open review (a fact the store
+	// reads in the transaction that records the effect).
+	ReviewOpen bool
+}
+
+// OnReviewEvent is a review event on s, in one effect: on an approved
+// connection, Open opens a review (OpenReview) when it is active, or adds
+// the trigger to its open review when it is under review; the orphan flag
+// moves (with its audit event) when it changes on a live connection. A
+// connection that is no longer live gets neither; an event that changes
+// nothing is an effect that records nothing.
+func OnReviewEvent(s Conn, in ReviewEventInput, now time.Time) (Effect, error) {
+	e := Effect{By: reviewScheduler, Next: s.State}
+	if in.Open && s.ApprovedVersion != 0 {
+		switch {
+		case s.State == StateActive:
+			var err error
+			if e, err = OpenReview(s, OpenReviewInput{Trigger: in.Trigger, Detail: in.Detail, DueOn: in.DueOn, Evidence: in.Evidence}, now); err != nil {
+				return Effect{}, err
+			}
+		case s.State == StateUnderReview && !in.Trigger.Valid():
+			return Effect{}, fmt.Errorf("%w %q", ErrReviewTrigger, in.Trigger)
+		case s.State == StateUnderReview && in.ReviewOpen:
+			line := strings.ReplaceAll(fmt.Sprintf("%s %s: %s", now.UTC().Format(DateLayout), in.Trigger, in.Detail), "\n", " ")
+			e.NoteReview = &ReviewNote{Line: line}
+			e.Audit = []AuditRecord{audit(reviewScheduler, "review.trigger", s.ApprovedVersion, fmt.Sprintf("%s: %s", in.Trigger, in.Detail))}
+		}
+	}
+	if in.Orphan != nil && *in.Orphan != s.Orphan && s.State.Live() {
+		if now.IsZero() {
+			return Effect{}, ErrNoClock
+		}
+		why := *in.Orphan
+		e.Orphan = &why
+		e.Audit = append(e.Audit, OrphanAudit(s, why))
+	}
+	return e, nil
+}
+
+// ReviewNote is a trigger an effect adds to the open review: one line,
+// "<date> <trigger>: <detail>".
+type ReviewNote struct{ Line string }
+
 // ScheduleReview sets the next review date of a live connection that has
 // none (a connection activated before the scheduler existed): due is
 // NextReviewDue from its activation.
