@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # For people with Docker (make docker). `make image` builds the same image without
-# a Docker engine (internal/image, go-containerregistry) and is what make test
-# checks; internal/image's test also checks that this file agrees with it: user,
+# a Docker engine (internal/support/image, go-containerregistry) and is what make test
+# checks; internal/support/image's test also checks that this file agrees with it: user,
 # entrypoint, command, environment, ports, volume, working directory and labels.
 #
 # Multi-stage build: a static binary (CGO_ENABLED=0; modernc.org/sqlite is pure

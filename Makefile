@@ -101,7 +101,7 @@ e2e: e2e-setup ## browser tests only (headless Chromium)
 	PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS) \
 	  $(GO) test -trimpath -count=1 -v ./e2e/...
 
-# No Docker engine needed: internal/image (go-containerregistry) puts bin/portal on an empty base.
+# No Docker engine needed: internal/support/image (go-containerregistry) puts bin/portal on an empty base.
 # Labels: version from VERSION, revision and created (every mtime) from the commit, so the
 # same commit gives the same digest. GOARCH=arm64 builds an arm64 binary and so an arm64 image;
 # the tool itself always runs on the host's GOOS/GOARCH.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: every benchmark of issue 15 against the test bed (kube-apiserver,
 # PostgreSQL), each figure next to its baseline measured in the same run, then
-# one table (internal/benchtable, bench/table). The table is also written to
+# one table (internal/support/benchtable, bench/table). The table is also written to
 # bench/latest.md with the machine it ran on.
 #   bash bench/run.sh
 set -euo pipefail
@@ -18,7 +18,7 @@ export PORTAL_BENCH_RESULTS=$state/results.jsonl
 
 section() { echo; echo "== $*"; }
 
-# --- benchmarks (each records its rows through internal/benchtable) ---
+# --- benchmarks (each records its rows through internal/support/benchtable) ---
 section "pages at 10,000 connections / 1,000 teams / 1,000,000 audit events, wrk next to bare echo (SQLite, PostgreSQL)"
 # PAGES_DURATION: each wrk run (default 5s); 18 runs per engine, plus seeding.
 make -s build

@@ -12,7 +12,7 @@ import (
 
 	"github.com/playwright-community/playwright-go"
 
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 // portal is a running `portal serve --dev` process.

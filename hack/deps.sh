@@ -9,7 +9,7 @@ for pair in curl:curl openssl:openssl flock:util-linux setsid:util-linux ss:ipro
 	cmd=${pair%%:*} pkg=${pair#*:}
 	command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done
-# make image copies Debian's CA bundle into the image (internal/image).
+# make image copies Debian's CA bundle into the image (internal/support/image).
 [[ -f /etc/ssl/certs/ca-certificates.crt ]] || need+=(ca-certificates)
 # PostgreSQL for the store suite's second pass (hack/testbed/postgres.sh):
 # Debian's server package puts initdb, pg_ctl and postgres under

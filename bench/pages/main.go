@@ -1,6 +1,6 @@
 // Command pages is the page benchmark of `make bench` (issue 15): the real
 // `portal serve --dev` on a database seeded like a large installation
-// (internal/benchseed: 10,000 connections across 1,000 teams, 1,000,000
+// (internal/support/benchseed: 10,000 connections across 1,000 teams, 1,000,000
 // audit events), the six pages the issue names loaded with wrk
 // (`wrk -t2 -c64 --latency`, keep-alive, signed in through the built-in
 // identity provider), each next to a bare echo handler in this process
@@ -13,7 +13,7 @@
 // and on PostgreSQL (fresh databases on PORTAL_TEST_POSTGRES_URL's
 // server, dropped at the end).
 //
-// Rows recorded through internal/benchtable, per engine and page (a
+// Rows recorded through internal/support/benchtable, per engine and page (a
 // portal's figure is the mean of its two runs, its p99 the worse one):
 //   - req/s at 1,000,000 audit events, baseline bare echo's req/s: at
 //     least 0.25×;
@@ -56,11 +56,11 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, to create and drop the benchmark's database
 	"github.com/labstack/echo/v4"
 
-	"github.com/hyperpod-governance/portal/internal/benchseed"
-	"github.com/hyperpod-governance/portal/internal/benchtable"
+	"github.com/hyperpod-governance/portal/internal/support/benchseed"
+	"github.com/hyperpod-governance/portal/internal/support/benchtable"
 	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 type config struct {

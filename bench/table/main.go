@@ -1,4 +1,4 @@
-// Command table prints the rows benchmarks recorded (internal/benchtable)
+// Command table prints the rows benchmarks recorded (internal/support/benchtable)
 // as one table: figure, baseline from the same run, ratio, target, result.
 //
 //	go run ./bench/table RESULTS-FILE
@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/hyperpod-governance/portal/internal/benchtable"
+	"github.com/hyperpod-governance/portal/internal/support/benchtable"
 )
 
 func main() {

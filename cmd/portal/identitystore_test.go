@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/auth"
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 )
 
 func TestParseConfigIdentityStore(t *testing.T) {

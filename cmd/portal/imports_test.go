@@ -47,11 +47,46 @@ func TestImportBoundaries(t *testing.T) {
 			"k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "net/http"},
 		// The binary never carries the test endpoints, nor the image builder,
 		// nor the benchmark's seeding (it writes around the workflow).
-		"cmd/portal": {mod + "internal/provision/awsprov/awstest", mod + "internal/testenv",
-			mod + "internal/image", "github.com/google/go-containerregistry", mod + "internal/benchseed"},
-		"internal/testenv": {mod},
-		"migrations":       {mod},
-		"static":           {mod},
+		"cmd/portal": {mod + "internal/support/awstest", mod + "internal/support/testenv",
+			mod + "internal/support/image", "github.com/google/go-containerregistry", mod + "internal/support/benchseed"},
+		"internal/support/testenv": {mod + "internal/"},
+		// The HTTP layer renders and authorizes; the background loops,
+		// the identity provider and the test support are wired by
+		// cmd/portal, never imported by it.
+		"internal/web": {mod + "internal/support", mod + "internal/collect", mod + "internal/review", mod + "internal/notify",
+			mod + "internal/leader", mod + "internal/devidp"},
+		// Delivery reads the outbox through the store; it provisions,
+		// collects, schedules and serves nothing.
+		"internal/notify": {mod + "internal/web", mod + "internal/views", mod + "internal/provision", mod + "internal/collect",
+			mod + "internal/review", mod + "internal/leader", mod + "internal/support", "github.com/labstack/echo", "k8s.io/client-go"},
+		// The election runs the singletons it is given: it knows none of them.
+		"internal/leader": {mod + "internal/web", mod + "internal/views", mod + "internal/provision", mod + "internal/collect",
+			mod + "internal/review", mod + "internal/notify", mod + "internal/auth", mod + "internal/support", "github.com/labstack/echo"},
+		// The SDK's HTTP client: no portal package at all.
+		"internal/provision/awsprov/sdkhttp": {mod + "internal/"},
+		"migrations":                         {mod},
+		"static":                             {mod},
+	}
+	// Every product package has a rule (the support packages have theirs
+	// in TestProductNeverImportsSupport): a new package states its place.
+	out, err := exec.Command("go", "list", "../../internal/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(p, mod)
+		if strings.HasPrefix(rel, "internal/support/") {
+			continue
+		}
+		covered := false
+		for pattern := range rules {
+			if rel == pattern || strings.HasSuffix(pattern, "/...") && strings.HasPrefix(rel+"/", strings.TrimSuffix(pattern, "...")) {
+				covered = true
+			}
+		}
+		if !covered {
+			t.Errorf("%s has no import rule: add what it must not depend on to TestImportBoundaries", rel)
+		}
 	}
 	for pattern, forbidden := range rules {
 		for _, pkg := range packagesOf(t, pattern) {
@@ -117,5 +152,33 @@ func TestDirectImports(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestProductNeverImportsSupport: the test, benchmark and build support
+// under internal/support (the README's map says so) is never a dependency
+// of a product package, so the portal binary cannot carry a test endpoint,
+// the benchmark's seeding or the image builder.
+func TestProductNeverImportsSupport(t *testing.T) {
+	const mod = "github.com/hyperpod-governance/portal/"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}: {{join .Deps " "}}`, "../../internal/...", "../../cmd/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, deps, _ := strings.Cut(line, ": ")
+		if strings.HasPrefix(pkg, mod+"internal/support/") {
+			continue
+		}
+		checked++
+		for _, d := range strings.Fields(deps) {
+			if strings.HasPrefix(d, mod+"internal/support/") {
+				t.Errorf("%s depends on %s: product code must not use the support packages", pkg, d)
+			}
+		}
+	}
+	if checked < 15 {
+		t.Fatalf("checked only %d packages", checked)
 	}
 }

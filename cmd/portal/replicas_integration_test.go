@@ -45,9 +45,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -138,7 +138,7 @@ func TestTwoReplicas(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The local AWS endpoints (awsprov/awstest, in this process), shared
+	// The local AWS endpoints (support/awstest, in this process), shared
 	// by both replicas through the --aws-endpoint-* flags, signed with the
 	// endpoints' test credentials; HyperPod task governance is stood in
 	// for by making the team's namespace and LocalQueue when its compute

@@ -15,7 +15,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/leader"
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 // singletonWork is what each singleton's first pass leaves in the

@@ -1,6 +1,6 @@
 // Command image builds the portal's container image without a Docker engine
 // (make image): an OCI image layout directory and a docker-archive tarball of
-// the static binary from make build. See internal/image for what is in it.
+// the static binary from make build. See internal/support/image for what is in it.
 //
 //	go run ./hack/image --binary bin/portal --version v1.2.3 \
 //	    --revision "$(git rev-parse HEAD)" --created "$(git log -1 --format=%ct)"
@@ -20,7 +20,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/hyperpod-governance/portal/internal/image"
+	"github.com/hyperpod-governance/portal/internal/support/image"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/identitystore"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 )
 
 // storeCache is a GroupCache over a real identitystore client pointed at a

@@ -13,7 +13,7 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 // migratedDB is a fresh, migrated SQLite store, closed when the test ends.

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/hyperpod-governance/portal/internal/testenv/hpcluster"
+	"github.com/hyperpod-governance/portal/internal/support/hpcluster"
 )
 
 // cond returns the condition of type typ, or nil.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/leader"
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 // newPostgres creates a migrated database on the test bed's PostgreSQL

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hyperpod-governance/portal/internal/leader"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

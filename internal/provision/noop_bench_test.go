@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/hyperpod-governance/portal/internal/benchtable"
+	"github.com/hyperpod-governance/portal/internal/support/benchtable"
 	"github.com/hyperpod-governance/portal/internal/provision"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 var noopTenantsFlag = flag.Int("noop-tenants", 100, "number of unchanged tenants BenchmarkNoopReconcile checks and re-applies")
@@ -42,7 +42,7 @@ const noopRounds = 5
 //     checks included), recording each job's steps in the store,
 //
 // in noopRounds rounds after one not counted.
-// It records through internal/benchtable: the requests of each (at most
+// It records through internal/support/benchtable: the requests of each (at most
 // one list per kind), the writes (none), the resourceVersions changed
 // (none), and the time of each next to the bare lists'. It runs on SQLite
 // and, when the test bed has PostgreSQL, on PostgreSQL (the drift checker

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 )
 
 // The cluster prerequisites the seed names (issue 31 item 8), read through

@@ -42,10 +42,10 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/hyperpod-governance/portal/internal/benchtable"
+	"github.com/hyperpod-governance/portal/internal/support/benchtable"
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -903,7 +903,7 @@ func TestWorkerPermanentErrorIntegration(t *testing.T) {
 //
 //	go test -run '^$' -bench ProvisionTenants -benchtime=1x ./internal/provision/ -worker-tenants=100
 //
-// The rows go to the `make bench` table (internal/benchtable).
+// The rows go to the `make bench` table (internal/support/benchtable).
 func BenchmarkProvisionTenants(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) { benchProvision(b, "sqlite", "") })
 	b.Run("postgres", func(b *testing.B) {

@@ -205,7 +205,7 @@ func connAudit(id int64, team string, a workflow.AuditRecord, reason string, now
 
 // Batch is one write transaction in which many commands are recorded, each
 // applied by apply exactly as the store's methods apply theirs. It exists
-// for loading a large installation at once (internal/benchseed): one
+// for loading a large installation at once (internal/support/benchseed): one
 // commit per command would take minutes for tens of thousands of them.
 // Unlike the store's methods, a batch reads no facts for a command's rule
 // (an approval's inventory, committed capacity and claims): its caller

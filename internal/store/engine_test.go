@@ -9,7 +9,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for creating and dropping test databases
 
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 // The store suite runs on both engines: make test runs `go test

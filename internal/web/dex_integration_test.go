@@ -16,7 +16,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 var reDexForm = regexp.MustCompile(`(?s)<form[^>]*method="post"[^>]*action="([^"]*)"`)

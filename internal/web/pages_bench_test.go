@@ -16,14 +16,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hyperpod-governance/portal/internal/benchseed"
-	"github.com/hyperpod-governance/portal/internal/benchtable"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/benchseed"
+	"github.com/hyperpod-governance/portal/internal/support/benchtable"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // seedScale fills the database dsn names like a large installation
-// (internal/benchseed, the seeding `make bench`'s wrk harness uses too):
+// (internal/support/benchseed, the seeding `make bench`'s wrk harness uses too):
 // 10,000 connections across 1,000 teams made through the portal's
 // commands, with real contract versions and capacity, open reviews, 30
 // days of every team's usage, and auditEvents audit events, or the
@@ -92,7 +92,7 @@ func scalePages(s benchseed.Seeded) []benchseed.Page {
 // the same scale, each with its ratio to bare echo. It reports mean and p99
 // for both and their ratio, and records the mean-time ratio to bare echo
 // (the CPU cost of a page next to echo writing its bytes) and the 1M/1k
-// ratio in the bench table (internal/benchtable). -pages-audit picks the
+// ratio in the bench table (internal/support/benchtable). -pages-audit picks the
 // audit scales (default both).
 //
 //	go test -run XXX -bench PagesAtScale -benchtime 300x ./internal/web/

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 
 	"github.com/labstack/echo/v4"
 

@@ -12,7 +12,7 @@ import (
 	dztypes "github.com/aws/aws-sdk-go-v2/service/datazone/types"
 	smithy "github.com/aws/smithy-go"
 
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 )
 
 const (

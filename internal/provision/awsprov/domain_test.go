@@ -16,7 +16,7 @@ import (
 	ssotypes "github.com/aws/aws-sdk-go-v2/service/ssoadmin/types"
 	smithy "github.com/aws/smithy-go"
 
-	"github.com/hyperpod-governance/portal/internal/provision/awsprov/awstest"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 )
 
 const (

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/usage"
 )
 

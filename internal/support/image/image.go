@@ -17,7 +17,7 @@
 // same binary, CA bundle, labels and Go toolchain give the same digest.
 //
 // hack/image is the command (`make image`); the Dockerfile makes the same
-// image for people with Docker (internal/image's test checks that the two
+// image for people with Docker (internal/support/image's test checks that the two
 // agree on user, entrypoint, command, environment, ports and labels).
 package image
 

@@ -31,8 +31,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/hyperpod-governance/portal/internal/image"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/image"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 // What the test passes to the image tool, and so what it expects back.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hyperpod-governance/portal/internal/image"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/image"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 // fitsApache2 are the licenses a module linked into the Apache-2.0 portal

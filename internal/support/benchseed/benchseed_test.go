@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperpod-governance/portal/internal/benchseed"
+	"github.com/hyperpod-governance/portal/internal/support/benchseed"
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/testenv"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
 // TestSeededPagesServe seeds a small installation, checks that its
