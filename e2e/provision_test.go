@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )

@@ -56,10 +56,10 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, to create and drop the benchmark's database
 	"github.com/labstack/echo/v4"
 
-	"github.com/hyperpod-governance/portal/internal/support/benchseed"
-	"github.com/hyperpod-governance/portal/internal/support/benchtable"
 	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/benchseed"
+	"github.com/hyperpod-governance/portal/internal/support/benchtable"
 	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 

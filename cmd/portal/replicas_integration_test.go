@@ -45,8 +45,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )

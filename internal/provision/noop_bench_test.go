@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/hyperpod-governance/portal/internal/support/benchtable"
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/support/benchtable"
 	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 

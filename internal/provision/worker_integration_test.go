@@ -42,9 +42,9 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/hyperpod-governance/portal/internal/support/benchtable"
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/benchtable"
 	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )

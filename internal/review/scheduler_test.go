@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/identitystore"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
-	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )

@@ -13,8 +13,8 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
-	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 

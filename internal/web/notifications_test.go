@@ -15,8 +15,8 @@ import (
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/devidp"
 	"github.com/hyperpod-governance/portal/internal/notify"
-	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperpod-governance/portal/internal/support/benchseed"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/benchseed"
 	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
