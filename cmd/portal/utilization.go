@@ -76,9 +76,9 @@ func utilizationSource(ctx context.Context, cfg Config, logger *slog.Logger) (us
 func probeUtilization(ctx context.Context, p web.UtilizationProber, db *store.DB, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	ch, err := provision.UtilizationCheck(ctx, p, db.LiveNamespaces, time.Now())
+	ch, err := prom.CheckSeries(ctx, p, db.LiveNamespaces, time.Now())
 	switch {
-	case ch.Status == provision.CheckOK:
+	case ch.Status == string(provision.CheckOK):
 		logger.Info("utilization probe: "+ch.Detail, "check", ch.Name)
 	default:
 		logger.Warn("utilization probe: "+ch.Detail, "check", ch.Name, "todo", ch.Todo, "err", err)

@@ -6,12 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
-	"github.com/hyperpod-governance/portal/internal/usage/prom"
 )
 
 // CheckStatus is how one readiness check came out.
@@ -351,36 +349,3 @@ func sentenceOf(s string) string {
 	return s
 }
 
-// CheckUtilization is the readiness check of GPU utilization's series.
-const CheckUtilization = "GPU utilization series (Prometheus)"
-
-// UtilizationProber is a utilization source that can say whether its
-// series carry the team namespaces (*prom.Client).
-type UtilizationProber interface {
-	Probe(ctx context.Context, teams []string, at time.Time) (prom.Probe, error)
-}
-
-// UtilizationCheck probes p for the live connections' namespaces (teams
-// reads them) at now: one query. The /admin/cluster page shows it and the
-// portal logs it at start, so that usage pages without utilization say why.
-// The error, when there is one, is for the log: the check says what to do.
-func UtilizationCheck(ctx context.Context, p UtilizationProber, teams func(context.Context) ([]string, error), now time.Time) (Check, error) {
-	ch := Check{Name: CheckUtilization}
-	live, err := teams(ctx)
-	if err != nil {
-		ch.Status, ch.Detail = CheckUnknown, "The team namespaces could not be read."
-		return ch, err
-	}
-	res, err := p.Probe(ctx, live, now)
-	switch {
-	case err != nil:
-		ch.Status, ch.Detail, ch.Todo = CheckUnknown, "The probe query failed.", "Check --prometheus-url and the portal's permission to query it (the log has the error)."
-	case len(live) == 0:
-		ch.Status, ch.Detail = CheckOK, "No live connection yet: nothing to look for."
-	case res.OK(live):
-		ch.Status, ch.Detail = CheckOK, fmt.Sprintf("Series of the last hour carry team namespaces in label %q: %s.", res.Label, strings.Join(res.Found, ", "))
-	default:
-		ch.Status, ch.Detail, ch.Todo = CheckFailing, res.Warning(live), "Restart the portal with the label named above."
-	}
-	return ch, err
-}

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/usage/prom"
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -47,20 +48,20 @@ func (s *Server) clusterReadiness(c echo.Context) error {
 	return render(c, http.StatusOK, views.ReadinessPage(s.page(c, "Cluster readiness"), v))
 }
 
-// UtilizationProber is provision.UtilizationProber (*prom.Client).
-type UtilizationProber = provision.UtilizationProber
+// UtilizationProber is prom.Prober (*prom.Client).
+type UtilizationProber = prom.Prober
 
 // utilizationCheck is the readiness check of GPU utilization
-// (provision.UtilizationCheck); false when the source cannot be probed,
+// (prom.CheckSeries); false when the source cannot be probed,
 // e.g. not configured.
 func (s *Server) utilizationCheck(ctx context.Context) (views.ReadinessCheck, bool) {
 	p, ok := s.opts.Utilization.(UtilizationProber)
 	if !ok {
 		return views.ReadinessCheck{}, false
 	}
-	ch, err := provision.UtilizationCheck(ctx, p, s.opts.DB.LiveNamespaces, s.opts.Now())
+	ch, err := prom.CheckSeries(ctx, p, s.opts.DB.LiveNamespaces, s.opts.Now())
 	if err != nil {
 		s.opts.Logger.Warn("utilization check", "err", err)
 	}
-	return views.ReadinessCheck{Name: ch.Name, Status: string(ch.Status), Detail: ch.Detail, Todo: ch.Todo}, true
+	return views.ReadinessCheck{Name: ch.Name, Status: ch.Status, Detail: ch.Detail, Todo: ch.Todo}, true
 }

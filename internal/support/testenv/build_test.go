@@ -13,7 +13,7 @@ func TestModuleRoot(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(root, "go.mod")); err != nil || modulePath(b) != Module {
 		t.Fatalf("ModuleRoot() = %s: its go.mod declares %q (%v), want %s", root, modulePath(b), err, Module)
 	}
-	if _, err := os.Stat(filepath.Join(root, "internal", "testenv", "build.go")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "internal", "support", "testenv", "build.go")); err != nil {
 		t.Fatalf("ModuleRoot() = %s is not this repository's root: %v", root, err)
 	}
 	t.Chdir(filepath.Join(root, "internal"))

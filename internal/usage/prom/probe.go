@@ -105,3 +105,44 @@ func (c *Client) Probe(ctx context.Context, teams []string, at time.Time) (Probe
 	}
 	return p, nil
 }
+
+// Prober is a utilization source that can say whether its series carry
+// the team namespaces (*Client).
+type Prober interface {
+	Probe(ctx context.Context, teams []string, at time.Time) (Probe, error)
+}
+
+// Check is the readiness check of the utilization series, in the
+// readiness page's words: Status is "ok", "failing" or "unknown" (the
+// values of provision.CheckStatus, which this package may not import).
+type Check struct {
+	Name, Status, Detail, Todo string
+}
+
+// CheckName names the check.
+const CheckName = "GPU utilization series (Prometheus)"
+
+// CheckSeries probes p for the live connections' namespaces (teams reads
+// them) at now: one query. /admin/cluster shows it and the portal logs it
+// at start, so that usage pages without utilization say why. The error,
+// when there is one, is for the log: the check says what to do.
+func CheckSeries(ctx context.Context, p Prober, teams func(context.Context) ([]string, error), now time.Time) (Check, error) {
+	ch := Check{Name: CheckName}
+	live, err := teams(ctx)
+	if err != nil {
+		ch.Status, ch.Detail = "unknown", "The team namespaces could not be read."
+		return ch, err
+	}
+	res, err := p.Probe(ctx, live, now)
+	switch {
+	case err != nil:
+		ch.Status, ch.Detail, ch.Todo = "unknown", "The probe query failed.", "Check --prometheus-url and the portal's permission to query it (the log has the error)."
+	case len(live) == 0:
+		ch.Status, ch.Detail = "ok", "No live connection yet: nothing to look for."
+	case res.OK(live):
+		ch.Status, ch.Detail = "ok", fmt.Sprintf("Series of the last hour carry team namespaces in label %q: %s.", res.Label, strings.Join(res.Found, ", "))
+	default:
+		ch.Status, ch.Detail, ch.Todo = "failing", res.Warning(live), "Restart the portal with the label named above."
+	}
+	return ch, err
+}
