@@ -348,4 +348,3 @@ func sentenceOf(s string) string {
 	}
 	return s
 }
-
