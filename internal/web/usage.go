@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -182,27 +183,40 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 		return u, err
 	}
 	guarantee := g[team]
-	gAccel := s.guaranteeAccel(guarantee)
 	// The chart's guarantee line is the guarantee in force at each hour,
 	// from the same history the collector splits usage by.
 	gHist, err := s.opts.DB.GuaranteeHistory(ctx, team)
 	if err != nil {
 		return u, err
 	}
-	gLine := s.guaranteeLine(gHist, team)
 	u.Missing = missingRows(missing)
 	u.NoData = len(rows) == 0
-	if len(guarantee) == 0 {
-		u.Guarantee = "none in force (team " + team + " has no approved connection)"
-	} else {
-		var parts []string
-		for _, c := range guarantee {
-			parts = append(parts, fmt.Sprintf("%d × %s", c.Count, c.InstanceType))
-		}
-		u.Guarantee = fmt.Sprintf("%s = %d accelerators (the approved connection's guarantee today)", strings.Join(parts, " + "), gAccel)
-	}
-
+	u.Guarantee = guaranteeText(team, guarantee, s.guaranteeAccel(guarantee))
 	hourly := usage.SumByHour(rows)
+	s.allocationChart(ctx, &u, rows, hourly, missing, s.guaranteeLine(gHist, team), from, to)
+	dailyHoursAndWaits(&u, hourly, from, to)
+	u.Suggestions = s.suggestFrom(hoursIn(allRows, sugFrom, sugEnd), missingIn(allMissing, sugFrom, sugEnd), guarantee, nil, sugFrom, sugEnd)
+	return u, nil
+}
+
+// guaranteeText says the team's guarantee today, in instances and
+// accelerators.
+func guaranteeText(team string, guarantee []workflow.Capacity, accel int) string {
+	if len(guarantee) == 0 {
+		return "none in force (team " + team + " has no approved connection)"
+	}
+	var parts []string
+	for _, c := range guarantee {
+		parts = append(parts, fmt.Sprintf("%d × %s", c.Count, c.InstanceType))
+	}
+	return fmt.Sprintf("%s = %d accelerators (the approved connection's guarantee today)", strings.Join(parts, " + "), accel)
+}
+
+// allocationChart is the hourly chart: accelerators held against the
+// guarantee in force at each hour (gLine), and, with Prometheus, how busy
+// they were.
+func (s *Server) allocationChart(ctx context.Context, u *views.TeamUsage, rows []usage.Hour, hourly []usage.TeamHour,
+	missing []usage.Missing, gLine func(time.Time) float64, from, to time.Time) {
 	byHour := map[time.Time]usage.TeamHour{}
 	for _, h := range hourly {
 		byHour[h.Start] = h
@@ -219,6 +233,7 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 		u.UtilizationNote = "Allocation only: utilization (how busy the allocated accelerators were) needs the portal to run with --prometheus-url."
 	} else {
 		markLive(ctx) // Prometheus, now
+		var err error
 		if busy, err = busyAccelerators(ctx, s.opts.Utilization, rows, namespaces, from, to); err != nil {
 			s.opts.Logger.WarnContext(ctx, "utilization unavailable", "err", err)
 			u.UtilizationNote = "Utilization could not be read from Prometheus just now; allocation only."
@@ -248,10 +263,14 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 	if busy != nil {
 		series = append(series, views.SeriesInput{Name: "Busy (allocated × utilization)", Class: "s-busy", Values: busyV})
 	}
-	u.Allocation = views.NewTimeSeries("usage-allocation", "Team "+team+": accelerators allocated vs guaranteed, per hour",
+	u.Allocation = views.NewTimeSeries("usage-allocation", "Team "+u.Team+": accelerators allocated vs guaranteed, per hour",
 		"Mean accelerators the team held in each hour of "+u.PeriodLabel+", against the guarantee in force in that hour. Gaps are missing data periods.",
 		"accelerators", xs, series)
+}
 
+// dailyHoursAndWaits is the daily chart of guaranteed and borrowed
+// accelerator-hours, the period's totals, peaks, preemptions and waits.
+func dailyHoursAndWaits(u *views.TeamUsage, hourly []usage.TeamHour, from, to time.Time) {
 	days := usage.Days(from, to)
 	dayIdx := map[time.Time]int{}
 	var labels []string
@@ -261,10 +280,8 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 	}
 	gh, bh := make([]float64, len(days)), make([]float64, len(days))
 	var gSum, bSum int64
-	var p50s []int64
-	var worst views.WaitView
+	var p50s, p90s, p99s []int64
 	var w90, w99, w50 int64 = -1, -1, -1
-	var p90s, p99s []int64
 	for _, h := range hourly {
 		i := dayIdx[usage.DayStart(h.Start)]
 		gh[i] += float64(h.GuaranteedAccelSeconds) / 3600
@@ -279,21 +296,19 @@ func (s *Server) teamUsageView(ctx context.Context, team string, from, to time.T
 			w50, w90, w99 = max(w50, h.WaitP50Seconds), max(w90, h.WaitP90Seconds), max(w99, h.WaitP99Seconds)
 		}
 	}
-	u.Hours = views.NewStackedBars("usage-hours", "Team "+team+": guaranteed vs borrowed accelerator-hours, per day",
+	u.Hours = views.NewStackedBars("usage-hours", "Team "+u.Team+": guaranteed vs borrowed accelerator-hours, per day",
 		"Accelerator-hours per UTC day within the team's guarantee and borrowed above it.", "accelerator-hours", labels,
 		[]views.BarSeries{{Name: "Guaranteed", Class: "s-guaranteed", Values: gh}, {Name: "Borrowed", Class: "s-borrowed", Values: bh}})
 	u.GuaranteedHours, u.BorrowedHours = hoursText(gSum), hoursText(bSum)
 	if len(p50s) == 0 {
 		u.Waits = []views.WaitView{{Label: "No workload admitted in this period", P50: "-", P90: "-", P99: "-"}}
-	} else {
-		m50, _, _ := usage.Percentile(p50s, 50)
-		m90, _, _ := usage.Percentile(p90s, 50)
-		m99, _, _ := usage.Percentile(p99s, 50)
-		worst = views.WaitView{Label: "Worst hour", P50: waitText(w50), P90: waitText(w90), P99: waitText(w99)}
-		u.Waits = []views.WaitView{{Label: fmt.Sprintf("Median hour (of %d with admissions)", len(p50s)), P50: waitText(m50), P90: waitText(m90), P99: waitText(m99)}, worst}
+		return
 	}
-	u.Suggestions = s.suggestFrom(hoursIn(allRows, sugFrom, sugEnd), missingIn(allMissing, sugFrom, sugEnd), guarantee, nil, sugFrom, sugEnd)
-	return u, nil
+	m50, _, _ := usage.Percentile(p50s, 50)
+	m90, _, _ := usage.Percentile(p90s, 50)
+	m99, _, _ := usage.Percentile(p99s, 50)
+	worst := views.WaitView{Label: "Worst hour", P50: waitText(w50), P90: waitText(w90), P99: waitText(w99)}
+	u.Waits = []views.WaitView{{Label: fmt.Sprintf("Median hour (of %d with admissions)", len(p50s)), P50: waitText(m50), P90: waitText(m90), P99: waitText(m99)}, worst}
 }
 
 // suggestionSpan is the 30 days of hourly rows before end that quota
@@ -387,23 +402,33 @@ func (s *Server) clusterUsage(c echo.Context) error {
 		return render(c, http.StatusBadRequest, views.ClusterUsagePage(s.page(c, "Cluster usage"), views.ClusterUsage{Period: pf,
 			PeriodLabel: "no period shown: correct the dates", NoData: true}))
 	}
-	ctx := c.Request().Context()
+	u, err := s.clusterUsageView(c.Request().Context(), pf, from, to)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ClusterUsagePage(s.page(c, "Cluster usage"), u))
+}
+
+// clusterUsageView is the cluster usage page of a period: every team's
+// accelerator-hours per day stacked with the idle capacity, the totals,
+// each team against its guarantee, and the unhealthy node-hours.
+func (s *Server) clusterUsageView(ctx context.Context, pf views.PeriodForm, from, to time.Time) (views.ClusterUsage, error) {
 	u := views.ClusterUsage{Period: pf, PeriodLabel: periodLabel(from, to), UpTo: upToNote(to, s.opts.Now())}
 	rows, err := s.opts.DB.UsageHours(ctx, store.UsageFilter{From: from, To: to})
 	if err != nil {
-		return err
+		return u, err
 	}
 	cluster, err := s.opts.DB.ClusterHours(ctx, "", from, to)
 	if err != nil {
-		return err
+		return u, err
 	}
 	missing, err := s.opts.DB.MissingIn(ctx, from, to)
 	if err != nil {
-		return err
+		return u, err
 	}
 	guarantees, err := s.opts.DB.Guarantees(ctx, "")
 	if err != nil {
-		return err
+		return u, err
 	}
 	u.Missing = missingRows(missing)
 	u.NoData = len(rows) == 0 && len(cluster) == 0
@@ -415,10 +440,7 @@ func (s *Server) clusterUsage(c echo.Context) error {
 		dayIdx[d] = i
 		labels = append(labels, d.Format("Jan 2"))
 	}
-	var teams []string
-	for t := range guarantees {
-		teams = append(teams, t)
-	}
+	teams := slices.Collect(maps.Keys(guarantees))
 	perTeamHour := map[string]map[time.Time]int64{}
 	borrowed := map[string]int64{}
 	for _, r := range rows {
@@ -441,7 +463,25 @@ func (s *Server) clusterUsage(c echo.Context) error {
 		}
 		series = append(series, views.BarSeries{Name: "Team " + t, Class: fmt.Sprintf("s-team%d", i%6), Values: v})
 	}
-	idle := make([]float64, len(days))
+	capacityAndHealth(&u, cluster, len(days), dayIdx, labels, series)
+	for _, t := range teams {
+		g := s.guaranteeAccel(guarantees[t])
+		row := views.TeamUsageRow{Team: t, Href: "/teams/" + t + "/usage?from=" + pf.From + "&to=" + pf.To,
+			GuaranteeAccelerators: strconv.Itoa(g), BorrowedHours: hoursText(borrowed[t]), MeanAccelerators: "-", P95Accelerators: "-"}
+		if mean, p95, st, ok := usage.GuaranteeStanding(perTeamHour[t], missing, from, to, g); ok {
+			row.MeanAccelerators, row.P95Accelerators = hoursText(mean), hoursText(p95)
+			row.Status, row.StatusLabel = string(st), string(st)+" its guarantee"
+		}
+		u.Teams = append(u.Teams, row)
+	}
+	return u, nil
+}
+
+// capacityAndHealth tops the teams' daily bars with the idle capacity,
+// fills the capacity, allocated and idle totals, and lists the unhealthy
+// node-hours per cluster and instance type.
+func capacityAndHealth(u *views.ClusterUsage, cluster []usage.ClusterHour, ndays int, dayIdx map[time.Time]int, labels []string, series []views.BarSeries) {
+	idle := make([]float64, ndays)
 	var capS, allocS, idleS int64
 	type key struct{ cluster, typ string }
 	unhealthy := map[key]int64{}
@@ -467,30 +507,14 @@ func (s *Server) clusterUsage(c echo.Context) error {
 	if capS > 0 {
 		u.IdlePercent = fmt.Sprintf("%d%% of capacity", idleS*100/capS)
 	}
-	for _, t := range teams {
-		g := s.guaranteeAccel(guarantees[t])
-		row := views.TeamUsageRow{Team: t, Href: "/teams/" + t + "/usage?from=" + pf.From + "&to=" + pf.To,
-			GuaranteeAccelerators: strconv.Itoa(g), BorrowedHours: hoursText(borrowed[t]), MeanAccelerators: "-", P95Accelerators: "-"}
-		if mean, p95, st, ok := usage.GuaranteeStanding(perTeamHour[t], missing, from, to, g); ok {
-			row.MeanAccelerators, row.P95Accelerators = hoursText(mean), hoursText(p95)
-			row.Status, row.StatusLabel = string(st), string(st)+" its guarantee"
-		}
-		u.Teams = append(u.Teams, row)
-	}
-	for _, k := range slices.SortedFunc(func(yield func(key) bool) {
-		for k := range unhealthy {
-			if !yield(k) {
-				return
-			}
-		}
-	}, func(a, b key) int { return strings.Compare(a.cluster+" "+a.typ, b.cluster+" "+b.typ) }) {
+	keys := slices.SortedFunc(maps.Keys(unhealthy), func(a, b key) int { return strings.Compare(a.cluster+" "+a.typ, b.cluster+" "+b.typ) })
+	for _, k := range keys {
 		if unhealthy[k] == 0 {
 			continue
 		}
 		u.Unhealthy = append(u.Unhealthy, views.UnhealthyRow{Cluster: k.cluster, InstanceType: k.typ, NodeHours: hoursText(unhealthy[k]),
 			LatestHour: fmt.Sprintf("%s nodes (%s)", hoursText(latest[k].UnhealthyNodeSeconds), latest[k].Start.Format("2006-01-02 15:04"))})
 	}
-	return render(c, http.StatusOK, views.ClusterUsagePage(s.page(c, "Cluster usage"), u))
 }
 
 // busyAccelerators is, per UTC hour in [from, to), how many of the
