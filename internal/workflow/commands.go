@@ -253,6 +253,66 @@ type ClusterFacts struct {
 	MissingRoles []string
 }
 
+// approvalRefused is every rule an approval must pass once its transition
+// is allowed, in the order their refusals are said: independence, one
+// approval per admin, a provisionable version, a pinned plan, roles that
+// cannot manage the cluster and exist, the namespace taken over only when
+// adopted, capacity, the checks that could run, and claims.
+func approvalRefused(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, amending bool) error {
+	if err := independentOf(s, by); err != nil {
+		return err
+	}
+	if slices.Contains(f.ApproverIDs, by.ID) {
+		return ErrAlreadyDecided
+	}
+	c := f.Contract
+	// The portal sets up nothing for Slurm, and a version whose plan cannot
+	// be built would only fail its job.
+	if c.Orchestrator == OrchestratorSlurm {
+		return fmt.Errorf("%w: %w", ErrNotProvisionable, ErrSlurm)
+	}
+	if f.PlanError != nil {
+		return fmt.Errorf("%w on this cluster: %w", ErrNotProvisionable, f.PlanError)
+	}
+	if amending {
+		if fe := AmendmentErrors(f.Approved, c); len(fe) > 0 {
+			return fmt.Errorf("%w as a change: %s %s", ErrNotProvisionable, FieldLabel(fe[0].Field), fe[0].Message)
+		}
+	}
+	if in.PlanHash == "" {
+		return ErrUnpinned
+	}
+	// A project-facing role must not manage the cluster (create, update
+	// or delete it, its nodes, software, scheduler config or compute
+	// quotas): the approval waits until IAM no longer allows it.
+	if len(f.ManagesCluster) > 0 {
+		return fmt.Errorf("%w: %s", ErrManagesCluster, strings.Join(f.ManagesCluster, "; "))
+	}
+	if len(f.MissingRoles) > 0 {
+		return fmt.Errorf("%w: %s", ErrRoleMissing, strings.Join(f.MissingRoles, ", "))
+	}
+	if f.LifecycleUnchecked != "" {
+		return fmt.Errorf("%w: %s", ErrChecksDown, f.LifecycleUnchecked)
+	}
+	if f.ForeignNamespace != "" && in.Adopt != f.ForeignNamespace {
+		return fmt.Errorf("%w: %s", ErrForeignNamespace, f.ForeignNamespace)
+	}
+	if in.Adopt != "" && !slices.Contains(c.Namespaces, in.Adopt) {
+		return fmt.Errorf("workflow: the contract does not name namespace %q, which the approval adopts", in.Adopt)
+	}
+	// An amendment's increase must fit; its decrease always does.
+	if !ApprovalCapacity(f.Inventory, f.Committed, amending, f.Approved.Scheduling.Guaranteed, c.Scheduling.Guaranteed).OK() {
+		return ErrOverCapacity
+	}
+	if f.ChecksDown != nil {
+		return fmt.Errorf("%w: %w", ErrChecksDown, f.ChecksDown)
+	}
+	if len(f.Claims) > 0 {
+		return fmt.Errorf("%w: %s", ErrClaimTaken, strings.Join(f.Claims, "; "))
+	}
+	return nil
+}
+
 // Approve records an admin's approval of exactly (version, hash, plan).
 // A restricted contract needs two distinct admins: the approval that
 // completes the count moves the connection to approved, sets its approved
@@ -302,58 +362,10 @@ func Approve(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, now time.Time)
 		}
 		return Effect{}, err
 	}
-	if err := independentOf(s, by); err != nil {
+	if err := approvalRefused(s, by, in, f, amending); err != nil {
 		return Effect{}, err
 	}
-	if slices.Contains(f.ApproverIDs, by.ID) {
-		return Effect{}, ErrAlreadyDecided
-	}
 	c := f.Contract
-	// The portal sets up nothing for Slurm, and a version whose plan cannot
-	// be built would only fail its job.
-	if c.Orchestrator == OrchestratorSlurm {
-		return Effect{}, fmt.Errorf("%w: %w", ErrNotProvisionable, ErrSlurm)
-	}
-	if f.PlanError != nil {
-		return Effect{}, fmt.Errorf("%w on this cluster: %w", ErrNotProvisionable, f.PlanError)
-	}
-	if amending {
-		if fe := AmendmentErrors(f.Approved, c); len(fe) > 0 {
-			return Effect{}, fmt.Errorf("%w as a change: %s %s", ErrNotProvisionable, FieldLabel(fe[0].Field), fe[0].Message)
-		}
-	}
-	if in.PlanHash == "" {
-		return Effect{}, ErrUnpinned
-	}
-	// A project-facing role must not manage the cluster (create, update
-	// or delete it, its nodes, software, scheduler config or compute
-	// quotas): the approval waits until IAM no longer allows it.
-	if len(f.ManagesCluster) > 0 {
-		return Effect{}, fmt.Errorf("%w: %s", ErrManagesCluster, strings.Join(f.ManagesCluster, "; "))
-	}
-	if len(f.MissingRoles) > 0 {
-		return Effect{}, fmt.Errorf("%w: %s", ErrRoleMissing, strings.Join(f.MissingRoles, ", "))
-	}
-	if f.LifecycleUnchecked != "" {
-		return Effect{}, fmt.Errorf("%w: %s", ErrChecksDown, f.LifecycleUnchecked)
-	}
-	if f.ForeignNamespace != "" && in.Adopt != f.ForeignNamespace {
-		return Effect{}, fmt.Errorf("%w: %s", ErrForeignNamespace, f.ForeignNamespace)
-	}
-	if in.Adopt != "" && !slices.Contains(c.Namespaces, in.Adopt) {
-		return Effect{}, fmt.Errorf("workflow: the contract does not name namespace %q, which the approval adopts", in.Adopt)
-	}
-	// An amendment's increase must fit; its decrease always does.
-	if amending && !AmendCapacityOK(f.Inventory, f.Committed, f.Approved.Scheduling.Guaranteed, c.Scheduling.Guaranteed) ||
-		!amending && !CheckCapacity(f.Inventory, f.Committed, c.Scheduling.Guaranteed).OK() {
-		return Effect{}, ErrOverCapacity
-	}
-	if f.ChecksDown != nil {
-		return Effect{}, fmt.Errorf("%w: %w", ErrChecksDown, f.ChecksDown)
-	}
-	if len(f.Claims) > 0 {
-		return Effect{}, fmt.Errorf("%w: %s", ErrClaimTaken, strings.Join(f.Claims, "; "))
-	}
 	e := Effect{By: by, Next: s.State, Approvals: len(f.ApproverIDs) + 1,
 		Decision: &DecisionRecord{Version: s.CurrentVersion, Hash: s.CurrentHash, Kind: "approve", Reason: in.Reason}}
 	if in.Adopt != "" {
