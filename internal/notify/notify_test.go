@@ -712,6 +712,24 @@ func TestSignalOwnerIsTold(t *testing.T) {
 	if mails = mailSink.mails(); len(mails) != 2 || !slices.Equal(slices.Sorted(slices.Values(mails[1].To)), []string{"admin2@example.test", "admin@example.test"}) {
 		t.Errorf("cluster signal mailed %+v, want the admins", mails[len(mails)-1])
 	}
+	// A signal of team red owned by someone outside red (blue's owner, as
+	// finance or another team's engineer may be): the notice is addressed
+	// to them by name, so they read it in the app under the read rule
+	// itself (workflow.NoticeScopeOf), not only by mail (review finding).
+	outside := []usage.SignalStatus{{Kind: usage.SignalWaitTime, Team: "red", State: usage.SignalFiring, Threshold: "fires above 1h",
+		Current: "3h p90", Owner: "owner.blue@example.test", Response: "Look at red's queue."}}
+	if _, err := f.db.RecordFired(t.Context(), outside, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.run(w)
+	blue := f.users["owner.blue"]
+	scope := workflow.NoticeScopeOf(workflow.NewPrincipal(blue.ID, "owner.blue", blue.Email, blue.Name, nil, []workflow.Membership{{Team: "blue", Role: workflow.TeamOwner}}))
+	if n, err := f.db.UnreadNotifications(t.Context(), blue.ID, scope); err != nil || n != 1 {
+		t.Errorf("blue's owner, the owner of red's signal, can read %d notices in the app (%v), want 1", n, err)
+	}
+	if ns, _ := f.db.Notifications(t.Context(), blue.ID, scope, 10); len(ns) != 1 || ns[0].Kind != "signal.fired" {
+		t.Errorf("blue's owner's notices = %+v, want the signal", ns)
+	}
 }
 
 // qpJoin undoes quoted-printable's soft line breaks.

@@ -340,14 +340,18 @@ func noticeScopeSQL(scope workflow.NoticeScope) (string, []any) {
 		return "1 = 0", nil
 	case scope.AllTeams:
 		return "1 = 1", nil
-	case len(scope.Teams) == 0:
-		return "o.team = ''", nil
+	}
+	// A notice addressed to its reader by name (workflow.ToPerson: the
+	// outbox's recipients column holds the audience) is theirs.
+	own := "(o.team = '' OR o.recipients LIKE '" + workflow.PersonAudiencePrefix + "%'"
+	if len(scope.Teams) == 0 {
+		return own + ")", nil
 	}
 	args := make([]any, len(scope.Teams))
 	for i, t := range scope.Teams {
 		args[i] = t
 	}
-	return "(o.team = '' OR o.team IN (" + strings.TrimSuffix(strings.Repeat("?,", len(scope.Teams)), ",") + "))", args
+	return own + " OR o.team IN (" + strings.TrimSuffix(strings.Repeat("?,", len(scope.Teams)), ",") + "))", args
 }
 
 // UnreadNotifications counts userID's unread notifications within scope:

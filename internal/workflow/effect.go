@@ -184,6 +184,9 @@ func (a Audience) NeedsFreshMembership() bool { return a == ToTeam }
 // personPrefix marks an audience of one person, by email.
 const personPrefix = "person:"
 
+// PersonAudiencePrefix is how a ToPerson audience begins, for queries.
+const PersonAudiencePrefix = personPrefix
+
 // ToPerson is the audience of one person: the portal user whose email is
 // email (case-insensitive), such as the owner a contract names for a
 // signal. Nobody receives it until that person has signed in once.

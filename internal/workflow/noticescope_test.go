@@ -9,9 +9,11 @@ func TestNoticeScopeIsTheReadNoticeRule(t *testing.T) {
 	for _, pp := range policyPrincipals {
 		scope := NoticeScopeOf(pp.p)
 		for _, team := range []string{"", "red", "blue", "green"} {
-			want := Decide(pp.p, ActionReadNotice, Object{Team: team}).Allowed
-			if got := scope.Allows(team); got != want {
-				t.Errorf("%s, notice about team %q: scope allows %v, Decide says %v", pp.name, team, got, want)
+			for _, personal := range []bool{false, true} {
+				want := Decide(pp.p, ActionReadNotice, Object{Team: team, Personal: personal}).Allowed
+				if got := scope.Allows(team, personal); got != want {
+					t.Errorf("%s, notice about team %q (personal %v): scope allows %v, Decide says %v", pp.name, team, personal, got, want)
+				}
 			}
 		}
 	}

@@ -54,7 +54,10 @@ const (
 // The other fields describe a connection request and matter only to the
 // actions on one.
 type Object struct {
-	Team  string
+	Team string
+	// Personal: a notice addressed to its reader by name (ToPerson), such
+	// as a signal's owner, who may be outside the team (ActionReadNotice).
+	Personal bool
 	State State
 	// Amendment is where the change request of a live connection is.
 	Amendment Amendment
@@ -187,10 +190,15 @@ func Decide(p Principal, a Action, o Object) Decision {
 // lost the role it was sent for) carries what its connection's
 // page does (reasons, holds, review texts): it is read under the
 // same rule as that page, with the roles confirmed now (issue 32
-// item 1). A notice about no team is its recipient's.
+// item 1). A notice about no team is its recipient's, and so is one
+// addressed to them by name: the contract named them (a signal's owner,
+// who may be finance or another team's engineer).
 func decideReadNotice(p Principal, o Object) Decision {
 	if o.Team == "" {
 		return allow("a notice about no team")
+	}
+	if o.Personal && p.HasAccess() {
+		return allow("a notice addressed to its reader")
 	}
 	return viewTeam(p, o)
 }
@@ -605,7 +613,7 @@ func NoticeScopeOf(p Principal) NoticeScope {
 }
 
 // Allows reports whether the scope lets its user read a notice about team
-// ("" for none).
-func (s NoticeScope) Allows(team string) bool {
-	return !s.None && (team == "" || s.AllTeams || slices.Contains(s.Teams, team))
+// ("" for none), addressed to them by name or not (personal).
+func (s NoticeScope) Allows(team string, personal bool) bool {
+	return !s.None && (team == "" || personal || s.AllTeams || slices.Contains(s.Teams, team))
 }
