@@ -58,7 +58,7 @@ type Object struct {
 	// Personal: a notice addressed to its reader by name (ToPerson), such
 	// as a signal's owner, who may be outside the team (ActionReadNotice).
 	Personal bool
-	State State
+	State    State
 	// Amendment is where the change request of a live connection is.
 	Amendment Amendment
 	// RequesterID is the user who filed the request.
