@@ -187,13 +187,27 @@ VALUES (?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`,
 			return 0, 0, err
 		}
 	}
-	for _, n := range e.Notify {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (connection_id, team, kind, recipients, subject, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			id, team, n.Kind, string(n.To), n.Subject, ts); err != nil {
-			return 0, 0, fmt.Errorf("store: outbox: %w", err)
-		}
+	if err := insertNotices(ctx, tx, id, team, e.Notify, now); err != nil {
+		return 0, 0, err
 	}
 	return id, jobID, nil
+}
+
+// insertNotices puts notices in the outbox, in the transaction that
+// records what they tell (connID 0: about no connection, such as a
+// cluster's signal); internal/notify delivers them.
+func insertNotices(ctx context.Context, tx *sql.Tx, connID int64, team string, notices []workflow.Notice, now time.Time) error {
+	var conn any
+	if connID != 0 {
+		conn = connID
+	}
+	for _, n := range notices {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (connection_id, team, kind, recipients, subject, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			conn, team, n.Kind, string(n.To), n.Subject, fmtTime(now)); err != nil {
+			return fmt.Errorf("store: outbox: %w", err)
+		}
+	}
+	return nil
 }
 
 // connAudit is the audit event of record a on connection id of team,

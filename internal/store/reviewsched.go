@@ -289,11 +289,8 @@ func (d *DB) RemindOverdue(ctx context.Context, r Review, notices []workflow.Not
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil
 		}
-		for _, n := range notices {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (connection_id, team, kind, recipients, subject, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-				r.ConnectionID, r.Team, n.Kind, string(n.To), n.Subject, fmtTime(now)); err != nil {
-				return fmt.Errorf("store: outbox: %w", err)
-			}
+		if err := insertNotices(ctx, tx, r.ConnectionID, r.Team, notices, now); err != nil {
+			return err
 		}
 		sent = true
 		return nil

@@ -66,11 +66,8 @@ ON CONFLICT DO NOTHING RETURNING id`, s.Team, string(s.Kind), fmtTime(now), deta
 			}
 			// The one who responds hears of it, from the outbox, in the
 			// transaction that records the event (once per event).
-			for _, n := range workflow.SignalFiredNotices(s.Team, s.Kind.Title(), detail, s.Owner, s.Response) {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (connection_id, team, kind, recipients, subject, created_at) VALUES (NULL, ?, ?, ?, ?, ?)`,
-					s.Team, n.Kind, string(n.To), n.Subject, fmtTime(now)); err != nil {
-					return fmt.Errorf("store: outbox: %w", err)
-				}
+			if err := insertNotices(ctx, tx, 0, s.Team, workflow.SignalFiredNotices(s.Team, s.Kind.Title(), detail, s.Owner, s.Response), now); err != nil {
+				return err
 			}
 		}
 		return nil
