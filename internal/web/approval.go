@@ -37,13 +37,9 @@ func (s *Server) decide(c echo.Context) error {
 	hash := c.FormValue("hash")
 	reason := strings.TrimSpace(c.FormValue("reason"))
 	rerender := s.rerenderDetail(c, p, conn.ID, obj, reason)
-	// An approval of the version this page showed, which has every
-	// approval it needs by now, lost a race to another admin's: say so
-	// (409) instead of the policy's refusal of an approved connection or of
-	// a second approval (issue 32 item 8). The store's transaction decides
-	// the same (workflow.AlreadyApprovedError) for the races that pass
-	// this check.
-	if act == workflow.ActionApprove && p.HasRole(workflow.RoleAdmin) && version == conn.CurrentVersion && workflow.ApprovalComplete(obj) {
+	// An approval that lost a race to another admin's is said as that
+	// (409, workflow.LostApprovalRace), not as the policy's refusal.
+	if act == workflow.ActionApprove && workflow.LostApprovalRace(p, obj, version, conn.CurrentVersion) {
 		last, err := s.opts.DB.LastApproval(c.Request().Context(), conn.ID, version)
 		if err != nil {
 			return err

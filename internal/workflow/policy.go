@@ -93,6 +93,16 @@ func ApprovalComplete(o Object) bool {
 	return len(o.ApproverIDs) >= ApprovalsNeededFor(o)
 }
 
+// LostApprovalRace reports whether p's approval of version, which the
+// page showed and which is still the current one (current), can only have
+// lost a race: p is an admin and that version already has every approval
+// it needs (issue 32 item 8). The caller says so (409, naming the winner)
+// instead of Decide's refusal of an approved connection; Approve decides
+// the same inside the store's transaction for the races that pass this.
+func LostApprovalRace(p Principal, o Object, version, current int) bool {
+	return p.HasRole(RoleAdmin) && version == current && ApprovalComplete(o)
+}
+
 // ApprovalsNeeded is how many distinct admins must approve a contract
 // version: two for restricted data, one otherwise.
 func ApprovalsNeeded(dc DataClassification) int {

@@ -47,3 +47,27 @@ func TestApprovalCapacityAmendingAllowsADecrease(t *testing.T) {
 		t.Error("a new connection must not fit a full cluster")
 	}
 }
+
+func TestLostApprovalRace(t *testing.T) {
+	admin := NewPrincipal(4, "s4", "", "Ada", []Role{RoleAdmin}, nil)
+	owner := NewPrincipal(1, "s1", "", "Olivia", nil, []Membership{{"red", TeamOwner}})
+	done := Object{Team: "red", ApproverIDs: []int64{9}}
+	restricted := Object{Team: "red", ApproverIDs: []int64{9}, DataClassification: DataRestricted}
+	for _, tc := range []struct {
+		name             string
+		p                Principal
+		o                Object
+		version, current int
+		want             bool
+	}{
+		{"admin, version approved", admin, done, 3, 3, true},
+		{"admin, an older version", admin, done, 2, 3, false},
+		{"restricted, one of two approvals", admin, restricted, 3, 3, false},
+		{"not an admin", owner, done, 3, 3, false},
+		{"no approval yet", admin, Object{Team: "red"}, 3, 3, false},
+	} {
+		if got := LostApprovalRace(tc.p, tc.o, tc.version, tc.current); got != tc.want {
+			t.Errorf("%s: LostApprovalRace = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
