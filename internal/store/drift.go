@@ -25,17 +25,20 @@ type DriftReport struct {
 // SaveDrift records a drift check. When drift appears (none before, some
 // now) or disappears, an audit event says so, in the same transaction.
 func (d *DB) SaveDrift(ctx context.Context, connID int64, items []workflow.DriftItem, checkErr string, now time.Time) error {
-	if items == nil {
-		items = []workflow.DriftItem{}
-	}
-	b, err := json.Marshal(items)
-	if err != nil {
-		return fmt.Errorf("store: save drift: %w", err)
-	}
 	return d.inTx(ctx, func(tx *sql.Tx) error {
 		cur, err := getConn(ctx, tx, connID)
 		if err != nil {
 			return err
+		}
+		var holdJobs int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE connection_id = ? AND kind = 'hold' AND state IN ('queued', 'running')`,
+			connID).Scan(&holdJobs); err != nil {
+			return fmt.Errorf("store: save drift: %w", err)
+		}
+		items := workflow.HoldDriftStillTrue(items, cur.Hold, holdJobs > 0)
+		b, err := json.Marshal(items)
+		if err != nil {
+			return fmt.Errorf("store: save drift: %w", err)
 		}
 		before := -1
 		err = tx.QueryRowContext(ctx, `SELECT items FROM drift_reports WHERE connection_id = ?`, connID).Scan(&before)

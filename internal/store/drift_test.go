@@ -70,3 +70,45 @@ func TestSaveDriftAuditsAppearanceAndResolution(t *testing.T) {
 		t.Errorf("audit chain: %d, %+v, %v", n, brk, err)
 	}
 }
+
+// A queue's stopPolicy item compared with a hold that is no longer the
+// connection's is a race of the drift pass with the hold, not drift:
+// SaveDrift drops it inside its transaction and audits nothing.
+func TestSaveDriftDropsAStopPolicyItemOfAnotherHold(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, emptyDSN(t, "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	u, _ := db.RecordLogin(ctx, "iss", "owner", "owner.red@example.test", "", nil, now)
+	conn, err := db.CreateConnection(ctx, workflow.ExampleContract(), workflow.Actor{ID: u.ID, Email: u.Email}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pass compared with Hold; the connection has no hold (HoldNone).
+	stale := workflow.DriftItem{Kind: "LocalQueue", Ref: "hyperpod-ns-red/q", What: "changed", Fields: []string{"spec.stopPolicy"},
+		HoldWant: workflow.StopHold}
+	if err := db.SaveDrift(ctx, conn.ID, []workflow.DriftItem{stale}, "", now); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := db.Drift(ctx, conn.ID); err != nil || len(r.Items) != 0 {
+		t.Errorf("drift after a stale stopPolicy item = %+v, %v; want none", r, err)
+	}
+	if evs, _ := db.AuditEvents(ctx, store.AuditFilter{ObjectID: conn.ID, ActionPrefix: "drift."}, 0, 10); len(evs) != 0 {
+		t.Errorf("audit = %+v, want no drift event", evs)
+	}
+	// Compared with the hold the connection has: it is drift.
+	current := stale
+	current.HoldWant = workflow.StopNone
+	if err := db.SaveDrift(ctx, conn.ID, []workflow.DriftItem{current}, "", now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := db.Drift(ctx, conn.ID); err != nil || len(r.Items) != 1 {
+		t.Errorf("drift of the current hold = %+v, %v; want the item", r, err)
+	}
+}

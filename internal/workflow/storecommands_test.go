@@ -335,3 +335,23 @@ func TestJobOrderCheck(t *testing.T) {
 		}
 	}
 }
+
+// A queue's stopPolicy drift is recorded only while the hold it was
+// compared with is still the connection's and no hold job is open.
+func TestHoldDriftStillTrue(t *testing.T) {
+	stop := DriftItem{Kind: "LocalQueue", Ref: "hyperpod-ns-red/q", What: "changed", Fields: []string{"spec.stopPolicy"}, HoldWant: StopNone}
+	quota := DriftItem{Kind: "ResourceQuota", Ref: "hyperpod-ns-red/team-quota", What: "changed", Fields: []string{"spec.hard"}}
+	items := []DriftItem{stop, quota}
+	if got := HoldDriftStillTrue(items, HoldNone, false); len(got) != 2 {
+		t.Errorf("unchanged hold: %v, want both items", got)
+	}
+	if got := HoldDriftStillTrue(items, HoldNone, true); len(got) != 1 || got[0].Kind != "ResourceQuota" {
+		t.Errorf("a hold job open: %v, want the quota only", got)
+	}
+	if got := HoldDriftStillTrue(items, HoldOn, false); len(got) != 1 || got[0].Kind != "ResourceQuota" {
+		t.Errorf("the hold changed since the pass: %v, want the quota only", got)
+	}
+	if got := HoldDriftStillTrue(nil, HoldNone, false); got == nil {
+		t.Error("no items must stay an empty list (stored as [])")
+	}
+}
