@@ -11,20 +11,7 @@ import (
 
 func TestSaveDriftAuditsAppearanceAndResolution(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, emptyDSN(t, "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	u, _ := db.RecordLogin(ctx, "iss", "owner", "owner.red@example.test", "", nil, now)
-	conn, err := db.CreateConnection(ctx, workflow.ExampleContract(), workflow.Actor{ID: u.ID, Email: u.Email}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, conn, now := driftFixture(t)
 	if _, err := db.Drift(ctx, conn.ID); err != store.ErrNotFound {
 		t.Errorf("no check yet: %v", err)
 	}
@@ -76,20 +63,7 @@ func TestSaveDriftAuditsAppearanceAndResolution(t *testing.T) {
 // SaveDrift drops it inside its transaction and audits nothing.
 func TestSaveDriftDropsAStopPolicyItemOfAnotherHold(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, emptyDSN(t, "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	u, _ := db.RecordLogin(ctx, "iss", "owner", "owner.red@example.test", "", nil, now)
-	conn, err := db.CreateConnection(ctx, workflow.ExampleContract(), workflow.Actor{ID: u.ID, Email: u.Email}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, conn, now := driftFixture(t)
 	// The pass compared with Hold; the connection has no hold (HoldNone).
 	stale := workflow.DriftItem{Kind: "LocalQueue", Ref: "hyperpod-ns-red/q", What: "changed", Fields: []string{"spec.stopPolicy"},
 		HoldWant: workflow.StopHold}
@@ -111,4 +85,26 @@ func TestSaveDriftDropsAStopPolicyItemOfAnotherHold(t *testing.T) {
 	if r, err := db.Drift(ctx, conn.ID); err != nil || len(r.Items) != 1 {
 		t.Errorf("drift of the current hold = %+v, %v; want the item", r, err)
 	}
+}
+
+// driftFixture is a migrated database with one draft connection of team
+// red, and the time it was filed.
+func driftFixture(t *testing.T) (*store.DB, store.Connection, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, emptyDSN(t, "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	u, _ := db.RecordLogin(ctx, "iss", "owner", "owner.red@example.test", "", nil, now)
+	conn, err := db.CreateConnection(ctx, workflow.ExampleContract(), workflow.Actor{ID: u.ID, Email: u.Email}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, conn, now
 }
