@@ -359,9 +359,16 @@ func noticeScopeSQL(scope workflow.NoticeScope) (string, []any) {
 // row read by its key (the header shows it on every page).
 func (d *DB) UnreadNotifications(ctx context.Context, userID int64, scope workflow.NoticeScope) (int, error) {
 	var n int
-	cond, args := noticeScopeSQL(scope)
-	if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM notifications n JOIN outbox o ON o.id = n.outbox_id
-WHERE n.user_id = ? AND n.read_at = '' AND `+cond, append([]any{userID}, args...)...).Scan(&n); err != nil {
+	// Who reads every team's notices (admins, reviewers) needs no outbox
+	// row per notice: one range of the partial index, as before scoping.
+	q, args := `SELECT count(*) FROM notifications WHERE user_id = ? AND read_at = ''`, []any{userID}
+	if !scope.AllTeams {
+		cond, cargs := noticeScopeSQL(scope)
+		q = `SELECT count(*) FROM notifications n JOIN outbox o ON o.id = n.outbox_id
+WHERE n.user_id = ? AND n.read_at = '' AND ` + cond
+		args = append(args, cargs...)
+	}
+	if err := d.sql.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: unread notifications: %w", err)
 	}
 	return n, nil
