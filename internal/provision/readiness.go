@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
+	"golang.org/x/mod/semver"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
@@ -223,37 +223,16 @@ func cloudWatchCheck(addons map[string]awsprov.Addon, addonErr string) Check {
 }
 
 // versionAtLeast compares an EKS add-on version (v2.4.0-eksbuild.1) with a
-// minimum (2.4.0) by its major, minor and patch numbers; a version that does
-// not parse is not at least anything.
+// minimum (2.4.0) by its major, minor and patch numbers (the -eksbuild.N
+// suffix is EKS's build of that version, not a pre-release); a version that
+// does not parse is not at least anything.
 func versionAtLeast(v, min string) bool {
-	parse := func(s string) ([3]int, bool) {
-		var out [3]int
-		s = strings.TrimPrefix(s, "v")
-		s, _, _ = strings.Cut(s, "-")
-		parts := strings.Split(s, ".")
-		if len(parts) != 3 {
-			return out, false
-		}
-		for i, p := range parts {
-			n, err := strconv.Atoi(p)
-			if err != nil || n < 0 {
-				return out, false
-			}
-			out[i] = n
-		}
-		return out, true
+	release := func(s string) string {
+		s, _, _ = strings.Cut("v"+strings.TrimPrefix(s, "v"), "-")
+		return s
 	}
-	have, ok1 := parse(v)
-	want, ok2 := parse(min)
-	if !ok1 || !ok2 {
-		return false
-	}
-	for i := range have {
-		if have[i] != want[i] {
-			return have[i] > want[i]
-		}
-	}
-	return true
+	have, want := release(v), release(min)
+	return semver.IsValid(have) && semver.IsValid(want) && semver.Compare(have, want) >= 0
 }
 
 func orAll(cidrs []string) []string {
