@@ -197,26 +197,22 @@ func detailHeader(p workflow.Principal, conn store.Connection, obj workflow.Obje
 			d.Diff = append(d.Diff, views.ChangeRow{Label: ch.Label, Old: ch.Old, New: ch.New})
 		}
 	}
-	for a, url := range map[workflow.Action]*string{
-		workflow.ActionExportEvidence:  &d.EvidenceURL,
-		workflow.ActionEditRequest:     &d.EditURL,
-		workflow.ActionSubmitRequest:   &d.SubmitURL,
-		workflow.ActionWithdrawRequest: &d.WithdrawURL,
+	// The header's actions, each linked when the viewer's policy allows it.
+	for _, l := range []struct {
+		action workflow.Action
+		path   string
+		url    *string
+	}{
+		{workflow.ActionExportEvidence, "/evidence", &d.EvidenceURL},
+		{workflow.ActionEditRequest, "/edit", &d.EditURL},
+		{workflow.ActionSubmitRequest, "/submit", &d.SubmitURL},
+		{workflow.ActionWithdrawRequest, "/withdraw", &d.WithdrawURL},
 	} {
-		if workflow.Decide(p, a, obj).Allowed {
-			*url = base + detailActionPath[a]
+		if workflow.Decide(p, l.action, obj).Allowed {
+			*l.url = base + l.path
 		}
 	}
 	return d
-}
-
-// detailActionPath is where each of the header's actions lives under the
-// connection's URL.
-var detailActionPath = map[workflow.Action]string{
-	workflow.ActionExportEvidence:  "/evidence",
-	workflow.ActionEditRequest:     "/edit",
-	workflow.ActionSubmitRequest:   "/submit",
-	workflow.ActionWithdrawRequest: "/withdraw",
 }
 
 // detailHistory fills the versions, the decisions and the latest
