@@ -621,9 +621,3 @@ func NoticeScopeOf(p Principal) NoticeScope {
 	}
 	return s
 }
-
-// Allows reports whether the scope lets its user read a notice about team
-// ("" for none), addressed to them by name or not (personal).
-func (s NoticeScope) Allows(team string, personal bool) bool {
-	return !s.None && (team == "" || personal || s.AllTeams || slices.Contains(s.Teams, team))
-}
