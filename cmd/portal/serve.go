@@ -29,6 +29,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/usage/prom"
 	"github.com/hyperpod-governance/portal/internal/web"
 )
 
@@ -360,7 +361,7 @@ func startWork(ctx context.Context, cfg Config, db *store.DB, srv *web.Server, p
 	if p.kube == nil {
 		logger.Info("provisioner in dry-run mode: no --kubeconfig, plans are recorded and nothing is applied")
 	}
-	if pr, ok := p.util.(web.UtilizationProber); ok {
+	if pr, ok := p.util.(prom.Prober); ok {
 		go probeUtilization(ctx, pr, db, logger)
 	}
 	singletons := leaderLoops(cfg, db, srv, p, newMonthCloser(db, rates, p.cluster, logger), logger)

@@ -11,7 +11,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/usage/prom"
-	"github.com/hyperpod-governance/portal/internal/web"
 )
 
 // validatePrometheus checks the --prometheus-* flags.
@@ -73,7 +72,7 @@ func utilizationSource(ctx context.Context, cfg Config, logger *slog.Logger) (us
 // check /admin/cluster shows): a warning naming the label to configure when
 // no series carries a live connection's namespace, since the usage pages
 // would otherwise show no utilization without saying why.
-func probeUtilization(ctx context.Context, p web.UtilizationProber, db *store.DB, logger *slog.Logger) {
+func probeUtilization(ctx context.Context, p prom.Prober, db *store.DB, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ch, err := prom.CheckSeries(ctx, p, db.LiveNamespaces, time.Now())

@@ -48,14 +48,11 @@ func (s *Server) clusterReadiness(c echo.Context) error {
 	return render(c, http.StatusOK, views.ReadinessPage(s.page(c, "Cluster readiness"), v))
 }
 
-// UtilizationProber is prom.Prober (*prom.Client).
-type UtilizationProber = prom.Prober
-
 // utilizationCheck is the readiness check of GPU utilization
 // (prom.CheckSeries); false when the source cannot be probed,
 // e.g. not configured.
 func (s *Server) utilizationCheck(ctx context.Context) (views.ReadinessCheck, bool) {
-	p, ok := s.opts.Utilization.(UtilizationProber)
+	p, ok := s.opts.Utilization.(prom.Prober)
 	if !ok {
 		return views.ReadinessCheck{}, false
 	}
