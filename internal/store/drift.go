@@ -30,10 +30,14 @@ func (d *DB) SaveDrift(ctx context.Context, connID int64, items []workflow.Drift
 		if err != nil {
 			return err
 		}
+		// Only a report with a queue's stopPolicy item needs the hold
+		// jobs read (a drift pass saves every connection).
 		var holdJobs int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE connection_id = ? AND kind = 'hold' AND state IN ('queued', 'running')`,
-			connID).Scan(&holdJobs); err != nil {
-			return fmt.Errorf("store: save drift: %w", err)
+		if slices.ContainsFunc(items, func(it workflow.DriftItem) bool { return it.HoldWant != "" }) {
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE connection_id = ? AND kind = 'hold' AND state IN ('queued', 'running')`,
+				connID).Scan(&holdJobs); err != nil {
+				return fmt.Errorf("store: save drift: %w", err)
+			}
 		}
 		items := workflow.HoldDriftStillTrue(items, cur.Hold, holdJobs > 0)
 		b, err := json.Marshal(items)
