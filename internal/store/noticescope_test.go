@@ -11,7 +11,9 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// The notice scope the queries apply is the ActionReadNotice rule: for
+// The notice scope the queries apply is the ActionReadNotice rule (the
+// rows carry the team and personal flag DeliverInApp copies from the
+// outbox; the notify and web tests deliver for real): for
 // principals of every kind and notices about no team, about red, about
 // blue and addressed to the reader by name, the list, the unread count
 // and mark-read keep exactly the notices Decide lets the reader read.
@@ -42,7 +44,8 @@ func TestNoticeScopeIsTheReadNoticeRule(t *testing.T) {
 		}
 		if err := db.ExecForTest(ctx,
 			fmt.Sprintf(`INSERT INTO outbox (team, kind, recipients, subject, created_at) VALUES ('%s', 'k', '%s', 's', '2026-12-01T09:00:00Z')`, n.team, audience),
-			fmt.Sprintf(`INSERT INTO notifications (user_id, outbox_id, kind, subject, created_at) VALUES (%d, (SELECT max(id) FROM outbox), 'k', 's%d', '2026-12-01T09:00:00Z')`, u.ID, i)); err != nil {
+			fmt.Sprintf(`INSERT INTO notifications (user_id, outbox_id, kind, subject, created_at, team, personal) VALUES (%d, (SELECT max(id) FROM outbox), 'k', 's%d', '2026-12-01T09:00:00Z', '%s', %d)`,
+				u.ID, i, n.team, map[bool]int{false: 0, true: 1}[n.personal])); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -188,9 +188,14 @@ func (d *DB) DeliverInApp(ctx context.Context, dl Delivery, users []int64, recip
 		if dl.ConnectionID != 0 {
 			conn = dl.ConnectionID
 		}
+		personal := 0
+		if _, ok := workflow.Audience(dl.Audience).Person(); ok {
+			personal = 1
+		}
 		for _, u := range users {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO notifications (user_id, outbox_id, connection_id, kind, subject, created_at) VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (outbox_id, user_id) DO NOTHING`, u, dl.OutboxID, conn, dl.Kind, dl.Subject, fmtTime(dl.Created)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO notifications (user_id, outbox_id, connection_id, kind, subject, created_at, team, personal)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (outbox_id, user_id) DO NOTHING`,
+				u, dl.OutboxID, conn, dl.Kind, dl.Subject, fmtTime(dl.Created), dl.Team, personal); err != nil {
 				return fmt.Errorf("store: notification: %w", err)
 			}
 		}
@@ -309,8 +314,8 @@ type Notification struct {
 // limit). Only that user's: every query here is keyed by the user.
 func (d *DB) Notifications(ctx context.Context, userID int64, scope workflow.NoticeScope, limit int) ([]Notification, error) {
 	cond, args := noticeScopeSQL(scope)
-	rows, err := d.sql.QueryContext(ctx, `SELECT n.id, coalesce(n.connection_id, 0), o.team, n.kind, n.subject, n.created_at, n.read_at != ''
-FROM notifications n JOIN outbox o ON o.id = n.outbox_id WHERE n.user_id = ? AND `+cond+` ORDER BY n.id DESC LIMIT ?`,
+	rows, err := d.sql.QueryContext(ctx, `SELECT id, coalesce(connection_id, 0), team, kind, subject, created_at, read_at != ''
+FROM notifications WHERE user_id = ? AND `+cond+` ORDER BY id DESC LIMIT ?`,
 		append(append([]any{userID}, args...), limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: notifications: %w", err)
@@ -331,44 +336,34 @@ FROM notifications n JOIN outbox o ON o.id = n.outbox_id WHERE n.user_id = ? AND
 	return out, rows.Err()
 }
 
-// noticeScopeSQL is the condition on the outbox row o that keeps the
-// notices scope lets its user read (workflow.NoticeScope), and its
-// arguments.
+// noticeScopeSQL is the condition on the notifications row that keeps
+// the notices scope lets its user read (workflow.NoticeScope), and its
+// arguments: notices about no team, addressed to the reader by name, or
+// about a team the scope names (every team when AllTeams).
 func noticeScopeSQL(scope workflow.NoticeScope) (string, []any) {
 	switch {
 	case scope.None:
 		return "1 = 0", nil
 	case scope.AllTeams:
 		return "1 = 1", nil
-	}
-	// A notice addressed to its reader by name (workflow.ToPerson: the
-	// outbox's recipients column holds the audience) is theirs.
-	own := "(o.team = '' OR o.recipients LIKE '" + workflow.PersonAudiencePrefix + "%'"
-	if len(scope.Teams) == 0 {
-		return own + ")", nil
+	case len(scope.Teams) == 0:
+		return "(team = '' OR personal = 1)", nil
 	}
 	args := make([]any, len(scope.Teams))
 	for i, t := range scope.Teams {
 		args[i] = t
 	}
-	return own + " OR o.team IN (" + strings.TrimSuffix(strings.Repeat("?,", len(scope.Teams)), ",") + "))", args
+	return "(team = '' OR personal = 1 OR team IN (" + strings.TrimSuffix(strings.Repeat("?,", len(scope.Teams)), ",") + "))", args
 }
 
 // UnreadNotifications counts userID's unread notifications within scope:
-// one range of the notifications_unread partial index, each row's outbox
-// row read by its key (the header shows it on every page).
+// one range of the notifications_unread partial index, the scope read from
+// the rows themselves (the header shows it on every page).
 func (d *DB) UnreadNotifications(ctx context.Context, userID int64, scope workflow.NoticeScope) (int, error) {
 	var n int
-	// Who reads every team's notices (admins, reviewers) needs no outbox
-	// row per notice: one range of the partial index, as before scoping.
-	q, args := `SELECT count(*) FROM notifications WHERE user_id = ? AND read_at = ''`, []any{userID}
-	if !scope.AllTeams {
-		cond, cargs := noticeScopeSQL(scope)
-		q = `SELECT count(*) FROM notifications n JOIN outbox o ON o.id = n.outbox_id
-WHERE n.user_id = ? AND n.read_at = '' AND ` + cond
-		args = append(args, cargs...)
-	}
-	if err := d.sql.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+	cond, args := noticeScopeSQL(scope)
+	if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM notifications WHERE user_id = ? AND read_at = '' AND `+cond,
+		append([]any{userID}, args...)...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: unread notifications: %w", err)
 	}
 	return n, nil
@@ -379,18 +374,22 @@ WHERE n.user_id = ? AND n.read_at = '' AND ` + cond
 // ErrNotFound (and nothing changes); one already read stays as it is.
 func (d *DB) MarkNotificationRead(ctx context.Context, userID int64, scope workflow.NoticeScope, id int64, now time.Time) error {
 	cond, args := noticeScopeSQL(scope)
-	mineSQL := `SELECT count(*) FROM notifications n JOIN outbox o ON o.id = n.outbox_id WHERE n.id = ? AND n.user_id = ? AND ` + cond
-	mineArgs := append([]any{id, userID}, args...)
 	return d.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE notifications SET read_at = ? WHERE id = ? AND user_id = ? AND read_at = '' AND `+cond,
+			append([]any{fmtTime(now), id, userID}, args...)...)
+		if err != nil {
+			return fmt.Errorf("store: mark read: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			return nil
+		}
 		var mine int
-		if err := tx.QueryRowContext(ctx, mineSQL, mineArgs...).Scan(&mine); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM notifications WHERE id = ? AND user_id = ? AND `+cond,
+			append([]any{id, userID}, args...)...).Scan(&mine); err != nil {
 			return fmt.Errorf("store: mark read: %w", err)
 		}
 		if mine == 0 {
 			return ErrNotFound
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE notifications SET read_at = ? WHERE id = ? AND user_id = ? AND read_at = ''`, fmtTime(now), id, userID); err != nil {
-			return fmt.Errorf("store: mark read: %w", err)
 		}
 		return nil
 	})
@@ -400,8 +399,8 @@ func (d *DB) MarkNotificationRead(ctx context.Context, userID int64, scope workf
 // within scope read and returns how many.
 func (d *DB) MarkAllNotificationsRead(ctx context.Context, userID int64, scope workflow.NoticeScope, now time.Time) (int64, error) {
 	cond, args := noticeScopeSQL(scope)
-	res, err := d.sql.ExecContext(ctx, `UPDATE notifications SET read_at = ? WHERE user_id = ? AND read_at = ''
-AND outbox_id IN (SELECT o.id FROM outbox o WHERE `+cond+`)`, append([]any{fmtTime(now), userID}, args...)...)
+	res, err := d.sql.ExecContext(ctx, `UPDATE notifications SET read_at = ? WHERE user_id = ? AND read_at = '' AND `+cond,
+		append([]any{fmtTime(now), userID}, args...)...)
 	if err != nil {
 		return 0, fmt.Errorf("store: mark all read: %w", err)
 	}
