@@ -435,7 +435,7 @@ func TestAWSDriftIsReportedAndFixedByReapply(t *testing.T) {
 	ctx := t.Context()
 	check := provision.DriftOf(nil, b.runner)
 	save := func(items []workflow.DriftItem) {
-		if err := b.db.SaveDrift(ctx, b.conn.ID, items, "", b.clock.Now()); err != nil {
+		if err := b.db.SaveDrift(ctx, b.conn.ID, workflow.DriftBasis{Version: 1}, items, "", b.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

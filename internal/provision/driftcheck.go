@@ -39,10 +39,12 @@ type DriftChecker struct {
 	// drift (StopPolicyDrift): the plan never sets the field, so only this
 	// notices something setting a hold back.
 	StopPolicies func(ctx context.Context) (map[int64]string, error)
-	Save         func(ctx context.Context, connID int64, items []workflow.DriftItem, checkErr string, now time.Time) error
-	Interval     time.Duration
-	Clock        func() time.Time
-	Logger       *slog.Logger
+	// Save records a connection's report with what it was compared with
+	// (store.SaveDrift drops a report the connection has moved on from).
+	Save     func(ctx context.Context, connID int64, basis workflow.DriftBasis, items []workflow.DriftItem, checkErr string, now time.Time) error
+	Interval time.Duration
+	Clock    func() time.Time
+	Logger   *slog.Logger
 }
 
 // RunOnce checks every provisioned connection once and returns how many
@@ -115,7 +117,8 @@ func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, stop
 			if len(items[i]) > 0 {
 				drifted++
 			}
-			if err := d.Save(context.WithoutCancel(ctx), cv.ConnectionID, items[i], checkErr, now()); err != nil {
+			basis := workflow.DriftBasis{Version: cv.Version, StopPolicy: stops[cv.ConnectionID]}
+			if err := d.Save(context.WithoutCancel(ctx), cv.ConnectionID, basis, items[i], checkErr, now()); err != nil {
 				return drifted, err
 			}
 		}

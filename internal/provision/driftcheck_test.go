@@ -34,7 +34,7 @@ func TestDriftCheckerSavesEveryResultAndFailure(t *testing.T) {
 			}
 			return out
 		},
-		Save: func(_ context.Context, id int64, items []workflow.DriftItem, checkErr string, _ time.Time) error {
+		Save: func(_ context.Context, id int64, _ workflow.DriftBasis, items []workflow.DriftItem, checkErr string, _ time.Time) error {
 			got[id] = saved{len(items), checkErr}
 			return nil
 		},

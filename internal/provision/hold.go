@@ -174,5 +174,5 @@ func StopPolicyDrift(o Object, live *unstructured.Unstructured, want string) *wo
 		detail += " (set by " + strings.Join(from, ", ") + ")"
 	}
 	return &workflow.DriftItem{Kind: o.Kind, Ref: o.Ref(), What: "changed", Fields: []string{"spec.stopPolicy"},
-		Detail: detail + "; Try again on the hold panel applies the hold again", HoldWant: want}
+		Detail: detail + "; Try again on the hold panel applies the hold again"}
 }

@@ -160,7 +160,7 @@ func TestDriftCheckerBatches(t *testing.T) {
 			batches = append(batches, ids)
 			return out
 		},
-		Save: func(_ context.Context, id int64, items []workflow.DriftItem, checkErr string, _ time.Time) error {
+		Save: func(_ context.Context, id int64, _ workflow.DriftBasis, items []workflow.DriftItem, checkErr string, _ time.Time) error {
 			saved[id] = checkErr
 			if len(items) > 0 {
 				saved[id] = "drift"

@@ -22,24 +22,27 @@ type DriftReport struct {
 	Error        string // the check itself failed
 }
 
-// SaveDrift records a drift check. When drift appears (none before, some
-// now) or disappears, an audit event says so, in the same transaction.
-func (d *DB) SaveDrift(ctx context.Context, connID int64, items []workflow.DriftItem, checkErr string, now time.Time) error {
+// SaveDrift records a drift check made on basis. When drift appears (none
+// before, some now) or disappears, an audit event says so, in the same
+// transaction. A report the connection has moved on from since the pass
+// read it (workflow.DriftReportStale) is not recorded.
+func (d *DB) SaveDrift(ctx context.Context, connID int64, basis workflow.DriftBasis, items []workflow.DriftItem, checkErr string, now time.Time) error {
 	return d.inTx(ctx, func(tx *sql.Tx) error {
 		cur, err := getConn(ctx, tx, connID)
 		if err != nil {
 			return err
 		}
-		// Only a report with a queue's stopPolicy item needs the hold
-		// jobs read (a drift pass saves every connection).
-		var holdJobs int
-		if slices.ContainsFunc(items, func(it workflow.DriftItem) bool { return it.HoldWant != "" }) {
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE connection_id = ? AND kind = 'hold' AND state IN ('queued', 'running')`,
-				connID).Scan(&holdJobs); err != nil {
-				return fmt.Errorf("store: save drift: %w", err)
-			}
+		var jobOpen bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE connection_id = ? AND state IN ('queued', 'running'))`,
+			connID).Scan(&jobOpen); err != nil {
+			return fmt.Errorf("store: save drift: %w", err)
 		}
-		items := workflow.HoldDriftStillTrue(items, cur.Hold, holdJobs > 0)
+		if workflow.DriftReportStale(basis, cur.ApprovedVersion, cur.Hold, jobOpen) {
+			return nil
+		}
+		if items == nil {
+			items = []workflow.DriftItem{}
+		}
 		b, err := json.Marshal(items)
 		if err != nil {
 			return fmt.Errorf("store: save drift: %w", err)

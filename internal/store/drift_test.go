@@ -29,7 +29,7 @@ func TestSaveDriftAuditsAppearanceAndResolution(t *testing.T) {
 	}
 	for i, st := range steps {
 		before, _ := db.AuditEvents(ctx, store.AuditFilter{ObjectID: conn.ID}, 0, 100)
-		if err := db.SaveDrift(ctx, conn.ID, st.items, st.err, now.Add(time.Duration(i)*time.Minute)); err != nil {
+		if err := db.SaveDrift(ctx, conn.ID, workflow.DriftBasis{Version: conn.ApprovedVersion}, st.items, st.err, now.Add(time.Duration(i)*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		after, _ := db.AuditEvents(ctx, store.AuditFilter{ObjectID: conn.ID}, 0, 100)
@@ -58,32 +58,34 @@ func TestSaveDriftAuditsAppearanceAndResolution(t *testing.T) {
 	}
 }
 
-// A queue's stopPolicy item compared with a hold that is no longer the
-// connection's is a race of the drift pass with the hold, not drift:
-// SaveDrift drops it inside its transaction and audits nothing.
-func TestSaveDriftDropsAStopPolicyItemOfAnotherHold(t *testing.T) {
+// A report the connection has moved on from since the pass read it (its
+// approved version, or the hold its queues were compared with) is a race
+// of the pass with that change, not drift: SaveDrift drops it inside its
+// transaction and audits nothing.
+func TestSaveDriftDropsAReportOfAnotherBasis(t *testing.T) {
 	ctx := context.Background()
 	db, conn, now := driftFixture(t)
-	// The pass compared with Hold; the connection has no hold (HoldNone).
-	stale := workflow.DriftItem{Kind: "LocalQueue", Ref: "hyperpod-ns-red/q", What: "changed", Fields: []string{"spec.stopPolicy"},
-		HoldWant: workflow.StopHold}
-	if err := db.SaveDrift(ctx, conn.ID, []workflow.DriftItem{stale}, "", now); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := db.Drift(ctx, conn.ID); err != nil || len(r.Items) != 0 {
-		t.Errorf("drift after a stale stopPolicy item = %+v, %v; want none", r, err)
+	item := []workflow.DriftItem{{Kind: "LocalQueue", Ref: "hyperpod-ns-red/q", What: "changed", Fields: []string{"spec.stopPolicy"}}}
+	for name, basis := range map[string]workflow.DriftBasis{
+		"compared with a hold the connection no longer has": {Version: conn.ApprovedVersion, StopPolicy: workflow.StopHold},
+		"compared with another approved version":            {Version: conn.ApprovedVersion + 1},
+	} {
+		if err := db.SaveDrift(ctx, conn.ID, basis, item, "", now); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := db.Drift(ctx, conn.ID); err != store.ErrNotFound {
+			t.Errorf("%s: a report was recorded: %+v, %v", name, r, err)
+		}
 	}
 	if evs, _ := db.AuditEvents(ctx, store.AuditFilter{ObjectID: conn.ID, ActionPrefix: "drift."}, 0, 10); len(evs) != 0 {
 		t.Errorf("audit = %+v, want no drift event", evs)
 	}
-	// Compared with the hold the connection has: it is drift.
-	current := stale
-	current.HoldWant = workflow.StopNone
-	if err := db.SaveDrift(ctx, conn.ID, []workflow.DriftItem{current}, "", now.Add(time.Minute)); err != nil {
+	// Compared with what the connection has: it is drift.
+	if err := db.SaveDrift(ctx, conn.ID, workflow.DriftBasis{Version: conn.ApprovedVersion, StopPolicy: workflow.StopNone}, item, "", now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := db.Drift(ctx, conn.ID); err != nil || len(r.Items) != 1 {
-		t.Errorf("drift of the current hold = %+v, %v; want the item", r, err)
+		t.Errorf("drift on the current basis = %+v, %v; want the item", r, err)
 	}
 }
 

@@ -14,7 +14,7 @@ func TestDriftIsShownToTheTeamAndAdmins(t *testing.T) {
 	owner := h.signIn("owner.red")
 	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(workflow.ExampleContract())))
 	items := []workflow.DriftItem{{Kind: "RoleBinding", Ref: "hyperpod-ns-red/sneaky", What: "extra", Detail: "grants admin to Group team-blue-submitters"}}
-	if err := h.db.SaveDrift(context.Background(), 1, items, "", h.srv.opts.Now()); err != nil {
+	if err := h.db.SaveDrift(context.Background(), 1, workflow.DriftBasis{}, items, "", h.srv.opts.Now()); err != nil {
 		t.Fatal(err)
 	}
 	admin := h.signIn("admin")
@@ -47,7 +47,7 @@ func TestReapplyFromTheDriftPanel(t *testing.T) {
 	if err := h.db.ExecForTest(ctx, `UPDATE connections SET state = 'active', approved_version = 1 WHERE id = 1`); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.db.SaveDrift(ctx, 1, []workflow.DriftItem{{Kind: "ResourceQuota", Ref: "hyperpod-ns-red/team-quota", What: "changed", Fields: []string{"spec.hard"}}}, "", h.srv.opts.Now()); err != nil {
+	if err := h.db.SaveDrift(ctx, 1, workflow.DriftBasis{Version: 1}, []workflow.DriftItem{{Kind: "ResourceQuota", Ref: "hyperpod-ns-red/team-quota", What: "changed", Fields: []string{"spec.hard"}}}, "", h.srv.opts.Now()); err != nil {
 		t.Fatal(err)
 	}
 	admin := h.signIn("admin")

@@ -15,27 +15,27 @@ type DriftItem struct {
 	What   string   `json:"what"`             // "changed", "deleted" or "extra"
 	Fields []string `json:"fields,omitempty"` // for changed: the paths that differ, e.g. spec.hard
 	Detail string   `json:"detail,omitempty"`
-	// HoldWant, on a queue's spec.stopPolicy item, is the stop policy the
-	// check compared against: the connection's hold as the pass read it.
-	HoldWant string `json:"hold_want,omitempty"`
 }
 
-// HoldDriftStillTrue keeps the items that are still drift when they are
-// recorded: a queue's stopPolicy item was compared with the hold as the
-// drift pass read it, minutes before; if the hold has changed since, or a
-// hold job is queued or running (the queues are about to change), that
-// item is a race, not drift, and is dropped (review finding: a hold placed
-// during a pass wrote a permanent "drift.detected"). The store calls it
-// inside the transaction that records the report.
-func HoldDriftStillTrue(items []DriftItem, hold Hold, holdJobOpen bool) []DriftItem {
-	out := []DriftItem{}
-	for _, it := range items {
-		if it.HoldWant != "" && (holdJobOpen || it.HoldWant != hold.StopPolicy()) {
-			continue
-		}
-		out = append(out, it)
-	}
-	return out
+// DriftBasis is what a drift pass compared a connection's cluster objects
+// with: the approved version whose plan it built and, when it compared the
+// queues' stopPolicy, the one the connection's hold put there (Hold's
+// StopPolicy; "" when not compared).
+type DriftBasis struct {
+	Version    int
+	StopPolicy string
+}
+
+// DriftReportStale reports whether a drift report made on basis minutes
+// ago no longer describes the connection as it is when it is recorded: its
+// approved version moved (an amendment applied during the pass), the hold
+// the queues were compared with changed, or a job of it is queued or
+// running (its objects are about to change). Such a report is a race of
+// the pass with that change, not drift, and is not recorded; the next pass
+// checks again. The store calls it inside the transaction that records
+// the report.
+func DriftReportStale(b DriftBasis, approvedVersion int, hold Hold, jobOpen bool) bool {
+	return jobOpen || approvedVersion != b.Version || b.StopPolicy != "" && b.StopPolicy != hold.StopPolicy()
 }
 
 // String is the item in one line: kind, ref, what, the fields and the

@@ -336,22 +336,26 @@ func TestJobOrderCheck(t *testing.T) {
 	}
 }
 
-// A queue's stopPolicy drift is recorded only while the hold it was
-// compared with is still the connection's and no hold job is open.
-func TestHoldDriftStillTrue(t *testing.T) {
-	stop := DriftItem{Kind: "LocalQueue", Ref: "hyperpod-ns-red/q", What: "changed", Fields: []string{"spec.stopPolicy"}, HoldWant: StopNone}
-	quota := DriftItem{Kind: "ResourceQuota", Ref: "hyperpod-ns-red/team-quota", What: "changed", Fields: []string{"spec.hard"}}
-	items := []DriftItem{stop, quota}
-	if got := HoldDriftStillTrue(items, HoldNone, false); len(got) != 2 {
-		t.Errorf("unchanged hold: %v, want both items", got)
-	}
-	if got := HoldDriftStillTrue(items, HoldNone, true); len(got) != 1 || got[0].Kind != "ResourceQuota" {
-		t.Errorf("a hold job open: %v, want the quota only", got)
-	}
-	if got := HoldDriftStillTrue(items, HoldOn, false); len(got) != 1 || got[0].Kind != "ResourceQuota" {
-		t.Errorf("the hold changed since the pass: %v, want the quota only", got)
-	}
-	if got := HoldDriftStillTrue(nil, HoldNone, false); got == nil {
-		t.Error("no items must stay an empty list (stored as [])")
+// A drift report is recorded only while the connection is what the pass
+// compared with: the same approved version, the same hold on its queues,
+// and no job about to change its objects.
+func TestDriftReportStale(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		basis    DriftBasis
+		approved int
+		hold     Hold
+		jobOpen  bool
+		want     bool
+	}{
+		{"unchanged, queues compared", DriftBasis{Version: 2, StopPolicy: StopNone}, 2, HoldNone, false, false},
+		{"unchanged, queues not compared", DriftBasis{Version: 2}, 2, HoldOn, false, false},
+		{"an amendment applied during the pass", DriftBasis{Version: 2}, 3, HoldNone, false, true},
+		{"a hold placed during the pass", DriftBasis{Version: 2, StopPolicy: StopNone}, 2, HoldOn, false, true},
+		{"a job open", DriftBasis{Version: 2}, 2, HoldNone, true, true},
+	} {
+		if got := DriftReportStale(tc.basis, tc.approved, tc.hold, tc.jobOpen); got != tc.want {
+			t.Errorf("%s: DriftReportStale = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
