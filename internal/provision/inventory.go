@@ -62,6 +62,16 @@ func (c *ClusterChecker) Readiness(ctx context.Context) Readiness {
 	return CheckReadiness(ctx, c.Sources)
 }
 
+// PlanReadiness is the part of Readiness a plan's preview warns of, read
+// from the cluster only: the Kueue API versions served and whether
+// NetworkPolicies are enforced. It makes none of Readiness's AWS calls (the
+// approval page is viewed far more often than the readiness page).
+func (c *ClusterChecker) PlanReadiness(ctx context.Context) Readiness {
+	var r Readiness
+	r.Checks = append(r.Checks, kueueCheck(ctx, c.Sources, &r), networkPolicyCheck(ctx, c.Sources, nil, &r))
+	return r
+}
+
 // ReadInventory reads the cluster's capacity per ml.* instance type. The
 // instance groups (SageMaker DescribeCluster: CurrentCount and TargetCount)
 // and the nodes (label node.kubernetes.io/instance-type, HyperPod's health

@@ -79,3 +79,30 @@ func TestReadinessClusterPrerequisites(t *testing.T) {
 		expect("unreadable", name, provision.CheckUnknown, "", false)
 	}
 }
+
+// The plan preview's readiness (the approval page, viewed often) reads the
+// cluster only: none of Readiness's AWS calls.
+func TestPlanReadinessMakesNoAWSCall(t *testing.T) {
+	sm := awstest.NewSageMaker(t)
+	hp := awstest.HyperPodCluster{Name: "shared-hp", ID: "a1b2c3d4e5f6",
+		EKSClusterARN: "arn:aws:eks:" + awstest.Region + ":" + awstest.Account + ":cluster/hp-eks"}
+	sm.AddHyperPodCluster(hp)
+	ek := awstest.NewEKS(t)
+	ek.AddCluster("hp-eks")
+	c := &provision.ClusterChecker{Sources: provision.ReadinessSources{
+		ClusterInfo: sagemaker.NewFromConfig(awstest.Config(1), func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(sm.URL()) }),
+		Addons:      eks.NewFromConfig(awstest.Config(1), func(o *eks.Options) { o.BaseEndpoint = aws.String(ek.URL()) }),
+		ClusterARN:  hp.ARN(),
+	}}
+	r := c.PlanReadiness(context.Background())
+	if _, ok := r.Check(provision.CheckKueueAPI); !ok {
+		t.Errorf("plan readiness lacks the Kueue check: %+v", r.Checks)
+	}
+	if n := len(sm.Counts()) + len(ek.Counts()); n != 0 {
+		t.Errorf("plan readiness called AWS: %v %v", sm.Counts(), ek.Counts())
+	}
+	c.Readiness(context.Background())
+	if len(ek.Counts()) == 0 {
+		t.Error("the counts see no call even from the full readiness: the test proves nothing")
+	}
+}

@@ -17,6 +17,7 @@ import (
 // refresh; *provision.ClusterChecker satisfies it.
 type ClusterChecker interface {
 	Readiness(ctx context.Context) provision.Readiness
+	PlanReadiness(ctx context.Context) provision.Readiness
 	ReadInventory(ctx context.Context, cluster string) (provision.ObservedInventory, error)
 }
 

@@ -27,6 +27,8 @@ type fakeCluster struct {
 
 func (f *fakeCluster) Readiness(context.Context) provision.Readiness { return f.readiness }
 
+func (f *fakeCluster) PlanReadiness(context.Context) provision.Readiness { return f.readiness }
+
 func (f *fakeCluster) ReadInventory(_ context.Context, cluster string) (provision.ObservedInventory, error) {
 	f.asked = append(f.asked, cluster)
 	return f.inv, f.err

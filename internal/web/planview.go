@@ -55,7 +55,7 @@ func (s *Server) readinessWarnings(ctx context.Context, pv *views.PlanView) {
 	markLive(ctx)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	for _, ch := range s.opts.ClusterCheck.Readiness(rctx).Checks {
+	for _, ch := range s.opts.ClusterCheck.PlanReadiness(rctx).Checks {
 		if ch.Status == provision.CheckFailing && (ch.Name == provision.CheckKueueAPI || ch.Name == provision.CheckNetworkPolicies) {
 			pv.Warnings = append(pv.Warnings, "Cluster readiness, "+ch.Name+": "+ch.Detail+" "+ch.Todo)
 		}
