@@ -103,15 +103,16 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 	var addons map[string]awsprov.Addon
 	var cluster *awsprov.EKSCluster
 	addonErr := "no AWS settings with a cluster ARN, or AWS calls are off (dry run)"
+	clusterErr := addonErr
 	if src.ClusterInfo != nil && src.Addons != nil && src.ClusterARN != "" {
-		cluster, addons, addonErr = readAddons(ctx, src)
+		cluster, clusterErr, addons, addonErr = readAddons(ctx, src)
 	}
 	r.Checks = append(r.Checks, taskGovernanceCheck(addons, addonErr))
 	r.Checks = append(r.Checks, networkPolicyCheck(ctx, src, addons, &r))
 	if src.PodIdentity {
 		r.Checks = append(r.Checks, podIdentityCheck(addons, addonErr))
 	}
-	r.Checks = append(r.Checks, authModeCheck(cluster, addonErr), endpointAccessCheck(cluster, addonErr), cloudWatchCheck(addons, addonErr))
+	r.Checks = append(r.Checks, authModeCheck(cluster, clusterErr), endpointAccessCheck(cluster, clusterErr), cloudWatchCheck(addons, addonErr))
 	return r
 }
 
@@ -138,28 +139,34 @@ func kueueCheck(ctx context.Context, src ReadinessSources, r *Readiness) Check {
 }
 
 // readAddons reads the HyperPod cluster's EKS cluster and the add-ons the
-// checks look at.
-func readAddons(ctx context.Context, src ReadinessSources) (*awsprov.EKSCluster, map[string]awsprov.Addon, string) {
+// checks look at. The EKS cluster and the add-ons fail apart (a role whose
+// policy predates eks:DescribeCluster still reads the add-ons): each comes
+// with its own reason when it could not be read.
+func readAddons(ctx context.Context, src ReadinessSources) (*awsprov.EKSCluster, string, map[string]awsprov.Addon, string) {
 	hp, err := awsprov.DescribeHyperPodCluster(ctx, src.ClusterInfo, src.ClusterARN)
 	if err != nil {
-		return nil, nil, err.Error()
+		return nil, err.Error(), nil, err.Error()
 	}
 	if hp.EKSClusterName == "" {
-		return nil, nil, fmt.Sprintf("HyperPod cluster %s is not orchestrated by EKS", hp.Name)
+		why := fmt.Sprintf("HyperPod cluster %s is not orchestrated by EKS", hp.Name)
+		return nil, why, nil, why
 	}
-	cluster, err := awsprov.DescribeEKSCluster(ctx, src.Addons, hp.EKSClusterName)
-	if err != nil {
-		return nil, nil, err.Error()
+	var cluster *awsprov.EKSCluster
+	clusterErr := ""
+	if c, err := awsprov.DescribeEKSCluster(ctx, src.Addons, hp.EKSClusterName); err != nil {
+		clusterErr = err.Error()
+	} else {
+		cluster = &c
 	}
 	out := map[string]awsprov.Addon{}
 	for _, name := range []string{awsprov.AddonTaskGovernance, awsprov.AddonVPCCNI, awsprov.AddonPodIdentity, awsprov.AddonCloudWatch} {
 		a, err := awsprov.DescribeAddon(ctx, src.Addons, hp.EKSClusterName, name)
 		if err != nil {
-			return nil, nil, err.Error()
+			return cluster, clusterErr, nil, err.Error()
 		}
 		out[name] = a
 	}
-	return &cluster, out, ""
+	return cluster, clusterErr, out, ""
 }
 
 // authModeCheck: the teams' access entries need an authentication mode with

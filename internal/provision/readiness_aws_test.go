@@ -72,6 +72,18 @@ func TestReadinessClusterPrerequisites(t *testing.T) {
 	ek.SetAddon(eksName, awstest.Addon{Name: awsprov.AddonCloudWatch, Version: "v10.0.0-eksbuild.1"})
 	expect("newer", provision.CheckCloudWatch, provision.CheckOK, "v10.0.0", false)
 
+	// A role that may not describe the EKS cluster (a policy older than
+	// eks:DescribeCluster): those two checks say why, the add-on checks
+	// still read their add-ons.
+	ek.Deny("DescribeCluster", 1)
+	rd := provision.CheckReadiness(ctx, src)
+	if c, _ := rd.Check(provision.CheckAuthMode); c.Status != provision.CheckUnknown || !strings.Contains(c.Detail, "DescribeCluster") && !strings.Contains(c.Detail, "describe") {
+		t.Errorf("auth mode with DescribeCluster denied = %+v", c)
+	}
+	if c, _ := rd.Check(provision.CheckCloudWatch); c.Status != provision.CheckOK {
+		t.Errorf("CloudWatch add-on with DescribeCluster denied = %+v, want ok (the add-on was read)", c)
+	}
+
 	// The EKS cluster cannot be read: every check that needs it says why,
 	// none passes.
 	src.ClusterARN = "arn:aws:sagemaker:" + awstest.Region + ":" + awstest.Account + ":cluster/zzzzzzzzzzzz"
