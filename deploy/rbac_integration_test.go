@@ -442,6 +442,16 @@ func policyRefusals(ctx context.Context, t *testing.T, admin, portal kubernetes.
 				metav1.ApplyOptions{FieldManager: provision.ManagedBy, Force: true})
 			return err
 		}},
+		{"label kueue-system (a reserved name) as its own", byReserved, func() error {
+			_, err := portal.CoreV1().Namespaces().Apply(ctx, applycorev1.Namespace("kueue-system").WithLabels(labels),
+				metav1.ApplyOptions{FieldManager: provision.ManagedBy, Force: true})
+			return err
+		}},
+		{"label amazon-cloudwatch (a reserved prefix) as its own", byReserved, func() error {
+			_, err := portal.CoreV1().Namespaces().Apply(ctx, applycorev1.Namespace("amazon-cloudwatch").WithLabels(labels),
+				metav1.ApplyOptions{FieldManager: provision.ManagedBy, Force: true})
+			return err
+		}},
 		{"create a namespace without its label", byLabel, func() error {
 			_, err := portal.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unlabelled-" + run}}, create)
 			return err

@@ -394,6 +394,17 @@ func policyList(t *testing.T, name string) []string {
 	return out
 }
 
+// The admission policy refuses the portal the namespaces no contract may
+// name: the same built-in names and prefixes as workflow.ReservedNamespace.
+func TestAdmissionPolicyReservesWhatContractsMayNotName(t *testing.T) {
+	names, prefixes := workflow.ReservedNamespaceRules()
+	for variable, want := range map[string][]string{"reservedNames": names, "reservedPrefixes": prefixes} {
+		if got := policyList(t, variable); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+			t.Errorf("admission policy variable %s = %q, workflow reserves %q", variable, got, slices.Sorted(slices.Values(want)))
+		}
+	}
+}
+
 // TestAdmissionPolicyAllowsWhatThePlansMake: the admission policy's lists
 // of team Roles, their bindings, and what the team Roles and the queue
 // readers may grant are exactly what the sample plans make: a rule added

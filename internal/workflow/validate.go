@@ -175,6 +175,13 @@ var reservedNamespaces = []string{
 // amazon-cloudwatch, the CloudWatch observability add-on's).
 var reservedPrefixes = []string{"kube-", "aws-", "amazon-"}
 
+// ReservedNamespaceRules are the built-in reserved names and prefixes
+// (copies), for the Helm chart's admission policy, which must refuse the
+// same namespaces to the portal (deploy's test compares them).
+func ReservedNamespaceRules() (names, prefixes []string) {
+	return slices.Clone(reservedNamespaces), slices.Clone(reservedPrefixes)
+}
+
 // ReservedNamespace reports whether ns belongs to the cluster's own
 // components: the built-in names and prefixes, which are always on, or an
 // entry of extra (the settings' reserved_namespaces; an entry ending in
