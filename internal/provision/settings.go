@@ -528,39 +528,39 @@ func (s ClusterSettings) KueuePriorityClass(name string) string {
 // TrainingClass is the priority class a training job of a contract that
 // allows classes allowed is labelled with (the members' submit snippets):
 // the class named training when the contract allows it (or allows none:
-// the cluster's default), else the highest-valued allowed class below the
-// cluster's serving class (its highest-valued one: a training job labelled
-// with it would preempt the team's serving work), else the contract's only
-// class. Values are the cluster's (PriorityClasses); a class the cluster
+// the cluster's default); else the allowed class of the highest value not
+// above the cluster's training class (below its top, serving, class when
+// it defines no training class), so that the job preempts neither the
+// team's serving nor its interactive work; else the allowed class of the
+// lowest value. Values are the cluster's (PriorityClasses); a class it
 // does not define counts as 0.
 func (s ClusterSettings) TrainingClass(allowed []string) string {
 	training := string(workflow.WorkloadTraining)
 	if len(allowed) == 0 || slices.Contains(allowed, training) {
 		return training
 	}
-	classes := s.PriorityClasses
-	if classes == nil {
-		classes = DefaultPriorityClasses
-	}
-	value := func(name string) int {
-		for _, pc := range classes {
-			if pc.Name == name {
-				return int(pc.Value)
-			}
+	classes := s.withDefaults().PriorityClasses
+	value := func(name string) (int32, bool) {
+		i := slices.IndexFunc(classes, func(pc PriorityClass) bool { return pc.Name == name })
+		if i < 0 {
+			return 0, false
 		}
-		return 0
+		return classes[i].Value, true
 	}
-	serving := slices.MaxFunc(classes, func(a, b PriorityClass) int { return cmp.Compare(a.Value, b.Value) }).Name
-	best := ""
-	for _, pc := range allowed {
-		if pc != serving && (best == "" || value(pc) > value(best)) {
-			best = pc
-		}
+	ceiling, ok := value(training)
+	if !ok && len(classes) > 0 {
+		ceiling = slices.MaxFunc(classes, func(a, b PriorityClass) int { return cmp.Compare(a.Value, b.Value) }).Value - 1
 	}
-	if best == "" {
-		return allowed[0]
+	byValue := func(a, b string) int {
+		va, _ := value(a)
+		vb, _ := value(b)
+		return cmp.Compare(va, vb)
 	}
-	return best
+	below := slices.DeleteFunc(slices.Clone(allowed), func(pc string) bool { v, _ := value(pc); return v > ceiling })
+	if len(below) > 0 {
+		return slices.MaxFunc(below, byValue)
+	}
+	return slices.MinFunc(allowed, byValue)
 }
 
 // team substitutes the team into a checked format.

@@ -18,9 +18,11 @@ func TestTrainingClass(t *testing.T) {
 		{s, []string{"inference", "fine-tuning"}, "fine-tuning"},
 		{s, []string{"inference"}, "inference"},
 		{s, nil, "training"},
-		{s, []string{"inference", "experiment", "interactive"}, "interactive"}, // the highest below serving
-		{custom, []string{"serve", "bulk", "batch"}, "batch"},                  // the cluster's own serving class
+		{s, []string{"inference", "experiment", "interactive"}, "experiment"}, // not above training: interactive would preempt notebooks
+		{s, []string{"inference", "interactive", "fine-tuning"}, "fine-tuning"},
+		{custom, []string{"serve", "bulk", "batch"}, "batch"}, // the cluster's own serving class
 		{custom, []string{"serve"}, "serve"},
+		{ClusterSettings{PriorityClasses: []PriorityClass{}}, []string{"b", "a"}, "b"}, // no classes defined: no panic
 	} {
 		if got := tc.s.TrainingClass(tc.allowed); got != tc.want {
 			t.Errorf("TrainingClass(%v) = %q, want %q", tc.allowed, got, tc.want)
