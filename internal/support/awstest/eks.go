@@ -166,7 +166,7 @@ func (e *EKS) routes() []route {
 		{"POST " + pod, "UpdatePodIdentityAssociation", e.updatePod},
 		{"DELETE " + pod, "DeletePodIdentityAssociation", e.deletePod},
 		{"GET /clusters/{clusterName}/addons/{addonName}", "DescribeAddon", e.describeAddon},
-		{"GET /clusters/{name}", "DescribeCluster", e.describeCluster},
+		{"GET /clusters/{clusterName}", "DescribeCluster", e.describeCluster},
 	}
 }
 
@@ -203,7 +203,8 @@ func (e *EKS) describeAddon(r *http.Request, decode func(any) *Error) (any, *Err
 	return map[string]any{"addon": out}, nil
 }
 
-// describeCluster is DescribeCluster (GET /clusters/{name},
+// describeCluster is DescribeCluster (GET /clusters/{name}, here labelled
+// clusterName as for the other operations so that e.cluster reads it;
 // API_DescribeCluster.html): the members the portal reads (accessConfig,
 // resourcesVpcConfig) and the cluster's identity; a cluster not registered
 // is ResourceNotFoundException.
@@ -211,13 +212,9 @@ func (e *EKS) describeCluster(r *http.Request, decode func(any) *Error) (any, *E
 	if _, _, err := eksQuery(r); err != nil {
 		return nil, err
 	}
-	name := r.PathValue("name")
-	if !eksClusterNamePattern.MatchString(name) {
-		return nil, eksInvalid("The cluster name %q is not valid: it must match %s", name, eksClusterNamePattern)
-	}
-	c, ok := e.clusters[name]
-	if !ok {
-		return nil, eksNotFound("No cluster found for name: %s.", name)
+	c, name, err := e.cluster(r)
+	if err != nil {
+		return nil, err
 	}
 	vpc := map[string]any{
 		"vpcId":                 "vpc-0123456789abcdef0",
