@@ -197,11 +197,6 @@ func AmendCapacity(inventory map[string]int, committed []Capacity, approved, req
 	return rep
 }
 
-// AmendCapacityOK reports whether an amendment fits (AmendCapacity).
-func AmendCapacityOK(inventory map[string]int, committed []Capacity, approved, requested []Capacity) bool {
-	return AmendCapacity(inventory, committed, approved, requested).OK()
-}
-
 // ChangeApprovalsNeeded is how many distinct admins must approve a change
 // to a live connection: what its new version's data needs, and two when
 // the running version's data is restricted, whatever the change moves the

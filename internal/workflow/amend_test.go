@@ -84,7 +84,7 @@ func TestIsRenewal(t *testing.T) {
 	}
 }
 
-func TestAmendCapacityOK(t *testing.T) {
+func TestAmendmentCapacity(t *testing.T) {
 	caps := func(pairs ...any) []Capacity {
 		var out []Capacity
 		for i := 0; i < len(pairs); i += 2 {
@@ -115,8 +115,8 @@ func TestAmendCapacityOK(t *testing.T) {
 		{"instance types compared case-insensitively", caps(p5, 9), caps("ML.P5.48XLARGE", 2), caps(p5, 2), true},
 	}
 	for _, tt := range tests {
-		if got := AmendCapacityOK(inv, tt.committed, tt.approved, tt.requested); got != tt.want {
-			t.Errorf("AmendCapacityOK %s = %v, want %v", tt.name, got, tt.want)
+		if got := ApprovalCapacity(inv, tt.committed, true, tt.approved, tt.requested).OK(); got != tt.want {
+			t.Errorf("amendment capacity %s = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

@@ -42,7 +42,7 @@ func OnJobStarted(s Conn, j JobRun, now time.Time) (Effect, error) {
 		e.Audit = firstStart(j, "revocation.start", "removing", "dry run, removing nothing")
 	case j.Kind == JobReapply:
 		// Re-applying fixes drift on a live connection; it changes no state.
-		if s.State != StateActive && s.State != StateUnderReview {
+		if !s.State.Live() {
 			return Effect{}, &TransitionError{From: s.State, Event: EventStartProvisioning}
 		}
 	case j.Kind == JobAmend:

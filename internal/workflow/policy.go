@@ -236,7 +236,7 @@ func decideReapply(p Principal, o Object) Decision {
 	if d := requireRole(p, RoleAdmin); !d.Allowed {
 		return d
 	}
-	if o.State != StateActive && o.State != StateUnderReview {
+	if !o.State.Live() {
 		return deny("only a live (active or under review) connection can be re-applied, not %s", statePhrases[o.State])
 	}
 	return allow("admin, live connection")
