@@ -186,9 +186,8 @@ func ScheduleReview(s Conn, due, reason string, now time.Time) (Effect, error) {
 	if _, err := time.Parse(DateLayout, due); err != nil {
 		return Effect{}, fmt.Errorf("workflow: review due date %q: %w", due, err)
 	}
-	by := Actor{Email: "review scheduler"}
-	return Effect{By: by, Next: s.State, ReviewDue: due,
-		Audit: []AuditRecord{audit(by, "review.scheduled", s.ApprovedVersion, fmt.Sprintf("next review due on %s: %s", due, reason))}}, nil
+	return Effect{By: reviewScheduler, Next: s.State, ReviewDue: due,
+		Audit: []AuditRecord{audit(reviewScheduler, "review.scheduled", s.ApprovedVersion, fmt.Sprintf("next review due on %s: %s", due, reason))}}, nil
 }
 
 // Owner roles, as evidence names them.
@@ -275,24 +274,10 @@ func OverdueNotices(connID int64, team string, trigger ReviewTrigger, due string
 	}
 }
 
-// FlagOrphan sets (why non-empty) or clears (why "") the orphan flag of a
-// live connection, with an audit event. The scheduler opens the review an
-// orphan gets in the same effect (OpenReview's, with Orphan set).
-func FlagOrphan(s Conn, why string, now time.Time) (Effect, error) {
-	if now.IsZero() {
-		return Effect{}, ErrNoClock
-	}
-	by := Actor{Email: "review scheduler"}
-	e := Effect{By: by, Next: s.State, Orphan: &why}
-	e.Audit = []AuditRecord{OrphanAudit(s, why)}
-	return e, nil
-}
-
 // OrphanAudit is the audit record of an orphan flag set or cleared.
 func OrphanAudit(s Conn, why string) AuditRecord {
-	by := Actor{Email: "review scheduler"}
 	if why == "" {
-		return audit(by, "orphan.cleared", s.ApprovedVersion, "the connection has a business purpose and an owner in the team's owners group again")
+		return audit(reviewScheduler, "orphan.cleared", s.ApprovedVersion, "the connection has a business purpose and an owner in the team's owners group again")
 	}
-	return audit(by, "orphan.flagged", s.ApprovedVersion, why)
+	return audit(reviewScheduler, "orphan.flagged", s.ApprovedVersion, why)
 }
