@@ -18,30 +18,22 @@ import (
 // needs (a claim, a lease, an attempt's plan, a retry, an outcome), after
 // checking the lease (workflow.CheckLease) in the same transaction.
 
-// enqueueJob queues a job inside the caller's transaction (apply's), due at
-// notBefore. stopPolicy is a hold job's ("" for every other kind).
-func enqueueJob(ctx context.Context, tx *sql.Tx, connID int64, kind workflow.JobKind, version int, planHash, stopPolicy string, notBefore, now time.Time) (int64, error) {
+// enqueueJob queues the job j orders inside the caller's transaction
+// (apply's), due at notBefore: its stop policy is a hold job's, its
+// from_version an amend job's (the approved version it replaces).
+func enqueueJob(ctx context.Context, tx *sql.Tx, connID int64, j workflow.JobOrder, notBefore, now time.Time) (int64, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `
-INSERT INTO jobs (connection_id, kind, version, plan_hash, stop_policy, state, not_before, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
-		connID, kind, version, planHash, stopPolicy, fmtTime(notBefore), fmtTime(now), fmtTime(now)).Scan(&id)
+INSERT INTO jobs (connection_id, kind, version, plan_hash, stop_policy, from_version, state, not_before, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id`,
+		connID, j.Kind, j.Version, j.PlanHash, j.StopPolicy, j.FromVersion, fmtTime(notBefore), fmtTime(now), fmtTime(now)).Scan(&id)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return 0, ErrJobOpen
 		}
-		return 0, fmt.Errorf("store: enqueue %s job: %w", kind, err)
+		return 0, fmt.Errorf("store: enqueue %s job: %w", j.Kind, err)
 	}
 	return id, nil
-}
-
-// setJobFromVersion records, on an amend job apply queued, the approved
-// version the amendment replaces.
-func setJobFromVersion(ctx context.Context, tx *sql.Tx, jobID int64, from int) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET from_version = ? WHERE id = ?`, from, jobID); err != nil {
-		return fmt.Errorf("store: job %d: %w", jobID, err)
-	}
-	return nil
 }
 
 // enqueueClusterJob queues a cluster job of kind on cluster, due now
@@ -55,7 +47,10 @@ VALUES (NULL, ?, ?, 0, 'queued', ?, ?, ?) RETURNING id`,
 	if isUniqueViolation(err) {
 		return 0, ErrClusterJobOpen
 	}
-	return id, err
+	if err != nil {
+		return 0, fmt.Errorf("store: enqueue %s cluster job: %w", kind, err)
+	}
+	return id, nil
 }
 
 // claimJobRows claims the jobs ids name for owner until leaseUntil,
@@ -176,13 +171,8 @@ func applyJobs(ctx context.Context, tx *sql.Tx, id int64, team string, e workflo
 			}
 			cancelled = append(cancelled, superseded...)
 		}
-		if jobID, err = enqueueJob(ctx, tx, id, j.Kind, j.Version, j.PlanHash, j.StopPolicy, due, now); err != nil {
+		if jobID, err = enqueueJob(ctx, tx, id, *j, due, now); err != nil {
 			return 0, nil, err
-		}
-		if j.FromVersion != 0 {
-			if err := setJobFromVersion(ctx, tx, jobID, j.FromVersion); err != nil {
-				return 0, nil, err
-			}
 		}
 	}
 	return jobID, cancelled, nil
