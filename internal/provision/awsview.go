@@ -9,7 +9,6 @@ package provision
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -118,17 +117,10 @@ func (a AWSQuotaAdopter) AdoptQuota(ctx context.Context, quotaARN string, plan P
 // waits while any is allowed.
 type ClusterLifecycleChecker interface {
 	// ManagesCluster returns "<role> may <action>" for every lifecycle
-	// action IAM allows one of roles ("" roles are skipped); roles IAM does
-	// not have are a *RolesMissingError.
-	ManagesCluster(ctx context.Context, roles []string) ([]string, error)
-}
-
-// RolesMissingError names the roles IAM does not have: their lifecycle
-// permissions cannot be checked, so an approval waits until they exist.
-type RolesMissingError struct{ Roles []string }
-
-func (e *RolesMissingError) Error() string {
-	return "IAM has no role " + strings.Join(e.Roles, ", ")
+	// action IAM allows one of roles ("" roles are skipped), and the roles
+	// IAM does not have (their permissions cannot be checked, so an
+	// approval waits until they exist). The error is an outage only.
+	ManagesCluster(ctx context.Context, roles []string) (allowed, missing []string, err error)
 }
 
 // AWSLifecycleCheck simulates the roles' IAM policies
@@ -139,27 +131,22 @@ type AWSLifecycleCheck struct {
 }
 
 // ManagesCluster simulates each role.
-func (a AWSLifecycleCheck) ManagesCluster(ctx context.Context, roles []string) ([]string, error) {
-	var out []string
-	missing := &RolesMissingError{}
+func (a AWSLifecycleCheck) ManagesCluster(ctx context.Context, roles []string) (out, missing []string, err error) {
 	for _, role := range roles {
 		if role == "" {
 			continue
 		}
 		allowed, err := awsprov.ClusterLifecycleAllowed(ctx, a.IAM, role, a.ClusterARN)
 		if errors.Is(err, awsprov.ErrRoleNotFound) {
-			missing.Roles = append(missing.Roles, role)
+			missing = append(missing, role)
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, act := range allowed {
 			out = append(out, role+" may "+act)
 		}
 	}
-	if len(missing.Roles) > 0 {
-		return out, missing
-	}
-	return out, nil
+	return out, missing, nil
 }

@@ -176,12 +176,8 @@ func (s *Server) approvalFacts(c echo.Context, conn store.Connection, expect *st
 	// lifecycle action (provision.ClusterLifecycleChecker).
 	if s.opts.LifecycleCheck != nil {
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		cluster.ManagesCluster, err = s.opts.LifecycleCheck.ManagesCluster(lctx, []string{cur.Contract.ProjectRoleARN, cur.Contract.AccessRoleARN})
+		cluster.ManagesCluster, cluster.MissingRoles, err = s.opts.LifecycleCheck.ManagesCluster(lctx, []string{cur.Contract.ProjectRoleARN, cur.Contract.AccessRoleARN})
 		cancel()
-		var missing *provision.RolesMissingError
-		if errors.As(err, &missing) {
-			cluster.MissingRoles, err = missing.Roles, nil
-		}
 		if err != nil {
 			s.opts.Logger.Warn("approval: cluster lifecycle simulation", "connection_id", conn.ID, "error", err.Error())
 			cluster.LifecycleUnchecked = "IAM's policy simulation of the project and access roles did not answer"
