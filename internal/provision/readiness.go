@@ -65,9 +65,11 @@ const (
 // CloudWatchAddonMin is the oldest amazon-cloudwatch-observability add-on
 // the task governance dashboard's metrics views work with: "version 2.4.0
 // or later", per AWS's guide to governing HyperPod from SageMaker Unified
-// Studio (the seed article, shared/seeds/002, "Observabilidade"), which
-// sends the reader to the task governance setup
-// (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-setup.html).
+// Studio, as the seed article (shared/seeds/002, "Observabilidade")
+// reports it. The stored AWS pages searched (the task governance setup,
+// https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-setup.html,
+// and the add-on's own pages) do not state a minimum, so the check only
+// warns: it never blocks anything.
 const CloudWatchAddonMin = "2.4.0"
 
 // ReadinessSources are where the checks read from; nil parts are skipped
@@ -170,7 +172,14 @@ func readAddons(ctx context.Context, src ReadinessSources) (*awsprov.EKSCluster,
 }
 
 // authModeCheck: the teams' access entries need an authentication mode with
-// the EKS API (awsprov.EKSCluster.AuthenticationMode cites it).
+// the EKS API (awsprov.EKSCluster.AuthenticationMode cites it), and
+// HyperPod itself supports only those two ("The authentication mode of an
+// Amazon EKS cluster supported by SageMaker HyperPod are API and
+// API_AND_CONFIG_MAP",
+// https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html).
+// The change is one way ("you can't change the authentication mode back to
+// a mode that removes the EKS API and access entries",
+// https://docs.aws.amazon.com/eks/latest/userguide/setting-up-access-entries.html).
 func authModeCheck(c *awsprov.EKSCluster, readErr string) Check {
 	ch := Check{Name: CheckAuthMode}
 	switch {
@@ -211,7 +220,11 @@ func endpointAccessCheck(c *awsprov.EKSCluster, readErr string) Check {
 }
 
 // cloudWatchCheck: the task governance dashboard's metrics need the
-// CloudWatch Observability add-on, CloudWatchAddonMin or later.
+// CloudWatch Observability add-on, CloudWatchAddonMin or later. Its
+// install attaches CloudWatchAgentServerPolicy to the worker nodes' role
+// ("set up the necessary permissions by attaching the
+// CloudWatchAgentServerPolicy IAM policy to your worker nodes",
+// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-setup-EKS-addon.html).
 func cloudWatchCheck(addons map[string]awsprov.Addon, addonErr string) Check {
 	ch := Check{Name: CheckCloudWatch}
 	a, ok := addons[awsprov.AddonCloudWatch]
