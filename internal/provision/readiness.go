@@ -198,7 +198,11 @@ func authModeCheck(c *awsprov.EKSCluster, readErr string) Check {
 // endpointAccessCheck: the guide asks for the Kubernetes API endpoint to be
 // reachable only from approved administrative paths (seed 002, "Trate a
 // rede como controle de ponta a ponta"); EKS's default is a public endpoint
-// open to 0.0.0.0/0 (awsprov.EKSCluster cites it).
+// open to 0.0.0.0/0 (awsprov.EKSCluster cites it). EKS documents the
+// remedy: "enable private access for your Amazon EKS cluster's Kubernetes
+// API server endpoint and limit, or completely disable, public access from
+// the internet" (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html);
+// the to-do's CLI is config-cluster-endpoint.html's.
 func endpointAccessCheck(c *awsprov.EKSCluster, readErr string) Check {
 	ch := Check{Name: CheckEndpointAccess}
 	if c == nil {
