@@ -41,6 +41,20 @@ func testBedTools(t *testing.T) tools {
 	}
 }
 
+// template renders the chart with `helm template` for the test bed's
+// Kubernetes version (read from its API server, as `helm install` would:
+// helm template alone assumes v1.20, below the chart's kubeVersion).
+func (tl tools) template(t *testing.T, args ...string) []byte {
+	t.Helper()
+	var v struct {
+		ServerVersion struct{ GitVersion string } `json:"serverVersion"`
+	}
+	if err := json.Unmarshal(tl.run(t, nil, tl.kubectl, "version", "-o", "json"), &v); err != nil || v.ServerVersion.GitVersion == "" {
+		t.Fatalf("kubectl version: %v (%+v)", err, v)
+	}
+	return tl.run(t, nil, tl.helm, append([]string{"template", "--kube-version", v.ServerVersion.GitVersion}, args...)...)
+}
+
 // run runs a tool with its caches and configuration in the test's
 // directory, stdin from in, and returns stdout; a failure shows stderr.
 func (tl tools) run(t *testing.T, in []byte, bin string, args ...string) []byte {
@@ -89,7 +103,7 @@ func TestChartOnTheTestBed(t *testing.T) {
 			tl.run(t, nil, tl.helm, append([]string{"lint", "--strict", "helm"}, vals...)...)
 
 			ns := fmt.Sprintf("portal-chart-%d-%d", i, time.Now().UnixNano()%1e6)
-			rendered := tl.run(t, nil, tl.helm, append([]string{"template", "portal", "helm", "--namespace", ns}, vals...)...)
+			rendered := tl.template(t, append([]string{"portal", "helm", "--namespace", ns}, vals...)...)
 			docs := splitDocs(t, rendered)
 			checkRendered(t, docs, vs.file != "")
 

@@ -79,11 +79,11 @@ func TestClusterRoleProvisionsOnTheTestBed(t *testing.T) {
 	release := "portal-rbac-" + run
 	fullname := release + "-hyperpod-portal" // templates/_helpers.tpl portal.fullname
 	render := func(templates ...string) []byte {
-		args := []string{"template", release, "helm", "--namespace", release}
+		args := []string{release, "helm", "--namespace", release}
 		for _, tpl := range templates {
 			args = append(args, "--show-only", "templates/"+tpl)
 		}
-		return tl.run(t, nil, tl.helm, args...)
+		return tl.template(t, args...)
 	}
 	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: release}}, metav1.CreateOptions{})
 	mustCreate(err)

@@ -94,14 +94,7 @@ func TestSaveDriftDropsAReportOfAnotherBasis(t *testing.T) {
 func driftFixture(t *testing.T) (*store.DB, store.Connection, time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, emptyDSN(t, "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := openDB(t, true)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	u, _ := db.RecordLogin(ctx, "iss", "owner", "owner.red@example.test", "", nil, now)
 	conn, err := db.CreateConnection(ctx, workflow.ExampleContract(), workflow.Actor{ID: u.ID, Email: u.Email}, now)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -19,14 +18,7 @@ import (
 // and mark-read keep exactly the notices Decide lets the reader read.
 func TestNoticeScopeIsTheReadNoticeRule(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, emptyDSN(t, "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := openDB(t, true)
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	u, err := db.RecordLogin(ctx, "iss", "reader", "reader@example.test", "", nil, now)
 	if err != nil {
