@@ -79,29 +79,35 @@ func auditCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("audit trail of %s is empty: nothing to verify (is --db the portal's database?)", store.RedactDSN(cfg.DB))
 	}
 	if head != "" {
-		// The chain verifies, so it is intact up to its newest event; what
-		// it cannot show is that events after that were removed. The
-		// published head must be one of its events.
-		at, err := db.AuditHeadAt(ctx, head)
-		if errors.Is(err, store.ErrNotFound) {
-			now, err := db.AuditHead(ctx)
-			if err != nil {
-				return err
-			}
-			// The chain hashes neither the row ids nor a key (docs/contracts.md,
-			// "What verification cannot show"), so a trail that verifies
-			// without the published head was either cut short or rewritten
-			// from some event on with every later hash recomputed.
-			return fmt.Errorf("audit chain TRUNCATED OR REWRITTEN: the published head %s is not in the trail. The trail verifies up to its newest event #%d (hash %s, %d events), so either the events after #%d up to the published head were removed, or events were altered and every later hash recomputed (or this is another portal's database)",
-				head, now.ID, now.Hash, now.Count, now.ID)
-		}
+		return verifyPublishedHead(ctx, db, head, n, stdout)
+	}
+	fmt.Fprintf(stdout, "audit chain OK: %d events verified (give --head HASH from `portal audit head` to detect removed newest events)\n", n)
+	return nil
+}
+
+// verifyPublishedHead checks that head, a hash `portal audit head` printed
+// and someone published, is in the trail whose n events verified.
+func verifyPublishedHead(ctx context.Context, db *store.DB, head string, n int, stdout io.Writer) error {
+	// The chain verifies, so it is intact up to its newest event; what
+	// it cannot show is that events after that were removed. The
+	// published head must be one of its events.
+	at, err := db.AuditHeadAt(ctx, head)
+	if errors.Is(err, store.ErrNotFound) {
+		now, err := db.AuditHead(ctx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "audit chain OK: %d events verified; the published head is event #%d (%d events then), %d appended since\n", n, at.ID, at.Count, n-at.Count)
-		return nil
+		// The chain hashes neither the row ids nor a key (docs/contracts.md,
+		// "What verification cannot show"), so a trail that verifies
+		// without the published head was either cut short or rewritten
+		// from some event on with every later hash recomputed.
+		return fmt.Errorf("audit chain TRUNCATED OR REWRITTEN: the published head %s is not in the trail. The trail verifies up to its newest event #%d (hash %s, %d events), so either the events after #%d up to the published head were removed, or events were altered and every later hash recomputed (or this is another portal's database)",
+			head, now.ID, now.Hash, now.Count, now.ID)
 	}
-	fmt.Fprintf(stdout, "audit chain OK: %d events verified (give --head HASH from `portal audit head` to detect removed newest events)\n", n)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "audit chain OK: %d events verified; the published head is event #%d (%d events then), %d appended since\n", n, at.ID, at.Count, n-at.Count)
 	return nil
 }
 

@@ -141,15 +141,16 @@ UPDATE jobs SET state = ?, lease_owner = '', lease_until = '', last_error = ?, u
 }
 
 // applyJobs records effect e's jobs on connection id of team (apply's):
-// the unfinished ones it cancels (a revocation's), the one it queues, due
-// when the lease of any it cancelled expires. It returns the queued job
+// the unfinished ones it cancels (workflow's JobCancel: a revocation's, a
+// superseded hold job), the one it queues, due when the lease of any it
+// cancelled expires. It returns the queued job
 // (0 for none) and the audit events of the cancelled ones.
 func applyJobs(ctx context.Context, tx *sql.Tx, id int64, team string, e workflow.Effect, now time.Time) (int64, []AuditEvent, error) {
 	due := now
 	var cancelled []AuditEvent
-	if e.CancelJobs {
+	if c := e.Cancel; c != nil {
 		var err error
-		if due, cancelled, err = cancelOpenJobs(ctx, tx, id, team, now); err != nil {
+		if due, cancelled, err = cancelOpenJobs(ctx, tx, id, team, *c, now); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -159,18 +160,6 @@ func applyJobs(ctx context.Context, tx *sql.Tx, id int64, team string, e workflo
 			return 0, nil, err // a provisioning job is never queued unpinned
 		}
 		var err error
-		if j.Kind == workflow.JobHold {
-			// A newer hold step supersedes an unfinished hold job: that
-			// one would apply a stopPolicy the hold no longer says. It is
-			// failed here, and the new job is due when its lease (if it
-			// runs) expires, so the two never write the queue together.
-			var superseded []AuditEvent
-			if due, superseded, err = cancelOpenJobsOf(ctx, tx, id, team, now, `kind = 'hold'`,
-				"superseded: a newer hold step queued another hold job"); err != nil {
-				return 0, nil, err
-			}
-			cancelled = append(cancelled, superseded...)
-		}
 		if jobID, err = enqueueJob(ctx, tx, id, *j, due, now); err != nil {
 			return 0, nil, err
 		}

@@ -63,19 +63,16 @@ ON CONFLICT (connection_id) DO UPDATE SET checked_at = excluded.checked_at, erro
 		if _, err := tx.ExecContext(ctx, q, connID, fmtTime(now), len(items), string(b), checkErr); err != nil {
 			return fmt.Errorf("store: save drift: %w", err)
 		}
-		switch {
-		case checkErr == "" && len(items) > 0 && before <= 0:
-			var what []string
-			for _, it := range items {
-				what = append(what, it.Kind+" "+it.Ref+" "+it.What)
-			}
-			return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: "drift.detected", ObjectType: "connection",
-				ObjectID: connID, Team: cur.Team, Version: cur.ApprovedVersion, Reason: strings.Join(what, "; ")})
-		case checkErr == "" && len(items) == 0 && before > 0:
-			return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: "drift.resolved", ObjectType: "connection",
-				ObjectID: connID, Team: cur.Team, Version: cur.ApprovedVersion})
+		action := workflow.DriftAudit(before, len(items), checkErr)
+		if action == "" {
+			return nil
 		}
-		return nil
+		var what []string
+		for _, it := range items {
+			what = append(what, it.Kind+" "+it.Ref+" "+it.What)
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, Actor: provisioner, Action: action, ObjectType: "connection",
+			ObjectID: connID, Team: cur.Team, Version: cur.ApprovedVersion, Reason: strings.Join(what, "; ")})
 	})
 }
 

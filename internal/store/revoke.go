@@ -33,18 +33,18 @@ func (d *DB) Revoke(ctx context.Context, id int64, by workflow.Actor, reason str
 	return c, j, err
 }
 
-// cancelOpenJobs fails every unfinished job of c that is not a revocation,
-// and returns when the last lease among them expires (now when none was
-// running) and the audit event of each, for apply to append.
-func cancelOpenJobs(ctx context.Context, tx *sql.Tx, connID int64, team string, now time.Time) (time.Time, []AuditEvent, error) {
-	return cancelOpenJobsOf(ctx, tx, connID, team, now, `kind != '`+string(workflow.JobRevoke)+`'`, "cancelled: the connection is being revoked")
-}
-
-// cancelOpenJobsOf is cancelOpenJobs for the unfinished jobs that where (a
-// constant SQL condition on jobs) selects, failed with msg.
-func cancelOpenJobsOf(ctx context.Context, tx *sql.Tx, connID int64, team string, now time.Time, where, msg string) (time.Time, []AuditEvent, error) {
+// cancelOpenJobs fails the unfinished jobs of connection connID that c
+// selects, with c's reason, and returns when the last lease among them
+// expires (now when none was running) and the audit event of each, for
+// apply to append.
+func cancelOpenJobs(ctx context.Context, tx *sql.Tx, connID int64, team string, c workflow.JobCancel, now time.Time) (time.Time, []AuditEvent, error) {
+	where, kind := `kind = ?`, c.Kind
+	if c.Except != "" {
+		where, kind = `kind != ?`, c.Except
+	}
+	msg := c.Reason
 	rows, err := tx.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE connection_id = ? AND state IN ('queued', 'running') AND `+where+` ORDER BY id`,
-		connID)
+		connID, string(kind))
 	if err != nil {
 		return now, nil, err
 	}

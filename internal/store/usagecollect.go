@@ -330,52 +330,7 @@ func (d *DB) UsageTasks(ctx context.Context, f TaskFilter) ([]usage.Task, error)
 		names[uid], wpc[uid] = name, pc
 	}
 	rows.Close()
-	lo, hi := f.From.Unix(), f.To.Unix()
-	byTask := map[string]*usage.Task{}
-	var order []string
-	for _, a := range as {
-		key := a.Task
-		if key == "" {
-			key = "pod:" + a.Key
-		}
-		t := byTask[key]
-		if t == nil {
-			t = &usage.Task{Task: cmp.Or(names[a.Task], a.Pod), Team: a.Team, Namespace: a.Namespace, InstanceType: a.InstanceType,
-				PriorityClass: cmp.Or(wpc[a.Task], a.PriorityClass), Start: a.Start, End: a.End, Status: a.Status}
-			byTask[key] = t
-			order = append(order, key)
-		}
-		if a.Start.Before(t.Start) {
-			t.Start = a.Start
-		}
-		switch {
-		case a.End.IsZero() || t.End.IsZero():
-			t.End, t.Status = time.Time{}, cmp.Or(runningStatus(a, t), t.Status)
-		case a.End.After(t.End):
-			t.End, t.Status = a.End, a.Status
-		}
-		s, e := max(a.Start.Unix(), lo), hi
-		if !a.End.IsZero() {
-			e = min(a.End.Unix(), hi)
-		}
-		if e > s {
-			t.AccelSeconds += a.Accelerators * (e - s)
-		}
-	}
-	out := make([]usage.Task, 0, len(order))
-	for _, k := range order {
-		out = append(out, *byTask[k])
-	}
-	slices.SortStableFunc(out, func(a, b usage.Task) int { return a.Start.Compare(b.Start) })
-	return out, nil
-}
-
-// runningStatus: a task with a pod still running is Running.
-func runningStatus(a usage.Alloc, t *usage.Task) string {
-	if a.End.IsZero() {
-		return a.Status
-	}
-	return t.Status
+	return usage.TasksOf(as, names, wpc, f.From, f.To), nil
 }
 
 func nullTime(t time.Time) any {

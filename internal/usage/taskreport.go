@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -57,4 +58,60 @@ func ParseTasksCSV(r io.Reader) ([]CSVRow, error) {
 		out = append(out, row)
 	}
 	return out, nil
+}
+
+// TasksOf folds allocations into the detailed task report for [from, to):
+// one line per Workload (names and priorityClasses by its uid; a pod
+// without one is a task of its own), from its earliest start to its latest
+// end (zero while a pod still runs, and then Running), with the
+// accelerator-seconds its pods held within the period, by start. to is
+// where still-running pods are counted until.
+func TasksOf(as []Alloc, names, priorityClasses map[string]string, from, to time.Time) []Task {
+	wpc := priorityClasses
+	lo, hi := from.Unix(), to.Unix()
+	byTask := map[string]*Task{}
+	var order []string
+	for _, a := range as {
+		key := a.Task
+		if key == "" {
+			key = "pod:" + a.Key
+		}
+		t := byTask[key]
+		if t == nil {
+			t = &Task{Task: cmp.Or(names[a.Task], a.Pod), Team: a.Team, Namespace: a.Namespace, InstanceType: a.InstanceType,
+				PriorityClass: cmp.Or(wpc[a.Task], a.PriorityClass), Start: a.Start, End: a.End, Status: a.Status}
+			byTask[key] = t
+			order = append(order, key)
+		}
+		if a.Start.Before(t.Start) {
+			t.Start = a.Start
+		}
+		switch {
+		case a.End.IsZero() || t.End.IsZero():
+			t.End, t.Status = time.Time{}, cmp.Or(runningStatus(a, t), t.Status)
+		case a.End.After(t.End):
+			t.End, t.Status = a.End, a.Status
+		}
+		s, e := max(a.Start.Unix(), lo), hi
+		if !a.End.IsZero() {
+			e = min(a.End.Unix(), hi)
+		}
+		if e > s {
+			t.AccelSeconds += a.Accelerators * (e - s)
+		}
+	}
+	out := make([]Task, 0, len(order))
+	for _, k := range order {
+		out = append(out, *byTask[k])
+	}
+	slices.SortStableFunc(out, func(a, b Task) int { return a.Start.Compare(b.Start) })
+	return out
+}
+
+// runningStatus: a task with a pod still running is Running.
+func runningStatus(a Alloc, t *Task) string {
+	if a.End.IsZero() {
+		return a.Status
+	}
+	return t.Status
 }

@@ -49,7 +49,19 @@ func (s *Server) routes() {
 	e.POST("/logout", s.logout)
 	e.GET("/signed-out", s.signedOut)
 
-	// Pages.
+	s.pageRoutes(e)
+	s.connectionRoutes(e)
+
+	if s.opts.DevIdP != nil {
+		h := echo.WrapHandler(s.opts.DevIdP)
+		e.Any("/dev-idp", h)
+		e.Any("/dev-idp/*", h)
+	}
+}
+
+// pageRoutes are the signed-in pages beside the connections': teams,
+// admin, reviews, finance and statements.
+func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/", s.home, s.cachePage)
 	// Signed-in pages. (Not an echo Group: a Group with middleware also
 	// captures every unknown path, turning 404s into login redirects.)
@@ -78,8 +90,11 @@ func (s *Server) routes() {
 	e.GET("/teams/:team/statements/:month/csv", s.teamStatementCSV, s.requireLogin)
 	e.GET("/teams/:team/statements/:month/json", s.teamStatementJSON, s.requireLogin)
 	e.GET("/teams/:team/statements/:month/tasks", s.teamTasksCSV, s.requireLogin)
+}
 
-	// Connection requests and their contracts.
+// connectionRoutes are the connection requests, their contracts, the
+// audit trail and the notifications.
+func (s *Server) connectionRoutes(e *echo.Echo) {
 	e.GET("/connections", s.listConnections, s.requireLogin, s.cachePage)
 	e.GET("/teams/:team/connections/new", s.newRequestForm, s.requireLogin)
 	e.POST("/teams/:team/connections", s.createRequest, s.requireLogin)
@@ -107,12 +122,6 @@ func (s *Server) routes() {
 	e.POST("/notifications/read-all", s.markAllNotificationsRead, s.requireLogin)
 	e.POST("/notifications/:id/read", s.markNotificationRead, s.requireLogin)
 	e.GET("/admin/notifications", s.deliveryFailures, s.requireLogin)
-
-	if s.opts.DevIdP != nil {
-		h := echo.WrapHandler(s.opts.DevIdP)
-		e.Any("/dev-idp", h)
-		e.Any("/dev-idp/*", h)
-	}
 }
 
 func (s *Server) staticFiles() echo.HandlerFunc {

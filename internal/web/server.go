@@ -204,48 +204,16 @@ func New(o Options) (*Server, error) {
 	if o.Groups != nil && o.GroupsUser != "" && !o.GroupsUser.Valid() {
 		return nil, fmt.Errorf("web: GroupsUser %q is not one of %v", o.GroupsUser, auth.UserAttributes)
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.BodyLimit == "" {
-		o.BodyLimit = "1M"
-	}
-	if o.Registry == nil {
-		o.Registry = prometheus.NewRegistry()
-	}
-	if o.SessionIdleTimeout <= 0 {
-		o.SessionIdleTimeout = 30 * time.Minute
-	}
-	if o.SessionLifetime <= 0 {
-		o.SessionLifetime = 12 * time.Hour
-	}
-	if o.GroupsRecheckInterval <= 0 {
-		o.GroupsRecheckInterval = DefaultGroupsRecheckInterval
-	}
-	if o.LoginRateLimit <= 0 {
-		o.LoginRateLimit = DefaultLoginRateLimit
-	}
+	o = o.withDefaults()
 	st, err := o.DB.Sessions(o.SessionKey)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, store: st, tls: o.BaseURL.Scheme == "https", knownOwners: map[string]bool{},
+	s := &Server{opts: o, store: st, tls: o.BaseURL.Scheme == "https",
 		loginSeal: newSealer(o.SessionKey, "login state cookie"), tokenSeal: newSealer(o.SessionKey, "session tokens")}
 	s.pages.views = newPageCacheViews()
 	o.Registry.MustRegister(s.pages.views)
-	for _, e := range o.KnownOwners {
-		s.knownOwners[strings.ToLower(e)] = true
-	}
-	for _, gs := range o.Mapping.Roles {
-		for _, g := range gs {
-			s.knownOwners[strings.ToLower(g)] = true
-		}
-	}
-	for _, tg := range o.Mapping.Teams {
-		for _, g := range append(slices.Clone(tg.Owners), tg.Members...) {
-			s.knownOwners[strings.ToLower(g)] = true
-		}
-	}
+	s.knownOwners = knownOwnersOf(o)
 
 	sm := scs.New()
 	sm.Store = st
@@ -278,6 +246,53 @@ func New(o Options) (*Server, error) {
 	s.echo = e
 	s.routes()
 	return s, nil
+}
+
+// withDefaults is o with every unset setting at its default.
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.BodyLimit == "" {
+		o.BodyLimit = "1M"
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.SessionIdleTimeout <= 0 {
+		o.SessionIdleTimeout = 30 * time.Minute
+	}
+	if o.SessionLifetime <= 0 {
+		o.SessionLifetime = 12 * time.Hour
+	}
+	if o.GroupsRecheckInterval <= 0 {
+		o.GroupsRecheckInterval = DefaultGroupsRecheckInterval
+	}
+	if o.LoginRateLimit <= 0 {
+		o.LoginRateLimit = DefaultLoginRateLimit
+	}
+	return o
+}
+
+// knownOwnersOf is the set of addresses and groups (lower-cased) the
+// identity mapping names: known owners, role groups and team groups.
+func knownOwnersOf(o Options) map[string]bool {
+	known := map[string]bool{}
+	for _, e := range o.KnownOwners {
+		known[strings.ToLower(e)] = true
+	}
+	for _, gs := range o.Mapping.Roles {
+		for _, g := range gs {
+			known[strings.ToLower(g)] = true
+		}
+	}
+	for _, tg := range o.Mapping.Teams {
+		for _, g := range append(slices.Clone(tg.Owners), tg.Members...) {
+			known[strings.ToLower(g)] = true
+		}
+	}
+
+	return known
 }
 
 // ipExtractor believes X-Forwarded-For only from the configured proxies:

@@ -420,7 +420,8 @@ func Revoke(s Conn, by Actor, reason string, now time.Time) (Effect, error) {
 		// The lifecycle allows revoke only from approval on.
 		return Effect{}, fmt.Errorf("workflow: connection %d is %s but has no approved version", s.ID, s.State)
 	}
-	e := Effect{By: by, Next: next, CancelJobs: true,
+	c := cancelForRevocation
+	e := Effect{By: by, Next: next, Cancel: &c,
 		Job:    &JobOrder{Kind: JobRevoke, Version: s.ApprovedVersion},
 		Audit:  []AuditRecord{audit(by, "connection.revoke", s.ApprovedVersion, reason)},
 		Notify: []Notice{{Kind: "connection.revoke", To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s is being revoked: %s", s.ID, s.Team, reason)}},

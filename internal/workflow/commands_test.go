@@ -182,8 +182,8 @@ func showEffect(e Effect) string {
 	if e.Adopt != "" {
 		fmt.Fprintf(&b, " Adopt:%s", e.Adopt)
 	}
-	if e.CancelJobs {
-		b.WriteString(" CancelJobs")
+	if e.Cancel != nil {
+		fmt.Fprintf(&b, " Cancel:%+v", *e.Cancel)
 	}
 	if e.Job != nil {
 		fmt.Fprintf(&b, " Job:%+v", *e.Job)
@@ -753,7 +753,7 @@ func TestRevokeEveryState(t *testing.T) {
 				expect(t, name, e, err, Effect{}, isTransition(s, EventRevoke))
 				continue
 			}
-			want := Effect{By: admin, Next: next, CancelJobs: true,
+			want := Effect{By: admin, Next: next, Cancel: &JobCancel{Except: JobRevoke, Reason: "cancelled: the connection is being revoked"},
 				Job:    &JobOrder{Kind: JobRevoke, Version: c.ApprovedVersion},
 				Audit:  []AuditRecord{{Actor: admin, Action: "connection.revoke", Version: c.ApprovedVersion, Reason: "left the company"}},
 				Notify: []Notice{{Kind: "connection.revoke", To: ToTeam}}}
@@ -1204,7 +1204,7 @@ func TestRefusalsRecordNothing(t *testing.T) {
 		if o.e.Amend != nil && !o.e.Amend.Valid() {
 			t.Errorf("%s: the effect moves the amendment to %q", o.name, *o.e.Amend)
 		}
-		if (o.e.Writes(o.from) || o.e.Job != nil || o.e.Decision != nil || o.e.CancelJobs) && len(o.e.Audit) == 0 {
+		if (o.e.Writes(o.from) || o.e.Job != nil || o.e.Decision != nil || o.e.Cancel != nil) && len(o.e.Audit) == 0 {
 			t.Errorf("%s: the effect records without an audit event: %s", o.name, showEffect(o.e))
 		}
 	}

@@ -38,6 +38,23 @@ func DriftReportStale(b DriftBasis, approvedVersion int, hold Hold, jobOpen bool
 	return jobOpen || approvedVersion != b.Version || b.StopPolicy != "" && b.StopPolicy != hold.StopPolicy()
 }
 
+// DriftAudit is the audit action a recorded drift check calls for:
+// "drift.detected" when a check that ran finds items and the last report
+// had none (before <= 0: none, or no report yet), "drift.resolved" when it
+// finds none and the last report had some, "" otherwise. A failed check
+// (checkErr) says nothing about drift.
+func DriftAudit(before, found int, checkErr string) string {
+	switch {
+	case checkErr != "":
+		return ""
+	case found > 0 && before <= 0:
+		return "drift.detected"
+	case found == 0 && before > 0:
+		return "drift.resolved"
+	}
+	return ""
+}
+
 // String is the item in one line: kind, ref, what, the fields and the
 // detail.
 func (d DriftItem) String() string {

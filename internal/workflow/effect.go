@@ -75,9 +75,11 @@ type Effect struct {
 	// Adopt is the existing namespace an approval adopts, recorded with the
 	// decided version.
 	Adopt string
-	// CancelJobs fails every unfinished job of the connection that is not a
-	// revocation (a revocation stops everything else).
-	CancelJobs bool
+	// Cancel fails the connection's unfinished jobs it selects (a
+	// revocation's: every other kind; a hold step's: the hold job it
+	// supersedes); Job, if any, is due when the last lease among them
+	// expires, so the two never run together. Nil cancels nothing.
+	Cancel *JobCancel
 	// Job is a job to queue.
 	Job *JobOrder
 	// Audit are the audit events, in order.
@@ -113,9 +115,25 @@ func (e Effect) Writes(from State) bool {
 // job, review or notice. The store records such effects of many jobs at
 // once (a re-apply batch's starts and completions).
 func (e Effect) AuditOnly(from State) bool {
-	return !e.Writes(from) && e.Decision == nil && e.Adopt == "" && !e.CancelJobs && e.Job == nil && len(e.Notify) == 0 &&
+	return !e.Writes(from) && e.Decision == nil && e.Adopt == "" && e.Cancel == nil && e.Job == nil && len(e.Notify) == 0 &&
 		len(e.ReviewTriggers) == 0 && e.OpenReview == nil && e.CloseReview == nil && e.NoteReview == nil
 }
+
+// JobCancel selects unfinished jobs of a connection for an effect to fail,
+// and says why (the error each is left with). Exactly one of Kind and
+// Except is set.
+type JobCancel struct {
+	// Kind selects the jobs of this kind; Except every job not of this kind.
+	Kind, Except JobKind
+	Reason       string
+}
+
+// Revocation's cancel: a revocation stops every other job of the connection.
+var cancelForRevocation = JobCancel{Except: JobRevoke, Reason: "cancelled: the connection is being revoked"}
+
+// A hold step's cancel: an unfinished hold job would apply a stopPolicy the
+// hold no longer says.
+var cancelSupersededHold = JobCancel{Kind: JobHold, Reason: "superseded: a newer hold step queued another hold job"}
 
 // DecisionRecord is an admin's approval, rejection or change request of one
 // version.

@@ -205,6 +205,8 @@ func holdDecision(s Conn, by Actor, step HoldStep, reason string, now time.Time)
 	rec := audit(by, "hold."+string(step), s.ApprovedVersion, reason)
 	if to.StopPolicy() != s.Hold.StopPolicy() {
 		e.Job = &JobOrder{Kind: JobHold, Version: s.ApprovedVersion, StopPolicy: to.StopPolicy()}
+		c := cancelSupersededHold
+		e.Cancel = &c
 		rec.JobRef = true
 		rec.Reason = "stopPolicy " + to.StopPolicy() + "; " + reason
 	}

@@ -78,6 +78,13 @@ func TestHoldCommands(t *testing.T) {
 			case tc.policy != "" && (e.Job == nil || e.Job.Kind != JobHold || e.Job.StopPolicy != tc.policy || e.Job.Version != 2):
 				t.Errorf("job = %+v, want a hold job of version 2 with stopPolicy %s", e.Job, tc.policy)
 			}
+			// A hold job supersedes the unfinished hold job before it (it
+			// would apply a stopPolicy the hold no longer says); a step
+			// with no job cancels nothing.
+			if wantCancel := tc.policy != ""; (e.Cancel != nil) != wantCancel ||
+				wantCancel && (e.Cancel.Kind != JobHold || e.Cancel.Except != "" || !strings.HasPrefix(e.Cancel.Reason, "superseded")) {
+				t.Errorf("cancel = %+v, want the open hold job superseded: %v", e.Cancel, wantCancel)
+			}
 			if len(e.Audit) != 1 || e.Audit[0].Action != "hold."+tc.step || !strings.Contains(e.Audit[0].Reason, "why") {
 				t.Errorf("audit = %+v", e.Audit)
 			}
