@@ -54,9 +54,9 @@ deps: ## install the Debian tools the test bed's scripts call, if missing
 e2e-setup: deps ## install Debian chromium and the Playwright driver from npm (idempotent)
 	bash hack/e2e-setup.sh >/dev/null
 
-testbed-build: deps ## build kube-apiserver, controller-manager, etcd, Dex, Prometheus, helm and kubectl once (cached by go.sum hash); with PORTAL_TESTBED_SCHED=1 also kube-scheduler, Kueue and kwok
+testbed-build: deps ## build kube-apiserver, controller-manager, etcd, kube-scheduler, Kueue, kwok, Dex, Prometheus, helm and kubectl once (cached by go.sum hash)
 	bash hack/testbed/kube.sh build
-	[ "$${PORTAL_TESTBED_SCHED:-0}" != 1 ] || bash hack/testbed/cluster.sh build
+	[ "$${PORTAL_TESTBED_SCHED:-1}" = 0 ] || bash hack/testbed/cluster.sh build
 	bash hack/testbed/dex.sh build
 	bash hack/testbed/prometheus.sh build
 	bash hack/testbed/tools.sh build

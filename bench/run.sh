@@ -6,7 +6,7 @@
 #   bash bench/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cache=${PORTAL_TESTBED_CACHE:-$PWD/.cache/testbed}
+cache=${PORTAL_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperpod-portal/testbed}
 state=$cache/bench-$$
 mkdir -p "$state"
 trap 'bash hack/testbed/down.sh "$state" >/dev/null 2>&1 || true; rm -rf "$state"' EXIT

@@ -11,10 +11,10 @@
 # Never call playwright.Install(): it downloads from a CDN this machine cannot reach.
 set -euo pipefail
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PW_VERSION="${PLAYWRIGHT_CORE_VERSION:-1.52.0}" # matches playwright-go v0.5200.1
 CHROMIUM="/usr/bin/chromium"
-DRIVER_DIR="$REPO/.cache/playwright/driver-$PW_VERSION"
+# In the user's cache (as Go's build cache is), so that every clone shares one driver.
+DRIVER_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/hyperpod-portal/playwright/driver-$PW_VERSION"
 
 log() { printf 'e2e-setup: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }

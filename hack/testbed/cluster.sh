@@ -7,7 +7,7 @@
 # overwrite.
 #
 #   cluster.sh build           build kube-scheduler, kueue (+ kueuehooks) and kwok once
-#                              into .cache/testbed/bin/cluster-<hash>/
+#                              into ~/.cache/hyperpod-portal/testbed/bin/cluster-<hash>/
 #   cluster.sh up STATE_DIR    start etcd, kube-apiserver, kube-controller-manager (with the
 #                              Job controller) via kube.sh in STATE_DIR/sched, then
 #                              kube-scheduler, Kueue and kwok on it; write STATE_DIR/cluster.env

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Dex v2.45.1 test identity provider for the portal's OIDC tests.
 #
-#   hack/testbed/dex.sh build            build dex (+ testbedutil) once into .cache/testbed/bin
+#   hack/testbed/dex.sh build            build dex (+ testbedutil) once into ~/.cache/hyperpod-portal/testbed/bin
 #   hack/testbed/dex.sh up STATE_DIR     start dex on a free loopback port, write STATE_DIR/dex.env
 #   hack/testbed/dex.sh down STATE_DIR   stop it (idempotent)
 #
@@ -11,7 +11,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 DEX_MOD="$REPO/hack/dex"
 # Same cache root (and override) as kube.sh.
-BIN_ROOT="${PORTAL_TESTBED_CACHE:-$REPO/.cache/testbed}/bin"
+BIN_ROOT="${PORTAL_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperpod-portal/testbed}/bin"
 # Dex v2.45.1 is pinned in hack/dex/go.mod as v0.0.0-20260303133905-11d2eeb52b42.
 CLIENT_ID="portal-test"
 TEST_PASSWORD="test-password-1"

@@ -2,7 +2,7 @@
 # Kubernetes part of the test bed that `make test` starts.
 #
 #   kube.sh build            build etcd, kube-apiserver, kube-controller-manager
-#                            and applycrds once into .cache/testbed/bin/kube-<hash>/
+#                            and applycrds once into ~/.cache/hyperpod-portal/testbed/bin/kube-<hash>/
 #   kube.sh up STATE_DIR     start them on free loopback ports, apply the Kueue
 #                            CRDs, write STATE_DIR/kube.env
 #   kube.sh down STATE_DIR   stop them (by pid) and remove the data directory
@@ -36,7 +36,7 @@ readonly COMPONENTS=(etcd kube-apiserver kube-controller-manager)
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 readonly REPO
-readonly CACHE_ROOT="${PORTAL_TESTBED_CACHE:-$REPO/.cache/testbed}"
+readonly CACHE_ROOT="${PORTAL_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperpod-portal/testbed}"
 # Seconds to wait for each component; raise on very slow machines.
 readonly WAIT_S="${PORTAL_TESTBED_KUBE_TIMEOUT:-90}"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prometheus 3.16.0 for the portal's utilization tests (internal/usage/prom).
 #
-#   hack/testbed/prometheus.sh build            build prometheus once into .cache/testbed/bin
+#   hack/testbed/prometheus.sh build            build prometheus once into ~/.cache/hyperpod-portal/testbed/bin
 #   hack/testbed/prometheus.sh env STATE_DIR    build, then write STATE_DIR/prometheus.env
 #
 # Unlike kube.sh and dex.sh nothing is started here: each integration test
@@ -22,7 +22,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 PROM_MOD="$REPO/hack/prometheus"
 # Same cache root (and override) as kube.sh and dex.sh.
-BIN_ROOT="${PORTAL_TESTBED_CACHE:-$REPO/.cache/testbed}/bin"
+BIN_ROOT="${PORTAL_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperpod-portal/testbed}/bin"
 readonly PROM_VERSION="3.16.0"
 readonly BUILD_TAGS="remove_all_sd"
 readonly LDFLAGS="-s -w -X github.com/prometheus/common/version.Version=$PROM_VERSION -X github.com/prometheus/common/version.Branch=release -X github.com/prometheus/common/version.Revision=v0.316.0"

@@ -2,7 +2,7 @@
 # Command-line tools the tests call: helm and kubectl (deploy/ chart tests:
 # `helm lint`, `helm template | kubectl apply --dry-run=server`).
 #
-#   hack/testbed/tools.sh build            build helm and kubectl once into .cache/testbed/bin/tools-<hash>/
+#   hack/testbed/tools.sh build            build helm and kubectl once into ~/.cache/hyperpod-portal/testbed/bin/tools-<hash>/
 #   hack/testbed/tools.sh env STATE_DIR    build, then write STATE_DIR/tools.env
 #
 # Nothing is started. STATE_DIR/tools.env holds:
@@ -19,7 +19,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 HELM_MOD="$REPO/hack/helm"
 KUBECTL_MOD="$REPO/hack/kubectl"
 # Same cache root (and override) as kube.sh, dex.sh and prometheus.sh.
-BIN_ROOT="${PORTAL_TESTBED_CACHE:-$REPO/.cache/testbed}/bin"
+BIN_ROOT="${PORTAL_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperpod-portal/testbed}/bin"
 readonly BUILD_SCRIPT_VERSION="tools.sh-build-1"
 readonly HELM_VERSION="v3.22.0"
 readonly KUBE_VERSION="v1.37.2"
