@@ -37,14 +37,19 @@ ON CONFLICT (cluster, cluster_queue, flavor, resource, at) DO UPDATE SET team = 
 // order of cluster, series and time.
 func (d *DB) KueueBorrowing(ctx context.Context, cluster string, from time.Time) ([]usage.BorrowSample, error) {
 	f := fmtTime(from)
+	// The samples since from, and each series' last before from (one
+	// pass over the primary key's index, grouped, not a lookup per row).
 	rows, err := d.sql.QueryContext(ctx, `
-SELECT b.cluster, b.cluster_queue, b.flavor, b.resource, b.at, b.team, b.kueue_borrowed, b.portal_borrowed
-FROM kueue_borrowing b
-WHERE (? = '' OR b.cluster = ?)
-  AND (b.at >= ? OR b.at = (SELECT MAX(p.at) FROM kueue_borrowing p
-        WHERE p.cluster = b.cluster AND p.cluster_queue = b.cluster_queue AND p.flavor = b.flavor
-          AND p.resource = b.resource AND p.at < ?))
-ORDER BY b.cluster, b.cluster_queue, b.flavor, b.resource, b.at`, cluster, cluster, f, f)
+SELECT cluster, cluster_queue, flavor, resource, at, team, kueue_borrowed, portal_borrowed FROM (
+  SELECT b.cluster, b.cluster_queue, b.flavor, b.resource, b.at, b.team, b.kueue_borrowed, b.portal_borrowed
+  FROM kueue_borrowing b WHERE (? = '' OR b.cluster = ?) AND b.at >= ?
+  UNION ALL
+  SELECT b.cluster, b.cluster_queue, b.flavor, b.resource, b.at, b.team, b.kueue_borrowed, b.portal_borrowed
+  FROM kueue_borrowing b JOIN (
+    SELECT cluster, cluster_queue, flavor, resource, MAX(at) AS at FROM kueue_borrowing
+    WHERE (? = '' OR cluster = ?) AND at < ? GROUP BY cluster, cluster_queue, flavor, resource) m
+  ON m.cluster = b.cluster AND m.cluster_queue = b.cluster_queue AND m.flavor = b.flavor AND m.resource = b.resource AND m.at = b.at
+) s ORDER BY cluster, cluster_queue, flavor, resource, at`, cluster, cluster, f, cluster, cluster, f)
 	if err != nil {
 		return nil, fmt.Errorf("store: kueue borrowing: %w", err)
 	}
