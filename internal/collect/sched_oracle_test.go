@@ -290,6 +290,40 @@ func (r *recorder) oracle(t *testing.T, c *hpcluster.Cluster, quota map[string]i
 	return out
 }
 
+// logStarts logs, for each admission of each Workload, when the pod of
+// its job that ran next started: the part of a task's wait that the
+// portal's wait (creation, or eviction, to admission, as Kueue records
+// it) does not include.
+func (r *recorder) logStarts(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rec := range r.wls {
+		var job types.UID
+		for _, o := range rec.last.OwnerReferences {
+			job = o.UID
+		}
+		var starts []time.Time
+		for _, pr := range r.pods {
+			for _, o := range pr.last.OwnerReferences {
+				if o.UID == job && pr.last.Status.StartTime != nil {
+					starts = append(starts, pr.last.Status.StartTime.UTC())
+				}
+			}
+		}
+		slices.SortFunc(starts, time.Time.Compare)
+		for _, cd := range rec.seen {
+			if cd.Type != kueue.WorkloadAdmitted || cd.Status != metav1.ConditionTrue {
+				continue
+			}
+			at := cd.LastTransitionTime.UTC()
+			if i := slices.IndexFunc(starts, func(s time.Time) bool { return !s.Before(at) }); i >= 0 {
+				t.Logf("  %s/%s admitted %s, its pod started %s later", rec.last.Namespace, rec.last.Name, at.Format("15:04:05"), starts[i].Sub(at))
+			}
+		}
+	}
+}
+
 // portalHours is what the usage pages read for each team (the store's
 // UsageHours, as internal/web's teamHours calls it), per team and hour:
 // the rows of every namespace and instance type added up; the wait
@@ -478,6 +512,8 @@ func TestSchedUsageMatchesOracle(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	p.stop()
 
+	t.Logf("admission to start (kube-scheduler and kwok; a preempted pod holds its node until it is gone):")
+	rec.logStarts(t)
 	quota := nominal(t, s.c, hpcluster.P5, s.red, s.blue)
 	want := rec.oracle(t, s.c, quota, hpcluster.P5)
 	got := portalHours(t, p.db, usage.HourStart(p.started), usage.HourStart(time.Now()).Add(time.Hour), s.red.Name, s.blue.Name)
