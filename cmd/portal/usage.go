@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/collect"
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/usage"
 )
 
 // usageCluster names the shared cluster in the usage records (the portal
@@ -38,25 +36,12 @@ func newUsageCollector(kube *rest.Config, db *store.DB, settings provision.Clust
 		// The collector runs only on the elected leader (internal/leader),
 		// so every leader holds its claim under one name: a new leader
 		// after a handover must not wait out the dead one's heartbeat.
-		Owner:        "the elected leader",
-		Guarantees:   guaranteesFrom(db, s),
-		Accelerators: s.Accelerators,
-		Interval:     cfg.UsageInterval,
-		Retention:    cfg.UsageRetention,
-		Logger:       logger.With("component", "usage"),
+		Owner:          "the elected leader",
+		Guarantees:     collect.GuaranteesFrom(db, func(itype string) int64 { return int64(s.Accelerators[itype].Accelerators) }),
+		Accelerators:   s.Accelerators,
+		ClusterQueueOf: s.ClusterQueueName,
+		Interval:       cfg.UsageInterval,
+		Retention:      cfg.UsageRetention,
+		Logger:         logger.With("component", "usage"),
 	}, nil
-}
-
-// guaranteesFrom reads each team's guaranteed accelerators per instance
-// type over time from the store's guarantee history (the approved
-// versions' Scheduling.Guaranteed instances from when each took effect) x
-// accelerators per instance.
-func guaranteesFrom(db *store.DB, s provision.ClusterSettings) func(ctx context.Context) (usage.GuaranteeHistory, error) {
-	return func(ctx context.Context) (usage.GuaranteeHistory, error) {
-		h, err := db.GuaranteeHistory(ctx, "")
-		if err != nil {
-			return nil, err
-		}
-		return h.InAccelerators(func(itype string) int64 { return int64(s.Accelerators[itype].Accelerators) }), nil
-	}
 }

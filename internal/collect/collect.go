@@ -3,7 +3,10 @@
 // ClusterQueues), each object stripped by a transform to the few fields it
 // needs, records every pod's allocation interval, every Workload's waiting,
 // admission and preemption history and every node's health over time, and
-// recomputes the hourly rows of internal/usage from those intervals.
+// recomputes the hourly rows of internal/usage from those intervals. Each
+// flush also records what each team's ClusterQueue reports borrowing
+// beside the collector's own figure (usage.BorrowSample), for the signal
+// that compares Kueue's account with the portal's.
 //
 // One instance runs per cluster at a time (a heartbeat in the store; a
 // second one waits until the first's goes stale). It is restart-safe:
@@ -97,10 +100,15 @@ type Collector struct {
 	// the resource each instance type is counted in, and the count per
 	// instance for nodes whose allocatable shows none.
 	Accelerators map[string]provision.ResourcesPerInstance
-	Interval     time.Duration // between flushes; default one minute
-	Retention    time.Duration // records older are pruned daily; 0 keeps all
-	Now          func() time.Time
-	Logger       *slog.Logger
+	// ClusterQueueOf names each team's Kueue ClusterQueue
+	// (provision.ClusterSettings.ClusterQueueName): each flush records
+	// what that queue's status reports borrowing beside the collector's
+	// own figure (borrowingLocked). nil records none.
+	ClusterQueueOf func(team string) string
+	Interval       time.Duration // between flushes; default one minute
+	Retention      time.Duration // records older are pruned daily; 0 keeps all
+	Now            func() time.Time
+	Logger         *slog.Logger
 
 	mu        sync.Mutex
 	teams     map[string]string // namespace -> team
@@ -108,7 +116,8 @@ type Collector struct {
 	seenNodes map[string]bool // nodes the informer delivered since Start
 	pods      map[types.UID]*usage.Alloc
 	wls       map[types.UID]*wlState
-	queues    map[string]map[string]int64 // ClusterQueue -> flavor/resource -> borrowed
+	queues    map[string]map[string]int64      // ClusterQueue -> flavor/resource -> borrowed
+	sampled   map[borrowKey]usage.BorrowSample // the borrowing last recorded per series
 	dirty     store.UsageRecords
 	dirtyFrom time.Time // earliest instant whose hour must be recomputed
 	last      time.Time // the heartbeat: usage known until here
@@ -235,7 +244,7 @@ func (c *Collector) Start(ctx context.Context, last time.Time) (stop func(), err
 	now := c.now()
 	c.mu.Lock()
 	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*usage.Alloc{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
-	c.seenNodes = map[string]bool{}
+	c.seenNodes, c.sampled = map[string]bool{}, map[borrowKey]usage.BorrowSample{}
 	c.last, c.dirtyFrom = cmp.Or(last, now), cmp.Or(last, now)
 	c.mu.Unlock()
 
@@ -404,12 +413,18 @@ func summarize(names []string) string {
 	return fmt.Sprintf("%v and %d more", names[:3], len(names)-3)
 }
 
-// Flush records what changed since the last flush and recomputes the
+// Flush records what changed since the last flush, with Kueue's account
+// of borrowing beside its own where either changed, and recomputes the
 // hours it touched, up to now, replacing them in the store.
 func (c *Collector) Flush(ctx context.Context) error {
 	now := c.now()
+	g, err := c.Guarantees(ctx)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	recs := c.dirty
+	recs.Borrowing = c.borrowingLocked(g, now)
 	c.dirty = store.UsageRecords{}
 	from := usage.Earlier(c.dirtyFrom, c.last)
 	c.dirtyFrom = now
@@ -418,7 +433,10 @@ func (c *Collector) Flush(ctx context.Context) error {
 		c.requeue(recs, from)
 		return err
 	}
-	if err := c.recompute(ctx, from, now); err != nil {
+	c.mu.Lock()
+	c.recordedBorrowing(recs.Borrowing)
+	c.mu.Unlock()
+	if err := c.recompute(ctx, from, now, g); err != nil {
 		c.mu.Lock()
 		c.dirtyFrom = usage.Earlier(c.dirtyFrom, from)
 		c.mu.Unlock()
@@ -439,13 +457,9 @@ func (c *Collector) requeue(r store.UsageRecords, from time.Time) {
 	c.dirtyFrom = usage.Earlier(c.dirtyFrom, from)
 }
 
-func (c *Collector) recompute(ctx context.Context, from, now time.Time) error {
+func (c *Collector) recompute(ctx context.Context, from, now time.Time, g usage.GuaranteeHistory) error {
 	lo := usage.HourStart(from)
 	recs, err := c.Store.UsageRecordsIn(ctx, c.Cluster, lo, now.Add(time.Second))
-	if err != nil {
-		return err
-	}
-	g, err := c.Guarantees(ctx)
 	if err != nil {
 		return err
 	}
@@ -457,7 +471,8 @@ func (c *Collector) recompute(ctx context.Context, from, now time.Time) error {
 // QueueBorrowed is what each ClusterQueue reports borrowing
 // (status.flavorsUsage[].resources[].borrowed), by "flavor/resource", in
 // the resource's units (GPUs, cores as millicores, bytes): Kueue's own
-// account, to compare with the collector's.
+// account, which each flush records beside the collector's
+// (borrowingLocked).
 func (c *Collector) QueueBorrowed() map[string]map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()

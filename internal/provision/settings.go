@@ -566,6 +566,12 @@ func (s ClusterSettings) TrainingClass(allowed []string) string {
 // team substitutes the team into a checked format.
 func team(format, t string) string { return strings.Replace(format, "%s", t, 1) }
 
+// ClusterQueueName is the Kueue ClusterQueue of team t on this cluster
+// (ClusterQueueNameFormat, the default's when unset), as plans name it.
+func (s ClusterSettings) ClusterQueueName(t string) string {
+	return team(s.withDefaults().ClusterQueueNameFormat, t)
+}
+
 // checkReservedEntry says what is wrong with a reserved_namespaces entry:
 // a namespace name, or a prefix of one followed by '*'.
 func checkReservedEntry(e string) string {

@@ -188,9 +188,10 @@ SELECT cluster, from_at, to_at, reason FROM usage_missing WHERE to_at > ? AND fr
 }
 
 // PruneUsage deletes hourly rows, missing periods and the collector's
-// records (pods, Workloads, node spans) that ended before cutoff (the
-// retention setting). Frozen statements keep their own copy of
-// what they charged, so pruning never rewrites a closed month.
+// records (pods, Workloads, node spans, Kueue's borrowing samples) that
+// ended (samples: began) before cutoff (the retention setting). Frozen
+// statements keep their own copy of what they charged, so pruning never
+// rewrites a closed month.
 func (d *DB) PruneUsage(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
@@ -202,6 +203,7 @@ func (d *DB) PruneUsage(ctx context.Context, cutoff time.Time) (int64, error) {
 			`DELETE FROM usage_allocs WHERE end_at IS NOT NULL AND end_at < ?`,
 			`DELETE FROM usage_workloads WHERE finished_at IS NOT NULL AND finished_at < ?`,
 			`DELETE FROM usage_node_spans WHERE to_at IS NOT NULL AND to_at < ?`,
+			`DELETE FROM kueue_borrowing WHERE at < ?`,
 		} {
 			res, err := tx.ExecContext(ctx, q, c)
 			if err != nil {

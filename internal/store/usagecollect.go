@@ -15,11 +15,14 @@ import (
 
 // UsageRecords is what the usage collector learned since its last flush:
 // pods' allocations (by pod UID), Workloads (by UID) and node state spans
-// (by node and start), each replacing its earlier record.
+// (by node and start), each replacing its earlier record; and Kueue's
+// account of each ClusterQueue's borrowing beside its own (by queue,
+// flavor, resource and instant), kept in kueue_borrowing.
 type UsageRecords struct {
 	Allocs    []usage.Alloc
 	Workloads []usage.Workload
 	Nodes     []usage.NodeSpan
+	Borrowing []usage.BorrowSample
 }
 
 // PutUsageRecords records the collector's allocations, Workloads and node
@@ -70,7 +73,7 @@ ON CONFLICT (cluster, node, from_at) DO UPDATE SET to_at = excluded.to_at, insta
 				return fmt.Errorf("store: put usage records: node %s: %w", n.Node, err)
 			}
 		}
-		return nil
+		return putBorrowing(ctx, tx, cluster, r.Borrowing)
 	})
 }
 

@@ -8,7 +8,8 @@
 // jump (a team's accelerator-hours week over week) evaluated over those
 // rows (signals.go), allocation vs utilization also against the GPU
 // utilization a Utilization returns and the floor the contract states
-// (signals_utilization.go), and their evaluation loop over the rows a
+// (signals_utilization.go), Kueue's account of each ClusterQueue's
+// borrowing against the portal's (kueueaccount.go), and their evaluation loop over the rows a
 // SignalStore (internal/store) reads and records (evaluate.go: the store
 // only reads and records); the Utilization interface through which pages read how
 // busy a namespace's GPUs are (implemented over Prometheus by

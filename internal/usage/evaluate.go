@@ -25,6 +25,10 @@ type SignalStore interface {
 	// RecordFired stores an event for each firing status that has no open
 	// one of its team and signal yet, and says how many it stored.
 	RecordFired(ctx context.Context, statuses []SignalStatus, now time.Time) (int, error)
+	// KueueBorrowing is the collector's samples of Kueue's and the
+	// portal's borrowing (cluster "" every cluster's) from from on, with
+	// each series' last sample before from.
+	KueueBorrowing(ctx context.Context, cluster string, from time.Time) ([]BorrowSample, error)
 }
 
 // Signals evaluates the watched signals over the stored usage rows: every
@@ -65,6 +69,11 @@ func (s Signals) Statuses(ctx context.Context, now time.Time, teams []string) ([
 	var out []SignalStatus
 	if teams == nil {
 		out = append(out, EvaluateCluster(cluster, now, th, s.ClusterOwner)...)
+		samples, err := s.Store.KueueBorrowing(ctx, "", now.Add(-kueueWindow(th)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, EvaluateKueueAccount(samples, now, th, s.ClusterOwner))
 	}
 	names := make([]string, 0, len(contracts))
 	for t := range contracts {

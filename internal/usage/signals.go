@@ -33,10 +33,14 @@ const (
 	// SignalCostJump: a team's accelerator-hours (what chargeback charges
 	// for) rose sharply week over week (issue 13's "cost jump").
 	SignalCostJump SignalKind = "cost-jump"
+	// SignalKueueAccount: Kueue's account of a ClusterQueue's borrowing
+	// and the portal's disagree (cluster-wide: the admins look into it;
+	// EvaluateKueueAccount).
+	SignalKueueAccount SignalKind = "kueue-account"
 )
 
 // SignalKinds in the order pages list them.
-var SignalKinds = []SignalKind{SignalCapacity, SignalAllocation, SignalUtilization, SignalWaitTime, SignalPreemption, SignalCostJump, SignalNodeHealth}
+var SignalKinds = []SignalKind{SignalCapacity, SignalAllocation, SignalUtilization, SignalWaitTime, SignalPreemption, SignalCostJump, SignalNodeHealth, SignalKueueAccount}
 
 // Title is the signal's name as mission.md writes it.
 func (k SignalKind) Title() string {
@@ -55,6 +59,8 @@ func (k SignalKind) Title() string {
 		return "Node health and recovery events"
 	case SignalCostJump:
 		return "Cost jump"
+	case SignalKueueAccount:
+		return "Kueue's borrowing and the portal's disagree"
 	}
 	return string(k)
 }
@@ -108,6 +114,10 @@ type Thresholds struct {
 	CostJumpDays     int
 	CostJumpPercent  int64
 	CostJumpMinHours int64
+	// KueueAccountWindow: Kueue's borrowed quota and the portal's borrowed
+	// accelerators differing for longer than this fires
+	// (EvaluateKueueAccount says why the tolerance is a time).
+	KueueAccountWindow time.Duration
 }
 
 // DefaultThresholds are the portal's thresholds.
@@ -118,6 +128,10 @@ var DefaultThresholds = Thresholds{
 	UtilizationDays: 7, UtilizationFloorPercent: 30,
 	UnhealthyWindow: 2 * time.Hour,
 	CostJumpDays:    7, CostJumpPercent: 50, CostJumpMinHours: 24,
+	// Ten minutes: well past a pod's default termination grace period
+	// (30 s) and the seconds kube-scheduler takes to place an admitted
+	// workload's pods, short enough to be seen the same hour.
+	KueueAccountWindow: 10 * time.Minute,
 }
 
 // Window is how far back the signals read rows (the cost jump reads two
