@@ -79,9 +79,23 @@ func (c *Cluster) DeleteAtCleanup(t testing.TB, objs ...*unstructured.Unstructur
 			if err != nil {
 				t.Fatalf("hpcluster: %s %s: %v", gvk.Kind, o.GetName(), err)
 			}
-			ri, name := dyn.Resource(m.Resource), o.GetName()
+			ri, name, ns := dyn.Resource(m.Resource), o.GetName(), o.GetKind() == "Namespace"
 			c.onCleanup(gvk.Kind+" "+name,
-				func(ctx context.Context) error { return ri.Delete(ctx, name, metav1.DeleteOptions{}) },
+				func(ctx context.Context) error {
+					if ns {
+						// Pods go at once (the simulated kubelet has
+						// nothing to stop): a namespace still holding
+						// pods waits out their grace period (30 s by
+						// default) before the namespace controller looks
+						// again.
+						zero := int64(0)
+						err := c.Kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+						if err != nil {
+							return err
+						}
+					}
+					return ri.Delete(ctx, name, metav1.DeleteOptions{})
+				},
 				func(ctx context.Context) error {
 					_, err := ri.Get(ctx, name, metav1.GetOptions{})
 					return err
