@@ -8,7 +8,8 @@ package collect
 // internal/provision plan.go clusterQueue. A higher-priority job arrives in
 // each full queue; Kueue preempts in the first and not in the second; the
 // collector, running throughout against a real store, must count the
-// preemption for the first team only, hour by hour as Kueue recorded it.
+// preemption for the first team only, hour by hour as Kueue recorded it,
+// and not count the eviction of the second team's job by a hold's drain.
 //
 // Kueue (sigs.k8s.io/kueue@v0.17.0): withinClusterQueue LowerPriority lets
 // a pending Workload preempt admitted ones of lower priority in its own
@@ -64,7 +65,7 @@ func teamPlan(t *testing.T, id int64, team string, pre workflow.Preemption) prov
 // provisionAll applies the plans on the scheduling cluster with the
 // provisioner's own steps (what a provisioning job runs), everything they
 // make deleted when the test ends.
-func provisionAll(t *testing.T, c *hpcluster.Cluster, plans ...provision.Plan) {
+func provisionAll(t *testing.T, c *hpcluster.Cluster, plans ...provision.Plan) *provision.Applier {
 	t.Helper()
 	a, err := provision.NewApplier(c.Config)
 	if err != nil {
@@ -87,6 +88,7 @@ func provisionAll(t *testing.T, c *hpcluster.Cluster, plans ...provision.Plan) {
 			}
 		}
 	}
+	return a
 }
 
 func TestSchedPriorityPreemption(t *testing.T) {
@@ -110,7 +112,7 @@ func TestSchedPriorityPreemption(t *testing.T) {
 	for i, sd := range sides {
 		plans = append(plans, teamPlan(t, int64(i+1), fmt.Sprintf("p%d%s", i, run), sd.pre))
 	}
-	provisionAll(t, c, plans...)
+	a := provisionAll(t, c, plans...)
 	for i, sd := range sides {
 		name := plans[i].Team
 		for _, o := range plans[i].Objects {
@@ -185,6 +187,20 @@ func TestSchedPriorityPreemption(t *testing.T) {
 	if wl, err := c.WorkloadOf(ctx, never.low); err != nil || !hpcluster.Admitted(wl) || hpcluster.CondTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
 		t.Errorf("low under Never: %v, conditions %+v; want admitted, never evicted", err, wl.Status.Conditions)
 	}
+
+	// A hold's drain evicts too, and is no preemption: the portal's hold
+	// step drains the second team's LocalQueue (HoldSteps, as a hold job
+	// runs them), and Kueue evicts its low job for the stopped queue.
+	for _, st := range provision.HoldSteps(plans[1], workflow.StopHoldAndDrain) {
+		if _, _, err := (provision.ApplierSteps{Applier: a}).RunStep(ctx, st); err != nil {
+			t.Fatalf("drain %s: %v", never.team.Name, err)
+		}
+	}
+	c.WaitWorkload(t, never.low, "evicted by the drain", func(wl *kueue.Workload) bool {
+		ev := hpcluster.Cond(wl.Status.Conditions, kueue.WorkloadEvicted)
+		return ev != nil && ev.Status == metav1.ConditionTrue && !hpcluster.Admitted(wl) &&
+			(ev.Reason == kueue.WorkloadEvictedByLocalQueueStopped || ev.Reason == kueue.WorkloadEvictedByClusterQueueStopped)
+	})
 
 	// The oracle: each Workload Kueue marked Preempted and evicted for
 	// it, counted for the team of its namespace in the hour of its

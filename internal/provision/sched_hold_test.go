@@ -180,6 +180,23 @@ func (h *holdBed) run(t *testing.T, stoppedBy ...string) {
 		c := hpcluster.Cond(lq.Status.Conditions, kueue.LocalQueueActive)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Stopped", nil
 	})
+	// The drift check on the real cluster (Kueue's webhooks and
+	// controllers at work on the queues) sees the plan and the hold as
+	// applied.
+	checker := &provision.DriftChecker{
+		List: func(ctx context.Context) ([]provision.ConnVersion, error) {
+			return []provision.ConnVersion{{ConnectionID: h.tn.conn.ID, Version: h.tn.conn.ApprovedVersion}}, nil
+		},
+		Plans:        h.b.plans,
+		CheckAll:     provision.DriftAllOf(h.b.look, nil),
+		StopPolicies: h.b.db.HoldStopPolicies,
+		Save:         h.b.db.SaveDrift,
+		Clock:        h.b.clock.Now,
+	}
+	if n, err := checker.RunOnce(ctx); err != nil || n != 0 {
+		r, _ := h.b.db.Drift(ctx, h.tn.conn.ID)
+		t.Errorf("drift while held: %d drifted (%+v), %v", n, r.Items, err)
+	}
 	b := h.submit(t, "b")
 	inactive := "LocalQueue " + h.team.LocalQueue + " is inactive"
 	wlB := h.c.WaitWorkload(t, b, "inadmissible: "+inactive, func(wl *kueue.Workload) bool {
