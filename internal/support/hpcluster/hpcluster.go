@@ -18,7 +18,7 @@
 //   - WorkloadPriorityClasses <class>-priority;
 //   - per team, task governance's namespace hyperpod-ns-<team>, ClusterQueue
 //     hyperpod-ns-<team>-clusterqueue in a cohort and LocalQueue
-//     hyperpod-ns-<team>-localqueue.
+//     hyperpod-ns-<team>-localqueue, created under HyperPodFieldManager.
 //
 // Kueue objects are cluster-wide and flavor names are instance types, so one
 // fixture at a time holds the cluster: Connect takes a lock (a ConfigMap in
@@ -431,7 +431,7 @@ func (c *Cluster) AddHyperPodTeam(t testing.TB, name, cohort string, guarantees 
 	// Workloads, and Kueue keeps a ClusterQueue until none is admitted in it.
 	c.onCleanup("namespace "+team.Namespace,
 		func(ctx context.Context) error {
-			return c.Kube.CoreV1().Namespaces().Delete(ctx, team.Namespace, metav1.DeleteOptions{})
+			return c.deleteNamespace(ctx, team.Namespace) // objects.go
 		},
 		func(ctx context.Context) error {
 			_, err := c.Kube.CoreV1().Namespaces().Get(ctx, team.Namespace, metav1.GetOptions{})

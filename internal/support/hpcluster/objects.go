@@ -79,20 +79,11 @@ func (c *Cluster) DeleteAtCleanup(t testing.TB, objs ...*unstructured.Unstructur
 			if err != nil {
 				t.Fatalf("hpcluster: %s %s: %v", gvk.Kind, o.GetName(), err)
 			}
-			ri, name, ns := dyn.Resource(m.Resource), o.GetName(), o.GetKind() == "Namespace"
+			ri, name := dyn.Resource(m.Resource), o.GetName()
 			c.onCleanup(gvk.Kind+" "+name,
 				func(ctx context.Context) error {
-					if ns {
-						// Pods go at once (the simulated kubelet has
-						// nothing to stop): a namespace still holding
-						// pods waits out their grace period (30 s by
-						// default) before the namespace controller looks
-						// again.
-						zero := int64(0)
-						err := c.Kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-						if err != nil {
-							return err
-						}
+					if gvk.Kind == "Namespace" {
+						return c.deleteNamespace(ctx, name)
 					}
 					return ri.Delete(ctx, name, metav1.DeleteOptions{})
 				},
@@ -102,6 +93,18 @@ func (c *Cluster) DeleteAtCleanup(t testing.TB, objs ...*unstructured.Unstructur
 				})
 		}
 	}
+}
+
+// deleteNamespace deletes the namespace name, its pods first and at once:
+// kwok's pods have nothing to stop, and a namespace still holding pods waits
+// out their grace period (30 s by default) before the namespace controller
+// looks again.
+func (c *Cluster) deleteNamespace(ctx context.Context, name string) error {
+	zero := int64(0)
+	if err := c.Kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	return c.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 }
 
 // hyperPodResourceGroup is the ClusterQueue quota HyperPod task governance
