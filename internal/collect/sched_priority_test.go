@@ -184,8 +184,10 @@ func TestSchedPriorityPreemption(t *testing.T) {
 	if msg := hpcluster.Cond(pending.Status.Conditions, kueue.WorkloadQuotaReserved).Message; strings.Contains(msg, "preemption") || !strings.Contains(msg, "insufficient") {
 		t.Errorf("high under Never pending with %q; want insufficient quota and no preemption", msg)
 	}
-	if wl, err := c.WorkloadOf(ctx, never.low); err != nil || !hpcluster.Admitted(wl) || hpcluster.CondTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
-		t.Errorf("low under Never: %v, conditions %+v; want admitted, never evicted", err, wl.Status.Conditions)
+	if wl, err := c.WorkloadOf(ctx, never.low); err != nil {
+		t.Fatal(err)
+	} else if !hpcluster.Admitted(wl) || hpcluster.CondTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+		t.Errorf("low under Never: conditions %+v; want admitted, never evicted", wl.Status.Conditions)
 	}
 
 	// A hold's drain evicts too, and is no preemption: the portal's hold

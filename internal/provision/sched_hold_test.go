@@ -237,8 +237,10 @@ func (h *holdBed) run(t *testing.T, stoppedBy ...string) {
 		pods, err := h.c.RunningPods(t, a)
 		return err == nil && job.Spec.Suspend != nil && *job.Spec.Suspend && len(pods) == 0, err
 	})
-	if wl, err := h.c.WorkloadOf(ctx, b); err != nil || wl.Status.Admission != nil {
-		t.Errorf("b under HoldAndDrain: %v, admission %+v; want still pending", err, wl.Status.Admission)
+	if wl, err := h.c.WorkloadOf(ctx, b); err != nil {
+		t.Fatal(err)
+	} else if wl.Status.Admission != nil {
+		t.Errorf("b under HoldAndDrain: admission %+v; want still pending", wl.Status.Admission)
 	}
 
 	h.hold(ctx, workflow.HoldStepRelease, workflow.StopNone)
