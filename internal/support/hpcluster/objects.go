@@ -133,6 +133,9 @@ func hyperPodResourceGroup(guarantees []Guarantee) kueue.ResourceGroup {
 		perNode := g.Flavor.Allocatable[g.Resource]
 		share := func(r corev1.ResourceName) resource.Quantity {
 			q := g.Flavor.Allocatable[r]
+			if perNode.Value() == 0 { // an accelerator the instance type lacks
+				return *resource.NewQuantity(0, q.Format)
+			}
 			return *resource.NewMilliQuantity(q.MilliValue()*g.Count/perNode.Value(), q.Format)
 		}
 		fq := kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(g.Flavor.Name)}
