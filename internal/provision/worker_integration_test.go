@@ -113,6 +113,14 @@ func newWBedOn(tb testing.TB, dsn string) *wbed {
 	if err != nil {
 		tb.Fatalf("load %s: %v", kubeconfig, err)
 	}
+	return newWBedWith(tb, dsn, cfg)
+}
+
+// newWBedWith is newWBedOn on the API server cfg reaches (the scheduling
+// cluster's, say) instead of the test bed's first one.
+func newWBedWith(tb testing.TB, dsn string, cfg *rest.Config) *wbed {
+	tb.Helper()
+	cfg = rest.CopyConfig(cfg)
 	// Client-side limits high enough that the figures measure the API
 	// server, not client-go's default of 5 requests per second.
 	cfg.QPS, cfg.Burst = 1000, 2000
@@ -142,13 +150,28 @@ func newWBedOn(tb testing.TB, dsn string) *wbed {
 	}
 	// The portal manages the ClusterQueues, so that the plan holds every
 	// kind (Kueue's included); a cohort per bed keeps its queues apart.
-	b.settings = provision.DefaultClusterSettings()
-	b.settings.ClusterQueueManagedByPortal = true
-	b.settings.Cohort = "wint-" + wintRandom(tb)
+	s := provision.DefaultClusterSettings()
+	s.ClusterQueueManagedByPortal = true
+	s.Cohort = "wint-" + wintRandom(tb)
+	b.useSettings(s)
+
+	u, err := db.RecordLogin(ctx, "https://idp.example.test", "admin", "admin@example.test", "Admin", []string{"portal-admins"}, b.clock.Now())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b.admin = workflow.Actor{ID: u.ID, Email: u.Email}
+	return b
+}
+
+// useSettings makes s the bed's cluster settings: the plans it builds from
+// then on (b.plans, b.plansAll) are built with them.
+func (b *wbed) useSettings(s provision.ClusterSettings) {
+	db := b.db
+	b.settings = s
 	b.plans = provision.PlansFrom(func(ctx context.Context, id int64, v int) (workflow.Contract, string, error) {
 		ver, err := db.Version(ctx, id, v)
 		return ver.Contract, ver.Hash, err
-	}, b.settings)
+	}, s)
 	b.plansAll = provision.PlanBatchFrom(func(ctx context.Context, refs []provision.ConnVersion) (map[provision.ConnVersion]provision.ContractVersion, error) {
 		keys := make([]store.VersionRef, len(refs))
 		for i, r := range refs {
@@ -160,14 +183,7 @@ func newWBedOn(tb testing.TB, dsn string) *wbed {
 			out[provision.ConnVersion(k)] = provision.ContractVersion{Contract: v.Contract, Hash: v.Hash}
 		}
 		return out, err
-	}, b.settings)
-
-	u, err := db.RecordLogin(ctx, "https://idp.example.test", "admin", "admin@example.test", "Admin", []string{"portal-admins"}, b.clock.Now())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b.admin = workflow.Actor{ID: u.ID, Email: u.Email}
-	return b
+	}, s)
 }
 
 // contract is the example contract for team, its namespace, owners and

@@ -18,7 +18,7 @@
 //   - WorkloadPriorityClasses <class>-priority;
 //   - per team, task governance's namespace hyperpod-ns-<team>, ClusterQueue
 //     hyperpod-ns-<team>-clusterqueue in a cohort and LocalQueue
-//     hyperpod-ns-<team>-localqueue.
+//     hyperpod-ns-<team>-localqueue, created under HyperPodFieldManager.
 //
 // Kueue objects are cluster-wide and flavor names are instance types, so one
 // fixture at a time holds the cluster: Connect takes a lock (a ConfigMap in
@@ -367,7 +367,8 @@ type Team struct {
 }
 
 // Guarantee is a team's nominal quota of one accelerator resource on one
-// flavor; borrowing from the cohort is unlimited, and lending too.
+// flavor, with the vCPUs and memory that go with it (hyperPodResourceGroup);
+// borrowing from the cohort is unlimited, and lending too.
 type Guarantee struct {
 	Flavor   InstanceType
 	Resource corev1.ResourceName
@@ -380,6 +381,9 @@ type Guarantee struct {
 // (reclaimWithinCohort Any) and preempts lower priorities inside the queue,
 // as a compute quota with PreemptTeamTasks LowerPriority and resource
 // sharing LendAndBorrow does (the same mapping as internal/provision's plan).
+// Each is a plain create under HyperPodFieldManager, as HyperPod's
+// controller makes them, so that manager owns every field the create set or
+// defaulted (LocalQueue spec.stopPolicy None included).
 func (c *Cluster) AddHyperPodTeam(t testing.TB, name, cohort string, guarantees ...Guarantee) Team {
 	t.Helper()
 	ctx := t.Context()
@@ -393,22 +397,12 @@ func (c *Cluster) AddHyperPodTeam(t testing.TB, name, cohort string, guarantees 
 		Name:   team.Namespace,
 		Labels: map[string]string{LabelManagedQueue: "true", LabelQuotaAllocation: name},
 	}}
-	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+	hyperPod := metav1.CreateOptions{FieldManager: HyperPodFieldManager} // as HyperPod would (objects.go)
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, hyperPod); err != nil {
 		t.Fatalf("create namespace %s: %v", team.Namespace, err)
 	}
 
-	var rg kueue.ResourceGroup
-	seen := map[corev1.ResourceName]bool{}
-	for _, g := range guarantees {
-		if !seen[g.Resource] {
-			seen[g.Resource] = true
-			rg.CoveredResources = append(rg.CoveredResources, g.Resource)
-		}
-		rg.Flavors = append(rg.Flavors, kueue.FlavorQuotas{
-			Name:      kueue.ResourceFlavorReference(g.Flavor.Name),
-			Resources: []kueue.ResourceQuota{{Name: g.Resource, NominalQuota: *resource.NewQuantity(g.Count, resource.DecimalSI)}},
-		})
-	}
+	rg := hyperPodResourceGroup(guarantees) // objects.go
 	cq := &kueue.ClusterQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: team.ClusterQueue},
 		Spec: kueue.ClusterQueueSpec{
@@ -421,7 +415,7 @@ func (c *Cluster) AddHyperPodTeam(t testing.TB, name, cohort string, guarantees 
 			},
 		},
 	}
-	if _, err := c.Kueue.KueueV1beta2().ClusterQueues().Create(ctx, cq, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kueue.KueueV1beta2().ClusterQueues().Create(ctx, cq, hyperPod); err != nil {
 		t.Fatalf("create ClusterQueue %s: %v", team.ClusterQueue, err)
 	}
 	c.onCleanup("ClusterQueue "+team.ClusterQueue,
@@ -437,7 +431,7 @@ func (c *Cluster) AddHyperPodTeam(t testing.TB, name, cohort string, guarantees 
 	// Workloads, and Kueue keeps a ClusterQueue until none is admitted in it.
 	c.onCleanup("namespace "+team.Namespace,
 		func(ctx context.Context) error {
-			return c.Kube.CoreV1().Namespaces().Delete(ctx, team.Namespace, metav1.DeleteOptions{})
+			return c.deleteNamespace(ctx, team.Namespace) // objects.go
 		},
 		func(ctx context.Context) error {
 			_, err := c.Kube.CoreV1().Namespaces().Get(ctx, team.Namespace, metav1.GetOptions{})
@@ -447,7 +441,7 @@ func (c *Cluster) AddHyperPodTeam(t testing.TB, name, cohort string, guarantees 
 		ObjectMeta: metav1.ObjectMeta{Name: team.LocalQueue, Namespace: team.Namespace},
 		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(team.ClusterQueue)},
 	}
-	if _, err := c.Kueue.KueueV1beta2().LocalQueues(team.Namespace).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kueue.KueueV1beta2().LocalQueues(team.Namespace).Create(ctx, lq, hyperPod); err != nil {
 		t.Fatalf("create LocalQueue %s: %v", team.LocalQueue, err)
 	}
 	WaitFor(t, "ClusterQueue "+team.ClusterQueue+" active", func() (bool, error) {
