@@ -280,8 +280,9 @@ cluster_up() {
 # when its internal certificate management is off (pkg/visibility/server.go:
 # certDir "/visibility", tls.crt and tls.key) and cannot start without one.
 # Test beds share it: made once, self-signed for the name the aggregation
-# layer checks (<service>.<namespace>.svc, kube-aggregator's
-# BuildTransportConfig) and 127.0.0.1; it is also the APIService's caBundle.
+# layer checks (<service>.<namespace>.svc, k8s.io/kube-aggregator@v0.37.2
+# pkg/controllers/status/remote BuildTransportConfig) and 127.0.0.1; it is
+# also the APIService's caBundle.
 readonly VISIBILITY_CERTS=/visibility
 visibility_cert() {
 	local d=$VISIBILITY_CERTS
@@ -300,8 +301,10 @@ visibility_cert() {
 # kueue-system/visibility-server and the APIServices v1beta2 and v1beta1 of
 # visibility.kueue.x-k8s.io), with the Service an ExternalName for
 # 127.0.0.1 (the aggregation layer resolves an ExternalName Service to that
-# host and the APIService's port: k8s.io/apiserver pkg/util/proxy
-# ResolveCluster; Endpoints may not name a loopback address) and the
+# host and the APIService's port: k8s.io/apiserver@v0.37.2
+# pkg/util/proxy/proxy.go ResolveCluster; Endpoints and EndpointSlices may
+# not name a loopback address: k8s.io/kubernetes@v1.37.2
+# pkg/apis/core/validation/validation.go ValidateEndpointIP) and the
 # certificate as caBundle where Kueue's manifest skips verification. Waits
 # until the API server serves the group.
 visibility_register() {

@@ -358,8 +358,10 @@ cmd_up() {
 		--log-level=warn
 	wait_ok "etcd healthy" etcd "$state" http_ok "http://127.0.0.1:$etcd_client/health" '"health":"true"'
 
-	# The aggregation layer's front proxy (Kubernetes' "Configure the
-	# Aggregation Layer" task: --requestheader-* and --proxy-client-*): a CA
+	# The aggregation layer's front proxy (the --requestheader-* and
+	# --proxy-client-* flags of
+	# https://kubernetes.io/docs/tasks/extend-kubernetes/configure-aggregation-layer/,
+	# with a CA of its own as that page asks, not the serving one): a CA
 	# the extension API server trusts for the X-Remote-* headers, and the
 	# client certificate (CN front-proxy-client) the API server presents.
 	local front_proxy=()
