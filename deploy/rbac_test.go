@@ -206,6 +206,8 @@ func needed(t *testing.T) map[perm]string {
 	out[perm{"apps", "daemonsets", "get", "aws-node"}] = "clusterread.go NetworkPolicyAgent: read kube-system/aws-node"
 	add("", "nodes", "clusterread.go Nodes: count nodes by instance type", "list")
 	add("kueue.x-k8s.io", "workloads", "workloads.go: a team's Kueue workloads", "list")
+	add("kueue.x-k8s.io", "localqueues", "workloads.go: Kueue's count of a LocalQueue's pending workloads", "list")
+	add("visibility.kueue.x-k8s.io", "localqueues/pendingworkloads", "workloads.go: a pending workload's place (Kueue's visibility API)", "get")
 	// The usage collector's informers (internal/collect/collect.go).
 	for _, r := range []string{"namespaces", "nodes", "pods"} {
 		add("", r, "usage collector informer", "list", "watch")

@@ -41,7 +41,10 @@ func newUsageCollector(kube *rest.Config, db *store.DB, settings provision.Clust
 		Accelerators:   s.Accelerators,
 		ClusterQueueOf: s.ClusterQueueName,
 		Interval:       cfg.UsageInterval,
-		Retention:      cfg.UsageRetention,
-		Logger:         logger.With("component", "usage"),
+		// With the cluster's name in the settings, the collector keeps its
+		// observed inventory from the nodes (no "Refresh" click needed).
+		InventoryCluster: s.ClusterName,
+		Retention:        cfg.UsageRetention,
+		Logger:           logger.With("component", "usage"),
 	}, nil
 }

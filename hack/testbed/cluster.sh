@@ -8,8 +8,9 @@
 #
 #   cluster.sh build           build kube-scheduler, kueue (+ kueuehooks) and kwok once
 #                              into ~/.cache/hyperpod-portal/testbed/bin/cluster-<hash>/
-#   cluster.sh up STATE_DIR    start etcd, kube-apiserver, kube-controller-manager (with the
-#                              Job controller) via kube.sh in STATE_DIR/sched, then
+#   cluster.sh up STATE_DIR    start etcd, kube-apiserver (with a front proxy for Kueue's
+#                              visibility API), kube-controller-manager (with the Job
+#                              controller) via kube.sh in STATE_DIR/sched, then
 #                              kube-scheduler, Kueue and kwok on it; write STATE_DIR/cluster.env
 #   cluster.sh down STATE_DIR  stop them (by pid) and remove the data directory
 #
@@ -108,13 +109,13 @@ build_cluster() {
 	"$tmp/kube-scheduler" --version >&2
 }
 
-# kueue_config FILE HEALTH METRICS WEBHOOK CERTDIR: Kueue's configuration
+# kueue_config FILE HEALTH METRICS WEBHOOK CERTDIR VISIBILITY: Kueue's configuration
 # (config.kueue.x-k8s.io/v1beta2, apis/config/v1beta2/configuration_types.go
 # of sigs.k8s.io/kueue v0.17.0). Loopback everywhere; the rest follows what
 # AWS documents of HyperPod's task governance add-on, and Kueue's defaults
 # where AWS says nothing.
 kueue_config() {
-	local file=$1 health=$2 metrics=$3 webhook=$4 certdir=$5
+	local file=$1 health=$2 metrics=$3 webhook=$4 certdir=$5 visibility=$6
 	cat >"$file" <<EOF
 apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
@@ -129,6 +130,13 @@ webhook:
   certDir: $certdir
 leaderElection:
   leaderElect: false
+# The visibility API server (pending workloads and their positions, served
+# through the aggregation layer): on loopback, not its default 0.0.0.0:8082
+# (apis/config/v1beta2 VisibilityServerConfiguration; pkg/visibility/server.go
+# applies bindAddress and bindPort).
+visibilityServer:
+  bindAddress: 127.0.0.1
+  bindPort: $visibility
 # No Service and no rotator: cluster.sh makes a certificate for 127.0.0.1 and
 # kueuehooks puts it in the webhook configurations' caBundle.
 internalCertManagement:
@@ -182,11 +190,13 @@ cluster_up() {
 	trap 'log "up failed; stopping the scheduling cluster"; cluster_down "$UP_STATE"' EXIT
 	# Its own etcd and API server; the Job controller creates the pods of the
 	# Jobs Kueue admits, and the pod GC removes pods left on deleted nodes.
-	PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS=job-controller,pod-garbage-collector-controller \
+	# The front proxy lets the API server pass users on to Kueue's
+	# visibility API (an aggregated API server).
+	PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS=job-controller,pod-garbage-collector-controller PORTAL_TESTBED_FRONT_PROXY=1 \
 		bash "$HERE/kube.sh" up "$sched"
 	local kubeconfig="$sched/kubeconfig"
 
-	local sched_port health metrics webhook kwok_port
+	local sched_port health metrics webhook kwok_port visibility
 	pick_port
 	sched_port=$PORT
 	pick_port
@@ -197,6 +207,8 @@ cluster_up() {
 	webhook=$PORT
 	pick_port
 	kwok_port=$PORT
+	pick_port
+	visibility=$PORT
 	log "starting in $sched (kube-scheduler :$sched_port, Kueue webhooks :$webhook, kwok :$kwok_port)"
 
 	start kube-scheduler "$sched" "$bin/kube-scheduler" \
@@ -226,14 +238,13 @@ cluster_up() {
 			install -m 0644 "$certs/tls.crt" "$mcerts/tls.crt.$$" && mv -f "$mcerts/tls.crt.$$" "$mcerts/tls.crt"; } ||
 			die "cannot write Kueue's metrics certificate to $mcerts (Kueue needs it there)"
 	fi
-	kueue_config "$sched/kueue-config.yaml" "$health" "$metrics" "$webhook" "$certs"
-	# VisibilityOnDemand off: its aggregated API server would bind 0.0.0.0:8082
-	# (the --visibility-server-port flag sets no address), which two test beds
-	# would share. The pending-position API (issue 34 item 3) needs it back.
+	visibility_cert
+	kueue_config "$sched/kueue-config.yaml" "$health" "$metrics" "$webhook" "$certs" "$visibility"
+	# VisibilityOnDemand is on (Kueue's default since v0.9,
+	# pkg/features/kube_features.go), its server on loopback (kueue_config).
 	start kueue "$sched" "$bin/kueue" \
 		--config="$sched/kueue-config.yaml" \
 		--kubeconfig="$kubeconfig" \
-		--feature-gates=VisibilityOnDemand=false \
 		--zap-log-level=info
 	wait_ok "Kueue ready" kueue "$sched" http_ok "http://127.0.0.1:$health/readyz" ok
 	local t
@@ -245,6 +256,9 @@ cluster_up() {
 		die "Kueue's webhooks are not reachable from the API server"
 	}
 	log "  Kueue webhooks answer the API server in $(since "$t")"
+	t=$(now)
+	visibility_register "$sched" "$visibility"
+	log "  Kueue's visibility API answers through the API server in $(since "$t")"
 
 	local stages
 	stages=$(printf '%s,' "$bin"/kwok-stages/*.yaml)
@@ -260,6 +274,63 @@ cluster_up() {
 	mv "$state/cluster.env.tmp" "$state/cluster.env"
 	trap - EXIT
 	log "up in $(since "$t0"); env: $state/cluster.env; logs: $sched/logs/"
+}
+
+# Kueue v0.17.0 reads its visibility server's certificate from a fixed path
+# when its internal certificate management is off (pkg/visibility/server.go:
+# certDir "/visibility", tls.crt and tls.key) and cannot start without one.
+# Test beds share it: made once, self-signed for the name the aggregation
+# layer checks (<service>.<namespace>.svc, k8s.io/kube-aggregator@v0.37.2
+# pkg/controllers/status/remote BuildTransportConfig) and 127.0.0.1; it is
+# also the APIService's caBundle.
+readonly VISIBILITY_CERTS=/visibility
+visibility_cert() {
+	local d=$VISIBILITY_CERTS
+	[[ -s $d/tls.crt && -s $d/tls.key ]] && return 0
+	{ mkdir -p "$d" &&
+		openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=visibility-server.kueue-system.svc \
+			-addext "subjectAltName=DNS:visibility-server.kueue-system.svc,IP:127.0.0.1" \
+			-keyout "$d/tls.key.$$" -out "$d/tls.crt.$$" 2>/dev/null &&
+		chmod 0600 "$d/tls.key.$$" && chmod 0644 "$d/tls.crt.$$" &&
+		mv -f "$d/tls.key.$$" "$d/tls.key" && mv -f "$d/tls.crt.$$" "$d/tls.crt"; } ||
+		die "cannot write Kueue's visibility certificate to $d (Kueue needs it there)"
+}
+
+# visibility_register SCHED PORT: Kueue's own visibility manifests
+# (config/components/visibility of sigs.k8s.io/kueue v0.17.0: Service
+# kueue-system/visibility-server and the APIServices v1beta2 and v1beta1 of
+# visibility.kueue.x-k8s.io), with the Service an ExternalName for
+# 127.0.0.1 (the aggregation layer resolves an ExternalName Service to that
+# host and the APIService's port: k8s.io/apiserver@v0.37.2
+# pkg/util/proxy/proxy.go ResolveCluster; Endpoints and EndpointSlices may
+# not name a loopback address: k8s.io/kubernetes@v1.37.2
+# pkg/apis/core/validation/validation.go ValidateEndpointIP) and the
+# certificate as caBundle where Kueue's manifest skips verification. Waits
+# until the API server serves the group.
+visibility_register() {
+	local sched=$1 port=$2
+	local kubeconfig="$sched/kubeconfig" ca="$sched/data/apiserver-certs/apiserver.crt" server token bundle v
+	server=$(awk '/server:/ {print $2; exit}' "$kubeconfig")
+	token=$(awk '/token:/ {print $2; exit}' "$kubeconfig")
+	bundle=$(base64 -w0 <"$VISIBILITY_CERTS/tls.crt")
+	post() {
+		local path=$1 body=$2 code
+		code=$(curl -sS -o "$sched/logs/visibility-post.json" -w '%{http_code}' --max-time 10 --cacert "$ca" \
+			-H "Authorization: Bearer $token" -H 'Content-Type: application/json' -X POST --data "$body" "$server$path") || return 1
+		[[ $code == 201 || $code == 409 ]] || {
+			cat "$sched/logs/visibility-post.json" >&2
+			return 1
+		}
+	}
+	post /api/v1/namespaces '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"kueue-system"}}' &&
+		post /api/v1/namespaces/kueue-system/services '{"apiVersion":"v1","kind":"Service","metadata":{"name":"visibility-server","namespace":"kueue-system"},"spec":{"type":"ExternalName","externalName":"127.0.0.1"}}' ||
+		die "cannot create Kueue's visibility Service"
+	for v in v1beta2 v1beta1; do
+		post /apis/apiregistration.k8s.io/v1/apiservices "{\"apiVersion\":\"apiregistration.k8s.io/v1\",\"kind\":\"APIService\",\"metadata\":{\"name\":\"$v.visibility.kueue.x-k8s.io\"},\"spec\":{\"group\":\"visibility.kueue.x-k8s.io\",\"version\":\"$v\",\"groupPriorityMinimum\":100,\"versionPriority\":100,\"caBundle\":\"$bundle\",\"service\":{\"name\":\"visibility-server\",\"namespace\":\"kueue-system\",\"port\":$port}}}" ||
+			die "cannot create Kueue's visibility APIService $v"
+	done
+	wait_ok "Kueue's visibility API served" kueue "$sched" http_ok "$server/apis/visibility.kueue.x-k8s.io/v1beta2" '"localqueues/pendingworkloads"' \
+		--cacert "$ca" -H "Authorization: Bearer $token"
 }
 
 cluster_down() {
@@ -279,7 +350,7 @@ cluster_down() {
 }
 
 usage() {
-	sed -n '9,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '9,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 

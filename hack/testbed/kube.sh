@@ -25,6 +25,10 @@ readonly KUBE_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_
 # PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS adds to these (cluster.sh's scheduling
 # cluster adds job-controller and pod-garbage-collector-controller).
 readonly KCM_CONTROLLERS="namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,garbage-collector-controller,clusterrole-aggregation-controller${PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS:+,$PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS}"
+# PORTAL_TESTBED_FRONT_PROXY=1 configures the API server's front proxy (the
+# requestheader client CA and the proxy client certificate), which the
+# aggregation layer needs to pass a user on to an extension API server
+# (cluster.sh's scheduling cluster: Kueue's visibility API). Off by default.
 # name:groups of the token users written to the tokens directory.
 readonly TEST_USERS=(
 	"viewer-red:team-red-viewers"
@@ -354,6 +358,34 @@ cmd_up() {
 		--log-level=warn
 	wait_ok "etcd healthy" etcd "$state" http_ok "http://127.0.0.1:$etcd_client/health" '"health":"true"'
 
+	# The aggregation layer's front proxy (the --requestheader-* and
+	# --proxy-client-* flags of
+	# https://kubernetes.io/docs/tasks/extend-kubernetes/configure-aggregation-layer/,
+	# with a CA of its own as that page asks, not the serving one): a CA
+	# the extension API server trusts for the X-Remote-* headers, and the
+	# client certificate (CN front-proxy-client) the API server presents.
+	local front_proxy=()
+	if [[ ${PORTAL_TESTBED_FRONT_PROXY:-} == 1 ]]; then
+		local fp="$data/pki/front-proxy"
+		mkdir -p "$fp"
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=front-proxy-ca \
+			-keyout "$fp/ca.key" -out "$fp/ca.crt" 2>/dev/null || die "openssl could not make the front-proxy CA"
+		openssl req -newkey rsa:2048 -nodes -subj /CN=front-proxy-client \
+			-keyout "$fp/client.key" -out "$fp/client.csr" 2>/dev/null &&
+			openssl x509 -req -in "$fp/client.csr" -CA "$fp/ca.crt" -CAkey "$fp/ca.key" -CAcreateserial \
+				-days 2 -extfile <(printf 'extendedKeyUsage=clientAuth\n') -out "$fp/client.crt" 2>/dev/null ||
+			die "openssl could not make the front-proxy client certificate"
+		front_proxy=(
+			--requestheader-client-ca-file="$fp/ca.crt"
+			--requestheader-allowed-names=front-proxy-client
+			--requestheader-username-headers=X-Remote-User
+			--requestheader-group-headers=X-Remote-Group
+			--requestheader-extra-headers-prefix=X-Remote-Extra-
+			--proxy-client-cert-file="$fp/client.crt"
+			--proxy-client-key-file="$fp/client.key"
+		)
+	fi
+
 	start kube-apiserver "$state" "$bin/kube-apiserver" \
 		--etcd-servers="http://127.0.0.1:$etcd_client" \
 		--bind-address=127.0.0.1 \
@@ -368,6 +400,7 @@ cmd_up() {
 		--service-cluster-ip-range=10.96.0.0/24 \
 		--endpoint-reconciler-type=none \
 		--enable-priority-and-fairness=false \
+		"${front_proxy[@]}" \
 		--profiling=false
 	wait_ok "kube-apiserver ready" kube-apiserver "$state" http_ok "https://127.0.0.1:$api_port/readyz" ok \
 		-k -H "Authorization: Bearer $admin_token"

@@ -50,6 +50,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // Resources and labels the collector reads.
@@ -79,6 +80,8 @@ type Store interface {
 	ReplaceUsage(ctx context.Context, cluster string, from, until time.Time, hours []usage.Hour, clusterHours []usage.ClusterHour, owner string) error
 	AddMissing(ctx context.Context, m usage.Missing) error
 	PruneUsage(ctx context.Context, cutoff time.Time) (int64, error)
+	Observed(ctx context.Context, cluster string) ([]store.ObservedRow, error)
+	ReplaceObserved(ctx context.Context, cluster string, rows []store.ObservedRow, by workflow.Actor, now time.Time) error
 }
 
 var _ Store = (*store.DB)(nil)
@@ -106,9 +109,16 @@ type Collector struct {
 	// own figure (borrowingLocked). nil records none.
 	ClusterQueueOf func(team string) string
 	Interval       time.Duration // between flushes; default one minute
-	Retention      time.Duration // records older are pruned daily; 0 keeps all
-	Now            func() time.Time
-	Logger         *slog.Logger
+	// InventoryCluster names the HyperPod cluster (the contracts'
+	// cluster_name) whose observed inventory the collector keeps from its
+	// nodes (inventory.go); empty: it keeps none.
+	InventoryCluster string
+	// InventorySettle: how long the node counts must hold before they are
+	// written; default DefaultInventorySettle.
+	InventorySettle time.Duration
+	Retention       time.Duration // records older are pruned daily; 0 keeps all
+	Now             func() time.Time
+	Logger          *slog.Logger
 
 	mu        sync.Mutex
 	teams     map[string]string // namespace -> team
@@ -123,6 +133,11 @@ type Collector struct {
 	last      time.Time // the heartbeat: usage known until here
 	synced    bool
 	warned    map[string]bool // instance types with unconverted requests logged
+
+	// The inventory (inventory.go): what was last written or found stored,
+	// and when the node counts last changed and first changed since.
+	invWritten                    string
+	invChangedAt, invPendingSince time.Time
 
 	// While Start loads what is stored for the objects the informers
 	// report, pods and Workloads it has no state for wait here (the latest
@@ -250,6 +265,9 @@ func (c *Collector) Start(ctx context.Context, last time.Time) (stop func(), err
 
 	open, err := c.Store.OpenUsageRecords(ctx, c.Cluster)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.loadInventory(ctx, now); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -384,6 +402,7 @@ func (c *Collector) reconcile(ctx context.Context, open store.UsageRecords, last
 			c.dirty.Nodes = append(c.dirty.Nodes, span)
 			c.dirtyFrom = usage.Earlier(c.dirtyFrom, span.To)
 			delete(c.nodes, name)
+			c.nodesChanged(now)
 		}
 	}
 	var gone []string
@@ -415,9 +434,18 @@ func summarize(names []string) string {
 
 // Flush records what changed since the last flush, with Kueue's account
 // of borrowing beside its own where either changed, and recomputes the
-// hours it touched, up to now, replacing them in the store.
+// hours it touched, up to now, replacing them in the store; then it writes
+// the inventory if the node counts changed and settled.
 func (c *Collector) Flush(ctx context.Context) error {
 	now := c.now()
+	err := c.flushUsage(ctx, now)
+	if errors.Is(err, store.ErrCollectorLost) {
+		return err
+	}
+	return errors.Join(err, c.flushInventory(ctx, now))
+}
+
+func (c *Collector) flushUsage(ctx context.Context, now time.Time) error {
 	g, err := c.Guarantees(ctx)
 	if err != nil {
 		return err

@@ -234,7 +234,7 @@ func (c *Collector) onNode(obj any) {
 	// node is not cordoned.
 	na := nodeAccel(n)
 	span := usage.NodeSpan{Node: n.Name, InstanceType: itype, Accelerators: c.capacity(na, itype),
-		Schedulable: n.Labels[LabelNodeHealth] == HealthSchedulable && !n.Spec.Unschedulable}
+		Schedulable: provision.NodeSchedulable(n.Labels[LabelNodeHealth], n.Spec.Unschedulable)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seenNodes[n.Name] = true
@@ -248,6 +248,7 @@ func (c *Collector) onNode(obj any) {
 	}
 	span.From = now
 	c.nodes[n.Name] = &nodeState{span: span, coresPerDevice: na.coresPerDevice()}
+	c.nodesChanged(now)
 	c.dirty.Nodes = append(c.dirty.Nodes, span)
 	c.dirtyFrom = usage.Earlier(c.dirtyFrom, now)
 }
@@ -263,6 +264,7 @@ func (c *Collector) onNodeGone(obj any) {
 	if st := c.nodes[n.Name]; st != nil {
 		c.closeNodeSpan(st, now)
 		delete(c.nodes, n.Name)
+		c.nodesChanged(now)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // ClusterInstanceTypes are the instance types a HyperPod cluster's
@@ -33,6 +35,8 @@ func ClusterInstanceTypes() []string {
 // clusterFile is the YAML of --cluster-settings. Every key is optional; an
 // absent key keeps the default. Unknown keys are errors.
 type clusterFile struct {
+	// ClusterName: the HyperPod cluster the kubeconfig reaches.
+	ClusterName string `json:"cluster_name"`
 	// NamespacePrefix: the team namespace is prefix + team.
 	NamespacePrefix *string `json:"namespace_prefix"`
 	ClusterQueue    struct {
@@ -100,6 +104,11 @@ func ParseClusterSettings(b []byte) (ClusterSettings, error) {
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	known := ClusterInstanceTypes()
 	var s ClusterSettings
+
+	if f.ClusterName != "" && !workflow.ValidClusterName(f.ClusterName) {
+		bad("cluster_name: %q is not a HyperPod cluster name (letters, digits and '-', at most 63 characters)", f.ClusterName)
+	}
+	s.ClusterName = f.ClusterName
 
 	if f.NamespacePrefix != nil {
 		p := *f.NamespacePrefix

@@ -203,6 +203,17 @@ type NodeCount struct {
 
 var nodes = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 
+// NodeSchedulable is whether a node counts as capacity: HyperPod labels
+// it Schedulable (it passed its health checks and runs workloads; the
+// Unschedulable* values mean deep health checks, a pending replacement or
+// a pending reboot, LabelNodeHealth cites AWS's page) and it is not
+// cordoned (spec.unschedulable), so it can run a team's work now. The
+// inventory (ReadInventory and the usage collector's) and the usage
+// collector's node-seconds use this one rule.
+func NodeSchedulable(health string, cordoned bool) bool {
+	return health == HealthSchedulable && !cordoned
+}
+
 // Nodes counts the cluster's nodes by instance type (label
 // node.kubernetes.io/instance-type; nodes without it are left out) and
 // HyperPod health, sorted by instance type.
@@ -229,7 +240,7 @@ func (r *ClusterReader) Nodes(ctx context.Context) ([]NodeCount, error) {
 			c.Total++
 			c.ByHealth[health]++
 			cordoned, _, _ := unstructured.NestedBool(n.Object, "spec", "unschedulable")
-			if health == HealthSchedulable && !cordoned {
+			if NodeSchedulable(health, cordoned) {
 				c.Schedulable++
 			}
 		}

@@ -72,6 +72,11 @@ func (c *ClusterChecker) PlanReadiness(ctx context.Context) Readiness {
 	return r
 }
 
+// HyperPodInstanceType is whether an instance type is a HyperPod
+// (SageMaker ml.*) one; the inventory counts only those, not e.g. the EKS
+// cluster's own node group.
+func HyperPodInstanceType(t string) bool { return strings.HasPrefix(t, "ml.") }
+
 // ReadInventory reads the cluster's capacity per ml.* instance type. The
 // instance groups (SageMaker DescribeCluster: CurrentCount and TargetCount)
 // and the nodes (label node.kubernetes.io/instance-type, HyperPod's health
@@ -126,7 +131,7 @@ func (c *ClusterChecker) ReadInventory(ctx context.Context, cluster string) (Obs
 		}
 	}
 	for _, t := range by {
-		if !strings.HasPrefix(t.InstanceType, "ml.") {
+		if !HyperPodInstanceType(t.InstanceType) {
 			continue // not a HyperPod instance (e.g. the EKS cluster's own node group)
 		}
 		if src.Kube != nil {

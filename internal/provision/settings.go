@@ -24,6 +24,12 @@ import (
 // For the two lists, nil means the default and an empty non-nil slice means
 // none.
 type ClusterSettings struct {
+	// ClusterName is the name of the HyperPod cluster the kubeconfig
+	// reaches (the contracts' cluster_name). With it, the usage collector
+	// keeps that cluster's observed inventory from its node informer;
+	// without it the inventory is read only on the admin's "Refresh".
+	ClusterName string
+
 	// NamespacePrefix names the team namespace: prefix + team when the
 	// contract names none or lists that one among its namespaces, else the
 	// contract's first namespace. HyperPod task governance uses

@@ -8,7 +8,9 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -18,8 +20,18 @@ import (
 type PendingWorkload struct {
 	Namespace, Name string
 	Queue           string // spec.queueName: the LocalQueue it was submitted to
-	PriorityClass   string // spec.priorityClassRef.name ("" when none)
-	Created         time.Time
+	// QueueWaiting is how many workloads Kueue counts as pending in that
+	// LocalQueue (its status.pendingWorkloads); 0 when the LocalQueue was
+	// not found (or Kueue has not counted this one yet).
+	QueueWaiting int32
+	// Position is the workload's place in its LocalQueue, from 1: Kueue's
+	// visibility API's positionInLocalQueue (which counts from 0) + 1. 0
+	// when unknown: the API is not served (an aggregated API server Kueue
+	// runs beside its controllers, on by default), the portal may not read
+	// it, or the workload is not among the first 1,000 it lists.
+	Position      int32
+	PriorityClass string // spec.priorityClassRef.name ("" when none)
+	Created       time.Time
 	// Condition is the condition the reason comes from (QuotaReserved,
 	// Admitted or Evicted), empty when Kueue has written none yet.
 	Condition, Reason, Message string
@@ -27,7 +39,16 @@ type PendingWorkload struct {
 	Since time.Time
 }
 
-var workloads = KueueGroupVersion.WithResource("workloads")
+var (
+	workloads   = KueueGroupVersion.WithResource("workloads")
+	localQueues = KueueGroupVersion.WithResource("localqueues")
+	// Kueue's visibility API: subresource pendingworkloads of a LocalQueue
+	// (sigs.k8s.io/kueue@v0.17.0 pkg/visibility/server.go installs
+	// visibility.kueue.x-k8s.io v1beta2 and v1beta1;
+	// pkg/visibility/storage/pending_workloads_lq.go answers with a
+	// PendingWorkloadsSummary, apis/visibility/v1beta2/types.go).
+	visibilityLocalQueues = schema.GroupVersionResource{Group: "visibility.kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}
+)
 
 // PendingWorkloads lists the Workloads in namespaces that wait for
 // admission, oldest first, with the reason Kueue gives. Kueue's Workload
@@ -47,6 +68,10 @@ var workloads = KueueGroupVersion.WithResource("workloads")
 func (r *ClusterReader) PendingWorkloads(ctx context.Context, namespaces []string) ([]PendingWorkload, error) {
 	var out []PendingWorkload
 	for _, ns := range namespaces {
+		waiting, err := r.queueWaiting(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
 		opts := metav1.ListOptions{Limit: 500}
 		for {
 			list, err := r.Client.Resource(workloads).Namespace(ns).List(ctx, opts)
@@ -59,6 +84,7 @@ func (r *ClusterReader) PendingWorkloads(ctx context.Context, namespaces []strin
 					return nil, fmt.Errorf("provision: Kueue workload %s/%s: %w", ns, u.GetName(), err)
 				}
 				if p, ok := pendingOf(&wl); ok {
+					p.QueueWaiting = waiting[p.Queue]
 					out = append(out, p)
 				}
 			}
@@ -67,6 +93,7 @@ func (r *ClusterReader) PendingWorkloads(ctx context.Context, namespaces []strin
 			}
 		}
 	}
+	r.positions(ctx, out)
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].Created.Equal(out[j].Created) {
 			return out[i].Created.Before(out[j].Created)
@@ -100,4 +127,66 @@ func pendingOf(wl *kueue.Workload) (PendingWorkload, bool) {
 		p.Condition, p.Reason, p.Message, p.Since = c.Type, c.Reason, c.Message, c.LastTransitionTime.UTC()
 	}
 	return p, true
+}
+
+// queueWaiting is Kueue's count of pending workloads per LocalQueue of a
+// namespace (status.pendingWorkloads, "the number of Workloads in the
+// LocalQueue not yet admitted to a ClusterQueue": sigs.k8s.io/kueue@v0.17.0
+// apis/kueue/v1beta2/localqueue_types.go).
+func (r *ClusterReader) queueWaiting(ctx context.Context, ns string) (map[string]int32, error) {
+	list, err := r.Client.Resource(localQueues).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("provision: list Kueue local queues in %s: %w", ns, err)
+	}
+	out := make(map[string]int32, len(list.Items))
+	for _, u := range list.Items {
+		n, _, err := unstructured.NestedInt64(u.Object, "status", "pendingWorkloads")
+		if err != nil {
+			return nil, fmt.Errorf("provision: Kueue local queue %s/%s: %w", ns, u.GetName(), err)
+		}
+		out[u.GetName()] = int32(n)
+	}
+	return out, nil
+}
+
+// positions fills in each workload's place in its LocalQueue from Kueue's
+// visibility API, one request per LocalQueue. Where the API does not answer
+// the positions stay unknown: the page still shows Kueue's reason and count.
+func (r *ClusterReader) positions(ctx context.Context, pending []PendingWorkload) {
+	type queue struct{ ns, name string }
+	at := map[queue]map[string]int32{}
+	for i := range pending {
+		p := &pending[i]
+		q := queue{p.Namespace, p.Queue}
+		if p.Queue == "" {
+			continue
+		}
+		if _, ok := at[q]; !ok {
+			at[q] = r.queuePositions(ctx, q.ns, q.name)
+		}
+		if pos, ok := at[q][p.Name]; ok {
+			p.Position = pos + 1
+		}
+	}
+}
+
+func (r *ClusterReader) queuePositions(ctx context.Context, ns, lq string) map[string]int32 {
+	u, err := r.Client.Resource(visibilityLocalQueues).Namespace(ns).Get(ctx, lq, metav1.GetOptions{}, "pendingworkloads")
+	if err != nil {
+		return nil
+	}
+	items, _, _ := unstructured.NestedSlice(u.Object, "items")
+	out := make(map[string]int32, len(items))
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		name, _, _ := unstructured.NestedString(m, "metadata", "name")
+		pos, found, err := unstructured.NestedInt64(m, "positionInLocalQueue")
+		if name != "" && found && err == nil {
+			out[name] = int32(pos)
+		}
+	}
+	return out
 }

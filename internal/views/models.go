@@ -629,8 +629,12 @@ const (
 // PendingRow is one waiting workload with Kueue's reason.
 type PendingRow struct {
 	Namespace, Name, Queue, PriorityClass string
-	Waiting                               string
-	Reason, Message                       string
+	// QueueWaiting: the workload's place in its LocalQueue and Kueue's
+	// count of the queue's pending workloads, as text ("" when neither is
+	// known).
+	QueueWaiting    string
+	Waiting         string
+	Reason, Message string
 }
 
 // Signals is a signals page: a team's (Team set) or every team's and the

@@ -1,11 +1,11 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,8 +18,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/views"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
-
-var clusterNameRE = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
 
 func (s *Server) inventoryView(c echo.Context, values views.InventoryValues, errs map[string]string, saved string) (views.Inventory, error) {
 	ctx := c.Request().Context()
@@ -50,7 +48,9 @@ func (s *Server) inventoryView(c echo.Context, values views.InventoryValues, err
 		}
 		if len(observed) > 0 {
 			o := observed[0]
-			inv.LastRefresh = append(inv.LastRefresh, fmt.Sprintf("%s: last read from the cluster %s by %s.", cl, fmtWhen(o.ObservedAt), o.ObservedBy))
+			// No user: the usage collector wrote it, following the nodes.
+			by := cmp.Or(o.ObservedBy, "the usage collector (it follows the nodes)")
+			inv.LastRefresh = append(inv.LastRefresh, fmt.Sprintf("%s: last read from the cluster %s by %s.", cl, fmtWhen(o.ObservedAt), by))
 		}
 		committed, err := s.opts.DB.CommittedCapacity(ctx, cl, 0)
 		if err != nil {
@@ -104,7 +104,7 @@ func (s *Server) refreshInventory(c echo.Context) error {
 	if !s.opts.ClusterCanRefresh || s.opts.ClusterCheck == nil {
 		return fail(http.StatusConflict, "Nothing to read: "+sentence(provision.ErrNothingToRead.Error()))
 	}
-	if cluster != "" && !clusterNameRE.MatchString(cluster) {
+	if cluster != "" && !workflow.ValidClusterName(cluster) {
 		return fail(http.StatusUnprocessableEntity, "Give the HyperPod cluster's name (letters, digits and '-', at most 63 characters).")
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -156,7 +156,7 @@ func (s *Server) setInventory(c echo.Context) error {
 		Count:        strings.TrimSpace(c.FormValue("count")),
 	}
 	errs := map[string]string{}
-	if !clusterNameRE.MatchString(v.Cluster) {
+	if !workflow.ValidClusterName(v.Cluster) {
 		errs["cluster"] = "Give the HyperPod cluster's name (letters, digits and '-', at most 63 characters)."
 	}
 	if !slices.Contains(s.opts.Cluster.AllowedInstanceTypes(), v.InstanceType) {

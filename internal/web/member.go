@@ -77,6 +77,7 @@ func (s *Server) submitPage(c echo.Context) error {
 		for _, p := range pending {
 			r := views.PendingRow{Namespace: p.Namespace, Name: p.Name, Queue: p.Queue, PriorityClass: p.PriorityClass,
 				Waiting: age(now.Sub(p.Created)), Reason: p.Reason, Message: p.Message}
+			r.QueueWaiting = queuePlace(p.Position, p.QueueWaiting)
 			if p.Condition == "" {
 				r.Reason, r.Message = "Not yet considered", "Kueue has not written a condition on this workload yet (its queue may not exist, or Kueue has not run)."
 			}
@@ -125,4 +126,19 @@ func (s *Server) submitConn(conn store.Connection, approved store.Version) (view
 		}, "\n"),
 	})
 	return sc, []string{a.Namespace}, true
+}
+
+// queuePlace says where a workload waits, in Kueue's figures: its
+// position in the LocalQueue (from 1) of the queue's pending workloads, or
+// what of the two is known.
+func queuePlace(position, waiting int32) string {
+	switch {
+	case position > 0 && waiting > 0:
+		return fmt.Sprintf("%d of %d waiting in this queue", position, waiting)
+	case position > 0:
+		return fmt.Sprintf("number %d in this queue", position)
+	case waiting > 0:
+		return fmt.Sprintf("%d waiting in this queue (position unknown)", waiting)
+	}
+	return ""
 }

@@ -79,6 +79,10 @@ var (
 	slurmNameRe     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 )
 
+// ValidClusterName reports whether name is a HyperPod cluster name (the
+// CreateCluster pattern a contract's cluster_name is checked against).
+func ValidClusterName(name string) bool { return clusterNameRe.MatchString(name) }
+
 // validRegion reports whether r is one of Regions.
 func validRegion(r string) bool { return slices.Contains(Regions, r) }
 
