@@ -58,6 +58,9 @@ type TeamUsage struct {
 	Waits                          []WaitView
 	Suggestions                    []QuotaSuggestionView
 	NoData                         bool // no rows at all in the period
+	// InProgress is the hour in progress so far, when the period reaches
+	// it; nil otherwise.
+	InProgress *HourInProgress
 
 	// Cost is the cost block (cost to date, projected month end; without a
 	// rate card it says why there is no money): CostBlockView. Nil: the
@@ -97,4 +100,15 @@ type ClusterUsage struct {
 	Teams                                    []TeamUsageRow
 	Unhealthy                                []UnhealthyRow
 	NoData                                   bool
+}
+
+// HourInProgress is what the collector has recorded of the hour in
+// progress so far. It recomputes the hour at every flush, so the figures
+// grow until the hour ends; then they join the period's totals, which
+// leave the hour out until it is complete.
+type HourInProgress struct {
+	Start                          string // "15:00 UTC"
+	Recorded                       bool   // the collector has written a row for the hour
+	GuaranteedHours, BorrowedHours string
+	Running, Pending, Preempted    int
 }

@@ -122,6 +122,25 @@ func (s *Server) guaranteeLine(h usage.GuaranteeHistory, team string) func(time.
 	}
 }
 
+// hourInProgress is team's hour that starts at cur (the hour in
+// progress) as far as the collector has recorded it: the page's totals
+// leave it out because its rows are recomputed at every flush, and this
+// shows them apart, marked as growing.
+func (s *Server) hourInProgress(ctx context.Context, team string, cur time.Time) (*views.HourInProgress, error) {
+	rows, err := s.opts.DB.UsageHours(ctx, store.UsageFilter{Team: team, From: cur, To: cur.Add(time.Hour)})
+	if err != nil {
+		return nil, err
+	}
+	v := &views.HourInProgress{Start: cur.Format("15:04 MST"), Recorded: len(rows) > 0}
+	var g, b int64
+	for _, h := range usage.SumByHour(rows) {
+		g, b = g+h.GuaranteedAccelSeconds, b+h.BorrowedAccelSeconds
+		v.Running, v.Pending, v.Preempted = v.Running+h.Running, v.Pending+h.Pending, v.Preempted+h.Preempted
+	}
+	v.GuaranteedHours, v.BorrowedHours = hoursText(g), hoursText(b)
+	return v, nil
+}
+
 // hoursText formats accelerator-seconds as accelerator-hours.
 func hoursText(secs int64) string {
 	return strconv.FormatFloat(math.Round(float64(secs)/36)/100, 'f', 2, 64)
@@ -156,6 +175,11 @@ func (s *Server) teamUsage(c echo.Context) error {
 		return err
 	}
 	u.Period, u.UpTo = pf, upToNote(to, s.opts.Now())
+	if u.UpTo != "" {
+		if u.InProgress, err = s.hourInProgress(c.Request().Context(), team, to); err != nil {
+			return err
+		}
+	}
 	// The month's cost so far and its projection (finance.go), to those
 	// who may read the team's statements only.
 	b, ok, err := s.TeamCostBlock(c.Request().Context(), p, team)

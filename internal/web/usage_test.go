@@ -295,3 +295,47 @@ func TestTeamUsageGuaranteeLineFollowsHistory(t *testing.T) {
 		t.Errorf("guarantee line %v (column %d of %v), want %v", got, col, u.Allocation.Table.Columns, want)
 	}
 }
+
+// The hour in progress: the period's totals leave it out, and the team
+// page shows what the collector recorded of it so far apart, only when the
+// period reaches it, and only the team's own rows.
+func TestTeamUsageShowsTheHourInProgress(t *testing.T) {
+	h := newHarness(t, false, frozenClock)
+	s := h.signIn("owner.red")
+	cur := usage.HourStart(h.srv.opts.Now())
+	_, body := h.get(noRedirect(s.c), "/teams/red/usage")
+	if !strings.Contains(body, `data-testid="hour-in-progress-empty"`) {
+		t.Errorf("with nothing recorded, the page does not say the hour in progress is empty")
+	}
+	rows := []usage.Hour{
+		{Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge", Start: cur,
+			GuaranteedAccelSeconds: 8 * 600, BorrowedAccelSeconds: 8 * 300, Running: 2, Pending: 1, Preempted: 1,
+			WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1, Source: usage.SourceCluster},
+		{Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.g5.12xlarge", Start: cur,
+			GuaranteedAccelSeconds: 4 * 900, Running: 1,
+			WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1, Source: usage.SourceCluster},
+		{Team: "blue", Namespace: "hyperpod-ns-blue", InstanceType: "ml.p5.48xlarge", Start: cur,
+			GuaranteedAccelSeconds: 8 * 3600, Preempted: 5,
+			WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1, Source: usage.SourceCluster},
+	}
+	if err := h.db.PutUsageHours(t.Context(), rows); err != nil {
+		t.Fatal(err)
+	}
+	_, body = h.get(noRedirect(s.c), "/teams/red/usage")
+	for id, want := range map[string]string{
+		"live-guaranteed-hours": hoursText(8*600 + 4*900), "live-borrowed-hours": hoursText(8 * 300),
+		"live-running": "3", "live-pending": "1", "live-preemptions": "1",
+	} {
+		if !strings.Contains(body, `data-testid="`+id+`">`+want+"<") {
+			t.Errorf("%s: want %s (red's rows only) in the hour in progress", id, want)
+		}
+	}
+	// The totals still stop at the hour's start.
+	if !strings.Contains(body, `data-testid="preemptions">0<`) {
+		t.Error("the period's preemptions count the hour in progress")
+	}
+	past := usage.DayStart(h.srv.opts.Now()).AddDate(0, 0, -3).Format(time.DateOnly)
+	if _, body := h.get(noRedirect(s.c), "/teams/red/usage?from="+past+"&to="+past); strings.Contains(body, `data-testid="hour-in-progress`) {
+		t.Error("a past period shows the hour in progress")
+	}
+}
