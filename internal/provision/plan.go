@@ -183,7 +183,9 @@ type Object struct {
 	// belong to the team, not to one connection: every connection of the
 	// team on the cluster applies the same object, built from the team's
 	// queue shares (teamqueue.go). They carry the team's labels, never a
-	// connection's; Hash names them but leaves their body out.
+	// connection's; Hash names them but leaves their body out. The
+	// ResourceFlavors WithTeamQueue adds for the other connections'
+	// instance types are Team and Shared, and Hash leaves them out.
 	Team bool
 	// TeamMembers are the connections a team object sums, ascending:
 	// BuildPlan's is the plan's own; WithTeamQueue's the team's. None: the

@@ -134,17 +134,22 @@ func PlansWithTeamQueue(plans func(ctx context.Context, connID int64, version in
 // HasTeamQueue reports whether p applies its team's ClusterQueue (the
 // portal manages the ClusterQueues).
 func (p Plan) HasTeamQueue() bool {
-	return slices.ContainsFunc(p.Objects, func(o Object) bool { return o.Team })
+	return slices.ContainsFunc(p.Objects, isTeamQueue)
 }
+
+// isTeamQueue reports whether o is the team's ClusterQueue: a team object
+// that is not shared (the flavors WithTeamQueue adds are both).
+func isTeamQueue(o Object) bool { return o.Team && !o.Shared }
 
 // WithTeamQueue returns p with its team ClusterQueue summing shares (in
 // any order; a connection listed twice counts once, its last share), and a
-// ResourceFlavor for every instance type the sum has that p lacks. No
+// ResourceFlavor for every instance type the sum has that p lacks (shared
+// and, like the queue, left out of p's hash: Object.Team). No
 // shares: the queue's object stays, with no members, for a revocation to
 // delete (RevocationPlan). p itself is not changed. A plan without a team
 // queue is returned as it is.
 func (p Plan) WithTeamQueue(shares []QueueShare, s ClusterSettings) (Plan, error) {
-	i := slices.IndexFunc(p.Objects, func(o Object) bool { return o.Team })
+	i := slices.IndexFunc(p.Objects, isTeamQueue)
 	if i < 0 {
 		return p, nil
 	}
@@ -195,6 +200,10 @@ func (p Plan) WithTeamQueue(shares []QueueShare, s ClusterSettings) (Plan, error
 	fb.resourceFlavors(missing)
 	if fb.err != nil {
 		return Plan{}, fb.err
+	}
+	for k := range fb.plan.Objects {
+		// Not this connection's: left out of its hash with the queue.
+		fb.plan.Objects[k].Team = true
 	}
 	p.Objects = slices.Concat(objs[:i], fb.plan.Objects, objs[i:])
 	return p, nil
@@ -381,7 +390,7 @@ func TeamNamespaceSelector(team string) *metav1.LabelSelector {
 // and name, never their body (see the package comment above).
 func (p Plan) teamObjectsText(b *strings.Builder) {
 	for _, o := range p.Objects {
-		if o.Team {
+		if isTeamQueue(o) {
 			fmt.Fprintf(b, "# team: %s %s\n", o.Kind, o.Ref())
 		}
 	}
