@@ -71,6 +71,19 @@ func planBatchLookup(db *store.DB) func(ctx context.Context, refs []provision.Co
 	}
 }
 
+// teamShares reads the queue shares of a team's other counted connections
+// (store.DB.TeamQueueVersions) for the team's ClusterQueue.
+func teamShares(db *store.DB) provision.TeamShares {
+	return func(ctx context.Context, team, cluster string, except int64) ([]provision.QueueShare, error) {
+		vs, err := db.TeamQueueVersions(ctx, team, cluster, except)
+		out := make([]provision.QueueShare, len(vs))
+		for i, v := range vs {
+			out[i] = provision.QueueShare{ConnectionID: v.ConnectionID, Scheduling: v.Contract.Scheduling}
+		}
+		return out, err
+	}
+}
+
 // newWorker builds the provisioning worker: real server-side apply when a
 // cluster is configured (a is non-nil), dry run otherwise.
 func newWorker(db *store.DB, a *provision.Applier, settings provision.ClusterSettings, logger *slog.Logger) *provision.Worker {
@@ -78,9 +91,12 @@ func newWorker(db *store.DB, a *provision.Applier, settings provision.ClusterSet
 		Store:    db,
 		Plans:    provision.PlansFrom(planLookup(db), settings),
 		PlansAll: provision.PlanBatchFrom(planBatchLookup(db), settings),
-		DryRun:   a == nil,
-		Owner:    provision.DefaultOwner(),
-		Logger:   logger.With("component", "provisioner"),
+		// The team's ClusterQueue sums the team's connections as the store
+		// has them when the job runs (provision's teamqueue.go).
+		TeamQueue: provision.TeamQueuesFrom(teamShares(db), settings),
+		DryRun:    a == nil,
+		Owner:     provision.DefaultOwner(),
+		Logger:    logger.With("component", "provisioner"),
 	}
 	if a != nil {
 		w.Apply = provision.ApplierSteps{Applier: a}
@@ -101,7 +117,7 @@ func newDriftChecker(db *store.DB, a *provision.Applier, cloud provision.AWSDrif
 			}
 			return out, err
 		},
-		Plans:        provision.PlansFrom(planLookup(db), settings),
+		Plans:        provision.PlansWithTeamQueue(provision.PlansFrom(planLookup(db), settings), provision.TeamQueuesFrom(teamShares(db), settings)),
 		CheckAll:     provision.DriftAllOf(a, cloud),
 		StopPolicies: db.HoldStopPolicies,
 		Save:         db.SaveDrift,

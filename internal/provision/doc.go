@@ -19,6 +19,13 @@
 // and for the re-apply jobs the worker runs together (ForPlans,
 // reapplybatch.go) alike.
 //
+// The team's ClusterQueue (ClusterQueueManagedByPortal true) is one per
+// team and cluster, shared by the team's connections (teamqueue.go): it
+// sums their guarantees and selects their namespaces by team label, carries
+// the team's labels (Object.Team), and each job rebuilds it from the store
+// when it runs (Worker.TeamQueue, TeamQueuesFrom); the last connection's
+// revocation deletes it. Plan hashes name it without its body.
+//
 // Amendments: DiffPlans compares the plan of a connection's approved
 // version with the plan of its amended one (what is created, updated,
 // deleted, kept), ignoring the contract version and hash each version

@@ -87,6 +87,12 @@ type Plan struct {
 	ContractHash    string
 	Team            string
 	Namespace       string
+	// Cluster is the contract's cluster (workflow.Contract.ClusterName):
+	// with Team, whose connections share the team's ClusterQueue.
+	Cluster string
+	// Share is what this connection brings to its team's ClusterQueue
+	// (teamqueue.go): its version's scheduling. Not part of Hash.
+	Share QueueShare
 
 	// Objects in dependency order. Guardrails come before access: the
 	// namespace, then its quota, defaults and network policies, then the
@@ -173,6 +179,18 @@ type Object struct {
 	// foreign (ForeignNamespace). Set by the worker from the job
 	// (Plan.Adopting), never by BuildPlan; not part of the plan's Hash.
 	Adopt bool
+	// Team objects (the team's ClusterQueue when the portal manages it)
+	// belong to the team, not to one connection: every connection of the
+	// team on the cluster applies the same object, built from the team's
+	// queue shares (teamqueue.go). They carry the team's labels, never a
+	// connection's; Hash names them but leaves their body out. The
+	// ResourceFlavors WithTeamQueue adds for the other connections'
+	// instance types are Team and Shared, and Hash leaves them out.
+	Team bool
+	// TeamMembers are the connections a team object sums, ascending:
+	// BuildPlan's is the plan's own; WithTeamQueue's the team's. None: the
+	// team has no counted connection left, and a revocation deletes it.
+	TeamMembers []int64
 }
 
 // Ref is "namespace/name" or "name".
@@ -198,11 +216,14 @@ func (p Plan) Summary() []string {
 
 // YAML renders the objects as a multi-document YAML stream, in apply order,
 // keys sorted, that kubectl apply --server-side would accept.
-func (p Plan) YAML() string {
+func (p Plan) YAML() string { return p.yaml(true) }
+
+// yaml is YAML, with the team objects or without them.
+func (p Plan) yaml(team bool) string {
 	var b strings.Builder
 	for _, o := range p.Objects {
-		if o.Owner == OwnerHyperPodChecked {
-			continue // not applied: HyperPod's
+		if o.Owner == OwnerHyperPodChecked || o.Team && !team {
+			continue // not applied (HyperPod's), or left out
 		}
 		y, err := objectYAML(o.Obj.Object)
 		if err != nil {
@@ -267,18 +288,22 @@ func (p Plan) Hash() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// HashedText is the exact text Hash is taken over: the YAML, then one line
-// per object HyperPod owns and the plan only checks, then one line per AWS
-// call. An evidence bundle carries it so that its verifier can recompute
-// the plan hash an approval pinned without the cluster settings.
+// HashedText is the exact text Hash is taken over: the YAML of every
+// object but the team objects, then one line per object HyperPod owns and
+// the plan only checks, then one line per team object (named, its body
+// left out: it sums the team's other connections too, which change
+// without this connection's approval; see teamqueue.go), then one line
+// per AWS call. An evidence bundle carries it so that its verifier can
+// recompute the plan hash an approval pinned without the cluster settings.
 func (p Plan) HashedText() string {
 	var b strings.Builder
-	b.WriteString(p.YAML())
+	b.WriteString(p.yaml(false))
 	for _, o := range p.Objects {
 		if o.Owner == OwnerHyperPodChecked {
 			fmt.Fprintf(&b, "# checked: %s %s\n", o.Kind, o.Ref())
 		}
 	}
+	p.teamObjectsText(&b)
 	for _, c := range p.AWS {
 		fmt.Fprintf(&b, "# aws: %s\n", c.Canonical())
 	}
@@ -320,6 +345,8 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 		ContractHash:    hash,
 		Team:            c.Team,
 		Namespace:       s.NamespacePrefix + c.Team,
+		Cluster:         c.ClusterName,
+		Share:           QueueShare{ConnectionID: connID, Scheduling: c.Scheduling},
 		OnRevoke:        s.OnRevoke,
 	}}
 	// The contract's namespaces are a sorted set (Normalize), so "the
@@ -372,7 +399,7 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 	if s.ClusterQueueManagedByPortal {
 		b.priorityClasses()
 		b.resourceFlavors(g)
-		b.clusterQueue(cq, g)
+		b.clusterQueue(cq)
 	}
 	b.localQueue(cq)
 	b.serviceAccount()
@@ -794,7 +821,9 @@ func (b *builder) resourceFlavors(g guaranteed) {
 	}
 }
 
-// clusterQueue maps the contract's scheduling onto Kueue:
+// clusterQueue maps the contract's scheduling onto Kueue, as this
+// connection's share of its team's ClusterQueue (teamqueue.go, which
+// sums the team's shares when a job applies it):
 //   - nominal quota per instance type (flavor) and resource: the guarantee;
 //   - borrowingLimit: the borrow percentage of the nominal quota when the
 //     team borrows, else 0; lendingLimit: unset (all of it) when the team
@@ -805,68 +834,18 @@ func (b *builder) resourceFlavors(g guaranteed) {
 //     be reclaimed is not one); borrowWithinCohort is left at Never;
 //   - fair-sharing weight: the contract's (used when Kueue runs fair
 //     sharing);
-//   - namespaceSelector: the team namespace only.
-func (b *builder) clusterQueue(name string, g guaranteed) {
+//   - namespaceSelector: the team's namespaces (TeamNamespaceSelector).
+func (b *builder) clusterQueue(name string) {
 	sch := b.c.Scheduling
-	cohort := b.s.Cohort
-	if cohort == "" && sch.Sharing != workflow.SharingNeither {
+	if b.s.Cohort == "" && sch.Sharing != workflow.SharingNeither {
 		b.warn("the cluster settings name no Kueue cohort, so the sharing strategy %q cannot take effect: the team neither lends nor borrows", sch.Sharing)
 	}
-	rg := kueue.ResourceGroup{CoveredResources: g.resources}
-	var flavorParts []string
-	for _, row := range g.rows {
-		fq := kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(row.instanceType)}
-		var rs []string
-		for _, r := range g.resources {
-			n := row.amount(r)
-			q := kueue.ResourceQuota{Name: r, NominalQuota: quantity(r, n)}
-			if cohort != "" {
-				bl := quantity(r, n*b.borrowPercent()/100)
-				q.BorrowingLimit = &bl
-				if !sch.Sharing.Lends() {
-					ll := quantity(r, 0)
-					q.LendingLimit = &ll
-				}
-			}
-			fq.Resources = append(fq.Resources, q)
-			rs = append(rs, fmt.Sprintf("%s=%s", r, q.NominalQuota.String()))
-		}
-		rg.Flavors = append(rg.Flavors, fq)
-		flavorParts = append(flavorParts, fmt.Sprintf("%s × %d (%s)", row.instanceType, row.count, strings.Join(rs, " ")))
+	sum, err := sumShares([]QueueShare{b.plan.Share}, b.s.Accelerators)
+	if err != nil {
+		b.err = errors.Join(b.err, err)
+		return
 	}
-	within := kueue.PreemptionPolicyNever
-	if sch.Preemption == workflow.PreemptLowerPriority {
-		within = kueue.PreemptionPolicyLowerPriority
-	}
-	reclaim := kueue.PreemptionPolicyNever
-	if cohort != "" && sch.Sharing.Lends() {
-		reclaim = kueue.PreemptionPolicyAny
-	}
-	weight := resource.MustParse(strconv.Itoa(sch.FairShareWeight))
-	spec := kueue.ClusterQueueSpec{
-		ResourceGroups:    []kueue.ResourceGroup{rg},
-		CohortName:        kueue.CohortReference(cohort),
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: b.plan.Namespace}},
-		Preemption: &kueue.ClusterQueuePreemption{
-			WithinClusterQueue:  within,
-			ReclaimWithinCohort: reclaim,
-		},
-		FairSharing: &kueue.FairSharing{Weight: &weight},
-	}
-	sharing := "no cohort: no lending or borrowing"
-	if cohort != "" {
-		lend := "lends none"
-		if sch.Sharing.Lends() {
-			lend = "lends all idle"
-		}
-		sharing = fmt.Sprintf("cohort %s, borrows up to %d%%, %s", cohort, b.borrowPercent(), lend)
-	}
-	b.add(&kueue.ClusterQueue{
-		TypeMeta:   kueueTypeMeta("ClusterQueue"),
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       spec,
-	}, false, fmt.Sprintf("%s; %s; preemption within queue %s, reclaim %s; fair-share weight %d",
-		strings.Join(flavorParts, ", "), sharing, within, reclaim, sch.FairShareWeight))
+	b.teamQueue(name, sum)
 }
 
 // localQueue is where the team's jobs queue (label kueue.x-k8s.io/queue-name).

@@ -209,6 +209,17 @@ func TestBuildPlanLabelsNamesAndOrder(t *testing.T) {
 				}
 				continue
 			}
+			if o.Team {
+				// The team's ClusterQueue: every connection of the team
+				// applies it, so it carries the team's labels and names the
+				// connections it sums, never one connection's label,
+				// version or hash (issue 31 item 6).
+				if o.Kind != "ClusterQueue" || len(labels) != 2 || labels[LabelManagedBy] != ManagedBy || labels[LabelTeam] != c.Team ||
+					o.Obj.GetAnnotations()[AnnotationTeamConnections] != "42" || o.Obj.GetAnnotations()[AnnotationContractHash] != "" {
+					t.Errorf("%s is the team's but carries %v %v", key, labels, o.Obj.GetAnnotations())
+				}
+				continue
+			}
 			for k, v := range want {
 				if labels[k] != v {
 					t.Errorf("%s: label %s = %q, want %q", key, k, labels[k], v)
@@ -420,8 +431,10 @@ func TestClusterQueueSharingAndPreemption(t *testing.T) {
 			if got := nested(t, cq, "spec", "preemption", "reclaimWithinCohort"); got != tc.reclaim {
 				t.Errorf("reclaimWithinCohort = %s, want %s", got, tc.reclaim)
 			}
-			if got := nested(t, cq, "spec", "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name"); got != p.Namespace {
-				t.Errorf("namespaceSelector selects %s, want %s", got, p.Namespace)
+			// The team's namespaces, not this connection's alone (issue 31
+			// item 6: the queue is the team's).
+			if got := nested(t, cq, "spec", "namespaceSelector", "matchLabels", LabelTeam); got != c.Team {
+				t.Errorf("namespaceSelector selects team %s, want %s", got, c.Team)
 			}
 			warned := strings.Join(p.Warnings, "\n")
 			if tc.warned == "" && strings.Contains(warned, "cohort") || tc.warned != "" && !strings.Contains(warned, tc.warned) {

@@ -404,9 +404,24 @@ func (w *Worker) runReapplyBatch(ctx context.Context, first workflow.Job, sa Sna
 	return result()
 }
 
-// plansOf builds the plans of runs' jobs: all at once with PlansAll when
-// the worker has it and it answers, else each with Plans.
+// plansOf builds the plans of runs' jobs (plansOfJobs), each with its
+// team's ClusterQueue recomputed (Worker.TeamQueue).
 func (w *Worker) plansOf(ctx context.Context, runs []*jobRun) ([]Plan, []error) {
+	plans, errs := w.plansOfJobs(ctx, runs)
+	if w.TeamQueue == nil {
+		return plans, errs
+	}
+	for i, r := range runs {
+		if errs[i] == nil && r.ctx.Err() == nil {
+			plans[i], errs[i] = w.TeamQueue(r.ctx, plans[i], true)
+		}
+	}
+	return plans, errs
+}
+
+// plansOfJobs builds the plans of runs' jobs: all at once with PlansAll
+// when the worker has it and it answers, else each with Plans.
+func (w *Worker) plansOfJobs(ctx context.Context, runs []*jobRun) ([]Plan, []error) {
 	if w.PlansAll != nil && len(runs) > 1 {
 		refs := make([]ConnVersion, len(runs))
 		for i, r := range runs {

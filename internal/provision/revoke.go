@@ -192,8 +192,10 @@ var revocationOrder = []string{"ClusterRoleBinding", "RoleBinding", "ClusterRole
 // its zero quota and its revoked label into HyperPod's namespace. Both
 // modes delete the RoleBindings, then every other RoleBinding in the
 // namespace, the Roles, the ServiceAccount, the LocalQueue and the
-// ClusterQueue when p has one (the portal manages it), the quota, the
-// LimitRange and the NetworkPolicies; then:
+// ClusterQueue when p has one (the portal manages it) and no other
+// connection of the team counts any more (a team object whose TeamMembers
+// name another connection is applied instead, summing the others: see
+// teamqueue.go), the quota, the LimitRange and the NetworkPolicies; then:
 //
 //   - RevokeDelete deletes the namespace;
 //   - RevokeLock first puts a zero ResourceQuota in place (before the team
@@ -240,6 +242,11 @@ func RevocationPlan(p Plan, mode RevokeMode) []Step {
 			switch {
 			case o.Owner != OwnerPortal:
 				leave(o)
+			case o.Team && slices.ContainsFunc(o.TeamMembers, func(id int64) bool { return id != p.ConnectionID }):
+				// The team's queue, still summing its other connections
+				// (the worker rebuilt it without this one: Worker.TeamQueue).
+				steps = append(steps, Step{Action: ActionApply, Object: o,
+					Detail: "queue: the team's, without this connection's share: " + o.Detail})
 			case kind == "ResourceQuota" && mode == RevokeLock:
 				steps = append(steps, Step{Action: ActionLock, Object: revokedQuota(o),
 					Detail: "lock: zero pods, zero accelerators, before the team quota goes"})
@@ -376,8 +383,18 @@ func (a *Applier) resourceOf(o Object) (dynamic.ResourceInterface, error) {
 // revocation deletes only what the portal made for this connection, never
 // an object that happens to have the same name.
 func whose(live *unstructured.Unstructured, o Object) string {
-	want := o.Obj.GetLabels()[LabelConnection]
 	l := live.GetLabels()
+	if o.Team {
+		// The team's object (its ClusterQueue) carries the team's labels,
+		// never a connection's.
+		want := o.Obj.GetLabels()[LabelTeam]
+		if l[LabelManagedBy] != ManagedBy || l[LabelTeam] != want {
+			return fmt.Sprintf("left alone: not this team's (managed-by %q, team %q; want %q, %q)",
+				l[LabelManagedBy], l[LabelTeam], ManagedBy, want)
+		}
+		return ""
+	}
+	want := o.Obj.GetLabels()[LabelConnection]
 	if l[LabelManagedBy] != ManagedBy || l[LabelConnection] != want {
 		return fmt.Sprintf("left alone: not this connection's (managed-by %q, connection %q; want %q, %q)",
 			l[LabelManagedBy], l[LabelConnection], ManagedBy, want)
@@ -398,17 +415,17 @@ func deleteLive(ctx context.Context, ri dynamic.ResourceInterface, live *unstruc
 	return err
 }
 
-// Delete deletes o if it exists and carries o's connection label and the
-// portal's managed-by label. It is idempotent: an object already gone is
-// Absent, which is success. An object of that name that is not this
-// connection's is Kept, with the reason as detail. Shared objects are
-// refused: other teams use them.
+// Delete deletes o if it exists and carries o's connection label (a team
+// object: o's team label) and the portal's managed-by label. It is
+// idempotent: an object already gone is Absent, which is success. An
+// object of that name that is not this connection's (team's) is Kept, with
+// the reason as detail. Shared objects are refused: other teams use them.
 func (a *Applier) Delete(ctx context.Context, o Object) (Outcome, string, error) {
 	if err := ctx.Err(); err != nil {
 		return Failed, "", err
 	}
-	if o.Shared || o.Obj == nil || o.Obj.GetLabels()[LabelConnection] == "" {
-		return Failed, "", permanent(fmt.Errorf("provision: delete %s %s: refused: a shared object, or one without a connection label", o.Kind, o.Ref()))
+	if o.Shared || o.Obj == nil || o.Obj.GetLabels()[LabelConnection] == "" && (!o.Team || o.Obj.GetLabels()[LabelTeam] == "") {
+		return Failed, "", permanent(fmt.Errorf("provision: delete %s %s: refused: a shared object, or one without a connection (team) label", o.Kind, o.Ref()))
 	}
 	ri, err := a.resourceOf(o)
 	if err != nil {

@@ -218,7 +218,16 @@ type Worker struct {
 	// or errs[i] says why not, as Plans would. An error for the whole call
 	// makes the batch use Plans, job by job.
 	PlansAll func(ctx context.Context, refs []ConnVersion) (plans []Plan, errs []error, err error)
-	Apply    StepApplier // unused in dry-run mode
+	// TeamQueue, when set, rebuilds a plan's team ClusterQueue (the
+	// portal manages the ClusterQueues) from the store as the job runs:
+	// the team's other counted connections and, withSelf, the plan's own
+	// share (TeamQueuesFrom builds one; teamqueue.go). Provisioning,
+	// amend and re-apply jobs apply it with their own share, revocation
+	// jobs without it (and delete it when no other connection counts).
+	// Nil: the plan's queue holds its own share alone, as BuildPlan made
+	// it (one connection per team).
+	TeamQueue func(ctx context.Context, p Plan, withSelf bool) (Plan, error)
+	Apply     StepApplier // unused in dry-run mode
 	// AWS makes the plans' AWS calls (unused in dry-run mode). Nil: a plan
 	// with AWS calls fails at its first one, saying AWS is not configured.
 	AWS AWSRunner
@@ -677,6 +686,9 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 		if err != nil {
 			return nil, "", err
 		}
+		if plan, err = w.teamQueue(ctx, plan, false); err != nil {
+			return nil, "", err
+		}
 		mode := plan.OnRevoke
 		if mode == RevokeDelete && job.AdoptNamespace != "" && job.AdoptNamespace == plan.Namespace {
 			// An adopted namespace existed before the connection, with
@@ -717,6 +729,9 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 	if err != nil {
 		return nil, "", err
 	}
+	if plan, err = w.teamQueue(ctx, plan, true); err != nil {
+		return nil, "", err
+	}
 	if err := w.checkNamespace(ctx, job, plan, w.namespaceChecker()); err != nil {
 		return nil, "", err
 	}
@@ -732,6 +747,15 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 		return s, hash, err
 	}
 	return ApplySteps(plan), hash, nil
+}
+
+// teamQueue is plan with its team ClusterQueue rebuilt (TeamQueue), or
+// plan as it is without one.
+func (w *Worker) teamQueue(ctx context.Context, plan Plan, withSelf bool) (Plan, error) {
+	if w.TeamQueue == nil {
+		return plan, nil
+	}
+	return w.TeamQueue(ctx, plan, withSelf)
 }
 
 // checkPlan checks the plan of a provisioning, re-apply or amend job

@@ -228,3 +228,32 @@ WHERE t.cluster_name = ?`, exclude, cluster, cluster)
 	sort.Slice(out, func(i, j int) bool { return out[i].InstanceType < out[j].InstanceType })
 	return out, rows.Err()
 }
+
+// teamQueueStatesSQL is workflow.TeamQueueStates (State.InTeamQueue): the
+// connections whose guarantee their team's ClusterQueue counts.
+var teamQueueStatesSQL = sqlList(workflow.TeamQueueStates)
+
+// TeamQueueVersions returns the approved versions of team's connections on
+// cluster whose guarantee the team's ClusterQueue counts
+// (workflow.TeamQueueStates), but connection except's, by connection id:
+// what a job of connection except recomputes the team's queue from, read
+// when it runs.
+func (d *DB) TeamQueueVersions(ctx context.Context, team, cluster string, except int64) ([]Version, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT `+versionCols+`
+JOIN connections c ON c.id = cv.connection_id AND cv.version = c.approved_version
+WHERE c.team = ? AND c.cluster_name = ? AND c.id <> ? AND c.state IN (`+teamQueueStatesSQL+`)
+ORDER BY c.id`, team, cluster, except)
+	if err != nil {
+		return nil, fmt.Errorf("store: team queue of %s: %w", team, err)
+	}
+	defer rows.Close()
+	var out []Version
+	for rows.Next() {
+		v, err := scanVersion(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: team queue of %s: %w", team, err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

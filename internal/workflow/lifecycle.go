@@ -252,5 +252,19 @@ var CommittedStates = []State{StateApproved, StateProvisioning, StateActive, Sta
 // guaranteed capacity (CommittedStates).
 func (s State) Committed() bool { return slices.Contains(CommittedStates, s) }
 
+// TeamQueueStates are the states of a connection whose guarantee its
+// team's ClusterQueue counts, when the portal manages the team's queue
+// (one queue per team and cluster, summing its connections; see
+// internal/provision's teamqueue.go): the committed states but revoking.
+// A revoking connection still holds its capacity until its revocation is
+// done, but its own job takes its share out of the queue first, and a job
+// of another connection of the team must not put it back. internal/store
+// builds its SQL from this list.
+var TeamQueueStates = []State{StateApproved, StateProvisioning, StateActive, StateUnderReview}
+
+// InTeamQueue reports whether the team's ClusterQueue counts the guarantee
+// of a connection in s (TeamQueueStates).
+func (s State) InTeamQueue() bool { return slices.Contains(TeamQueueStates, s) }
+
 // Valid reports whether e is one of AllEvents.
 func (e Event) Valid() bool { return slices.Contains(AllEvents, e) }

@@ -361,3 +361,15 @@ func TestAllowsOnEveryPair(t *testing.T) {
 		}
 	}
 }
+
+// TestTeamQueueStates: the team's ClusterQueue counts committed
+// connections only, and not one being revoked (its own job takes its
+// share out; another job must not put it back).
+func TestTeamQueueStates(t *testing.T) {
+	for _, s := range AllStates {
+		want := s.Committed() && s != StateRevoking
+		if s.InTeamQueue() != want {
+			t.Errorf("%s: InTeamQueue %v, want %v", s, s.InTeamQueue(), want)
+		}
+	}
+}
