@@ -16,7 +16,8 @@
 // history is never replaced by a reconstruction from final conditions),
 // and what it cannot recover (pods deleted while it was not running) is
 // recorded as a missing data period. Each second is split by the guarantee
-// in force at that second (usage.GuaranteeHistory).
+// in force at that second (usage.GuaranteeHistory): accelerators, and CPU
+// by the CPU guarantee when CPUGuarantees is set (usage.IntegrateSplit).
 //
 // It sits above both internal/store and internal/usage (it reads the
 // cluster, computes with usage and writes through the store), beside
