@@ -16,7 +16,8 @@
 // history is never replaced by a reconstruction from final conditions),
 // and what it cannot recover (pods deleted while it was not running) is
 // recorded as a missing data period. Each second is split by the guarantee
-// in force at that second (usage.GuaranteeHistory).
+// in force at that second (usage.GuaranteeHistory): accelerators, and CPU
+// by the CPU guarantee when CPUGuarantees is set (usage.IntegrateSplit).
 //
 // It sits above both internal/store and internal/usage (it reads the
 // cluster, computes with usage and writes through the store), beside
@@ -99,6 +100,11 @@ type Collector struct {
 	// type over time (the approved contracts' guarantees from when each
 	// took effect): each second is split by the guarantee in force then.
 	Guarantees func(ctx context.Context) (usage.GuaranteeHistory, error)
+	// CPUGuarantees returns each team's guaranteed CPU in millicores per
+	// instance type over time (the instances guaranteed times the vCPUs of
+	// one, as the ClusterQueue's cpu quota): CPU is split by it the way
+	// accelerators are (usage.IntegrateSplit). nil leaves CPU unsplit.
+	CPUGuarantees func(ctx context.Context) (usage.GuaranteeHistory, error)
 	// Accelerators per instance type (provision.ClusterSettings.Accelerators):
 	// the resource each instance type is counted in, and the count per
 	// instance for nodes whose allocatable shows none.
@@ -450,6 +456,12 @@ func (c *Collector) flushUsage(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	var cpu usage.GuaranteeHistory
+	if c.CPUGuarantees != nil {
+		if cpu, err = c.CPUGuarantees(ctx); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	recs := c.dirty
 	recs.Borrowing = c.borrowingLocked(g, now)
@@ -464,7 +476,7 @@ func (c *Collector) flushUsage(ctx context.Context, now time.Time) error {
 	c.mu.Lock()
 	c.recordedBorrowing(recs.Borrowing)
 	c.mu.Unlock()
-	if err := c.recompute(ctx, from, now, g); err != nil {
+	if err := c.recompute(ctx, from, now, g, cpu); err != nil {
 		c.mu.Lock()
 		c.dirtyFrom = usage.Earlier(c.dirtyFrom, from)
 		c.mu.Unlock()
@@ -485,13 +497,13 @@ func (c *Collector) requeue(r store.UsageRecords, from time.Time) {
 	c.dirtyFrom = usage.Earlier(c.dirtyFrom, from)
 }
 
-func (c *Collector) recompute(ctx context.Context, from, now time.Time, g usage.GuaranteeHistory) error {
+func (c *Collector) recompute(ctx context.Context, from, now time.Time, g, cpu usage.GuaranteeHistory) error {
 	lo := usage.HourStart(from)
 	recs, err := c.Store.UsageRecordsIn(ctx, c.Cluster, lo, now.Add(time.Second))
 	if err != nil {
 		return err
 	}
-	hours := usage.Integrate(lo, now, recs.Allocs, recs.Workloads, g)
+	hours := usage.IntegrateSplit(lo, now, recs.Allocs, recs.Workloads, g, cpu)
 	ch := usage.IntegrateCluster(c.Cluster, lo, now, recs.Nodes, recs.Allocs)
 	return c.Store.ReplaceUsage(ctx, c.Cluster, lo, now, hours, ch, c.Owner)
 }

@@ -21,11 +21,11 @@ func putUsageHours(ctx context.Context, tx *sql.Tx, hours []usage.Hour) error {
 	{
 		stmt, err := tx.PrepareContext(ctx, `
 INSERT INTO usage_hours (team, namespace, instance_type, hour, guaranteed_accel_s, borrowed_accel_s,
-  cpu_milli_s, memory_mib_s, running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  cpu_milli_s, memory_mib_s, running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source, borrowed_cpu_milli_s)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (team, namespace, instance_type, hour) DO UPDATE SET
   guaranteed_accel_s = excluded.guaranteed_accel_s, borrowed_accel_s = excluded.borrowed_accel_s,
-  cpu_milli_s = excluded.cpu_milli_s, memory_mib_s = excluded.memory_mib_s,
+  cpu_milli_s = excluded.cpu_milli_s, memory_mib_s = excluded.memory_mib_s, borrowed_cpu_milli_s = excluded.borrowed_cpu_milli_s,
   running = excluded.running, pending = excluded.pending, preempted = excluded.preempted,
   wait_p50_s = excluded.wait_p50_s, wait_p90_s = excluded.wait_p90_s, wait_p99_s = excluded.wait_p99_s,
   source = excluded.source`)
@@ -40,7 +40,7 @@ ON CONFLICT (team, namespace, instance_type, hour) DO UPDATE SET
 			if _, err := stmt.ExecContext(ctx, h.Team, h.Namespace, h.InstanceType, fmtTime(h.Start),
 				h.GuaranteedAccelSeconds, h.BorrowedAccelSeconds, h.CPUMilliSeconds, h.MemoryMiBSeconds,
 				h.Running, h.Pending, h.Preempted, h.WaitP50Seconds, h.WaitP90Seconds, h.WaitP99Seconds,
-				sourceOf(h.Source)); err != nil {
+				sourceOf(h.Source), h.BorrowedCPUMilliSeconds); err != nil {
 				return fmt.Errorf("store: put usage hours: %w", err)
 			}
 		}
@@ -68,7 +68,7 @@ func (d *DB) UsageHours(ctx context.Context, f UsageFilter) ([]usage.Hour, error
 	}
 	rows, err := d.sql.QueryContext(ctx, `
 SELECT team, namespace, instance_type, hour, guaranteed_accel_s, borrowed_accel_s, cpu_milli_s, memory_mib_s,
-       running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source
+       running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source, borrowed_cpu_milli_s
 FROM usage_hours WHERE `+strings.Join(where, " AND ")+` ORDER BY hour, team, namespace, instance_type`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: usage hours: %w", err)
@@ -80,7 +80,7 @@ FROM usage_hours WHERE `+strings.Join(where, " AND ")+` ORDER BY hour, team, nam
 		var at, src string
 		if err := rows.Scan(&h.Team, &h.Namespace, &h.InstanceType, &at, &h.GuaranteedAccelSeconds, &h.BorrowedAccelSeconds,
 			&h.CPUMilliSeconds, &h.MemoryMiBSeconds, &h.Running, &h.Pending, &h.Preempted,
-			&h.WaitP50Seconds, &h.WaitP90Seconds, &h.WaitP99Seconds, &src); err != nil {
+			&h.WaitP50Seconds, &h.WaitP90Seconds, &h.WaitP99Seconds, &src, &h.BorrowedCPUMilliSeconds); err != nil {
 			return nil, fmt.Errorf("store: usage hours: %w", err)
 		}
 		if h.Start, err = parseTime(at); err != nil {
@@ -229,4 +229,44 @@ func sourceOf(s usage.Source) string {
 		return string(usage.SourceCluster)
 	}
 	return string(s)
+}
+
+// UsageDays returns the hourly rows f selects summed per UTC day, team,
+// namespace, instance type and source, each with Start at its day's
+// midnight, by day, team, namespace and instance type: what the daily
+// summary (usage.DailySummary) is made of. Only the sums are taken here;
+// f.From and f.To should be whole days for whole days' sums.
+func (d *DB) UsageDays(ctx context.Context, f UsageFilter) ([]usage.Hour, error) {
+	where, args := []string{"hour >= ?", "hour < ?"}, []any{fmtTime(f.From), fmtTime(f.To)}
+	if f.Team != "" {
+		where, args = append(where, "team = ?"), append(args, f.Team)
+	}
+	if f.Namespace != "" {
+		where, args = append(where, "namespace = ?"), append(args, f.Namespace)
+	}
+	rows, err := d.sql.QueryContext(ctx, `
+SELECT substr(hour, 1, 10) AS day, team, namespace, instance_type, source, SUM(guaranteed_accel_s), SUM(borrowed_accel_s),
+       SUM(cpu_milli_s), SUM(borrowed_cpu_milli_s), SUM(memory_mib_s)
+FROM usage_hours WHERE `+strings.Join(where, " AND ")+`
+GROUP BY substr(hour, 1, 10), team, namespace, instance_type, source ORDER BY day, team, namespace, instance_type, source`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: usage days: %w", err)
+	}
+	defer rows.Close()
+	var out []usage.Hour
+	for rows.Next() {
+		var h usage.Hour
+		var day, src string
+		if err := rows.Scan(&day, &h.Team, &h.Namespace, &h.InstanceType, &src, &h.GuaranteedAccelSeconds, &h.BorrowedAccelSeconds,
+			&h.CPUMilliSeconds, &h.BorrowedCPUMilliSeconds, &h.MemoryMiBSeconds); err != nil {
+			return nil, fmt.Errorf("store: usage days: %w", err)
+		}
+		if h.Start, err = time.Parse(time.DateOnly, day); err != nil {
+			return nil, fmt.Errorf("store: usage days: %w", err)
+		}
+		h.Source = usage.Source(src)
+		h.WaitP50Seconds, h.WaitP90Seconds, h.WaitP99Seconds = -1, -1, -1
+		out = append(out, h)
+	}
+	return out, rows.Err()
 }

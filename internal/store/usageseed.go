@@ -24,8 +24,8 @@ func (d *DB) SeedUsage(ctx context.Context, hours []usage.Hour, cluster []usage.
 		}
 		hs, err := tx.PrepareContext(ctx, `
 INSERT INTO usage_hours (team, namespace, instance_type, hour, guaranteed_accel_s, borrowed_accel_s,
-  cpu_milli_s, memory_mib_s, running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+  cpu_milli_s, memory_mib_s, running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source, borrowed_cpu_milli_s)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -36,7 +36,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 			}
 			if _, err := hs.ExecContext(ctx, h.Team, h.Namespace, h.InstanceType, fmtTime(h.Start),
 				h.GuaranteedAccelSeconds, h.BorrowedAccelSeconds, h.CPUMilliSeconds, h.MemoryMiBSeconds,
-				h.Running, h.Pending, h.Preempted, h.WaitP50Seconds, h.WaitP90Seconds, h.WaitP99Seconds, sourceOf(h.Source)); err != nil {
+				h.Running, h.Pending, h.Preempted, h.WaitP50Seconds, h.WaitP90Seconds, h.WaitP99Seconds, sourceOf(h.Source),
+				h.BorrowedCPUMilliSeconds); err != nil {
 				return err
 			}
 		}

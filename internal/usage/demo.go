@@ -64,7 +64,9 @@ func DemoUsage(teams []DemoTeam, cluster string, capacity map[string]int, from, 
 				row := Hour{Team: tm.Team, Namespace: tm.Namespace, InstanceType: ty.InstanceType, Start: h,
 					GuaranteedAccelSeconds: g, BorrowedAccelSeconds: secs - g,
 					CPUMilliSeconds: secs * 12 * 1000, MemoryMiBSeconds: secs * 120 * 1024,
-					Running: int((secs + 3599) / 3600 / 2), WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1, Source: SourceDemo}
+					// 12 vCPUs per accelerator, split with it.
+					BorrowedCPUMilliSeconds: (secs - g) * 12 * 1000,
+					Running:                 int((secs + 3599) / 3600 / 2), WaitP50Seconds: -1, WaitP90Seconds: -1, WaitP99Seconds: -1, Source: SourceDemo}
 				if row.Running > 0 {
 					p50 := int64(20 + rng.IntN(100))
 					if load > 1 {

@@ -17,7 +17,9 @@
 // minor units), the rate card (price per instance-hour over time), the
 // shared-cost policies and the chargeback that splits the cluster's cost
 // among the teams to the cent (chargeback.go), and the monthly statements
-// computed from those rows (statement.go). CostsOf (costs.go) is the one
+// computed from those rows (statement.go); HyperPod's usage reports: the
+// daily summary (summary.go) and the detailed task report (taskreport.go),
+// both with their missing data periods. CostsOf (costs.go) is the one
 // function that computes money: it reads a period's input through the
 // narrow CostReader the store implements, prices it (the rate card and
 // AcceleratorsOf, the table of what one instance of each type carries) and

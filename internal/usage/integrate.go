@@ -92,8 +92,23 @@ type Guarantees map[string]map[string]int64
 // split per namespace is deterministic and each part a whole number of
 // accelerator-seconds. Because each second is split by its own guarantee,
 // recomputing an hour gives the same figures whatever changed since,
-// except what really changed in it.
+// except what really changed in it. CPU is not split (IntegrateSplit).
 func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g GuaranteeHistory) []Hour {
+	return IntegrateSplit(from, until, allocs, wls, g, nil)
+}
+
+// IntegrateSplit is Integrate that also splits CPU the way accelerators
+// are split, as HyperPod's usage report splits vCPU hours into allocated
+// and borrowed (awslabs/sagemaker-hyperpod-usage-report,
+// report_generation/src/hyperpod_usage_report/generators/csv_generator.py:
+// the summary's "vCPU" Total/Allocated/Borrowed utilization (hours)):
+// at each instant the team's CPU requests on an instance type up to its
+// CPU guarantee in force then (cpu, in millicores: the instances guaranteed
+// times the vCPUs of one, the ClusterQueue's cpu nominal quota that
+// internal/provision applies) are within it, earliest-started pods first,
+// and the rest (BorrowedCPUMilliSeconds) borrowed. A nil cpu leaves CPU
+// unsplit (BorrowedCPUMilliSeconds 0).
+func IntegrateSplit(from, until time.Time, allocs []Alloc, wls []Workload, g, cpu GuaranteeHistory) []Hour {
 	lo, hi := HourStart(from).Unix(), until.Unix()
 	if hi <= lo {
 		return nil
@@ -140,19 +155,27 @@ func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarante
 		for h := hourOf(s); h < e || h == hourOf(s); h += 3600 {
 			count(rowKey{a.Team, a.Namespace, a.InstanceType, h}, "run:"+task, func(r *Hour) *int { return &r.Running })
 		}
-		// CPU and memory are never borrowed: they integrate per hour.
+		// CPU and memory integrate per hour; CPU's borrowed part is
+		// swept below.
 		forHours(s, e, func(h, secs int64) {
 			r := row(a.Team, a.Namespace, a.InstanceType, h)
 			r.CPUMilliSeconds += a.CPUMilli * secs
 			r.MemoryMiBSeconds += a.MemoryMiB * secs
 		})
 	}
+	accel := func(a Alloc) int64 { return a.Accelerators }
+	cpuMilli := func(a Alloc) int64 { return a.CPUMilli }
 	for grp, as := range groups {
-		sweep(as, g[grp.team][grp.itype], lo, hi, func(a Alloc, h, guaranteed, borrowed int64) {
+		sweep(as, accel, g[grp.team][grp.itype], lo, hi, func(a Alloc, h, guaranteed, borrowed int64) {
 			r := row(a.Team, a.Namespace, a.InstanceType, h)
 			r.GuaranteedAccelSeconds += guaranteed
 			r.BorrowedAccelSeconds += borrowed
 		})
+		if cpu != nil {
+			sweep(as, cpuMilli, cpu[grp.team][grp.itype], lo, hi, func(a Alloc, h, _, borrowed int64) {
+				row(a.Team, a.Namespace, a.InstanceType, h).BorrowedCPUMilliSeconds += borrowed
+			})
+		}
 	}
 
 	waits := map[rowKey][]int64{}
@@ -200,9 +223,9 @@ func Integrate(from, until time.Time, allocs []Alloc, wls []Workload, g Guarante
 // sweep walks the team's allocations on one instance type between every
 // start, end, hour boundary and change of the guarantee (steps); in each
 // piece the guarantee in force is filled in order of start time and emit
-// gets each allocation's guaranteed and borrowed accelerator-seconds in
-// that piece's hour.
-func sweep(as []Alloc, steps []GuaranteeStep, lo, hi int64, emit func(a Alloc, hour, guaranteed, borrowed int64)) {
+// gets each allocation's guaranteed and borrowed quantity-seconds (qty:
+// accelerators, or CPU millicores) in that piece's hour.
+func sweep(as []Alloc, qty func(Alloc) int64, steps []GuaranteeStep, lo, hi int64, emit func(a Alloc, hour, guaranteed, borrowed int64)) {
 	slices.SortFunc(as, func(a, b Alloc) int {
 		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Key, b.Key))
 	})
@@ -240,12 +263,13 @@ func sweep(as []Alloc, steps []GuaranteeStep, lo, hi int64, emit func(a Alloc, h
 		active = slices.DeleteFunc(active, func(a Alloc) bool { _, e := clip(a.Start, a.End, lo, hi); return e <= p })
 		left := stepAt(steps, p)
 		for _, a := range active {
-			if a.Accelerators <= 0 {
+			n := qty(a)
+			if n <= 0 {
 				continue
 			}
-			in := min(max(left, 0), a.Accelerators)
+			in := min(max(left, 0), n)
 			left -= in
-			emit(a, hourOf(p), in*(q-p), (a.Accelerators-in)*(q-p))
+			emit(a, hourOf(p), in*(q-p), (n-in)*(q-p))
 		}
 	}
 }

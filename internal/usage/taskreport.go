@@ -13,23 +13,48 @@ import (
 // TaskCSVHeader is the detailed task report's columns: HyperPod's per-task
 // report (task, namespace, priority class, execution window, status) with
 // the accelerator-hours the task's pods held within the report's period,
-// exact in seconds beside the rounded hours.
+// exact in seconds beside the rounded hours, and the missing data periods
+// during the task's window. HyperPod's detailed report lists its "Missing
+// data periods" above its table (docs.aws.amazon.com/sagemaker/latest/dg/
+// sagemaker-hyperpod-usage-reporting-content.html, "Common report
+// headers"; awslabs/sagemaker-hyperpod-usage-report csv_generator.py,
+// generate_detailed_report); here each is a row of its own
+// (MissingDataStatus), so the file stays one table.
 var TaskCSVHeader = []string{"team", "period", "task", "namespace", "instance_type", "priority_class",
-	"start", "end", "status", "accelerator_seconds", "accelerator_hours"}
+	"start", "end", "status", "accelerator_seconds", "accelerator_hours", "missing_data_periods"}
 
-// WriteTasksCSV writes the detailed task report for one team and period. A
-// task still running has an empty end; its accelerator-seconds run to the
-// period's end or now, whichever came first.
-func WriteTasksCSV(w io.Writer, team, period string, tasks []Task) error {
+// MissingDataStatus is the status of a task report row that is a missing
+// data period of the report's period rather than a task: its start and end
+// are the period's, its reason in the task column, no accelerator-seconds.
+const MissingDataStatus = "Missing data"
+
+// WriteTasksCSV writes the detailed task report for one team and period:
+// the missing data periods that touch it (missing, as store.DB.MissingIn
+// selects them), then the tasks, each with the missing data periods during
+// its window (a task's figures leave those out). A task still running has
+// an empty end; its accelerator-seconds run to the period's end or now,
+// whichever came first (to).
+func WriteTasksCSV(w io.Writer, team, period string, tasks []Task, missing []Missing, to time.Time) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(TaskCSVHeader)
+	for _, m := range missing {
+		_ = cw.Write([]string{team, period, m.Reason, "", "", "", m.From.UTC().Format(time.RFC3339), m.To.UTC().Format(time.RFC3339),
+			MissingDataStatus, "0", Hours(0), MissingText([]Missing{m})})
+	}
 	for _, t := range tasks {
-		end := ""
+		end, windowEnd := "", to
 		if !t.End.IsZero() {
-			end = t.End.UTC().Format(time.RFC3339)
+			end, windowEnd = t.End.UTC().Format(time.RFC3339), t.End
+		}
+		var during []Missing
+		for _, m := range missing {
+			if m.Overlaps(t.Start, windowEnd) {
+				during = append(during, m)
+			}
 		}
 		_ = cw.Write([]string{team, period, t.Task, t.Namespace, t.InstanceType, t.PriorityClass,
-			t.Start.UTC().Format(time.RFC3339), end, t.Status, strconv.FormatInt(t.AccelSeconds, 10), Hours(t.AccelSeconds)})
+			t.Start.UTC().Format(time.RFC3339), end, t.Status, strconv.FormatInt(t.AccelSeconds, 10), Hours(t.AccelSeconds),
+			MissingText(during)})
 	}
 	cw.Flush()
 	return cw.Error()

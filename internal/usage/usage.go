@@ -29,8 +29,13 @@ type Hour struct {
 
 	GuaranteedAccelSeconds int64
 	BorrowedAccelSeconds   int64
-	CPUMilliSeconds        int64
+	CPUMilliSeconds        int64 // all the CPU held, within the guarantee and borrowed
 	MemoryMiBSeconds       int64
+	// BorrowedCPUMilliSeconds is the part of CPUMilliSeconds held above the
+	// team's CPU guarantee in force (IntegrateSplit), as HyperPod's report
+	// splits vCPU hours; 0 in hours recorded before the collector split CPU
+	// (migration 00030), which count all their CPU as within the guarantee.
+	BorrowedCPUMilliSeconds int64
 
 	// Tasks that ran, waited or were preempted at some time in the hour.
 	Running, Pending, Preempted int
@@ -43,6 +48,10 @@ type Hour struct {
 
 // AccelSeconds is the hour's allocated accelerator-seconds.
 func (h Hour) AccelSeconds() int64 { return h.GuaranteedAccelSeconds + h.BorrowedAccelSeconds }
+
+// GuaranteedCPUMilliSeconds is the hour's CPU held within the team's CPU
+// guarantee.
+func (h Hour) GuaranteedCPUMilliSeconds() int64 { return h.CPUMilliSeconds - h.BorrowedCPUMilliSeconds }
 
 // ClusterHour is one instance type of a cluster during one clock hour: the
 // accelerator-seconds its schedulable nodes offered and how many of them any

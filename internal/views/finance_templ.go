@@ -1763,7 +1763,7 @@ func StatementView(p Page, s StatementPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 155, "\" data-testid=\"statement-tasks\">Detailed task report (CSV)</a>: every task that held accelerators this month, with its execution window, status, priority class and accelerator-hours, as the usage collector recorded them.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 155, "\" data-testid=\"statement-tasks\">Detailed task report (CSV)</a>: every task that held accelerators this month, with its execution window, status, priority class and accelerator-hours, as the usage collector recorded them, and the month's missing data periods (a row each, and on each task those during its window).</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -112,3 +112,38 @@ type HourInProgress struct {
 	GuaranteedHours, BorrowedHours string
 	Running, Pending, Preempted    int
 }
+
+// UsageSummary is the daily summary page (/teams/:team/usage/summary, and
+// /admin/usage/summary across teams): HyperPod's summary usage report.
+type UsageSummary struct {
+	// Team is the team shown; empty on the admins' page of every team.
+	Team        string
+	Period      PeriodForm
+	PeriodLabel string
+	UpTo        string
+	Demo        bool
+	Missing     []MissingRow
+	// CSV is the download of the same lines, period included.
+	CSV   string
+	Lines []SummaryLineView
+	// Totals of the period per accelerator unit and of vCPUs.
+	Totals []SummaryTotalView
+}
+
+// SummaryLineView is one line of the daily summary, already formatted.
+type SummaryLineView struct {
+	Day, Team, Namespace, InstanceType string
+	// Accelerator is the unit of the accelerator columns: GPU or NeuronCore
+	// (empty for an instance type without accelerators).
+	Accelerator                               string
+	AccelTotal, AccelAllocated, AccelBorrowed string
+	VCPUTotal, VCPUAllocated, VCPUBorrowed    string
+	Missing                                   string
+}
+
+// SummaryTotalView is the period's total of one unit (GPU, NeuronCore or
+// vCPU hours).
+type SummaryTotalView struct {
+	Unit                       string
+	Total, Allocated, Borrowed string
+}

@@ -19,9 +19,12 @@ const statementMonth = "2026-01"
 // financeReadsTeam: the team routes finance reads for every team although it
 // is no member of any: a team's usage (chargeback; workflow.ActionViewUsage)
 // and its statements (workflow.ActionViewCosts). Finance is an outsider to
-// every other team route. The walks below require 200 here.
+// every other team route. The walks below require 200 here. The daily
+// summary (/teams/:team/usage/summary and its CSV) is authorized as the
+// usage page.
 func financeReadsTeam(method, path string) bool {
-	return method == http.MethodGet && (path == "/teams/:team/usage" || strings.HasPrefix(path, "/teams/:team/statements/"))
+	return method == http.MethodGet && (path == "/teams/:team/usage" || strings.HasPrefix(path, "/teams/:team/usage/summary") ||
+		strings.HasPrefix(path, "/teams/:team/statements/"))
 }
 
 // TestEveryRouteHidesTheOtherTeam walks the whole route table: every route

@@ -361,7 +361,7 @@ A test fails when a route is added or removed or answers differently from this f
 checks the rules: no 5xx; anonymous visitors are sent to sign in and their state changes refused;
 another team's owner and finance get 404 for every route naming team red or one of its
 connections, in every state and with every method, except that finance reads every team's
-usage page and statements (` + "`/teams/:team/usage`" + `, ` + "`/teams/:team/statements/…`" + `, for chargeback);
+usage page, its daily summary and statements (` + "`/teams/:team/usage`" + `, ` + "`/teams/:team/usage/summary`" + `, ` + "`/teams/:team/statements/…`" + `, for chargeback);
 non-admins get 403 from the admin routes;
 nobody but the team's owner and the admins changes anything. Users in no mapped group are refused
 at login and stay anonymous. Every state-changing route also refuses a missing, wrong or foreign

@@ -538,11 +538,17 @@ func (s *Server) teamTasksCSV(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The missing data periods of the month, as HyperPod's detailed report
+	// lists them (usage.TaskCSVHeader).
+	missing, err := s.opts.DB.MissingIn(c.Request().Context(), month.From, to)
+	if err != nil {
+		return err
+	}
 	label := month.From.Format("2006-01")
 	attachment(c, "tasks-"+team+"-"+label+".csv")
 	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	c.Response().WriteHeader(http.StatusOK)
-	return usage.WriteTasksCSV(c.Response(), team, label, tasks)
+	return usage.WriteTasksCSV(c.Response(), team, label, tasks, missing, to)
 }
 
 // unpricedStatement blanks the money of a statement computed at price
