@@ -6,8 +6,10 @@
 #   bash bench/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cache=${PORTAL_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperpod-portal/testbed}
-state=$cache/bench-$$
+# The run's state lives in the checkout, as make test's does: PostgreSQL runs
+# as nobody, who cannot enter a private home directory (the built binaries
+# stay in ~/.cache/hyperpod-portal, which only root reads).
+state=$PWD/.cache/testbed/bench-$$
 mkdir -p "$state"
 trap 'bash hack/testbed/down.sh "$state" >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
 bash hack/testbed/up.sh "$state"
