@@ -484,8 +484,7 @@ func seedHistory(ctx context.Context, dsn string, postgres bool, s Scale, conns 
 		// statistics and a vacuumed heap. Without the VACUUM, PostgreSQL's
 		// insert-driven autovacuum of the bulk load (autovacuum_vacuum_insert_threshold,
 		// PostgreSQL 13+: https://www.postgresql.org/docs/current/routine-vacuuming.html#AUTOVACUUM)
-		// runs later, during the measurements (make bench on 2026-12-04: both
-		// portals' p99 rose to 41-45 ms for 25 s, minutes after the seeding).
+		// may run later, during the measurements.
 		stmts = append(stmts, `VACUUM (ANALYZE)`)
 	}
 	db, err := open(dsn, postgres)
