@@ -56,9 +56,8 @@ type UsageFilter struct {
 	From, To  time.Time
 }
 
-// UsageHours returns the hourly rows f selects, by hour, team, namespace and
-// instance type.
-func (d *DB) UsageHours(ctx context.Context, f UsageFilter) ([]usage.Hour, error) {
+// where is f's WHERE clause over usage_hours and its arguments.
+func (f UsageFilter) where() (string, []any) {
 	where, args := []string{"hour >= ?", "hour < ?"}, []any{fmtTime(f.From), fmtTime(f.To)}
 	if f.Team != "" {
 		where, args = append(where, "team = ?"), append(args, f.Team)
@@ -66,10 +65,17 @@ func (d *DB) UsageHours(ctx context.Context, f UsageFilter) ([]usage.Hour, error
 	if f.Namespace != "" {
 		where, args = append(where, "namespace = ?"), append(args, f.Namespace)
 	}
+	return strings.Join(where, " AND "), args
+}
+
+// UsageHours returns the hourly rows f selects, by hour, team, namespace and
+// instance type.
+func (d *DB) UsageHours(ctx context.Context, f UsageFilter) ([]usage.Hour, error) {
+	where, args := f.where()
 	rows, err := d.sql.QueryContext(ctx, `
 SELECT team, namespace, instance_type, hour, guaranteed_accel_s, borrowed_accel_s, cpu_milli_s, memory_mib_s,
        running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source, borrowed_cpu_milli_s
-FROM usage_hours WHERE `+strings.Join(where, " AND ")+` ORDER BY hour, team, namespace, instance_type`, args...)
+FROM usage_hours WHERE `+where+` ORDER BY hour, team, namespace, instance_type`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: usage hours: %w", err)
 	}
@@ -237,17 +243,11 @@ func sourceOf(s usage.Source) string {
 // summary (usage.DailySummary) is made of. Only the sums are taken here;
 // f.From and f.To should be whole days for whole days' sums.
 func (d *DB) UsageDays(ctx context.Context, f UsageFilter) ([]usage.Hour, error) {
-	where, args := []string{"hour >= ?", "hour < ?"}, []any{fmtTime(f.From), fmtTime(f.To)}
-	if f.Team != "" {
-		where, args = append(where, "team = ?"), append(args, f.Team)
-	}
-	if f.Namespace != "" {
-		where, args = append(where, "namespace = ?"), append(args, f.Namespace)
-	}
+	where, args := f.where()
 	rows, err := d.sql.QueryContext(ctx, `
 SELECT substr(hour, 1, 10) AS day, team, namespace, instance_type, source, SUM(guaranteed_accel_s), SUM(borrowed_accel_s),
        SUM(cpu_milli_s), SUM(borrowed_cpu_milli_s), SUM(memory_mib_s)
-FROM usage_hours WHERE `+strings.Join(where, " AND ")+`
+FROM usage_hours WHERE `+where+`
 GROUP BY substr(hour, 1, 10), team, namespace, instance_type, source ORDER BY day, team, namespace, instance_type, source`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: usage days: %w", err)

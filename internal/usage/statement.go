@@ -172,17 +172,23 @@ type CSVRow map[string]string
 
 // ParseStatementCSV reads a statement CSV back, checking its header.
 func ParseStatementCSV(r io.Reader) ([]CSVRow, error) {
+	return parseCSV(r, "statement", CSVHeader)
+}
+
+// parseCSV reads a CSV whose first record must be header, as rows keyed
+// by the header's names; what names the CSV in the error.
+func parseCSV(r io.Reader, what string, header []string) ([]CSVRow, error) {
 	recs, err := csv.NewReader(r).ReadAll()
 	if err != nil {
 		return nil, err
 	}
-	if len(recs) == 0 || !slices.Equal(recs[0], CSVHeader) {
-		return nil, fmt.Errorf("statement CSV: the header is not %v", CSVHeader)
+	if len(recs) == 0 || !slices.Equal(recs[0], header) {
+		return nil, fmt.Errorf("%s CSV: the header is not %v", what, header)
 	}
-	var out []CSVRow
+	out := make([]CSVRow, 0, len(recs)-1)
 	for _, rec := range recs[1:] {
 		row := CSVRow{}
-		for i, h := range CSVHeader {
+		for i, h := range header {
 			row[h] = rec[i]
 		}
 		out = append(out, row)

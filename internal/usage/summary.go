@@ -3,7 +3,6 @@ package usage
 import (
 	"cmp"
 	"encoding/csv"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -169,20 +168,5 @@ func WriteSummaryCSV(w io.Writer, lines []SummaryLine) error {
 // ParseSummaryCSV reads a daily summary back (for tests and anyone checking
 // a download), checking its header.
 func ParseSummaryCSV(r io.Reader) ([]CSVRow, error) {
-	recs, err := csv.NewReader(r).ReadAll()
-	if err != nil {
-		return nil, err
-	}
-	if len(recs) == 0 || !slices.Equal(recs[0], SummaryCSVHeader) {
-		return nil, fmt.Errorf("summary CSV: the header is not %v", SummaryCSVHeader)
-	}
-	out := make([]CSVRow, 0, len(recs)-1)
-	for _, rec := range recs[1:] {
-		row := CSVRow{}
-		for j, h := range SummaryCSVHeader {
-			row[h] = rec[j]
-		}
-		out = append(out, row)
-	}
-	return out, nil
+	return parseCSV(r, "summary", SummaryCSVHeader)
 }
