@@ -371,12 +371,13 @@ func (b *wbed) labelled(ctx context.Context, tn wintTenant) map[string]int {
 	return out
 }
 
-// wantLabelled is labelled's expectation: each non-shared object of the
-// plan whose index passes keep, once.
+// wantLabelled is labelled's expectation: each object of the plan that is
+// the connection's own (not shared, not the team's ClusterQueue, which
+// carries the team's labels: teamqueue.go) whose index passes keep, once.
 func wantLabelled(tn wintTenant, keep func(seq int) bool) map[string]int {
 	out := map[string]int{}
 	for i, o := range tn.plan.Objects {
-		if !o.Shared && keep(i) {
+		if !o.Shared && !o.Team && keep(i) {
 			out[tn.names[i]] = 1
 		}
 	}
@@ -406,6 +407,17 @@ func (b *wbed) assertLive(ctx context.Context, tn wintTenant) {
 		if o.Shared {
 			if live.GetLabels()[provision.LabelManagedBy] != provision.ManagedBy {
 				b.tb.Errorf("%s (shared): labels %v, want %s=%s", tn.names[i], live.GetLabels(), provision.LabelManagedBy, provision.ManagedBy)
+			}
+			continue
+		}
+		if o.Team {
+			// The team's ClusterQueue: the team's labels, and this
+			// connection among those it sums.
+			l := live.GetLabels()
+			conns := strings.Split(live.GetAnnotations()[provision.AnnotationTeamConnections], ",")
+			if l[provision.LabelManagedBy] != provision.ManagedBy || l[provision.LabelTeam] != tn.team ||
+				!slices.Contains(conns, strconv.FormatInt(tn.conn.ID, 10)) {
+				b.tb.Errorf("%s (the team's): labels %v, connections %v; want team %s and connection %d", tn.names[i], l, conns, tn.team, tn.conn.ID)
 			}
 			continue
 		}
