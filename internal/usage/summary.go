@@ -170,3 +170,45 @@ func WriteSummaryCSV(w io.Writer, lines []SummaryLine) error {
 func ParseSummaryCSV(r io.Reader) ([]CSVRow, error) {
 	return parseCSV(r, "summary", SummaryCSVHeader)
 }
+
+// SummaryTotal is the period's total, allocated and borrowed hours of one
+// unit (GPU, NeuronCore or vCPU), formatted.
+type SummaryTotal struct {
+	Unit                       string
+	Total, Allocated, Borrowed string
+}
+
+// SummaryTotals is the period's total, allocated and borrowed hours per
+// unit: GPU, NeuronCore (where cores per device are established) and vCPU.
+func SummaryTotals(rows []Hour, acc map[string]InstanceAccel) []SummaryTotal {
+	var gpu, neuron [2]int64 // allocated, borrowed seconds of the unit
+	var cpu [2]int64         // millicore-seconds
+	for _, r := range rows {
+		a := acc[r.InstanceType]
+		switch {
+		case a.Neuron && a.NeuronCoresPerDevice > 0:
+			c := int64(a.NeuronCoresPerDevice)
+			neuron[0] += r.GuaranteedAccelSeconds * c
+			neuron[1] += r.BorrowedAccelSeconds * c
+		case !a.Neuron:
+			gpu[0] += r.GuaranteedAccelSeconds
+			gpu[1] += r.BorrowedAccelSeconds
+		}
+		cpu[0] += r.GuaranteedCPUMilliSeconds()
+		cpu[1] += r.BorrowedCPUMilliSeconds
+	}
+	var out []SummaryTotal
+	add := func(unit string, v [2]int64) {
+		out = append(out, SummaryTotal{Unit: unit, Total: Hours(v[0] + v[1]), Allocated: Hours(v[0]), Borrowed: Hours(v[1])})
+	}
+	if gpu != [2]int64{} {
+		add("GPU", gpu)
+	}
+	if neuron != [2]int64{} {
+		add("NeuronCore", neuron)
+	}
+	if len(rows) > 0 {
+		add("vCPU", [2]int64{cpu[0] / 1000, cpu[1] / 1000})
+	}
+	return out
+}

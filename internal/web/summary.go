@@ -88,7 +88,10 @@ func (s *Server) usageSummary(c echo.Context, team string, asCSV bool) error {
 	}
 	u := views.UsageSummary{Team: team, Period: pf, PeriodLabel: periodLabel(from, to), UpTo: upToNote(to, now),
 		Missing: missingRows(missing), CSV: summaryPath(team) + ".csv?from=" + pf.From + "&to=" + pf.To,
-		Totals: summaryTotals(rows, acc)}
+	}
+	for _, t := range usage.SummaryTotals(rows, acc) {
+		u.Totals = append(u.Totals, views.SummaryTotalView(t))
+	}
 	for _, r := range rows {
 		u.Demo = u.Demo || r.Source == usage.SourceDemo
 	}
@@ -96,39 +99,4 @@ func (s *Server) usageSummary(c echo.Context, team string, asCSV bool) error {
 		u.Lines = append(u.Lines, views.SummaryLineView(l))
 	}
 	return render(c, http.StatusOK, views.UsageSummaryPage(s.page(c, title), u))
-}
-
-// summaryTotals is the period's total, allocated and borrowed hours per
-// unit: GPU, NeuronCore (where cores per device are established) and vCPU.
-func summaryTotals(rows []usage.Hour, acc map[string]usage.InstanceAccel) []views.SummaryTotalView {
-	var gpu, neuron [2]int64 // allocated, borrowed seconds of the unit
-	var cpu [2]int64         // millicore-seconds
-	for _, r := range rows {
-		a := acc[r.InstanceType]
-		switch {
-		case a.Neuron && a.NeuronCoresPerDevice > 0:
-			c := int64(a.NeuronCoresPerDevice)
-			neuron[0] += r.GuaranteedAccelSeconds * c
-			neuron[1] += r.BorrowedAccelSeconds * c
-		case !a.Neuron:
-			gpu[0] += r.GuaranteedAccelSeconds
-			gpu[1] += r.BorrowedAccelSeconds
-		}
-		cpu[0] += r.GuaranteedCPUMilliSeconds()
-		cpu[1] += r.BorrowedCPUMilliSeconds
-	}
-	var out []views.SummaryTotalView
-	add := func(unit string, v [2]int64) {
-		out = append(out, views.SummaryTotalView{Unit: unit, Total: usage.Hours(v[0] + v[1]), Allocated: usage.Hours(v[0]), Borrowed: usage.Hours(v[1])})
-	}
-	if gpu != [2]int64{} {
-		add("GPU", gpu)
-	}
-	if neuron != [2]int64{} {
-		add("NeuronCore", neuron)
-	}
-	if len(rows) > 0 {
-		add("vCPU", [2]int64{cpu[0] / 1000, cpu[1] / 1000})
-	}
-	return out
 }
