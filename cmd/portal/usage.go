@@ -36,10 +36,12 @@ func newUsageCollector(kube *rest.Config, db *store.DB, settings provision.Clust
 		// The collector runs only on the elected leader (internal/leader),
 		// so every leader holds its claim under one name: a new leader
 		// after a handover must not wait out the dead one's heartbeat.
-		Owner:      "the elected leader",
-		Guarantees: collect.GuaranteesFrom(db, func(itype string) int64 { return int64(s.Accelerators[itype].Accelerators) }),
-		// CPU in millicores: vCPUs per instance × 1000.
-		CPUGuarantees:  collect.GuaranteesFrom(db, func(itype string) int64 { return int64(s.Accelerators[itype].CPU) * 1000 }),
+		Owner: "the elected leader",
+		// One read of the guarantee history per flush, in accelerators and
+		// in CPU millicores (vCPUs per instance × 1000).
+		Guarantees: collect.GuaranteesFrom(db,
+			func(itype string) int64 { return int64(s.Accelerators[itype].Accelerators) },
+			func(itype string) int64 { return int64(s.Accelerators[itype].CPU) * 1000 }),
 		Accelerators:   s.Accelerators,
 		ClusterQueueOf: s.ClusterQueueName,
 		Interval:       cfg.UsageInterval,

@@ -169,13 +169,13 @@ func BenchmarkFlush50kPods(b *testing.B) {
 	start := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	c := benchCollector(start)
 	c.Store, c.Owner = db, "bench"
-	c.Guarantees = func(context.Context) (usage.GuaranteeHistory, error) {
+	c.Guarantees = accelOnly(func(context.Context) (usage.GuaranteeHistory, error) {
 		g := usage.GuaranteeHistory{}
 		for i := range 50 {
 			g.Add(fmt.Sprintf("team%02d", i), "ml.p5.48xlarge", time.Time{}, 400)
 		}
 		return g, nil
-	}
+	})
 	if _, err := db.ClaimCollector(ctx, "bench", "bench", start, start); err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@
 // and what it cannot recover (pods deleted while it was not running) is
 // recorded as a missing data period. Each second is split by the guarantee
 // in force at that second (usage.GuaranteeHistory): accelerators, and CPU
-// by the CPU guarantee when CPUGuarantees is set (usage.IntegrateSplit).
+// by the CPU guarantee when Guaranteed.CPU is set (usage.IntegrateSplit).
 //
 // It sits above both internal/store and internal/usage (it reads the
 // cluster, computes with usage and writes through the store), beside
@@ -96,15 +96,10 @@ type Collector struct {
 	Cluster string
 	// Owner names this instance in the heartbeat (host and process).
 	Owner string
-	// Guarantees returns each team's guaranteed accelerators per instance
-	// type over time (the approved contracts' guarantees from when each
-	// took effect): each second is split by the guarantee in force then.
-	Guarantees func(ctx context.Context) (usage.GuaranteeHistory, error)
-	// CPUGuarantees returns each team's guaranteed CPU in millicores per
-	// instance type over time (the instances guaranteed times the vCPUs of
-	// one, as the ClusterQueue's cpu quota): CPU is split by it the way
-	// accelerators are (usage.IntegrateSplit). nil leaves CPU unsplit.
-	CPUGuarantees func(ctx context.Context) (usage.GuaranteeHistory, error)
+	// Guarantees returns each team's guarantees over time (the approved
+	// contracts' guarantees from when each took effect), read once per
+	// flush: each second is split by the guarantee in force then.
+	Guarantees func(ctx context.Context) (Guaranteed, error)
 	// Accelerators per instance type (provision.ClusterSettings.Accelerators):
 	// the resource each instance type is counted in, and the count per
 	// instance for nodes whose allocatable shows none.
@@ -452,16 +447,11 @@ func (c *Collector) Flush(ctx context.Context) error {
 }
 
 func (c *Collector) flushUsage(ctx context.Context, now time.Time) error {
-	g, err := c.Guarantees(ctx)
+	gs, err := c.Guarantees(ctx)
 	if err != nil {
 		return err
 	}
-	var cpu usage.GuaranteeHistory
-	if c.CPUGuarantees != nil {
-		if cpu, err = c.CPUGuarantees(ctx); err != nil {
-			return err
-		}
-	}
+	g, cpu := gs.Accelerators, gs.CPU
 	c.mu.Lock()
 	recs := c.dirty
 	recs.Borrowing = c.borrowingLocked(g, now)

@@ -111,7 +111,7 @@ func TestCollectorIntegration(t *testing.T) {
 	guar := usage.Guarantees{"red": {p5: 8}}
 	newCollector := func(owner string) *Collector {
 		return &Collector{Kube: kube, Kueue: kq, Store: db, Cluster: "hp-" + sfx, Owner: owner, Now: clk.now,
-			Guarantees: func(context.Context) (usage.GuaranteeHistory, error) { return guar.History(), nil }}
+			Guarantees: accelOnly(func(context.Context) (usage.GuaranteeHistory, error) { return guar.History(), nil })}
 	}
 
 	// First start at B: the nodes are seen at B.

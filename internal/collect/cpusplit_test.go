@@ -21,11 +21,11 @@ func TestCollectorSplitsCPU(t *testing.T) {
 	clk := &clock{t: t0}
 	c := benchCollector(t0)
 	c.Now, c.Store, c.Owner = clk.now, db, "one"
-	c.Guarantees = func(context.Context) (usage.GuaranteeHistory, error) {
-		return usage.Guarantees{"team01": {"ml.p5.48xlarge": 8}}.History(), nil
-	}
-	c.CPUGuarantees = func(context.Context) (usage.GuaranteeHistory, error) {
-		return usage.Guarantees{"team01": {"ml.p5.48xlarge": 6000}}.History(), nil
+	c.Guarantees = func(context.Context) (Guaranteed, error) {
+		return Guaranteed{
+			Accelerators: usage.Guarantees{"team01": {"ml.p5.48xlarge": 8}}.History(),
+			CPU:          usage.Guarantees{"team01": {"ml.p5.48xlarge": 6000}}.History(),
+		}, nil
 	}
 	if _, err := db.ClaimCollector(ctx, "bench", "one", t0, t0); err != nil {
 		t.Fatal(err)

@@ -14,18 +14,32 @@ type GuaranteeHistory interface {
 	GuaranteeHistory(ctx context.Context, team string) (usage.GuaranteeHistory, error)
 }
 
+// Guaranteed is each team's guarantee history in the two units usage is
+// split by: accelerators of each instance type's counted resource, and CPU
+// in millicores (the instances guaranteed times the vCPUs of one, as the
+// ClusterQueue's cpu quota). A nil CPU leaves CPU unsplit.
+type Guaranteed struct {
+	Accelerators usage.GuaranteeHistory
+	CPU          usage.GuaranteeHistory
+}
+
 // GuaranteesFrom is the Collector's Guarantees as the portal runs it: each
 // team's guaranteed instances per instance type over time, from the
 // store's guarantee history (the approved versions' Scheduling.Guaranteed
-// from when each took effect), in accelerators at perInstance of each
-// instance type.
-func GuaranteesFrom(db GuaranteeHistory, perInstance func(itype string) int64) func(ctx context.Context) (usage.GuaranteeHistory, error) {
-	return func(ctx context.Context) (usage.GuaranteeHistory, error) {
+// from when each took effect), read once and given in accelerators at
+// accelerators(itype) and in CPU millicores at cpu(itype) per instance; a
+// nil cpu leaves CPU unsplit.
+func GuaranteesFrom(db GuaranteeHistory, accelerators, cpu func(itype string) int64) func(ctx context.Context) (Guaranteed, error) {
+	return func(ctx context.Context) (Guaranteed, error) {
 		h, err := db.GuaranteeHistory(ctx, "")
 		if err != nil {
-			return nil, err
+			return Guaranteed{}, err
 		}
-		return h.InAccelerators(perInstance), nil
+		g := Guaranteed{Accelerators: h.InAccelerators(accelerators)}
+		if cpu != nil {
+			g.CPU = h.InAccelerators(cpu)
+		}
+		return g, nil
 	}
 }
 

@@ -26,9 +26,9 @@ func TestLateFinishRecomputesWrittenHours(t *testing.T) {
 	clk := &clock{t: t0}
 	c := benchCollector(t0)
 	c.Now, c.Store, c.Owner = clk.now, db, "one"
-	c.Guarantees = func(context.Context) (usage.GuaranteeHistory, error) {
+	c.Guarantees = accelOnly(func(context.Context) (usage.GuaranteeHistory, error) {
 		return usage.Guarantees{"team01": {"ml.p5.48xlarge": 8}}.History(), nil
-	}
+	})
 	if _, err := db.ClaimCollector(ctx, "bench", "one", t0, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +99,14 @@ func TestLatePodKeepsPastGuarantees(t *testing.T) {
 	clk := &clock{t: t0}
 	c := benchCollector(t0)
 	c.Now, c.Store, c.Owner = clk.now, db, "one"
-	c.Guarantees = func(context.Context) (usage.GuaranteeHistory, error) {
+	c.Guarantees = accelOnly(func(context.Context) (usage.GuaranteeHistory, error) {
 		g := usage.GuaranteeHistory{}
 		g.Add("team01", "ml.p5.48xlarge", time.Time{}, 1)
 		if !clk.now().Before(amended) {
 			g.Add("team01", "ml.p5.48xlarge", amended, 3)
 		}
 		return g, nil
-	}
+	})
 	if _, err := db.ClaimCollector(ctx, "bench", "one", t0, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestStartMergesRecordedWorkloads(t *testing.T) {
 	clk := &clock{t: t0}
 	c := benchCollector(t0)
 	c.Now, c.Store, c.Owner = clk.now, db, "one"
-	c.Guarantees = func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil }
+	c.Guarantees = accelOnly(func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil })
 	if _, err := db.ClaimCollector(ctx, "bench", "one", t0, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestStartMergesRecordedWorkloads(t *testing.T) {
 	clk.set(min(70))
 	c = benchCollector(min(60))
 	c.Now, c.Store, c.Owner = clk.now, db, "one"
-	c.Guarantees = func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil }
+	c.Guarantees = accelOnly(func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil })
 	c.loading, c.deferredPods, c.deferredWLs = true, map[types.UID]*slimPod{}, map[string]*kueue.Workload{}
 	c.onWorkload(w)
 	if err := c.merge(ctx, min(70)); err != nil {
@@ -230,5 +230,14 @@ func TestStartMergesRecordedWorkloads(t *testing.T) {
 	}
 	if got := hours(); !reflect.DeepEqual(got, before) {
 		t.Errorf("the restart changed the hour:\n%+v\nwas\n%+v", got, before)
+	}
+}
+
+// accelOnly is Guarantees from a function of accelerators alone (CPU
+// unsplit).
+func accelOnly(f func(ctx context.Context) (usage.GuaranteeHistory, error)) func(ctx context.Context) (Guaranteed, error) {
+	return func(ctx context.Context) (Guaranteed, error) {
+		h, err := f(ctx)
+		return Guaranteed{Accelerators: h}, err
 	}
 }

@@ -55,9 +55,9 @@ func TestRestartKeepsRecordedHistoryIntegration(t *testing.T) {
 	cluster := "restart-" + sfx
 	newCollector := func(name string) *Collector {
 		return &Collector{Kube: kube, Kueue: kq, Store: db, Cluster: cluster, Owner: name, Now: clk.now,
-			Guarantees: func(context.Context) (usage.GuaranteeHistory, error) {
+			Guarantees: accelOnly(func(context.Context) (usage.GuaranteeHistory, error) {
 				return usage.Guarantees{"red": {p5: 8}}.History(), nil
-			}}
+			})}
 	}
 	c := newCollector("one")
 	if _, err := db.ClaimCollector(ctx, cluster, "one", B, B.Add(-time.Minute)); err != nil {

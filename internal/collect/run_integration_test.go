@@ -31,7 +31,7 @@ func TestCollectorRunIntegration(t *testing.T) {
 	cluster := fmt.Sprintf("run-%d", time.Now().UnixNano()%1e6)
 	c := &Collector{Kube: kube, Kueue: kq, Store: db,
 		Cluster: cluster, Owner: "one", Now: clk.now, Interval: time.Hour, Retention: 400 * 24 * time.Hour,
-		Guarantees: func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil }}
+		Guarantees: accelOnly(func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil })}
 	runCtx, stopRun := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(runCtx) }()

@@ -117,7 +117,7 @@ func TestSchedCapacityFollowsNodes(t *testing.T) {
 	defer cancel()
 	c := &Collector{Kube: hc.Kube, Kueue: hc.Kueue, Store: p.db, Cluster: "sched", Owner: "one",
 		InventoryCluster: workflow.ExampleContract().ClusterName, InventorySettle: time.Second,
-		Guarantees: func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil }}
+		Guarantees: accelOnly(func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil })}
 	if _, err := p.db.ClaimCollector(ctx, "sched", "one", time.Now(), time.Now()); err != nil {
 		t.Fatal(err)
 	}

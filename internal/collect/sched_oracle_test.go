@@ -404,7 +404,7 @@ func startPortal(t *testing.T, c *hpcluster.Cluster, it hpcluster.InstanceType, 
 	}
 	p := &portalRun{db: db, cluster: fmt.Sprintf("sched-%d", time.Now().UnixNano()%1e6), started: time.Now().UTC()}
 	p.col = &Collector{Kube: c.Kube, Kueue: c.Kueue, Store: db, Cluster: p.cluster, Owner: "the elected leader",
-		Guarantees:     GuaranteesFrom(db, func(itype string) int64 { return int64(settings.Accelerators[itype].Accelerators) }),
+		Guarantees:     GuaranteesFrom(db, func(itype string) int64 { return int64(settings.Accelerators[itype].Accelerators) }, nil),
 		Accelerators:   settings.Accelerators,
 		ClusterQueueOf: settings.ClusterQueueName,
 		Interval:       time.Second}

@@ -137,9 +137,9 @@ func TestSchedPriorityPreemption(t *testing.T) {
 	db := migratedDB(t)
 	col := &Collector{Kube: c.Kube, Kueue: c.Kueue, Store: db, Cluster: "sched-" + run, Owner: "test",
 		Interval: time.Hour,
-		Guarantees: func(context.Context) (usage.GuaranteeHistory, error) {
+		Guarantees: accelOnly(func(context.Context) (usage.GuaranteeHistory, error) {
 			return usage.GuaranteeHistory{}, nil
-		}}
+		})}
 	runCtx, stopRun := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- col.Run(runCtx) }()
