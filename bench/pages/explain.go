@@ -205,6 +205,6 @@ func readCacheViews(base string) (cacheViews, error) {
 
 // since is the views served between v and a later reading.
 func (v cacheViews) since(later cacheViews) string {
-	return fmt.Sprintf("page cache: %.0f rendered, %.0f shared a render, %.0f hits",
-		later["rendered"]-v["rendered"], later["shared"]-v["shared"], later["hit"]-v["hit"])
+	return fmt.Sprintf("page cache: %.0f rendered, %.0f shared a render, %.0f the last minute's while it rendered, %.0f hits",
+		later["rendered"]-v["rendered"], later["shared"]-v["shared"], later["stale"]-v["stale"], later["hit"]-v["hit"])
 }

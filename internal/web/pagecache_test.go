@@ -240,7 +240,7 @@ func BenchmarkCachedPageHit(b *testing.B) {
 // cacheHits is the views the page cache served without rendering them
 // (kept pages and shared renders: portal_page_cache_views_total).
 func cacheHits(srv *Server) int64 {
-	return int64(testutil.ToFloat64(srv.pages.views.WithLabelValues("hit")) + testutil.ToFloat64(srv.pages.views.WithLabelValues("shared")))
+	return int64(testutil.ToFloat64(srv.pages.views.WithLabelValues("hit")) + testutil.ToFloat64(srv.pages.views.WithLabelValues("shared")) + testutil.ToFloat64(srv.pages.views.WithLabelValues("stale")))
 }
 
 // TestPageCacheKeepsNoErrorPage: a cached route that answers with another
@@ -345,5 +345,42 @@ func TestPageCacheDoesNotServeThePageFromBeforeARecheck(t *testing.T) {
 	}
 	if u, _ := h.db.UserByEmail(t.Context(), "member.red@example.test"); len(u.Groups) != 1 || u.Groups[0] != "team-blue-members" {
 		t.Errorf("the re-check did not run on that request: groups %v", u.Groups)
+	}
+}
+
+// TestPageCacheServesTheLastMinuteWhileItRenders: when the minute moves,
+// the view that finds no page renders it, and the views of the same key
+// meanwhile get the previous minute's page of the same data version at
+// once (stale), not a wait; once rendered, the new minute's page is a
+// hit. A view of another data version never gets the older version's
+// page: it waits for the render (joins the flight).
+func TestPageCacheServesTheLastMinuteWhileItRenders(t *testing.T) {
+	pc := &pageCache{}
+	base := func(version string) string { return version + "\x00token\x00access\x00/connections" }
+	const m = 29_000_000
+	old := []byte("rendered at minute m")
+	pc.put("v1", pageKey(base("v1"), m), old)
+
+	_, _, f, lead := pc.lookup(base("v1"), m+1)
+	if !lead || f == nil {
+		t.Fatalf("the first view of the new minute leads its render: lead %v", lead)
+	}
+	body, result, _, _ := pc.lookup(base("v1"), m+1)
+	if result != "stale" || string(body) != string(old) {
+		t.Fatalf("a view during the render: %q %q, want the last minute's page, stale", result, body)
+	}
+	// Another data version: the old page would show old data.
+	if body, result, g, lead := pc.lookup(base("v2"), m+1); body != nil || result != "" || g == nil || !lead {
+		t.Errorf("a view of data version v2 got %q (%s), want no page and a render of its own", body, result)
+	}
+	// Two minutes on: the page of m is not the previous minute's.
+	if body, _, _, _ := pc.lookup(base("v1"), m+2); body != nil {
+		t.Errorf("a view two minutes on got the page of minute m: %q", body)
+	}
+
+	fresh := []byte("rendered at minute m+1")
+	pc.land("v1", pageKey(base("v1"), m+1), f, fresh)
+	if body, result, _, _ := pc.lookup(base("v1"), m+1); result != "hit" || string(body) != string(fresh) {
+		t.Errorf("after the render: %q %q, want the new page as a hit", result, body)
 	}
 }
