@@ -66,7 +66,10 @@ import (
 // version of the job; revoking C applies the others' sum, or deletes the
 // queue when C was the last (RevocationPlan). Each job reads the store when
 // it runs, so the last job to finish writes the team's total as the store
-// has it then, not its own share. The drift check compares the queue with
+// has it then, not its own share; and after applying the queue a job reads
+// the team's connections again and re-applies while they changed
+// (Worker.settleTeamQueue), so a job whose read came before another job's
+// change cannot leave its older sum behind by applying last. The drift check compares the queue with
 // the same sum (the connection's approved version with the others').
 //
 // The plan's hash (Plan.HashedText) names the team queue but leaves its

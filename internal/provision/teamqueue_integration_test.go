@@ -226,3 +226,73 @@ func gpuNominal(tb testing.TB, live *unstructured.Unstructured) int64 {
 
 // nsGVR is the namespaces resource.
 var nsGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// TestTeamQueueRaceIntegration: two jobs of one team interleave as two
+// replicas' workers can. Connection 1's re-apply reads the team's
+// connections (connection 2 at 1 instance); before it applies, connection
+// 2's amendment to 3 instances is approved and its job runs to the end
+// (it applies 1+3). Connection 1's job then applies the sum it read
+// (1+1): without settleTeamQueue's re-read the cluster would keep it,
+// below what the store approved. The queue must end at 1+3.
+func TestTeamQueueRaceIntegration(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	b := newWBed(t)
+	b.setInventory(ctx, 4)
+	team := "wrace" + wintRandom(t)
+	namespaces := []string{provision.DefaultNamespacePrefix + team, team + "-b"}
+	counts := []int{1, 1}
+	var tns []wintTenant
+	var queue provision.Object
+	for i, ns := range namespaces {
+		b.edit = func(c *workflow.Contract) {
+			c.Namespaces = []string{ns}
+			c.Scheduling.Guaranteed = []workflow.Capacity{{InstanceType: "ml.p5.48xlarge", Count: counts[i]}}
+			n := strconv.Itoa(i)
+			c.ProjectRoleARN += n
+			c.AccessRoleARN += n
+			c.WorkloadRoleARN += n
+		}
+		tn := b.approve(ctx, team, b.plans)
+		b.edit = nil
+		w := b.worker("p" + strconv.Itoa(i))
+		w.TeamQueue = b.teamQueueOf()
+		b.runOnce(ctx, w)
+		tns = append(tns, tn)
+		queue = teamQueueObject(t, tn.plan)
+	}
+	b.assertTeamQueue(ctx, queue, team, tns, counts, "after provisioning both")
+
+	reapply, err := b.db.EnqueueReapply(ctx, tns[0].conn.ID, b.admin, "race", b.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var amend workflow.Job
+	interleaved := false
+	slow := b.worker("slow")
+	real := b.teamQueueOf()
+	slow.TeamQueue = func(ctx context.Context, p provision.Plan, withSelf bool) (provision.Plan, error) {
+		read, err := real(ctx, p, withSelf) // the read this job applies
+		if !interleaved {
+			interleaved = true
+			amend, _ = amendment(t, b.db, b.clock.Now(), b.plans, tns[1].conn.ID, func(c *workflow.Contract) { c.Scheduling.Guaranteed[0].Count = 3 })
+			fast := b.worker("fast")
+			fast.TeamQueue = real
+			b.runOnce(ctx, fast)
+			if j := b.job(ctx, amend.ID); j.State != workflow.JobSucceeded {
+				t.Fatalf("the amendment's job %+v, want succeeded", j)
+			}
+		}
+		return read, err
+	}
+	b.runOnce(ctx, slow)
+	if !interleaved {
+		t.Fatal("the re-apply never looked the team's connections up: the race was not played")
+	}
+	j := b.job(ctx, reapply.ID)
+	if j.State != workflow.JobSucceeded {
+		t.Fatalf("the re-apply job %+v, want succeeded", j)
+	}
+	counts[1] = 3
+	b.assertTeamQueue(ctx, queue, team, tns, counts, "after the interleaved re-apply and amendment")
+}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // JobStore is the durable queue the worker runs on: *store.DB in the portal,
@@ -596,6 +598,9 @@ func (w *Worker) runSteps(sctx context.Context, r *jobRun, pause func(Step) bool
 				outcome, detail, applyErr = r.fresh.apply(stepCtx, st.Object)
 			default:
 				outcome, detail, applyErr = w.runStep(stepCtx, job, r.apply, st)
+				if applyErr == nil && st.Action == ActionApply && isTeamQueue(st.Object) {
+					outcome, detail, applyErr = w.settleTeamQueue(stepCtx, r, st.Object, outcome, detail)
+				}
 			}
 			cancel()
 		}
@@ -799,6 +804,51 @@ func (w *Worker) checkNamespace(ctx context.Context, job workflow.Job, plan Plan
 		return fmt.Errorf("provision: before applying: %w", foreignNamespaceError(plan.Namespace, plan.Team))
 	}
 	return nil
+}
+
+// teamQueueRechecks bounds settleTeamQueue's rounds: each is one read of
+// the team's connections and, when they changed, one apply.
+const teamQueueRechecks = 3
+
+// settleTeamQueue runs after the team's ClusterQueue (applied, as the
+// job's steps built it from the store) was applied: it reads the team's
+// counted connections again and applies the queue again while what it
+// applied is not what the store sums now. Two jobs of one team (any
+// replica's: no process lock orders them) each read the store before
+// applying; without this, the job whose read came before the other's
+// change but whose apply came after it would leave the older sum on the
+// cluster. The job that changed the store applies after its change, and a
+// job that applied after that apply sees the change here, so the last
+// apply on the cluster is of a read made after every change it followed
+// (issue 31 item 6's review). The step's detail says when it re-applied.
+func (w *Worker) settleTeamQueue(ctx context.Context, r *jobRun, applied Object, outcome Outcome, detail string) (Outcome, string, error) {
+	if w.TeamQueue == nil {
+		return outcome, detail, nil
+	}
+	for range teamQueueRechecks {
+		plan, err := w.Plans(ctx, r.job.ConnectionID, r.job.Version)
+		if err != nil {
+			return outcome, detail, err
+		}
+		// A revocation's queue is the others' sum (steps: withSelf false).
+		if plan, err = w.TeamQueue(ctx, plan, r.job.Kind != workflow.JobRevoke); err != nil {
+			return outcome, detail, err
+		}
+		i := slices.IndexFunc(plan.Objects, isTeamQueue)
+		if i < 0 || len(plan.Objects[i].TeamMembers) == 0 || equality.Semantic.DeepEqual(plan.Objects[i].Obj.Object, applied.Obj.Object) {
+			return outcome, detail, nil
+		}
+		now := plan.Objects[i]
+		// w.Apply, not r.apply: a re-apply batch's applier answers from
+		// a snapshot taken before this job applied, which would call the
+		// newer queue Unchanged without applying it.
+		if outcome, detail, err = w.runStep(ctx, r.job, w.Apply, Step{Action: ActionApply, Object: now}); err != nil {
+			return outcome, detail, err
+		}
+		detail = fmt.Sprintf("%s (re-applied: the team's connections changed while this job ran; it now sums connections %s)", detail, now.Obj.GetAnnotations()[AnnotationTeamConnections])
+		applied = now
+	}
+	return outcome, detail, nil
 }
 
 // runStep runs one step on the cluster: an apply with Apply, any other
