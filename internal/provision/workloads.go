@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,9 +30,14 @@ type PendingWorkload struct {
 	// when unknown: the API is not served (an aggregated API server Kueue
 	// runs beside its controllers, on by default), the portal may not read
 	// it, or the workload is not among the first 1,000 it lists.
-	Position      int32
-	PriorityClass string // spec.priorityClassRef.name ("" when none)
-	Created       time.Time
+	Position int32
+	// PositionUnknown says why Position is 0 when Kueue's visibility API
+	// did not give it (refused, not served, no answer); "" when it
+	// answered (a workload beyond the first 1,000 it lists stays 0
+	// without a reason) or the workload names no queue.
+	PositionUnknown string
+	PriorityClass   string // spec.priorityClassRef.name ("" when none)
+	Created         time.Time
 	// Condition is the condition the reason comes from (QuotaReserved,
 	// Admitted or Evicted), empty when Kueue has written none yet.
 	Condition, Reason, Message string
@@ -151,29 +157,58 @@ func (r *ClusterReader) queueWaiting(ctx context.Context, ns string) (map[string
 
 // positions fills in each workload's place in its LocalQueue from Kueue's
 // visibility API, one request per LocalQueue. Where the API does not answer
-// the positions stay unknown: the page still shows Kueue's reason and count.
+// the positions stay unknown, and each workload of that queue says why
+// (PositionUnknown): the page still shows Kueue's reason and count.
 func (r *ClusterReader) positions(ctx context.Context, pending []PendingWorkload) {
 	type queue struct{ ns, name string }
-	at := map[queue]map[string]int32{}
+	type answer struct {
+		at  map[string]int32
+		why string
+	}
+	answers := map[queue]answer{}
 	for i := range pending {
 		p := &pending[i]
 		q := queue{p.Namespace, p.Queue}
 		if p.Queue == "" {
 			continue
 		}
-		if _, ok := at[q]; !ok {
-			at[q] = r.queuePositions(ctx, q.ns, q.name)
+		a, ok := answers[q]
+		if !ok {
+			at, err := r.queuePositions(ctx, q.ns, q.name)
+			a = answer{at: at, why: positionUnknown(err, q.ns, q.name)}
+			answers[q] = a
 		}
-		if pos, ok := at[q][p.Name]; ok {
+		if pos, ok := a.at[p.Name]; ok {
 			p.Position = pos + 1
 		}
+		p.PositionUnknown = a.why
 	}
 }
 
-func (r *ClusterReader) queuePositions(ctx context.Context, ns, lq string) map[string]int32 {
+// positionUnknown is why the visibility API gave no positions for
+// LocalQueue ns/lq, in words a team member can act on ("" for no error).
+// The API server's own message is not repeated: it names the portal's
+// identity and the cluster's internals.
+func positionUnknown(err error, ns, lq string) string {
+	switch {
+	case err == nil:
+		return ""
+	case apierrors.IsForbidden(err):
+		return "position unknown: the portal may not read Kueue's visibility API (it needs get on localqueues/pendingworkloads in visibility.kueue.x-k8s.io); an admin can grant it"
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("position unknown: Kueue's visibility API knows no LocalQueue %s/%s, or is not served on this cluster", ns, lq)
+	}
+	reason := string(apierrors.ReasonForError(err))
+	if reason == "" || reason == string(metav1.StatusReasonUnknown) {
+		reason = "no answer"
+	}
+	return fmt.Sprintf("position unknown: Kueue's visibility API did not answer (%s)", reason)
+}
+
+func (r *ClusterReader) queuePositions(ctx context.Context, ns, lq string) (map[string]int32, error) {
 	u, err := r.Client.Resource(visibilityLocalQueues).Namespace(ns).Get(ctx, lq, metav1.GetOptions{}, "pendingworkloads")
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	items, _, _ := unstructured.NestedSlice(u.Object, "items")
 	out := make(map[string]int32, len(items))
@@ -188,5 +223,5 @@ func (r *ClusterReader) queuePositions(ctx context.Context, ns, lq string) map[s
 			out[name] = int32(pos)
 		}
 	}
-	return out
+	return out, nil
 }

@@ -632,7 +632,10 @@ type PendingRow struct {
 	// QueueWaiting: the workload's place in its LocalQueue and Kueue's
 	// count of the queue's pending workloads, as text ("" when neither is
 	// known).
-	QueueWaiting    string
+	QueueWaiting string
+	// PositionUnknown: why Kueue's visibility API gave no position ("" when
+	// it answered).
+	PositionUnknown string
 	Waiting         string
 	Reason, Message string
 }

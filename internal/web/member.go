@@ -77,7 +77,7 @@ func (s *Server) submitPage(c echo.Context) error {
 		for _, p := range pending {
 			r := views.PendingRow{Namespace: p.Namespace, Name: p.Name, Queue: p.Queue, PriorityClass: p.PriorityClass,
 				Waiting: age(now.Sub(p.Created)), Reason: p.Reason, Message: p.Message}
-			r.QueueWaiting = queuePlace(p.Position, p.QueueWaiting)
+			r.QueueWaiting, r.PositionUnknown = queuePlace(p.Position, p.QueueWaiting), p.PositionUnknown
 			if p.Condition == "" {
 				r.Reason, r.Message = "Not yet considered", "Kueue has not written a condition on this workload yet (its queue may not exist, or Kueue has not run)."
 			}

@@ -48,7 +48,9 @@ func TestSubmitPage(t *testing.T) {
 	fw := fakeWorkloads{asked: &asked, pending: []provision.PendingWorkload{{
 		Namespace: "hyperpod-ns-red", Name: "train-x", Queue: "hyperpod-ns-red-localqueue", PriorityClass: "training-priority",
 		Created: time.Now().Add(-2 * time.Hour), Condition: "QuotaReserved", Reason: "Pending",
-		Message: "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu <b>8 more</b>",
+		Message:         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu <b>8 more</b>",
+		QueueWaiting:    3,
+		PositionUnknown: "position unknown: Kueue's visibility API did not answer (ServiceUnavailable)",
 	}}}
 	h := newHarness(t, false, func(o *Options) { o.Workloads = fw })
 	activeRed(t, h)
@@ -69,6 +71,9 @@ func TestSubmitPage(t *testing.T) {
 		`data-testid="pending-train-x"`, "<strong>Pending</strong>",
 		html.EscapeString("insufficient unused quota for nvidia.com/gpu <b>8 more</b>"),
 		`href="/teams/red/signals"`,
+		// Why the place in the queue is missing, beside Kueue's count.
+		`data-testid="pending-queue-waiting">3 waiting in this queue (position unknown)<`,
+		`data-testid="pending-position-unknown">position unknown: Kueue&#39;s visibility API did not answer (ServiceUnavailable)<`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the member's page lacks %q", want)
