@@ -221,10 +221,12 @@ func New(o Options) (*Server, error) {
 	sm.IdleTimeout = o.SessionIdleTimeout
 	// The idle timeout makes scs commit every session on every request,
 	// only to move its expiry; the store writes that at most once per
-	// refresh (a tenth of the idle timeout, at most a minute), so a page
-	// view is not a database write (issue 15; docs/security.md, Sign-in and
-	// sessions).
-	st.SetRefreshGranularity(min(time.Minute, o.SessionIdleTimeout/10))
+	// refresh (a tenth of the idle timeout: 3 minutes at the default 30),
+	// so a page view is not a database write (issue 15; docs/security.md,
+	// Sign-in and sessions). Each such write moves the data version, and
+	// so re-renders every cached page of every session: capped at a
+	// minute, as it was, every active user did that once a minute.
+	st.SetRefreshGranularity(o.SessionIdleTimeout / 10)
 	sm.Lifetime = o.SessionLifetime
 	sm.Cookie.Name = "portal_session"
 	sm.Cookie.HttpOnly = true
