@@ -59,27 +59,9 @@ func TestTeamQueueOfThreeConnectionsIntegration(t *testing.T) {
 	}
 	namespaces := []string{provision.DefaultNamespacePrefix + team, team + "-b", team + "-c"}
 	counts := []int{1, 2, 1}
-	var tns []wintTenant
-	var queue provision.Object
-	for i, ns := range namespaces {
-		b.edit = func(c *workflow.Contract) {
-			c.Namespaces = []string{ns}
-			c.Scheduling.Guaranteed = []workflow.Capacity{{InstanceType: "ml.p5.48xlarge", Count: counts[i]}}
-			n := strconv.Itoa(i)
-			c.ProjectRoleARN += n
-			c.AccessRoleARN += n
-			c.WorkloadRoleARN += n
-		}
-		tn := b.approve(ctx, team, b.plans)
-		b.edit = nil
-		b.runOnce(ctx, worker("w"+strconv.Itoa(i)))
-		if s := b.state(ctx, tn.conn.ID); s != workflow.StateActive {
-			t.Fatalf("connection %d is %s after its job, want active", tn.conn.ID, s)
-		}
-		tns = append(tns, tn)
-		queue = teamQueueObject(t, tn.plan)
-		b.assertTeamQueue(ctx, queue, team, tns, counts, "after provisioning connection "+strconv.Itoa(i+1))
-	}
+	tns, queue := b.provisionTeam(ctx, team, namespaces, counts, func(i int, tns []wintTenant, queue provision.Object) {
+		b.assertTeamQueue(ctx, queue, team, tns, counts[:i+1], "after provisioning connection "+strconv.Itoa(i+1))
+	})
 
 	// Amend the second connection: 3 instances instead of 2.
 	job, _ := amendment(t, b.db, b.clock.Now(), b.plans, tns[1].conn.ID, func(c *workflow.Contract) { c.Scheduling.Guaranteed[0].Count = 3 })
@@ -112,6 +94,40 @@ func TestTeamQueueOfThreeConnectionsIntegration(t *testing.T) {
 		b.assertTeamQueue(ctx, queue, team, tns, counts, what)
 		b.assertNotSelected(ctx, queue, tn.plan.Namespace, what)
 	}
+}
+
+// provisionTeam approves and provisions one connection of team per
+// namespace, guaranteed counts[i] ml.p5.48xlarge instances each, with the
+// production's team queue lookup; after each, each (when set) gets the
+// connections so far and the team's ClusterQueue.
+func (b *wbed) provisionTeam(ctx context.Context, team string, namespaces []string, counts []int, each func(i int, tns []wintTenant, queue provision.Object)) ([]wintTenant, provision.Object) {
+	b.tb.Helper()
+	var tns []wintTenant
+	var queue provision.Object
+	for i, ns := range namespaces {
+		b.edit = func(c *workflow.Contract) {
+			c.Namespaces = []string{ns}
+			c.Scheduling.Guaranteed = []workflow.Capacity{{InstanceType: "ml.p5.48xlarge", Count: counts[i]}}
+			n := strconv.Itoa(i)
+			c.ProjectRoleARN += n
+			c.AccessRoleARN += n
+			c.WorkloadRoleARN += n
+		}
+		tn := b.approve(ctx, team, b.plans)
+		b.edit = nil
+		w := b.worker("w" + strconv.Itoa(i))
+		w.TeamQueue = b.teamQueueOf()
+		b.runOnce(ctx, w)
+		if s := b.state(ctx, tn.conn.ID); s != workflow.StateActive {
+			b.tb.Fatalf("connection %d is %s after its job, want active", tn.conn.ID, s)
+		}
+		tns = append(tns, tn)
+		queue = teamQueueObject(b.tb, tn.plan)
+		if each != nil {
+			each(i, tns, queue)
+		}
+	}
+	return tns, queue
 }
 
 // teamQueueObject is the plan's team ClusterQueue.
@@ -242,25 +258,7 @@ func TestTeamQueueRaceIntegration(t *testing.T) {
 	team := "wrace" + wintRandom(t)
 	namespaces := []string{provision.DefaultNamespacePrefix + team, team + "-b"}
 	counts := []int{1, 1}
-	var tns []wintTenant
-	var queue provision.Object
-	for i, ns := range namespaces {
-		b.edit = func(c *workflow.Contract) {
-			c.Namespaces = []string{ns}
-			c.Scheduling.Guaranteed = []workflow.Capacity{{InstanceType: "ml.p5.48xlarge", Count: counts[i]}}
-			n := strconv.Itoa(i)
-			c.ProjectRoleARN += n
-			c.AccessRoleARN += n
-			c.WorkloadRoleARN += n
-		}
-		tn := b.approve(ctx, team, b.plans)
-		b.edit = nil
-		w := b.worker("p" + strconv.Itoa(i))
-		w.TeamQueue = b.teamQueueOf()
-		b.runOnce(ctx, w)
-		tns = append(tns, tn)
-		queue = teamQueueObject(t, tn.plan)
-	}
+	tns, queue := b.provisionTeam(ctx, team, namespaces, counts, nil)
 	b.assertTeamQueue(ctx, queue, team, tns, counts, "after provisioning both")
 
 	reapply, err := b.db.EnqueueReapply(ctx, tns[0].conn.ID, b.admin, "race", b.clock.Now())
