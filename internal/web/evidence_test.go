@@ -155,7 +155,7 @@ func TestEvidenceBundleReducesJobErrors(t *testing.T) {
 // fetched from the page, the signature checked against it. The trail
 // records the key's making once, naming it.
 func TestEvidenceKeyPublished(t *testing.T) {
-	h := newHarness(t, false)
+	h := newHarness(t, false, func(o *Options) { o.Signer = nil })
 	owner, admin := h.signIn("owner.red"), h.signIn("admin")
 	approvedConnection(t, h, owner, admin)
 	resp, page := h.get(h.client(), EvidenceKeyPath)
