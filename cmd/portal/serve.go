@@ -336,9 +336,9 @@ func newWebServer(cfg Config, db *store.DB, ls *listeners, id identity, rates *u
 
 // startWork starts the background work and returns the function that stops
 // it and waits for it. On every replica: session cleanup, the audit head
-// log, daily publication and checkpoint, the provisioning worker (each job is leased to one
-// worker at a time, renewed by a heartbeat: internal/provision), the demo
-// usage seed, and the election; the singletons run on the elected leader
+// log, daily publication and checkpoint, the provisioning worker (each job
+// is leased to one worker at a time, renewed by a heartbeat:
+// internal/provision), the demo usage seed, and the election; the singletons run on the elected leader
 // only, started when this process becomes it and stopped when it stops
 // being it.
 func startWork(ctx context.Context, cfg Config, db *store.DB, srv *web.Server, p *parts, rates *usage.RateCard, logger *slog.Logger) (stop func()) {
