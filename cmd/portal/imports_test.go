@@ -41,6 +41,9 @@ func TestImportBoundaries(t *testing.T) {
 		// database, network, cluster or cloud.
 		"internal/evidence": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/provision",
 			mod + "internal/auth", mod + "internal/usage", "github.com/labstack/echo", "k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "database/sql", "net/http"},
+		// The installation's signing key is crypto only: the store keeps
+		// its row and the web layer loads it.
+		"internal/signing": {mod + "internal/", "database/sql", "net/http", "github.com/labstack/echo", "k8s.io/client-go", "github.com/aws/aws-sdk-go-v2"},
 		// The review scheduler decides through workflow and writes through
 		// the store; it serves no pages and calls no cloud API itself.
 		"internal/review": {mod + "internal/web", mod + "internal/views", mod + "internal/provision", "github.com/labstack/echo",

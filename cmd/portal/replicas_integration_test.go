@@ -166,6 +166,29 @@ func TestTwoReplicas(t *testing.T) {
 	rb := startReplica(t, bin, "replica-b", args...)
 	replicas := []*replica{ra, rb}
 
+	// One signing key for the installation (issue 31 item 11): the second
+	// replica signs with the key the first made, both publish it, and the
+	// trail records its making once.
+	var published []string
+	for _, r := range replicas {
+		resp, err := http.Get(r.url + "/.well-known/hyperpod-portal/evidence-key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"algorithm": "ed25519"`) {
+			t.Fatalf("%s: the published key = %d %v\n%s", r.id, resp.StatusCode, err, body)
+		}
+		published = append(published, string(body))
+	}
+	if published[0] != published[1] {
+		t.Errorf("the replicas publish two keys:\n%s\n%s", published[0], published[1])
+	}
+	if ev, err := db.AuditEvents(ctx, store.AuditFilter{Action: "signing.key_created"}, 0, 10); err != nil || len(ev) != 1 {
+		t.Errorf("key_created events = %d, %v; want 1", len(ev), err)
+	}
+
 	// Users sign in through each replica's built-in identity provider
 	// (--dev). Sessions and their CSRF tokens live in the database and
 	// both replicas share the session key, so a session made on one

@@ -27,6 +27,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/review"
+	"github.com/hyperpod-governance/portal/internal/signing"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/usage/prom"
@@ -52,6 +53,14 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
+	// The installation's signing key: made on the first start, shared by
+	// every replica (web.LoadSigner).
+	signer, created, err := web.LoadSigner(ctx, db, id.sessionKey, time.Now())
+	if err != nil {
+		return err
+	}
+	id.signer = signer
+	logger.Info("evidence signing key", "key_id", signer.KeyID(), "made_now", created)
 	rates, err := loadRateCard(cfg.RateCardFile)
 	if err != nil {
 		return err
@@ -133,6 +142,7 @@ type identity struct {
 	oidc        auth.OIDCConfig
 	mapping     auth.Mapping
 	sessionKey  []byte
+	signer      *signing.Signer
 	devHandler  http.Handler // --dev only
 	knownOwners []string     // --dev only: the demo users
 }
@@ -306,7 +316,7 @@ func newWebServer(cfg Config, db *store.DB, ls *listeners, id identity, rates *u
 	return web.New(web.Options{
 		TrustedProxies: cfg.TrustedProxies,
 		DB:             db, OIDC: auth.NewClient(id.oidc), Mapping: id.mapping, Logger: logger,
-		BaseURL: ls.baseURL, Version: version, SessionKey: id.sessionKey,
+		BaseURL: ls.baseURL, Version: version, SessionKey: id.sessionKey, Signer: id.signer,
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime, SeparateOps: ls.ops != nil,
 		GroupsRecheckInterval: cfg.GroupsRecheckInterval, LoginRateLimit: cfg.LoginRateLimit,
 		DevIdP: id.devHandler, Registry: reg, KnownOwners: id.knownOwners,
@@ -326,9 +336,9 @@ func newWebServer(cfg Config, db *store.DB, ls *listeners, id identity, rates *u
 
 // startWork starts the background work and returns the function that stops
 // it and waits for it. On every replica: session cleanup, the audit head
-// log and checkpoint, the provisioning worker (each job is leased to one
-// worker at a time, renewed by a heartbeat: internal/provision), the demo
-// usage seed, and the election; the singletons run on the elected leader
+// log, daily publication and checkpoint, the provisioning worker (each job
+// is leased to one worker at a time, renewed by a heartbeat:
+// internal/provision), the demo usage seed, and the election; the singletons run on the elected leader
 // only, started when this process becomes it and stopped when it stops
 // being it.
 func startWork(ctx context.Context, cfg Config, db *store.DB, srv *web.Server, p *parts, rates *usage.RateCard, logger *slog.Logger) (stop func()) {
@@ -337,6 +347,11 @@ func startWork(ctx context.Context, cfg Config, db *store.DB, srv *web.Server, p
 	start := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	start(func() { srv.CleanupSessions(workCtx, 10*time.Minute) })
 	start(func() { everyMinute(workCtx, func(c <-chan time.Time) { logAuditHeads(workCtx, db, logger, c) }) })
+	// Once a UTC day, the chain's head goes out by mail and webhook,
+	// signed; any replica may, the day's row lets one (auditpublish.go).
+	start(func() {
+		everyMinute(workCtx, func(c <-chan time.Time) { publishAuditHeads(workCtx, db, srv.Signer(), logger, c, time.Now) })
+	})
 	// The audit page's shared checkpoint moves on here, not on page
 	// views (a GET writes nothing); any replica may, it only moves forward.
 	start(func() {

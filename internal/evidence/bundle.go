@@ -8,11 +8,15 @@ import (
 	"time"
 )
 
-// Format names the document; FormatVersion is the layout of this package.
-// Verify refuses any other.
+// Format names the document; FormatVersion is the layout this package
+// writes: 2, signed. Verify reads 2 and the unsigned 1 (which it reports as
+// unsigned, and refuses when given a trusted key); it refuses any other.
 const (
 	Format        = "hyperpod-portal-evidence-bundle"
-	FormatVersion = 1
+	FormatVersion = 2
+	// formatUnsigned is the first layout: the same document without a
+	// signature.
+	formatUnsigned = 1
 )
 
 // TimeLayout is how every time in a bundle is written: UTC, fixed width.
@@ -28,7 +32,8 @@ const GenesisHash = "00000000000000000000000000000000000000000000000000000000000
 var Limits = []string{
 	"Verification recomputes, from what this file carries: each contract version's SHA-256 from its canonical contract; each decision's version hash against that version; each plan hash whose hashed text is included; each frozen cost statement's SHA-256 from its body; each audit event's chain hash from its fields and its stated prev_hash; and the bundle hash over the whole document. It checks that the file is exactly in the portal's encoding, so a changed byte anywhere is refused.",
 	"Audit events are those about this connection only: a subsequence of the portal-wide chain. Where two of them are adjacent in the chain (consecutive ids), the later one's prev_hash must be the earlier one's hash; events of other connections and teams between them are not in the file, so a removed event between two non-adjacent ones cannot be seen offline.",
-	"The hashes show that the file is as the portal wrote it, not who wrote it: someone who rewrites a bundle and recomputes every hash makes a file that verifies. To tie it to the portal, compare audit_head (the chain's newest event at export) and the events' hashes with the live portal's chain (the audit page, `portal audit verify`) or with a head the portal logged or published.",
+	"The hashes show that the file is as it was written, not who wrote it: someone who rewrites a bundle and recomputes every hash makes a file whose hashes verify. The signature says who: the installation's Ed25519 key signed \"hyperpod-portal/evidence-bundle\\n\" followed by bundle_hash. It proves that the portal made this file only when checked against the key the portal publishes (/.well-known/hyperpod-portal/evidence-key and the README): `portal evidence verify --key-file KEY FILE`. Checked only against the public_key the file itself carries, it proves nothing, since a forger signs with a key of their own. A good signature does not prove that the portal's database was sound when the bundle was made: it proves what the portal's records said at generated_at.",
+	"Given an audit head the portal published (once a day, by mail and webhook: `--audit-head ID:HASH`), the verifier checks offline every place where the bundle and that head meet: the chain head at export, if it is the same event, has the published hash; an event of the bundle that is the published head has its hash; the event right after it follows it (prev_hash). Where they do not meet (the bundle was exported before or after the head, and carries neither the head's event nor the next), offline data cannot show that the bundle's events are in the published chain; `portal audit verify --head HASH` on the portal's database shows that the chain up to the published head is intact, and the audit page shows the events' hashes to compare.",
 	"Plans whose text is not included (the cluster settings changed since approval, or the plan is not an EKS plan) are as recorded: their hash is shown, not recomputed. Usage summaries are as collected and carry no hash of their own beyond the bundle hash.",
 }
 
@@ -51,8 +56,23 @@ type Bundle struct {
 
 	Limits []string `json:"verification_limits"`
 	// BundleHash is the SHA-256 of the document as encoded with this
-	// field empty.
+	// field empty and no signature.
 	BundleHash string `json:"bundle_hash"`
+	// Signature is the installation key's signature of BundleHash (format
+	// 2); format 1 bundles have none.
+	Signature *Signature `json:"signature,omitempty"`
+}
+
+// Signature is the installation key's Ed25519 signature (internal/signing)
+// of Covers: "hyperpod-portal/evidence-bundle\n" and the bundle hash. Key
+// id and public key name the key that signed; only a verifier that compares
+// them with the key the portal publishes learns who made the bundle.
+type Signature struct {
+	Algorithm string `json:"algorithm"`
+	KeyID     string `json:"key_id"`
+	PublicKey string `json:"public_key"`
+	Covers    string `json:"covers"`
+	Value     string `json:"value"`
 }
 
 // Connection is the connection as it stands at export.
@@ -237,9 +257,11 @@ func Encode(b Bundle) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Hash is the bundle hash: the SHA-256 of Encode(b) with BundleHash empty.
+// Hash is the bundle hash: the SHA-256 of Encode(b) with BundleHash empty
+// and no signature.
 func Hash(b Bundle) (string, error) {
 	b.BundleHash = ""
+	b.Signature = nil
 	body, err := Encode(b)
 	if err != nil {
 		return "", err

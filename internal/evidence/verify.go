@@ -16,10 +16,14 @@ import (
 )
 
 // Report is what Verify checked: one line per passed check, one per
-// failure.
+// failure, and one per note: what was not checked, and why.
 type Report struct {
 	Checked  []string
 	Failures []string
+	Notes    []string
+	// SignedByTrustedKey is true when the signature was checked against
+	// the trusted key and is good.
+	SignedByTrustedKey bool
 }
 
 // OK reports whether nothing failed.
@@ -38,6 +42,9 @@ func (r *Report) pass(format string, a ...any) {
 }
 func (r *Report) fail(format string, a ...any) {
 	r.Failures = append(r.Failures, fmt.Sprintf(format, a...))
+}
+func (r *Report) note(format string, a ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, a...))
 }
 
 // Decode reads a bundle strictly: one JSON object, no unknown fields,
@@ -59,17 +66,22 @@ func Decode(data []byte) (Bundle, error) {
 // carries the input of (contract versions, plan texts, cost statements,
 // audit events, the bundle itself), checks the order of every list and
 // the audit chain's links between adjacent events, and requires the file to
-// be byte for byte the portal's encoding of what it decodes to. See Limits
-// for what this proves.
-func Verify(data []byte) Report {
+// be byte for byte the portal's encoding of what it decodes to. It checks
+// the signature against the key the file names only: see VerifyWith, and
+// Limits for what this proves.
+func Verify(data []byte) Report { return VerifyWith(data, Options{}) }
+
+// VerifyWith is Verify that also checks the signature against o's trusted
+// key and the chain against o's published audit head.
+func VerifyWith(data []byte, o Options) Report {
 	var r Report
 	b, err := Decode(data)
 	if err != nil {
 		r.fail("%v", err)
 		return r
 	}
-	if b.Format != Format || b.FormatVersion != FormatVersion {
-		r.fail("format %q version %d: this verifier reads %q version %d", b.Format, b.FormatVersion, Format, FormatVersion)
+	if b.Format != Format || (b.FormatVersion != FormatVersion && b.FormatVersion != formatUnsigned) {
+		r.fail("format %q version %d: this verifier reads %q versions %d and %d", b.Format, b.FormatVersion, Format, formatUnsigned, FormatVersion)
 		return r
 	}
 	r.pass("format %s, version %d", b.Format, b.FormatVersion)
@@ -82,6 +94,9 @@ func Verify(data []byte) Report {
 	verifyReviews(&r, b, hashes)
 	verifyCosts(&r, b)
 	verifyAudit(&r, b)
+	if o.AuditHead != nil {
+		verifyAuditHead(&r, b, *o.AuditHead)
+	}
 
 	// The bundle hash, then the bytes: together they refuse any change to
 	// the file, values and formatting alike.
@@ -97,6 +112,7 @@ func Verify(data []byte) Report {
 	} else {
 		r.pass("the file is exactly the portal's encoding of its content (%d bytes)", len(data))
 	}
+	verifySignature(&r, b, o.TrustedKey)
 	return r
 }
 

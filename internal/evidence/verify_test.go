@@ -50,6 +50,19 @@ func sampleInput(t *testing.T) Input {
 		Statements: []Statement{{Month: "2026-11", Hash: sha256Hex([]byte(statement)), Body: statement}},
 	}
 	// A chain of six events; this connection's are 1, 2, 3 and 5.
+	for _, e := range sampleChain() {
+		if e.ObjectID == 7 {
+			in.Events = append(in.Events, e)
+		}
+		in.Head = Head{ID: e.ID, Count: int(e.ID), Hash: e.Hash}
+	}
+	return in
+}
+
+// sampleChain is the portal-wide chain of sampleInput: six events, of
+// which 4 and 6 are another connection's.
+func sampleChain() []Event {
+	var chain []Event
 	prev := GenesisHash
 	for id := int64(1); id <= 6; id++ {
 		e := Event{ID: id, At: AuditTime(t0.Add(time.Duration(id) * time.Minute)), ActorID: 1, Actor: "owner.red@example.test",
@@ -59,18 +72,18 @@ func sampleInput(t *testing.T) Input {
 		}
 		e.Hash = ChainHash(prev, e)
 		prev = e.Hash
-		if e.ObjectID == 7 {
-			in.Events = append(in.Events, e)
-		}
-		in.Head = Head{ID: id, Count: int(id), Hash: e.Hash}
+		chain = append(chain, e)
 	}
-	return in
+	return chain
 }
 
 func sampleBundle(t *testing.T) (Bundle, []byte) {
 	t.Helper()
 	b, err := Build(sampleInput(t), "admin1@example.test", t0.AddDate(0, 2, 0))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Sign(&b, portalKey); err != nil {
 		t.Fatal(err)
 	}
 	data, err := Encode(b)
@@ -81,8 +94,9 @@ func sampleBundle(t *testing.T) (Bundle, []byte) {
 }
 
 // resign encodes a changed bundle with its bundle hash recomputed: what
-// someone who edits a bundle and knows the format would hand over. Only
-// the content checks can refuse it.
+// someone who edits a bundle and knows the format would hand over. The
+// signature is left as it was, so it fails too; the content checks must
+// name what changed all the same (forge, in sign_test.go, signs again).
 func resign(t *testing.T, b Bundle) []byte {
 	t.Helper()
 	h, err := Hash(b)
@@ -299,7 +313,7 @@ func TestVerifyRefuses(t *testing.T) {
 			return append(resign(t, *b), []byte("{}\n")...)
 		}, "data after the bundle"},
 		{"another format version", func(b *Bundle) []byte {
-			b.FormatVersion = 2
+			b.FormatVersion = 3
 			return resign(t, *b)
 		}, "this verifier reads"},
 	} {

@@ -162,6 +162,9 @@ func (ml *Mailer) compose(m Message, now time.Time) []byte {
 	b.WriteString("\r\n")
 	qp := quotedprintable.NewWriter(&b)
 	body := m.Subject + "\n"
+	if m.Body != "" {
+		body += "\n" + strings.TrimRight(m.Body, "\n") + "\n"
+	}
 	if m.Link != "" {
 		body += "\nConnection: " + m.Link + "\n"
 	}

@@ -44,6 +44,8 @@ type Message struct {
 	Team         string
 	ConnectionID int64
 	Subject      string
+	// Body is more text after the subject, line by line ("" for most).
+	Body string
 	// Link is the connection's page (empty without a connection or base
 	// URL); Inbox the recipient's notifications page.
 	Link, Inbox string
@@ -361,7 +363,7 @@ func (w *Worker) sendTimeout() time.Duration {
 }
 
 func (w *Worker) message(dl store.Delivery, to []string) Message {
-	m := Message{OutboxID: dl.OutboxID, Kind: dl.Kind, Team: dl.Team, ConnectionID: dl.ConnectionID, Subject: dl.Subject, To: to}
+	m := Message{OutboxID: dl.OutboxID, Kind: dl.Kind, Team: dl.Team, ConnectionID: dl.ConnectionID, Subject: dl.Subject, Body: dl.Body, To: to}
 	if base := strings.TrimRight(w.BaseURL, "/"); base != "" {
 		m.Inbox = base + "/notifications"
 		if dl.ConnectionID != 0 {

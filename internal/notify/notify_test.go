@@ -2,6 +2,10 @@ package notify_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"mime/quotedprintable"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/notify"
+	"github.com/hyperpod-governance/portal/internal/signing"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -735,4 +740,62 @@ func TestSignalOwnerIsTold(t *testing.T) {
 // qpJoin undoes quoted-printable's soft line breaks.
 func qpJoin(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "=\n", "")
+}
+
+// TestNoticeBodyTravels: a notice with a body (the daily audit head, issue
+// 31 item 11) carries it, line by line, in the mail after the subject and
+// in the webhook's text after it (Slack's markup characters escaped); the
+// in-app list shows the subject.
+func TestNoticeBodyTravels(t *testing.T) {
+	f := newFixture(t)
+	mailSink := startSMTP(t, "")
+	secret := []byte("webhook-secret")
+	hooks := startHook(t, secret, f.clock.Now)
+	w := f.worker(mailSink.mailer(), &notify.Webhook{URL: hooks.srv.URL, Secret: secret, Now: f.clock.Now})
+	ctx := t.Context()
+	key, err := signing.Generate(rand.Reader, []byte("0123456789abcdef0123456789abcdef"), f.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.db.EnsureSigningKey(ctx, key, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := workflow.AuditHead{Day: "2026-11-02", ID: 7, Count: 7, Hash: strings.Repeat("ab", 32), At: "2026-11-02T08:00:00.000000000Z",
+		Line: "day=2026-11-02 id=7", KeyID: key.KeyID, Signature: "c2ln<&>"}
+	ok, err := f.db.PublishAuditHead(ctx, store.AuditHeadPublication{Day: h.Day, HeadID: h.ID, HeadCount: h.Count, HeadHash: h.Hash, HeadAt: h.At,
+		KeyID: h.KeyID, Signature: h.Signature, PublishedAt: f.clock.Now()}, workflow.AuditHeadNotice(h))
+	if err != nil || !ok {
+		t.Fatalf("PublishAuditHead = %v, %v", ok, err)
+	}
+	f.run(w)
+	mails := mailSink.mails()
+	if len(mails) != 1 {
+		t.Fatalf("mails = %d", len(mails))
+	}
+	head, body, _ := strings.Cut(mails[0].Data, "\r\n\r\n")
+	text, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := head + "\r\n\r\n" + string(text)
+	for _, want := range []string{"Subject: [HyperPod portal] Audit chain head for 2026-11-02", "head_id: 7\r\n", "head_hash: " + h.Hash + "\r\n", "key_id: " + key.KeyID + "\r\n",
+		"portal audit verify --head " + h.Hash} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("the mail lacks %q:\n%s", want, plain)
+		}
+	}
+	hs := hooks.hooks()
+	if len(hs) != 1 || hs[0].Event != "audit.head_published" {
+		t.Fatalf("webhooks %+v", hs)
+	}
+	var msg struct{ Text string }
+	if err := json.Unmarshal([]byte(hs[0].Body), &msg); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg.Text, "\nhead_hash: "+h.Hash+"\n") || !strings.Contains(msg.Text, "c2ln&lt;&amp;&gt;") || strings.Contains(msg.Text, "<&>") {
+		t.Errorf("webhook text:\n%s", msg.Text)
+	}
+	if f.unread("admin") != 1 || f.unread("owner.red") != 0 {
+		t.Errorf("unread: admin %d, owner.red %d", f.unread("admin"), f.unread("owner.red"))
+	}
 }

@@ -75,12 +75,15 @@ func slackEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// Text is the message's "text": the subject, and a link to the connection
-// in Slack's <url|label> form.
+// Text is the message's "text": the subject, a link to the connection
+// in Slack's <url|label> form, and the body (if any) on the lines after.
 func (m Message) text() string {
 	t := slackEscape(oneLine(m.Subject))
 	if m.Link != "" {
 		t += " <" + slackEscape(m.Link) + "|open in the portal>"
+	}
+	if m.Body != "" {
+		t += "\n" + slackEscape(strings.TrimRight(m.Body, "\n"))
 	}
 	return t
 }

@@ -202,8 +202,8 @@ func insertNotices(ctx context.Context, tx *sql.Tx, connID int64, team string, n
 		conn = connID
 	}
 	for _, n := range notices {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (connection_id, team, kind, recipients, subject, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			conn, team, n.Kind, string(n.To), n.Subject, fmtTime(now)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (connection_id, team, kind, recipients, subject, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			conn, team, n.Kind, string(n.To), n.Subject, n.Body, fmtTime(now)); err != nil {
 			return fmt.Errorf("store: outbox: %w", err)
 		}
 	}

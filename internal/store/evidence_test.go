@@ -2,12 +2,14 @@ package store_test
 
 import (
 	"bytes"
+	"crypto/rand"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/evidence"
+	"github.com/hyperpod-governance/portal/internal/signing"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -17,6 +19,21 @@ import (
 func (f *fixture) evidenceBundle(connID int64) (evidence.Bundle, []byte) {
 	f.t.Helper()
 	ctx := f.t.Context()
+	// Signed with the installation's key, kept by the store as the web
+	// layer loads it (made before the bundle reads the chain's head: its
+	// making is audited).
+	cand, err := signing.Generate(rand.Reader, signKey, f.tick())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	row, _, err := f.db.EnsureSigningKey(ctx, cand, f.tick())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	key, err := signing.Open(row, signKey)
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	in, err := f.db.EvidenceInput(ctx, connID, f.tick())
 	if err != nil {
 		f.t.Fatal(err)
@@ -27,6 +44,9 @@ func (f *fixture) evidenceBundle(connID int64) (evidence.Bundle, []byte) {
 	}
 	b, err := evidence.Build(in, "auditor@example.test", f.tick())
 	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := evidence.Sign(&b, key); err != nil {
 		f.t.Fatal(err)
 	}
 	data, err := evidence.Encode(b)

@@ -48,7 +48,10 @@ type Delivery struct {
 	Kind         string
 	Audience     string
 	Subject      string
-	Created      time.Time
+	// Body is more text after the subject ("" for most notices): a
+	// published audit head's fields and signature.
+	Body    string
+	Created time.Time
 }
 
 // DispatchOutbox gives every outbox row not yet dispatched (up to limit, in
@@ -93,13 +96,13 @@ ON CONFLICT (outbox_id, channel) DO NOTHING`, id, ch, ts, ts); err != nil {
 }
 
 const deliveryColumns = `d.id, d.outbox_id, d.channel, d.recipients, d.attempts, d.next_attempt_at, d.last_error, d.delivered_at,
- coalesce(o.connection_id, 0), o.team, o.kind, o.recipients, o.subject, o.created_at`
+ coalesce(o.connection_id, 0), o.team, o.kind, o.recipients, o.subject, o.body, o.created_at`
 
 func scanDelivery(sc interface{ Scan(...any) error }) (Delivery, error) {
 	var dl Delivery
 	var next, delivered, created string
 	if err := sc.Scan(&dl.ID, &dl.OutboxID, &dl.Channel, &dl.Recipients, &dl.Attempts, &next, &dl.LastError, &delivered,
-		&dl.ConnectionID, &dl.Team, &dl.Kind, &dl.Audience, &dl.Subject, &created); err != nil {
+		&dl.ConnectionID, &dl.Team, &dl.Kind, &dl.Audience, &dl.Subject, &dl.Body, &created); err != nil {
 		return Delivery{}, err
 	}
 	var err error

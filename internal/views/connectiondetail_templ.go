@@ -1881,7 +1881,7 @@ func historySection(d ConnectionDetail) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 155, "\">JSON</a> (check it offline with <code>portal evidence verify FILE</code>)</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 155, "\">JSON</a> (signed with the installation's key; check it offline with <code>portal evidence verify --key-file KEY.json FILE</code>)</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

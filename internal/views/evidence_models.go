@@ -10,12 +10,14 @@ import (
 
 // EvidenceView is the printable evidence bundle of a connection: the
 // bundle, what the portal's verification checked before serving it, and
-// links back to the connection and to the JSON download.
+// links back to the connection, to the JSON download and to the
+// installation's published signing key.
 type EvidenceView struct {
 	Bundle  evidence.Bundle
 	Checked []string
 	ConnURL string
 	JSONURL string
+	KeyURL  string
 }
 
 // prettyJSON indents a raw JSON value for reading; the raw text when it

@@ -57,7 +57,7 @@ var matrixUsers = []matrixUser{
 // anonymous visitor to sign in.
 var publicRoutes = map[string]bool{
 	"GET /": true, "GET /healthz": true, "GET /readyz": true, "GET /metrics": true, "GET /static/*": true,
-	"GET /favicon.ico": true, "GET /login": true, "GET /auth/callback": true, "GET /signed-out": true,
+	"GET /favicon.ico": true, "GET " + EvidenceKeyPath: true, "GET /login": true, "GET /auth/callback": true, "GET /signed-out": true,
 }
 
 // matrixFixture is team red's connection in every lifecycle state:

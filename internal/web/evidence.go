@@ -15,8 +15,9 @@ import (
 )
 
 // evidenceBundle builds a connection's evidence bundle for the signed-in
-// user (workflow.ActionExportEvidence: 404 to other teams) and checks it
-// as `portal evidence verify` would before serving it: a bundle whose
+// user (workflow.ActionExportEvidence: 404 to other teams), signs it with
+// the installation key, and checks it as `portal evidence verify --key-file`
+// would before serving it: a bundle whose
 // stored records do not verify (a contract that is not its hash, a broken
 // audit chain) is refused with what failed, never served as evidence.
 func (s *Server) evidenceBundle(c echo.Context) (store.Connection, evidence.Bundle, []byte, evidence.Report, error) {
@@ -59,11 +60,14 @@ func (s *Server) evidenceBundle(c echo.Context) (store.Connection, evidence.Bund
 	if err != nil {
 		return conn, b, nil, evidence.Report{}, err
 	}
+	if err := evidence.Sign(&b, s.opts.Signer); err != nil {
+		return conn, b, nil, evidence.Report{}, err
+	}
 	data, err := evidence.Encode(b)
 	if err != nil {
 		return conn, b, nil, evidence.Report{}, err
 	}
-	rep := evidence.Verify(data)
+	rep := evidence.VerifyWith(data, evidence.Options{TrustedKey: s.opts.Signer.Public()})
 	if !rep.OK() {
 		return conn, b, nil, rep, &userError{page: views.ErrorPage{Status: http.StatusInternalServerError, Title: "The connection's records do not verify",
 			Message: "The evidence bundle was not served: the portal's own records of this connection fail its verification (" + strings.Join(rep.Failures, "; ") +
@@ -118,10 +122,12 @@ func (s *Server) evidencePage(c echo.Context) error {
 	}
 	return render(c, http.StatusOK, views.EvidencePage(s.page(c, fmt.Sprintf("Evidence · connection #%d", conn.ID)), views.EvidenceView{
 		Bundle: b, Checked: rep.Checked, ConnURL: fmt.Sprintf("/connections/%d", conn.ID), JSONURL: fmt.Sprintf("/connections/%d/evidence.json", conn.ID),
+		KeyURL: EvidenceKeyPath,
 	}))
 }
 
-// evidenceJSON downloads the bundle, for `portal evidence verify FILE`.
+// evidenceJSON downloads the bundle, for `portal evidence verify --key-file
+// KEY.json FILE`.
 func (s *Server) evidenceJSON(c echo.Context) error {
 	conn, b, data, _, err := s.evidenceBundle(c)
 	if err != nil {
@@ -130,5 +136,6 @@ func (s *Server) evidenceJSON(c echo.Context) error {
 	stamp := strings.NewReplacer("-", "", ":", "").Replace(b.GeneratedAt[:len("2006-01-02T15:04:05")]) + "Z"
 	c.Response().Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="connection-%d-evidence-%s.json"`, conn.ID, stamp))
 	c.Response().Header().Set("X-Bundle-Hash", b.BundleHash)
+	c.Response().Header().Set("X-Signing-Key-ID", b.Signature.KeyID)
 	return c.Blob(http.StatusOK, "application/json", data)
 }

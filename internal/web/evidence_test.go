@@ -2,11 +2,15 @@ package web
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/evidence"
+	"github.com/hyperpod-governance/portal/internal/signing"
+	"github.com/hyperpod-governance/portal/internal/store"
 )
 
 // TestEvidenceBundle: the connection's evidence bundle, as a download and
@@ -73,7 +77,8 @@ func TestEvidenceBundle(t *testing.T) {
 
 	_, page := h.get(reviewer.c, "/connections/1/evidence")
 	for _, want := range []string{`data-testid="evidence-bundle-hash"`, "Contract versions", "Audit events", "connection.approve",
-		`href="/connections/1/evidence.json"`, "portal evidence verify FILE", "What verification proves"} {
+		`href="/connections/1/evidence.json"`, "portal evidence verify --key-file KEY.json FILE", "What verification proves",
+		`data-testid="evidence-key-id">` + h.srv.Signer().KeyID() + "<", `href="` + EvidenceKeyPath + `"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the printable page lacks %q", want)
 		}
@@ -140,5 +145,75 @@ func TestEvidenceBundleReducesJobErrors(t *testing.T) {
 	_, body := h.get(admin.c, "/connections/1/evidence.json")
 	if rep := evidence.Verify([]byte(body)); !rep.OK() || !strings.Contains(body, "444455556666") {
 		t.Errorf("admin's bundle: verifies %v, carries the error %v", rep.OK(), strings.Contains(body, "444455556666"))
+	}
+}
+
+// TestEvidenceKeyPublished (issue 31 item 11): the well-known page serves
+// the installation's public key to anyone, signed in or not; a second
+// server on the same database (another replica) serves the same key; the
+// bundles both serve are signed with it and verify against the key as
+// fetched from the page, the signature checked against it. The trail
+// records the key's making once, naming it.
+func TestEvidenceKeyPublished(t *testing.T) {
+	h := newHarness(t, false, func(o *Options) { o.Signer = nil })
+	owner, admin := h.signIn("owner.red"), h.signIn("admin")
+	approvedConnection(t, h, owner, admin)
+	resp, page := h.get(h.client(), EvidenceKeyPath)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("GET %s anonymously = %d %s\n%s", EvidenceKeyPath, resp.StatusCode, resp.Header.Get("Content-Type"), page)
+	}
+	pub, err := signing.ParsePublic(page)
+	if err != nil {
+		t.Fatalf("the page is not a key: %v\n%s", err, page)
+	}
+	if _, signedIn := h.get(owner.c, EvidenceKeyPath); signedIn != page {
+		t.Errorf("signed in, the page differs:\n%s", signedIn)
+	}
+	// Another process on the same database: its own handle, the same
+	// settings (session key included), no key given.
+	db2, err := store.Open(t.Context(), h.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	o := h.srv.opts
+	o.DB, o.Signer, o.Registry = db2, nil, nil
+	replica, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(srv *Server, path string) (*http.Response, string) {
+		req := httptest.NewRequest(http.MethodGet, h.base+path, nil)
+		if u, _ := url.Parse(h.base); u != nil {
+			for _, ck := range owner.c.Jar.Cookies(u) {
+				req.AddCookie(ck)
+			}
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec.Result(), rec.Body.String()
+	}
+	if _, other := serve(replica, EvidenceKeyPath); other != page {
+		t.Errorf("the replica publishes another key:\n%s\nvs\n%s", other, page)
+	}
+	for name, srv := range map[string]*Server{"first": h.srv, "replica": replica} {
+		resp, body := serve(srv, "/connections/1/evidence.json")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: GET the bundle as the owner = %d\n%s", name, resp.StatusCode, body)
+		}
+		b, err := evidence.Decode([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b.Signature == nil || b.Signature.PublicKey != signing.EncodePublic(pub) || resp.Header.Get("X-Signing-Key-ID") != signing.KeyID(pub) {
+			t.Errorf("%s: the bundle is signed by %+v (header %q), not the published key %s", name, b.Signature, resp.Header.Get("X-Signing-Key-ID"), signing.KeyID(pub))
+		}
+		if rep := evidence.VerifyWith([]byte(body), evidence.Options{TrustedKey: pub}); !rep.OK() || !rep.SignedByTrustedKey {
+			t.Errorf("%s: the bundle against the published key: %v", name, rep.Failures)
+		}
+	}
+	ev, err := h.db.AuditEvents(t.Context(), store.AuditFilter{Action: "signing.key_created"}, 0, 10)
+	if err != nil || len(ev) != 1 || !strings.Contains(ev[0].Reason, signing.KeyID(pub)) {
+		t.Errorf("key_created events %+v, %v", ev, err)
 	}
 }

@@ -41,6 +41,9 @@ func (s *Server) routes() {
 	}
 	e.GET("/static/*", s.staticFiles(), cacheStatic)
 	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+	// The public half of the installation's signing key, for whoever
+	// checks a bundle or a published audit head (signingkey.go).
+	e.GET(EvidenceKeyPath, s.evidenceKey)
 
 	// Login and logout.
 	limit := s.loginRateLimiter()

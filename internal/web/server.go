@@ -20,6 +20,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/signing"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -147,6 +148,11 @@ type Options struct {
 	// and email and webhook when configured), for the admins' page of
 	// failing deliveries.
 	NotifyChannels []string
+	// Signer is the installation's signing key: evidence bundles are
+	// signed with it and EvidenceKeyPath publishes its public half. Nil:
+	// New loads it (LoadSigner), making it on the installation's first
+	// start.
+	Signer *signing.Signer
 }
 
 // Server is the portal's HTTP handler and the session manager behind it.
@@ -208,6 +214,14 @@ func New(o Options) (*Server, error) {
 	st, err := o.DB.Sessions(o.SessionKey)
 	if err != nil {
 		return nil, err
+	}
+	if o.Signer == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		o.Signer, _, err = LoadSigner(ctx, o.DB, o.SessionKey, o.Now())
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{opts: o, store: st, tls: o.BaseURL.Scheme == "https",
 		loginSeal: newSealer(o.SessionKey, "login state cookie"), tokenSeal: newSealer(o.SessionKey, "session tokens")}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"io"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/devidp"
+	"github.com/hyperpod-governance/portal/internal/signing"
 	"github.com/hyperpod-governance/portal/internal/store"
 )
 
@@ -92,6 +94,17 @@ func newHarnessOn(t testing.TB, dbPath string, useTLS bool, opts ...harnessOpt) 
 	}
 	for _, u := range devidp.DemoUsers() { // as in --dev: demo users may be named as owners
 		o.KnownOwners = append(o.KnownOwners, u.Email)
+	}
+	// A signing key made as the portal makes it, but not stored: the
+	// tests' audit trails then hold their own events only. A test that
+	// wants the stored key (LoadSigner's: made on the first start, shared
+	// by replicas, the one `portal serve` signs with) sets Signer to nil.
+	sealed, err := signing.Generate(rand.Reader, o.SessionKey, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Signer, err = signing.Open(sealed, o.SessionKey); err != nil {
+		t.Fatal(err)
 	}
 	var client *http.Client
 	if useTLS {

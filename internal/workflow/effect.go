@@ -244,6 +244,9 @@ type Notice struct {
 	Kind    string // e.g. connection.submitted
 	To      Audience
 	Subject string
+	// Body is text the mail and the webhook carry after the subject (the
+	// in-app list shows the subject only); "" for most notices.
+	Body string
 }
 
 // ApprovalMark is one admin's approval of a version: who, and when.
