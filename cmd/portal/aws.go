@@ -76,7 +76,7 @@ func loadAWS(ctx context.Context, cfg Config, mapping auth.Mapping, dryRun bool,
 	ep := cfg.AWSEndpoints
 	side.Runner = &awsprov.Runner{
 		Clients: awsprov.NewClients(ac, awsprov.Endpoints{
-			SageMaker: ep["sagemaker"], EKS: ep["eks"], SSOAdmin: ep["ssoadmin"], IdentityStore: ep["identitystore"], DataZone: ep["datazone"], IAM: ep["iam"],
+			SageMaker: ep["sagemaker"], EKS: ep["eks"], SSOAdmin: ep["ssoadmin"], IdentityStore: ep["identitystore"], DataZone: ep["datazone"], IAM: ep["iam"], EC2: ep["ec2"],
 		}),
 		Poll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
 	}

@@ -28,6 +28,7 @@ func clusterChecker(kube *rest.Config, side awsSide) (*provision.ClusterChecker,
 	}
 	if side.Runner != nil {
 		src.ClusterInfo, src.Addons = side.Runner.Clients.ClusterInfo, side.Runner.Clients.Addons
+		src.VPCEndpoints = side.Runner.Clients.VPCEndpoints
 	}
 	return &provision.ClusterChecker{Sources: src}, nil
 }

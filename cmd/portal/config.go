@@ -88,7 +88,7 @@ type Config struct {
 }
 
 // awsServices are the services with an --aws-endpoint-<service> flag.
-var awsServices = []string{"sagemaker", "eks", "ssoadmin", "identitystore", "datazone", "iam"}
+var awsServices = []string{"sagemaker", "eks", "ssoadmin", "identitystore", "datazone", "iam", "ec2"}
 
 // flagSpec describes one setting: its flag, its environment variable, its
 // default and help. docs/configuration.md lists the same.
@@ -157,6 +157,7 @@ var specs = []flagSpec{
 	{"aws-endpoint-identitystore", "PORTAL_AWS_ENDPOINT_IDENTITYSTORE", "", "Identity Store endpoint URL override", false},
 	{"aws-endpoint-datazone", "PORTAL_AWS_ENDPOINT_DATAZONE", "", "DataZone (Unified Studio) endpoint URL override", false},
 	{"aws-endpoint-iam", "PORTAL_AWS_ENDPOINT_IAM", "", "IAM endpoint URL override (the plan preview's check of the Studio execution role)", false},
+	{"aws-endpoint-ec2", "PORTAL_AWS_ENDPOINT_EC2", "", "EC2 endpoint URL override (the readiness page's VPC endpoints check)", false},
 	{"aws-poll-interval", "PORTAL_AWS_POLL_INTERVAL", "5s", "how often a step polls a resource that is being created (compute quota, domain)", false},
 	{"aws-poll-timeout", "PORTAL_AWS_POLL_TIMEOUT", "50s", "how long one step waits for it before the job retries later (must stay under the step timeout, 1m)", false},
 

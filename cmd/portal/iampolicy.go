@@ -192,12 +192,16 @@ var serviceScopes = map[string]serviceScope{
 // by name.) The DataZone connection actions are among them
 // (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondatazone.html),
 // and so are the Identity Center calls SageMaker makes with the caller's
-// permissions for an SSO domain
+// permissions for an SSO domain, and EC2's DescribeVpcEndpoints
 // (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsiamidentitycenter.html).
 var noResourceTypes = map[string]bool{
 	"sso:CreateManagedApplicationInstance": true,
 	"sso:DeleteManagedApplicationInstance": true,
 	"sso:DescribeRegisteredRegions":        true,
+	// The readiness page's read of the cluster VPC's endpoints: a List
+	// action with no resource type
+	// (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html).
+	"ec2:DescribeVpcEndpoints": true,
 }
 
 func unscoped(a string) bool {

@@ -28,6 +28,10 @@ const (
 	kmsSAR            = "Actions, resources, and condition keys for AWS Key Management Service: https://docs.aws.amazon.com/service-authorization/latest/reference/list_awskeymanagementservice.html"
 	apsSAR            = "Actions, resources, and condition keys for Amazon Managed Service for Prometheus: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonmanagedserviceforprometheus.html"
 	iamSAR            = "Actions, resources, and condition keys for AWS Identity and Access Management (IAM): https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsidentityandaccessmanagementiam.html"
+	// ec2/ec2.json read at commit 008b429405593642e7167c626e47c2ecd2798511
+	// of the same snapshot repository: DescribeVpcEndpoints is IsList with
+	// no Resources.
+	ec2SAR = "Actions, resources, and condition keys for Amazon EC2: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html"
 )
 
 // resourceTypes is, for every action the policy grants, the ARN formats of
@@ -93,6 +97,7 @@ var resourceTypes = []struct {
 	{"aps:QueryMetrics", []string{"arn:${Partition}:aps:${Region}:${Account}:workspace/${WorkspaceId}"}, apsSAR},
 	{"kms:CreateGrant", []string{"arn:${Partition}:kms:${Region}:${Account}:key/${KeyId}"}, kmsSAR},
 	{"kms:DescribeKey", []string{"arn:${Partition}:kms:${Region}:${Account}:key/${KeyId}"}, kmsSAR},
+	{"ec2:DescribeVpcEndpoints", []string{}, ec2SAR},
 }
 
 // supports reports whether the policy resource r (an ARN pattern) can name
@@ -276,8 +281,9 @@ func TestIAMPolicyFromTheSettings(t *testing.T) {
 	if st := statementWith(doc, "sagemaker:UpdateClusterSchedulerConfig"); st == nil || !slices.Contains(st.Resource, "arn:aws-us-gov:sagemaker:us-gov-west-1:111122223333:cluster-scheduler-config/*") {
 		t.Errorf("scheduler config not granted: %+v", st)
 	}
-	// Managed application instances support no resource type.
-	for _, a := range []string{"sso:CreateManagedApplicationInstance", "sso:DeleteManagedApplicationInstance"} {
+	// Managed application instances support no resource type, nor does the
+	// readiness page's read of the VPC endpoints.
+	for _, a := range []string{"sso:CreateManagedApplicationInstance", "sso:DeleteManagedApplicationInstance", "ec2:DescribeVpcEndpoints"} {
 		if st := statementWith(doc, a); st == nil || !slices.Equal(st.Resource, []string{"*"}) {
 			t.Errorf("%s is not granted on *: %+v", a, st)
 		}

@@ -81,6 +81,8 @@ type ReadinessSources struct {
 	ClusterInfo awsprov.ClusterInfoAPI
 	Addons      awsprov.AddonAPI
 	ClusterARN  string
+	// VPCEndpoints reads the VPC endpoints of the EKS cluster's VPC.
+	VPCEndpoints awsprov.VPCEndpointAPI
 	// PodIdentity: plans create Pod Identity associations, which need the
 	// agent.
 	PodIdentity bool
@@ -114,7 +116,8 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 	if src.PodIdentity {
 		r.Checks = append(r.Checks, podIdentityCheck(addons, addonErr))
 	}
-	r.Checks = append(r.Checks, authModeCheck(cluster, clusterErr), endpointAccessCheck(cluster, clusterErr), cloudWatchCheck(addons, addonErr))
+	r.Checks = append(r.Checks, authModeCheck(cluster, clusterErr), endpointAccessCheck(cluster, clusterErr), cloudWatchCheck(addons, addonErr),
+		vpcEndpointsCheck(ctx, src, cluster, clusterErr))
 	return r
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 
@@ -101,20 +102,144 @@ func TestPlanReadinessMakesNoAWSCall(t *testing.T) {
 	sm.AddHyperPodCluster(hp)
 	ek := awstest.NewEKS(t)
 	ek.AddCluster("hp-eks")
+	vpce := awstest.NewEC2(t)
 	c := &provision.ClusterChecker{Sources: provision.ReadinessSources{
-		ClusterInfo: sagemaker.NewFromConfig(awstest.Config(1), func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(sm.URL()) }),
-		Addons:      eks.NewFromConfig(awstest.Config(1), func(o *eks.Options) { o.BaseEndpoint = aws.String(ek.URL()) }),
-		ClusterARN:  hp.ARN(),
+		ClusterInfo:  sagemaker.NewFromConfig(awstest.Config(1), func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(sm.URL()) }),
+		Addons:       eks.NewFromConfig(awstest.Config(1), func(o *eks.Options) { o.BaseEndpoint = aws.String(ek.URL()) }),
+		VPCEndpoints: ec2.NewFromConfig(awstest.Config(1), func(o *ec2.Options) { o.BaseEndpoint = aws.String(vpce.URL()) }),
+		ClusterARN:   hp.ARN(),
 	}}
 	r := c.PlanReadiness(context.Background())
 	if _, ok := r.Check(provision.CheckKueueAPI); !ok {
 		t.Errorf("plan readiness lacks the Kueue check: %+v", r.Checks)
 	}
-	if n := len(sm.Counts()) + len(ek.Counts()); n != 0 {
-		t.Errorf("plan readiness called AWS: %v %v", sm.Counts(), ek.Counts())
+	if n := len(sm.Counts()) + len(ek.Counts()) + len(vpce.Counts()); n != 0 {
+		t.Errorf("plan readiness called AWS: %v %v %v", sm.Counts(), ek.Counts(), vpce.Counts())
 	}
 	c.Readiness(context.Background())
-	if len(ek.Counts()) == 0 {
+	if len(ek.Counts()) == 0 || len(vpce.Counts()) == 0 {
 		t.Error("the counts see no call even from the full readiness: the test proves nothing")
 	}
+}
+
+// The VPC endpoints the seed lists (S3, ECR, CloudWatch), read through the
+// real EC2 client from a strict local EC2 endpoint in the VPC the EKS
+// cluster reports. The endpoints wanted are the EKS user guide's for a
+// cluster without outbound internet access
+// (https://docs.aws.amazon.com/eks/latest/userguide/private-clusters.html):
+// ecr.api, ecr.dkr and s3 for images, logs for CloudWatch Logs, eks-auth
+// with Pod Identity.
+func TestReadinessVPCEndpoints(t *testing.T) {
+	const eksName = "hp-eks"
+	sm := awstest.NewSageMaker(t)
+	hp := awstest.HyperPodCluster{Name: "shared-hp", ID: "a1b2c3d4e5f6",
+		EKSClusterARN: "arn:aws:eks:" + awstest.Region + ":" + awstest.Account + ":cluster/" + eksName}
+	sm.AddHyperPodCluster(hp)
+	ek := awstest.NewEKS(t)
+	ek.AddCluster(eksName)
+	vpce := awstest.NewEC2(t)
+	src := provision.ReadinessSources{
+		ClusterInfo:  sagemaker.NewFromConfig(awstest.Config(1), func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(sm.URL()) }),
+		Addons:       eks.NewFromConfig(awstest.Config(1), func(o *eks.Options) { o.BaseEndpoint = aws.String(ek.URL()) }),
+		VPCEndpoints: ec2.NewFromConfig(awstest.Config(1), func(o *ec2.Options) { o.BaseEndpoint = aws.String(vpce.URL()) }),
+		ClusterARN:   hp.ARN(),
+		PodIdentity:  true,
+	}
+	ctx := context.Background()
+	check := func(step string, status provision.CheckStatus) provision.Check {
+		t.Helper()
+		c, ok := provision.CheckReadiness(ctx, src).Check(provision.CheckVPCEndpoints)
+		if !ok {
+			t.Fatalf("%s: no check %q", step, provision.CheckVPCEndpoints)
+		}
+		if c.Status != status {
+			t.Errorf("%s: status %s (%q, todo %q), want %s", step, c.Status, c.Detail, c.Todo, status)
+		}
+		return c
+	}
+	all := []string{"s3", "ecr.api", "ecr.dkr", "logs", "eks-auth"}
+
+	// None at all: a warning (the nodes may have a NAT gateway), naming
+	// each endpoint with the command that creates it.
+	c := check("none", provision.CheckWarning)
+	for _, svc := range all {
+		name := awstest.ServiceName(svc)
+		if !strings.Contains(c.Detail, "no "+name+" endpoint") || !strings.Contains(c.Todo, "--service-name "+name+" ") {
+			t.Errorf("none: %s not named with its command: %q / %q", name, c.Detail, c.Todo)
+		}
+	}
+	if !strings.Contains(c.Detail, "no route to the internet") || !strings.Contains(c.Todo, "--vpc-endpoint-type Gateway --service-name "+awstest.ServiceName("s3")) {
+		t.Errorf("none: the detail does not say when they matter, or S3 is not a gateway: %q / %q", c.Detail, c.Todo)
+	}
+
+	// Endpoints of another VPC do not count.
+	for _, svc := range all {
+		vpce.AddVPCEndpoint(awstest.VPCEndpoint{VPC: "vpc-0fedcba9876543210", Service: awstest.ServiceName(svc), PrivateDNS: true})
+	}
+	check("other VPC", provision.CheckWarning)
+
+	// Every one, available; ecr.api's only endpoint has private DNS off.
+	ids := map[string]string{"s3": vpce.AddVPCEndpoint(awstest.VPCEndpoint{Service: awstest.ServiceName("s3"), Type: "Gateway"})}
+	for _, svc := range all[1:] {
+		ids[svc] = vpce.AddVPCEndpoint(awstest.VPCEndpoint{Service: awstest.ServiceName(svc), PrivateDNS: svc != "ecr.api"})
+	}
+	c = check("private DNS off", provision.CheckWarning)
+	if !strings.Contains(c.Detail, ids["ecr.api"]+" has private DNS off") || c.Todo != "Turn private DNS on: aws ec2 modify-vpc-endpoint --vpc-endpoint-id "+ids["ecr.api"]+" --private-dns-enabled." {
+		t.Errorf("private DNS off: %q / %q", c.Detail, c.Todo)
+	}
+	ids["ecr.api"] = vpce.AddVPCEndpoint(awstest.VPCEndpoint{Service: awstest.ServiceName("ecr.api"), PrivateDNS: true})
+	c = check("all available", provision.CheckOK)
+	for svc, id := range ids {
+		if !strings.Contains(c.Detail, awstest.ServiceName(svc)) || !strings.Contains(c.Detail, id) {
+			t.Errorf("all available: %s (%s) not listed: %q", svc, id, c.Detail)
+		}
+	}
+
+	// The answer in pages (the service's cut, with NextToken): the same.
+	vpce.SetPageSize(2)
+	before := vpce.Count("DescribeVpcEndpoints")
+	check("paged", provision.CheckOK)
+	if n := vpce.Count("DescribeVpcEndpoints") - before; n != 3 {
+		t.Errorf("paged: %d calls for 6 endpoints in pages of 2, want 3", n)
+	}
+
+	// One deleted: a warning naming it alone.
+	vpce.SetVPCEndpointState(ids["logs"], "deleted")
+	c = check("logs deleted", provision.CheckWarning)
+	if !strings.Contains(c.Detail, ids["logs"]+" is deleted") || !strings.Contains(c.Todo, "--service-name "+awstest.ServiceName("logs")+" ") ||
+		strings.Contains(c.Todo, awstest.ServiceName("ecr.dkr")) || strings.Count(c.Todo, "create-vpc-endpoint") != 1 {
+		t.Errorf("logs deleted: %q / %q", c.Detail, c.Todo)
+	}
+	vpce.SetVPCEndpointState(ids["logs"], "available")
+
+	// One waiting for acceptance: not yet available.
+	vpce.SetVPCEndpointState(ids["ecr.dkr"], "pendingAcceptance")
+	c = check("pending", provision.CheckWarning)
+	if !strings.Contains(c.Detail, ids["ecr.dkr"]+" is pendingAcceptance, not yet available") || strings.Contains(c.Todo, "create-vpc-endpoint") {
+		t.Errorf("pending: %q / %q", c.Detail, c.Todo)
+	}
+	vpce.SetVPCEndpointState(ids["ecr.dkr"], "available")
+
+	// Without Pod Identity, eks-auth is not asked for.
+	vpce.SetVPCEndpointState(ids["eks-auth"], "deleted")
+	check("eks-auth gone, with Pod Identity", provision.CheckWarning)
+	src.PodIdentity = false
+	check("eks-auth gone, without Pod Identity", provision.CheckOK)
+	src.PodIdentity = true
+
+	// A role that may not read them: a warning naming the action, never a
+	// failure.
+	vpce.Deny("DescribeVpcEndpoints", 1)
+	c = check("denied", provision.CheckWarning)
+	if !strings.Contains(c.Detail, "ec2:DescribeVpcEndpoints") || !strings.Contains(c.Todo, "ec2:DescribeVpcEndpoints") {
+		t.Errorf("denied: %q / %q", c.Detail, c.Todo)
+	}
+
+	// Any other error, or no EKS cluster, or no EC2 client: unknown.
+	vpce.Fail(1)
+	check("500", provision.CheckUnknown)
+	ek.Deny("DescribeCluster", 1)
+	check("EKS cluster unreadable", provision.CheckUnknown)
+	src.VPCEndpoints = nil
+	check("no EC2 client", provision.CheckUnknown)
 }

@@ -79,4 +79,7 @@ var Actions = []string{
 	"sagemaker:DescribeCluster",
 	"eks:DescribeAddon",
 	"eks:DescribeCluster",
+	// VPCEndpointAPI (vpcendpoints.go): the readiness page reads the VPC
+	// endpoints of the EKS cluster's VPC.
+	"ec2:DescribeVpcEndpoints",
 }

@@ -106,6 +106,7 @@ func TestActionsListEveryClusterReadMethod(t *testing.T) {
 	}{
 		{reflect.TypeFor[ClusterInfoAPI](), "sagemaker:"},
 		{reflect.TypeFor[AddonAPI](), "eks:"},
+		{reflect.TypeFor[VPCEndpointAPI](), "ec2:"},
 	} {
 		if tc.api.NumMethod() == 0 {
 			t.Fatalf("%s has no methods", tc.api.Name())

@@ -158,7 +158,10 @@ type EKSCluster struct {
 	// https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html.
 	EndpointPublic, EndpointPrivate bool
 	PublicAccessCIDRs               []string
-	VPCID                           string
+	// VPCID is the cluster's VPC (resourcesVpcConfig.vpcId), whose VPC
+	// endpoints the readiness page reads; Region is the one in the
+	// cluster's ARN, which the endpoints' service names carry.
+	VPCID, Region string
 }
 
 // DescribeEKSCluster reads the EKS cluster name.
@@ -170,6 +173,9 @@ func DescribeEKSCluster(ctx context.Context, api AddonAPI, name string) (EKSClus
 	c := EKSCluster{Name: name}
 	if out.Cluster == nil {
 		return c, nil
+	}
+	if a, err := arn.Parse(aws.ToString(out.Cluster.Arn)); err == nil {
+		c.Region = a.Region
 	}
 	if a := out.Cluster.AccessConfig; a != nil {
 		c.AuthenticationMode = string(a.AuthenticationMode)

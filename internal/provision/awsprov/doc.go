@@ -18,7 +18,10 @@
 //
 // It also resolves Identity Center groups (the login's GroupSource is bound
 // to UserGroups in cmd/portal) and reconciles the cluster's task-governance
-// scheduler config (EnsureSchedulerConfig, from the admins' page).
+// scheduler config (EnsureSchedulerConfig, from the admins' page). For the
+// readiness page it reads, never changes, the HyperPod and EKS clusters
+// and their add-ons (cluster.go) and the VPC endpoints of the EKS
+// cluster's VPC (vpcendpoints.go).
 //
 // Actions lists every IAM action the steps call: the one source of `portal
 // iam-policy`. Package awstest has the local endpoints the tests run the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/datazone"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/identitystore"
@@ -36,12 +37,15 @@ type Clients struct {
 	// inventory refresh only.
 	ClusterInfo ClusterInfoAPI
 	Addons      AddonAPI
+	// VPCEndpoints reads the EKS cluster's VPC endpoints for the readiness
+	// page.
+	VPCEndpoints VPCEndpointAPI
 }
 
 // Endpoints override the services' endpoints (a VPC endpoint, or a local
 // test endpoint); empty means the SDK's default for the region.
 type Endpoints struct {
-	SageMaker, SSOAdmin, IdentityStore, EKS, DataZone, IAM string
+	SageMaker, SSOAdmin, IdentityStore, EKS, DataZone, IAM, EC2 string
 }
 
 // NewClients builds the real clients from cfg (credentials from the default
@@ -59,6 +63,7 @@ func NewClients(cfg aws.Config, ep Endpoints) Clients {
 	return Clients{
 		ClusterInfo:   sm,
 		Addons:        ek,
+		VPCEndpoints:  ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = base(ep.EC2) }),
 		SageMaker:     sm,
 		Domains:       sm,
 		Scheduler:     sm,

@@ -3,7 +3,8 @@
 // end to end on a machine without AWS: SageMaker, ssoadmin and identitystore
 // speak awsJson1_1 (POST /, X-Amz-Target), EKS and DataZone restJson1 (REST
 // paths, errors named by the X-Amzn-ErrorType header), IAM awsQuery (a
-// form-encoded POST, XML answers; iam.go).
+// form-encoded POST, XML answers; iam.go), EC2 the EC2 query protocol (the
+// same, with EC2's own XML error document; ec2.go).
 //
 // Each endpoint checks what it receives the way the service does: the request
 // is signed, required members are present, enum members hold one of the

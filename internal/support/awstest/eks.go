@@ -217,7 +217,7 @@ func (e *EKS) describeCluster(r *http.Request, decode func(any) *Error) (any, *E
 		return nil, err
 	}
 	vpc := map[string]any{
-		"vpcId":                 "vpc-0123456789abcdef0",
+		"vpcId":                 ClusterVPC,
 		"endpointPublicAccess":  c.public,
 		"endpointPrivateAccess": c.private,
 	}

@@ -17,6 +17,7 @@ type Stack struct {
 	EKS           *EKS
 	DataZone      *DataZone
 	IAM           *IAM
+	EC2           *EC2
 	// GroupIDs are the identity store ids of the seeded groups, by name.
 	GroupIDs map[string]string
 }
@@ -33,7 +34,7 @@ const (
 func NewStack(tb testing.TB, eksCluster string, groups ...string) *Stack {
 	s := &Stack{
 		SageMaker: NewSageMaker(tb), SSOAdmin: NewSSOAdmin(tb), IdentityStore: NewIdentityStore(tb),
-		EKS: NewEKS(tb), DataZone: NewDataZone(tb), IAM: NewIAM(tb), GroupIDs: map[string]string{},
+		EKS: NewEKS(tb), DataZone: NewDataZone(tb), IAM: NewIAM(tb), EC2: NewEC2(tb), GroupIDs: map[string]string{},
 	}
 	s.SageMaker.LinkSSOAdmin(s.SSOAdmin)
 	s.EKS.AddCluster(eksCluster)
@@ -51,7 +52,7 @@ func NewStack(tb testing.TB, eksCluster string, groups ...string) *Stack {
 func (s *Stack) Cores() map[string]*Core {
 	return map[string]*Core{
 		"sagemaker": s.SageMaker.Core, "ssoadmin": s.SSOAdmin.Core, "identitystore": s.IdentityStore.Core,
-		"eks": s.EKS.Core, "datazone": s.DataZone.Core, "iam": s.IAM.Core,
+		"eks": s.EKS.Core, "datazone": s.DataZone.Core, "iam": s.IAM.Core, "ec2": s.EC2.Core,
 	}
 }
 
