@@ -145,7 +145,13 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for policy.Status.ObservedGeneration < policy.Generation && ctx.Err() == nil {
+	// (kube-controller-manager's validatingadmissionpolicy-status-controller
+	// writes status.typeChecking.)
+	typeChecked := time.Now().Add(time.Minute)
+	for policy.Status.ObservedGeneration < policy.Generation {
+		if time.Now().After(typeChecked) {
+			t.Fatalf("the policy's status was never type-checked (is kube-controller-manager's validatingadmissionpolicy-status-controller running?): %+v", policy.Status)
+		}
 		time.Sleep(200 * time.Millisecond)
 		if policy, err = admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, NameAdmissionPolicy, metav1.GetOptions{}); err != nil {
 			t.Fatal(err)
@@ -238,6 +244,39 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 			}
 		}
 	}
+
+	// Drift: a hand edit of the team's parameters (a class the contract
+	// does not allow) and a deleted binding are found; re-applying the
+	// plan restores both, and the rules hold again.
+	cm, err := admin.CoreV1().ConfigMaps(deny.Namespace).Get(ctx, NameAdmissionParams, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["priorityClasses"] += ",experiment-priority"
+	if _, err := admin.CoreV1().ConfigMaps(deny.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, AdmissionBindingName(AdmissionDeny), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	items, err := a.Drift(ctx, deny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	for _, it := range items {
+		found[it.Kind] = it.What
+	}
+	if found["ConfigMap"] != "changed" || found["ValidatingAdmissionPolicyBinding"] != "deleted" {
+		t.Errorf("drift %+v: want the edited parameters and the deleted binding", items)
+	}
+	if _, err := a.Apply(ctx, deny); err != nil {
+		t.Fatal(err)
+	}
+	if items, err := a.Drift(ctx, deny); err != nil || len(items) > 0 {
+		t.Errorf("after re-apply: drift %+v, %v", items, err)
+	}
+	waitForAdmission(ctx, t, submitter, subWarn, deny.Namespace, true)
 
 	// Revocation takes the team's parameters away and the locked namespace
 	// out of the binding: a job without a queue label is then neither
