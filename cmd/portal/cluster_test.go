@@ -9,11 +9,12 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 )
 
 func TestClusterCheckerSources(t *testing.T) {
-	c, err := clusterChecker(nil, awsSide{})
+	c, err := clusterChecker(nil, awsSide{}, "")
 	if err != nil || c.CanRead() || c.Sources.PodIdentity {
 		t.Errorf("dry run without AWS: %+v, %v", c.Sources, err)
 	}
@@ -24,8 +25,9 @@ func TestClusterCheckerSources(t *testing.T) {
 	}
 	s := awsprov.DevSettings()
 	s.PodIdentity = nil // the default: on
-	c, err = clusterChecker(&rest.Config{Host: "https://127.0.0.1:1"}, awsSide{Settings: s})
-	if err != nil || !c.CanRead() || c.Sources.Kube == nil || !c.Sources.PodIdentity || c.Sources.ClusterARN != s.ClusterARN || c.Sources.Addons != nil {
+	c, err = clusterChecker(&rest.Config{Host: "https://127.0.0.1:1"}, awsSide{Settings: s}, provision.AdmissionDeny)
+	if err != nil || !c.CanRead() || c.Sources.Kube == nil || !c.Sources.PodIdentity || c.Sources.ClusterARN != s.ClusterARN || c.Sources.Addons != nil ||
+		c.Sources.AdmissionMode != provision.AdmissionDeny {
 		t.Errorf("with a cluster and settings (dry-run AWS): %+v, %v", c.Sources, err)
 	}
 }

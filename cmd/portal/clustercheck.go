@@ -13,9 +13,10 @@ import (
 // clusterChecker builds the readiness checks and the inventory reader from
 // what is configured: the cluster (kube, nil in dry-run mode) and the AWS
 // side (the HyperPod cluster's ARN from the settings, the clients when AWS
-// calls are made).
-func clusterChecker(kube *rest.Config, side awsSide) (*provision.ClusterChecker, error) {
-	src := provision.ReadinessSources{ClusterARN: side.Settings.ClusterARN}
+// calls are made), and the admission rules' roll-out mode (the cluster
+// settings').
+func clusterChecker(kube *rest.Config, side awsSide, mode provision.AdmissionMode) (*provision.ClusterChecker, error) {
+	src := provision.ReadinessSources{ClusterARN: side.Settings.ClusterARN, AdmissionMode: mode}
 	if s := side.Settings; s.Enabled && (s.PodIdentity == nil || *s.PodIdentity) {
 		src.PodIdentity = true
 	}

@@ -297,7 +297,7 @@ func (p *parts) assembleProvisioning(ctx context.Context, cfg Config, db *store.
 		Spec: p.cluster.SchedulerSpec, API: p.side.scheduler(),
 		Poll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
 	}
-	if p.checker, err = clusterChecker(p.kube, p.side); err != nil {
+	if p.checker, err = clusterChecker(p.kube, p.side, p.cluster.AdmissionMode); err != nil {
 		return err
 	}
 	if reader := p.checker.Sources.Kube; reader != nil {

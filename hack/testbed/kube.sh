@@ -22,9 +22,13 @@ set -euo pipefail
 readonly BUILD_SCRIPT_VERSION="kube.sh-build-3"
 readonly KUBE_VERSION="v1.37.2"
 readonly KUBE_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+# validatingadmissionpolicy-status-controller type-checks the plans'
+# ValidatingAdmissionPolicy (status.typeChecking), as on any real cluster
+# (k8s.io/kubernetes cmd/kube-controller-manager/names
+# ValidatingAdmissionPolicyStatusController).
 # PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS adds to these (cluster.sh's scheduling
 # cluster adds job-controller and pod-garbage-collector-controller).
-readonly KCM_CONTROLLERS="namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,garbage-collector-controller,clusterrole-aggregation-controller${PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS:+,$PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS}"
+readonly KCM_CONTROLLERS="namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,garbage-collector-controller,clusterrole-aggregation-controller,validatingadmissionpolicy-status-controller${PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS:+,$PORTAL_TESTBED_KCM_EXTRA_CONTROLLERS}"
 # PORTAL_TESTBED_FRONT_PROXY=1 configures the API server's front proxy (the
 # requestheader client CA and the proxy client certificate), which the
 # aggregation layer needs to pass a user on to an extension API server

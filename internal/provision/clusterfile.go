@@ -73,6 +73,9 @@ type clusterFile struct {
 	// ReservedNamespaces: more namespaces no contract may name (names, or
 	// prefixes ending in '*'), added to the built-in system namespaces.
 	ReservedNamespaces []string `json:"reserved_namespaces"`
+	// AdmissionMode: how the cluster enforces the contracts' admission
+	// rules: warn (the default), audit or deny (ClusterSettings.AdmissionMode).
+	AdmissionMode string `json:"admission_mode"`
 }
 
 type filePriorityClass struct {
@@ -277,6 +280,13 @@ func ParseClusterSettings(b []byte) (ClusterSettings, error) {
 		}
 	}
 	s.ReservedNamespaces = slices.Clone(f.ReservedNamespaces)
+	if f.AdmissionMode != "" {
+		if m := AdmissionMode(f.AdmissionMode); !m.Valid() {
+			bad("admission_mode: %q must be %s, %s or %s (warn: the API server warns and refuses nothing; audit: it records a violation in the audit log; deny: it refuses the request)",
+				f.AdmissionMode, AdmissionWarn, AdmissionAudit, AdmissionDeny)
+		}
+		s.AdmissionMode = AdmissionMode(f.AdmissionMode)
+	}
 	if len(errs) > 0 {
 		return ClusterSettings{}, errors.Join(errs...)
 	}

@@ -32,6 +32,7 @@ container_defaults: {request_cpu: 250m, request_memory: 512Mi}
 pod_identity_agent_cidrs: []
 observability_namespaces: [prometheus]
 reserved_namespaces: [team-infra, "platform-*"]
+admission_mode: deny
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ reserved_namespaces: [team-infra, "platform-*"]
 		s.MaxPodsPerInstance != want.MaxPodsPerInstance ||
 		s.DefaultLimits != (ContainerDefaults{RequestCPU: "250m", RequestMemory: "512Mi"}) || s.PodIdentityAgentCIDRs == nil || len(s.PodIdentityAgentCIDRs) != 0 ||
 		!slices.Equal(s.ObservabilityNamespaces, []string{"prometheus"}) ||
-		!slices.Equal(s.ReservedNamespaces, []string{"team-infra", "platform-*"}) {
+		!slices.Equal(s.ReservedNamespaces, []string{"team-infra", "platform-*"}) || s.AdmissionMode != AdmissionDeny {
 		t.Errorf("parsed %+v", s)
 	}
 	// Accelerator entries change or add to the default table.
@@ -79,8 +80,9 @@ reserved_namespaces: [team-infra, "platform-*"]
 		t.Errorf("the plan does not follow the settings:\n%s", y)
 	}
 
-	// An empty file is the defaults.
-	if s, err := ParseClusterSettings(nil); err != nil || !slices.Equal(s.WithDefaults().InstanceTypes, DefaultClusterSettings().InstanceTypes) {
+	// An empty file is the defaults; the admission rules warn.
+	if s, err := ParseClusterSettings(nil); err != nil || !slices.Equal(s.WithDefaults().InstanceTypes, DefaultClusterSettings().InstanceTypes) ||
+		s.WithDefaults().AdmissionMode != AdmissionWarn {
 		t.Errorf("empty file: %+v %v", s, err)
 	}
 }
@@ -105,6 +107,7 @@ container_defaults: {request_cpu: lots}
 pod_identity_agent_cidrs: [169.254.170.23]
 observability_namespaces: [Not_A_Namespace]
 reserved_namespaces: [ok-name, "*", "Bad*", Bad_Name]
+admission_mode: Deny
 `))
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -119,6 +122,7 @@ reserved_namespaces: [ok-name, "*", "Bad*", Bad_Name]
 		"kubernetes_groups.viewers", "max_pods_per_instance",
 		"container_defaults.request_cpu: \"lots\"", "container_defaults: give both", "pod_identity_agent_cidrs[0]", "observability_namespaces[0]",
 		"reserved_namespaces[1]", "reserved_namespaces[2]", "reserved_namespaces[3]",
+		"admission_mode: \"Deny\" must be warn, audit or deny",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not mention %q:\n%v", want, err)

@@ -90,6 +90,23 @@ func (r *ClusterReader) Served(ctx context.Context, group string) ([]string, err
 	return all[group], err
 }
 
+// ServesResource reports whether the API server serves resource in group
+// version gv ("admissionregistration.k8s.io/v1"), read fresh from
+// discovery.
+func (r *ClusterReader) ServesResource(ctx context.Context, gv, resource string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	list, err := r.Discovery.ServerResourcesForGroupVersion(gv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("provision: discovery of %s: %w", gv, err)
+	}
+	return slices.ContainsFunc(list.APIResources, func(x metav1.APIResource) bool { return x.Name == resource }), nil
+}
+
 // servedGroups reads every served group's versions, sorted.
 func (r *ClusterReader) servedGroups(ctx context.Context) (map[string][]string, error) {
 	if err := ctx.Err(); err != nil {

@@ -26,6 +26,13 @@
 // when it runs (Worker.TeamQueue, TeamQueuesFrom); the last connection's
 // revocation deletes it. Plan hashes name it without its body.
 //
+// Admission rules (admission.go): every plan holds the contract's rules
+// for the API server itself to enforce, with Kubernetes'
+// ValidatingAdmissionPolicy: one policy and one binding per roll-out mode
+// (ClusterSettings.AdmissionMode: warn, audit, deny), shared by every
+// team, and the team's values in a ConfigMap in its namespace, which
+// revocation deletes.
+//
 // Amendments: DiffPlans compares the plan of a connection's approved
 // version with the plan of its amended one (what is created, updated,
 // deleted, kept), ignoring the contract version and hash each version

@@ -188,7 +188,7 @@ func TestHoldIntegration(t *testing.T) {
 
 	// On a cluster whose Kueue does not serve the queues' version, a hold
 	// job fails at once, as a provisioning job does, and writes nothing.
-	w.Preflight = servedBy("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "kueue.x-k8s.io/v1beta1").RequireServed
+	w.Preflight = servedBy("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "admissionregistration.k8s.io/v1", "kueue.x-k8s.io/v1beta1").RequireServed
 	b.clock.Add(time.Minute)
 	if _, err := b.db.ProposeHold(ctx, tn.conn.ID, workflow.Actor{Email: "reviewer@example.test"}, "again", b.clock.Now()); err != nil {
 		t.Fatal(err)

@@ -396,6 +396,12 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 	b.resourceQuota(g)
 	b.limitRange()
 	b.networkPolicies()
+	// The admission rules are guardrails too: the policy, the team's
+	// values, then the binding (whose paramRef names them), before any
+	// access (admission.go).
+	b.admissionPolicy()
+	b.admissionParams(LocalQueueName(b.plan.Namespace))
+	b.admissionBinding()
 	if s.ClusterQueueManagedByPortal {
 		b.priorityClasses()
 		b.resourceFlavors(g)
@@ -512,9 +518,18 @@ func (b *builder) namespace(hyperPod bool) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: b.plan.Namespace},
 	}, false, detail)
-	if hyperPod {
-		b.plan.Objects[len(b.plan.Objects)-1].Owner = OwnerHyperPod
+	if b.err != nil {
+		return
 	}
+	ns := &b.plan.Objects[len(b.plan.Objects)-1]
+	if hyperPod {
+		ns.Owner = OwnerHyperPod
+	}
+	// The roll-out mode of the contract's admission rules: the shared
+	// binding of that mode selects the namespace (admission.go).
+	labels := ns.Obj.GetLabels()
+	labels[LabelAdmissionMode] = string(b.s.AdmissionMode)
+	ns.Obj.SetLabels(labels)
 }
 
 // ErrHyperPodNamespace is the reason a contract naming another namespace
@@ -848,6 +863,11 @@ func (b *builder) clusterQueue(name string) {
 	b.teamQueue(name, sum)
 }
 
+// LocalQueueName is the team's LocalQueue in namespace ns: the name
+// HyperPod task governance gives it (hyperpod-ns-<team>-localqueue, see
+// Owner), which the portal uses too when it manages the queues.
+func LocalQueueName(ns string) string { return ns + "-localqueue" }
+
 // localQueue is where the team's jobs queue (label kueue.x-k8s.io/queue-name).
 // When HyperPod task governance manages the ClusterQueue, it also creates
 // and owns this LocalQueue: the plan only checks that it exists (see
@@ -855,7 +875,7 @@ func (b *builder) clusterQueue(name string) {
 func (b *builder) localQueue(cq string) {
 	lq := &kueue.LocalQueue{
 		TypeMeta:   kueueTypeMeta("LocalQueue"),
-		ObjectMeta: b.meta(b.plan.Namespace + "-localqueue"),
+		ObjectMeta: b.meta(LocalQueueName(b.plan.Namespace)),
 		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)},
 	}
 	if b.s.ClusterQueueManagedByPortal {

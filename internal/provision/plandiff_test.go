@@ -211,11 +211,14 @@ func TestDiffPlansDeletesOnlyWhatRevocationWould(t *testing.T) {
 		kept     []string // the rows kept, in order
 	}{
 		{"HyperPod and AWS, domain kept on revoke", awsSettings(), []string{
-			"LocalQueue hyperpod-ns-red/hyperpod-ns-red-localqueue", "Namespace hyperpod-ns-red", "SageMaker studio domain red-studio"}},
+			"LocalQueue hyperpod-ns-red/hyperpod-ns-red-localqueue", "Namespace hyperpod-ns-red", "SageMaker studio domain red-studio",
+			"ValidatingAdmissionPolicy hyperpod-portal-contract", "ValidatingAdmissionPolicyBinding hyperpod-portal-contract-warn"}},
 		{"HyperPod and AWS, domain deleted on revoke", deleteDomain, []string{
-			"LocalQueue hyperpod-ns-red/hyperpod-ns-red-localqueue", "Namespace hyperpod-ns-red"}},
+			"LocalQueue hyperpod-ns-red/hyperpod-ns-red-localqueue", "Namespace hyperpod-ns-red",
+			"ValidatingAdmissionPolicy hyperpod-portal-contract", "ValidatingAdmissionPolicyBinding hyperpod-portal-contract-warn"}},
 		{"portal queues", managedSettings(), []string{
 			"Namespace hyperpod-ns-red",
+			"ValidatingAdmissionPolicy hyperpod-portal-contract", "ValidatingAdmissionPolicyBinding hyperpod-portal-contract-warn",
 			"ResourceFlavor ml.p5.48xlarge", "WorkloadPriorityClass experiment-priority", "WorkloadPriorityClass fine-tuning-priority",
 			"WorkloadPriorityClass training-priority", "WorkloadPriorityClass interactive-priority", "WorkloadPriorityClass inference-priority"}},
 	} {

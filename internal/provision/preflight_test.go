@@ -26,7 +26,7 @@ func servedBy(gvs ...string) *provision.ClusterReader {
 // before any object is applied, naming the add-on version needed; a
 // cluster that serves every version of the plan runs it.
 func TestWorkerPreflightRefusesUnservedAPIVersions(t *testing.T) {
-	old := servedBy("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "kueue.x-k8s.io/v1beta1")
+	old := servedBy("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "admissionregistration.k8s.io/v1", "kueue.x-k8s.io/v1beta1")
 	b := newBed(t)
 	cluster := &fakeCluster{}
 	w := b.worker("w1", cluster)
@@ -50,7 +50,7 @@ func TestWorkerPreflightRefusesUnservedAPIVersions(t *testing.T) {
 
 	b2 := newBed(t)
 	w2 := b2.worker("w1", &fakeCluster{})
-	w2.Preflight = servedBy("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2").RequireServed
+	w2.Preflight = servedBy("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "admissionregistration.k8s.io/v1", "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2").RequireServed
 	b2.runOnce(w2)
 	if j := b2.jobNow(b2.job.ID); j.State != workflow.JobSucceeded {
 		t.Errorf("with every version served: job %s (%s)", j.State, j.LastError)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"golang.org/x/mod/semver"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
@@ -60,6 +61,7 @@ const (
 	CheckAuthMode         = "EKS authentication mode"
 	CheckEndpointAccess   = "EKS API endpoint access"
 	CheckCloudWatch       = "CloudWatch Observability add-on"
+	CheckAdmissionRules   = "Contract admission rules"
 )
 
 // CloudWatchAddonMin is the oldest amazon-cloudwatch-observability add-on
@@ -89,6 +91,9 @@ type ReadinessSources struct {
 	// Kueue is the Kueue API version the plans need; zero means
 	// KueueGroupVersion.
 	Kueue schema.GroupVersion
+	// AdmissionMode is the cluster settings' roll-out mode of the
+	// contracts' admission rules; "" means AdmissionWarn.
+	AdmissionMode AdmissionMode
 }
 
 func (s ReadinessSources) kueue() schema.GroupVersion {
@@ -118,7 +123,39 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 	}
 	r.Checks = append(r.Checks, authModeCheck(cluster, clusterErr), endpointAccessCheck(cluster, clusterErr), cloudWatchCheck(addons, addonErr),
 		vpcEndpointsCheck(ctx, src, cluster, clusterErr))
+	r.Checks = append(r.Checks, admissionCheck(ctx, src))
 	return r
+}
+
+// admissionCheck: does the API server serve ValidatingAdmissionPolicy v1,
+// which every plan applies (admission.go), and in which mode do the rules
+// run.
+func admissionCheck(ctx context.Context, src ReadinessSources) Check {
+	c := Check{Name: CheckAdmissionRules}
+	mode := src.AdmissionMode
+	if mode == "" {
+		mode = AdmissionWarn
+	}
+	if src.Kube == nil {
+		c.Status, c.Detail = CheckUnknown, errNoCluster.Error()
+		return c
+	}
+	gv := admissionregistrationv1.SchemeGroupVersion.String()
+	ok, err := src.Kube.ServesResource(ctx, gv, "validatingadmissionpolicies")
+	switch {
+	case err != nil:
+		c.Status, c.Detail = CheckUnknown, err.Error()
+	case ok:
+		c.Status = CheckOK
+		c.Detail = fmt.Sprintf("The cluster serves ValidatingAdmissionPolicy (%s). The contracts' rules (queue label, priority classes, no bare pods) run in %s mode: binding %s, validationActions [%s]%s.",
+			gv, mode, AdmissionBindingName(mode), mode.validationAction(),
+			map[AdmissionMode]string{AdmissionWarn: ", so the API server warns and refuses nothing", AdmissionAudit: ", so violations are only recorded in the audit log", AdmissionDeny: ", so violations are refused"}[mode])
+	default:
+		c.Status = CheckFailing
+		c.Detail = fmt.Sprintf("The cluster does not serve ValidatingAdmissionPolicy (%s), which every plan applies: provisioning fails at that step.", gv)
+		c.Todo = "Upgrade the EKS cluster to Kubernetes v1.30 or later, where ValidatingAdmissionPolicy is stable and on by default."
+	}
+	return c
 }
 
 func kueueCheck(ctx context.Context, src ReadinessSources, r *Readiness) Check {

@@ -181,7 +181,11 @@ func StepsHash(steps []Step) string {
 // before it.
 // The team's cluster-scoped access (its queue reader, see queueReader) goes
 // with the rest of its access, first.
-var revocationOrder = []string{"ClusterRoleBinding", "RoleBinding", "ClusterRole", "Role", "ServiceAccount", "LocalQueue", "ClusterQueue", "ResourceQuota", "LimitRange", "NetworkPolicy"}
+// The admission rules' parameter object (admission.go) goes last, with the
+// guardrails: while the team may still submit, its rules hold. The shared
+// policy and bindings stay (other teams' namespaces use them); a locked
+// namespace is labelled revoked, which the bindings leave out.
+var revocationOrder = []string{"ClusterRoleBinding", "RoleBinding", "ClusterRole", "Role", "ServiceAccount", "LocalQueue", "ClusterQueue", "ResourceQuota", "LimitRange", "NetworkPolicy", "ConfigMap"}
 
 // RevocationPlan is the reverse of p: the steps that take a team's
 // connection off the cluster, in a safe order (see revocationOrder): access
@@ -256,7 +260,7 @@ func RevocationPlan(p Plan, mode RevokeMode) []Step {
 			default:
 				del(o, map[string]string{"ClusterRoleBinding": "access", "ClusterRole": "access", "RoleBinding": "access", "Role": "access", "ServiceAccount": "access",
 					"LocalQueue": "queue", "ClusterQueue": "queue", "ResourceQuota": "quota", "LimitRange": "defaults",
-					"NetworkPolicy": "network"}[kind])
+					"NetworkPolicy": "network", "ConfigMap": "admission rules"}[kind])
 			}
 		}
 		if kind == "RoleBinding" && p.Namespace != "" {

@@ -49,6 +49,9 @@ func TestRevocationPlanLock(t *testing.T) {
 		"delete NetworkPolicy " + ns + "/allow-eks-pod-identity-agent",
 		"delete NetworkPolicy " + ns + "/allow-dns",
 		"delete NetworkPolicy " + ns + "/allow-same-namespace",
+		// The team's admission parameters go; the shared policy and its
+		// bindings stay, and leave out the namespace once it is revoked.
+		"delete ConfigMap " + ns + "/hyperpod-portal-contract",
 		"lock Namespace " + ns,
 	}
 	if got := stepNames(steps); !slices.Equal(got, want) {
@@ -110,9 +113,10 @@ func TestRevocationPlanDelete(t *testing.T) {
 		}
 	}
 	// Safe order: bindings, roles and the ServiceAccount, queues, quota
-	// and defaults, network policies, the namespace last.
+	// and defaults, network policies, the admission rules' parameters, the
+	// namespace last.
 	rank := map[string]int{"ClusterRoleBinding": 0, "RoleBinding": 0, "ClusterRole": 1, "Role": 1, "ServiceAccount": 1, "LocalQueue": 2, "ClusterQueue": 2,
-		"ResourceQuota": 3, "LimitRange": 3, "NetworkPolicy": 4, "Namespace": 5}
+		"ResourceQuota": 3, "LimitRange": 3, "NetworkPolicy": 4, "ConfigMap": 5, "Namespace": 6}
 	for i := 1; i < len(steps); i++ {
 		if rank[steps[i].Object.Kind] < rank[steps[i-1].Object.Kind] {
 			t.Errorf("step %d (%s) comes after %s", i, names[i], names[i-1])

@@ -108,6 +108,19 @@ type ClusterSettings struct {
 	// with everything in it.
 	OnRevoke RevokeMode
 
+	// AdmissionMode is how the cluster enforces the contracts' admission
+	// rules (admission.go): AdmissionWarn (the default), AdmissionAudit or
+	// AdmissionDeny, the validationActions [Warn], [Audit] or [Deny] of
+	// the binding every team namespace of the cluster is labelled for.
+	// Warn is the default because turning the rules on for a cluster that
+	// already runs teams must not stop their work: jobs submitted without
+	// the queue label, with a class the contract does not list, or as bare
+	// pods keep running while their submitters see a warning on every
+	// kubectl call (and namespaces provisioned before the rules existed get
+	// their parameter object at their next re-apply); an admin turns on
+	// deny once the warnings stop.
+	AdmissionMode AdmissionMode
+
 	// AWS are the settings of the plan's AWS half (compute quota, Studio,
 	// EKS access entries, Pod Identity). Off unless AWS.Enabled.
 	AWS awsprov.Settings
@@ -426,6 +439,9 @@ func (s ClusterSettings) withDefaults() ClusterSettings {
 	if s.OnRevoke == "" {
 		s.OnRevoke = RevokeLock
 	}
+	if s.AdmissionMode == "" {
+		s.AdmissionMode = AdmissionWarn
+	}
 	return s
 }
 
@@ -510,6 +526,9 @@ func (s ClusterSettings) check() error {
 	}
 	if s.OnRevoke != RevokeLock && s.OnRevoke != RevokeDelete {
 		return fmt.Errorf("settings: OnRevoke %q must be %q or %q", s.OnRevoke, RevokeLock, RevokeDelete)
+	}
+	if !s.AdmissionMode.Valid() {
+		return fmt.Errorf("settings: AdmissionMode %q must be %q, %q or %q", s.AdmissionMode, AdmissionWarn, AdmissionAudit, AdmissionDeny)
 	}
 	if s.MaxPodsPerInstance < 0 {
 		return fmt.Errorf("settings: MaxPodsPerInstance must not be negative")

@@ -1,0 +1,305 @@
+package provision
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// warnings collects the API server's Warning headers (client-go hands each
+// to rest.Config.WarningHandler).
+type warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+// take returns the warnings seen since the last take.
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.seen
+	w.seen = nil
+	return out
+}
+
+// warnedClient is a client of cfg (a copy) whose warnings are collected.
+func warnedClient(t *testing.T, cfg *rest.Config) (*kubernetes.Clientset, *warnings) {
+	t.Helper()
+	w := &warnings{}
+	c := rest.CopyConfig(cfg)
+	c.WarningHandler = w
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, w
+}
+
+// admissionJob is a suspended Job (no pods) with the given labels.
+func admissionJob(labels map[string]string) *batchv1.Job {
+	suspend := true
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "adm-", Labels: labels},
+		Spec: batchv1.JobSpec{
+			Suspend: &suspend,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "train", Image: "busybox"}},
+			}},
+		},
+	}
+}
+
+func barePod(owners ...metav1.OwnerReference) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "adm-", OwnerReferences: owners},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "debug", Image: "busybox"}},
+		},
+	}
+}
+
+// waitForAdmission waits, with ctx's deadline, until the API server holds
+// namespace ns to the contract: a Job without the queue label is refused
+// (deny) or answered with a warning (warn), both naming the team's queue
+// (not yet the parameters: the binding may see the policy before the
+// ConfigMap). The policy's, binding's and parameters' informers reach the
+// admission plugin a moment after they are written.
+func waitForAdmission(ctx context.Context, t *testing.T, c *kubernetes.Clientset, w *warnings, ns string, deny bool) {
+	t.Helper()
+	for {
+		_, err := c.BatchV1().Jobs(ns).Create(ctx, admissionJob(nil), metav1.CreateOptions{})
+		got := w.take()
+		switch {
+		case deny && apierrors.IsForbidden(err) && strings.Contains(err.Error(), KueueQueueLabel+": "+LocalQueueName(ns)):
+			return
+		case !deny && err == nil && strings.Contains(strings.Join(got, "\n"), KueueQueueLabel+": "+LocalQueueName(ns)):
+			return
+		case ctx.Err() != nil:
+			t.Fatalf("namespace %s: the admission rules never took effect (last: %v, warnings %q)", ns, err, got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestAdmissionRulesIntegration applies two connections' plans on the test
+// bed's real API server, one on a cluster in deny mode and one in warn
+// mode, and holds their namespaces to the contract: (1) a Job must name
+// the team's LocalQueue, (2) its priority class must be one the contract
+// allows, (4) a bare pod is refused. In deny mode a violating object is
+// refused with the clause, the allowed values and the change page in the
+// message; in warn mode it is created, with the same words as a warning;
+// a compliant one is accepted in both, without a warning. Revocation
+// removes the team's parameters and the namespace leaves the binding.
+func TestAdmissionRulesIntegration(t *testing.T) {
+	cfg := testbedConfig(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	a, err := NewApplier(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runID(t)
+	denying := itSettings(run)
+	denying.AdmissionMode = AdmissionDeny
+	warning := itSettings(run)
+	deny := mustPlan(t, 61, itContract("red", "it-"+run+"-adm-deny"), denying)
+	warn := mustPlan(t, 62, itContract("red", "it-"+run+"-adm-warn"), warning)
+	deleteAfter(t, a.Client, deny, warn)
+	for _, p := range []Plan{deny, warn} {
+		if _, err := a.Apply(ctx, p); err != nil {
+			t.Fatalf("apply %s: %v", p.Namespace, err)
+		}
+	}
+	admin, adminWarn := warnedClient(t, cfg)
+	submitter, subWarn := warnedClient(t, userConfig(t, cfg, "submitter-red"))
+
+	// The readiness page sees what the plans apply served.
+	reader, err := NewClusterReader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := admissionCheck(ctx, ReadinessSources{Kube: reader, AdmissionMode: AdmissionDeny}); c.Status != CheckOK {
+		t.Errorf("readiness on the test bed: %+v", c)
+	}
+
+	// The shared policy type-checks against the kinds it matches.
+	policy, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, NameAdmissionPolicy, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (kube-controller-manager's validatingadmissionpolicy-status-controller
+	// writes status.typeChecking.)
+	typeChecked := time.Now().Add(time.Minute)
+	for policy.Status.ObservedGeneration < policy.Generation {
+		if time.Now().After(typeChecked) {
+			t.Fatalf("the policy's status was never type-checked (is kube-controller-manager's validatingadmissionpolicy-status-controller running?): %+v", policy.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if policy, err = admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, NameAdmissionPolicy, metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tc := policy.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
+		t.Errorf("the policy's expressions do not type-check: %+v", tc.ExpressionWarnings)
+	}
+
+	for _, p := range []Plan{deny, warn} {
+		waitForQuota(ctx, t, admin, p.Namespace)
+	}
+	waitForAdmission(ctx, t, submitter, subWarn, deny.Namespace, true)
+	waitForAdmission(ctx, t, submitter, subWarn, warn.Namespace, false)
+
+	for _, p := range []Plan{deny, warn} {
+		queue := LocalQueueName(p.Namespace)
+		page := "/connections/" + strconv.FormatInt(p.ConnectionID, 10) + "/edit"
+		// The Job the member page's snippet submits: the team's queue,
+		// an allowed class.
+		good, err := submitter.BatchV1().Jobs(p.Namespace).Create(ctx, admissionJob(map[string]string{
+			KueueQueueLabel: queue, KueuePriorityClassLabel: "training-priority",
+		}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("%s: a compliant job was refused: %v", p.Namespace, err)
+		}
+		if w := subWarn.take(); len(w) > 0 {
+			t.Errorf("%s: a compliant job drew warnings %q", p.Namespace, w)
+		}
+		// A pod its Job owns (as the Job controller makes them) is not bare.
+		owned := barePod(metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: good.Name, UID: good.UID})
+		if _, err := admin.CoreV1().Pods(p.Namespace).Create(ctx, owned, metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s: a pod owned by a job was refused: %v", p.Namespace, err)
+		}
+		if w := adminWarn.take(); len(w) > 0 {
+			t.Errorf("%s: an owned pod drew warnings %q", p.Namespace, w)
+		}
+		// An update that keeps the labels passes even for a job that
+		// breaks the rules (created before them, or by warn mode).
+		for _, tc := range []struct {
+			rule   string
+			client *kubernetes.Clientset
+			w      *warnings
+			create func() error
+			want   []string // in the refusal or the warning
+		}{
+			{"1: no queue label", submitter, subWarn, func() error {
+				_, err := submitter.BatchV1().Jobs(p.Namespace).Create(ctx, admissionJob(nil), metav1.CreateOptions{})
+				return err
+			}, []string{`clause "Namespaces"`, KueueQueueLabel + ": " + queue, "(it has none)", page}},
+			{"1: another queue", submitter, subWarn, func() error {
+				_, err := submitter.BatchV1().Jobs(p.Namespace).Create(ctx, admissionJob(map[string]string{KueueQueueLabel: "other-queue"}), metav1.CreateOptions{})
+				return err
+			}, []string{`clause "Namespaces"`, KueueQueueLabel + ": " + queue, "(it has other-queue)", page}},
+			{"2: a class the contract does not allow", submitter, subWarn, func() error {
+				_, err := submitter.BatchV1().Jobs(p.Namespace).Create(ctx, admissionJob(map[string]string{
+					KueueQueueLabel: queue, KueuePriorityClassLabel: "experiment-priority",
+				}), metav1.CreateOptions{})
+				return err
+			}, []string{`clause "Priority classes" (scheduling.priority_classes)`, "experiment-priority is not one the contract allows",
+				"allowed: inference-priority, training-priority", page}},
+			{"4: a bare pod", admin, adminWarn, func() error {
+				_, err := admin.CoreV1().Pods(p.Namespace).Create(ctx, barePod(), metav1.CreateOptions{})
+				return err
+			}, []string{`clause "Approved workload types"`, "bare pod", queue, page}},
+		} {
+			err := tc.create()
+			got := tc.w.take()
+			if p.Namespace == deny.Namespace {
+				if !apierrors.IsForbidden(err) {
+					t.Errorf("deny, rule %s: %v, want Forbidden", tc.rule, err)
+					continue
+				}
+				for _, s := range tc.want {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("deny, rule %s: the refusal does not say %q: %v", tc.rule, s, err)
+					}
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("warn, rule %s: refused: %v", tc.rule, err)
+				continue
+			}
+			text := strings.Join(got, "\n")
+			for _, s := range tc.want {
+				if !strings.Contains(text, s) {
+					t.Errorf("warn, rule %s: the warnings %q do not say %q", tc.rule, got, s)
+				}
+			}
+		}
+	}
+
+	// Drift: a hand edit of the team's parameters (a class the contract
+	// does not allow) and a deleted binding are found; re-applying the
+	// plan restores both, and the rules hold again.
+	cm, err := admin.CoreV1().ConfigMaps(deny.Namespace).Get(ctx, NameAdmissionParams, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["priorityClasses"] += ",experiment-priority"
+	if _, err := admin.CoreV1().ConfigMaps(deny.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, AdmissionBindingName(AdmissionDeny), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	items, err := a.Drift(ctx, deny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	for _, it := range items {
+		found[it.Kind] = it.What
+	}
+	if found["ConfigMap"] != "changed" || found["ValidatingAdmissionPolicyBinding"] != "deleted" {
+		t.Errorf("drift %+v: want the edited parameters and the deleted binding", items)
+	}
+	if _, err := a.Apply(ctx, deny); err != nil {
+		t.Fatal(err)
+	}
+	if items, err := a.Drift(ctx, deny); err != nil || len(items) > 0 {
+		t.Errorf("after re-apply: drift %+v, %v", items, err)
+	}
+	waitForAdmission(ctx, t, submitter, subWarn, deny.Namespace, true)
+
+	// Revocation takes the team's parameters away and the locked namespace
+	// out of the binding: a job without a queue label is then neither
+	// refused nor warned about by the contract's rules. The shared policy
+	// and binding stay for the other teams.
+	for _, p := range []Plan{deny, warn} {
+		runRevocation(ctx, t, a, RevocationPlan(p, RevokeLock))
+		if _, err := admin.CoreV1().ConfigMaps(p.Namespace).Get(ctx, NameAdmissionParams, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: the parameters outlive revocation: %v", p.Namespace, err)
+		}
+		adminWarn.take()
+		if _, err := admin.BatchV1().Jobs(p.Namespace).Create(ctx, admissionJob(nil), metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s: revoked, a job is still held to the contract: %v", p.Namespace, err)
+		}
+		for _, w := range adminWarn.take() {
+			if strings.Contains(w, "contract of connection") {
+				t.Errorf("%s: revoked, a job still draws the contract's warning %q", p.Namespace, w)
+			}
+		}
+	}
+	for _, name := range []string{AdmissionBindingName(AdmissionDeny), AdmissionBindingName(AdmissionWarn)} {
+		if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("the shared binding %s: %v, want it kept for the other teams", name, err)
+		}
+	}
+}
