@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/evidence"
 	"github.com/hyperpod-governance/portal/internal/signing"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/web"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -45,24 +45,14 @@ func TestSigningKeySharedByReplicas(t *testing.T) {
 	const n = 6
 	keys := make([]string, n)
 	made := make([]bool, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		db := a
-		if i%2 == 1 {
-			db = b
+	testenv.OnReplicas(n, []*store.DB{a, b}, func(i int, db *store.DB) {
+		s, created, err := web.LoadSigner(t.Context(), db, replicaSessionKey, time.Now())
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+			return
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, created, err := web.LoadSigner(t.Context(), db, replicaSessionKey, time.Now())
-			if err != nil {
-				t.Errorf("replica %d: %v", i, err)
-				return
-			}
-			keys[i], made[i] = s.KeyID(), created
-		}()
-	}
-	wg.Wait()
+		keys[i], made[i] = s.KeyID(), created
+	})
 	makers := 0
 	for i := range n {
 		if keys[i] != keys[0] {
@@ -112,22 +102,12 @@ func TestAuditHeadPublishedOncePerDay(t *testing.T) {
 
 	const n = 4
 	won := make([]bool, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		db := a
-		if i%2 == 1 {
-			db = b
+	testenv.OnReplicas(n, []*store.DB{a, b}, func(i int, db *store.DB) {
+		var err error
+		if _, won[i], err = publishAuditHead(ctx, db, signer, now); err != nil {
+			t.Errorf("replica %d: %v", i, err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var err error
-			if _, won[i], err = publishAuditHead(ctx, db, signer, now); err != nil {
-				t.Errorf("replica %d: %v", i, err)
-			}
-		}()
-	}
-	wg.Wait()
+	})
 	winners := 0
 	for _, w := range won {
 		if w {

@@ -4,12 +4,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/signing"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -37,27 +37,19 @@ func TestEnsureSigningKeyRace(t *testing.T) {
 	got := make([]signing.Sealed, n)
 	made := make([]bool, n)
 	cands := make([]signing.Sealed, n)
-	var wg sync.WaitGroup
 	for i := range n {
 		c, err := signing.Generate(rand.Reader, signKey, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cands[i] = c
-		db := a
-		if i%2 == 1 {
-			db = b
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var err error
-			if got[i], made[i], err = db.EnsureSigningKey(ctx, cands[i], now); err != nil {
-				t.Errorf("replica %d: %v", i, err)
-			}
-		}()
 	}
-	wg.Wait()
+	testenv.OnReplicas(n, []*store.DB{a, b}, func(i int, db *store.DB) {
+		var err error
+		if got[i], made[i], err = db.EnsureSigningKey(ctx, cands[i], now); err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	})
 	winners := 0
 	for i := range n {
 		if got[i].KeyID != got[0].KeyID || got[i].Private != got[0].Private {
@@ -113,22 +105,12 @@ func TestPublishAuditHeadOncePerDay(t *testing.T) {
 	notice := workflow.Notice{Kind: "audit.head_published", To: workflow.ToAdmins, Subject: "head", Body: "head_hash: h"}
 	const n = 6
 	won := make([]bool, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		db := a
-		if i%2 == 1 {
-			db = b
+	testenv.OnReplicas(n, []*store.DB{a, b}, func(i int, db *store.DB) {
+		var err error
+		if won[i], err = db.PublishAuditHead(ctx, pub("2026-12-04", now.Add(time.Duration(i)*time.Second)), notice); err != nil {
+			t.Errorf("replica %d: %v", i, err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var err error
-			if won[i], err = db.PublishAuditHead(ctx, pub("2026-12-04", now.Add(time.Duration(i)*time.Second)), notice); err != nil {
-				t.Errorf("replica %d: %v", i, err)
-			}
-		}()
-	}
-	wg.Wait()
+	})
 	count := func(q string) int {
 		var c int
 		if err := a.RawSQL().QueryRowContext(ctx, q).Scan(&c); err != nil {
