@@ -130,9 +130,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day) DO NOTHING`, p.Day, p.HeadID, 
 			return err
 		}
 		published = true
-		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (team, kind, recipients, subject, body, created_at) VALUES ('', ?, ?, ?, ?, ?)`,
-			notice.Kind, string(notice.To), notice.Subject, notice.Body, fmtTime(p.PublishedAt)); err != nil {
-			return fmt.Errorf("store: outbox: %w", err)
+		if err := insertNotices(ctx, tx, 0, "", []workflow.Notice{notice}, p.PublishedAt); err != nil {
+			return err
 		}
 		return appendAudit(ctx, tx, AuditEvent{At: p.PublishedAt, Actor: "portal", Action: "audit.head_published", ObjectType: "audit",
 			Reason: fmt.Sprintf("%s: head event %d (%d events) %s at %s, signed by %s, sent to %s", p.Day, p.HeadID, p.HeadCount, p.HeadHash, p.HeadAt, p.KeyID, notice.To)})
