@@ -31,6 +31,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -450,10 +451,8 @@ func (b *wbed) settleQuota(ctx context.Context, tn wintTenant) {
 			if apierrors.IsNotFound(err) {
 				return
 			}
-			if err == nil {
-				if hard, _, _ := unstructured.NestedMap(live.Object, "status", "hard"); len(hard) > 0 {
-					return
-				}
+			if err == nil && quotaSettled(live) {
+				return
 			}
 			if ctx.Err() != nil {
 				b.tb.Fatalf("the status of %s was never computed (is kube-controller-manager running?): %v", o.Ref(), err)
@@ -461,6 +460,31 @@ func (b *wbed) settleQuota(ctx context.Context, tn wintTenant) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// quotaSettled reports whether the quota controller has caught up with a
+// ResourceQuota's spec: status.hard holds every spec.hard limit at its
+// value. Only non-empty was too weak: after a hand edit of spec.hard the
+// status of the edit before is non-empty, and the controller's later
+// status write landed in the middle of what the test then measured.
+func quotaSettled(live *unstructured.Unstructured) bool {
+	spec, _, _ := unstructured.NestedStringMap(live.Object, "spec", "hard")
+	status, _, _ := unstructured.NestedStringMap(live.Object, "status", "hard")
+	if len(status) == 0 || len(status) != len(spec) {
+		return false
+	}
+	for k, v := range spec {
+		sv, ok := status[k]
+		if !ok {
+			return false
+		}
+		a, err1 := resource.ParseQuantity(v)
+		b, err2 := resource.ParseQuantity(sv)
+		if err1 != nil || err2 != nil || a.Cmp(b) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *wbed) worker(owner string) *provision.Worker {
