@@ -233,6 +233,7 @@ func TestClusterRoleProvisionsOnTheTestBed(t *testing.T) {
 		if _, err := a.Apply(ctx, p); err != nil {
 			t.Fatalf("apply as the chart's ServiceAccount: %v", err)
 		}
+		settlePolicies(ctx, t, dyn, p)
 		if res, err := a.Apply(ctx, p); err != nil {
 			t.Fatalf("second apply: %v", err)
 		} else {
@@ -520,6 +521,37 @@ func policyRefusals(ctx context.Context, t *testing.T, admin, portal kubernetes.
 // labelled as HyperPod labels it, and its LocalQueue) and returns the plan
 // of a contract in that mode (the default settings: HyperPod owns the
 // ClusterQueue).
+// settlePolicies waits until kube-controller-manager's
+// validatingadmissionpolicy-status-controller has type-checked each
+// ValidatingAdmissionPolicy of p (status.observedGeneration reached
+// metadata.generation): its status write, landing between the second
+// apply's read and its apply, made that apply look "configured" (CI run of
+// 2026-12-04 17:43).
+func settlePolicies(ctx context.Context, t *testing.T, dyn dynamic.Interface, p provision.Plan) {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
+	for _, o := range p.Objects {
+		if o.Kind != "ValidatingAdmissionPolicy" {
+			continue
+		}
+		for {
+			live, err := dyn.Resource(gvr).Get(ctx, o.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("policy %s: %v", o.Name, err)
+			}
+			seen, _, _ := unstructured.NestedInt64(live.Object, "status", "observedGeneration")
+			if seen >= live.GetGeneration() {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("policy %s was never type-checked (is the status controller running?)", o.Name)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
 func hyperPodPlan(ctx context.Context, t *testing.T, admin kubernetes.Interface, dyn dynamic.Interface, run string) provision.Plan {
 	t.Helper()
 	team := "hp" + run

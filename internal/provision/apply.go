@@ -6,9 +6,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -145,8 +147,10 @@ func (a *Applier) apply(ctx context.Context, o Object) (string, Outcome, error) 
 	// The resourceVersion before and after tells created, configured and
 	// unchanged apart: the API server does not write (nor bump the version
 	// of) an apply that changes nothing. A status update by a controller
-	// between the two requests would show as configured; that is rare and
-	// harmless.
+	// between the two requests moves the version too (kube-controller-
+	// manager's validatingadmissionpolicy-status-controller does, after a
+	// policy is applied): an object that differs from what was read only in
+	// its status, version and managedFields is unchanged (sameButStatus).
 	before := ""
 	live, err := ri.Get(ctx, o.Name, metav1.GetOptions{})
 	switch {
@@ -185,7 +189,7 @@ func (a *Applier) apply(ctx context.Context, o Object) (string, Outcome, error) 
 	switch {
 	case before == "":
 		return after, Created, nil
-	case before == after:
+	case before == after, sameButStatus(live, out):
 		return after, Unchanged, nil
 	default:
 		return after, Configured, nil
@@ -256,4 +260,22 @@ func IsPermanent(err error) bool {
 		return true
 	}
 	return false
+}
+
+// sameButStatus reports whether before and after are the same object but
+// for status, resourceVersion and managedFields.
+func sameButStatus(before, after *unstructured.Unstructured) bool {
+	if before == nil || after == nil {
+		return false
+	}
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy().Object
+		delete(c, "status")
+		if m, ok := c["metadata"].(map[string]any); ok {
+			delete(m, "resourceVersion")
+			delete(m, "managedFields")
+		}
+		return c
+	}
+	return equality.Semantic.DeepEqual(strip(before), strip(after))
 }
