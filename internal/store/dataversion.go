@@ -37,8 +37,9 @@ import (
 //   - PostgreSQL: portal_data_version() (migrations/00024_data_version.sql):
 //     a sequence every writing statement on a table of this database bumps
 //     (a statement trigger on each), read before checking that no other
-//     session holds a write lock on a table of this database; NULL (ok
-//     false: cache nothing) while one does. Commits in other databases on
+//     session holds a write lock on a table of this database; NULL while
+//     one does, read again after short pauses (pgVersionWaits, 15 ms in
+//     all) and, if the write is still open, ok false: cache nothing. Commits in other databases on
 //     the same server do not move it (pg_current_snapshot(), used before,
 //     is the whole server's, so they did). Reads move nothing. Concurrent
 //     callers share reads that start after they called (versionFlights).

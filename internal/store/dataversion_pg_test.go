@@ -97,6 +97,46 @@ func TestPostgresDataVersionWhileAWriteIsOpen(t *testing.T) {
 	dataVersion(t, db)
 }
 
+// TestPostgresDataVersionWaitsOutAShortWrite: a read that finds another
+// session's write in progress reads again after a pause (pgVersionWaits);
+// when the write has ended by then, the request gets the version that
+// write made, new, and caches under it instead of rendering uncached. The
+// pauses here are long enough for the commit below on a loaded machine;
+// the test above shows that a write still open after every pause leaves
+// no version at all.
+func TestPostgresDataVersionWaitsOutAShortWrite(t *testing.T) {
+	db, raw := openPG(t)
+	db.SetPGVersionWaits([]time.Duration{5 * time.Millisecond, time.Second, 10 * time.Second})
+	ctx := t.Context()
+	v := dataVersion(t, db)
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE cost_input_version SET version = version + 1`); err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		committed <- tx.Commit()
+	}()
+	got, ok, err := db.DataVersion(ctx)
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if !ok || err != nil {
+		t.Fatalf("a write that ends within the pauses: DataVersion = %q, %v, %v; want the version after it", got, ok, err)
+	}
+	if got == v {
+		t.Errorf("DataVersion after the write = %q, the version before it", got)
+	}
+	if now := dataVersion(t, db); now != got {
+		t.Errorf("DataVersion read during the write = %q, after it %q: the wait returned before the commit was visible", got, now)
+	}
+}
+
 // TestPostgresEveryTableBumpsTheDataVersion: every table of the schema has
 // the statement trigger that moves the data version; a table a later
 // migration adds without it would be cached past its changes.

@@ -53,13 +53,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 			return nil, fmt.Errorf("store: open %s: %w", name, err)
 		}
 		d := &DB{sql: db, path: name, dialect: dialectPostgres}
-		d.pgVersion = &versionFlights{query: func(ctx context.Context) (string, error) {
-			// migrations/00024_data_version.sql: NULL while another
-			// session's write is in progress ("": nothing is cached).
-			var token sql.NullString
-			err := db.QueryRowContext(ctx, `SELECT portal_data_version()`).Scan(&token)
-			return token.String, err
-		}}
+		d.pgVersion = &versionFlights{query: pgDataVersion(db, pgVersionWaits)}
 		return d, nil
 	}
 	path := dsn

@@ -129,3 +129,9 @@ func (d *DB) DataVersionFromWALIndex() int64 {
 	}
 	return d.version.shmReads.Load()
 }
+
+// SetPGVersionWaits replaces the pauses between data-version reads of d
+// while another session's write is in progress (PostgreSQL).
+func (d *DB) SetPGVersionWaits(waits []time.Duration) {
+	d.pgVersion.query = pgDataVersion(d.sql, waits)
+}
