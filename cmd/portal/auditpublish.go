@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -46,18 +45,15 @@ func publishAuditHead(ctx context.Context, db *store.DB, s *signing.Signer, now 
 	if done, err := db.AuditHeadPublished(ctx, day); err != nil || done {
 		return p, false, err
 	}
-	e, count, err := db.NewestAuditEvent(ctx)
-	if errors.Is(err, store.ErrNotFound) {
-		return p, false, nil
-	}
-	if err != nil {
+	h, err := db.AuditHead(ctx)
+	if err != nil || h.ID == 0 {
 		return p, false, err
 	}
-	at := evidence.AuditTime(e.At)
-	line := signing.HeadLine(day, e.ID, count, e.Hash, at)
+	at := evidence.AuditTime(h.At)
+	line := signing.HeadLine(day, h.ID, h.Count, h.Hash, at)
 	sig := s.Sign(signing.PurposeAuditHead, line)
-	p = store.AuditHeadPublication{Day: day, HeadID: e.ID, HeadCount: count, HeadHash: e.Hash, HeadAt: at, KeyID: s.KeyID(), Signature: sig, PublishedAt: now}
-	notice := workflow.AuditHeadNotice(workflow.AuditHead{Day: day, ID: e.ID, Count: count, Hash: e.Hash, At: at, Line: line, KeyID: s.KeyID(), Signature: sig})
+	p = store.AuditHeadPublication{Day: day, HeadID: h.ID, HeadCount: h.Count, HeadHash: h.Hash, HeadAt: at, KeyID: s.KeyID(), Signature: sig, PublishedAt: now}
+	notice := workflow.AuditHeadNotice(workflow.AuditHead{Day: day, ID: h.ID, Count: h.Count, Hash: h.Hash, At: at, Line: line, KeyID: s.KeyID(), Signature: sig})
 	published, err = db.PublishAuditHead(ctx, p, notice)
 	return p, published, err
 }

@@ -291,15 +291,23 @@ type AuditHead struct {
 	Count int   // events in the trail
 	ID    int64 // the newest event's id (0 for an empty trail)
 	Hash  string
+	At    time.Time // the newest event's time (AuditHead only; zero for an empty trail)
 }
 
-// AuditHead returns the chain's current head. Hash is the genesis hash of
-// an empty trail.
+// AuditHead returns the chain's current head, read in one statement. Hash
+// is the genesis hash of an empty trail.
 func (d *DB) AuditHead(ctx context.Context) (AuditHead, error) {
 	h := AuditHead{Hash: genesisHash}
-	err := d.sql.QueryRowContext(ctx, `SELECT id, hash, (SELECT COUNT(*) FROM audit_events) FROM audit_events ORDER BY id DESC LIMIT 1`).Scan(&h.ID, &h.Hash, &h.Count)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	var at string
+	err := d.sql.QueryRowContext(ctx, `SELECT id, hash, at, (SELECT COUNT(*) FROM audit_events) FROM audit_events ORDER BY id DESC LIMIT 1`).Scan(&h.ID, &h.Hash, &at, &h.Count)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, nil
+	}
+	if err != nil {
 		return h, fmt.Errorf("store: audit head: %w", err)
+	}
+	if h.At, err = parseTime(at); err != nil {
+		return h, fmt.Errorf("store: audit event %d: %w", h.ID, err)
 	}
 	return h, nil
 }

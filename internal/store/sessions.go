@@ -162,7 +162,7 @@ func (s *SessionStore) noteFound(h string, data []byte, expiry int64) {
 
 // claimCommit decides whether committing b with expiry (nanoseconds) to
 // the session h is skipped (skip), and marks a commit that writes
-// (writing: the caller writes, then unmarks it).
+// (kept, non-nil: a copy of b; the caller writes it, then unmarks it).
 //
 // Skipped: a commit that would only move the expiry forward by less than
 // the refresh granularity from what this store last read (FindCtx) or
@@ -183,35 +183,38 @@ func (s *SessionStore) noteFound(h string, data []byte, expiry int64) {
 // and each wrote it: 64 writes of one session in the PostgreSQL page
 // benchmark of 2026-12-04, each moving the data version. A commit of data
 // that no write in flight or last read or written holds is never skipped.
-func (s *SessionStore) claimCommit(h string, b []byte, expiry int64) (skip, writing bool) {
+func (s *SessionStore) claimCommit(h string, b []byte, expiry int64) (skip bool, kept []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.refresh <= 0 {
-		return false, false
+		return false, nil
 	}
 	refresh := s.refresh.Nanoseconds()
 	if f, ok := s.found[h]; ok && bytes.Equal(f.data, b) && expiry >= f.expiry && expiry-f.expiry < refresh {
-		return true, false
+		return true, nil
 	}
 	if w, ok := s.writing[h]; ok && bytes.Equal(w.data, b) && expiry >= w.expiry && expiry-w.expiry < refresh {
-		return true, false
+		return true, nil
 	}
 	if s.writing == nil {
 		s.writing = map[string]foundSession{}
 	}
-	s.writing[h] = foundSession{data: b, expiry: expiry}
-	return false, true
+	// Kept past the call (writing, then found): a copy, the caller's
+	// buffer being its own. Skipped commits, the most, copy nothing.
+	kept = append([]byte{}, b...) // never nil: nil means not writing
+	s.writing[h] = foundSession{data: kept, expiry: expiry}
+	return false, kept
 }
 
 // CommitCtx inserts or replaces a session.
 func (s *SessionStore) CommitCtx(ctx context.Context, token string, b []byte, expiry time.Time) error {
 	h := s.hash(token)
-	b = bytes.Clone(b)
-	skip, writing := s.claimCommit(h, b, expiry.UnixNano())
+	skip, kept := s.claimCommit(h, b, expiry.UnixNano())
 	if skip {
 		return nil // see SetRefreshGranularity
 	}
-	if writing {
+	if kept != nil { // writing: marked in s.writing until written
+		b = kept
 		defer func() {
 			s.mu.Lock()
 			if w, ok := s.writing[h]; ok && bytes.Equal(w.data, b) && w.expiry == expiry.UnixNano() {

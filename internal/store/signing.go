@@ -76,32 +76,6 @@ type AuditHeadPublication struct {
 	PublishedAt time.Time
 }
 
-// NewestAuditEvent is the chain's newest event and the number of events up
-// to it (ErrNotFound for an empty trail), read in one statement.
-func (d *DB) NewestAuditEvent(ctx context.Context) (AuditEvent, int, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT `+auditCols+`, (SELECT COUNT(*) FROM audit_events a WHERE a.id <= e.id) FROM audit_events e ORDER BY id DESC LIMIT 1`)
-	if err != nil {
-		return AuditEvent{}, 0, fmt.Errorf("store: newest audit event: %w", err)
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return AuditEvent{}, 0, fmt.Errorf("store: newest audit event: %w", err)
-		}
-		return AuditEvent{}, 0, ErrNotFound
-	}
-	var e AuditEvent
-	var at string
-	var n int
-	if err := rows.Scan(&e.ID, &at, &e.ActorID, &e.Actor, &e.Action, &e.ObjectType, &e.ObjectID, &e.Team, &e.Version, &e.Reason, &e.PrevHash, &e.Hash, &n); err != nil {
-		return e, 0, fmt.Errorf("store: newest audit event: %w", err)
-	}
-	if e.At, err = parseTime(at); err != nil {
-		return e, 0, fmt.Errorf("store: audit event %d: %w", e.ID, err)
-	}
-	return e, n, nil
-}
-
 // AuditHeadPublished reports whether day's head was published (a read,
 // for the loop to skip signing when another replica already did).
 func (d *DB) AuditHeadPublished(ctx context.Context, day string) (bool, error) {

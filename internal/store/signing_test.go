@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"crypto/rand"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -148,18 +147,19 @@ func TestPublishAuditHeadOncePerDay(t *testing.T) {
 	if err != nil || !ok || dl.Body != "head_hash: h" || dl.Kind != "audit.head_published" {
 		t.Errorf("delivery %+v, %v, %v", dl, ok, err)
 	}
-	if _, _, err := a.NewestAuditEvent(ctx); err != nil {
-		t.Errorf("NewestAuditEvent: %v", err)
+	if _, err := a.AuditHead(ctx); err != nil {
+		t.Errorf("AuditHead: %v", err)
 	}
 }
 
-// TestNewestAuditEvent: the newest event and the count up to it; an empty
-// trail is ErrNotFound.
-func TestNewestAuditEvent(t *testing.T) {
+// TestAuditHeadTime: the head carries the newest event's time, and the count
+// and hash of the trail; an empty trail has id 0, the genesis hash and no
+// time.
+func TestAuditHeadTime(t *testing.T) {
 	db, _ := openDB(t, true)
 	ctx := t.Context()
-	if _, _, err := db.NewestAuditEvent(ctx); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("empty trail: %v", err)
+	if h, err := db.AuditHead(ctx); err != nil || h.ID != 0 || h.Count != 0 || !h.At.IsZero() {
+		t.Fatalf("empty trail: %+v, %v", h, err)
 	}
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	for i := range 3 {
@@ -167,9 +167,12 @@ func TestNewestAuditEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e, n, err := db.NewestAuditEvent(ctx)
-	h, herr := db.AuditHead(ctx)
-	if err != nil || herr != nil || n != 3 || e.ID != h.ID || e.Hash != h.Hash || !e.At.Equal(now.Add(2*time.Second)) {
-		t.Errorf("NewestAuditEvent = %+v, %d, %v; head %+v, %v", e, n, err, h, herr)
+	h, err := db.AuditHead(ctx)
+	events, lerr := db.AuditEvents(ctx, store.AuditFilter{}, 0, 1) // newest first
+	if err != nil || lerr != nil || h.Count != 3 || !h.At.Equal(now.Add(2*time.Second)) || len(events) != 1 {
+		t.Fatalf("AuditHead = %+v, %v; events %v", h, err, lerr)
+	}
+	if newest := events[0]; h.ID != newest.ID || h.Hash != newest.Hash {
+		t.Errorf("AuditHead = %+v; the newest event is %d %s", h, newest.ID, newest.Hash)
 	}
 }
