@@ -39,7 +39,10 @@ import (
 //     (a statement trigger on each), read before checking that no other
 //     session holds a write lock on a table of this database; NULL while
 //     one does, read again after short pauses (pgVersionWaits, 15 ms in
-//     all) and, if the write is still open, ok false: cache nothing. Commits in other databases on
+//     all) and, if the write is still open, ok false: cache nothing. A
+//     session's idle-expiry refresh does not move it (migrations/00032:
+//     nothing kept under the version shows an expiry); a new, changed or
+//     deleted session does. Commits in other databases on
 //     the same server do not move it (pg_current_snapshot(), used before,
 //     is the whole server's, so they did). Reads move nothing. Concurrent
 //     callers share reads that start after they called (versionFlights).

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"database/sql"
 	"testing"
 	"time"
@@ -134,6 +135,42 @@ func TestPostgresDataVersionWaitsOutAShortWrite(t *testing.T) {
 	}
 	if now := dataVersion(t, db); now != got {
 		t.Errorf("DataVersion read during the write = %q, after it %q: the wait returned before the commit was visible", got, now)
+	}
+}
+
+// TestPostgresSessionExpiryKeepsTheDataVersion: a session commit that only
+// moves its expiry (the idle refresh) leaves the data version as it was
+// (migrations/00032: nothing kept under the version shows an expiry), so
+// no cached page is rendered again for it; a new session, changed session
+// data and a sign-out each move it (the page cache and FindCtx rely on
+// that), as does a refresh's companion case, the same data under a new
+// token.
+func TestPostgresSessionExpiryKeepsTheDataVersion(t *testing.T) {
+	db, _ := openPG(t)
+	ctx := t.Context()
+	sessions, err := db.Sessions(bytes.Repeat([]byte("k"), 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Hour)
+	step := func(what string, commit func() error, moves bool) {
+		t.Helper()
+		before := dataVersion(t, db)
+		if err := commit(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if after := dataVersion(t, db); (after != before) != moves {
+			t.Errorf("%s: data version %q -> %q; want moved %v", what, before, after, moves)
+		}
+	}
+	step("a new session", func() error { return sessions.CommitCtx(ctx, "tok-a", []byte("data-1"), exp) }, true)
+	step("its expiry refreshed", func() error { return sessions.CommitCtx(ctx, "tok-a", []byte("data-1"), exp.Add(time.Minute)) }, false)
+	step("its expiry refreshed again", func() error { return sessions.CommitCtx(ctx, "tok-a", []byte("data-1"), exp.Add(2*time.Minute)) }, false)
+	step("its data changed", func() error { return sessions.CommitCtx(ctx, "tok-a", []byte("data-2"), exp.Add(2*time.Minute)) }, true)
+	step("a second session, same data", func() error { return sessions.CommitCtx(ctx, "tok-b", []byte("data-2"), exp) }, true)
+	step("a sign-out", func() error { return sessions.DeleteCtx(ctx, "tok-a") }, true)
+	if b, ok, err := sessions.FindCtx(ctx, "tok-b"); err != nil || !ok || string(b) != "data-2" {
+		t.Errorf("FindCtx(tok-b) = %q, %v, %v", b, ok, err)
 	}
 }
 

@@ -32,7 +32,9 @@ import (
 //     and teams as this request decided them (a group re-check during the
 //     request changes them after the version was read); the principal, the CSRF
 //     token and a pending flash message live in that session, and changing
-//     any of them writes the session, which changes the version.
+//     any of them writes the session's data, which changes the version (a
+//     commit that only moves its idle expiry does not, on PostgreSQL:
+//     migrations/00032).
 //   - The clock: pages show times to the minute ("12 min", due dates), so
 //     the key holds the minute. One relaxation: while one view renders a
 //     page for the new minute, the other views of the same key are served
