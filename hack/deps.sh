@@ -15,10 +15,26 @@ done
 # Debian's server package puts initdb, pg_ctl and postgres under
 # /usr/lib/postgresql/<major>/bin, not on PATH.
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
+# Slurm for the test bed (hack/testbed/slurm.sh): Debian 12's Slurm 22.05,
+# munge, and MariaDB for the accounting database. Their packages would start
+# system services; the test bed starts its own.
+for pair in slurmctld:slurmctld slurmd:slurmd slurmdbd:slurmdbd sacctmgr:slurm-client munged:munge mariadbd:mariadb-server; do
+	cmd=${pair%%:*} pkg=${pair#*:}
+	command -v "$cmd" >/dev/null 2>&1 || [[ -x /usr/sbin/$cmd ]] || need+=("$pkg")
+done
 if [[ ${#need[@]} -gt 0 ]]; then
 	mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
 	echo "deps: installing ${need[*]} (apt)" >&2
 	SUDO=; [[ $EUID -ne 0 ]] && SUDO=sudo
+	# No service starts during the install (invoke-rc.d's policy-rc.d
+	# protocol: exit 101 = action forbidden), unless a policy is in place.
+	policy=
+	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		policy=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+		$SUDO chmod 755 "$policy"
+		trap '$SUDO rm -f "$policy"' EXIT
+	fi
 	$SUDO apt-get update >&2
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${need[@]}" >&2
 fi

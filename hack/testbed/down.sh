@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stop the test bed started by hack/testbed/up.sh STATE_DIR (PostgreSQL,
+# Stop the test bed started by hack/testbed/up.sh STATE_DIR (Slurm, PostgreSQL,
 # Dex, the scheduling cluster, then the Kubernetes parts). Idempotent: succeeds when nothing runs or STATE_DIR
 # does not exist. Logs under STATE_DIR/logs are kept.
 #
@@ -20,6 +20,9 @@ STATE="$(cd "$1" && pwd -P)"
 # Try every part even if one fails; report failure at the end.
 fail=0
 rm -f "$STATE/testbed.env" "$STATE/testbed.env.tmp" "$STATE/prometheus.env" "$STATE/prometheus.env.tmp" "$STATE/tools.env" "$STATE/tools.env.tmp" "$STATE/cluster.env" "$STATE/cluster.env.tmp"
+if [[ -f "$HERE/slurm.sh" ]]; then
+	bash "$HERE/slurm.sh" down "$STATE" || fail=1
+fi
 if [[ -f "$HERE/postgres.sh" ]]; then
 	bash "$HERE/postgres.sh" down "$STATE" || fail=1
 fi

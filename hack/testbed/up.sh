@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Start the whole test bed (Kubernetes API + Dex + PostgreSQL + the scheduling
-# cluster) for STATE_DIR and write STATE_DIR/testbed.env = kube.env + dex.env +
-# prometheus.env + postgres.env + tools.env + cluster.env (KEY=VALUE lines, no
-# quotes). The scheduling cluster (cluster.sh: a second API server with
+# cluster + Slurm) for STATE_DIR and write STATE_DIR/testbed.env = kube.env +
+# dex.env + prometheus.env + postgres.env + tools.env + cluster.env + slurm.env
+# (KEY=VALUE lines, no quotes). The scheduling cluster (cluster.sh: a second API server with
 # kube-scheduler, Kueue and kwok) starts too; PORTAL_TESTBED_SCHED=0 leaves it
 # out (a lighter test bed by hand; make test needs it). Prometheus is only
 # built here: each test that needs it starts its own from
@@ -23,6 +23,7 @@ PROM="$HERE/prometheus.sh"
 TOOLS="$HERE/tools.sh"
 PG="$HERE/postgres.sh"
 CLUSTER="$HERE/cluster.sh"
+SLURM="$HERE/slurm.sh"
 
 log() { printf 'up.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -34,6 +35,7 @@ die() { log "error: $*"; exit 1; }
 [[ -f "$TOOLS" ]] || die "$TOOLS is missing"
 [[ -f "$PG" ]] || die "$PG is missing"
 [[ -f "$CLUSTER" ]] || die "$CLUSTER is missing"
+[[ -f "$SLURM" ]] || die "$SLURM is missing"
 mkdir -p "$1"
 STATE="$(cd "$1" && pwd -P)"
 
@@ -84,6 +86,12 @@ ENVS=(kube.env dex.env prometheus.env postgres.env tools.env)
 if [[ $SCHED == 1 ]]; then
 	bash "$CLUSTER" up "$STATE"
 	ENVS+=(cluster.env)
+fi
+# Slurm (slurm.sh: munge, MariaDB, slurmdbd, slurmctld, slurmd from Debian's
+# packages; nothing to build). PORTAL_TESTBED_SLURM=0 leaves it out.
+if [[ ${PORTAL_TESTBED_SLURM:-1} == 1 ]]; then
+	bash "$SLURM" up "$STATE"
+	ENVS+=(slurm.env)
 fi
 
 for f in "${ENVS[@]}"; do

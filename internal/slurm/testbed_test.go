@@ -1,0 +1,141 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
+)
+
+// bed is the test bed's Slurm (hack/testbed/slurm.sh).
+type bed struct {
+	r     Local
+	users map[string][]string // team -> local accounts
+}
+
+func testBed(t *testing.T) bed {
+	t.Helper()
+	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
+	b := bed{r: Local{Conf: conf}, users: map[string][]string{}}
+	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
+		team, user, _ := strings.Cut(pair, ":")
+		b.users[team] = append(b.users[team], user)
+	}
+	return b
+}
+
+// sbatch submits a batch job as user (a member submits, not the portal).
+func (b bed) sbatch(t *testing.T, user string, args ...string) string {
+	t.Helper()
+	argv := append([]string{"-u", user, "--", "sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null"}, args...)
+	cmd := exec.Command("runuser", argv...)
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+b.r.Conf)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sbatch as %s %v: %v: %s", user, args, err, out)
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	return id
+}
+
+func (b bed) admin(t *testing.T, args ...string) {
+	t.Helper()
+	if _, err := b.r.Run(t.Context(), "sacctmgr", append([]string{"-i"}, args...)...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTestBedSlurmEnforcesAssociationLimits: the test bed's Slurm is a real
+// one with accounting enforced. An account with a group limit of 4 GPUs
+// runs a member's 3-GPU job and keeps a second pending with Slurm's
+// association-limit reason; both then run in turn, and sacct records each
+// with its GPUs and an elapsed time equal to its recorded end minus start.
+func TestTestBedSlurmEnforcesAssociationLimits(t *testing.T) {
+	b := testBed(t)
+	ctx := t.Context()
+	user := b.users["red"][0]
+	acct := fmt.Sprintf("tb%d", time.Now().UnixNano()%1_000_000_000)
+	b.admin(t, "add", "account", acct, "Description=test-bed", "Organization=portal")
+	t.Cleanup(func() {
+		ctx := context.Background()
+		b.r.Run(ctx, "scancel", "--account="+acct)
+		b.r.Run(ctx, "sacctmgr", "-i", "delete", "user", "name="+user, "account="+acct)
+		b.r.Run(ctx, "sacctmgr", "-i", "delete", "account", acct)
+	})
+	b.admin(t, "add", "user", user, "account="+acct)
+	b.admin(t, "modify", "account", acct, "set", "GrpTRES=gres/gpu=4")
+	assocs, err := Query(ctx, b.r, "sacctmgr", "-P", "show", "associations", "where", "account="+acct, "format=Account,User,GrpTRES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var limited bool
+	for _, a := range assocs {
+		if a["User"] == "" && a["GrpTRES"] == "gres/gpu=4" {
+			limited = true
+		}
+	}
+	if !limited {
+		t.Fatalf("the account's association has no GrpTRES=gres/gpu=4: %v", assocs)
+	}
+
+	first := b.sbatch(t, user, "--account="+acct, "--gres=gpu:3", "--wrap", "sleep 3")
+	second := b.sbatch(t, user, "--account="+acct, "--gres=gpu:3", "--wrap", "sleep 1")
+	var reason string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		q, err := Query(ctx, b.r, "squeue", "-j", first+","+second, "-o", "%i|%T|%r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := map[string][2]string{}
+		for _, j := range q {
+			state[j["JOBID"]] = [2]string{j["STATE"], j["REASON"]}
+		}
+		if state[first][0] == "RUNNING" && state[second][0] == "PENDING" {
+			reason = state[second][1]
+			break
+		}
+	}
+	if reason != "AssocGrpGRES" {
+		t.Fatalf("the second job over the account's GPU limit: pending reason %q, want AssocGrpGRES", reason)
+	}
+
+	var jobs []map[string]string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		if jobs, err = Query(ctx, b.r, "sacct", "-X", "-P", "-j", first+","+second, "-o", "JobID,State,Account,User,Start,End,ElapsedRaw,AllocTRES"); err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for _, j := range jobs {
+			if j["State"] == "COMPLETED" {
+				done++
+			}
+		}
+		if done == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the jobs did not complete: %v", jobs)
+		}
+	}
+	for _, j := range jobs {
+		tres, err := TRES(j["AllocTRES"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, err1 := time.ParseInLocation("2006-01-02T15:04:05", j["Start"], time.Local)
+		end, err2 := time.ParseInLocation("2006-01-02T15:04:05", j["End"], time.Local)
+		elapsed, err3 := strconv.Atoi(j["ElapsedRaw"])
+		if err1 != nil || err2 != nil || err3 != nil {
+			t.Fatalf("job %s: %v %v %v", j["JobID"], err1, err2, err3)
+		}
+		if tres["gres/gpu"] != "3" || j["Account"] != acct || j["User"] != user || elapsed != int(end.Sub(start).Seconds()) || elapsed < 1 {
+			t.Errorf("job %s: %v (elapsed %d s, end - start %s)", j["JobID"], j, elapsed, end.Sub(start))
+		}
+	}
+}
