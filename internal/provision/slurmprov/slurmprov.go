@@ -1,0 +1,479 @@
+// Package slurmprov sets up a team's side of a Slurm cluster's accounting
+// (issue 36): a QoS, an account under the portal's parent account, and a
+// user association per member, through Slurm's own sacctmgr (run by an
+// internal/slurm Runner, locally or on the controller node). It plans,
+// applies, reads back, compares (drift) and removes, like the Kubernetes
+// plan does for an EKS connection.
+//
+// Slurm's accounting model, from its documentation:
+//   - an association is (cluster, account, user, partition) and carries
+//     limits such as GrpTRES, a fair-share value and the QOS it may use
+//     (https://slurm.schedmd.com/accounting.html, "Database Configuration";
+//     https://slurm.schedmd.com/resource_limits.html);
+//   - sacctmgr adds, modifies, shows and deletes accounts, users and QOS;
+//     "-i" commits without asking, "-P" prints parsable output with "|"
+//     between fields (https://slurm.schedmd.com/sacctmgr.html); setting a
+//     limit to -1 clears it (same page, "GrpTRES ... To clear a previously
+//     set value use the modify command with a new value of -1");
+//   - with AccountingStorageEnforce=associations,limits,qos a job needs an
+//     association, and a group limit keeps a job over it pending with a
+//     reason such as AssocGrpGRES (https://slurm.schedmd.com/slurm.conf.html,
+//     https://slurm.schedmd.com/resource_limits.html), which the test bed
+//     shows (internal/slurm TestTestBedSlurmEnforcesAssociationLimits).
+//
+// The partitions are HyperPod's (its cluster API's instance-group Slurm
+// configuration names them: ClusterSlurmConfigDetails.PartitionNames,
+// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterSlurmConfigDetails.html):
+// the portal never edits slurm.conf; it only names partitions in
+// associations.
+package slurmprov
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hyperpod-governance/portal/internal/slurm"
+)
+
+// QoS is a team's quality of service: its group TRES limits, its priority
+// and which QoS its jobs may preempt.
+type QoS struct {
+	Name        string
+	Priority    int
+	GrpTRES     map[string]int // e.g. "gres/gpu": 8; absent: no limit
+	Preempt     []string       // QoS names this one may preempt
+	PreemptMode string         // "requeue", "cancel", ... ("" = the cluster's)
+}
+
+// Account is a team's account: under Parent, with its fair share, group
+// limits and the QoS its associations may use.
+type Account struct {
+	Name         string
+	Parent       string
+	Description  string
+	Organization string
+	Fairshare    int
+	GrpTRES      map[string]int
+	QoS          []string
+	DefaultQoS   string
+}
+
+// User is one member's association: a POSIX user in the team's account, in
+// one partition.
+type User struct {
+	Name      string
+	Account   string
+	Partition string
+}
+
+// Plan is what a team's Slurm connection has on the cluster.
+type Plan struct {
+	Cluster  string
+	Parent   Account // the portal's parent account: created if absent, never removed
+	QoS      QoS
+	Account  Account
+	Users    []User
+	Describe string // for people: where the plan comes from
+}
+
+// tres renders a TRES map as sacctmgr writes it: "gres/gpu=8,node=2",
+// sorted by name.
+func tres(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+strconv.Itoa(m[k]))
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseTRES reads sacctmgr's TRES text.
+func parseTRES(s string) (map[string]int, error) {
+	raw, err := slurm.TRES(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(raw))
+	for k, v := range raw {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("slurmprov: TRES %q: %s is not a count", s, k)
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// list is a sorted comma list, as sacctmgr prints QOS and Preempt.
+func list(names []string) string {
+	s := slices.Clone(names)
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), ",")
+}
+
+// Command is one sacctmgr call: its arguments after "sacctmgr -i", and
+// what it is for.
+type Command struct {
+	Args []string
+	Why  string
+}
+
+// String is the command as an operator would type it (the plan preview).
+func (c Command) String() string {
+	q := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		if strings.ContainsAny(a, " \t'\"") {
+			a = strconv.Quote(a)
+		}
+		q[i] = a
+	}
+	return "sacctmgr -i " + strings.Join(q, " ")
+}
+
+func qosSettings(q QoS) []string {
+	out := []string{"Priority=" + strconv.Itoa(q.Priority)}
+	if limit := tres(q.GrpTRES); limit != "" {
+		out = append(out, "GrpTRES="+limit)
+	}
+	if len(q.Preempt) > 0 {
+		out = append(out, "Preempt="+list(q.Preempt))
+	}
+	if q.PreemptMode != "" {
+		out = append(out, "PreemptMode="+q.PreemptMode)
+	}
+	return out
+}
+
+func accountSettings(a Account) []string {
+	out := []string{"Fairshare=" + strconv.Itoa(a.Fairshare)}
+	if limit := tres(a.GrpTRES); limit != "" {
+		out = append(out, "GrpTRES="+limit)
+	}
+	if len(a.QoS) > 0 {
+		out = append(out, "QOS="+list(a.QoS))
+	}
+	if a.DefaultQoS != "" {
+		out = append(out, "DefaultQOS="+a.DefaultQoS)
+	}
+	return out
+}
+
+// Commands are the commands that create the plan on an empty cluster, in
+// order: the QoS, the parent account, the team's account, each member.
+func (p Plan) Commands() []Command {
+	cmds := []Command{
+		{append([]string{"add", "qos", p.QoS.Name}, qosSettings(p.QoS)...), "the team's QoS: its GPU limit, priority and preemption"},
+		{[]string{"add", "account", p.Parent.Name, "Cluster=" + p.Cluster, "Description=" + p.Parent.Description, "Organization=" + p.Parent.Organization},
+			"the portal's parent account (created once, shared by every team, never removed)"},
+		{append([]string{"add", "account", p.Account.Name, "Cluster=" + p.Cluster, "Parent=" + p.Account.Parent, "Description=" + p.Account.Description, "Organization=" + p.Account.Organization},
+			accountSettings(p.Account)...), "the team's account under the portal's, with its share and limits"},
+	}
+	for _, u := range p.Users {
+		cmds = append(cmds, Command{[]string{"add", "user", u.Name, "Cluster=" + p.Cluster, "Account=" + u.Account, "Partition=" + u.Partition},
+			"member " + u.Name + " may submit to partition " + u.Partition + " under the team's account"})
+	}
+	return cmds
+}
+
+// State is what the accounting database holds of a plan's objects.
+type State struct {
+	QoS     *QoS     // nil: absent
+	Parent  bool     // the parent account exists
+	Account *Account // nil: absent
+	Users   []User   // the account's user associations
+}
+
+// Read reads the plan's objects back with sacctmgr show -P.
+func Read(ctx context.Context, r slurm.Runner, p Plan) (State, error) {
+	var s State
+	qos, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "qos", "where", "name="+p.QoS.Name, "format=Name,Priority,GrpTRES,Preempt,PreemptMode")
+	if err != nil {
+		return s, err
+	}
+	for _, q := range qos {
+		if q["Name"] != p.QoS.Name {
+			continue
+		}
+		got := QoS{Name: q["Name"], PreemptMode: q["PreemptMode"]}
+		if got.Priority, err = strconv.Atoi(q["Priority"]); err != nil {
+			return s, fmt.Errorf("slurmprov: QoS %s priority %q", got.Name, q["Priority"])
+		}
+		if got.GrpTRES, err = parseTRES(q["GrpTRES"]); err != nil {
+			return s, err
+		}
+		if q["Preempt"] != "" {
+			got.Preempt = strings.Split(q["Preempt"], ",")
+		}
+		s.QoS = &got
+	}
+	assocs, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "associations", "where", "cluster="+p.Cluster, "account="+p.Account.Name+","+p.Parent.Name,
+		"format=Account,User,Partition,ParentName,Fairshare,GrpTRES,QOS,DefaultQOS")
+	if err != nil {
+		return s, err
+	}
+	for _, a := range assocs {
+		switch {
+		case a["Account"] == p.Parent.Name && a["User"] == "":
+			s.Parent = true
+		case a["Account"] == p.Account.Name && a["User"] == "":
+			got := Account{Name: a["Account"], Parent: a["ParentName"], DefaultQoS: a["Def QOS"]}
+			if got.Fairshare, err = strconv.Atoi(a["Share"]); err != nil {
+				return s, fmt.Errorf("slurmprov: account %s share %q", got.Name, a["Share"])
+			}
+			if got.GrpTRES, err = parseTRES(a["GrpTRES"]); err != nil {
+				return s, err
+			}
+			if a["QOS"] != "" {
+				got.QoS = strings.Split(a["QOS"], ",")
+			}
+			s.Account = &got
+		case a["Account"] == p.Account.Name:
+			s.Users = append(s.Users, User{Name: a["User"], Account: a["Account"], Partition: a["Partition"]})
+		}
+	}
+	if s.Account != nil {
+		// Description and organization are the account's, not an association's.
+		accts, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "account", "where", "name="+p.Account.Name, "format=Account,Descr,Org")
+		if err != nil {
+			return s, err
+		}
+		for _, a := range accts {
+			if a["Account"] == p.Account.Name {
+				s.Account.Description, s.Account.Organization = a["Descr"], a["Org"]
+			}
+		}
+	}
+	return s, nil
+}
+
+// Difference is one way the cluster differs from the plan.
+type Difference struct {
+	Object string // "qos red-qos", "account red", "user hp-red-1 (gpu)"
+	Field  string // "" for a missing or unexpected object
+	Want   string
+	Have   string
+}
+
+func (d Difference) String() string {
+	switch {
+	case d.Field == "" && d.Have == "":
+		return d.Object + " is missing"
+	case d.Field == "":
+		return d.Object + " is not in the plan"
+	}
+	return fmt.Sprintf("%s: %s is %q, the plan says %q", d.Object, d.Field, d.Have, d.Want)
+}
+
+// Drift compares what Read found with the plan.
+func Drift(p Plan, s State) []Difference {
+	var out []Difference
+	diff := func(obj, field, want, have string) {
+		if want != have {
+			out = append(out, Difference{obj, field, want, have})
+		}
+	}
+	qname := "qos " + p.QoS.Name
+	if s.QoS == nil {
+		out = append(out, Difference{Object: qname, Want: "present"})
+	} else {
+		diff(qname, "Priority", strconv.Itoa(p.QoS.Priority), strconv.Itoa(s.QoS.Priority))
+		diff(qname, "GrpTRES", tres(p.QoS.GrpTRES), tres(s.QoS.GrpTRES))
+		diff(qname, "Preempt", list(p.QoS.Preempt), list(s.QoS.Preempt))
+		if p.QoS.PreemptMode != "" {
+			diff(qname, "PreemptMode", strings.ToLower(p.QoS.PreemptMode), strings.ToLower(s.QoS.PreemptMode))
+		}
+	}
+	if !s.Parent {
+		out = append(out, Difference{Object: "account " + p.Parent.Name, Want: "present"})
+	}
+	aname := "account " + p.Account.Name
+	if s.Account == nil {
+		out = append(out, Difference{Object: aname, Want: "present"})
+	} else {
+		a := s.Account
+		diff(aname, "Parent", p.Account.Parent, a.Parent)
+		diff(aname, "Fairshare", strconv.Itoa(p.Account.Fairshare), strconv.Itoa(a.Fairshare))
+		diff(aname, "GrpTRES", tres(p.Account.GrpTRES), tres(a.GrpTRES))
+		diff(aname, "QOS", list(p.Account.QoS), list(a.QoS))
+		diff(aname, "DefaultQOS", p.Account.DefaultQoS, a.DefaultQoS)
+		diff(aname, "Description", strings.ToLower(p.Account.Description), strings.ToLower(a.Description))
+		diff(aname, "Organization", strings.ToLower(p.Account.Organization), strings.ToLower(a.Organization))
+	}
+	want := map[User]bool{}
+	for _, u := range p.Users {
+		want[u] = true
+	}
+	have := map[User]bool{}
+	for _, u := range s.Users {
+		have[u] = true
+	}
+	for _, u := range p.Users {
+		if !have[u] {
+			out = append(out, Difference{Object: userName(u), Want: "present"})
+		}
+	}
+	for _, u := range s.Users {
+		if !want[u] {
+			out = append(out, Difference{Object: userName(u), Have: "present"})
+		}
+	}
+	return out
+}
+
+func userName(u User) string {
+	return fmt.Sprintf("user %s (account %s, partition %s)", u.Name, u.Account, u.Partition)
+}
+
+// Apply makes the cluster match the plan: it reads the state, adds what is
+// missing, modifies the fields that differ (only those: sacctmgr fails a
+// modify that changes nothing) and removes member associations the plan no
+// longer has, then reads again and reports any difference left. It returns
+// the commands it ran (none when nothing differed).
+func Apply(ctx context.Context, r slurm.Runner, p Plan) ([]Command, error) {
+	s, err := Read(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
+	var ran []Command
+	run := func(c Command) error {
+		if _, err := r.Run(ctx, "sacctmgr", append([]string{"-i"}, c.Args...)...); err != nil {
+			return err
+		}
+		ran = append(ran, c)
+		return nil
+	}
+	create := p.Commands()
+	diffs := Drift(p, s)
+	var cmds []Command
+	switch {
+	case s.QoS == nil:
+		cmds = append(cmds, create[0])
+	default:
+		if set := settings(diffs, "qos "+p.QoS.Name, nil, s.QoS.GrpTRES); len(set) > 0 {
+			cmds = append(cmds, Command{append([]string{"modify", "qos", "where", "name=" + p.QoS.Name, "set"}, set...), "restore the team's QoS"})
+		}
+	}
+	if !s.Parent {
+		cmds = append(cmds, create[1])
+	}
+	switch aname := "account " + p.Account.Name; {
+	case s.Account == nil:
+		cmds = append(cmds, create[2])
+	default:
+		if set := settings(diffs, aname, []string{"Parent", "Fairshare", "GrpTRES", "QOS", "DefaultQOS"}, s.Account.GrpTRES); len(set) > 0 {
+			cmds = append(cmds, Command{append([]string{"modify", "account", "where", "name=" + p.Account.Name, "cluster=" + p.Cluster, "set"}, set...),
+				"restore the team's account association"})
+		}
+		if set := settings(diffs, aname, []string{"Description", "Organization"}, nil); len(set) > 0 {
+			// The plan's own text, not the lower-cased comparison's.
+			set = set[:0]
+			for _, d := range diffs {
+				switch {
+				case d.Object != aname:
+				case d.Field == "Description":
+					set = append(set, "Description="+p.Account.Description)
+				case d.Field == "Organization":
+					set = append(set, "Organization="+p.Account.Organization)
+				}
+			}
+			cmds = append(cmds, Command{append([]string{"modify", "account", "where", "name=" + p.Account.Name, "set"}, set...), "restore the team's account"})
+		}
+	}
+	have := map[User]bool{}
+	for _, u := range s.Users {
+		have[u] = true
+	}
+	for i, u := range p.Users {
+		if !have[u] {
+			cmds = append(cmds, create[3+i])
+		}
+	}
+	for _, u := range s.Users {
+		if !slices.Contains(p.Users, u) {
+			cmds = append(cmds, removeUser(p.Cluster, u))
+		}
+	}
+	for _, c := range cmds {
+		if err := run(c); err != nil {
+			return ran, err
+		}
+	}
+	if len(ran) == 0 {
+		return nil, nil
+	}
+	after, err := Read(ctx, r, p)
+	if err != nil {
+		return ran, err
+	}
+	if left := Drift(p, after); len(left) > 0 {
+		return ran, fmt.Errorf("slurmprov: after applying, the cluster still differs from the plan: %s", left[0])
+	}
+	return ran, nil
+}
+
+// settings are the "Field=value" settings that restore obj's differing
+// fields (only those named in fields, when fields is not nil). A TRES the
+// cluster has and the plan does not is cleared with -1.
+func settings(diffs []Difference, obj string, fields []string, haveTRES map[string]int) []string {
+	var out []string
+	for _, d := range diffs {
+		if d.Object != obj || d.Field == "" || (fields != nil && !slices.Contains(fields, d.Field)) {
+			continue
+		}
+		v := d.Want
+		if d.Field == "GrpTRES" {
+			want, _ := parseTRES(d.Want)
+			for k := range haveTRES {
+				if _, ok := want[k]; !ok {
+					want[k] = -1
+				}
+			}
+			v = tres(want)
+		}
+		out = append(out, d.Field+"="+v)
+	}
+	return out
+}
+
+func removeUser(cluster string, u User) Command {
+	return Command{[]string{"delete", "user", "where", "name=" + u.Name, "cluster=" + cluster, "account=" + u.Account, "partition=" + u.Partition},
+		"member " + u.Name + " no longer submits to partition " + u.Partition + " under the team's account"}
+}
+
+// RevokeCommands are the commands that remove the plan, in order: the
+// members' associations (so no new job is accepted), the team's account,
+// then its QoS (which no association names any more). The parent account
+// stays.
+func (p Plan) RevokeCommands(s State) []Command {
+	var cmds []Command
+	for _, u := range s.Users {
+		cmds = append(cmds, removeUser(p.Cluster, u))
+	}
+	if s.Account != nil {
+		cmds = append(cmds, Command{[]string{"delete", "account", "where", "name=" + p.Account.Name, "cluster=" + p.Cluster}, "the team's account"})
+	}
+	if s.QoS != nil {
+		cmds = append(cmds, Command{[]string{"delete", "qos", "where", "name=" + p.QoS.Name}, "the team's QoS"})
+	}
+	return cmds
+}
+
+// Revoke removes the plan's objects that are there (idempotent: a second
+// run finds nothing and runs nothing) and returns the commands it ran.
+func Revoke(ctx context.Context, r slurm.Runner, p Plan) ([]Command, error) {
+	s, err := Read(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
+	var ran []Command
+	for _, c := range p.RevokeCommands(s) {
+		if _, err := r.Run(ctx, "sacctmgr", append([]string{"-i"}, c.Args...)...); err != nil {
+			return ran, err
+		}
+		ran = append(ran, c)
+	}
+	return ran, nil
+}
