@@ -273,6 +273,9 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 		if p.collector, err = newUsageCollector(p.kube, db, p.cluster, cfg, logger); err != nil {
 			return nil, err
 		}
+		// Both run on the elected process: a capacity change the
+		// collector writes wakes the review scheduler's capacity trigger.
+		p.collector.InventoryChanged = p.reviews.Wake
 		p.drift = newDriftChecker(db, p.applier, p.side.drifter(), p.cluster, logger)
 	}
 	return p, nil

@@ -117,9 +117,13 @@ type Collector struct {
 	// InventorySettle: how long the node counts must hold before they are
 	// written; default DefaultInventorySettle.
 	InventorySettle time.Duration
-	Retention       time.Duration // records older are pruned daily; 0 keeps all
-	Now             func() time.Time
-	Logger          *slog.Logger
+	// InventoryChanged, when set, is called after the collector wrote a
+	// changed inventory (the review scheduler's Wake: the capacity
+	// trigger then runs at once, not at its next interval).
+	InventoryChanged func()
+	Retention        time.Duration // records older are pruned daily; 0 keeps all
+	Now              func() time.Time
+	Logger           *slog.Logger
 
 	mu        sync.Mutex
 	teams     map[string]string // namespace -> team

@@ -137,6 +137,9 @@ func (c *Collector) flushInventory(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("usage collector: inventory: %w", err)
 		}
 		c.logger().Info("usage collector: inventory changed", "cluster", c.InventoryCluster, "inventory", key)
+		if c.InventoryChanged != nil {
+			c.InventoryChanged()
+		}
 	}
 	c.mu.Lock()
 	c.invWritten = key

@@ -68,20 +68,29 @@ func observedP5(t *testing.T, db *store.DB) (store.ObservedRow, int) {
 // The collector writes the inventory from its nodes once their counts have
 // held for the settle time (a burst of node changes is one write), at the
 // latest ten settles after the first change, and never rewrites what is
-// stored (a restart writes nothing).
+// stored (a restart writes nothing). Each write, and only a write, wakes
+// the review scheduler.
 func TestInventoryDebounced(t *testing.T) {
 	ctx := t.Context()
 	db := migratedDB(t)
 	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	clk := &clock{t: t0}
 	c := invCollector(t, db, clk)
+	// Each write wakes the review scheduler (InventoryChanged), and
+	// nothing else does.
+	wakes := 0
+	c.InventoryChanged = func() { wakes++ }
 	flushAt := func(d time.Duration) (store.ObservedRow, int) {
 		t.Helper()
 		clk.set(t0.Add(d))
 		if err := c.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		return observedP5(t, db)
+		r, n := observedP5(t, db)
+		if wakes != n {
+			t.Fatalf("at %s: %d inventory writes, %d wakes of the review scheduler", d, n, wakes)
+		}
+		return r, n
 	}
 	for _, n := range []string{"p5-0", "p5-1", "p5-2"} {
 		invNode(c, n, "ml.p5.48xlarge", provision.HealthSchedulable, false)
@@ -130,6 +139,7 @@ func TestInventoryDebounced(t *testing.T) {
 	// A restart (a new collector on the same store, same nodes) writes
 	// nothing.
 	c2 := invCollector(t, db, clk)
+	c2.InventoryChanged = c.InventoryChanged
 	for name, st := range c.nodes {
 		invNode(c2, name, st.span.InstanceType, map[bool]string{true: provision.HealthSchedulable, false: provision.HealthUnschedulable}[st.span.Schedulable], false)
 	}

@@ -46,6 +46,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/store"
@@ -94,6 +95,26 @@ type Scheduler struct {
 	Rates        *usage.RateCard
 	Accelerators map[string]usage.InstanceAccel
 	Logger       *slog.Logger
+
+	wakeOnce sync.Once
+	wakeC    chan struct{} // see Wake
+}
+
+// Wake asks Run for a tick now instead of at the next interval (or the
+// first minute): the collector calls it when the cluster's capacity
+// changed, so that the capacity trigger's review opens within seconds of
+// the change, not up to an interval later (issue 34). Never blocks; wakes
+// that come while a tick runs make one more tick after it.
+func (s *Scheduler) Wake() {
+	select {
+	case s.wake() <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Scheduler) wake() chan struct{} {
+	s.wakeOnce.Do(func() { s.wakeC = make(chan struct{}, 1) })
+	return s.wakeC
 }
 
 func (s *Scheduler) owner() string {
@@ -118,9 +139,10 @@ func (s *Scheduler) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Run ticks every interval until ctx is done, with the clock's time. The
-// first tick comes a minute after the start (or an interval, when
-// shorter), out of the way of a starting portal's migrations and seeds.
+// Run ticks every interval until ctx is done, with the clock's time, and
+// at once when woken (Wake). The first tick comes a minute after the start
+// (or an interval, when shorter), out of the way of a starting portal's
+// migrations and seeds, unless a wake comes first.
 func (s *Scheduler) Run(ctx context.Context, interval time.Duration, clock func() time.Time) {
 	first := time.NewTimer(min(interval, time.Minute))
 	select {
@@ -128,6 +150,8 @@ func (s *Scheduler) Run(ctx context.Context, interval time.Duration, clock func(
 		first.Stop()
 		return
 	case <-first.C:
+	case <-s.wake():
+		first.Stop()
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -143,6 +167,7 @@ func (s *Scheduler) Run(ctx context.Context, interval time.Duration, clock func(
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-s.wake():
 		}
 	}
 }

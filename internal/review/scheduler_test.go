@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -686,4 +687,40 @@ func TestAmendedCadenceMovesTheDueDate(t *testing.T) {
 	if got, want := f.conn(conn.ID).ReviewDue, workflow.NextReviewDue(f.now, 30, ""); got != want || got == conn.ReviewDue {
 		t.Errorf("review_due after the change applied = %s, want %s", got, want)
 	}
+}
+
+// TestWakeTicksAtOnce: Run, whose first tick would come a minute after the
+// start and the next an hour later, ticks at once when woken (the
+// collector wakes it when the cluster's capacity changed), and again at
+// each later wake.
+func TestWakeTicksAtOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var mu sync.Mutex
+	clockAt := f.now
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clockAt = clockAt.Add(time.Minute)
+		return clockAt
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); f.s.Run(ctx, time.Hour, clock) }()
+	heartbeat := func(after time.Time) time.Time {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if owner, hb, err := f.db.SingletonHolder(t.Context(), review.SingletonName); err == nil && owner == "test" && hb.After(after) {
+				return hb
+			}
+		}
+		t.Fatalf("no tick after %s within 20 s of a wake", after)
+		return time.Time{}
+	}
+	f.s.Wake()
+	first := heartbeat(time.Time{})
+	f.s.Wake()
+	heartbeat(first)
+	cancel()
+	<-done
 }
