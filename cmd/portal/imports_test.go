@@ -65,6 +65,12 @@ func TestImportBoundaries(t *testing.T) {
 		// The election runs the singletons it is given: it knows none of them.
 		"internal/leader": {mod + "internal/web", mod + "internal/views", mod + "internal/provision", mod + "internal/collect",
 			mod + "internal/review", mod + "internal/notify", mod + "internal/auth", mod + "internal/support", "github.com/labstack/echo"},
+		// Slurm's commands and their output: no portal package at all.
+		"internal/slurm": {mod + "internal/", "database/sql", "net/http", "github.com/labstack/echo", "k8s.io/client-go"},
+		// A Slurm team's accounting, through internal/slurm only: no
+		// store, pages, cluster client or cloud SDK.
+		"internal/provision/slurmprov": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/auth",
+			mod + "internal/collect", mod + "internal/provision/awsprov", "github.com/labstack/echo", "k8s.io/client-go", "github.com/aws/aws-sdk-go-v2", "database/sql"},
 		// The SDK's HTTP client: no portal package at all.
 		"internal/provision/awsprov/sdkhttp": {mod + "internal/"},
 		"migrations":                         {mod},
