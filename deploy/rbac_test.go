@@ -87,6 +87,9 @@ func samplePlans(t *testing.T) []provision.Plan {
 		PriorityClasses:    []string{"experiment", "research"},
 	}
 	borrow.EgressAllowances = []workflow.Egress{{Destination: "10.20.0.0/16", Ports: []int{443}, Reason: "The team's data VPC."}}
+	// Every workload type, so that the plans grant every kind a team may be
+	// approved for (the example contract approves no interactive spaces).
+	borrow.WorkloadTypes = workflow.AllWorkloadTypes
 	borrow = borrow.Normalize()
 	managed := provision.DefaultClusterSettings()
 	managed.ClusterQueueManagedByPortal = true

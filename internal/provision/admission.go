@@ -2,6 +2,7 @@ package provision
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // The cluster holds each team to its contract with Kubernetes' built-in
@@ -165,14 +168,18 @@ func refusal(clause string, parts ...any) string {
 // Rules (issue 35): (1) a job must carry the team's LocalQueue; (2) its
 // priority class, when it names one, must be one the contract allows; (4)
 // a pod without ownerReferences (a bare pod, which bypasses the queue) is
-// refused. An UPDATE that leaves the label as it was passes, so that a job
-// created before the policy (or Kueue's own updates of it) is never stuck.
+// refused; (3) only the kinds of the contract's approved workload types
+// are created (kindRules, kindVariables, kindValidations: rules 1 and 2
+// hold the job kinds only, variables.isJob). An UPDATE that leaves the
+// label as it was passes, so that a job created before the policy (or
+// Kueue's own updates of it) is never stuck.
 func (b *builder) admissionPolicy() {
 	var rules []admissionregistrationv1.NamedRuleWithOperations
 	for _, r := range admissionJobRules {
 		rules = append(rules, namedRule(r.group, r.resource, admissionregistrationv1.Create, admissionregistrationv1.Update))
 	}
 	rules = append(rules, namedRule("", "pods", admissionregistrationv1.Create))
+	rules = append(rules, kindRules()...)
 	fail := admissionregistrationv1.Fail
 	forbidden := metav1.StatusReasonForbidden
 	label := func(obj, key string) string {
@@ -186,17 +193,17 @@ func (b *builder) admissionPolicy() {
 			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: rules},
 			FailurePolicy:    &fail,
-			Variables: []admissionregistrationv1.Variable{
+			Variables: append([]admissionregistrationv1.Variable{
 				{Name: "isPod", Expression: "request.resource.group == '' && request.resource.resource == 'pods'"},
 				{Name: "queue", Expression: label("object", KueueQueueLabel)},
 				{Name: "oldQueue", Expression: label("oldObject", KueueQueueLabel)},
 				{Name: "priority", Expression: label("object", KueuePriorityClassLabel)},
 				{Name: "oldPriority", Expression: label("oldObject", KueuePriorityClassLabel)},
 				{Name: "allowedPriorities", Expression: "params.data['priorityClasses'].split(',')"},
-			},
-			Validations: []admissionregistrationv1.Validation{
+			}, kindVariables()...),
+			Validations: append([]admissionregistrationv1.Validation{
 				{
-					Expression: "variables.isPod || variables.queue == params.data['queue'] || " +
+					Expression: "!variables.isJob || variables.queue == params.data['queue'] || " +
 						"(request.operation == 'UPDATE' && variables.queue == variables.oldQueue)",
 					MessageExpression: refusal(clauseQueue, "a ", celExpr("request.kind.kind"), " in namespace ", celExpr("request.namespace"),
 						" must carry the label "+KueueQueueLabel+": ", queue, " (it has ", celExpr("(variables.queue == '' ? 'none' : variables.queue)"), ")"),
@@ -204,7 +211,7 @@ func (b *builder) admissionPolicy() {
 					Reason:  &forbidden,
 				},
 				{
-					Expression: "variables.isPod || variables.priority == '' || variables.priority in variables.allowedPriorities || " +
+					Expression: "!variables.isJob || variables.priority == '' || variables.priority in variables.allowedPriorities || " +
 						"(request.operation == 'UPDATE' && variables.priority == variables.oldPriority)",
 					MessageExpression: refusal(clausePriority, "label "+KueuePriorityClassLabel+" ", celExpr("variables.priority"),
 						" is not one the contract allows; allowed: ", celExpr("variables.allowedPriorities.join(', ')")),
@@ -219,11 +226,12 @@ func (b *builder) admissionPolicy() {
 					Message: "bare pods (no ownerReferences) are refused: they bypass the Kueue queue of the team",
 					Reason:  &forbidden,
 				},
-			},
+			}, kindValidations()...),
 		},
 	}, true, fmt.Sprintf("the contract's admission rules, with each team's values from its ConfigMap %s (shared by all teams): "+
-		"jobs, PyTorchJobs and HyperPodPyTorchJobs carry the team's LocalQueue (%s) and an allowed priority class (%s); no bare pods",
-		NameAdmissionParams, KueueQueueLabel, KueuePriorityClassLabel))
+		"jobs, PyTorchJobs and HyperPodPyTorchJobs carry the team's LocalQueue (%s) and an allowed priority class (%s); no bare pods; "+
+		"only the kinds of the contract's approved workload types are created (%s)",
+		NameAdmissionParams, KueueQueueLabel, KueuePriorityClassLabel, kindsText(admittedKinds())))
 }
 
 func namedRule(group, resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.NamedRuleWithOperations {
@@ -247,7 +255,7 @@ func (b *builder) admissionParams(localQueue string) {
 		classes = []string{b.s.KueuePriorityClass(b.s.TrainingClass(nil))}
 	}
 	id := strconv.FormatInt(b.plan.ConnectionID, 10)
-	b.add(&corev1.ConfigMap{
+	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: b.meta(NameAdmissionParams),
 		Data: map[string]string{
@@ -258,8 +266,10 @@ func (b *builder) admissionParams(localQueue string) {
 			"barePods":        "refused",
 			"changePage":      ChangePage(b.plan.ConnectionID),
 		},
-	}, false, fmt.Sprintf("the contract's values for the admission policy %s: queue %s, priority classes %s, bare pods refused; mode %s (binding %s)",
-		NameAdmissionPolicy, localQueue, strings.Join(classes, ", "), b.s.AdmissionMode, AdmissionBindingName(b.s.AdmissionMode)))
+	}
+	maps.Copy(cm.Data, kindParams(b.c.WorkloadTypes))
+	b.add(cm, false, fmt.Sprintf("the contract's values for the admission policy %s: queue %s, priority classes %s, bare pods refused, workload types %s; mode %s (binding %s)",
+		NameAdmissionPolicy, localQueue, strings.Join(classes, ", "), approvedTypesText(b.c.WorkloadTypes), b.s.AdmissionMode, AdmissionBindingName(b.s.AdmissionMode)))
 }
 
 // ChangePage is the portal page where a connection's owner requests a
@@ -294,4 +304,104 @@ func (b *builder) admissionBinding() {
 		},
 	}, true, fmt.Sprintf("policy %s in the namespaces labelled %s=%s, not revoked: validationActions [%s] (shared by all teams)",
 		NameAdmissionPolicy, LabelAdmissionMode, mode, mode.validationAction()))
+}
+
+// Rule 3 (issue 35): only the approved workload kinds may be created in
+// the team namespace. The policy matches the kinds of every workload type
+// (AllWorkloadKinds, kinds.go), so that it is the same for every team;
+// the team's parameters list the kinds its contract approves
+// (kindParams). The rule holds whoever creates the object: the team's
+// Roles grant create only on the approved kinds (roles in plan.go), but
+// an EKS access policy or a ClusterRole granted elsewhere (the Studio
+// execution role's Space policy, say) is held here. Only CREATE: an object
+// made before an amendment took its type away can still be changed and
+// deleted. Extension kinds (WorkspaceConnection) are admitted by their
+// own API server, not this one, and are left out.
+
+// clauseKinds is the contract clause rule 3 names.
+const clauseKinds = `"Approved workload types" (workload_types)`
+
+// kindRules are what rule 3 adds to the policy's matchConstraints: the
+// kinds not already matched by rules 1 and 2 (admissionJobRules), on
+// CREATE.
+func kindRules() []admissionregistrationv1.NamedRuleWithOperations {
+	var out []admissionregistrationv1.NamedRuleWithOperations
+	for _, k := range AllWorkloadKinds() {
+		jobRule := slices.ContainsFunc(admissionJobRules, func(r struct{ group, resource string }) bool {
+			return r.group == k.Group && r.resource == k.Resource
+		})
+		if k.Extension || jobRule {
+			continue
+		}
+		out = append(out, namedRule(k.Group, k.Resource, admissionregistrationv1.Create))
+	}
+	return out
+}
+
+// kindVariables: the admitted resource as the parameters list it
+// (group/resource), the approved kinds, and whether the resource is one of
+// the job kinds rules 1 and 2 hold.
+func kindVariables() []admissionregistrationv1.Variable {
+	var jobs []string
+	for _, r := range admissionJobRules {
+		jobs = append(jobs, "'"+r.group+"/"+r.resource+"'")
+	}
+	return []admissionregistrationv1.Variable{
+		{Name: "kindKey", Expression: "request.resource.group + '/' + request.resource.resource"},
+		{Name: "isJob", Expression: "variables.kindKey in [" + strings.Join(jobs, ", ") + "]"},
+		// Parameters written before rule 3 (no approvedKinds) hold nothing
+		// until the team's plan is re-applied (the drift check finds the
+		// ConfigMap changed): a missing key would otherwise be an
+		// evaluation error, which failurePolicy Fail turns into a refusal
+		// of every kind in deny mode.
+		{Name: "approvedKinds", Expression: "'approvedKinds' in params.data ? params.data['approvedKinds'].split(',') : [variables.kindKey]"},
+	}
+}
+
+// kindValidations is rule 3. Pods are rule 4's (a job's pods are no
+// workload kind of their own).
+func kindValidations() []admissionregistrationv1.Validation {
+	forbidden := metav1.StatusReasonForbidden
+	return []admissionregistrationv1.Validation{{
+		Expression: "variables.isPod || request.operation != 'CREATE' || variables.kindKey in variables.approvedKinds",
+		MessageExpression: refusal(clauseKinds, "a ", celExpr("request.kind.kind"), " (", celExpr("variables.kindKey"),
+			") is not a kind of the approved workload types (", celExpr("params.data['workloadTypes']"),
+			"); the kinds they allow: ", celExpr("variables.approvedKinds.join(', ')")),
+		Message: "the kind is not one of the contract's approved workload types",
+		Reason:  &forbidden,
+	}}
+}
+
+// kindParams are rule 3's values in the team's parameter object: the
+// approved types (for the message) and their kinds (group/resource,
+// comma-separated, as variables.kindKey names them).
+func kindParams(types []workflow.WorkloadType) map[string]string {
+	var keys []string
+	for _, k := range ApprovedKinds(types) {
+		if !k.Extension {
+			keys = append(keys, k.key())
+		}
+	}
+	return map[string]string{
+		"workloadTypes": approvedTypesText(types),
+		"approvedKinds": strings.Join(keys, ","),
+	}
+}
+
+// admittedKinds are the kinds rule 3 holds: every type's, less the
+// extension kinds.
+func admittedKinds() []WorkloadKind {
+	return slices.DeleteFunc(AllWorkloadKinds(), func(k WorkloadKind) bool { return k.Extension })
+}
+
+// kindsText names kinds for a plan's text: "Job, PyTorchJob, ...".
+func kindsText(kinds []WorkloadKind) string {
+	var out []string
+	for _, k := range kinds {
+		out = append(out, k.Kind)
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }

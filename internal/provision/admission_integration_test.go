@@ -103,7 +103,9 @@ func waitForAdmission(ctx context.Context, t *testing.T, c *kubernetes.Clientset
 // bed's real API server, one on a cluster in deny mode and one in warn
 // mode, and holds their namespaces to the contract: (1) a Job must name
 // the team's LocalQueue, (2) its priority class must be one the contract
-// allows, (4) a bare pod is refused. In deny mode a violating object is
+// allows, (3) only the kinds of the approved workload types are created
+// (checkKindRule; an amendment adding a type lets its kind in,
+// checkKindAmendment), (4) a bare pod is refused. In deny mode a violating object is
 // refused with the clause, the allowed values and the change page in the
 // message; in warn mode it is created, with the same words as a warning;
 // a compliant one is accepted in both, without a warning. Revocation
@@ -120,9 +122,12 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 	denying := itSettings(run)
 	denying.AdmissionMode = AdmissionDeny
 	warning := itSettings(run)
-	deny := mustPlan(t, 61, itContract("red", "it-"+run+"-adm-deny"), denying)
+	denyContract := itContract("red", "it-"+run+"-adm-deny")
+	deny := mustPlan(t, 61, denyContract, denying)
 	warn := mustPlan(t, 62, itContract("red", "it-"+run+"-adm-warn"), warning)
 	deleteAfter(t, a.Client, deny, warn)
+	// Rule 3's kinds, which the test bed does not serve by itself.
+	installTestCRDs(ctx, t, a.Client)
 	for _, p := range []Plan{deny, warn} {
 		if _, err := a.Apply(ctx, p); err != nil {
 			t.Fatalf("apply %s: %v", p.Namespace, err)
@@ -245,6 +250,9 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 		}
 	}
 
+	// (3) Only the approved workload kinds.
+	checkKindRule(ctx, t, cfg, deny, deny, warn)
+
 	// Drift: a hand edit of the team's parameters (a class the contract
 	// does not allow) and a deleted binding are found; re-applying the
 	// plan restores both, and the rules hold again.
@@ -277,6 +285,9 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 		t.Errorf("after re-apply: drift %+v, %v", items, err)
 	}
 	waitForAdmission(ctx, t, submitter, subWarn, deny.Namespace, true)
+
+	// An amendment that approves interactive spaces lets a Workspace in.
+	checkKindAmendment(ctx, t, cfg, a, denyContract, denying, deny)
 
 	// Revocation takes the team's parameters away and the locked namespace
 	// out of the binding: a job without a queue label is then neither

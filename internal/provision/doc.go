@@ -31,7 +31,9 @@
 // ValidatingAdmissionPolicy: one policy and one binding per roll-out mode
 // (ClusterSettings.AdmissionMode: warn, audit, deny), shared by every
 // team, and the team's values in a ConfigMap in its namespace, which
-// revocation deletes.
+// revocation deletes. The contract's approved workload types map to
+// Kubernetes kinds in one table (kinds.go), which rule 3 of the policy,
+// the submitter Role and the access role's EKS access policies follow.
 //
 // Amendments: DiffPlans compares the plan of a connection's approved
 // version with the plan of its amended one (what is created, updated,

@@ -419,11 +419,13 @@ func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s Cl
 	}
 	aws := s.AWS
 	aws.ComputeQuota = !s.ClusterQueueManagedByPortal
+	aws.Access.SubmitterPolicies, _ = b.submitterGrants()
 	calls, warnings, err := awsprov.PlanFor(c, awsprov.Target{
 		ConnectionID: connID, Namespace: b.plan.Namespace, ServiceAccount: ServiceAccountName(c.Team),
 		StudioGroup:    team(s.StudioExecutionRoleGroupFormat, c.Team),
 		SubmitterGroup: team(s.KubernetesGroups.SubmitterGroupFormat, c.Team),
 		ViewerGroup:    team(s.KubernetesGroups.ViewerGroupFormat, c.Team),
+		SubmitterNote:  b.submitterNote(),
 	}, aws)
 	if err != nil {
 		return Plan{}, fmt.Errorf("provision: %w", err)
@@ -935,7 +937,9 @@ const (
 
 // roles: a viewer Role to see the team's work (Studio's task view needs
 // exactly this) and a submitter Role to start and stop it. Submitters get
-// Jobs, PyTorchJobs and HyperPodPyTorchJobs, and exec into the team's pods
+// the kinds of the contract's approved workload types only (submitRules:
+// Jobs, PyTorchJobs and HyperPodPyTorchJobs for training and fine-tuning,
+// HyperPod's inference and space kinds for the others), and exec into the team's pods
 // (the HyperPod CLI's `hyp exec` uses connect_get_namespaced_pod_exec), but
 // not Pods: a bare Pod would bypass the Kueue queue and its quota
 // accounting, and the job controllers create the pods under their own
@@ -951,19 +955,16 @@ func (b *builder) roles() {
 		{APIGroups: []string{HyperPodJobGroup}, Resources: []string{HyperPodJobResource}, Verbs: readVerbs},
 		{APIGroups: []string{kueue.GroupVersion.Group}, Resources: []string{"workloads", "localqueues"}, Verbs: readVerbs},
 	}
-	submit := []rbacv1.PolicyRule{
-		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: submitVerbs},
-		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs"}, Verbs: submitVerbs},
-		{APIGroups: []string{HyperPodJobGroup}, Resources: []string{HyperPodJobResource}, Verbs: submitVerbs},
-		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: execVerbs},
-	}
+	view = append(view, b.approvedReads()...)
+	submit, submitDetail := b.submitRules()
+	submit = append(submit, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: execVerbs})
 	for _, r := range []struct {
 		name   string
 		rules  []rbacv1.PolicyRule
 		detail string
 	}{
-		{NameViewerRole, view, "get, list, watch on pods, pods/log, events, jobs, pytorchjobs, hyperpodpytorchjobs, kueue workloads and localqueues"},
-		{NameSubmitterRole, submit, "create, delete, patch on jobs, pytorchjobs and hyperpodpytorchjobs; exec into pods (no bare pods: they would bypass the queue)"},
+		{NameViewerRole, view, "get, list, watch on pods, pods/log, events, jobs, pytorchjobs, hyperpodpytorchjobs, kueue workloads and localqueues" + b.approvedReadsText()},
+		{NameSubmitterRole, submit, submitDetail + "; exec into pods (no bare pods: they would bypass the queue)"},
 	} {
 		b.add(&rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
@@ -1060,13 +1061,14 @@ func (b *builder) warnBarePodPolicies() {
 	if !a.Enabled {
 		return
 	}
+	submitterGrants, _ := b.submitterGrants()
 	type role struct {
 		who      string
 		policies []awsprov.AccessGrant
 	}
 	roles := []role{
 		{"the Studio execution role (project role)", a.Access.StudioPolicies},
-		{"the team's access role", a.Access.SubmitterPolicies},
+		{"the team's access role", submitterGrants},
 	}
 	if a.Access.ViewerRoleARNFormat != "" {
 		roles = append(roles, role{"the team's read-only role", a.Access.ViewerPolicies})
@@ -1106,4 +1108,103 @@ func (b *builder) checkPriorityClasses() {
 			b.warn("priority class %s is not one of the cluster's priority classes: jobs labelled kueue.x-k8s.io/priority-class: %s will not be admitted until it exists", want, b.s.KueuePriorityClass(want))
 		}
 	}
+}
+
+// submitRules are the submitter Role's rules for the kinds of the
+// contract's approved workload types (kinds.go): create, delete and patch
+// on each (kubectl apply patches, `hyp delete` deletes), create only on an
+// extension kind (the only verb it serves); a kind no approved type runs
+// gets nothing, so a member cannot create it (and rule 3 of the admission
+// policy refuses it to anyone else). The detail says so on the plan page.
+func (b *builder) submitRules() ([]rbacv1.PolicyRule, string) {
+	var rules []rbacv1.PolicyRule
+	var granted, created []string
+	for _, k := range ApprovedKinds(b.c.WorkloadTypes) {
+		verbs := submitVerbs
+		if k.Extension {
+			verbs = []string{"create"}
+			created = append(created, k.Resource)
+		} else {
+			granted = append(granted, k.Resource)
+		}
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{k.Group}, Resources: []string{k.Resource}, Verbs: verbs})
+	}
+	detail := "create, delete, patch on " + kindNames(granted)
+	if len(created) > 0 {
+		detail += "; create " + strings.Join(created, ", ")
+	}
+	detail += fmt.Sprintf(" only: the kinds of the contract's approved workload types (%s); no other kind", approvedTypesText(b.c.WorkloadTypes))
+	return rules, detail
+}
+
+// approvedReads let the team see the approved kinds beyond the job kinds
+// every team reads (kubectl apply reads before it creates or patches).
+func (b *builder) approvedReads() []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
+	for _, k := range b.extraReadKinds() {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{k.Group}, Resources: []string{k.Resource}, Verbs: readVerbs})
+	}
+	return rules
+}
+
+func (b *builder) approvedReadsText() string {
+	var names []string
+	for _, k := range b.extraReadKinds() {
+		names = append(names, k.Resource)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(names, ", ") + " (approved workload types)"
+}
+
+// extraReadKinds are the approved kinds, other than the job kinds and
+// extensions (which serve create only), that the viewer Role reads.
+func (b *builder) extraReadKinds() []WorkloadKind {
+	var out []WorkloadKind
+	for _, k := range ApprovedKinds(b.c.WorkloadTypes) {
+		if !k.Extension && !slices.Contains(jobKinds, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func kindNames(s []string) string {
+	if len(s) == 0 {
+		return "no kind"
+	}
+	return strings.Join(s, ", ")
+}
+
+// submitterGrants are the EKS access policies of the team's access role:
+// the settings' (default training, inference and space), less the HyperPod
+// policies of the workload types the contract does not approve
+// (TypeAccessPolicies: AmazonSagemakerHyperpodTrainingPolicy for training
+// and fine-tuning, ...InferencePolicy for inference, ...SpacePolicy for
+// interactive spaces; kinds.go), which dropped names. A policy that stands
+// for no type (say AmazonEKSViewPolicy) is kept. Never nil, so that the
+// AWS settings' defaults do not fill an emptied list again.
+func (b *builder) submitterGrants() (kept []awsprov.AccessGrant, dropped []string) {
+	approved := TypeAccessPolicies(b.c.WorkloadTypes)
+	kept = []awsprov.AccessGrant{}
+	for _, g := range b.s.AWS.WithDefaults().Access.SubmitterPolicies {
+		if slices.Contains(typePolicies(), g.Policy) && !slices.Contains(approved, g.Policy) {
+			dropped = append(dropped, g.Policy)
+			continue
+		}
+		kept = append(kept, g)
+	}
+	return kept, dropped
+}
+
+// submitterNote says on the plan page why the access role gets what it
+// gets: the policies of the approved types only, and which were left out.
+func (b *builder) submitterNote() string {
+	_, dropped := b.submitterGrants()
+	note := fmt.Sprintf(": the HyperPod access policies of the contract's approved workload types (%s) only", approvedTypesText(b.c.WorkloadTypes))
+	if len(dropped) > 0 {
+		note += ", not " + strings.Join(dropped, ", ") + " (no approved type needs it)"
+	}
+	return note
 }

@@ -1,5 +1,7 @@
 package views
 
+import "strings"
+
 // Page carries what the layout needs on every page.
 type Page struct {
 	Title     string
@@ -614,6 +616,30 @@ type SubmitConn struct {
 	// PriorityClasses: Value is the Kueue class a job's label names,
 	// Label the contract's class.
 	PriorityClasses []Choice
+	// Runs: the contract's approved workload types and their kinds.
+	Runs []RunType
+}
+
+// RunType is an approved workload type and the kinds that run it.
+type RunType struct {
+	Type, Label string
+	Kinds       []RunKind
+}
+
+// runLabels joins the types' labels: "Training, Inference".
+func runLabels(runs []RunType) string {
+	var out []string
+	for _, r := range runs {
+		out = append(out, r.Label)
+	}
+	return strings.Join(out, ", ")
+}
+
+// RunKind is one kind the team may create, with a kubectl snippet and a
+// HyperPod CLI one (CLI "" when the CLI does not create the kind).
+type RunKind struct {
+	Kind, APIVersion, Resource string
+	Kubectl, CLI               string
 }
 
 // PendingState says whether the pending workloads could be read.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -42,7 +43,14 @@ func (s *Server) accessView(conn store.Connection, approved store.Version) *view
 			c.EKSClusterName, c.Region, c.AccessRoleARN, plan.Namespace)},
 		{Title: "See your team's work", Code: fmt.Sprintf(
 			"kubectl -n %s get jobs,pytorchjobs,workloads.kueue.x-k8s.io,pods", plan.Namespace)},
-		{Title: "Submit a job to your queue (guaranteed: " + strings.Join(guarantee, ", ") + ")", Code: fmt.Sprintf(`kubectl -n %[1]s create -f - <<'EOF'
+	}
+	// The Job snippet only where the contract approves a type that runs
+	// Jobs (training, fine-tuning): the cluster refuses other kinds.
+	if !slices.ContainsFunc(provision.ApprovedKinds(c.WorkloadTypes), func(k provision.WorkloadKind) bool { return k.Kind == "Job" }) {
+		return a
+	}
+	a.Commands = append(a.Commands, views.Snippet{
+		Title: "Submit a job to your queue (guaranteed: " + strings.Join(guarantee, ", ") + ")", Code: fmt.Sprintf(`kubectl -n %[1]s create -f - <<'EOF'
 apiVersion: batch/v1
 kind: Job
 metadata:
@@ -62,8 +70,7 @@ spec:
         resources:
           requests: {nvidia.com/gpu: 1}
           limits: {nvidia.com/gpu: 1}
-EOF`, plan.Namespace, a.LocalQueue, priority, serviceAccount(plan))},
-	}
+EOF`, plan.Namespace, a.LocalQueue, priority, serviceAccount(plan))})
 	return a
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -105,26 +104,15 @@ func (s *Server) submitConn(conn store.Connection, approved store.Version) (view
 	if len(c.Scheduling.Guaranteed) > 0 {
 		instance = c.Scheduling.Guaranteed[0].InstanceType
 	}
-	// The HyperPod CLI's PyTorch job: `hyp create hyp-pytorch-job` with
+	// What the contract lets the team run, a snippet per approved kind.
+	// The HyperPod CLI's PyTorch job (`hyp create hyp-pytorch-job`) takes
 	// --queue-name and --priority, which its template turns into the labels
 	// kueue.x-k8s.io/queue-name and kueue.x-k8s.io/priority-class verbatim
 	// (aws/sagemaker-hyperpod-cli README.md "Create Pytorch job through
 	// create command"; hyperpod-pytorch-job-template/.../v1_1/model.py,
 	// `{"kueue.x-k8s.io/priority-class": self.priority}`), so --priority
 	// takes the Kueue class name ("training-priority").
-	sc.Access.Commands = append(sc.Access.Commands, views.Snippet{
-		Title: "Submit a PyTorch job with the HyperPod CLI",
-		Code: strings.Join([]string{
-			"hyp create hyp-pytorch-job \\",
-			"  --job-name my-training-job \\",
-			"  --image <your training image> \\",
-			"  --namespace " + a.Namespace + " \\",
-			"  --queue-name " + a.LocalQueue + " \\",
-			"  --priority " + priority + " \\",
-			"  --instance-type " + instance + " \\",
-			"  --node-count 1",
-		}, "\n"),
-	})
+	sc.Runs = runTypes(c, runTarget{namespace: a.Namespace, queue: a.LocalQueue, priority: priority, instance: instance})
 	return sc, []string{a.Namespace}, true
 }
 

@@ -126,3 +126,60 @@ func TestSubmitPageWithoutOrFailingCluster(t *testing.T) {
 		t.Errorf("failing cluster = %d", resp.StatusCode)
 	}
 }
+
+// The member's page lists what the contract lets the team run: each
+// approved workload type with its kinds and a kubectl and (where the
+// HyperPod CLI creates the kind) a `hyp create` snippet in the team's
+// namespace; a type the contract does not approve is not offered, and a
+// contract without training has no Job snippet.
+func TestSubmitPageListsApprovedKinds(t *testing.T) {
+	h := newHarness(t, false)
+	activeRed(t, h) // training, fine-tuning, inference
+	_, body := h.get(h.signIn("member.red").c, "/teams/red/submit")
+	for _, want := range []string{
+		`data-testid="run-kinds"`, `data-testid="run-type-training"`, `data-testid="run-type-fine-tuning"`, `data-testid="run-type-inference"`,
+		`data-testid="run-kind-Job"`, `data-testid="run-kind-PyTorchJob"`, `data-testid="run-kind-HyperPodPyTorchJob"`,
+		`data-testid="run-kind-JumpStartModel"`, `data-testid="run-kind-InferenceEndpointConfig"`,
+		"apiVersion: kubeflow.org/v1", "apiVersion: sagemaker.amazonaws.com/v1", "apiVersion: inference.sagemaker.aws.amazon.com/v1",
+		"kind: JumpStartModel", "kind: InferenceEndpointConfig",
+		"hyp create hyp-pytorch-job", "hyp create hyp-jumpstart-endpoint", "hyp create hyp-custom-endpoint",
+		"kubectl -n hyperpod-ns-red create -f -", "--namespace hyperpod-ns-red",
+		"The HyperPod CLI has no command that creates a Job",
+		"Submit a job to your queue",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the member's page (training, fine-tuning, inference) lacks %q", want)
+		}
+	}
+	for _, not := range []string{`data-testid="run-type-interactive-spaces"`, "hyp create hyp-space", "kind: Workspace"} {
+		if strings.Contains(body, not) {
+			t.Errorf("the member's page offers %q, which the contract does not approve", not)
+		}
+	}
+
+	// A contract of interactive spaces only: the spaces' snippets, no job.
+	h = newHarness(t, false)
+	c := workflow.ExampleContract()
+	c.WorkloadTypes = []workflow.WorkloadType{workflow.WorkloadInteractive}
+	h.postAs(h.signIn("owner.red"), "/teams/red/connections", formValues(formFromContract(c)))
+	if err := h.db.ExecForTest(context.Background(), `UPDATE connections SET state = 'active', approved_version = 1 WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	_, body = h.get(h.signIn("member.red").c, "/teams/red/submit")
+	for _, want := range []string{
+		`data-testid="run-type-interactive-spaces"`, `data-testid="run-kind-Workspace"`, `data-testid="run-kind-WorkspaceConnection"`,
+		"apiVersion: workspace.jupyter.org/v1alpha1", "kind: Workspace",
+		"hyp create hyp-space \\\n  --name my-space", "--namespace hyperpod-ns-red",
+		"hyp create hyp-space-access --name my-space --namespace hyperpod-ns-red",
+		"/apis/connection.workspace.jupyter.org/v1alpha1/namespaces/hyperpod-ns-red/workspaceconnections",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the member's page (interactive spaces) lacks %q", want)
+		}
+	}
+	for _, not := range []string{`data-testid="run-type-training"`, "hyp create hyp-pytorch-job", "Submit a job to your queue", "kind: Job\n"} {
+		if strings.Contains(body, not) {
+			t.Errorf("the member's page (interactive spaces only) offers %q", not)
+		}
+	}
+}

@@ -114,6 +114,9 @@ type Target struct {
 	StudioGroup    string // the Studio execution role's group (task visibility)
 	SubmitterGroup string
 	ViewerGroup    string
+	// SubmitterNote, when set, says on the plan page why the access role
+	// gets the policies it gets (the approved workload types' only).
+	SubmitterNote string
 }
 
 // PlanFor is the AWS half of a contract's plan: the calls that ensure the
@@ -175,7 +178,7 @@ func PlanFor(c workflow.Contract, t Target, s Settings) ([]Call, []string, error
 	}
 	roles := []role{
 		{c.ProjectRoleARN, t.StudioGroup, "Studio execution role: sees and runs tasks in " + t.Namespace + " only", s.Access.StudioPolicies},
-		{c.AccessRoleARN, t.SubmitterGroup, "the team's access role", s.Access.SubmitterPolicies},
+		{c.AccessRoleARN, t.SubmitterGroup, "the team's access role" + t.SubmitterNote, s.Access.SubmitterPolicies},
 	}
 	if f := s.Access.ViewerRoleARNFormat; f != "" {
 		roles = append(roles, role{fmt.Sprintf(f, c.Team), t.ViewerGroup, "the team's read-only role", s.Access.ViewerPolicies})

@@ -106,7 +106,9 @@ func TestPlanForTeamDomain(t *testing.T) {
 	if g := grants[1]; g.Policy != PolicyHyperPodTraining || g.Scope != "namespace hyperpod-ns-red" || !strings.Contains(g.Allows, "bare pods") || !strings.Contains(g.Allows, "in hyperpod-ns-red only") {
 		t.Errorf("training grant = %+v", g)
 	}
-	if sub := calls[5].AccessEntry; !slices.Equal(sub.KubernetesGroups, []string{"team-red-submitters"}) || len(sub.Policies) != 2 {
+	// The default submitter policies: training, inference and space (the
+	// provision plan keeps those of the approved workload types).
+	if sub := calls[5].AccessEntry; !slices.Equal(sub.KubernetesGroups, []string{"team-red-submitters"}) || len(sub.Policies) != 3 {
 		t.Errorf("submitter access entry = %+v", sub)
 	}
 	if p := calls[6].PodIdentity; p.RoleARN != c.WorkloadRoleARN || p.Namespace != "hyperpod-ns-red" || p.ServiceAccount != "red-workloads" {

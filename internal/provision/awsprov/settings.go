@@ -108,8 +108,10 @@ type AccessSettings struct {
 	// as it says (DefaultStudioPolicies).
 	StudioPolicies []AccessGrant `json:"studio_policies,omitempty"`
 	// SubmitterPolicies: the contract's access role, used by the team's
-	// people to submit work. Default: training and inference, in the team
-	// namespace.
+	// people to submit work. Default: training, inference and space, in
+	// the team namespace. The plan keeps of the three only those of the
+	// contract's approved workload types (provision kinds.go), and any
+	// other policy listed here as it is.
 	SubmitterPolicies []AccessGrant `json:"submitter_policies,omitempty"`
 	// ViewerRoleARNFormat, when set, is a read-only role per team (%s is
 	// the team) that gets ViewerPolicies (default AmazonEKSViewPolicy in the
@@ -247,7 +249,7 @@ func (s Settings) WithDefaults() Settings {
 		a.StudioPolicies = DefaultStudioPolicies()
 	}
 	if a.SubmitterPolicies == nil {
-		a.SubmitterPolicies = teamScoped(PolicyHyperPodTraining, PolicyHyperPodInference)
+		a.SubmitterPolicies = teamScoped(PolicyHyperPodTraining, PolicyHyperPodInference, PolicyHyperPodSpace)
 	}
 	if a.ViewerPolicies == nil {
 		a.ViewerPolicies = teamScoped(PolicyEKSView)
