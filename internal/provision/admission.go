@@ -2,6 +2,7 @@ package provision
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,8 +166,10 @@ func refusal(clause string, parts ...any) string {
 // Rules (issue 35): (1) a job must carry the team's LocalQueue; (2) its
 // priority class, when it names one, must be one the contract allows; (4)
 // a pod without ownerReferences (a bare pod, which bypasses the queue) is
-// refused. An UPDATE that leaves the label as it was passes, so that a job
-// created before the policy (or Kueue's own updates of it) is never stuck.
+// refused; (5) accelerators only on the guaranteed instance types
+// (acceleratorRule, admission_accel.go). An UPDATE that leaves the label
+// as it was passes, so that a job created before the policy (or Kueue's
+// own updates of it) is never stuck.
 func (b *builder) admissionPolicy() {
 	var rules []admissionregistrationv1.NamedRuleWithOperations
 	for _, r := range admissionJobRules {
@@ -179,6 +182,7 @@ func (b *builder) admissionPolicy() {
 		return fmt.Sprintf("%[1]s != null && has(%[1]s.metadata.labels) && '%[2]s' in %[1]s.metadata.labels ? %[1]s.metadata.labels['%[2]s'] : ''", obj, key)
 	}
 	queue := celExpr("params.data['queue']")
+	accelVars, accelValidations := acceleratorRule()
 	b.add(&admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: NameAdmissionPolicy},
@@ -186,15 +190,15 @@ func (b *builder) admissionPolicy() {
 			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: rules},
 			FailurePolicy:    &fail,
-			Variables: []admissionregistrationv1.Variable{
+			Variables: append([]admissionregistrationv1.Variable{
 				{Name: "isPod", Expression: "request.resource.group == '' && request.resource.resource == 'pods'"},
 				{Name: "queue", Expression: label("object", KueueQueueLabel)},
 				{Name: "oldQueue", Expression: label("oldObject", KueueQueueLabel)},
 				{Name: "priority", Expression: label("object", KueuePriorityClassLabel)},
 				{Name: "oldPriority", Expression: label("oldObject", KueuePriorityClassLabel)},
 				{Name: "allowedPriorities", Expression: "params.data['priorityClasses'].split(',')"},
-			},
-			Validations: []admissionregistrationv1.Validation{
+			}, accelVars...),
+			Validations: append([]admissionregistrationv1.Validation{
 				{
 					Expression: "variables.isPod || variables.queue == params.data['queue'] || " +
 						"(request.operation == 'UPDATE' && variables.queue == variables.oldQueue)",
@@ -219,11 +223,12 @@ func (b *builder) admissionPolicy() {
 					Message: "bare pods (no ownerReferences) are refused: they bypass the Kueue queue of the team",
 					Reason:  &forbidden,
 				},
-			},
+			}, accelValidations...),
 		},
 	}, true, fmt.Sprintf("the contract's admission rules, with each team's values from its ConfigMap %s (shared by all teams): "+
-		"jobs, PyTorchJobs and HyperPodPyTorchJobs carry the team's LocalQueue (%s) and an allowed priority class (%s); no bare pods",
-		NameAdmissionParams, KueueQueueLabel, KueuePriorityClassLabel))
+		"jobs, PyTorchJobs and HyperPodPyTorchJobs carry the team's LocalQueue (%s) and an allowed priority class (%s); no bare pods; "+
+		"accelerators only on the guaranteed instance types (%s)",
+		NameAdmissionParams, KueueQueueLabel, KueuePriorityClassLabel, LabelInstanceType))
 }
 
 func namedRule(group, resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.NamedRuleWithOperations {
@@ -247,7 +252,7 @@ func (b *builder) admissionParams(localQueue string) {
 		classes = []string{b.s.KueuePriorityClass(b.s.TrainingClass(nil))}
 	}
 	id := strconv.FormatInt(b.plan.ConnectionID, 10)
-	b.add(&corev1.ConfigMap{
+	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: b.meta(NameAdmissionParams),
 		Data: map[string]string{
@@ -258,8 +263,11 @@ func (b *builder) admissionParams(localQueue string) {
 			"barePods":        "refused",
 			"changePage":      ChangePage(b.plan.ConnectionID),
 		},
-	}, false, fmt.Sprintf("the contract's values for the admission policy %s: queue %s, priority classes %s, bare pods refused; mode %s (binding %s)",
-		NameAdmissionPolicy, localQueue, strings.Join(classes, ", "), b.s.AdmissionMode, AdmissionBindingName(b.s.AdmissionMode)))
+	}
+	maps.Copy(cm.Data, b.acceleratorParams())
+	b.add(cm, false, fmt.Sprintf("the contract's values for the admission policy %s: queue %s, priority classes %s, bare pods refused, "+
+		"accelerators on %s; mode %s (binding %s)",
+		NameAdmissionPolicy, localQueue, strings.Join(classes, ", "), strings.Join(b.approvedInstanceTypes(), ", "), b.s.AdmissionMode, AdmissionBindingName(b.s.AdmissionMode)))
 }
 
 // ChangePage is the portal page where a connection's owner requests a

@@ -196,7 +196,7 @@ func TestAdmissionModes(t *testing.T) {
 	}
 }
 
-// The policy holds rules 1, 2 and 4 for the kinds the team may submit
+// The policy holds rules 1, 2, 4 and 5 for the kinds the team may submit
 // (its submitter Role's) and bare pods, with a message naming the clause,
 // the allowed values and the change page; each rule is Forbidden.
 func TestAdmissionPolicyRules(t *testing.T) {
@@ -249,10 +249,10 @@ func TestAdmissionPolicyRules(t *testing.T) {
 	if len(submits) == 0 || !slices.Equal(submits, matched) {
 		t.Errorf("the policy holds %v, the submitters may create %v", matched, submits)
 	}
-	if len(spec.Validations) != 3 {
-		t.Fatalf("%d validations, want 3", len(spec.Validations))
+	if len(spec.Validations) != 4 {
+		t.Fatalf("%d validations, want 4", len(spec.Validations))
 	}
-	for i, clause := range []string{"(namespaces", "(scheduling.priority_classes)", "(workload_types"} {
+	for i, clause := range []string{"(namespaces", "(scheduling.priority_classes)", "(workload_types", "(scheduling.guaranteed"} {
 		v := spec.Validations[i]
 		if !strings.Contains(v.MessageExpression, clause) || !strings.Contains(v.MessageExpression, "params.data['changePage']") ||
 			v.Reason == nil || *v.Reason != metav1.StatusReasonForbidden || v.Message == "" {

@@ -31,7 +31,11 @@
 // ValidatingAdmissionPolicy: one policy and one binding per roll-out mode
 // (ClusterSettings.AdmissionMode: warn, audit, deny), shared by every
 // team, and the team's values in a ConfigMap in its namespace, which
-// revocation deletes.
+// revocation deletes. Rule 5 (admission_accel.go: accelerators only on the
+// guaranteed instance types) adds its own variables and validation. The
+// readiness checks (readiness_admission.go) read Kueue's configuration
+// (are jobs without a queue name managed?) and the API server's counts of
+// the policy's warnings and denials from its /metrics.
 //
 // Amendments: DiffPlans compares the plan of a connection's approved
 // version with the plan of its amended one (what is created, updated,
