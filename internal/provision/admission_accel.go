@@ -21,7 +21,7 @@ import (
 // | selection by node affinity         | requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[].matchExpressions[] with operator In | https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#node-affinity |
 // | accelerator: NVIDIA GPUs           | nvidia.com/gpu                   | ResourceNvidiaGPU (settings.go); the HyperPod CLI's job template requests it |
 // | accelerator: Neuron devices, cores | aws.amazon.com/neuron, aws.amazon.com/neurondevice, aws.amazon.com/neuroncore | ResourceNeuron, ResourceNeuronDevice, ResourceNeuronCore (settings.go, with the Neuron device plugin's and the HyperPod CLI's sources) |
-// | a quantity above zero              | quantity(...).sign() > 0         | Kubernetes CEL quantity library, https://kubernetes.io/docs/reference/using-api/cel/#kubernetes-quantity-library (the HyperPod CLI writes nvidia.com/gpu: "0" for a job without GPUs) |
+// | a quantity above zero              | quantity(...).isGreaterThan(quantity('0')) | Kubernetes CEL quantity library, https://kubernetes.io/docs/reference/using-api/cel/#kubernetes-quantity-library (k8s.io/apiserver@v0.37.2 pkg/cel/library/quantity.go: isQuantity, quantity, the member isGreaterThan; in the admission environment since v1.28); the HyperPod CLI writes nvidia.com/gpu: "0" for a job without GPUs |
 // | a Job's pods                       | spec.template.spec               | batch/v1 JobSpec |
 // | a PyTorchJob's pods                | spec.pytorchReplicaSpecs[*].template.spec | Kubeflow training operator PyTorchJobSpec (map of replica type to ReplicaSpec) |
 // | a HyperPodPyTorchJob's pods        | spec.replicaSpecs[].template.spec | aws/sagemaker-hyperpod-cli hyperpod-pytorch-job-template v1_1 template.py (replicaSpecs: - name: pod, template: spec:) |
@@ -104,7 +104,7 @@ const (
 	// celAccelRequests: s requests or limits an accelerator above zero.
 	celAccelRequests = celAccelContainers + ".exists(c, has(c.resources) && " +
 		"[has(c.resources.requests) ? c.resources.requests : {}, has(c.resources.limits) ? c.resources.limits : {}]" +
-		".exists(m, m.exists(r, r in variables.accelResources && isQuantity(string(m[r])) && quantity(string(m[r])).sign() > 0)))"
+		".exists(m, m.exists(r, r in variables.accelResources && isQuantity(string(m[r])) && quantity(string(m[r])).isGreaterThan(quantity('0')))))"
 	// celAccelBySelector: the instance type s's nodeSelector names, if not
 	// approved; else ''.
 	celAccelBySelector = "(has(s.nodeSelector) && '" + LabelInstanceType + "' in s.nodeSelector && " +

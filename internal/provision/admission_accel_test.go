@@ -88,9 +88,11 @@ func TestAdmissionAcceleratorParams(t *testing.T) {
 // (each sees the earlier ones), then the validation and its message. The
 // CEL environment is cel-go's with the extensions the Kubernetes admission
 // environment has for these expressions (strings: split, join); Kubernetes'
-// quantity library is stood in for by quantity(s).sign() and isQuantity(s)
-// over apimachinery's resource.ParseQuantity. The test bed's API server
-// runs the real library (TestAdmissionRulesIntegration).
+// quantity library is stood in for by isQuantity(s), quantity(s) and
+// q.isGreaterThan(q) over apimachinery's resource.ParseQuantity (a
+// quantity is its sign here: all the rule asks of it is "above zero"). The
+// test bed's API server runs the real library and type-checks the policy
+// (TestAdmissionRulesIntegration).
 type celRule struct {
 	t           *testing.T
 	env         *cel.Env
@@ -119,8 +121,8 @@ func newCELRule(t *testing.T, vars []admissionregistrationv1.Variable, validatio
 				}
 				return types.Int(q.Sign())
 			}))),
-		cel.Function("sign", cel.MemberOverload("int_sign", []*cel.Type{cel.IntType}, cel.IntType,
-			cel.UnaryBinding(func(v ref.Val) ref.Val { return v }))),
+		cel.Function("isGreaterThan", cel.MemberOverload("int_is_greater_than", []*cel.Type{cel.IntType, cel.IntType}, cel.BoolType,
+			cel.BinaryBinding(func(a, b ref.Val) ref.Val { return types.Bool(a.(types.Int) > b.(types.Int)) }))),
 	)
 	if err != nil {
 		t.Fatal(err)
