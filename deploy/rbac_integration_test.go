@@ -164,6 +164,19 @@ func TestClusterRoleProvisionsOnTheTestBed(t *testing.T) {
 
 	rbacRefusals(ctx, t, admin, portal, release)
 
+	// The cluster checks' reads outside plans: the API server's /metrics
+	// (the admission policy's counts) and Kueue's configuration.
+	checks, err := provision.NewClusterReader(as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checks.AdmissionCounts(ctx); err != nil {
+		t.Errorf("the portal cannot read the admission counts: %v", err)
+	}
+	if _, _, err := checks.KueueConfiguration(ctx); err != nil {
+		t.Errorf("the portal cannot read Kueue's configuration: %v", err)
+	}
+
 	// The admission policy, then a request only it refuses until it does:
 	// the API server loads policies through an informer. The probe, a
 	// dry run, breaks two of its validations (a kube- namespace, without

@@ -30,6 +30,9 @@ func (p perm) String() string {
 	if g == "" {
 		g = "core"
 	}
+	if strings.HasPrefix(p.resource, "/") {
+		return "nonResourceURL " + p.resource + ":" + p.verb
+	}
 	s := g + "/" + p.resource + ":" + p.verb
 	if p.name != "" {
 		s += "[" + p.name + "]"
@@ -235,6 +238,8 @@ func needed(t *testing.T) map[perm]string {
 	add("", "namespaces", "adopt.go: read a namespace offered for adoption", "get")
 	out[perm{"apps", "daemonsets", "get", "aws-node"}] = "clusterread.go NetworkPolicyAgent: read kube-system/aws-node"
 	add("", "nodes", "clusterread.go Nodes: count nodes by instance type", "list")
+	add("", "configmaps", "readiness_admission.go KueueConfiguration: read kueue-system/kueue-manager-config", "get")
+	add("", "/metrics", "readiness_admission.go AdmissionCounts: the API server's admission policy metrics (non-resource URL)", "get")
 	add("kueue.x-k8s.io", "workloads", "workloads.go: a team's Kueue workloads", "list")
 	add("kueue.x-k8s.io", "localqueues", "workloads.go: Kueue's count of a LocalQueue's pending workloads", "list")
 	add("visibility.kueue.x-k8s.io", "localqueues/pendingworkloads", "workloads.go: a pending workload's place (Kueue's visibility API)", "get")
@@ -299,8 +304,14 @@ func granted(t *testing.T, rules []rbacv1.PolicyRule) map[perm]bool {
 	t.Helper()
 	out := map[perm]bool{}
 	for _, r := range rules {
-		if len(r.NonResourceURLs) > 0 {
-			t.Errorf("the chart's ClusterRole grants non-resource URLs %v: the portal uses none", r.NonResourceURLs)
+		// A non-resource URL is a perm with the URL as its resource.
+		for _, u := range r.NonResourceURLs {
+			for _, v := range r.Verbs {
+				if !strings.HasPrefix(u, "/") || strings.Contains(u, "*") || v == "*" {
+					t.Errorf("the chart's ClusterRole has a wildcard or a bad non-resource URL (%q %q): name each", u, v)
+				}
+				out[perm{"", u, v, ""}] = true
+			}
 		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {

@@ -170,9 +170,10 @@ func refusal(clause string, parts ...any) string {
 // a pod without ownerReferences (a bare pod, which bypasses the queue) is
 // refused; (3) only the kinds of the contract's approved workload types
 // are created (kindRules, kindVariables, kindValidations: rules 1 and 2
-// hold the job kinds only, variables.isJob). An UPDATE that leaves the
-// label as it was passes, so that a job created before the policy (or
-// Kueue's own updates of it) is never stuck.
+// hold the job kinds only, variables.isJob); (5) accelerators only on the
+// guaranteed instance types (acceleratorRule, admission_accel.go). An
+// UPDATE that leaves the label as it was passes, so that a job created
+// before the policy (or Kueue's own updates of it) is never stuck.
 func (b *builder) admissionPolicy() {
 	var rules []admissionregistrationv1.NamedRuleWithOperations
 	for _, r := range admissionJobRules {
@@ -186,6 +187,7 @@ func (b *builder) admissionPolicy() {
 		return fmt.Sprintf("%[1]s != null && has(%[1]s.metadata.labels) && '%[2]s' in %[1]s.metadata.labels ? %[1]s.metadata.labels['%[2]s'] : ''", obj, key)
 	}
 	queue := celExpr("params.data['queue']")
+	accelVars, accelValidations := acceleratorRule()
 	b.add(&admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: NameAdmissionPolicy},
@@ -200,7 +202,7 @@ func (b *builder) admissionPolicy() {
 				{Name: "priority", Expression: label("object", KueuePriorityClassLabel)},
 				{Name: "oldPriority", Expression: label("oldObject", KueuePriorityClassLabel)},
 				{Name: "allowedPriorities", Expression: "params.data['priorityClasses'].split(',')"},
-			}, kindVariables()...),
+			}, append(kindVariables(), accelVars...)...),
 			Validations: append([]admissionregistrationv1.Validation{
 				{
 					Expression: "!variables.isJob || variables.queue == params.data['queue'] || " +
@@ -226,12 +228,12 @@ func (b *builder) admissionPolicy() {
 					Message: "bare pods (no ownerReferences) are refused: they bypass the Kueue queue of the team",
 					Reason:  &forbidden,
 				},
-			}, kindValidations()...),
+			}, append(kindValidations(), accelValidations...)...),
 		},
 	}, true, fmt.Sprintf("the contract's admission rules, with each team's values from its ConfigMap %s (shared by all teams): "+
 		"jobs, PyTorchJobs and HyperPodPyTorchJobs carry the team's LocalQueue (%s) and an allowed priority class (%s); no bare pods; "+
-		"only the kinds of the contract's approved workload types are created (%s)",
-		NameAdmissionParams, KueueQueueLabel, KueuePriorityClassLabel, kindsText(admittedKinds())))
+		"only the kinds of the contract's approved workload types are created (%s); accelerators only on the guaranteed instance types (%s)",
+		NameAdmissionPolicy, KueueQueueLabel, KueuePriorityClassLabel, kindsText(admittedKinds()), LabelInstanceType))
 }
 
 func namedRule(group, resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.NamedRuleWithOperations {
@@ -268,8 +270,11 @@ func (b *builder) admissionParams(localQueue string) {
 		},
 	}
 	maps.Copy(cm.Data, kindParams(b.c.WorkloadTypes))
-	b.add(cm, false, fmt.Sprintf("the contract's values for the admission policy %s: queue %s, priority classes %s, bare pods refused, workload types %s; mode %s (binding %s)",
-		NameAdmissionPolicy, localQueue, strings.Join(classes, ", "), approvedTypesText(b.c.WorkloadTypes), b.s.AdmissionMode, AdmissionBindingName(b.s.AdmissionMode)))
+	maps.Copy(cm.Data, b.acceleratorParams())
+	b.add(cm, false, fmt.Sprintf("the contract's values for the admission policy %s: queue %s, priority classes %s, bare pods refused, workload types %s, "+
+		"accelerators on %s; mode %s (binding %s)",
+		NameAdmissionPolicy, localQueue, strings.Join(classes, ", "), approvedTypesText(b.c.WorkloadTypes), strings.Join(b.approvedInstanceTypes(), ", "),
+		b.s.AdmissionMode, AdmissionBindingName(b.s.AdmissionMode)))
 }
 
 // ChangePage is the portal page where a connection's owner requests a

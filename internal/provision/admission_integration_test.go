@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -66,6 +67,23 @@ func admissionJob(labels map[string]string) *batchv1.Job {
 	}
 }
 
+// gpuJob is admissionJob with one GPU, on instanceType.
+func gpuJob(labels map[string]string, instanceType string) *batchv1.Job {
+	j := admissionJob(labels)
+	j.Spec.Template.Spec.NodeSelector = map[string]string{LabelInstanceType: instanceType}
+	j.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{ResourceNvidiaGPU: resource.MustParse("1")}
+	return j
+}
+
+// gpuPod is a pod with one GPU (in limits: the request defaults to it), on
+// instanceType.
+func gpuPod(instanceType string, owners ...metav1.OwnerReference) *corev1.Pod {
+	p := barePod(owners...)
+	p.Spec.NodeSelector = map[string]string{LabelInstanceType: instanceType}
+	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{ResourceNvidiaGPU: resource.MustParse("1")}
+	return p
+}
+
 func barePod(owners ...metav1.OwnerReference) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "adm-", OwnerReferences: owners},
@@ -105,9 +123,12 @@ func waitForAdmission(ctx context.Context, t *testing.T, c *kubernetes.Clientset
 // the team's LocalQueue, (2) its priority class must be one the contract
 // allows, (3) only the kinds of the approved workload types are created
 // (checkKindRule; an amendment adding a type lets its kind in,
-// checkKindAmendment), (4) a bare pod is refused. In deny mode a violating object is
-// refused with the clause, the allowed values and the change page in the
-// message; in warn mode it is created, with the same words as a warning;
+// checkKindAmendment), (4) a bare pod is refused, (5) a job or pod
+// requesting GPUs on an instance type the contract does not guarantee is
+// refused. In deny mode a violating object is refused with the clause, the
+// allowed values and the change page in the message; in warn mode it is
+// created, with the same words as a warning; the API server's counts of
+// warnings and denials move with them;
 // a compliant one is accepted in both, without a warning. Revocation
 // removes the team's parameters and the namespace leaves the binding.
 func TestAdmissionRulesIntegration(t *testing.T) {
@@ -171,6 +192,14 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 	}
 	waitForAdmission(ctx, t, submitter, subWarn, deny.Namespace, true)
 	waitForAdmission(ctx, t, submitter, subWarn, warn.Namespace, false)
+	// The API server's counts of the policy's failed validations, before
+	// the violations below (each a warning in warn mode, a denial in
+	// deny mode).
+	before, err := reader.AdmissionCounts(ctx)
+	if err != nil {
+		t.Fatalf("read the API server's counts: %v", err)
+	}
+	violations := 0
 
 	for _, p := range []Plan{deny, warn} {
 		queue := LocalQueueName(p.Namespace)
@@ -193,6 +222,23 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 		}
 		if w := adminWarn.take(); len(w) > 0 {
 			t.Errorf("%s: an owned pod drew warnings %q", p.Namespace, w)
+		}
+		// Rule 5, compliant: GPUs on the guaranteed instance type, and a
+		// pod its controller made (Kueue placed its job) on any type.
+		labels := map[string]string{KueueQueueLabel: queue, KueuePriorityClassLabel: "training-priority"}
+		if _, err := submitter.BatchV1().Jobs(p.Namespace).Create(ctx, gpuJob(labels, "ml.p5.48xlarge"), metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s: a job with GPUs on the guaranteed type was refused: %v", p.Namespace, err)
+		}
+		if w := subWarn.take(); len(w) > 0 {
+			t.Errorf("%s: a job with GPUs on the guaranteed type drew warnings %q", p.Namespace, w)
+		}
+		controller := true
+		placed := gpuPod("ml.g5.8xlarge", metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: good.Name, UID: good.UID, Controller: &controller})
+		if _, err := admin.CoreV1().Pods(p.Namespace).Create(ctx, placed, metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s: a job's pod with GPUs was refused: %v", p.Namespace, err)
+		}
+		if w := adminWarn.take(); len(w) > 0 {
+			t.Errorf("%s: a job's pod with GPUs drew warnings %q", p.Namespace, w)
 		}
 		// An update that keeps the labels passes even for a job that
 		// breaks the rules (created before them, or by warn mode).
@@ -222,7 +268,20 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 				_, err := admin.CoreV1().Pods(p.Namespace).Create(ctx, barePod(), metav1.CreateOptions{})
 				return err
 			}, []string{`clause "Approved workload types"`, "bare pod", queue, page}},
+			{"5: a job with GPUs on a type the contract does not guarantee", submitter, subWarn, func() error {
+				_, err := submitter.BatchV1().Jobs(p.Namespace).Create(ctx, gpuJob(labels, "ml.g5.8xlarge"), metav1.CreateOptions{})
+				return err
+			}, []string{`clause "Guaranteed capacity" (scheduling.guaranteed`, "a Job in namespace " + p.Namespace,
+				"requests accelerators on instance type ml.g5.8xlarge (label " + LabelInstanceType + ")", "approved: ml.p5.48xlarge", page}},
+			{"5: a pod with GPUs on a type the contract does not guarantee", admin, adminWarn, func() error {
+				// Owned (not bare: rule 4 holds), by no controller.
+				_, err := admin.CoreV1().Pods(p.Namespace).Create(ctx, gpuPod("ml.g5.8xlarge",
+					metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: good.Name, UID: good.UID}), metav1.CreateOptions{})
+				return err
+			}, []string{`clause "Guaranteed capacity" (scheduling.guaranteed`, "a Pod in namespace " + p.Namespace,
+				"requests accelerators on instance type ml.g5.8xlarge", "approved: ml.p5.48xlarge", page}},
 		} {
+			violations++
 			err := tc.create()
 			got := tc.w.take()
 			if p.Namespace == deny.Namespace {
@@ -248,6 +307,20 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 				}
 			}
 		}
+	}
+
+	// The counts moved by at least the violations above (other tests may
+	// add theirs: the API server's counters are its own).
+	after, err := reader.AdmissionCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dw, dd := after.Warn-before.Warn, after.Deny-before.Deny; dw < int64(violations/2) || dd < int64(violations/2) {
+		t.Errorf("the API server counted %d warnings and %d denials since %+v, want at least %d each", dw, dd, before, violations/2)
+	}
+	if c := admissionCountsCheck(ctx, ReadinessSources{Kube: reader, AdmissionMode: AdmissionDeny}, &Readiness{}); c.Status == CheckUnknown ||
+		!strings.Contains(c.Detail, "Mode deny") {
+		t.Errorf("the counts check on the test bed: %+v", c)
 	}
 
 	// (3) Only the approved workload kinds.
@@ -312,5 +385,57 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 		if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Errorf("the shared binding %s: %v, want it kept for the other teams", name, err)
 		}
+	}
+}
+
+// TestAdmissionRulesKueueConfigIntegration: the readiness check reads
+// Kueue's configuration where Kueue's own install keeps it, on the test
+// bed's API server, and says what it means for rule 1: managed, unmanaged
+// (a warning outside deny mode), and not there (Kueue's default).
+func TestAdmissionRulesKueueConfigIntegration(t *testing.T) {
+	cfg := testbedConfig(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := NewClusterReader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KueueConfigNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cms := admin.CoreV1().ConfigMaps(KueueConfigNamespace)
+	if _, err := cms.Get(ctx, KueueConfigMapName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Skipf("the test bed has a Kueue configuration ConfigMap already (%v): this test would change it", err)
+	}
+	t.Cleanup(func() { _ = cms.Delete(context.Background(), KueueConfigMapName, metav1.DeleteOptions{}) })
+	check := func(mode AdmissionMode) Check {
+		return kueueConfigCheck(ctx, ReadinessSources{Kube: reader, AdmissionMode: mode})
+	}
+	if c := check(AdmissionWarn); c.Status != CheckWarning || !strings.Contains(c.Detail, "default is assumed") {
+		t.Errorf("no ConfigMap: %+v", c)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: KueueConfigMapName, Namespace: KueueConfigNamespace},
+		Data:       map[string]string{KueueConfigKey: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmanageJobsWithoutQueueName: true\n"},
+	}
+	if cm, err = cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if c := check(AdmissionWarn); c.Status != CheckOK || !strings.Contains(c.Detail, "manageJobsWithoutQueueName true") {
+		t.Errorf("managed: %+v", c)
+	}
+	cm.Data[KueueConfigKey] = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmanageJobsWithoutQueueName: false\n"
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if c := check(AdmissionWarn); c.Status != CheckWarning || !strings.Contains(c.Detail, "leaves manageJobsWithoutQueueName false") {
+		t.Errorf("unmanaged, warn: %+v", c)
+	}
+	if c := check(AdmissionDeny); c.Status != CheckOK {
+		t.Errorf("unmanaged, deny: %+v", c)
 	}
 }

@@ -196,7 +196,7 @@ func TestAdmissionModes(t *testing.T) {
 	}
 }
 
-// The policy holds rules 1, 2, 3 and 4 for the kinds the team may submit
+// The policy holds rules 1, 2, 3, 4 and 5 for the kinds the team may submit
 // (its submitter Role's) and bare pods, with a message naming the clause,
 // the allowed values and the change page; each rule is Forbidden.
 func TestAdmissionPolicyRules(t *testing.T) {
@@ -257,10 +257,10 @@ func TestAdmissionPolicyRules(t *testing.T) {
 			t.Errorf("the submitters may create %s, which the policy does not hold (it holds %v)", sub, matched)
 		}
 	}
-	if len(spec.Validations) != 4 {
-		t.Fatalf("%d validations, want 4", len(spec.Validations))
+	if len(spec.Validations) != 5 {
+		t.Fatalf("%d validations, want 5", len(spec.Validations))
 	}
-	for i, clause := range []string{"(namespaces", "(scheduling.priority_classes)", "(workload_types", "(workload_types)"} {
+	for i, clause := range []string{"(namespaces", "(scheduling.priority_classes)", "(workload_types", "(workload_types)", "(scheduling.guaranteed"} {
 		v := spec.Validations[i]
 		if !strings.Contains(v.MessageExpression, clause) || !strings.Contains(v.MessageExpression, "params.data['changePage']") ||
 			v.Reason == nil || *v.Reason != metav1.StatusReasonForbidden || v.Message == "" {

@@ -41,6 +41,11 @@ type Readiness struct {
 	// NetworkPoliciesEnforced: the VPC CNI enforces NetworkPolicies (false
 	// when unknown).
 	NetworkPoliciesEnforced bool
+	// AdmissionMode is the roll-out mode of the contracts' admission
+	// rules; AdmissionCounts what the API server counted of them (nil
+	// when not read).
+	AdmissionMode   AdmissionMode
+	AdmissionCounts *AdmissionCounts
 }
 
 // Check returns the check named name.
@@ -62,6 +67,8 @@ const (
 	CheckEndpointAccess   = "EKS API endpoint access"
 	CheckCloudWatch       = "CloudWatch Observability add-on"
 	CheckAdmissionRules   = "Contract admission rules"
+	CheckKueueConfig      = "Kueue: jobs without a queue name"
+	CheckAdmissionCounts  = "Contract admission warnings and denials"
 )
 
 // CloudWatchAddonMin is the oldest amazon-cloudwatch-observability add-on
@@ -96,6 +103,13 @@ type ReadinessSources struct {
 	AdmissionMode AdmissionMode
 }
 
+func (s ReadinessSources) admissionMode() AdmissionMode {
+	if s.AdmissionMode == "" {
+		return AdmissionWarn
+	}
+	return s.AdmissionMode
+}
+
 func (s ReadinessSources) kueue() schema.GroupVersion {
 	if s.Kueue.Empty() {
 		return KueueGroupVersion
@@ -123,7 +137,7 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 	}
 	r.Checks = append(r.Checks, authModeCheck(cluster, clusterErr), endpointAccessCheck(cluster, clusterErr), cloudWatchCheck(addons, addonErr),
 		vpcEndpointsCheck(ctx, src, cluster, clusterErr))
-	r.Checks = append(r.Checks, admissionCheck(ctx, src))
+	r.Checks = append(r.Checks, admissionCheck(ctx, src), kueueConfigCheck(ctx, src), admissionCountsCheck(ctx, src, &r))
 	return r
 }
 
@@ -132,10 +146,7 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 // run.
 func admissionCheck(ctx context.Context, src ReadinessSources) Check {
 	c := Check{Name: CheckAdmissionRules}
-	mode := src.AdmissionMode
-	if mode == "" {
-		mode = AdmissionWarn
-	}
+	mode := src.admissionMode()
 	if src.Kube == nil {
 		c.Status, c.Detail = CheckUnknown, errNoCluster.Error()
 		return c
@@ -147,7 +158,7 @@ func admissionCheck(ctx context.Context, src ReadinessSources) Check {
 		c.Status, c.Detail = CheckUnknown, err.Error()
 	case ok:
 		c.Status = CheckOK
-		c.Detail = fmt.Sprintf("The cluster serves ValidatingAdmissionPolicy (%s). The contracts' rules (queue label, priority classes, no bare pods) run in %s mode: binding %s, validationActions [%s]%s.",
+		c.Detail = fmt.Sprintf("The cluster serves ValidatingAdmissionPolicy (%s). The contracts' rules (queue label, priority classes, no bare pods, accelerators on the guaranteed instance types) run in %s mode: binding %s, validationActions [%s]%s.",
 			gv, mode, AdmissionBindingName(mode), mode.validationAction(),
 			map[AdmissionMode]string{AdmissionWarn: ", so the API server warns and refuses nothing", AdmissionAudit: ", so violations are only recorded in the audit log", AdmissionDeny: ", so violations are refused"}[mode])
 	default:

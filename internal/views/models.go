@@ -476,6 +476,18 @@ type ReadinessCheck struct {
 // Readiness is the admin's cluster readiness page.
 type Readiness struct {
 	Checks []ReadinessCheck
+	// Admission is the contracts' admission rules' roll-out mode and the
+	// API server's counts of them; nil when not known.
+	Admission *ReadinessAdmission
+}
+
+// ReadinessAdmission is the roll-out mode of the contracts' admission
+// rules (warn, audit, deny) and, when Counted, the failed validations the
+// API server counted by enforcement action.
+type ReadinessAdmission struct {
+	Mode              string
+	Counted           bool
+	Warn, Deny, Audit int64
 }
 
 // InventoryValues are the inventory form's raw inputs.

@@ -46,6 +46,12 @@ func (s *Server) clusterReadiness(c echo.Context) error {
 	if ch, ok := s.utilizationCheck(ctx); ok {
 		v.Checks = append(v.Checks, ch)
 	}
+	if r.AdmissionMode != "" {
+		v.Admission = &views.ReadinessAdmission{Mode: string(r.AdmissionMode)}
+		if n := r.AdmissionCounts; n != nil {
+			v.Admission.Counted, v.Admission.Warn, v.Admission.Deny, v.Admission.Audit = true, n.Warn, n.Deny, n.Audit
+		}
+	}
 	return render(c, http.StatusOK, views.ReadinessPage(s.page(c, "Cluster readiness"), v))
 }
 

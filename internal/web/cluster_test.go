@@ -66,6 +66,42 @@ func TestClusterReadinessPage(t *testing.T) {
 	}
 }
 
+// The readiness page shows the contracts' admission rules' roll-out mode
+// and the API server's counts (from the readiness the checker read), or
+// says they could not be read; without a mode (no checker of them) there
+// is no such section.
+func TestClusterReadinessShowsAdmissionCounts(t *testing.T) {
+	fc := &fakeCluster{readiness: provision.Readiness{
+		Checks:          []provision.Check{{Name: provision.CheckAdmissionCounts, Status: provision.CheckOK, Detail: "Mode warn."}},
+		AdmissionMode:   provision.AdmissionWarn,
+		AdmissionCounts: &provision.AdmissionCounts{Warn: 17, Deny: 4, Audit: 9},
+	}}
+	h := newHarness(t, false, func(o *Options) { o.ClusterCheck = fc })
+	admin := h.signIn("admin")
+	_, body := h.get(admin.c, "/admin/cluster")
+	for _, want := range []string{`data-testid="admission-mode"`, "<strong>warn</strong>", "returns the refusal as a warning",
+		`data-testid="admission-warn">17<`, `data-testid="admission-deny">4<`, `data-testid="admission-audit">9<`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the readiness page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, `data-testid="admission-uncounted"`) {
+		t.Error("counts read, yet the page says they were not")
+	}
+
+	fc.readiness.AdmissionMode, fc.readiness.AdmissionCounts = provision.AdmissionDeny, nil
+	_, body = h.get(admin.c, "/admin/cluster")
+	if !strings.Contains(body, "<strong>deny</strong>") || !strings.Contains(body, "is refused") ||
+		!strings.Contains(body, `data-testid="admission-uncounted"`) || strings.Contains(body, `data-testid="admission-counts"`) {
+		t.Error("deny mode without counts: the page does not say so")
+	}
+
+	fc.readiness.AdmissionMode = ""
+	if _, body = h.get(admin.c, "/admin/cluster"); strings.Contains(body, `data-testid="admission-mode"`) {
+		t.Error("a mode shown though none was read")
+	}
+}
+
 func TestInventoryRefreshFromCluster(t *testing.T) {
 	const p5, g5 = "ml.p5.48xlarge", "ml.g5.8xlarge"
 	fc := &fakeCluster{inv: provision.ObservedInventory{Cluster: "shared-hp", Types: []provision.ObservedType{
