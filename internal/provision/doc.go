@@ -31,7 +31,10 @@
 // ValidatingAdmissionPolicy: one policy and one binding per roll-out mode
 // (ClusterSettings.AdmissionMode: warn, audit, deny), shared by every
 // team, and the team's values in a ConfigMap in its namespace, which
-// revocation deletes.
+// revocation deletes. The connection's exceptions in effect
+// (exception.go, workflow's Exception) add their priority classes to that
+// ConfigMap (Plan.WithExceptions, PlansWithExceptions) without changing
+// the plan's Hash.
 //
 // Amendments: DiffPlans compares the plan of a connection's approved
 // version with the plan of its amended one (what is created, updated,
