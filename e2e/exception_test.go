@@ -14,8 +14,8 @@ import (
 // TestAdminGrantsAnExceptionUntilItExpires walks an exception with an
 // expiry from grant to expiry in the browser, on the portal in dry-run
 // mode with the demo connections (live, of teams outside the demo users'):
-// the admin grants a priority class the contract does not allow, a bad
-// input first (kept on the form); the connection and member pages show it
+// the admin grants a priority class the contract does not allow, a missing
+// reason first (the rest kept on the form); the connection and member pages show it
 // with its end; its end is moved to the past in the database (the shortest
 // grant is a day); the worker's sweep reverts it through a reapply job,
 // and the page shows it reverted, with the revert in the history.
@@ -27,19 +27,22 @@ func TestAdminGrantsAnExceptionUntilItExpires(t *testing.T) {
 	mustOK(t, err, "open demo connection 1")
 	mustOK(t, admin.GetByTestId("exception-grant-form").WaitFor(), "see the grant form")
 
-	// A bad input: 0 days. The form says so and keeps the reason.
+	// A bad input: no reason. The form says so and keeps the class and
+	// the days (the browser itself holds the days to 1..max).
 	_, err = admin.GetByTestId("exception-class").SelectOption(playwright.SelectOptionValues{Values: &[]string{"experiment"}})
 	mustOK(t, err, "choose the class")
-	mustOK(t, admin.GetByTestId("exception-days").Fill("0"), "type 0 days")
-	mustOK(t, admin.GetByTestId("exception-reason").Fill("The board demo runs on Friday."), "give the reason")
-	clickTo(t, admin, admin.GetByTestId("exception-grant"), "**/connections/1/exceptions", "grant with 0 days")
-	mustOK(t, admin.GetByTestId("error-days").WaitFor(), "see the days error")
-	if v, err := admin.GetByTestId("exception-reason").InputValue(); err != nil || v != "The board demo runs on Friday." {
-		t.Errorf("the form lost the reason: %q (%v)", v, err)
+	mustOK(t, admin.GetByTestId("exception-days").Fill("1"), "type 1 day")
+	clickTo(t, admin, admin.GetByTestId("exception-grant"), "**/connections/1/exceptions", "grant without a reason")
+	mustOK(t, admin.GetByTestId("error-reason").WaitFor(), "see the reason error")
+	if v, err := admin.GetByTestId("exception-days").InputValue(); err != nil || v != "1" {
+		t.Errorf("the form lost the days: %q (%v)", v, err)
+	}
+	if v, err := admin.GetByTestId("exception-class").InputValue(); err != nil || v != "experiment" {
+		t.Errorf("the form lost the class: %q (%v)", v, err)
 	}
 	screenshot(t, admin, "60-exception-error")
-	mustOK(t, admin.GetByTestId("exception-days").Fill("1"), "type 1 day")
-	clickTo(t, admin, admin.GetByTestId("exception-grant"), "**/connections/1#exceptions", "grant")
+	mustOK(t, admin.GetByTestId("exception-reason").Fill("The board demo runs on Friday."), "give the reason")
+	clickTo(t, admin, admin.GetByTestId("exception-grant"), "**/connections/1*", "grant")
 	row := admin.GetByTestId("exception-row")
 	mustOK(t, row.WaitFor(), "see the exception")
 	end := text(t, admin, "exception-end")
