@@ -139,6 +139,11 @@ func (d *DB) GrantException(ctx context.Context, id int64, p workflow.Principal,
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?) RETURNING id`, x.ConnectionID, x.Team, x.PriorityClass, x.Reason, x.GrantedBy, x.GrantedByID,
 			fmtTime(x.Start), fmtTime(x.End), nullID(jobID)).Scan(&x.ID)
 	})
+	if isUniqueViolation(err) {
+		// exceptions_one_open: a concurrent grant of the same class won
+		// (PostgreSQL's read committed lets both read none open).
+		err = &workflow.ExceptionInputError{Field: "priority_class", Msg: fmt.Sprintf("another exception of %s was granted a moment ago", in.PriorityClass)}
+	}
 	if err != nil {
 		return workflow.Exception{}, fmt.Errorf("store: grant exception: %w", err)
 	}
