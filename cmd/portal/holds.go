@@ -33,3 +33,29 @@ func endDateHolds(ctx context.Context, db *store.DB, every time.Duration, now fu
 		}
 	}
 }
+
+// exceptionSweep runs the exceptions' automatic steps
+// (store.SweepExceptions) at once and then every interval until ctx is
+// done: an exception whose end passed is reverted (the intent recorded with
+// its reapply job, which the provisioning workers run), and the revert is
+// recorded done once that job succeeded. Each step changes an exception
+// only from the state it found, so a restart, a crash between the steps or
+// a second replica does each once.
+func exceptionSweep(ctx context.Context, db *store.DB, every time.Duration, now func() time.Time, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		rep, err := db.SweepExceptions(ctx, now())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			logger.Error("exception sweep", "err", err)
+		case rep.Expired+rep.Applied+rep.Reverted+rep.Requeued > 0:
+			logger.Info("exception sweep", "expired", rep.Expired, "applied", rep.Applied, "reverted", rep.Reverted, "requeued", rep.Requeued)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -412,6 +412,8 @@ func leaderLoops(cfg Config, db *store.DB, srv *web.Server, p *parts, closer *mo
 		start(func() { signals.Run(ctx, 10*time.Minute, time.Now) })
 		// Contract end dates: owners told ahead, a hold proposed once passed.
 		start(func() { endDateHolds(ctx, db, time.Hour, time.Now, logger.With("component", "end-dates")) })
+		// Exceptions: reverted at their end, through a reapply job.
+		start(func() { exceptionSweep(ctx, db, 15*time.Second, time.Now, logger.With("component", "exceptions")) })
 		// The review scheduler, in dry-run mode too.
 		start(func() { p.reviews.Run(ctx, cfg.ReviewInterval, time.Now) })
 		swg.Wait()

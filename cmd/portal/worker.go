@@ -88,9 +88,11 @@ func teamShares(db *store.DB) provision.TeamShares {
 // cluster is configured (a is non-nil), dry run otherwise.
 func newWorker(db *store.DB, a *provision.Applier, settings provision.ClusterSettings, logger *slog.Logger) *provision.Worker {
 	w := &provision.Worker{
-		Store:    db,
-		Plans:    provision.PlansFrom(planLookup(db), settings),
-		PlansAll: provision.PlanBatchFrom(planBatchLookup(db), settings),
+		Store: db,
+		// Each plan's admission parameters carry the connection's
+		// exceptions in effect (provision/exception.go).
+		Plans:    provision.PlansWithExceptions(provision.PlansFrom(planLookup(db), settings), db.ExceptionsInEffect, settings),
+		PlansAll: provision.PlanBatchWithExceptions(provision.PlanBatchFrom(planBatchLookup(db), settings), db.ExceptionsInEffect, settings),
 		// The team's ClusterQueue sums the team's connections as the store
 		// has them when the job runs (provision's teamqueue.go).
 		TeamQueue: provision.TeamQueuesFrom(teamShares(db), settings),
@@ -117,7 +119,8 @@ func newDriftChecker(db *store.DB, a *provision.Applier, cloud provision.AWSDrif
 			}
 			return out, err
 		},
-		Plans:        provision.PlansWithTeamQueue(provision.PlansFrom(planLookup(db), settings), provision.TeamQueuesFrom(teamShares(db), settings)),
+		Plans: provision.PlansWithTeamQueue(provision.PlansWithExceptions(provision.PlansFrom(planLookup(db), settings), db.ExceptionsInEffect, settings),
+			provision.TeamQueuesFrom(teamShares(db), settings)),
 		CheckAll:     provision.DriftAllOf(a, cloud),
 		StopPolicies: db.HoldStopPolicies,
 		Save:         db.SaveDrift,

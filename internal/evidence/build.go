@@ -20,6 +20,8 @@ type Input struct {
 	Decisions  []Decision
 	Jobs       []Job
 	Reviews    []Review
+	// Exceptions are the connection's exceptions with an expiry.
+	Exceptions []workflow.Exception
 	// Usage are the team's hourly rows since the connection was created.
 	Usage []UsageHour
 	// Statements are the team's frozen cost statements; CostsOmitted,
@@ -82,6 +84,12 @@ func Build(in Input, by string, now time.Time) (Bundle, error) {
 		b.Versions = append(b.Versions, Version{Version: v.Version, Author: v.Author, CreatedAt: ts(v.CreatedAt), Hash: v.Hash,
 			Contract: json.RawMessage(v.Contract.Canonical())})
 	}
+	for _, x := range in.Exceptions {
+		b.Exceptions = append(b.Exceptions, Exception{ID: x.ID, PriorityClass: x.PriorityClass, Reason: x.Reason, GrantedBy: x.GrantedBy,
+			Start: ts(x.Start), End: ts(x.End), State: string(x.State), AppliedAt: ts(x.AppliedAt), RevokedBy: x.RevokedBy,
+			RevokeReason: x.RevokeReason, EndedAt: ts(x.EndedAt), RevertedAt: ts(x.RevertedAt)})
+	}
+	slices.SortFunc(b.Exceptions, func(x, y Exception) int { return cmp.Compare(x.ID, y.ID) })
 	slices.SortFunc(b.Versions, func(x, y Version) int { return cmp.Compare(x.Version, y.Version) })
 	slices.SortFunc(b.Decisions, func(x, y Decision) int { return cmp.Compare(x.ID, y.ID) })
 	slices.SortFunc(b.Plans, func(x, y Plan) int { return cmp.Or(cmp.Compare(x.Version, y.Version), cmp.Compare(x.Hash, y.Hash)) })

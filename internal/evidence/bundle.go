@@ -50,9 +50,13 @@ type Bundle struct {
 	Plans      []Plan     `json:"plans"`
 	Jobs       []Job      `json:"jobs"`
 	Reviews    []Review   `json:"reviews"`
-	Usage      Usage      `json:"usage"`
-	Costs      Costs      `json:"cost_statements"`
-	Audit      Audit      `json:"audit"`
+	// Exceptions are the connection's exceptions with an expiry
+	// (workflow/exception.go), oldest first; absent when it has none (a
+	// bundle from before exceptions hashes as it did).
+	Exceptions []Exception `json:"exceptions,omitempty"`
+	Usage      Usage       `json:"usage"`
+	Costs      Costs       `json:"cost_statements"`
+	Audit      Audit       `json:"audit"`
 
 	Limits []string `json:"verification_limits"`
 	// BundleHash is the SHA-256 of the document as encoded with this
@@ -61,6 +65,24 @@ type Bundle struct {
 	// Signature is the installation key's signature of BundleHash (format
 	// 2); format 1 bundles have none.
 	Signature *Signature `json:"signature,omitempty"`
+}
+
+// Exception is one exception of the connection: the priority class it
+// granted beyond the contract, why, who granted it, from when until when,
+// and how it ended (its audit events carry each step too).
+type Exception struct {
+	ID            int64  `json:"id"`
+	PriorityClass string `json:"priority_class"`
+	Reason        string `json:"reason"`
+	GrantedBy     string `json:"granted_by"`
+	Start         string `json:"start"`
+	End           string `json:"end"`
+	State         string `json:"state"`
+	AppliedAt     string `json:"applied_at"`
+	RevokedBy     string `json:"revoked_by"`
+	RevokeReason  string `json:"revoke_reason"`
+	EndedAt       string `json:"ended_at"`
+	RevertedAt    string `json:"reverted_at"`
 }
 
 // Signature is the installation key's Ed25519 signature (internal/signing)

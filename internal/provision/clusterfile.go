@@ -76,6 +76,10 @@ type clusterFile struct {
 	// AdmissionMode: how the cluster enforces the contracts' admission
 	// rules: warn (the default), audit or deny (ClusterSettings.AdmissionMode).
 	AdmissionMode string `json:"admission_mode"`
+	// ExceptionMaxDays: the longest exception an exception owner or an
+	// admin may grant, in days (ClusterSettings.ExceptionMaxDays; 0 or
+	// absent: 14).
+	ExceptionMaxDays int `json:"exception_max_days"`
 }
 
 type filePriorityClass struct {
@@ -287,6 +291,10 @@ func ParseClusterSettings(b []byte) (ClusterSettings, error) {
 		}
 		s.AdmissionMode = AdmissionMode(f.AdmissionMode)
 	}
+	if f.ExceptionMaxDays < 0 || f.ExceptionMaxDays > MaxExceptionDays {
+		bad("exception_max_days: %d must be 1 to %d (0 or absent: %d)", f.ExceptionMaxDays, MaxExceptionDays, workflow.DefaultExceptionMaxDays)
+	}
+	s.ExceptionMaxDays = f.ExceptionMaxDays
 	if len(errs) > 0 {
 		return ClusterSettings{}, errors.Join(errs...)
 	}

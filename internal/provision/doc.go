@@ -34,11 +34,14 @@
 // revocation deletes. The contract's approved workload types map to
 // Kubernetes kinds in one table (kinds.go), which rule 3 of the policy,
 // the submitter Role and the access role's EKS access policies follow.
-// revocation deletes. Rule 5 (admission_accel.go: accelerators only on the
-// guaranteed instance types) adds its own variables and validation. The
-// readiness checks (readiness_admission.go) read Kueue's configuration
-// (are jobs without a queue name managed?) and the API server's counts of
-// the policy's warnings and denials from its /metrics.
+// Rule 5 (admission_accel.go: accelerators only on the guaranteed instance
+// types) adds its own variables and validation. The readiness checks
+// (readiness_admission.go) read Kueue's configuration (are jobs without a
+// queue name managed?) and the API server's counts of the policy's
+// warnings and denials from its /metrics. The connection's exceptions in
+// effect (exception.go, workflow's Exception) add their priority classes
+// to that ConfigMap (Plan.WithExceptions, PlansWithExceptions) without
+// changing the plan's Hash.
 //
 // Amendments: DiffPlans compares the plan of a connection's approved
 // version with the plan of its amended one (what is created, updated,

@@ -120,6 +120,11 @@ type Plan struct {
 	// not set the field (hold.go). "" does not compare it. Not part of
 	// Hash.
 	StopPolicy string
+
+	// Exceptions are the connection's exceptions in effect whose priority
+	// classes the admission parameters carry (WithExceptions, never
+	// BuildPlan): for the plan page. Not part of Hash.
+	Exceptions []workflow.Exception
 }
 
 // Owner says who owns an object of a plan, and so what the portal may do
@@ -191,6 +196,11 @@ type Object struct {
 	// BuildPlan's is the plan's own; WithTeamQueue's the team's. None: the
 	// team has no counted connection left, and a revocation deletes it.
 	TeamMembers []int64
+	// Approved is the object as the approved contract alone makes it, when
+	// Obj differs from it by the connection's exceptions in effect
+	// (WithExceptions; nil otherwise): Hash is taken over it, so that an
+	// exception never changes the plan an approval pinned.
+	Approved *unstructured.Unstructured
 }
 
 // Ref is "namespace/name" or "name".
@@ -218,14 +228,19 @@ func (p Plan) Summary() []string {
 // keys sorted, that kubectl apply --server-side would accept.
 func (p Plan) YAML() string { return p.yaml(true) }
 
-// yaml is YAML, with the team objects or without them.
+// yaml is YAML, with the team objects or without them; without them (the
+// hashed text) an object an exception changed is rendered as approved.
 func (p Plan) yaml(team bool) string {
 	var b strings.Builder
 	for _, o := range p.Objects {
 		if o.Owner == OwnerHyperPodChecked || o.Team && !team {
 			continue // not applied (HyperPod's), or left out
 		}
-		y, err := objectYAML(o.Obj.Object)
+		obj := o.Obj
+		if !team && o.Approved != nil {
+			obj = o.Approved // the hashed text: the approved values (exception.go)
+		}
+		y, err := objectYAML(obj.Object)
 		if err != nil {
 			// The objects are JSON values built by BuildPlan.
 			panic("provision: rendering " + o.Kind + " " + o.Ref() + ": " + err.Error())

@@ -121,6 +121,11 @@ type ClusterSettings struct {
 	// deny once the warnings stop.
 	AdmissionMode AdmissionMode
 
+	// ExceptionMaxDays is the longest exception (workflow/exception.go)
+	// the contract's exception owner or an admin may grant a connection
+	// on this cluster, in days. 0 means workflow.DefaultExceptionMaxDays.
+	ExceptionMaxDays int
+
 	// AWS are the settings of the plan's AWS half (compute quota, Studio,
 	// EKS access entries, Pod Identity). Off unless AWS.Enabled.
 	AWS awsprov.Settings
@@ -529,6 +534,9 @@ func (s ClusterSettings) check() error {
 	}
 	if !s.AdmissionMode.Valid() {
 		return fmt.Errorf("settings: AdmissionMode %q must be %q, %q or %q", s.AdmissionMode, AdmissionWarn, AdmissionAudit, AdmissionDeny)
+	}
+	if s.ExceptionMaxDays < 0 || s.ExceptionMaxDays > MaxExceptionDays {
+		return fmt.Errorf("settings: ExceptionMaxDays %d must be 0 (the default, %d) to %d", s.ExceptionMaxDays, workflow.DefaultExceptionMaxDays, MaxExceptionDays)
 	}
 	if s.MaxPodsPerInstance < 0 {
 		return fmt.Errorf("settings: MaxPodsPerInstance must not be negative")

@@ -100,6 +100,20 @@ func Collect(ctx context.Context, s *Scheduler, c store.Connection, orphan strin
 		ev.Drift = ed
 	}
 
+	// The exceptions granted since the last decided review, or still
+	// not reverted.
+	xs, err := db.Exceptions(ctx, c.ID)
+	if err != nil {
+		return ev, err
+	}
+	for _, x := range xs {
+		if x.State == workflow.ExceptionReverted && !x.Start.After(since) {
+			continue
+		}
+		ev.Exceptions = append(ev.Exceptions, workflow.EvidenceException{ID: x.ID, PriorityClass: x.PriorityClass, Reason: x.Reason,
+			GrantedBy: x.GrantedBy, Start: x.Start.UTC(), End: x.End.UTC(), State: string(x.State), EndedEarlyBy: x.RevokedBy})
+	}
+
 	// The owners: their membership of the owners group and last sign-in.
 	t := &tick{s: s, now: now, members: map[string]memberSet{}}
 	owners, err := t.owners(ctx, c.Team, cur.Contract)

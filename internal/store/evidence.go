@@ -88,6 +88,10 @@ func (d *DB) EvidenceInput(ctx context.Context, connID int64, now time.Time) (ev
 			DecidedAt: evidence.Time(r.DecidedAt)})
 	}
 
+	if in.Exceptions, err = d.Exceptions(ctx, connID); err != nil {
+		return in, err
+	}
+
 	hours, err := d.UsageHours(ctx, UsageFilter{Team: c.Team, From: c.CreatedAt.UTC().Truncate(time.Hour), To: now})
 	if err != nil {
 		return in, err

@@ -340,6 +340,45 @@ type ConnectionDetail struct {
 	// Hold, while the connection has one: where it is, and the admin's
 	// steps (hold.go in internal/web).
 	Hold *HoldView
+	// Exceptions is the connection's exceptions panel (exception.go in
+	// internal/web); nil when it has none and this user may grant none.
+	Exceptions *ExceptionsView
+}
+
+// ExceptionsView is a connection's exceptions with an expiry: each one's
+// class, reason, who granted it, start and end, and where it stands; the
+// grant form and the early revocation for those who may decide.
+type ExceptionsView struct {
+	Rows []ExceptionRow
+	// GrantURL and RevokeURL are the forms' actions; "" when this user
+	// may not decide (Note says why, to an admin of the team).
+	GrantURL, RevokeURL string
+	Note                string
+	// Classes are the priority classes an exception may grant (the
+	// cluster's, less the contract's); MaxDays the cluster's longest.
+	Classes []string
+	MaxDays int
+	// Class, Days and Reason are the last attempt's, kept on a re-render;
+	// Errors the messages by field (priority_class, days, reason, form).
+	Class, Days, Reason string
+	Errors              map[string]string
+	// RevokeID and RevokeReason are the last early-revocation attempt's.
+	RevokeID     int64
+	RevokeReason string
+}
+
+// ExceptionRow is one exception.
+type ExceptionRow struct {
+	ID        int64
+	Class     string // the class and the Kueue class name it adds
+	Reason    string
+	GrantedBy string
+	Start     string
+	End       string
+	State     string // active, reverting, reverted
+	Status    string // where it stands, in words
+	Active    bool   // may be revoked early
+	Ended     string // who ended it early and why, or ""
 }
 
 // HoldView is a connection's hold panel: where the hold is, who moved it
@@ -438,6 +477,9 @@ type PlanView struct {
 	// the cluster and neither the portal (for this team) nor HyperPod
 	// created it: approving needs the explicit "adopt" box.
 	ForeignNamespace string
+	// Exceptions say which values of the plan come from the connection's
+	// exceptions in effect, and until when.
+	Exceptions []string
 }
 
 // InventoryRow is one instance type of a cluster's inventory.
@@ -628,6 +670,9 @@ type SubmitConn struct {
 	// PriorityClasses: Value is the Kueue class a job's label names,
 	// Label the contract's class.
 	PriorityClasses []Choice
+	// Exceptions are the connection's exceptions in effect, each with its
+	// end (a class the team may use until then).
+	Exceptions []ExceptionRow
 	// Runs: the contract's approved workload types and their kinds.
 	Runs []RunType
 }

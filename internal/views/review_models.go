@@ -103,8 +103,11 @@ type ReviewEvidenceView struct {
 	Owners          []EvidenceOwnerRow
 	Usage           *EvidenceUsageView
 	Signals         []EvidenceSignalRow
-	Orphan          string
-	Gaps            []string
+	// Exceptions are the connection's exceptions with an expiry the
+	// evidence lists, one line each.
+	Exceptions []string
+	Orphan     string
+	Gaps       []string
 }
 
 // EvidenceChangeRow is one version approved since the last review.

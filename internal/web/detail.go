@@ -119,6 +119,9 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	}
 	s.revokeForm(p, obj, &d)
 	s.holdPanel(p, conn, obj, &d)
+	if err := s.exceptionPanel(ctx, p, conn, approvedOf(conn, cur, against), &d); err != nil {
+		return d, err
+	}
 	if err := s.connectionReviews(c, p, conn, obj, &d); err != nil {
 		return d, err
 	}

@@ -50,6 +50,9 @@ func (s *Server) submitPage(c echo.Context) error {
 		if !ok {
 			continue
 		}
+		if sc.Exceptions, err = s.memberExceptions(ctx, conn.ID); err != nil {
+			return err
+		}
 		v.Connections = append(v.Connections, sc)
 		for _, n := range ns {
 			if !slices.Contains(namespaces, n) {
@@ -129,4 +132,14 @@ func queuePlace(position, waiting int32) string {
 		return fmt.Sprintf("%d waiting in this queue (position unknown)", waiting)
 	}
 	return ""
+}
+
+// memberExceptions are connection id's exceptions in effect, with their
+// ends (workflow/exception.go).
+func (s *Server) memberExceptions(ctx context.Context, id int64) ([]views.ExceptionRow, error) {
+	xs, err := s.opts.DB.ExceptionsInEffect(ctx, []int64{id})
+	if err != nil {
+		return nil, err
+	}
+	return exceptionRows(xs[id], s.opts.Cluster.KueuePriorityClass), nil
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,9 @@ func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Ve
 	// this view appends its own.
 	pv.Summary, pv.Warnings = plan.Summary(), slices.Clone(plan.Warnings)
 	pv.YAML, pv.Hash = built.yaml, built.hash
+	if plan = s.withExceptions(ctx, conn, v, plan, pv); len(plan.Exceptions) > 0 {
+		pv.Summary, pv.YAML = plan.Summary(), plan.YAML()
+	}
 	if preview && s.opts.ClusterCheck != nil {
 		s.readinessWarnings(ctx, pv)
 	}
@@ -212,4 +216,25 @@ func (c *planTextCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
+}
+
+// withExceptions is the approved version's plan of a live connection with
+// its exceptions in effect (provision.WithExceptions: the parameter object
+// the cluster has), each noted in pv with its end; any other plan as it
+// is. The hash stays the approved plan's.
+func (s *Server) withExceptions(ctx context.Context, conn store.Connection, v store.Version, plan provision.Plan, pv *views.PlanView) provision.Plan {
+	if !conn.State.Live() || v.Version != conn.ApprovedVersion {
+		return plan
+	}
+	xs, err := s.opts.DB.ExceptionsInEffect(ctx, []int64{conn.ID})
+	if err != nil {
+		pv.Warnings = append(pv.Warnings, "Could not read the connection's exceptions: the plan shows the contract's values only.")
+		return plan
+	}
+	plan = plan.WithExceptions(xs[conn.ID], s.opts.Cluster)
+	for _, x := range plan.Exceptions {
+		pv.Exceptions = append(pv.Exceptions, fmt.Sprintf("priority class %s (label %s) in ConfigMap %s, key priorityClasses: from exception #%d, until %s",
+			x.PriorityClass, s.opts.Cluster.KueuePriorityClass(x.PriorityClass), provision.NameAdmissionParams, x.ID, fmtWhen(x.End)))
+	}
+	return plan
 }

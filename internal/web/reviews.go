@@ -275,6 +275,13 @@ func evidenceView(raw []byte) (*views.ReviewEvidenceView, string) {
 	for _, sg := range ev.Signals {
 		v.Signals = append(v.Signals, views.EvidenceSignalRow{Signal: usage.SignalKind(sg.Signal).Title(), FiredAt: fmtWhen(sg.FiredAt), Detail: sg.Detail})
 	}
+	for _, x := range ev.Exceptions {
+		line := fmt.Sprintf("#%d: priority class %s, %s to %s, granted by %s (%s); %s", x.ID, x.PriorityClass, fmtWhen(x.Start), fmtWhen(x.End), x.GrantedBy, x.Reason, x.State)
+		if x.EndedEarlyBy != "" {
+			line += ", ended early by " + x.EndedEarlyBy
+		}
+		v.Exceptions = append(v.Exceptions, line)
+	}
 	return v, ""
 }
 

@@ -46,6 +46,10 @@
 //   - Policy (policy.go): Decide is the authorization policy, a pure
 //     function of principal, action and object, including the separation of
 //     duties around approval (ApprovalsNeeded).
+//   - Exceptions (exception.go): who may grant a live connection a
+//     time-bound exception from its contract (MayDecideException: its
+//     exception owner or an admin, never someone of the team), the grant's
+//     limits, the early revocation, and the automatic revert at the end.
 //   - Capacity (capacity.go): CheckCapacity is the approval page's math,
 //     guaranteed capacity against the cluster inventory per instance type.
 //   - Jobs (job.go, drift.go, awsrecord.go): what internal/store keeps and

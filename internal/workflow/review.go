@@ -349,10 +349,25 @@ type Evidence struct {
 	Usage *EvidenceUsage `json:"usage,omitempty"`
 	// Signals are the team's open (unacknowledged) signals.
 	Signals []EvidenceSignal `json:"signals"`
+	// Exceptions are the connection's exceptions with an expiry granted
+	// since the last decided review, or not yet reverted (exception.go).
+	Exceptions []EvidenceException `json:"exceptions,omitempty"`
 	// Orphan says why the connection is an orphan ("" when it is not).
 	Orphan string `json:"orphan,omitempty"`
 	// Gaps name what could not be collected, and why.
 	Gaps []string `json:"gaps,omitempty"`
+}
+
+// EvidenceException is one exception of the connection, for its reviewer.
+type EvidenceException struct {
+	ID            int64     `json:"id"`
+	PriorityClass string    `json:"priority_class"`
+	Reason        string    `json:"reason"`
+	GrantedBy     string    `json:"granted_by"`
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	State         string    `json:"state"`
+	EndedEarlyBy  string    `json:"ended_early_by,omitempty"`
 }
 
 // EvidenceContract is the approved version under review.
