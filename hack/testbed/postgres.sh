@@ -44,13 +44,8 @@ as_pg() {
 	fi
 }
 
-port_in_use() {
-	if command -v ss >/dev/null 2>&1; then
-		[[ -n $(ss -Htan "( sport = :$1 )" 2>/dev/null) ]]
-	else
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-	fi
-}
+# port_in_use, pick_port (PORT, USED_PORTS).
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
 up() {
 	local bin port i opts
@@ -72,10 +67,8 @@ up() {
 local all all trust
 host all all 127.0.0.1/32 trust
 EOF
-	for ((i = 0; i < 100; i++)); do
-		port=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
-		port_in_use "$port" || break
-	done
+	pick_port
+	port=$PORT
 	# The server log goes to a file nobody may write: create it first.
 	touch "$STATE/logs/postgres.log"
 	[[ $EUID -eq 0 ]] && chown nobody: "$STATE/logs/postgres.log"

@@ -46,22 +46,8 @@ PARTITION=gpu
 GPUS=8
 USERS=(red:hp-red-1 red:hp-red-2 blue:hp-blue-1 blue:hp-blue-2)
 
-port_in_use() {
-	if command -v ss >/dev/null 2>&1; then
-		[[ -n $(ss -Htan "( sport = :$1 )" 2>/dev/null) ]]
-	else
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-	fi
-}
-
-free_port() {
-	local p i
-	for ((i = 0; i < 200; i++)); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
-		port_in_use "$p" || { echo "$p"; return; }
-	done
-	die "no free port"
-}
+# port_in_use, pick_port (PORT, USED_PORTS).
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
 # wait_for DESCRIPTION SECONDS COMMAND...: until COMMAND succeeds.
 wait_for() {
@@ -111,7 +97,8 @@ up() {
 	wait_for munged 10 test -S "$sock"
 
 	# MariaDB: the accounting database, on 127.0.0.1 only.
-	dbport=$(free_port)
+	pick_port
+	dbport=$PORT
 	mariadb-install-db --no-defaults --datadir="$DIR/mysql/data" --user=root --auth-root-authentication-method=normal \
 		--skip-test-db >"$DIR/log/mariadb-install.log" 2>&1 || { tail -20 "$DIR/log/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
 	setsid mariadbd --no-defaults --datadir="$DIR/mysql/data" --user=root --bind-address=127.0.0.1 --port="$dbport" \
@@ -122,9 +109,12 @@ up() {
 	mariadb --no-defaults -S "$DIR/mysql/mysqld.sock" -uroot -e \
 		"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm-testbed'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
 
-	dbdport=$(free_port)
-	ctlport=$(free_port)
-	slurmdport=$(free_port)
+	pick_port
+	dbdport=$PORT
+	pick_port
+	ctlport=$PORT
+	pick_port
+	slurmdport=$PORT
 	cpus=$(nproc)
 	cat >"$DIR/slurmdbd.conf" <<EOF
 AuthType=auth/munge
