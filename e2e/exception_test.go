@@ -49,6 +49,9 @@ func TestAdminGrantsAnExceptionUntilItExpires(t *testing.T) {
 	if end == "" {
 		t.Fatal("the exception shows no end")
 	}
+	// The grant queued a reapply job the page follows live: wait for it
+	// to finish (and the page to reload) before the capture.
+	settled(t, admin, "the page settles after the grant's job")
 	screenshot(t, admin, "61-exception-granted")
 
 	h1, err := admin.Locator("h1").First().TextContent()
@@ -84,6 +87,7 @@ func TestAdminGrantsAnExceptionUntilItExpires(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
+	settled(t, admin, "the page settles after the revert")
 	screenshot(t, admin, "62-exception-reverted")
 	if got := text(t, admin, "exception-status"); !strings.Contains(got, "reverted") {
 		t.Errorf("status = %q", got)
