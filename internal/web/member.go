@@ -38,6 +38,7 @@ func (s *Server) submitPage(c echo.Context) error {
 	}
 	v := views.Submit{Team: team, SignalsURL: "/teams/" + team + "/signals"}
 	var namespaces []string
+	ids := []int64{} // of v.Connections, in order (never nil: nil asks for every connection's)
 	for _, conn := range rows {
 		if !conn.State.Live() || conn.ApprovedVersion == 0 {
 			continue
@@ -50,15 +51,21 @@ func (s *Server) submitPage(c echo.Context) error {
 		if !ok {
 			continue
 		}
-		if sc.Exceptions, err = s.memberExceptions(ctx, conn.ID); err != nil {
-			return err
-		}
 		v.Connections = append(v.Connections, sc)
+		ids = append(ids, conn.ID)
 		for _, n := range ns {
 			if !slices.Contains(namespaces, n) {
 				namespaces = append(namespaces, n)
 			}
 		}
+	}
+	// The exceptions in effect of every connection shown, in one query.
+	xs, err := s.opts.DB.ExceptionsInEffect(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		v.Connections[i].Exceptions = exceptionRows(xs[id], s.opts.Cluster.KueuePriorityClass)
 	}
 	switch {
 	case s.opts.Workloads == nil:
@@ -132,14 +139,4 @@ func queuePlace(position, waiting int32) string {
 		return fmt.Sprintf("%d waiting in this queue (position unknown)", waiting)
 	}
 	return ""
-}
-
-// memberExceptions are connection id's exceptions in effect, with their
-// ends (workflow/exception.go).
-func (s *Server) memberExceptions(ctx context.Context, id int64) ([]views.ExceptionRow, error) {
-	xs, err := s.opts.DB.ExceptionsInEffect(ctx, []int64{id})
-	if err != nil {
-		return nil, err
-	}
-	return exceptionRows(xs[id], s.opts.Cluster.KueuePriorityClass), nil
 }
