@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -108,11 +107,7 @@ func (s *Server) exceptionPanel(ctx context.Context, p workflow.Principal, conn 
 	case may == nil && live:
 		v.GrantURL = fmt.Sprintf("/connections/%d/exceptions", conn.ID)
 		v.RevokeURL = v.GrantURL + "/revoke"
-		for _, c := range s.opts.Cluster.PriorityClassNames() {
-			if !slices.Contains(allowedClasses, c) {
-				v.Classes = append(v.Classes, c)
-			}
-		}
+		v.Classes = workflow.ExceptionClasses(s.opts.Cluster.PriorityClassNames(), allowedClasses)
 	case may == nil:
 		v.RevokeURL = fmt.Sprintf("/connections/%d/exceptions/revoke", conn.ID)
 	case adminOfTeam:

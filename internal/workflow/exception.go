@@ -146,6 +146,18 @@ func MayDecideException(p Principal, team, owner string) error {
 	return ErrExceptionNotOwner
 }
 
+// ExceptionClasses are the classes an exception may grant: those of the
+// cluster (known) that the contract does not already allow.
+func ExceptionClasses(known, allowed []string) []string {
+	var out []string
+	for _, c := range known {
+		if !slices.Contains(allowed, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // GrantException decides a grant: who (MayDecideException), the connection
 // live and approved, a reason, a class the cluster knows and the contract
 // does not already allow, no unfinished exception of that class, and 1 to

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -188,5 +189,18 @@ func TestExceptionJobDone(t *testing.T) {
 	}
 	if a := ExceptionClosed(excConn, x).Audit[0].Action; a != "exception.reverted" {
 		t.Errorf("closed: %s", a)
+	}
+}
+
+// TestExceptionClasses: the grant form offers the cluster's classes the
+// contract does not allow, in the cluster's order, and none when it allows
+// them all.
+func TestExceptionClasses(t *testing.T) {
+	known := []string{"inference", "training", "experiment"}
+	if got := ExceptionClasses(known, []string{"training"}); !slices.Equal(got, []string{"inference", "experiment"}) {
+		t.Errorf("ExceptionClasses = %v", got)
+	}
+	if got := ExceptionClasses(known, known); len(got) != 0 {
+		t.Errorf("all allowed: %v", got)
 	}
 }
