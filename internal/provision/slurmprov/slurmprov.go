@@ -72,12 +72,11 @@ type User struct {
 
 // Plan is what a team's Slurm connection has on the cluster.
 type Plan struct {
-	Cluster  string
-	Parent   Account // the portal's parent account: created if absent, never removed
-	QoS      QoS
-	Account  Account
-	Users    []User
-	Describe string // for people: where the plan comes from
+	Cluster string
+	Parent  Account // the portal's parent account: created if absent, never removed
+	QoS     QoS
+	Account Account
+	Users   []User
 }
 
 // tres renders a TRES map as sacctmgr writes it: "gres/gpu=8,node=2",
@@ -299,8 +298,14 @@ func Drift(p Plan, s State) []Difference {
 		diff(aname, "GrpTRES", tres(p.Account.GrpTRES), tres(a.GrpTRES))
 		diff(aname, "QOS", list(p.Account.QoS), list(a.QoS))
 		diff(aname, "DefaultQOS", p.Account.DefaultQoS, a.DefaultQoS)
-		diff(aname, "Description", strings.ToLower(p.Account.Description), strings.ToLower(a.Description))
-		diff(aname, "Organization", strings.ToLower(p.Account.Organization), strings.ToLower(a.Organization))
+		// sacctmgr stores these two lower-cased: compared without case,
+		// restored with the plan's text.
+		if !strings.EqualFold(p.Account.Description, a.Description) {
+			out = append(out, Difference{aname, "Description", p.Account.Description, a.Description})
+		}
+		if !strings.EqualFold(p.Account.Organization, a.Organization) {
+			out = append(out, Difference{aname, "Organization", p.Account.Organization, a.Organization})
+		}
 	}
 	want := map[User]bool{}
 	for _, u := range p.Users {
@@ -368,17 +373,6 @@ func Apply(ctx context.Context, r slurm.Runner, p Plan) ([]Command, error) {
 				"restore the team's account association"})
 		}
 		if set := settings(diffs, aname, []string{"Description", "Organization"}, nil); len(set) > 0 {
-			// The plan's own text, not the lower-cased comparison's.
-			set = set[:0]
-			for _, d := range diffs {
-				switch {
-				case d.Object != aname:
-				case d.Field == "Description":
-					set = append(set, "Description="+p.Account.Description)
-				case d.Field == "Organization":
-					set = append(set, "Organization="+p.Account.Organization)
-				}
-			}
 			cmds = append(cmds, Command{append([]string{"modify", "account", "where", "name=" + p.Account.Name, "set"}, set...), "restore the team's account"})
 		}
 	}

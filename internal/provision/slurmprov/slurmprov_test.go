@@ -156,3 +156,24 @@ func TestPlanOnTheTestBedSlurm(t *testing.T) {
 		t.Errorf("second revoke ran %v, %v", ran, err)
 	}
 }
+
+// TestDriftAccountTextIgnoresCase: sacctmgr keeps an account's description
+// and organization lower-cased, so they compare without case; a real
+// difference asks for the plan's own text back.
+func TestDriftAccountTextIgnoresCase(t *testing.T) {
+	p := testPlan("")
+	p.Account.Description = "Team Red"
+	q, a := p.QoS, p.Account
+	a.Description, a.Organization = "team red", "RED"
+	if d := Drift(p, State{QoS: &q, Parent: true, Account: &a}); len(d) != 0 {
+		t.Errorf("case only: %v", d)
+	}
+	a.Description = "someone else's"
+	d := Drift(p, State{QoS: &q, Parent: true, Account: &a})
+	if len(d) != 1 || d[0].Field != "Description" || d[0].Want != "Team Red" {
+		t.Fatalf("Drift = %v", d)
+	}
+	if set := settings(d, "account red", []string{"Description", "Organization"}, nil); !slices.Equal(set, []string{"Description=Team Red"}) {
+		t.Errorf("restore = %v", set)
+	}
+}
