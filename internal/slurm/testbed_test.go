@@ -84,7 +84,9 @@ func TestTestBedSlurmEnforcesAssociationLimits(t *testing.T) {
 		t.Fatalf("the account's association has no GrpTRES=gres/gpu=4: %v", assocs)
 	}
 
-	first := b.sbatch(t, user, "--account="+acct, "--gres=gpu:3", "--wrap", "sleep 3")
+	// The first runs long enough for the scheduler to pass over the
+	// second while it holds the GPUs, on a loaded machine too.
+	first := b.sbatch(t, user, "--account="+acct, "--gres=gpu:3", "--wrap", "sleep 10")
 	second := b.sbatch(t, user, "--account="+acct, "--gres=gpu:3", "--wrap", "sleep 1")
 	var reason string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -96,9 +98,12 @@ func TestTestBedSlurmEnforcesAssociationLimits(t *testing.T) {
 		for _, j := range q {
 			state[j["JOBID"]] = [2]string{j["STATE"], j["REASON"]}
 		}
+		// A job just submitted pends with reason None until the
+		// scheduler's first pass over it: wait for that pass.
 		if state[first][0] == "RUNNING" && state[second][0] == "PENDING" {
-			reason = state[second][1]
-			break
+			if reason = state[second][1]; reason == "AssocGrpGRES" {
+				break
+			}
 		}
 	}
 	if reason != "AssocGrpGRES" {
