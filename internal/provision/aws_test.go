@@ -86,11 +86,12 @@ func TestRevocationPlanWithAWSCalls(t *testing.T) {
 	}
 	tail := []string{
 		"lock Namespace hyperpod-ns-red",
+		"delete ConfigMap hyperpod-ns-red/hyperpod-portal-contract",
 		"remove SageMaker compute quota red-quota",
 		"remove IAM Identity Center studio assignment team-red-members",
 		"keep SageMaker studio domain red-studio",
 	}
-	if got := names[len(names)-4:]; !slices.Equal(got, tail) {
+	if got := names[len(names)-len(tail):]; !slices.Equal(got, tail) {
 		t.Errorf("revocation ends with %q, want %q", got, tail)
 	}
 }

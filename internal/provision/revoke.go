@@ -182,9 +182,10 @@ func StepsHash(steps []Step) string {
 // The team's cluster-scoped access (its queue reader, see queueReader) goes
 // with the rest of its access, first.
 // The admission rules' parameter object (admission.go) goes last, with the
-// guardrails: while the team may still submit, its rules hold. The shared
-// policy and bindings stay (other teams' namespaces use them); a locked
-// namespace is labelled revoked, which the bindings leave out.
+// guardrails: while the team may still submit, its rules hold. Just before
+// it, in both modes, the namespace is labelled revoked, which the shared
+// bindings leave out (the policy and bindings stay: other teams'
+// namespaces use them); see RevocationPlan.
 var revocationOrder = []string{"ClusterRoleBinding", "RoleBinding", "ClusterRole", "Role", "ServiceAccount", "LocalQueue", "ClusterQueue", "ResourceQuota", "LimitRange", "NetworkPolicy", "ConfigMap"}
 
 // RevocationPlan is the reverse of p: the steps that take a team's
@@ -203,9 +204,13 @@ var revocationOrder = []string{"ClusterRoleBinding", "RoleBinding", "ClusterRole
 //
 //   - RevokeDelete deletes the namespace;
 //   - RevokeLock first puts a zero ResourceQuota in place (before the team
-//     quota goes, so there is never a moment without a quota), keeps the
-//     default-deny NetworkPolicy (whatever still runs there stays cut
-//     off), and labels the namespace LabelRevoked=true.
+//     quota goes, so there is never a moment without a quota), and keeps
+//     the default-deny NetworkPolicy (whatever still runs there stays cut
+//     off).
+//
+// In both modes the namespace is labelled LabelRevoked=true before the
+// team's admission parameters are deleted: a namespace the bindings still
+// matched without its parameters would have every matched request refused.
 //
 // Shared objects (WorkloadPriorityClasses, ResourceFlavors) are never in
 // it: other teams use them. An empty mode is RevokeLock. RevocationPlan is
@@ -241,7 +246,32 @@ func RevocationPlan(p Plan, mode RevokeMode) []Step {
 		steps = append(steps, Step{Action: ActionLeave, Object: o,
 			Detail: "left to HyperPod task governance, which owns it: it goes with the team's compute quota"})
 	}
+	// The namespace is labelled revoked before the team's admission
+	// parameters go, in both modes: the shared bindings leave a revoked
+	// namespace out, while a namespace they still match without its
+	// parameters has every matched request refused (parameterNotFoundAction
+	// Deny is a configuration failure, which failurePolicy Fail refuses even
+	// in warn mode), which would also refuse the updates that a terminating
+	// namespace's controllers make to its jobs.
+	lock := func() {
+		if ns == nil {
+			return
+		}
+		locked := *ns
+		locked.Obj = ns.Obj.DeepCopy()
+		labels := locked.Obj.GetLabels()
+		labels[LabelRevoked] = "true"
+		locked.Obj.SetLabels(labels)
+		detail := "namespace kept, labelled " + LabelRevoked + "=true"
+		if mode == RevokeDelete {
+			detail = "labelled " + LabelRevoked + "=true (out of the admission bindings) before its parameters and the namespace go"
+		}
+		steps = append(steps, Step{Action: ActionLock, Object: locked, Detail: detail})
+	}
 	for _, kind := range revocationOrder {
+		if kind == "ConfigMap" {
+			lock()
+		}
 		for _, o := range groups[kind] {
 			switch {
 			case o.Owner != OwnerPortal:
@@ -277,14 +307,6 @@ func RevocationPlan(p Plan, mode RevokeMode) []Step {
 			leave(*ns)
 		case mode == RevokeDelete:
 			del(*ns, "namespace, with everything left in it")
-		default:
-			locked := *ns
-			locked.Obj = ns.Obj.DeepCopy()
-			labels := locked.Obj.GetLabels()
-			labels[LabelRevoked] = "true"
-			locked.Obj.SetLabels(labels)
-			steps = append(steps, Step{Action: ActionLock, Object: locked,
-				Detail: "namespace kept, labelled " + LabelRevoked + "=true"})
 		}
 	}
 	for i := range awsLast {

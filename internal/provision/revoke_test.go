@@ -49,10 +49,11 @@ func TestRevocationPlanLock(t *testing.T) {
 		"delete NetworkPolicy " + ns + "/allow-eks-pod-identity-agent",
 		"delete NetworkPolicy " + ns + "/allow-dns",
 		"delete NetworkPolicy " + ns + "/allow-same-namespace",
-		// The team's admission parameters go; the shared policy and its
-		// bindings stay, and leave out the namespace once it is revoked.
-		"delete ConfigMap " + ns + "/hyperpod-portal-contract",
+		// The namespace is labelled revoked, which the shared bindings
+		// leave out, before the team's admission parameters go: matched
+		// without them, every job in it would be refused.
 		"lock Namespace " + ns,
+		"delete ConfigMap " + ns + "/hyperpod-portal-contract",
 	}
 	if got := stepNames(steps); !slices.Equal(got, want) {
 		t.Errorf("lock revocation:\n got %q\nwant %q", got, want)
@@ -65,7 +66,7 @@ func TestRevocationPlanLock(t *testing.T) {
 			t.Errorf("revoked quota %s = %q, want 0 (hard %v)", r, hard[r], hard)
 		}
 	}
-	for _, o := range []Object{quota, steps[len(steps)-1].Object} {
+	for _, o := range []Object{quota, steps[len(steps)-2].Object} {
 		l := o.Obj.GetLabels()
 		if l[LabelRevoked] != "true" || l[LabelConnection] != "7" || l[LabelManagedBy] != ManagedBy {
 			t.Errorf("%s %s labels %v, want revoked, connection 7, managed by the portal", o.Kind, o.Ref(), l)
@@ -107,19 +108,36 @@ func TestRevocationPlanDelete(t *testing.T) {
 			t.Errorf("%s %s (shared %v) deleted %d times, want %d", o.Kind, o.Ref(), o.Shared, n, want)
 		}
 	}
-	for _, st := range steps {
-		if st.Object.Shared || st.Action == ActionLock {
+	// The one lock of delete mode is the namespace's revoked label, just
+	// before the admission parameters go (out of the shared bindings, its
+	// jobs are not refused while the namespace terminates).
+	var ordered []Step
+	for i, st := range steps {
+		if st.Object.Shared || (st.Action == ActionLock && st.Object.Kind != "Namespace") {
 			t.Errorf("delete mode runs %s", st.Name())
 		}
+		if st.Action == ActionLock {
+			if i+1 >= len(steps) || names[i+1] != "delete ConfigMap hyperpod-ns-red/hyperpod-portal-contract" {
+				t.Errorf("step %d %s: want it just before the admission parameters are deleted", i, names[i])
+			}
+			if st.Object.Obj.GetLabels()[LabelRevoked] != "true" {
+				t.Errorf("%s: labels %v, want %s=true", names[i], st.Object.Obj.GetLabels(), LabelRevoked)
+			}
+			continue
+		}
+		ordered = append(ordered, st)
+	}
+	if n := strings.Count(strings.Join(names, "\n"), "lock Namespace "); n != 1 {
+		t.Errorf("delete mode labels the namespace %d times, want once: %q", n, names)
 	}
 	// Safe order: bindings, roles and the ServiceAccount, queues, quota
 	// and defaults, network policies, the admission rules' parameters, the
 	// namespace last.
 	rank := map[string]int{"ClusterRoleBinding": 0, "RoleBinding": 0, "ClusterRole": 1, "Role": 1, "ServiceAccount": 1, "LocalQueue": 2, "ClusterQueue": 2,
 		"ResourceQuota": 3, "LimitRange": 3, "NetworkPolicy": 4, "ConfigMap": 5, "Namespace": 6}
-	for i := 1; i < len(steps); i++ {
-		if rank[steps[i].Object.Kind] < rank[steps[i-1].Object.Kind] {
-			t.Errorf("step %d (%s) comes after %s", i, names[i], names[i-1])
+	for i := 1; i < len(ordered); i++ {
+		if rank[ordered[i].Object.Kind] < rank[ordered[i-1].Object.Kind] {
+			t.Errorf("%s comes after %s", ordered[i].Name(), ordered[i-1].Name())
 		}
 	}
 	if got := names[len(names)-1]; got != "delete Namespace hyperpod-ns-red" {

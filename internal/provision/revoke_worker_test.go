@@ -107,8 +107,10 @@ func TestWorkerRevokes(t *testing.T) {
 	if lastBinding < 0 || lastBinding > firstOther {
 		t.Errorf("steps %v: the RoleBindings are not removed before everything else", cluster.calls)
 	}
-	if got := cluster.calls[len(cluster.calls)-1]; !strings.HasPrefix(got, "lock Namespace ") {
-		t.Errorf("last step %q, want the namespace locked (the default mode)", got)
+	// The default mode locks the namespace, then its admission
+	// parameters go (see RevocationPlan).
+	if got := cluster.calls[len(cluster.calls)-2:]; !strings.HasPrefix(got[0], "lock Namespace ") || !strings.HasPrefix(got[1], "delete ConfigMap ") {
+		t.Errorf("last steps %q, want the namespace locked (the default mode), then the admission parameters deleted", got)
 	}
 	if got := b.jobNow(j.ID); got.State != workflow.JobSucceeded || got.Steps != len(names) || got.AppliedPlanHash == "" || got.DryRun {
 		t.Errorf("job = %+v, want succeeded with %d steps", got, len(names))
