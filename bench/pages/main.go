@@ -28,6 +28,9 @@
 // A page that is not a 200 showing the seeded data, or any non-2xx answer
 // during a wrk run, fails the run.
 //
+// Before a page's measured runs, each portal serves it for -warmup (1 s,
+// unrecorded, logged): the figures are of warm pages (see warm).
+//
 // Each run's log line also gives the page cache's renders and hits and
 // the host's steal time; a run whose p99 is over -explain-over ms is
 // explained from the portal's log (explain.go).
@@ -74,7 +77,8 @@ type config struct {
 	threads     int
 	conns       int
 	dump        string
-	explainOver float64 // ms
+	explainOver float64       // ms
+	warmup      time.Duration // an unrecorded wrk run of each page before its measured ones
 }
 
 func main() {
@@ -89,6 +93,7 @@ func main() {
 	flag.IntVar(&cfg.auditSmall, "audit-small", 1000, "seeded audit events of the comparison database")
 	flag.IntVar(&cfg.threads, "threads", 2, "wrk -t")
 	flag.IntVar(&cfg.conns, "c", 64, "wrk -c")
+	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "an unrecorded wrk run of each page on each portal before its measured runs (0: none)")
 	flag.StringVar(&cfg.dump, "dump", "", "write each page's body into this directory")
 	flag.Float64Var(&cfg.explainOver, "explain-over", p99Target, "explain each portal run whose p99 is over this many ms from the portal's log (0: every run)")
 	flag.Parse()
@@ -256,6 +261,11 @@ func measure(ctx context.Context, cfg config, engine, bin, rateCard string) (lar
 			}
 		}
 		cookie := lt.sessions[pg.User].Cookie
+		for _, t := range []*target{lt, st} {
+			if err := warm(ctx, cfg, t, pg.Name); err != nil {
+				return large, small, err
+			}
+		}
 		l1, err := load(ctx, cfg, lt, pg.Name)
 		if err != nil {
 			return large, small, err
@@ -298,6 +308,35 @@ func measure(ctx context.Context, cfg config, engine, bin, rateCard string) (lar
 // and mean latencies, and the worse of their p99s.
 func both(a, b wrkResult) wrkResult {
 	return wrkResult{RPS: (a.RPS + b.RPS) / 2, Mean: (a.Mean + b.Mean) / 2, P99: max(a.P99, b.P99), Requests: a.Requests + b.Requests}
+}
+
+// warm loads the page name of t for cfg.warmup, unrecorded except in the
+// log: the measured runs are of a portal whose page is warm, as on an
+// installation where people keep reading it. What a cold page costs (its
+// first render, while every other view of it waits for that render) is in
+// the log line, and it weighs on the measured runs only when the data
+// version moves during them, as it does in use.
+func warm(ctx context.Context, cfg config, t *target, name string) error {
+	if cfg.warmup <= 0 {
+		return nil
+	}
+	pg := t.pages[name]
+	views0, err := readCacheViews(t.p.URL)
+	if err != nil {
+		return err
+	}
+	w := cfg
+	w.duration = cfg.warmup
+	r, err := runWrk(ctx, w, t.p.URL+pg.Path, t.sessions[pg.User].Cookie)
+	if err != nil {
+		return fmt.Errorf("%s, warm-up: %w", pg.Name, err)
+	}
+	views1, err := readCacheViews(t.p.URL)
+	if err != nil {
+		return err
+	}
+	log.Printf("  %s at %s audit events, warm-up (not recorded): %d requests, mean %.2f ms, p99 %.2f ms; %s", pg.Name, count(t.audit), r.Requests, ms(r.Mean), ms(r.P99), views0.since(views1))
+	return nil
 }
 
 // load runs wrk on the page name of t.
