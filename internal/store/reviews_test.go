@@ -208,3 +208,30 @@ func TestLiveConnectionsOwnedBy(t *testing.T) {
 		t.Errorf("a revoking connection is still listed: %+v", got)
 	}
 }
+
+// An exception owner's list is the live connections whose approved
+// contract names them as exception owner, in any case; another owner field
+// naming them does not count.
+func TestLiveConnectionsOfExceptionOwner(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	c := contract("red", "hyperpod-ns-red", "")
+	c.ExceptionOwner = "decider@example.test"
+	red := f.submitted(c)
+	red, _ = f.approve(red.ID, f.admins[0], 1)
+	f.runJob("provisioner", false, "Namespace x")
+	f.active("blue")
+	got, err := f.db.LiveConnectionsOfExceptionOwner(ctx, " DECIDER@example.test")
+	if err != nil || len(got) != 1 || got[0].ID != red.ID {
+		t.Fatalf("of exception owner: %+v, %v; want connection %d", got, err, red.ID)
+	}
+	// Red's cost owner is blue's exception owner (the example contract's
+	// owners), not red's any more.
+	if got, err := f.db.LiveConnectionsOfExceptionOwner(ctx, c.CostOwner); err != nil || len(got) != 1 || got[0].Team != "blue" {
+		t.Errorf("red's cost owner lists %+v, %v; want blue's connection only", got, err)
+	}
+	f.revoke(red.ID, "done")
+	if got, _ := f.db.LiveConnectionsOfExceptionOwner(ctx, "decider@example.test"); len(got) != 0 {
+		t.Errorf("a revoking connection is still listed: %+v", got)
+	}
+}

@@ -62,11 +62,25 @@ WHERE c.state IN (`+liveStatesSQL+`) AND c.approved_version IS NOT NULL ORDER BY
 // contract names email (any case) as one of its owners: the connections a
 // sign-in of email may concern.
 func (d *DB) LiveConnectionsOwnedBy(ctx context.Context, email string) ([]Connection, error) {
-	return d.queryConns(ctx, "connections owned", `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
+	return d.liveConnectionsNaming(ctx, "connections owned", email, "business_owner", "operations_owner", "cost_owner", "exception_owner")
+}
+
+// LiveConnectionsOfExceptionOwner lists the live connections whose
+// approved contract names email (any case) as its exception owner.
+func (d *DB) LiveConnectionsOfExceptionOwner(ctx context.Context, email string) ([]Connection, error) {
+	return d.liveConnectionsNaming(ctx, "connections of an exception owner", email, "exception_owner")
+}
+
+// liveConnectionsNaming lists the live connections whose approved contract
+// has email (any case) in one of the owner fields.
+func (d *DB) liveConnectionsNaming(ctx context.Context, what, email string, fields ...string) ([]Connection, error) {
+	named := make([]string, len(fields))
+	for i, f := range fields {
+		named[i] = `lower(trim(COALESCE(` + d.dialect.jsonText("v.body", f) + `, '')))`
+	}
+	return d.queryConns(ctx, what, `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
 JOIN contract_versions v ON v.connection_id = c.id AND v.version = c.approved_version
-WHERE c.state IN (`+liveStatesSQL+`) AND lower(trim(?)) IN (
-  lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "business_owner")+`, ''))), lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "operations_owner")+`, ''))),
-  lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "cost_owner")+`, ''))), lower(trim(COALESCE(`+d.dialect.jsonText("v.body", "exception_owner")+`, ''))))
+WHERE c.state IN (`+liveStatesSQL+`) AND lower(trim(?)) IN (`+strings.Join(named, ", ")+`)
 ORDER BY c.id`, email)
 }
 

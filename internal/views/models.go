@@ -752,3 +752,27 @@ type SignalEventRow struct {
 	AckID                   int64 // set: the form posts the event\'s id
 	Note, Error             string
 }
+
+// ExceptionsHome is /exceptions: the live connections whose approved
+// contract names the reader as exception owner, and for admins every
+// connection with an exception in effect.
+type ExceptionsHome struct {
+	Mine   []ExceptionsHomeRow
+	Active []ExceptionsHomeRow // admins only; nil for others
+	Admin  bool
+	// MaxDays is the cluster's longest exception.
+	MaxDays int
+}
+
+// ExceptionsHomeRow is one connection of the exceptions page.
+type ExceptionsHomeRow struct {
+	ID      int64
+	Team    string
+	Purpose string
+	URL     string // its page's exceptions panel
+	// InEffect lists the classes of its exceptions in effect, with their
+	// ends ("" for none).
+	InEffect string
+	// OwnTeam: the reader is of the team, so cannot grant it one.
+	OwnTeam bool
+}

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -242,4 +244,64 @@ func (s *Server) revokeException(c echo.Context) error {
 		d.Exceptions.RevokeID, d.Exceptions.RevokeReason, d.Exceptions.Errors = xid, reason, errs
 	}
 	return s.renderDetail(c, http.StatusUnprocessableEntity, conn.ID, d)
+}
+
+// exceptionsHome is /exceptions (views.ExceptionsPage): the live
+// connections whose approved contract names the reader as exception owner
+// (they view those connections: workflow.viewConnection), and for admins
+// every connection with an exception in effect. Each row links to the
+// connection's exceptions panel, where the grant and the early end are.
+func (s *Server) exceptionsHome(c echo.Context) error {
+	p, ok := principal(c)
+	if !ok {
+		return echo.NewHTTPError(http.StatusUnauthorized)
+	}
+	ctx := c.Request().Context()
+	var mine []store.Connection
+	if p.Email != "" {
+		var err error
+		if mine, err = s.opts.DB.LiveConnectionsOfExceptionOwner(ctx, p.Email); err != nil {
+			return err
+		}
+	}
+	v := views.ExceptionsHome{Admin: p.HasRole(workflow.RoleAdmin), MaxDays: s.opts.Cluster.ExceptionMaxDaysOrDefault()}
+	var active []store.Connection
+	ids := make([]int64, 0, len(mine))
+	for _, conn := range mine {
+		ids = append(ids, conn.ID)
+	}
+	if v.Admin {
+		ids = nil // every connection's
+	}
+	inEffect, err := s.opts.DB.ExceptionsInEffect(ctx, ids)
+	if err != nil {
+		return err
+	}
+	if v.Admin {
+		for id := range inEffect {
+			conn, err := s.opts.DB.Connection(ctx, id)
+			if err != nil {
+				return err
+			}
+			active = append(active, conn)
+		}
+		slices.SortFunc(active, func(a, b store.Connection) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	row := func(conn store.Connection) views.ExceptionsHomeRow {
+		_, own := p.TeamRole(conn.Team)
+		r := views.ExceptionsHomeRow{ID: conn.ID, Team: conn.Team, Purpose: conn.Purpose, URL: fmt.Sprintf("/connections/%d#exceptions", conn.ID), OwnTeam: own}
+		var classes []string
+		for _, x := range inEffect[conn.ID] {
+			classes = append(classes, x.PriorityClass+" until "+fmtWhen(x.End))
+		}
+		r.InEffect = strings.Join(classes, "; ")
+		return r
+	}
+	for _, conn := range mine {
+		v.Mine = append(v.Mine, row(conn))
+	}
+	for _, conn := range active {
+		v.Active = append(v.Active, row(conn))
+	}
+	return render(c, http.StatusOK, views.ExceptionsPage(s.page(c, "Exceptions"), v))
 }

@@ -140,3 +140,53 @@ func TestExceptionPanel(t *testing.T) {
 		t.Error("the member page still shows the ended exception")
 	}
 }
+
+// TestExceptionOwnerOutsideTheTeam: a contract names as its owner of
+// exceptions someone outside the team who is neither admin nor reviewer
+// (owner.blue). Once it is live, /exceptions lists the connection for them,
+// they open its page (the approved contract names them) and grant an
+// exception there; another team's owner named nowhere still
+// gets 404, and their /exceptions lists nothing. The admin's /exceptions
+// shows the exception in effect.
+func TestExceptionOwnerOutsideTheTeam(t *testing.T) {
+	h := newHarness(t, false)
+	owner, decider, admin, member := h.signIn("owner.red"), h.signIn("owner.blue"), h.signIn("admin"), h.signIn("member.red")
+	c := workflow.ExampleContract()
+	c.ExceptionOwner = "Owner.Blue@example.test"
+	approvedConnectionOf(t, h, owner, admin, c)
+	h.runJob(workflow.JobProvision)
+
+	resp, body := h.get(decider.c, "/exceptions")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-testid="exceptions-home-row" data-connection="1"`) || !strings.Contains(body, `data-testid="exceptions-home-open"`) {
+		t.Fatalf("the exception owner's /exceptions = %d, without connection 1 to open:\n%s", resp.StatusCode, body)
+	}
+	if strings.Contains(body, `data-testid="exceptions-active"`) {
+		t.Error("a non-admin sees the cluster's exceptions in effect")
+	}
+	if resp, body := h.get(decider.c, "/connections/1"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-testid="exception-grant-form"`) {
+		t.Fatalf("the exception owner's connection page = %d, grant form shown: %v", resp.StatusCode, strings.Contains(body, `data-testid="exception-grant-form"`))
+	}
+	good := url.Values{"priority_class": {"experiment"}, "days": {"2"}, "reason": {"a deadline the contract did not foresee"}}
+	if resp, _ := h.postAs(decider, "/connections/1/exceptions", good); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the exception owner's grant = %d", resp.StatusCode)
+	}
+	if xs, err := h.db.Exceptions(t.Context(), 1); err != nil || len(xs) != 1 || xs[0].GrantedBy != "owner.blue@example.test" {
+		t.Fatalf("exceptions = %+v, %v; want one granted by owner.blue", xs, err)
+	}
+	// Named nowhere: still nothing.
+	other := h.signIn("finance")
+	if resp, _ := h.get(other.c, "/connections/1"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("someone the contract does not name = %d, want 404", resp.StatusCode)
+	}
+	if _, body := h.get(other.c, "/exceptions"); !strings.Contains(body, `data-testid="exceptions-mine-none"`) || strings.Contains(body, `data-connection="1"`) {
+		t.Error("someone the contract does not name has connection 1 on /exceptions")
+	}
+	// The team's own: listed as theirs only if named (owner.red is not any
+	// more); the admin sees the exception in effect.
+	if _, body := h.get(member.c, "/exceptions"); strings.Contains(body, `data-connection="1"`) {
+		t.Error("a member of the team has its connection on /exceptions")
+	}
+	if _, body := h.get(admin.c, "/exceptions"); !strings.Contains(body, `data-testid="exceptions-active"`) || !strings.Contains(body, "experiment until") {
+		t.Error("the admin's /exceptions does not show the exception in effect")
+	}
+}

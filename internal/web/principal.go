@@ -138,6 +138,7 @@ func navFor(p workflow.Principal, path string) []views.NavItem {
 	for _, m := range p.Memberships {
 		add("Team "+m.Team, "/teams/"+m.Team, "nav-team-"+m.Team)
 	}
+	add("Exceptions", "/exceptions", "nav-exceptions")
 	if workflow.Decide(p, workflow.ActionViewAdminHome, workflow.Object{}).Allowed {
 		add("Admin", "/admin", "nav-admin")
 	}

@@ -14,7 +14,13 @@ import (
 // red through the pages, as owner.red and admin.
 func approvedConnection(t *testing.T, h *harness, owner, admin session) {
 	t.Helper()
-	f := formValues(formFromContract(workflow.ExampleContract()))
+	approvedConnectionOf(t, h, owner, admin, workflow.ExampleContract())
+}
+
+// approvedConnectionOf is approvedConnection with contract c (team red's).
+func approvedConnectionOf(t *testing.T, h *harness, owner, admin session, c workflow.Contract) {
+	t.Helper()
+	f := formValues(formFromContract(c))
 	f.Set("intent", "submit")
 	if resp, body := h.postAs(owner, "/teams/red/connections", f); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("create and submit = %d\n%s", resp.StatusCode, body)

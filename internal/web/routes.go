@@ -113,6 +113,7 @@ func (s *Server) connectionRoutes(e *echo.Echo) {
 	e.POST("/connections/:id/decide", s.decide, s.requireLogin)
 	e.POST("/connections/:id/revoke", s.revoke, s.requireLogin)
 	e.POST("/connections/:id/hold", s.decideHold, s.requireLogin)
+	e.GET("/exceptions", s.exceptionsHome, s.requireLogin)
 	e.POST("/connections/:id/exceptions", s.grantException, s.requireLogin)
 	e.POST("/connections/:id/exceptions/revoke", s.revokeException, s.requireLogin)
 	e.POST("/connections/:id/decline-revocation", s.declineRevocation, s.requireLogin)

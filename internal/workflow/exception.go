@@ -140,10 +140,18 @@ func MayDecideException(p Principal, team, owner string) error {
 	if p.HasRole(RoleAdmin) {
 		return nil
 	}
-	if owner != "" && p.Email != "" && strings.EqualFold(strings.TrimSpace(p.Email), strings.TrimSpace(owner)) {
+	if namesPerson(owner, p) {
 		return nil
 	}
 	return ErrExceptionNotOwner
+}
+
+// namesPerson reports whether email (a contract's named owner) is p's,
+// compared without case and surrounding space, as emails are; an empty one
+// names nobody.
+func namesPerson(email string, p Principal) bool {
+	email = strings.TrimSpace(email)
+	return email != "" && p.Email != "" && strings.EqualFold(strings.TrimSpace(p.Email), email)
 }
 
 // ExceptionClasses are the classes an exception may grant: those of the

@@ -204,3 +204,27 @@ func TestExceptionClasses(t *testing.T) {
 		t.Errorf("all allowed: %v", got)
 	}
 }
+
+// TestExceptionOwnerViewsTheConnection: the exception owner named by the
+// approved contract views that connection (to read the contract it decides
+// exceptions from), compared without case, though outside the team; not
+// its team's other views, and nobody else by being named nowhere.
+func TestExceptionOwnerViewsTheConnection(t *testing.T) {
+	blueOwner := NewPrincipal(2, "b", "Boss@example.test", "Boss", nil, []Membership{{"blue", TeamOwner}})
+	o := Object{Team: "red", State: StateActive, ExceptionOwner: "boss@Example.test "}
+	if d := Decide(blueOwner, ActionViewConnection, o); !d.Allowed {
+		t.Errorf("the named exception owner: %s", d.Reason)
+	}
+	if d := Decide(blueOwner, ActionViewTeam, o); d.Allowed {
+		t.Errorf("the exception owner views the team: %s", d.Reason)
+	}
+	for _, other := range []Object{{Team: "red", State: StateActive}, {Team: "red", State: StateActive, ExceptionOwner: "someone@example.test"}, {State: StateActive, ExceptionOwner: "boss@example.test"}} {
+		if d := Decide(blueOwner, ActionViewConnection, other); d.Allowed {
+			t.Errorf("%+v: allowed (%s)", other, d.Reason)
+		}
+	}
+	noEmail := NewPrincipal(3, "c", "", "", nil, []Membership{{"blue", TeamOwner}})
+	if d := Decide(noEmail, ActionViewConnection, Object{Team: "red", State: StateActive, ExceptionOwner: " "}); d.Allowed {
+		t.Errorf("an empty owner names someone without an email: %s", d.Reason)
+	}
+}

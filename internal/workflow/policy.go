@@ -76,6 +76,11 @@ type Object struct {
 	ApprovedDataClassification DataClassification
 	// Hold is where a live connection's hold is (hold.go).
 	Hold Hold
+	// ExceptionOwner is the exception owner its approved contract names
+	// ("" before an approval, or when the caller did not load it): that
+	// person views the connection to decide its exceptions
+	// (ActionViewConnection; exception.go).
+	ExceptionOwner string
 }
 
 // ApprovalsNeededFor is how many distinct admins must approve what o waits
@@ -130,8 +135,10 @@ func Decide(p Principal, a Action, o Object) Decision {
 		return deny("%s is in no group mapped to the portal", p.DisplayName())
 	}
 	switch a {
-	case ActionViewTeam, ActionViewConnection:
+	case ActionViewTeam:
 		return viewTeam(p, o)
+	case ActionViewConnection:
+		return viewConnection(p, o)
 	case ActionReadNotice:
 		return decideReadNotice(p, o)
 	case ActionCreateRequest:
@@ -449,6 +456,18 @@ func viewTeam(p Principal, o Object) Decision {
 		return allow("%s: oversees every team", p.Roles)
 	}
 	return deny("not a member of team %s", o.Team)
+}
+
+// viewConnection: the team's members, admins and reviewers (viewTeam),
+// and the person the approved contract names as its exception owner, who
+// may be outside the team and must read the contract to decide an
+// exception (they see the connection, not the rest of the team's).
+func viewConnection(p Principal, o Object) Decision {
+	d := viewTeam(p, o)
+	if !d.Allowed && o.Team != "" && namesPerson(o.ExceptionOwner, p) {
+		return allow("%s is the exception owner the approved contract of team %s names", p.Email, o.Team)
+	}
+	return d
 }
 
 // SeesAllTeams reports whether p may view every team's connections (admins
