@@ -575,6 +575,19 @@ type Access struct {
 	Quota      string
 	Live       bool // provisioned on the cluster (false: approved, dry run)
 	Commands   []Snippet
+	// RulesMode says what the cluster's roll-out mode does with a broken
+	// rule; Rules are the contract's admission rules in words
+	// (provision.ExplainAdmission); AmendURL is where the owner asks to
+	// change them.
+	RulesMode string
+	Rules     []Rule
+	AmendURL  string
+}
+
+// Rule is one admission rule: the contract clause a refusal names, and what
+// it asks.
+type Rule struct {
+	Clause, Says string
 }
 
 // Snippet is one command with what it does.

@@ -37,6 +37,11 @@ func (s *Server) accessView(conn store.Connection, approved store.Version) *view
 	// not the configured class ("training"): a job naming an unknown class
 	// fails to submit.
 	priority := s.opts.Cluster.KueuePriorityClass(s.opts.Cluster.TrainingClass(c.Scheduling.PriorityClasses))
+	mode, rules := provision.ExplainAdmission(c, s.opts.Cluster, a.LocalQueue)
+	a.RulesMode, a.AmendURL = mode, fmt.Sprintf("/connections/%d/edit", conn.ID)
+	for _, r := range rules {
+		a.Rules = append(a.Rules, views.Rule{Clause: r.Clause, Says: r.Says})
+	}
 	a.Commands = []views.Snippet{
 		{Title: "Connect kubectl (as your team's access role)", Code: fmt.Sprintf(
 			"aws eks update-kubeconfig --name %s --region %s \\\n  --role-arn %s --alias %s",

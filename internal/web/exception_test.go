@@ -190,3 +190,29 @@ func TestExceptionOwnerOutsideTheTeam(t *testing.T) {
 		t.Error("the admin's /exceptions does not show the exception in effect")
 	}
 }
+
+// TestRulesExplained: the owner's connection page and the member page say
+// what the cluster holds the team to: the roll-out mode's effect, the five
+// admission rules with the clauses their refusals name and the contract's
+// values (provision.ExplainAdmission, tested there against the
+// parameters), and where to ask for a change.
+func TestRulesExplained(t *testing.T) {
+	h := newHarness(t, false)
+	owner, member, admin := h.signIn("owner.red"), h.signIn("member.red"), h.signIn("admin")
+	activeConnection(t, h, owner, admin)
+	for name, page := range map[string]struct {
+		s    session
+		path string
+	}{"the owner's connection page": {owner, "/connections/1"}, "the member page": {member, "/teams/red/submit"}} {
+		_, body := h.get(page.s.c, page.path)
+		if n := strings.Count(body, `data-testid="rule"`); n != 5 {
+			t.Errorf("%s lists %d rules, want 5", name, n)
+		}
+		for _, want := range []string{`data-testid="rules-mode"`, "warn mode", "kueue.x-k8s.io/queue-name: hyperpod-ns-red-localqueue",
+			"training-priority", `&#34;Priority classes&#34;`, `href="/connections/1/edit" data-testid="rules-amend"`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s does not say %s", name, want)
+			}
+		}
+	}
+}
