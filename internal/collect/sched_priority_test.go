@@ -10,6 +10,8 @@ package collect
 // collector, running throughout against a real store, must count the
 // preemption for the first team only, hour by hour as Kueue recorded it,
 // and not count the eviction of the second team's job by a hold's drain.
+// TestSchedPriorityPreemptionHyperPodQueues plays the same on queues made as
+// HyperPod task governance makes them.
 //
 // Kueue (sigs.k8s.io/kueue@v0.17.0): withinClusterQueue LowerPriority lets
 // a pending Workload preempt admitted ones of lower priority in its own
@@ -45,16 +47,17 @@ import (
 )
 
 // teamPlan is the portal's plan for team, guaranteed one ml.p5.48xlarge
-// and preempting as pre says, the portal managing the queues. No cohort:
-// each team keeps to its own ClusterQueue.
-func teamPlan(t *testing.T, id int64, team string, pre workflow.Preemption) provision.Plan {
+// and preempting as pre says, the portal managing the queues when
+// portalQueues (no cohort: each team keeps to its own ClusterQueue), or
+// leaving them to HyperPod.
+func teamPlan(t *testing.T, id int64, team string, pre workflow.Preemption, portalQueues bool) provision.Plan {
 	t.Helper()
 	ct := workflow.ExampleContractFor(team)
 	ct.Scheduling.Guaranteed = []workflow.Capacity{{InstanceType: hpcluster.P5.Name, Count: 1}}
 	ct.Scheduling.Preemption = pre
 	ct = ct.Normalize()
 	s := provision.DefaultClusterSettings()
-	s.ClusterQueueManagedByPortal = true
+	s.ClusterQueueManagedByPortal = portalQueues
 	p, err := provision.BuildPlan(id, 1, ct.Hash(), ct, s)
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +94,16 @@ func provisionAll(t *testing.T, c *hpcluster.Cluster, plans ...provision.Plan) *
 	return a
 }
 
+// preemptionSide is one team of the preemption scenario: its contract's
+// preemption, the withinClusterQueue its ClusterQueue must have, the team's
+// queues, and its jobs.
+type preemptionSide struct {
+	pre       workflow.Preemption
+	within    kueue.PreemptionPolicy
+	team      hpcluster.Team
+	low, high *batchv1.Job
+}
+
 func TestSchedPriorityPreemption(t *testing.T) {
 	c := hpcluster.Connect(t)
 	ctx := t.Context()
@@ -98,19 +111,13 @@ func TestSchedPriorityPreemption(t *testing.T) {
 		c.AddNode(t, fmt.Sprintf("p5-%d", i), hpcluster.P5)
 	}
 	run := fmt.Sprintf("%06x", time.Now().UnixNano()&0xffffff)
-	type side struct {
-		pre       workflow.Preemption
-		within    kueue.PreemptionPolicy
-		team      hpcluster.Team
-		low, high *batchv1.Job
-	}
-	sides := []*side{
+	sides := []*preemptionSide{
 		{pre: workflow.PreemptLowerPriority, within: kueue.PreemptionPolicyLowerPriority},
 		{pre: workflow.PreemptNever, within: kueue.PreemptionPolicyNever},
 	}
 	var plans []provision.Plan
 	for i, sd := range sides {
-		plans = append(plans, teamPlan(t, int64(i+1), fmt.Sprintf("p%d%s", i, run), sd.pre))
+		plans = append(plans, teamPlan(t, int64(i+1), fmt.Sprintf("p%d%s", i, run), sd.pre, true))
 	}
 	a := provisionAll(t, c, plans...)
 	for i, sd := range sides {
@@ -131,7 +138,63 @@ func TestSchedPriorityPreemption(t *testing.T) {
 			}
 		}
 	}
+	preemptionScenario(t, c, run, sides, plans, a)
+}
 
+// TestSchedPriorityPreemptionHyperPodQueues is the same scenario on
+// queues HyperPod task governance made (hpcluster.AddHyperPodTeam, each
+// field owned by HyperPod's field manager): a compute quota's
+// PreemptTeamTasks LowerPriority or Never becomes the ClusterQueue's
+// withinClusterQueue, as the portal's plan maps the contract's preemption
+// in the portal-managed mode (CreateComputeQuota, ComputeQuotaConfig
+// PreemptTeamTasks; platform-reference). The portal provisions the rest
+// of each team (plans in HyperPod-managed mode, which leave HyperPod's
+// queues alone) and drains the second team's LocalQueue through its hold
+// steps, which must not conflict with HyperPod's ownership; the collector
+// counts the one preemption for the first team.
+func TestSchedPriorityPreemptionHyperPodQueues(t *testing.T) {
+	c := hpcluster.Connect(t)
+	for i := range 2 {
+		c.AddNode(t, fmt.Sprintf("p5-%d", i), hpcluster.P5)
+	}
+	// What HyperPod's cluster policy and instance groups make, shared by
+	// the teams: the flavor and the priority classes (the plan leaves them
+	// to HyperPod in this mode).
+	c.AddFlavor(t, hpcluster.P5)
+	for _, pc := range provision.DefaultClusterSettings().PriorityClasses {
+		c.AddPriorityClass(t, pc.Name, pc.Value)
+	}
+	run := fmt.Sprintf("%06x", time.Now().UnixNano()&0xffffff)
+	sides := []*preemptionSide{
+		{pre: workflow.PreemptLowerPriority, within: kueue.PreemptionPolicyLowerPriority},
+		{pre: workflow.PreemptNever, within: kueue.PreemptionPolicyNever},
+	}
+	var plans []provision.Plan
+	for i, sd := range sides {
+		name := fmt.Sprintf("h%d%s", i, run)
+		// Each team alone in its cohort: no borrowing between them.
+		sd.team = c.AddHyperPodTeamPreempting(t, name, "alone-"+name, sd.within,
+			hpcluster.Guarantee{Flavor: hpcluster.P5, Resource: hpcluster.ResourceGPU, Count: 8})
+		p := teamPlan(t, int64(i+1), name, sd.pre, false)
+		for _, o := range p.Objects {
+			if (o.Kind == "LocalQueue" || o.Kind == "ClusterQueue" || o.Kind == "Namespace") && o.Owner == provision.OwnerPortal {
+				t.Fatalf("the HyperPod-managed plan makes %s %s itself", o.Kind, o.Name)
+			}
+		}
+		plans = append(plans, p)
+	}
+	a := provisionAll(t, c, plans...)
+	preemptionScenario(t, c, run, sides, plans, a)
+}
+
+// preemptionScenario fills each side's queue with a low-priority job, sends
+// a high-priority one, checks that Kueue preempts in the first side's queue
+// and not in the second's, drains the second's LocalQueue with the
+// portal's hold steps, and compares the collector's preemptions per team
+// and hour with Kueue's record of them.
+func preemptionScenario(t *testing.T, c *hpcluster.Cluster, run string, sides []*preemptionSide, plans []provision.Plan, a *provision.Applier) {
+	t.Helper()
+	ctx := t.Context()
 	// The collector follows the cluster from before the first job, as it
 	// does in production, into a real store.
 	db := migratedDB(t)

@@ -386,6 +386,15 @@ type Guarantee struct {
 // defaulted (LocalQueue spec.stopPolicy None included).
 func (c *Cluster) AddHyperPodTeam(t testing.TB, name, cohort string, guarantees ...Guarantee) Team {
 	t.Helper()
+	return c.AddHyperPodTeamPreempting(t, name, cohort, kueue.PreemptionPolicyLowerPriority, guarantees...)
+}
+
+// AddHyperPodTeamPreempting is AddHyperPodTeam for a compute quota whose
+// PreemptTeamTasks is LowerPriority (within: LowerPriority) or Never
+// (within: Never): HyperPod's ClusterQueue preempts inside the queue as
+// within says.
+func (c *Cluster) AddHyperPodTeamPreempting(t testing.TB, name, cohort string, within kueue.PreemptionPolicy, guarantees ...Guarantee) Team {
+	t.Helper()
 	ctx := t.Context()
 	team := Team{
 		Name:         name,
@@ -410,7 +419,7 @@ func (c *Cluster) AddHyperPodTeam(t testing.TB, name, cohort string, guarantees 
 			CohortName:        kueue.CohortReference(cohort),
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: team.Namespace}},
 			Preemption: &kueue.ClusterQueuePreemption{
-				WithinClusterQueue:  kueue.PreemptionPolicyLowerPriority,
+				WithinClusterQueue:  within,
 				ReclaimWithinCohort: kueue.PreemptionPolicyAny,
 			},
 		},
