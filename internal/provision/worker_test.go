@@ -640,7 +640,7 @@ func TestWorkerPlanErrors(t *testing.T) {
 		err   error
 		state workflow.JobState
 	}{
-		{"permanent: cannot be planned", provision.Permanent(provision.ErrSlurm), workflow.JobFailed},
+		{"permanent: cannot be planned", provision.Permanent(errors.New("the plan cannot be built")), workflow.JobFailed},
 		{"transient: the version could not be read", errors.New("database is locked"), workflow.JobQueued},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
