@@ -343,3 +343,26 @@ func SlurmDrift(ctx context.Context, r slurm.Runner, p *slurmprov.Plan) ([]workf
 	}
 	return items, nil
 }
+
+// check reports what is wrong with the settings, each as "key: problem".
+func (s SlurmSettings) check() []string {
+	var out []string
+	for _, n := range []struct{ key, v string }{{"cluster", s.Cluster}, {"parent_account", s.ParentAccount}} {
+		if n.v != "" && !slurmNameRe.MatchString(n.v) {
+			out = append(out, fmt.Sprintf("%s: %q must be lower-case letters, digits, '_', '.' and '-', at most 64", n.key, n.v))
+		}
+	}
+	for _, q := range s.PreemptableQoS {
+		if !slurmNameRe.MatchString(q) {
+			out = append(out, fmt.Sprintf("preemptable_qos: %q must be lower-case letters, digits, '_', '.' and '-', at most 64", q))
+		}
+	}
+	if t := s.UserTemplate; t != "" {
+		if !strings.Contains(t, "{local}") {
+			out = append(out, fmt.Sprintf("user_template: %q must contain {local} (the email's part before '@'): without it every member maps to one user", t))
+		} else if _, err := SlurmUser(t, "member@example.com", "team"); err != nil {
+			out = append(out, fmt.Sprintf("user_template: %q does not make a POSIX user name (letters, digits, '.', '_', '-'; {local} and {team} only)", t))
+		}
+	}
+	return out
+}
