@@ -139,7 +139,9 @@ func TestSlurmConnectionOnTheTestBed(t *testing.T) {
 	}
 	var saved []workflow.DriftItem
 	d := &provision.DriftChecker{
-		List:  func(context.Context) ([]provision.ConnVersion, error) { return []provision.ConnVersion{{ConnectionID: b.conn.ID, Version: 1}}, nil },
+		List: func(context.Context) ([]provision.ConnVersion, error) {
+			return []provision.ConnVersion{{ConnectionID: b.conn.ID, Version: 1}}, nil
+		},
 		Plans: w.Plans,
 		Slurm: r,
 		Save: func(_ context.Context, _ int64, _ workflow.DriftBasis, items []workflow.DriftItem, checkErr string, _ time.Time) error {
