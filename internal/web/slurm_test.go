@@ -59,7 +59,9 @@ func TestSlurmApprovalShowsTheCommandsAndQueuesTheJob(t *testing.T) {
 			t.Errorf("the admin's page lacks the command %q", cmd)
 		}
 	}
-	for _, want := range []string{`data-testid="slurm-commands"`, "sacctmgr -i add qos red-gpu", "Partition=gpu", "SSMSessionRunAs=&lt;os-user&gt;", `data-testid="approve"`} {
+	// The decide form names the plan the admin sees, as for EKS.
+	for _, want := range []string{`data-testid="slurm-commands"`, "sacctmgr -i add qos red-gpu", "Partition=gpu", "SSMSessionRunAs=&lt;os-user&gt;", `data-testid="approve"`,
+		`name="plan_hash" value="` + plan.Hash() + `"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the admin's page lacks %q", want)
 		}
