@@ -54,6 +54,7 @@ type Config struct {
 	// ReviewInterval is how often the review scheduler ticks.
 	ReviewInterval      time.Duration
 	Kubeconfig          string
+	SlurmConf           string
 	OnRevoke            string // "lock" or "delete": what revocation does with a team namespace
 	ClusterSettingsFile string // YAML: namespace prefix, priority classes, ClusterQueue mode, accelerators, instance types
 	// RateCardFile is the JSON rate card that prices usage; empty: usage
@@ -133,6 +134,7 @@ var specs = []flagSpec{
 	{"demo-reviews", "PORTAL_DEMO_REVIEWS", "false", "with --dev, on a database with no connection yet: make two demo connections with a review due today and one overdue, labelled demo data (make run sets it)", true},
 	{"demo-usage", "PORTAL_DEMO_USAGE", "false", "with --dev and without --kubeconfig, on a database with no usage yet: seed 60 days of hourly demo usage, labelled demo data (make run sets it)", true},
 	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
+	{"slurm-conf", "PORTAL_SLURM_CONF", "", "the Slurm cluster's slurm.conf, for a portal running where Slurm's client commands (sacctmgr, ...) work: Slurm connections are provisioned, checked for drift and revoked through them (the local transport; docs/provisioning.md); empty: a Slurm connection's job fails, saying no Slurm transport is configured", false},
 	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
 	{"cluster-settings", "PORTAL_CLUSTER_SETTINGS", "", "YAML file of the shared cluster's settings: namespace prefix, priority classes, ClusterQueue mode, accelerator table, instance types (see docs/configuration.md); empty: the HyperPod task governance defaults", false},
 	{"rate-card", "PORTAL_RATE_CARD", "", "JSON rate card: hourly price per instance type, currency, effective-from dates, optional borrowed rate (see docs/usage-and-cost.md); empty: usage is shown without money and no month is closed", false},
@@ -286,6 +288,7 @@ func (v *flagValues) config() Config {
 		UsageInterval:         v.dur("usage-interval"),
 		ReviewInterval:        v.dur("review-interval"),
 		Kubeconfig:            v.str("kubeconfig"),
+		SlurmConf:             v.str("slurm-conf"),
 		OnRevoke:              v.str("on-revoke"),
 		ClusterSettingsFile:   v.str("cluster-settings"),
 		RateCardFile:          v.str("rate-card"),

@@ -28,6 +28,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/signing"
+	"github.com/hyperpod-governance/portal/internal/slurm"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/usage/prom"
@@ -277,6 +278,9 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 		// collector writes wakes the review scheduler's capacity trigger.
 		p.collector.InventoryChanged = p.reviews.Wake
 		p.drift = newDriftChecker(db, p.applier, p.side.drifter(), p.cluster, logger)
+		if cfg.SlurmConf != "" {
+			p.drift.Slurm = slurm.Local{Conf: cfg.SlurmConf}
+		}
 	}
 	return p, nil
 }
@@ -291,6 +295,10 @@ func (p *parts) assembleProvisioning(ctx context.Context, cfg Config, db *store.
 		}
 	}
 	p.worker = newWorker(db, p.applier, p.cluster, logger)
+	if cfg.SlurmConf != "" {
+		// The local transport: the Slurm client commands on this machine.
+		p.worker.Slurm = slurm.Local{Conf: cfg.SlurmConf}
+	}
 	if p.side.Runner != nil {
 		p.worker.AWS = p.side.Runner
 	}

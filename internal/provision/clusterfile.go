@@ -80,6 +80,13 @@ type clusterFile struct {
 	// admin may grant, in days (ClusterSettings.ExceptionMaxDays; 0 or
 	// absent: 14).
 	ExceptionMaxDays int `json:"exception_max_days"`
+	// Slurm: how Slurm connections are set up (SlurmSettings).
+	Slurm struct {
+		Cluster        string   `json:"cluster"`
+		ParentAccount  string   `json:"parent_account"`
+		UserTemplate   string   `json:"user_template"`
+		PreemptableQoS []string `json:"preemptable_qos"`
+	} `json:"slurm"`
 }
 
 type filePriorityClass struct {
@@ -166,6 +173,11 @@ func ParseClusterSettings(b []byte) (ClusterSettings, error) {
 			}
 			s.PriorityClasses = append(s.PriorityClasses, PriorityClass{Name: pc.Name, Value: *pc.Value})
 		}
+	}
+
+	s.Slurm = SlurmSettings{Cluster: f.Slurm.Cluster, ParentAccount: f.Slurm.ParentAccount, UserTemplate: f.Slurm.UserTemplate, PreemptableQoS: f.Slurm.PreemptableQoS}
+	for _, e := range s.Slurm.check() {
+		bad("slurm.%s", e)
 	}
 
 	if f.Accelerators != nil {

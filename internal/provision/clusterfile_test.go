@@ -33,6 +33,7 @@ pod_identity_agent_cidrs: []
 observability_namespaces: [prometheus]
 reserved_namespaces: [team-infra, "platform-*"]
 admission_mode: deny
+slurm: {cluster: hp-slurm, parent_account: portal, user_template: "hp-{local}", preemptable_qos: [scavenger]}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +54,9 @@ admission_mode: deny
 		!slices.Equal(s.ObservabilityNamespaces, []string{"prometheus"}) ||
 		!slices.Equal(s.ReservedNamespaces, []string{"team-infra", "platform-*"}) || s.AdmissionMode != AdmissionDeny {
 		t.Errorf("parsed %+v", s)
+	}
+	if sl := s.Slurm; sl.Cluster != "hp-slurm" || sl.ParentAccount != "portal" || sl.UserTemplate != "hp-{local}" || !slices.Equal(sl.PreemptableQoS, []string{"scavenger"}) {
+		t.Errorf("slurm = %+v", sl)
 	}
 	// Accelerator entries change or add to the default table.
 	if got := s.Accelerators["ml.g6.8xlarge"]; got != (ResourcesPerInstance{Accelerators: 1, AcceleratorResource: ResourceNvidiaGPU, CPU: 32, MemoryGiB: 128}) {
@@ -108,6 +112,7 @@ pod_identity_agent_cidrs: [169.254.170.23]
 observability_namespaces: [Not_A_Namespace]
 reserved_namespaces: [ok-name, "*", "Bad*", Bad_Name]
 admission_mode: Deny
+slurm: {cluster: "Hp Slurm", user_template: "{team}", preemptable_qos: ["a b"]}
 `))
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -123,6 +128,7 @@ admission_mode: Deny
 		"container_defaults.request_cpu: \"lots\"", "container_defaults: give both", "pod_identity_agent_cidrs[0]", "observability_namespaces[0]",
 		"reserved_namespaces[1]", "reserved_namespaces[2]", "reserved_namespaces[3]",
 		"admission_mode: \"Deny\" must be warn, audit or deny",
+		"slurm.cluster: \"Hp Slurm\"", "slurm.user_template: \"{team}\" must contain {local}", "slurm.preemptable_qos: \"a b\"",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not mention %q:\n%v", want, err)

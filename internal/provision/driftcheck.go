@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hyperpod-governance/portal/internal/slurm"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -41,7 +42,10 @@ type DriftChecker struct {
 	StopPolicies func(ctx context.Context) (map[int64]string, error)
 	// Save records a connection's report with what it was compared with
 	// (store.SaveDrift drops a report the connection has moved on from).
-	Save     func(ctx context.Context, connID int64, basis workflow.DriftBasis, items []workflow.DriftItem, checkErr string, now time.Time) error
+	Save func(ctx context.Context, connID int64, basis workflow.DriftBasis, items []workflow.DriftItem, checkErr string, now time.Time) error
+	// Slurm reads the accounting of the Slurm connections (SlurmDrift);
+	// nil: their check fails, saying so.
+	Slurm    slurm.Runner
 	Interval time.Duration
 	Clock    func() time.Time
 	Logger   *slog.Logger
@@ -93,6 +97,10 @@ func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, stop
 			p, err := d.Plans(ctx, cv.ConnectionID, cv.Version)
 			if err != nil {
 				errs[i] = err
+				continue
+			}
+			if p.Slurm != nil {
+				items[i], errs[i] = SlurmDrift(ctx, d.Slurm, p.Slurm)
 				continue
 			}
 			p.StopPolicy = stops[cv.ConnectionID]

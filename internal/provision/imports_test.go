@@ -10,8 +10,10 @@ import (
 )
 
 // TestImportsRunOneWay keeps the package's imports one way (style item 1):
-// provision may import workflow and its own AWS half (awsprov, which imports
-// workflow only), never the web layer or the store. workflow itself imports
+// provision may import workflow, its own AWS half (awsprov, which imports
+// workflow only) and its Slurm half (slurmprov, and the Slurm transport
+// internal/slurm it runs through, which import neither workflow nor
+// provision), never the web layer or the store. workflow itself imports
 // none of them (its own rule), so direct imports suffice.
 func TestImportsRunOneWay(t *testing.T) {
 	files, err := filepath.Glob("*.go")
@@ -34,9 +36,10 @@ func TestImportsRunOneWay(t *testing.T) {
 		}
 		for _, imp := range ast.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
-			allowed := path == module+"internal/workflow" || (!strings.HasPrefix(f, "awsprov/") && path == module+"internal/provision/awsprov")
+			allowed := path == module+"internal/workflow" || (!strings.HasPrefix(f, "awsprov/") &&
+				(path == module+"internal/provision/awsprov" || path == module+"internal/provision/slurmprov" || path == module+"internal/slurm"))
 			if strings.HasPrefix(path, module) && !allowed {
-				t.Errorf("%s imports %s: provision may import internal/workflow (and its awsprov) only", f, path)
+				t.Errorf("%s imports %s: provision may import internal/workflow (and its awsprov, slurmprov, internal/slurm) only", f, path)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/provision/slurmprov"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -72,12 +73,6 @@ const (
 	NamePolicyEgressPrefix = "allow-egress-"
 )
 
-// ErrSlurm is returned by BuildPlan for a Slurm connection. It is an error
-// rather than an empty plan so that a Slurm connection can never be recorded
-// as provisioned by a plan that did nothing: its scope (Slurm account,
-// partition, QoS, Session Manager run-as) needs a provisioner of its own.
-var ErrSlurm = errors.New("provision: Slurm connections are not provisioned on EKS: this plan covers EKS namespaces only")
-
 // Plan is the desired state of one approved contract version on the
 // cluster: the objects to apply, in the order to apply them, and what the
 // plan cannot do (Warnings). Build it with BuildPlan.
@@ -125,6 +120,12 @@ type Plan struct {
 	// classes the admission parameters carry (WithExceptions, never
 	// BuildPlan): for the plan page. Not part of Hash.
 	Exceptions []workflow.Exception
+
+	// Slurm is a Slurm connection's plan: the team's QoS, account and
+	// member associations in the cluster's accounting (SlurmPlan); nil for
+	// an EKS one. A Slurm plan has no Objects and no AWS calls; its exact
+	// sacctmgr commands are part of Hash.
+	Slurm *slurmprov.Plan
 }
 
 // Owner says who owns an object of a plan, and so what the portal may do
@@ -322,6 +323,9 @@ func (p Plan) HashedText() string {
 	for _, c := range p.AWS {
 		fmt.Fprintf(&b, "# aws: %s\n", c.Canonical())
 	}
+	if p.Slurm != nil {
+		b.WriteString(slurmHashedText(p.Slurm))
+	}
 	return b.String()
 }
 
@@ -330,13 +334,14 @@ func (p Plan) HashedText() string {
 // for byte. hash must be the contract's hash (workflow.Contract.Hash), so
 // that a plan can never be built from one version and labelled as another.
 //
-// A Slurm contract gives ErrSlurm. An instance type missing from the
+// A Slurm contract gives a plan of the team's Slurm accounting (Slurm,
+// slurm.go) and no object. An instance type missing from the
 // settings' Accelerators is an error, since its quota cannot be computed.
 func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s ClusterSettings) (Plan, error) {
 	c = c.Normalize()
 	switch {
 	case c.Orchestrator == workflow.OrchestratorSlurm:
-		return Plan{}, ErrSlurm
+		return buildSlurmPlan(connID, version, hash, c, s)
 	case c.Orchestrator != workflow.OrchestratorEKS:
 		return Plan{}, fmt.Errorf("provision: orchestrator %q is not %s", c.Orchestrator, workflow.OrchestratorEKS)
 	case connID <= 0:

@@ -52,7 +52,7 @@ func slurmContract() workflow.Contract {
 	c.Orchestrator = workflow.OrchestratorSlurm
 	c.EKSClusterName = ""
 	c.Namespaces = nil
-	c.SlurmScope = workflow.SlurmScope{Account: "red", Partition: "gpu", QoS: "normal"}
+	c.SlurmScope = workflow.SlurmScope{Account: "red", Partition: "gpu", QoS: "red-gpu"}
 	return c.Normalize()
 }
 
@@ -97,6 +97,12 @@ func TestBuildPlanGolden(t *testing.T) {
 				}
 				b.WriteString("## Hash\n" + p.Hash() + "\n")
 				b.WriteString("## YAML\n" + p.YAML())
+				if p.Slurm != nil {
+					b.WriteString("## Slurm\n")
+					for _, c := range p.Slurm.Commands() {
+						b.WriteString(c.String() + "\n")
+					}
+				}
 			}
 			golden(t, filepath.Join("testdata", tc.name+".golden"), b.String())
 		})
@@ -135,14 +141,24 @@ func golden(t *testing.T, path, got string) {
 	}
 }
 
-func TestBuildPlanSlurmIsAnError(t *testing.T) {
+// TestBuildPlanSlurm: a Slurm contract's plan is its Slurm accounting,
+// no Kubernetes object, and its hash covers the exact commands.
+func TestBuildPlanSlurm(t *testing.T) {
 	c := slurmContract()
 	p, err := BuildPlan(1, 1, c.Hash(), c, DefaultClusterSettings())
-	if !errors.Is(err, ErrSlurm) {
-		t.Fatalf("BuildPlan(slurm) error = %v, want ErrSlurm", err)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(p.Objects) != 0 {
-		t.Errorf("a Slurm plan has %d objects, want none", len(p.Objects))
+	if len(p.Objects) != 0 || len(p.AWS) != 0 || p.Slurm == nil {
+		t.Fatalf("a Slurm plan has %d objects, %d AWS calls, Slurm %v; want only Slurm", len(p.Objects), len(p.AWS), p.Slurm)
+	}
+	for _, cmd := range p.Slurm.Commands() {
+		if !strings.Contains(p.HashedText(), cmd.String()) {
+			t.Errorf("the hashed text lacks %q", cmd)
+		}
+	}
+	if _, err := BuildPlan(1, 1, "not-the-hash", c, DefaultClusterSettings()); err == nil {
+		t.Error("a Slurm plan built under another version's hash")
 	}
 }
 

@@ -305,6 +305,16 @@ func (w *Worker) runReapplyBatch(ctx context.Context, first workflow.Job, sa Sna
 			end(r, w.notStarted(sctx, r, err))
 			continue
 		}
+		if plan.Slurm != nil {
+			// A Slurm connection has no namespace and nothing in the
+			// snapshot: it runs on its own, here.
+			r.setSteps(ReapplySteps(plan), hash)
+			r.apply = w.Apply
+			if !end(r, w.runAlone(sctx, r)) {
+				return result()
+			}
+			continue
+		}
 		r.plan = plan
 		r.setSteps(ReapplySteps(plan.Adopting(r.job.AdoptNamespace)), hash)
 		live = append(live, r)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/provision/slurmprov"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,6 +73,13 @@ const (
 	// HyperPod task governance (Owner): the team namespace and LocalQueue
 	// go with the compute quota, which revocation deletes after them.
 	ActionLeave StepAction = "leave"
+	// ActionSlurmApply makes the cluster's accounting match a Slurm plan
+	// (slurmprov.Apply: adds what is missing, restores what differs,
+	// removes member associations the plan dropped).
+	ActionSlurmApply StepAction = "slurm-apply"
+	// ActionSlurmRevoke removes a Slurm plan's associations, account and
+	// QoS (slurmprov.Revoke); the portal's parent account stays.
+	ActionSlurmRevoke StepAction = "slurm-revoke"
 )
 
 // More outcomes of a step, for revocation.
@@ -92,6 +100,8 @@ type Step struct {
 	Keep []string
 	// AWS is the call of an ActionAWSEnsure or ActionAWSRemove step.
 	AWS *awsprov.Call
+	// Slurm is the plan of an ActionSlurmApply or ActionSlurmRevoke step.
+	Slurm *slurmprov.Plan
 }
 
 // keep is Keep as plan objects, for PruneExtraBindings.
@@ -121,6 +131,10 @@ func (s Step) Name() string {
 	case ActionStopPolicy:
 		p, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "stopPolicy")
 		return "stopPolicy " + p + " on " + o.Kind + " " + o.Ref()
+	case ActionSlurmApply:
+		return "sacctmgr: account " + s.Slurm.Account.Name + ", QoS " + s.Slurm.QoS.Name + " and members on " + s.Slurm.Cluster
+	case ActionSlurmRevoke:
+		return "sacctmgr: remove the members, account " + s.Slurm.Account.Name + " and QoS " + s.Slurm.QoS.Name + " from " + s.Slurm.Cluster
 	case ActionAWSEnsure:
 		return s.AWS.Title()
 	case ActionAWSRemove:
@@ -135,6 +149,10 @@ func (s Step) Name() string {
 // ReapplySteps re-apply p and then remove RoleBindings p does not contain:
 // the fix for drift.
 func ReapplySteps(p Plan) []Step {
+	if p.Slurm != nil {
+		// slurmprov.Apply removes the associations the plan does not have.
+		return ApplySteps(p)
+	}
 	steps := ApplySteps(p)
 	var keep []string
 	for _, o := range p.Objects {
@@ -149,7 +167,12 @@ func ReapplySteps(p Plan) []Step {
 // ApplySteps are the steps that provision p: the AWS guardrail calls (the
 // compute quota), each object applied in order, then the AWS access calls
 // (Studio, access entries, Pod Identity).
+//
+// A Slurm plan is one step, slurmprov.Apply.
 func ApplySteps(p Plan) []Step {
+	if p.Slurm != nil {
+		return []Step{{Action: ActionSlurmApply, Slurm: p.Slurm, Detail: slurmSummary(p.Slurm)}}
+	}
 	summary := p.Summary()
 	steps := awsSteps(p.AWS, awsprov.Guardrail)
 	for i, o := range p.Objects {
@@ -169,6 +192,9 @@ func StepsHash(steps []Step) string {
 		}
 		if s.AWS != nil {
 			fmt.Fprintf(h, "%s\n", s.AWS.Canonical())
+		}
+		if s.Slurm != nil {
+			fmt.Fprint(h, slurmHashedText(s.Slurm))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -216,6 +242,12 @@ var revocationOrder = []string{"ClusterRoleBinding", "RoleBinding", "ClusterRole
 // it: other teams use them. An empty mode is RevokeLock. RevocationPlan is
 // pure, like BuildPlan.
 func RevocationPlan(p Plan, mode RevokeMode) []Step {
+	if p.Slurm != nil {
+		// Members' associations first, then the account, then the QoS
+		// (slurmprov.Plan.RevokeCommands), whatever the mode: there is no
+		// namespace to lock.
+		return []Step{{Action: ActionSlurmRevoke, Slurm: p.Slurm, Detail: "remove " + slurmSummary(p.Slurm)}}
+	}
 	if mode == "" {
 		mode = RevokeLock
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/provision/slurmprov"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -310,24 +311,45 @@ func TestWorkerRevocationWaitsForARunningProvisioning(t *testing.T) {
 	b.verifyAudit()
 }
 
-// A Slurm connection has nothing on EKS: its revocation records that and
-// completes.
+// A Slurm connection's revocation is one step, slurmprov.Revoke through
+// the worker's Slurm transport: here the accounting holds nothing of the
+// team, so the step reads it and removes nothing.
 func TestWorkerRevokesASlurmConnection(t *testing.T) {
 	b := newBed(t)
 	j := b.revoke()
-	cluster := &fakeCluster{}
-	w := b.worker("w1", cluster)
-	w.Plans = func(context.Context, int64, int) (provision.Plan, error) {
-		return provision.Plan{}, provision.Permanent(provision.ErrSlurm)
+	w := b.worker("w1", &fakeCluster{})
+	sp := slurmprov.Plan{Cluster: "hp", Parent: slurmprov.Account{Name: "hyperpod-portal"}, QoS: slurmprov.QoS{Name: "red-gpu"},
+		Account: slurmprov.Account{Name: "red", Parent: "hyperpod-portal"}}
+	w.Plans = func(_ context.Context, id int64, v int) (provision.Plan, error) {
+		return provision.Plan{ConnectionID: id, ContractVersion: v, Slurm: &sp}, nil
 	}
+	empty := emptyAccounting{}
+	w.Slurm = &empty
 	b.runOnce(w)
 	ss := b.steps(j.ID)
-	if got := b.jobNow(j.ID); got.State != workflow.JobSucceeded || len(ss) != 1 || ss[0].Name != "nothing to remove" || !strings.Contains(ss[0].Detail, "Slurm") {
-		t.Errorf("job = %+v, steps %+v; want one recorded step saying there is nothing to remove", got, ss)
+	if got := b.jobNow(j.ID); got.State != workflow.JobSucceeded || len(ss) != 1 || !strings.HasPrefix(ss[0].Name, "sacctmgr: remove") || ss[0].Outcome != string(provision.Absent) {
+		t.Errorf("job = %+v, steps %+v; want one Slurm revocation step that found nothing", got, ss)
+	}
+	if empty.writes != 0 || empty.reads == 0 {
+		t.Errorf("the accounting was read %d times and written %d; want read, never written", empty.reads, empty.writes)
 	}
 	if s := b.state(b.conn.ID); s != workflow.StateRevoked {
 		t.Errorf("connection %s, want revoked", s)
 	}
+}
+
+// emptyAccounting is a Slurm accounting database with nothing in it: every
+// sacctmgr show prints its header alone.
+type emptyAccounting struct{ reads, writes int }
+
+func (e *emptyAccounting) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	if name != "sacctmgr" || len(args) < 3 || args[1] != "show" {
+		e.writes++
+		return nil, fmt.Errorf("unexpected %s %v", name, args)
+	}
+	e.reads++
+	format := args[len(args)-1]
+	return []byte(strings.ReplaceAll(strings.TrimPrefix(format, "format="), ",", "|") + "\n"), nil
 }
 
 // An applier that cannot delete fails a revocation at once instead of

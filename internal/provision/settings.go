@@ -129,6 +129,9 @@ type ClusterSettings struct {
 	// AWS are the settings of the plan's AWS half (compute quota, Studio,
 	// EKS access entries, Pod Identity). Off unless AWS.Enabled.
 	AWS awsprov.Settings
+
+	// Slurm is how Slurm connections are set up (slurm.go).
+	Slurm SlurmSettings
 }
 
 // PriorityClass is one of the cluster's priority classes: a class of the

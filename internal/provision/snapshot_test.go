@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -141,7 +142,7 @@ func TestDriftCheckerBatches(t *testing.T) {
 		},
 		Plans: func(_ context.Context, id int64, v int) (Plan, error) {
 			if id == 4 {
-				return Plan{}, Permanent(ErrSlurm)
+				return Plan{}, Permanent(errors.New("the plan cannot be built"))
 			}
 			return Plan{ConnectionID: id, ContractVersion: v}, nil
 		},

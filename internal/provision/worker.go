@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hyperpod-governance/portal/internal/slurm"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -275,6 +276,11 @@ type Worker struct {
 	// aborts the run at once without another write, as if the process had
 	// died there: a test hook for crash recovery.
 	AfterStep func(seq int) error
+	// Slurm runs Slurm's commands on the cluster of the Slurm
+	// connections (slurm.Local where the portal runs beside the Slurm
+	// client commands; docs/configuration.md). Nil: a Slurm job fails,
+	// saying the portal has no Slurm transport.
+	Slurm slurm.Runner
 	// Scheduler runs the cluster's scheduler config jobs
 	// (schedulerjob.go); nil fails them, saying the portal does not run
 	// them.
@@ -682,14 +688,12 @@ func (w *Worker) handBackRun(sctx context.Context, r *jobRun) error {
 func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, error) {
 	plan, err := w.Plans(ctx, job.ConnectionID, job.Version)
 	if job.Kind == workflow.JobRevoke {
-		if errors.Is(err, ErrSlurm) {
-			// Nothing was ever provisioned on EKS for it; the one step
-			// says so, so the revocation completes with a record.
-			s := []Step{{Action: ActionNone, Detail: err.Error()}}
-			return s, StepsHash(s), nil
-		}
 		if err != nil {
 			return nil, "", err
+		}
+		if plan.Slurm != nil {
+			s := RevocationPlan(plan, plan.OnRevoke)
+			return s, StepsHash(s), nil
 		}
 		if plan, err = w.teamQueue(ctx, plan, false); err != nil {
 			return nil, "", err
@@ -734,6 +738,12 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 	if err != nil {
 		return nil, "", err
 	}
+	if plan.Slurm != nil {
+		// One step, slurmprov.Apply, for provisioning, re-apply and
+		// amendment alike: it adds, restores and removes what differs
+		// from the plan (an amendment's dropped members included).
+		return ApplySteps(plan), hash, nil
+	}
 	if plan, err = w.teamQueue(ctx, plan, true); err != nil {
 		return nil, "", err
 	}
@@ -772,7 +782,7 @@ func (w *Worker) checkPlan(ctx context.Context, job workflow.Job, plan Plan) (st
 		return "", permanent(fmt.Errorf(
 			"provision: the plan (%s) is not the one approved (%s): the cluster settings changed since the approval", hash, job.PlanHash))
 	}
-	if w.Preflight != nil && !w.DryRun {
+	if w.Preflight != nil && !w.DryRun && plan.Slurm == nil {
 		if err := w.Preflight(ctx, plan); err != nil {
 			return "", fmt.Errorf("provision: before applying: %w", err)
 		}
@@ -859,6 +869,8 @@ func (w *Worker) runStep(ctx context.Context, job workflow.Job, apply StepApplie
 		return apply.ApplyObject(ctx, st.Object)
 	case ActionNone:
 		return Absent, st.Detail, nil
+	case ActionSlurmApply, ActionSlurmRevoke:
+		return w.runSlurm(ctx, st)
 	}
 	r, ok := apply.(RevocationApplier)
 	if !ok {

@@ -147,7 +147,7 @@ type ContractForm struct {
 	Groups      []FieldGroup
 	Errors      map[string]string // form field name -> message
 	Notice      string            // e.g. someone else saved meanwhile
-	SlurmNotice string            // the orchestrator is Slurm, which the portal does not set up
+	SlurmNotice string            // the orchestrator is Slurm: what the portal sets up and what it does not
 }
 
 // ConnectionRow is one line of a connection list.
@@ -247,14 +247,18 @@ type CapacityRowView struct {
 	OK           bool
 }
 
-// SlurmView says why a Slurm contract cannot be approved and what setting
-// it up by hand would take.
+// SlurmView is what the portal sets up for a Slurm contract (the plan's
+// exact sacctmgr commands, or why there is no plan) and what stays an
+// operator's step.
 type SlurmView struct {
-	Reason string
-	Steps  []SlurmStepView
+	Error    string          // why no plan could be built
+	Cluster  string          // the Slurm cluster (ClusterName) the commands run on
+	Template string          // the POSIX user template the members were mapped with
+	Commands []SlurmStepView // the plan's commands, in order
+	Steps    []SlurmStepView // what the portal does not do
 }
 
-// SlurmStepView is one manual step.
+// SlurmStepView is one command or manual step.
 type SlurmStepView struct {
 	What    string
 	Command string
@@ -320,7 +324,7 @@ type ConnectionDetail struct {
 	Progress     *Progress
 	Access       *Access
 	Drift        *DriftView
-	Slurm        *SlurmView // a Slurm contract: what the portal does not do
+	Slurm        *SlurmView // a Slurm contract: its commands and what the portal does not do
 	// AdoptQuota, for admins after provisioning stopped on a compute quota
 	// made outside the portal: the form that adopts it.
 	AdoptQuota *AdoptQuotaView

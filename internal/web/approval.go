@@ -156,7 +156,7 @@ func (s *Server) approvalFacts(c echo.Context, conn store.Connection, expect *st
 	// created is taken over only when the admin adopts it here,
 	// explicitly (issue 10 item 14); the worker checks again before
 	// it applies anything.
-	if s.opts.Live != nil {
+	if s.opts.Live != nil && plan.Slurm == nil {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		nc, err := s.opts.Live.CheckNamespace(cctx, plan)
 		cancel()
@@ -200,9 +200,6 @@ func (s *Server) decisionRefusal(c echo.Context, id int64, err error, cluster wo
 	case errors.Is(err, workflow.ErrUnpinned):
 		return &refusal{http.StatusBadRequest, "Not approved: an approval must name the version, the contract hash and the plan hash it approves. Reload the page and decide again."}
 	case errors.Is(err, workflow.ErrNotProvisionable):
-		if errors.Is(err, workflow.ErrSlurm) {
-			return conflict("Not approved: " + workflow.SlurmNotSupported + ". The steps it would take are listed below; request changes or reject.")
-		}
 		return conflict("Not approved: " + err.Error() + ". Request changes instead.")
 	case errors.Is(err, workflow.ErrForeignNamespace):
 		ns := cluster.ForeignNamespace
@@ -235,9 +232,22 @@ func alreadyApprovedNotice(e *workflow.AlreadyApprovedError) string {
 	return "Nothing was recorded: " + e.Error() + ", which was all the approval it needed. Nothing is left to approve."
 }
 
-// slurmView says what the portal does not do for a Slurm contract.
-func slurmView(c workflow.Contract) *views.SlurmView {
-	v := &views.SlurmView{Reason: workflow.SlurmNotSupported}
+// slurmView is what the portal sets up for a Slurm contract on this
+// cluster (provision.SlurmPlan's exact commands; the approval pins the
+// plan's hash, which covers them) and what it does not.
+func (s *Server) slurmView(c workflow.Contract) *views.SlurmView {
+	v := &views.SlurmView{Template: s.opts.Cluster.Slurm.UserTemplate}
+	if v.Template == "" {
+		v.Template = provision.DefaultSlurmUserTemplate
+	}
+	if p, _, err := provision.SlurmPlan(c, s.opts.Cluster); err != nil {
+		v.Error = err.Error()
+	} else {
+		v.Cluster = p.Cluster
+		for _, cmd := range p.Commands() {
+			v.Commands = append(v.Commands, views.SlurmStepView{What: cmd.Why, Command: cmd.String()})
+		}
+	}
 	for _, st := range workflow.SlurmManualSteps(c) {
 		v.Steps = append(v.Steps, views.SlurmStepView{What: st.What, Command: st.Command})
 	}

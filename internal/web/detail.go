@@ -146,7 +146,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		}
 	}
 	if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
-		d.Slurm = slurmView(cur.Contract)
+		d.Slurm = s.slurmView(cur.Contract)
 	}
 	if admin && waiting {
 		if err := s.approvalPanel(ctx, p, conn, obj, cur, against, &d); err != nil {
@@ -324,9 +324,6 @@ func (s *Server) approvalPanel(ctx context.Context, p workflow.Principal, conn s
 	for _, r := range rep.Rows {
 		d.Capacity = append(d.Capacity, views.CapacityRowView{InstanceType: r.InstanceType, Capacity: r.Capacity, Held: r.Held,
 			Committed: r.Committed, Requested: r.Requested, After: r.After, OK: r.OK})
-	}
-	if d.Slurm != nil {
-		d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is refused: " + workflow.SlurmNotSupported + " (see \"Slurm\" below for what it would take).")
 	}
 	if !d.CapacityOK {
 		d.DecideNote = strings.TrimSpace(d.DecideNote + " Approval is blocked: the request does not fit the cluster " +

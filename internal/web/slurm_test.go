@@ -2,12 +2,14 @@ package web
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -16,53 +18,87 @@ func slurmContract() workflow.Contract {
 	c.Orchestrator = workflow.OrchestratorSlurm
 	c.EKSClusterName = ""
 	c.Namespaces = nil
-	c.SlurmScope = workflow.SlurmScope{Account: "red-acct", Partition: "gpu", QoS: "normal"}
+	c.SlurmScope = workflow.SlurmScope{Account: "red-acct", Partition: "gpu", QoS: "red-gpu"}
 	return c
 }
 
-// The portal sets up nothing for Slurm, so a Slurm contract is never
-// approved (its job could only fail): the page says what the portal does
-// not do, shows no Approve button, and a posted approval is refused with
-// nothing recorded or queued.
-func TestSlurmApprovalIsRefusedWithTheManualSteps(t *testing.T) {
-	h := newHarness(t, false)
-	ctx := context.Background()
+// submitSlurm files and submits c as red's owner, on a cluster with room.
+func submitSlurm(t *testing.T, h *harness, c workflow.Contract) {
+	t.Helper()
 	owner := h.signIn("owner.red")
-	if resp, body := h.postAs(owner, "/teams/red/connections", formValues(formFromContract(slurmContract()))); resp.StatusCode != http.StatusSeeOther {
+	if resp, body := h.postAs(owner, "/teams/red/connections", formValues(formFromContract(c))); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("create a Slurm draft = %d\n%s", resp.StatusCode, body)
 	}
 	if resp, _ := h.postAs(owner, "/connections/1/submit", nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("submit = %d", resp.StatusCode)
 	}
-	// The cluster has room: capacity is not why it is refused.
-	if err := h.db.SetInventory(ctx, "shared-hp", "ml.p5.48xlarge", 8, workflow.Actor{Email: "admin@example.test"}, time.Now()); err != nil {
+	if err := h.db.SetInventory(t.Context(), "shared-hp", "ml.p5.48xlarge", 8, workflow.Actor{Email: "admin@example.test"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A Slurm contract is approved like an EKS one: the page shows the exact
+// sacctmgr commands of its plan, and the approval, pinned to the plan's
+// hash, queues the provisioning job pinned to it.
+func TestSlurmApprovalShowsTheCommandsAndQueuesTheJob(t *testing.T) {
+	h := newHarness(t, false)
+	ctx := context.Background()
+	submitSlurm(t, h, slurmContract())
 	admin := h.signIn("admin")
 	_, page := h.get(admin.c, "/connections/1")
-	for _, want := range []string{
-		`data-testid="slurm"`, "does not set up Slurm connections yet",
-		"sacctmgr add account red-acct",
-		"sacctmgr add user &lt;os-user&gt; Account=red-acct Partition=gpu QOS=normal",
-		"GrpTRES=node=", "SSMSessionRunAs=&lt;os-user&gt;", "Approval is refused",
-	} {
+	v, err := h.db.Version(ctx, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := provision.BuildPlan(1, 1, v.Hash, v.Contract, h.srv.opts.Cluster)
+	if err != nil || plan.Slurm == nil {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
+	for _, cmd := range plan.Slurm.Commands() {
+		if !strings.Contains(page, html.EscapeString(cmd.String())) {
+			t.Errorf("the admin's page lacks the command %q", cmd)
+		}
+	}
+	// The decide form names the plan the admin sees, as for EKS.
+	for _, want := range []string{`data-testid="slurm-commands"`, "sacctmgr -i add qos red-gpu", "Partition=gpu", "SSMSessionRunAs=&lt;os-user&gt;", `data-testid="approve"`,
+		`name="plan_hash" value="` + plan.Hash() + `"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the admin's page lacks %q", want)
 		}
 	}
-	if strings.Contains(page, `data-testid="approve"`) || strings.Contains(page, "Approval is blocked") {
-		t.Error("the page offers an Approve button for a Slurm contract")
+	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {plan.Hash()}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approving a Slurm contract = %d\n%s", resp.StatusCode, body)
 	}
-	if !strings.Contains(page, `data-testid="request-changes"`) {
-		t.Error("the page lost the other decisions")
+	if conn, _ := h.db.Connection(ctx, 1); conn.State != workflow.StateApproved {
+		t.Errorf("after the approval: %s", conn.State)
+	}
+	js, err := h.db.JobsFor(ctx, 1)
+	if err != nil || len(js) != 1 || js[0].Kind != workflow.JobProvision || js[0].PlanHash != plan.Hash() {
+		t.Errorf("jobs %+v, %v; want one provisioning job pinned to %s", js, err, plan.Hash())
+	}
+}
+
+// A Slurm contract whose plan cannot be built (the cluster's default QoS)
+// is refused with the reason, and nothing is recorded or queued.
+func TestSlurmApprovalRefusedWithoutAPlan(t *testing.T) {
+	h := newHarness(t, false)
+	ctx := context.Background()
+	c := slurmContract()
+	c.SlurmScope.QoS = "normal"
+	submitSlurm(t, h, c)
+	admin := h.signIn("admin")
+	_, page := h.get(admin.c, "/connections/1")
+	if !strings.Contains(page, `data-testid="slurm-error"`) || !strings.Contains(page, "default QoS") {
+		t.Error("the page does not say why there is no Slurm plan")
 	}
 	v, err := h.db.Version(ctx, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {h.planHash(1, 1)}})
-	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "Not approved: the portal does not set up Slurm connections yet") {
-		t.Fatalf("approving a Slurm contract = %d\n%s", resp.StatusCode, body)
+	resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {"x"}})
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "Not approved: this version cannot be provisioned") || !strings.Contains(body, "default QoS") {
+		t.Fatalf("approving = %d\n%s", resp.StatusCode, body)
 	}
 	if conn, _ := h.db.Connection(ctx, 1); conn.State != workflow.StateSubmitted {
 		t.Errorf("after the refused approval: %s", conn.State)
@@ -70,34 +106,22 @@ func TestSlurmApprovalIsRefusedWithTheManualSteps(t *testing.T) {
 	if js, err := h.db.JobsFor(ctx, 1); err != nil || len(js) != 0 {
 		t.Errorf("the refused approval queued jobs: %+v %v", js, err)
 	}
-	// Request changes still works.
-	if resp, _ := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"request_changes"}, "reason": {"use EKS"}, "version": {"1"}, "hash": {v.Hash}}); resp.StatusCode != http.StatusSeeOther {
-		t.Errorf("request changes = %d", resp.StatusCode)
-	}
 }
 
-// The form says so before the owner submits.
-func TestContractFormSaysSlurmCannotBeApproved(t *testing.T) {
+// The form says what the portal sets up on Slurm before the owner submits.
+func TestContractFormSaysWhatSlurmGets(t *testing.T) {
 	h := newHarness(t, false)
 	owner := h.signIn("owner.red")
 	_, page := h.get(owner.c, "/teams/red/connections/new")
-	if !strings.Contains(page, "a Slurm request can be filed but not approved") {
-		t.Error("the orchestrator field's help does not say that Slurm requests cannot be approved")
+	if !strings.Contains(page, "on Slurm its account, QoS and member associations") {
+		t.Error("the orchestrator field's help does not say what a Slurm connection gets")
 	}
 	if strings.Contains(page, `data-testid="slurm-notice"`) {
 		t.Error("a new (EKS or empty) form shows the Slurm notice")
 	}
-	// A Slurm draft, opened for editing, carries the notice.
 	h.postAs(owner, "/teams/red/connections", formValues(formFromContract(slurmContract())))
 	_, page = h.get(owner.c, "/connections/1/edit")
-	if !strings.Contains(page, `data-testid="slurm-notice"`) || !strings.Contains(page, "an admin will have to request changes or reject it") {
-		t.Error("the edit form of a Slurm draft does not say it cannot be approved")
-	}
-	// So does a form re-rendered with errors.
-	f := formValues(formFromContract(slurmContract()))
-	f.Set("account_id", "12")
-	f.Set("intent", "submit")
-	if resp, body := h.postAs(owner, "/teams/red/connections", f); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `data-testid="slurm-notice"`) {
-		t.Errorf("re-rendered Slurm form = %d, notice shown: %v", resp.StatusCode, strings.Contains(body, `data-testid="slurm-notice"`))
+	if !strings.Contains(page, `data-testid="slurm-notice"`) || !strings.Contains(page, "SSMSessionRunAs stays an operator") {
+		t.Error("the edit form of a Slurm draft does not say what stays manual")
 	}
 }

@@ -266,11 +266,8 @@ func approvalRefused(s Conn, by Actor, in ApprovalInput, f ApprovalFacts, amendi
 		return ErrAlreadyDecided
 	}
 	c := f.Contract
-	// The portal sets up nothing for Slurm, and a version whose plan cannot
-	// be built would only fail its job.
-	if c.Orchestrator == OrchestratorSlurm {
-		return fmt.Errorf("%w: %w", ErrNotProvisionable, ErrSlurm)
-	}
+	// A version whose plan cannot be built (EKS objects, or a Slurm
+	// contract's accounting) would only fail its job.
 	if f.PlanError != nil {
 		return fmt.Errorf("%w on this cluster: %w", ErrNotProvisionable, f.PlanError)
 	}

@@ -605,14 +605,13 @@ func TestApproveInputs(t *testing.T) {
 		{name: "claims taken", facts: func(f *ApprovalFacts) { f.Claims = []string{"namespace hyperpod-ns-red is connection #9's"} },
 			wantErr: both(is(ErrClaimTaken), isOther("hyperpod-ns-red is connection #9's"))},
 		{name: "checks down", facts: func(f *ApprovalFacts) { f.ChecksDown = dbDown }, wantErr: both(is(ErrChecksDown), is(dbDown))},
+		// A Slurm version is approved like an EKS one, pinned to its plan.
 		{name: "slurm", facts: func(f *ApprovalFacts) {
 			f.Contract.Orchestrator, f.Approved.Orchestrator = OrchestratorSlurm, OrchestratorSlurm
-		}, wantErr: both(is(ErrNotProvisionable), is(ErrSlurm))},
-		// A version that cannot be provisioned has no plan to name: that
-		// refusal comes before the missing plan hash.
+		}, want: func(s State) Effect { return approved(s, admin, 1) }},
 		{name: "slurm without a plan hash", in: func(in *ApprovalInput) { in.PlanHash = "" }, facts: func(f *ApprovalFacts) {
 			f.Contract.Orchestrator, f.Approved.Orchestrator = OrchestratorSlurm, OrchestratorSlurm
-		}, wantErr: is(ErrSlurm)},
+		}, wantErr: is(ErrUnpinned)},
 		{name: "plan error", facts: func(f *ApprovalFacts) { f.PlanError = planErr }, wantErr: both(is(ErrNotProvisionable), is(planErr))},
 		{name: "plan error without a plan hash", in: func(in *ApprovalInput) { in.PlanHash = "" }, facts: func(f *ApprovalFacts) { f.PlanError = planErr },
 			wantErr: both(is(ErrNotProvisionable), is(planErr))},
@@ -704,7 +703,7 @@ func TestApproveAmendment(t *testing.T) {
 		{name: "namespaces moved", facts: func(f *ApprovalFacts) { f.Contract.Namespaces = []string{"hyperpod-ns-red2"} },
 			wantErr: both(is(ErrNotProvisionable), isOther("Namespaces"))},
 		{name: "orchestrator changed", facts: func(f *ApprovalFacts) { f.Contract.Orchestrator = OrchestratorSlurm },
-			wantErr: both(is(ErrNotProvisionable), is(ErrSlurm))},
+			wantErr: both(is(ErrNotProvisionable), isOther("Orchestrator"))},
 		{name: "cluster changed", facts: func(f *ApprovalFacts) { f.Contract.ClusterName = "other-hp" },
 			wantErr: both(is(ErrNotProvisionable), isOther("cannot change on an active connection"))},
 		{name: "owners and region changed", facts: func(f *ApprovalFacts) {

@@ -296,11 +296,9 @@ var (
 	// database did not answer a lookup).
 	ErrChecksDown = errors.New("the approval's checks could not run")
 	// ErrNotProvisionable refuses an approval of a version the provisioner
-	// cannot set up (Slurm, or a plan that cannot be built); the error says
-	// why.
+	// cannot set up (a plan that cannot be built, an amendment of a field
+	// that cannot change); the error says why.
 	ErrNotProvisionable = errors.New("this version cannot be provisioned")
-	// ErrSlurm is why a Slurm contract is not provisionable.
-	ErrSlurm = errors.New(SlurmNotSupported)
 	// ErrManagesCluster refuses an approval while a contract's project or
 	// access role is allowed a cluster lifecycle action; the error names
 	// the role and the action.

@@ -43,7 +43,7 @@ var contractFields = slices.Concat(
 		str("region", "AWS region", func(c *Contract) *string { return &c.Region }, lower, MaxOneLineLen).
 			line("Where the cluster runs.", "us-east-1"),
 		enum("orchestrator", "Orchestrator", func(c *Contract) *Orchestrator { return &c.Orchestrator }, AllOrchestrators).
-			says("How the HyperPod cluster schedules work. The portal sets up EKS only: a Slurm request can be filed but not approved, because nothing would create its Slurm account, associations, limits or Session Manager tag.", string(OrchestratorEKS)),
+			says("How the HyperPod cluster schedules work. On EKS the portal sets up the team's namespace, queue and access; on Slurm its account, QoS and member associations (the Session Manager Run As tag stays an operator's step).", string(OrchestratorEKS)),
 		str("cluster_name", "HyperPod cluster name", func(c *Contract) *string { return &c.ClusterName }, line, MaxOneLineLen).
 			line("The shared cluster's name.", "shared-hp"),
 		str("cluster_arn", "HyperPod cluster ARN", func(c *Contract) *string { return &c.ClusterARN }, line, MaxARNLen).

@@ -181,8 +181,15 @@ func (p Plan) Commands() []Command {
 type State struct {
 	QoS     *QoS     // nil: absent
 	Parent  bool     // the parent account exists
-	Account *Account // nil: absent
+	Account *Account // nil: absent (its association on the plan's cluster)
 	Users   []User   // the account's user associations
+	// AccountRecord: the account itself exists (sacctmgr show account),
+	// with or without an association; AccountElsewhere: it has
+	// associations on another cluster of the same accounting database.
+	// An account outlives the deletion of its cluster's association
+	// ("delete account where name=X cluster=C" leaves the account), so
+	// revocation deletes it whole when no other cluster uses it.
+	AccountRecord, AccountElsewhere bool
 }
 
 // Read reads the plan's objects back with sacctmgr show -P.
@@ -233,15 +240,27 @@ func Read(ctx context.Context, r slurm.Runner, p Plan) (State, error) {
 			s.Users = append(s.Users, User{Name: a["User"], Account: a["Account"], Partition: a["Partition"]})
 		}
 	}
-	if s.Account != nil {
-		// Description and organization are the account's, not an association's.
-		accts, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "account", "where", "name="+p.Account.Name, "format=Account,Descr,Org")
+	// Description and organization are the account's, not an association's.
+	accts, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "account", "where", "name="+p.Account.Name, "format=Account,Descr,Org")
+	if err != nil {
+		return s, err
+	}
+	for _, a := range accts {
+		if a["Account"] == p.Account.Name {
+			s.AccountRecord = true
+			if s.Account != nil {
+				s.Account.Description, s.Account.Organization = a["Descr"], a["Org"]
+			}
+		}
+	}
+	if s.AccountRecord {
+		all, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "associations", "where", "account="+p.Account.Name, "format=Cluster,Account")
 		if err != nil {
 			return s, err
 		}
-		for _, a := range accts {
-			if a["Account"] == p.Account.Name {
-				s.Account.Description, s.Account.Organization = a["Descr"], a["Org"]
+		for _, a := range all {
+			if a["Cluster"] != p.Cluster {
+				s.AccountElsewhere = true
 			}
 		}
 	}
@@ -438,16 +457,22 @@ func removeUser(cluster string, u User) Command {
 }
 
 // RevokeCommands are the commands that remove the plan, in order: the
-// members' associations (so no new job is accepted), the team's account,
-// then its QoS (which no association names any more). The parent account
+// members' associations (so no new job is accepted), the team's account
+// (whole, unless another cluster still has an association of it), then
+// its QoS (which no association names any more). The parent account
 // stays.
 func (p Plan) RevokeCommands(s State) []Command {
 	var cmds []Command
 	for _, u := range s.Users {
 		cmds = append(cmds, removeUser(p.Cluster, u))
 	}
-	if s.Account != nil {
-		cmds = append(cmds, Command{[]string{"delete", "account", "where", "name=" + p.Account.Name, "cluster=" + p.Cluster}, "the team's account"})
+	switch {
+	case s.AccountRecord && !s.AccountElsewhere:
+		// No other cluster uses it: the account goes whole, its
+		// association on this cluster with it.
+		cmds = append(cmds, Command{[]string{"delete", "account", "where", "name=" + p.Account.Name}, "the team's account"})
+	case s.Account != nil:
+		cmds = append(cmds, Command{[]string{"delete", "account", "where", "name=" + p.Account.Name, "cluster=" + p.Cluster}, "the team's account on this cluster (another cluster still uses it)"})
 	}
 	if s.QoS != nil {
 		cmds = append(cmds, Command{[]string{"delete", "qos", "where", "name=" + p.QoS.Name}, "the team's QoS"})

@@ -177,3 +177,34 @@ func TestDriftAccountTextIgnoresCase(t *testing.T) {
 		t.Errorf("restore = %v", set)
 	}
 }
+
+// TestRevokeCommandsAccountWholeUnlessElsewhere: revocation deletes the
+// team's account whole (a cluster-scoped delete leaves the account
+// behind), a leftover account too, but only this cluster's association
+// when another cluster still uses the account.
+func TestRevokeCommandsAccountWholeUnlessElsewhere(t *testing.T) {
+	p := testPlan("")
+	a, q := p.Account, p.QoS
+	str := func(cmds []Command) []string {
+		var out []string
+		for _, c := range cmds {
+			out = append(out, c.String())
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		s    State
+		want []string
+	}{
+		"whole": {State{Account: &a, AccountRecord: true, QoS: &q},
+			[]string{"sacctmgr -i delete account where name=red", "sacctmgr -i delete qos where name=red-qos"}},
+		"elsewhere": {State{Account: &a, AccountRecord: true, AccountElsewhere: true},
+			[]string{"sacctmgr -i delete account where name=red cluster=testbed"}},
+		"leftover": {State{AccountRecord: true}, []string{"sacctmgr -i delete account where name=red"}},
+		"gone":     {State{}, nil},
+	} {
+		if got := str(p.RevokeCommands(tc.s)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package provision_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/provision/slurmprov"
+	"github.com/hyperpod-governance/portal/internal/slurm"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// slurmClusterName is the ClusterName of the test bed's slurm.conf: the
+// cluster its accounting database knows.
+func slurmClusterName(t *testing.T, conf string) string {
+	t.Helper()
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "ClusterName="); ok {
+			return v
+		}
+	}
+	t.Fatalf("%s names no ClusterName", conf)
+	return ""
+}
+
+// TestSlurmConnectionOnTheTestBed: a Slurm contract approved through the
+// workflow is provisioned by the worker on the test bed's real Slurm and
+// leaves exactly the planned QoS, account and associations (read back with
+// sacctmgr show -P, against figures computed here from the contract and
+// the accelerator table); a limit edited by hand is found as drift by the
+// drift checker and repaired by a re-apply job; revocation leaves nothing
+// of the team in the accounting database.
+func TestSlurmConnectionOnTheTestBed(t *testing.T) {
+	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
+	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
+	var members []string
+	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
+		if team, u, _ := strings.Cut(pair, ":"); team == "red" {
+			members = append(members, u)
+		}
+	}
+	if len(members) < 2 {
+		t.Fatalf("the test bed has %d red users, want 2", len(members))
+	}
+	r := slurm.Local{Conf: conf}
+	ctx := context.Background()
+	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
+	account, qos := "red"+suffix, "red"+suffix+"-gpu"
+
+	settings := provision.DefaultClusterSettings()
+	settings.Slurm = provision.SlurmSettings{Cluster: slurmClusterName(t, conf)}
+	editContract = func(c *workflow.Contract) {
+		c.Orchestrator, c.EKSClusterName, c.Namespaces = workflow.OrchestratorSlurm, "", nil
+		c.SlurmScope = workflow.SlurmScope{Account: account, Partition: partition, QoS: qos}
+		// The members are the people the contract names; their emails'
+		// local parts are the test bed's local accounts.
+		c.BusinessOwner, c.CostOwner, c.ExceptionOwner = members[0]+"@example.test", members[0]+"@example.test", members[0]+"@example.test"
+		c.OperationsOwner = members[1] + "@example.test"
+		for i := range c.Signals {
+			c.Signals[i].Owner = members[1] + "@example.test"
+		}
+	}
+	t.Cleanup(func() { editContract = nil })
+	b := newBedWith(t, settings)
+	editContract = nil
+	if b.plan.Slurm == nil {
+		t.Fatalf("the approved plan is not a Slurm plan: %+v", b.plan)
+	}
+	sp := *b.plan.Slurm
+	t.Cleanup(func() { slurmprov.Revoke(context.Background(), r, sp) })
+
+	w := b.worker("w1", &fakeCluster{})
+	w.Slurm = r
+	b.runOnce(w)
+	if j := b.jobNow(b.job.ID); j.State != workflow.JobSucceeded || j.AppliedPlanHash != b.job.PlanHash {
+		t.Fatalf("provisioning job = %+v, want succeeded with the approved plan %s", j, b.job.PlanHash)
+	}
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		t.Errorf("connection %s, want active", s)
+	}
+
+	// The oracle: the contract's guarantee in GPUs from the accelerator
+	// table, plus its borrowing; its weight; the highest priority class.
+	c := workflow.ExampleContractFor("red")
+	gpus := 0
+	for _, g := range c.Scheduling.Guaranteed {
+		gpus += g.Count * provision.DefaultAccelerators[g.InstanceType].Accelerators
+	}
+	limit := fmt.Sprintf("gres/gpu=%d", gpus*(100+c.Scheduling.BorrowLimitPercent)/100)
+	priority := 0
+	for _, pc := range provision.DefaultPriorityClasses {
+		if slices.Contains(c.Scheduling.PriorityClasses, pc.Name) {
+			priority = max(priority, int(pc.Value))
+		}
+	}
+	show := func(args ...string) []map[string]string {
+		t.Helper()
+		rows, err := slurm.Query(ctx, r, "sacctmgr", append([]string{"-P", "show"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	qrows := show("qos", "where", "name="+qos, "format=Name,Priority,GrpTRES")
+	if len(qrows) != 1 || qrows[0]["Priority"] != fmt.Sprint(priority) || qrows[0]["GrpTRES"] != limit {
+		t.Errorf("qos %s = %v; want priority %d, GrpTRES %s", qos, qrows, priority, limit)
+	}
+	assocs := show("associations", "where", "account="+account, "format=Account,User,Partition,ParentName,Fairshare,GrpTRES,QOS,DefaultQOS")
+	var users []string
+	for _, a := range assocs {
+		switch a["User"] {
+		case "":
+			if a["ParentName"] != provision.DefaultSlurmParentAccount || a["Share"] != fmt.Sprint(c.Scheduling.FairShareWeight) ||
+				a["GrpTRES"] != limit || a["QOS"] != qos || a["Def QOS"] != qos {
+				t.Errorf("the account's association = %v", a)
+			}
+		default:
+			users = append(users, a["User"]+"@"+a["Partition"])
+		}
+	}
+	slices.Sort(users)
+	if want := []string{members[0] + "@" + partition, members[1] + "@" + partition}; !slices.Equal(users, want) || len(assocs) != 3 {
+		t.Errorf("associations of %s = %v; want the account and %v", account, assocs, want)
+	}
+
+	// A hand edit, found by the drift checker.
+	if _, err := r.Run(ctx, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "set", "GrpTRES=gres/gpu=99"); err != nil {
+		t.Fatal(err)
+	}
+	var saved []workflow.DriftItem
+	d := &provision.DriftChecker{
+		List: func(context.Context) ([]provision.ConnVersion, error) {
+			return []provision.ConnVersion{{ConnectionID: b.conn.ID, Version: 1}}, nil
+		},
+		Plans: w.Plans,
+		Slurm: r,
+		Save: func(_ context.Context, _ int64, _ workflow.DriftBasis, items []workflow.DriftItem, checkErr string, _ time.Time) error {
+			if checkErr != "" {
+				t.Errorf("drift check failed: %s", checkErr)
+			}
+			saved = items
+			return nil
+		},
+	}
+	if n, err := d.RunOnce(ctx); err != nil || n != 1 || len(saved) != 1 || saved[0].Kind != "Slurm account" || !slices.Equal(saved[0].Fields, []string{"GrpTRES"}) ||
+		!strings.Contains(saved[0].Detail, "gres/gpu=99") {
+		t.Fatalf("drift = %d, %v, %+v; want the account's GrpTRES", n, err, saved)
+	}
+
+	// Re-apply repairs it.
+	rj, err := b.db.EnqueueReapply(ctx, b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "drift", b.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.runOnce(w)
+	if j := b.jobNow(rj.ID); j.State != workflow.JobSucceeded {
+		t.Fatalf("re-apply job = %+v", j)
+	}
+	if ss := b.steps(rj.ID); len(ss) != 1 || !strings.Contains(ss[0].Detail, "GrpTRES="+limit) {
+		t.Errorf("re-apply steps = %+v; want the one modify that restores %s", ss, limit)
+	}
+	if n, err := d.RunOnce(ctx); err != nil || n != 0 {
+		t.Errorf("after the re-apply: %d drifted, %v, %+v", n, err, saved)
+	}
+
+	// Revocation leaves nothing of the team.
+	j := b.revoke()
+	b.runOnce(w)
+	if got := b.jobNow(j.ID); got.State != workflow.JobSucceeded {
+		t.Fatalf("revocation job = %+v", got)
+	}
+	if s := b.state(b.conn.ID); s != workflow.StateRevoked {
+		t.Errorf("connection %s, want revoked", s)
+	}
+	if rows := show("associations", "where", "account="+account); len(rows) != 0 {
+		t.Errorf("after revocation, associations of %s: %v", account, rows)
+	}
+	if rows := show("account", "where", "name="+account); len(rows) != 0 {
+		t.Errorf("after revocation, account %s: %v", account, rows)
+	}
+	if rows := show("qos", "where", "name="+qos); len(rows) != 0 {
+		t.Errorf("after revocation, qos %s: %v", qos, rows)
+	}
+	if rows := show("associations", "where", "user="+members[0]+","+members[1], "format=User,Account"); slices.ContainsFunc(rows, func(a map[string]string) bool { return a["Account"] == account }) {
+		t.Errorf("after revocation, the members' associations: %v", rows)
+	}
+	t.Logf("after revocation, users: %v", show("user", "where", "name="+members[0]+","+members[1]))
+}
