@@ -181,6 +181,24 @@ var serviceScopes = map[string]serviceScope{
 		"arn:{partition}:identitystore:::group/*",
 		"arn:{partition}:identitystore:::membership/*",
 	}},
+	// The Slurm transport's Session Manager sessions: only the
+	// AWS-owned document that runs one command (its ARN has no account:
+	// arn:aws:ssm:REGION::document/AWS-…, as AWS names it in an
+	// AccessDenied), only HyperPod nodes (managed instances named
+	// sagemaker-cluster:<cluster-id>_<group>-<instance-id>, the target
+	// form of
+	// https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html),
+	// and the account's sessions for TerminateSession and the data
+	// channel (ssmmessages:OpenDataChannel is authorized on the session,
+	// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonmessagegatewayservice.html).
+	"ssm": {"SessionManagerToHyperPodSlurmControllers", []string{
+		"arn:{partition}:ssm:{region}::document/AWS-StartNonInteractiveCommand",
+		"arn:{partition}:ssm:{region}:{account}:managed-instance/sagemaker-cluster:*",
+		"arn:{partition}:ssm:{region}:{account}:session/*",
+	}},
+	"ssmmessages": {"SlurmSessionDataChannel", []string{
+		"arn:{partition}:ssm:{region}:{account}:session/*",
+	}},
 	"iam": {"SimulateTeamRolesForThePlanPreview", []string{
 		"arn:{partition}:iam::{account}:role{teamroles}*",
 	}},

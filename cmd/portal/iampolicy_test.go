@@ -32,6 +32,11 @@ const (
 	// of the same snapshot repository: DescribeVpcEndpoints is IsList with
 	// no Resources.
 	ec2SAR = "Actions, resources, and condition keys for Amazon EC2: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html"
+	// StartSession: document, managed-instance, instance and task;
+	// TerminateSession: session.
+	ssmSAR = "Actions, resources, and condition keys for AWS Systems Manager: https://docs.aws.amazon.com/service-authorization/latest/reference/list_awssystemsmanager.html"
+	// OpenDataChannel: session (an ssm ARN).
+	ssmMessagesSAR = "Actions, resources, and condition keys for Amazon Message Gateway Service: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonmessagegatewayservice.html"
 )
 
 // resourceTypes is, for every action the policy grants, the ARN formats of
@@ -98,6 +103,11 @@ var resourceTypes = []struct {
 	{"kms:CreateGrant", []string{"arn:${Partition}:kms:${Region}:${Account}:key/${KeyId}"}, kmsSAR},
 	{"kms:DescribeKey", []string{"arn:${Partition}:kms:${Region}:${Account}:key/${KeyId}"}, kmsSAR},
 	{"ec2:DescribeVpcEndpoints", []string{}, ec2SAR},
+	{"sagemaker:ListClusterNodes", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:cluster/${ClusterId}"}, sageMakerSAR},
+	{"ssm:StartSession", []string{"arn:${Partition}:ssm:${Region}:${Account}:document/${DocumentName}", "arn:${Partition}:ssm:${Region}:${Account}:managed-instance/${InstanceId}",
+		"arn:${Partition}:ec2:${Region}:${Account}:instance/${InstanceId}", "arn:${Partition}:ecs:${Region}:${Account}:task/${ClusterName}/${TaskId}"}, ssmSAR},
+	{"ssm:TerminateSession", []string{"arn:${Partition}:ssm:${Region}:${Account}:session/${SessionId}"}, ssmSAR},
+	{"ssmmessages:OpenDataChannel", []string{"arn:${Partition}:ssm:${Region}:${Account}:session/${SessionId}"}, ssmMessagesSAR},
 }
 
 // supports reports whether the policy resource r (an ARN pattern) can name
