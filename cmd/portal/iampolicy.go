@@ -193,7 +193,9 @@ var serviceScopes = map[string]serviceScope{
 	// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonmessagegatewayservice.html).
 	"ssm": {"SessionManagerToHyperPodSlurmControllers", []string{
 		"arn:{partition}:ssm:{region}::document/AWS-StartNonInteractiveCommand",
-		"arn:{partition}:ssm:{region}:{account}:managed-instance/sagemaker-cluster:*",
+		// {hyperpod}: the settings' cluster_arn's id and "_" when set,
+		// so only that cluster's nodes.
+		"arn:{partition}:ssm:{region}:{account}:managed-instance/sagemaker-cluster:{hyperpod}*",
 		"arn:{partition}:ssm:{region}:{account}:session/*",
 	}},
 	"ssmmessages": {"SlurmSessionDataChannel", []string{
@@ -253,7 +255,12 @@ func iamPolicy(s awsprov.Settings, p *ampWorkspace) (policyDoc, error) {
 	if teamRoles == "" {
 		teamRoles = "/"
 	}
-	fill := strings.NewReplacer("{partition}", partition, "{region}", region, "{account}", account, "{teamroles}", teamRoles)
+	hyperpod := "" // every HyperPod cluster's nodes, unless the settings name the cluster
+	if s.ClusterARN != "" {
+		hyperpod = s.ClusterARN[strings.LastIndex(s.ClusterARN, "/")+1:] + "_"
+	}
+	fill := strings.NewReplacer("{partition}", partition, "{region}", region, "{account}", account, "{teamroles}", teamRoles,
+		"{hyperpod}", hyperpod)
 	doc := policyDoc{Version: "2012-10-17"}
 	statements, listing := scopedStatements(fill)
 	doc.Statement = append(doc.Statement, statements...)

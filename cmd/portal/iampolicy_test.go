@@ -272,6 +272,40 @@ func statementWith(doc policyDoc, action string) *statement {
 	return nil
 }
 
+// TestIAMPolicyScopesTheSlurmSessions: the Slurm transport may start
+// sessions only with AWS-StartNonInteractiveCommand and only on HyperPod
+// nodes, on the settings' cluster's nodes when cluster_arn is set; it ends
+// and opens only sessions; and it gets no Run Command.
+func TestIAMPolicyScopesTheSlurmSessions(t *testing.T) {
+	withCluster := writeSettings(t, "region: us-east-1\naccount_id: \"111122223333\"\nidentity_store_id: d-1234567890\n"+
+		"cluster_arn: arn:aws:sagemaker:us-east-1:111122223333:cluster/a1b2c3d4e5f6\nstudio:\n  shared_domain_id: d-abc123def456\n")
+	for _, tc := range []struct {
+		args  []string
+		nodes string
+	}{
+		{[]string{"--aws-settings", withCluster}, "arn:aws:ssm:us-east-1:111122223333:managed-instance/sagemaker-cluster:a1b2c3d4e5f6_*"},
+		{[]string{"--account", "111122223333", "--region", "us-east-1"}, "arn:aws:ssm:us-east-1:111122223333:managed-instance/sagemaker-cluster:*"},
+	} {
+		doc, _ := iamPolicyFor(t, tc.args...)
+		st := statementWith(doc, "ssm:StartSession")
+		want := []string{
+			"arn:aws:ssm:us-east-1::document/AWS-StartNonInteractiveCommand", tc.nodes,
+			"arn:aws:ssm:us-east-1:111122223333:session/*",
+		}
+		if st == nil || !slices.Equal(st.Resource, want) {
+			t.Errorf("%v: ssm:StartSession on %+v, want %v", tc.args, st, want)
+		}
+		if st := statementWith(doc, "ssmmessages:OpenDataChannel"); st == nil || !slices.Equal(st.Resource, []string{"arn:aws:ssm:us-east-1:111122223333:session/*"}) {
+			t.Errorf("%v: ssmmessages:OpenDataChannel on %+v", tc.args, st)
+		}
+		for _, a := range []string{"ssm:SendCommand", "ssm:GetCommandInvocation", "ssm:*"} {
+			if st := statementWith(doc, a); st != nil {
+				t.Errorf("%v: %s granted: %+v", tc.args, a, st)
+			}
+		}
+	}
+}
+
 func TestIAMPolicyFromTheSettings(t *testing.T) {
 	settings := writeSettings(t, "region: us-gov-west-1\naccount_id: \"111122223333\"\nidentity_store_id: d-1234567890\nteam_role_prefix: /hyperpod-teams/\n"+
 		"studio:\n  shared_domain_id: d-abc123def456\n  kms_key_id: 1234abcd-12ab-34cd-56ef-1234567890ab\n")
