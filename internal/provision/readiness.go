@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/slurm"
 )
 
 // CheckStatus is how one readiness check came out.
@@ -101,6 +102,9 @@ type ReadinessSources struct {
 	// AdmissionMode is the cluster settings' roll-out mode of the
 	// contracts' admission rules; "" means AdmissionWarn.
 	AdmissionMode AdmissionMode
+	// Slurm, when set, runs Slurm's commands on a Slurm cluster's
+	// controller (readiness_slurm.go); nil leaves its check out.
+	Slurm slurm.Runner
 }
 
 func (s ReadinessSources) admissionMode() AdmissionMode {
@@ -138,6 +142,9 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 	r.Checks = append(r.Checks, authModeCheck(cluster, clusterErr), endpointAccessCheck(cluster, clusterErr), cloudWatchCheck(addons, addonErr),
 		vpcEndpointsCheck(ctx, src, cluster, clusterErr))
 	r.Checks = append(r.Checks, admissionCheck(ctx, src), kueueConfigCheck(ctx, src), admissionCountsCheck(ctx, src, &r))
+	if src.Slurm != nil {
+		r.Checks = append(r.Checks, slurmControllerCheck(ctx, src.Slurm))
+	}
 	return r
 }
 
