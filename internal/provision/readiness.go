@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
-	"github.com/hyperpod-governance/portal/internal/slurm"
 )
 
 // CheckStatus is how one readiness check came out.
@@ -104,7 +103,7 @@ type ReadinessSources struct {
 	AdmissionMode AdmissionMode
 	// Slurm, when set, runs Slurm's commands on a Slurm cluster's
 	// controller (readiness_slurm.go); nil leaves its check out.
-	Slurm slurm.Runner
+	Slurm SlurmRunner
 }
 
 func (s ReadinessSources) admissionMode() AdmissionMode {

@@ -4,9 +4,14 @@ import (
 	"context"
 	"strings"
 	"time"
-
-	"github.com/hyperpod-governance/portal/internal/slurm"
 )
+
+// SlurmRunner runs one Slurm command: internal/slurm's Runner (Local, or
+// slurmssm's Session Manager transport), restated here because provision
+// imports workflow and awsprov only (imports_test.go).
+type SlurmRunner interface {
+	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+}
 
 // CheckSlurmController is the readiness check of a Slurm cluster's
 // transport: can the portal run Slurm's commands on the controller.
@@ -16,7 +21,7 @@ const CheckSlurmController = "Slurm controller reachable"
 // cluster, slurmssm's Session Manager transport): it fails when the
 // command cannot be run (IAM, the node's Systems Manager connection,
 // Session Manager preferences) or when slurmctld is not UP.
-func slurmControllerCheck(ctx context.Context, r slurm.Runner) Check {
+func slurmControllerCheck(ctx context.Context, r SlurmRunner) Check {
 	ch := Check{Name: CheckSlurmController}
 	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()

@@ -17,6 +17,8 @@ import (
 	"github.com/hyperpod-governance/portal/internal/support/testenv"
 )
 
+var _ provision.SlurmRunner = slurm.Runner(nil)
+
 // TestReadinessSlurmController: through the AWS transport, the check is
 // OK when scontrol ping says the controller is UP, failing with the
 // service's words when the role may not start a session, and failing when
