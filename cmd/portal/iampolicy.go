@@ -184,13 +184,22 @@ var serviceScopes = map[string]serviceScope{
 	// The Slurm transport's Session Manager sessions: only the
 	// AWS-owned document that runs one command (its ARN has no account:
 	// arn:aws:ssm:REGION::document/AWS-…, as AWS names it in an
-	// AccessDenied), only HyperPod nodes (managed instances named
-	// sagemaker-cluster:<cluster-id>_<group>-<instance-id>, the target
-	// form of
-	// https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html),
-	// and the account's sessions for TerminateSession and the data
-	// channel (ssmmessages:OpenDataChannel is authorized on the session,
+	// AccessDenied), only HyperPod nodes, and the account's sessions for
+	// TerminateSession and the data channel (ssmmessages:OpenDataChannel
+	// is authorized on the session,
 	// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonmessagegatewayservice.html).
+	// A HyperPod node's target is sagemaker-cluster:<cluster-id>_<group>-<instance-id>
+	// (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html).
+	// The SageMaker Developer Guide's policy for Slurm users grants
+	// ssm:StartSession and ssm:TerminateSession on "*"
+	// (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites-iam.html,
+	// "IAM users for scientists"); AWS's HyperPod workshop narrows
+	// StartSession to arn:aws:ssm:*:*:managed-instance/sagemaker-cluster:*
+	// (awslabs/ai-on-sagemaker-hyperpod,
+	// website/docs/00-getting-started/orchestrated-by-slurm/ssh-into-hyperpod.mdx,
+	// "Minimum Required Permissions"), which is the narrowing used here. The
+	// readiness check "Slurm controller reachable" shows an AccessDenied
+	// in words if an account authorizes the target otherwise.
 	"ssm": {"SessionManagerToHyperPodSlurmControllers", []string{
 		"arn:{partition}:ssm:{region}::document/AWS-StartNonInteractiveCommand",
 		// {hyperpod}: the settings' cluster_arn's id and "_" when set,
