@@ -143,7 +143,8 @@ func (s *SSM) ops() map[string]handler {
 			if x, ok := s.sessions[*in.SessionId]; ok {
 				x.terminated = true
 			}
-			// The service answers an unknown or ended session's id too.
+			// This endpoint answers an unknown or ended session's id too:
+			// the transport terminates sessions the agent already ended.
 			return map[string]any{"SessionId": *in.SessionId}, nil
 		},
 	}
