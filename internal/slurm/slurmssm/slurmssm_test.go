@@ -125,6 +125,11 @@ func TestFailingCommandReportsExitAndStderr(t *testing.T) {
 	if string(out) != "partial\n" {
 		t.Errorf("standard output %q, want %q (no terminal \\r, no standard error)", out, "partial\n")
 	}
+	// A node whose PATH (or SlurmBin) lacks the command says so.
+	tr.SlurmBin = t.TempDir()
+	if _, err := tr.Run(t.Context(), "sinfo"); err == nil || !strings.Contains(err.Error(), "exit 127") || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("missing command: %v", err)
+	}
 }
 
 // TestOutputInManyMessagesOutOfOrder: a long output in small messages,
