@@ -45,6 +45,7 @@ const (
 	MsgPausePublish   = "pause_publication"
 	PayloadOutput     = 1
 	PayloadError      = 2
+	PayloadSize       = 3 // terminal size, from the client
 	PayloadHandshake  = 5 // HandshakeRequest, from the agent
 	PayloadHandshakeR = 6 // HandshakeResponse, from the client
 	PayloadHandshakeC = 7 // HandshakeComplete, from the agent

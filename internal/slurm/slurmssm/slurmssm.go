@@ -268,6 +268,8 @@ func (r *reader) process(m Message) error {
 		r.out = append(r.out, m.Payload...)
 	case PayloadHandshake:
 		return r.handshake(m)
+	case PayloadHandshakeC:
+		return r.size()
 	case PayloadError:
 		return fmt.Errorf("agent error: %s", strings.TrimSpace(string(m.Payload)))
 	}
@@ -295,6 +297,19 @@ func (r *reader) handshake(m Message) error {
 	}
 	payload, _ := json.Marshal(resp)
 	msg := NewMessage(MsgInput, r.outSeq, 0, PayloadHandshakeR, payload)
+	r.outSeq++
+	return websocket.Message.Send(r.conn, msg.Encode())
+}
+
+// size tells the agent the terminal's size once the handshake is
+// complete, as AWS's plugin does for shell-type sessions, which
+// NonInteractiveCommands is (src/datachannel/streaming.go,
+// ProcessSessionTypeHandshakeAction; src/sessionmanagerplugin/session/
+// shellsession/shellsession.go, handleTerminalResize, which sends a fixed
+// size when there is no terminal). Wide, so the terminal never wraps.
+func (r *reader) size() error {
+	payload, _ := json.Marshal(map[string]uint32{"cols": 1000, "rows": 50})
+	msg := NewMessage(MsgInput, r.outSeq, 0, PayloadSize, payload)
 	r.outSeq++
 	return websocket.Message.Send(r.conn, msg.Encode())
 }

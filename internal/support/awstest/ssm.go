@@ -225,6 +225,8 @@ type agentChannel struct {
 	x    *ssmSession
 	seq  int64
 	sent map[string]int64 // unacknowledged output messages by id
+	// inSeq is the next input sequence number the client must use.
+	inSeq int64
 }
 
 func (s *SSM) channel(ws *websocket.Conn) {
@@ -386,6 +388,10 @@ func (a *agentChannel) receiveInput(payloadType uint32) ([]byte, error) {
 		if m.PayloadType != payloadType {
 			return nil, fmt.Errorf("input payload type %d, want %d", m.PayloadType, payloadType)
 		}
+		if m.SequenceNumber != a.inSeq {
+			return nil, fmt.Errorf("input sequence number %d, want %d", m.SequenceNumber, a.inSeq)
+		}
+		a.inSeq++
 		ack, _ := json.Marshal(slurmssm.Ack{MessageType: m.Type, MessageID: m.ID.String(), SequenceNumber: m.SequenceNumber, IsSequentialMessage: true})
 		return m.Payload, a.send(slurmssm.NewMessage(slurmssm.MsgAcknowledge, 0, 3, 0, ack))
 	}
@@ -419,6 +425,22 @@ func (a *agentChannel) receive() (slurmssm.Message, error) {
 		}
 		delete(a.sent, ack.MessageID)
 	case slurmssm.MsgInput:
+		if m.PayloadType == slurmssm.PayloadSize {
+			// The terminal size a client sends after the handshake:
+			// {"cols": n, "rows": n}, acknowledged like any input.
+			var size struct{ Cols, Rows *uint32 }
+			dec := json.NewDecoder(bytes.NewReader(m.Payload))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&size); err != nil || size.Cols == nil || size.Rows == nil {
+				return m, fmt.Errorf("size payload %q is not {\"cols\", \"rows\"}: %v", m.Payload, err)
+			}
+			if m.SequenceNumber != a.inSeq {
+				return m, fmt.Errorf("input sequence number %d, want %d", m.SequenceNumber, a.inSeq)
+			}
+			a.inSeq++
+			ack, _ := json.Marshal(slurmssm.Ack{MessageType: m.Type, MessageID: m.ID.String(), SequenceNumber: m.SequenceNumber, IsSequentialMessage: true})
+			return m, a.send(slurmssm.NewMessage(slurmssm.MsgAcknowledge, 0, 3, 0, ack))
+		}
 	default:
 		return m, fmt.Errorf("client sent message type %q", m.Type)
 	}
