@@ -181,6 +181,35 @@ var serviceScopes = map[string]serviceScope{
 		"arn:{partition}:identitystore:::group/*",
 		"arn:{partition}:identitystore:::membership/*",
 	}},
+	// The Slurm transport's Session Manager sessions: only the
+	// AWS-owned document that runs one command (its ARN has no account:
+	// arn:aws:ssm:REGION::document/AWS-…, as AWS names it in an
+	// AccessDenied), only HyperPod nodes, and the account's sessions for
+	// TerminateSession and the data channel (ssmmessages:OpenDataChannel
+	// is authorized on the session,
+	// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonmessagegatewayservice.html).
+	// A HyperPod node's target is sagemaker-cluster:<cluster-id>_<group>-<instance-id>
+	// (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html).
+	// The SageMaker Developer Guide's policy for Slurm users grants
+	// ssm:StartSession and ssm:TerminateSession on "*"
+	// (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites-iam.html,
+	// "IAM users for scientists"); AWS's HyperPod workshop narrows
+	// StartSession to arn:aws:ssm:*:*:managed-instance/sagemaker-cluster:*
+	// (awslabs/ai-on-sagemaker-hyperpod,
+	// website/docs/00-getting-started/orchestrated-by-slurm/ssh-into-hyperpod.mdx,
+	// "Minimum Required Permissions"), which is the narrowing used here. The
+	// readiness check "Slurm controller reachable" shows an AccessDenied
+	// in words if an account authorizes the target otherwise.
+	"ssm": {"SessionManagerToHyperPodSlurmControllers", []string{
+		"arn:{partition}:ssm:{region}::document/AWS-StartNonInteractiveCommand",
+		// {hyperpod}: the settings' cluster_arn's id and "_" when set,
+		// so only that cluster's nodes.
+		"arn:{partition}:ssm:{region}:{account}:managed-instance/sagemaker-cluster:{hyperpod}*",
+		"arn:{partition}:ssm:{region}:{account}:session/*",
+	}},
+	"ssmmessages": {"SlurmSessionDataChannel", []string{
+		"arn:{partition}:ssm:{region}:{account}:session/*",
+	}},
 	"iam": {"SimulateTeamRolesForThePlanPreview", []string{
 		"arn:{partition}:iam::{account}:role{teamroles}*",
 	}},
@@ -235,7 +264,12 @@ func iamPolicy(s awsprov.Settings, p *ampWorkspace) (policyDoc, error) {
 	if teamRoles == "" {
 		teamRoles = "/"
 	}
-	fill := strings.NewReplacer("{partition}", partition, "{region}", region, "{account}", account, "{teamroles}", teamRoles)
+	hyperpod := "" // every HyperPod cluster's nodes, unless the settings name the cluster
+	if s.ClusterARN != "" {
+		hyperpod = s.ClusterARN[strings.LastIndex(s.ClusterARN, "/")+1:] + "_"
+	}
+	fill := strings.NewReplacer("{partition}", partition, "{region}", region, "{account}", account, "{teamroles}", teamRoles,
+		"{hyperpod}", hyperpod)
 	doc := policyDoc{Version: "2012-10-17"}
 	statements, listing := scopedStatements(fill)
 	doc.Statement = append(doc.Statement, statements...)

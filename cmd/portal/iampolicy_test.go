@@ -32,6 +32,11 @@ const (
 	// of the same snapshot repository: DescribeVpcEndpoints is IsList with
 	// no Resources.
 	ec2SAR = "Actions, resources, and condition keys for Amazon EC2: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html"
+	// StartSession: document, managed-instance, instance and task;
+	// TerminateSession: session.
+	ssmSAR = "Actions, resources, and condition keys for AWS Systems Manager: https://docs.aws.amazon.com/service-authorization/latest/reference/list_awssystemsmanager.html"
+	// OpenDataChannel: session (an ssm ARN).
+	ssmMessagesSAR = "Actions, resources, and condition keys for Amazon Message Gateway Service: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonmessagegatewayservice.html"
 )
 
 // resourceTypes is, for every action the policy grants, the ARN formats of
@@ -98,6 +103,11 @@ var resourceTypes = []struct {
 	{"kms:CreateGrant", []string{"arn:${Partition}:kms:${Region}:${Account}:key/${KeyId}"}, kmsSAR},
 	{"kms:DescribeKey", []string{"arn:${Partition}:kms:${Region}:${Account}:key/${KeyId}"}, kmsSAR},
 	{"ec2:DescribeVpcEndpoints", []string{}, ec2SAR},
+	{"sagemaker:ListClusterNodes", []string{"arn:${Partition}:sagemaker:${Region}:${Account}:cluster/${ClusterId}"}, sageMakerSAR},
+	{"ssm:StartSession", []string{"arn:${Partition}:ssm:${Region}:${Account}:document/${DocumentName}", "arn:${Partition}:ssm:${Region}:${Account}:managed-instance/${InstanceId}",
+		"arn:${Partition}:ec2:${Region}:${Account}:instance/${InstanceId}", "arn:${Partition}:ecs:${Region}:${Account}:task/${ClusterName}/${TaskId}"}, ssmSAR},
+	{"ssm:TerminateSession", []string{"arn:${Partition}:ssm:${Region}:${Account}:session/${SessionId}"}, ssmSAR},
+	{"ssmmessages:OpenDataChannel", []string{"arn:${Partition}:ssm:${Region}:${Account}:session/${SessionId}"}, ssmMessagesSAR},
 }
 
 // supports reports whether the policy resource r (an ARN pattern) can name
@@ -260,6 +270,40 @@ func statementWith(doc policyDoc, action string) *statement {
 		}
 	}
 	return nil
+}
+
+// TestIAMPolicyScopesTheSlurmSessions: the Slurm transport may start
+// sessions only with AWS-StartNonInteractiveCommand and only on HyperPod
+// nodes, on the settings' cluster's nodes when cluster_arn is set; it ends
+// and opens only sessions; and it gets no Run Command.
+func TestIAMPolicyScopesTheSlurmSessions(t *testing.T) {
+	withCluster := writeSettings(t, "region: us-east-1\naccount_id: \"111122223333\"\nidentity_store_id: d-1234567890\n"+
+		"cluster_arn: arn:aws:sagemaker:us-east-1:111122223333:cluster/a1b2c3d4e5f6\nstudio:\n  shared_domain_id: d-abc123def456\n")
+	for _, tc := range []struct {
+		args  []string
+		nodes string
+	}{
+		{[]string{"--aws-settings", withCluster}, "arn:aws:ssm:us-east-1:111122223333:managed-instance/sagemaker-cluster:a1b2c3d4e5f6_*"},
+		{[]string{"--account", "111122223333", "--region", "us-east-1"}, "arn:aws:ssm:us-east-1:111122223333:managed-instance/sagemaker-cluster:*"},
+	} {
+		doc, _ := iamPolicyFor(t, tc.args...)
+		st := statementWith(doc, "ssm:StartSession")
+		want := []string{
+			"arn:aws:ssm:us-east-1::document/AWS-StartNonInteractiveCommand", tc.nodes,
+			"arn:aws:ssm:us-east-1:111122223333:session/*",
+		}
+		if st == nil || !slices.Equal(st.Resource, want) {
+			t.Errorf("%v: ssm:StartSession on %+v, want %v", tc.args, st, want)
+		}
+		if st := statementWith(doc, "ssmmessages:OpenDataChannel"); st == nil || !slices.Equal(st.Resource, []string{"arn:aws:ssm:us-east-1:111122223333:session/*"}) {
+			t.Errorf("%v: ssmmessages:OpenDataChannel on %+v", tc.args, st)
+		}
+		for _, a := range []string{"ssm:SendCommand", "ssm:GetCommandInvocation", "ssm:*"} {
+			if st := statementWith(doc, a); st != nil {
+				t.Errorf("%v: %s granted: %+v", tc.args, a, st)
+			}
+		}
+	}
 }
 
 func TestIAMPolicyFromTheSettings(t *testing.T) {

@@ -67,6 +67,12 @@ func TestImportBoundaries(t *testing.T) {
 			mod + "internal/review", mod + "internal/notify", mod + "internal/auth", mod + "internal/support", "github.com/labstack/echo"},
 		// Slurm's commands and their output: no portal package at all.
 		"internal/slurm": {mod + "internal/", "database/sql", "net/http", "github.com/labstack/echo", "k8s.io/client-go"},
+		// The AWS transport to a HyperPod Slurm controller: Slurm's commands
+		// over Session Manager (the SSM and SageMaker clients, a WebSocket);
+		// no portal package but internal/slurm, no store, pages or cluster.
+		"internal/slurm/slurmssm": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/auth",
+			mod + "internal/provision", mod + "internal/workflow", mod + "internal/collect", mod + "internal/support",
+			"github.com/labstack/echo", "k8s.io/client-go", "database/sql"},
 		// A Slurm team's accounting, through internal/slurm only: no
 		// store, pages, cluster client or cloud SDK.
 		"internal/provision/slurmprov": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/auth",

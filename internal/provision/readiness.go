@@ -101,6 +101,9 @@ type ReadinessSources struct {
 	// AdmissionMode is the cluster settings' roll-out mode of the
 	// contracts' admission rules; "" means AdmissionWarn.
 	AdmissionMode AdmissionMode
+	// Slurm, when set, runs Slurm's commands on a Slurm cluster's
+	// controller (readiness_slurm.go); nil leaves its check out.
+	Slurm SlurmRunner
 }
 
 func (s ReadinessSources) admissionMode() AdmissionMode {
@@ -138,6 +141,9 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 	r.Checks = append(r.Checks, authModeCheck(cluster, clusterErr), endpointAccessCheck(cluster, clusterErr), cloudWatchCheck(addons, addonErr),
 		vpcEndpointsCheck(ctx, src, cluster, clusterErr))
 	r.Checks = append(r.Checks, admissionCheck(ctx, src), kueueConfigCheck(ctx, src), admissionCountsCheck(ctx, src, &r))
+	if src.Slurm != nil {
+		r.Checks = append(r.Checks, slurmControllerCheck(ctx, src.Slurm))
+	}
 	return r
 }
 

@@ -82,4 +82,15 @@ var Actions = []string{
 	// VPCEndpointAPI (vpcendpoints.go): the readiness page reads the VPC
 	// endpoints of the EKS cluster's VPC.
 	"ec2:DescribeVpcEndpoints",
+	// The Slurm transport (internal/slurm/slurmssm): the controller node
+	// of a HyperPod Slurm cluster is found with ListClusterNodes and
+	// reached with a Session Manager session running
+	// AWS-StartNonInteractiveCommand; the session's data channel is
+	// opened with ssmmessages:OpenDataChannel and the session ended with
+	// TerminateSession. slurmssm's actions test checks its API interfaces
+	// against this list.
+	"sagemaker:ListClusterNodes",
+	"ssm:StartSession",
+	"ssm:TerminateSession",
+	"ssmmessages:OpenDataChannel",
 }

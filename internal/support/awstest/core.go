@@ -4,7 +4,10 @@
 // speak awsJson1_1 (POST /, X-Amz-Target), EKS and DataZone restJson1 (REST
 // paths, errors named by the X-Amzn-ErrorType header), IAM awsQuery (a
 // form-encoded POST, XML answers; iam.go), EC2 the EC2 query protocol (the
-// same, with EC2's own XML error document; ec2.go).
+// same, with EC2's own XML error document; ec2.go), SSM awsJson1_1 for
+// StartSession and TerminateSession with Session Manager's WebSocket data
+// channel on a second server (ssm.go), which runs the session's command on
+// the test bed's Slurm.
 //
 // Each endpoint checks what it receives the way the service does: the request
 // is signed, required members are present, enum members hold one of the
