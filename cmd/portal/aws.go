@@ -10,11 +10,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov/sdkhttp"
+	"github.com/hyperpod-governance/portal/internal/slurm"
+	"github.com/hyperpod-governance/portal/internal/slurm/slurmssm"
 )
 
 // awsSide is the AWS half of provisioning as configured: the settings that
@@ -23,6 +27,10 @@ import (
 type awsSide struct {
 	Settings awsprov.Settings
 	Runner   *awsprov.Runner
+	// Slurm is the Slurm cluster's transport: the local commands
+	// (--slurm-conf) or Session Manager to the HyperPod controller
+	// (--slurm-controller-group); nil for none.
+	Slurm slurm.Runner
 }
 
 // loadAWS reads --aws-settings and builds the clients. Without a settings
@@ -44,6 +52,8 @@ func loadAWS(ctx context.Context, cfg Config, mapping auth.Mapping, dryRun bool,
 	case cfg.Dev && dryRun:
 		s = awsprov.DevSettings()
 		logger.Info("AWS steps planned with the built-in example settings (dry run: nothing is called)")
+	case cfg.SlurmControllerGroup != "":
+		return awsSide{}, errors.New("--slurm-controller-group: needs --aws-settings (with cluster_arn, the HyperPod Slurm cluster)")
 	default:
 		logger.Info("no --aws-settings: plans have no AWS steps (compute quota, Studio, EKS access entries and Pod Identity are left to you)")
 		return awsSide{}, nil
@@ -60,6 +70,9 @@ func loadAWS(ctx context.Context, cfg Config, mapping auth.Mapping, dryRun bool,
 	}
 	side := awsSide{Settings: s}
 	if dryRun {
+		if cfg.SlurmControllerGroup != "" {
+			logger.Warn("--slurm-controller-group: not used, the provisioner runs in dry-run mode (no --kubeconfig): Slurm jobs are recorded, nothing is called")
+		}
 		return side, nil
 	}
 	region := cfg.AWSRegion
@@ -79,6 +92,25 @@ func loadAWS(ctx context.Context, cfg Config, mapping auth.Mapping, dryRun bool,
 			SageMaker: ep["sagemaker"], EKS: ep["eks"], SSOAdmin: ep["ssoadmin"], IdentityStore: ep["identitystore"], DataZone: ep["datazone"], IAM: ep["iam"], EC2: ep["ec2"],
 		}),
 		Poll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
+	}
+	if cfg.SlurmControllerGroup != "" {
+		if s.ClusterARN == "" {
+			return awsSide{}, errors.New("--slurm-controller-group: the --aws-settings need cluster_arn, the HyperPod Slurm cluster whose controller the portal reaches")
+		}
+		side.Slurm = &slurmssm.Controller{
+			Sessions: ssm.NewFromConfig(ac, func(o *ssm.Options) {
+				if ep["ssm"] != "" {
+					o.BaseEndpoint = aws.String(ep["ssm"])
+				}
+			}),
+			Nodes: sagemaker.NewFromConfig(ac, func(o *sagemaker.Options) {
+				if ep["sagemaker"] != "" {
+					o.BaseEndpoint = aws.String(ep["sagemaker"])
+				}
+			}),
+			ClusterARN: s.ClusterARN, Group: cfg.SlurmControllerGroup, SlurmBin: cfg.SlurmBin,
+		}
+		logger.Info("Slurm over Session Manager", "cluster", s.ClusterARN, "controller_group", cfg.SlurmControllerGroup)
 	}
 	logger.Info("AWS provisioning on", "region", ac.Region, "endpoint_overrides", len(ep))
 	return side, nil

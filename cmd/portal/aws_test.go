@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hyperpod-governance/portal/internal/auth"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 )
 
 func TestLoadAWS(t *testing.T) {
@@ -88,5 +90,70 @@ func TestLoadCluster(t *testing.T) {
 	}
 	if _, err := loadCluster(Config{OnRevoke: "lock", ClusterSettingsFile: filepath.Join(t.TempDir(), "missing.yaml")}); err == nil || !strings.Contains(err.Error(), "--cluster-settings") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestSlurmOverSessionManager: --slurm-controller-group gives the worker,
+// the drift checker and the readiness checks the Session Manager transport
+// to the HyperPod cluster's controller node: found with ListClusterNodes on
+// the settings' cluster_arn, reached over the (local, strict) SSM endpoint,
+// the command run from --slurm-bin. It needs --aws-settings with
+// cluster_arn, and is not combined with --slurm-conf.
+func TestSlurmOverSessionManager(t *testing.T) {
+	ctx := t.Context()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if errs := (Config{SlurmConf: "/etc/slurm/slurm.conf", SlurmControllerGroup: "controller"}).validate("serve"); !strings.Contains(fmt.Sprint(errs), "choose one Slurm transport") {
+		t.Errorf("both transports: %v", errs)
+	}
+	if errs := (Config{SlurmBin: "/opt/slurm/bin"}).validate("serve"); !strings.Contains(fmt.Sprint(errs), "--slurm-bin: only with --slurm-controller-group") {
+		t.Errorf("--slurm-bin alone: %v", errs)
+	}
+	if _, err := loadAWS(ctx, Config{SlurmControllerGroup: "controller"}, auth.DevMapping(), false, logger); err == nil || !strings.Contains(err.Error(), "needs --aws-settings") {
+		t.Errorf("no settings: %v", err)
+	}
+	write := func(body string) string {
+		p := filepath.Join(t.TempDir(), "aws.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", awstest.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", awstest.SecretAccessKey)
+	base := "region: us-east-1\nstudio:\n  vpc_id: vpc-0a1b2c3d4e5f60718\n  subnet_ids: [subnet-0a1b2c3d4e5f60001]\n  security_group_ids: [sg-0a1b2c3d4e5f60718]\n"
+	cfg := Config{AWSSettingsFile: write(base), IdentityStoreID: "d-1234567890", SlurmControllerGroup: "controller", AWSEndpoints: map[string]string{}}
+	if _, err := loadAWS(ctx, cfg, auth.DevMapping(), false, logger); err == nil || !strings.Contains(err.Error(), "need cluster_arn") {
+		t.Errorf("settings without cluster_arn: %v", err)
+	}
+
+	sm := awstest.NewSageMaker(t)
+	hp := awstest.HyperPodCluster{Name: "slurm-hp", ID: "a1b2c3d4e5f6", Groups: []awstest.InstanceGroup{
+		{Name: "controller", Instances: []string{"i-0123456789abcdef0"}},
+		{Name: "workers", Instances: []string{"i-0aaaaaaaaaaaaaaa1", "i-0aaaaaaaaaaaaaaa2"}},
+	}}
+	sm.AddHyperPodCluster(hp)
+	ssmEnd := awstest.NewSSM(t, "/nonexistent/slurm.conf")
+	ssmEnd.Connect("sagemaker-cluster:a1b2c3d4e5f6_controller-i-0123456789abcdef0")
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "sinfo"), []byte("#!/bin/sh\necho \"PARTITION|$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.AWSSettingsFile = write(base + "cluster_arn: " + hp.ARN() + "\n")
+	cfg.AWSEndpoints = map[string]string{"sagemaker": sm.URL(), "ssm": ssmEnd.URL()}
+	cfg.SlurmBin = bin
+	side, err := loadAWS(ctx, cfg, auth.DevMapping(), false, logger)
+	if err != nil || side.Slurm == nil {
+		t.Fatalf("Session Manager settings: %+v, %v; want a Slurm transport", side, err)
+	}
+	out, err := side.Slurm.Run(ctx, "sinfo", "--noheader")
+	if err != nil || string(out) != "PARTITION|--noheader\n" {
+		t.Fatalf("sinfo over Session Manager = %q, %v", out, err)
+	}
+	if cmds := ssmEnd.Commands(); len(cmds) != 1 || !strings.Contains(cmds[0], filepath.Join(bin, "sinfo")) {
+		t.Errorf("sessions ran %q; want one, of %s", cmds, filepath.Join(bin, "sinfo"))
+	}
+	checker, err := clusterChecker(nil, side, "")
+	if err != nil || checker.Sources.Slurm == nil {
+		t.Errorf("the readiness checks have no Slurm runner: %v", err)
 	}
 }

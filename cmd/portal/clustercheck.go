@@ -27,6 +27,9 @@ func clusterChecker(kube *rest.Config, side awsSide, mode provision.AdmissionMod
 		}
 		src.Kube = r
 	}
+	if side.Slurm != nil {
+		src.Slurm = side.Slurm // "Slurm controller reachable"
+	}
 	if side.Runner != nil {
 		src.ClusterInfo, src.Addons = side.Runner.Clients.ClusterInfo, side.Runner.Clients.Addons
 		src.VPCEndpoints = side.Runner.Clients.VPCEndpoints

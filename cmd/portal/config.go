@@ -55,6 +55,10 @@ type Config struct {
 	ReviewInterval      time.Duration
 	Kubeconfig          string
 	SlurmConf           string
+	// SlurmControllerGroup and SlurmBin: the Session Manager transport to
+	// the HyperPod Slurm cluster's controller (slurmssm.Controller).
+	SlurmControllerGroup string
+	SlurmBin             string
 	OnRevoke            string // "lock" or "delete": what revocation does with a team namespace
 	ClusterSettingsFile string // YAML: namespace prefix, priority classes, ClusterQueue mode, accelerators, instance types
 	// RateCardFile is the JSON rate card that prices usage; empty: usage
@@ -89,7 +93,7 @@ type Config struct {
 }
 
 // awsServices are the services with an --aws-endpoint-<service> flag.
-var awsServices = []string{"sagemaker", "eks", "ssoadmin", "identitystore", "datazone", "iam", "ec2"}
+var awsServices = []string{"sagemaker", "eks", "ssoadmin", "identitystore", "datazone", "iam", "ec2", "ssm"}
 
 // flagSpec describes one setting: its flag, its environment variable, its
 // default and help. docs/configuration.md lists the same.
@@ -135,6 +139,8 @@ var specs = []flagSpec{
 	{"demo-usage", "PORTAL_DEMO_USAGE", "false", "with --dev and without --kubeconfig, on a database with no usage yet: seed 60 days of hourly demo usage, labelled demo data (make run sets it)", true},
 	{"kubeconfig", "PORTAL_KUBECONFIG", "", "the shared EKS cluster: a kubeconfig file, or in-cluster; empty runs the provisioner in dry-run mode (plans recorded, nothing applied)", false},
 	{"slurm-conf", "PORTAL_SLURM_CONF", "", "the Slurm cluster's slurm.conf, for a portal running where Slurm's client commands (sacctmgr, ...) work: Slurm connections are provisioned, checked for drift and revoked through them (the local transport; docs/provisioning.md); empty: a Slurm connection's job fails, saying no Slurm transport is configured", false},
+	{"slurm-controller-group", "PORTAL_SLURM_CONTROLLER_GROUP", "", "the HyperPod Slurm cluster's controller instance group (its one node runs slurmctld): Slurm connections are provisioned, checked for drift and revoked over Session Manager to that node (the AWS transport; needs --aws-settings with cluster_arn; docs/provisioning.md); not with --slurm-conf", false},
+	{"slurm-bin", "PORTAL_SLURM_BIN", "", "with --slurm-controller-group: the directory of the Slurm commands on the controller node, when the Session Manager agent's PATH lacks it", false},
 	{"on-revoke", "PORTAL_ON_REVOKE", "lock", "what revoking a connection does with its team namespace: lock (keep it, locked) or delete", false},
 	{"cluster-settings", "PORTAL_CLUSTER_SETTINGS", "", "YAML file of the shared cluster's settings: namespace prefix, priority classes, ClusterQueue mode, accelerator table, instance types (see docs/configuration.md); empty: the HyperPod task governance defaults", false},
 	{"rate-card", "PORTAL_RATE_CARD", "", "JSON rate card: hourly price per instance type, currency, effective-from dates, optional borrowed rate (see docs/usage-and-cost.md); empty: usage is shown without money and no month is closed", false},
@@ -160,6 +166,7 @@ var specs = []flagSpec{
 	{"aws-endpoint-datazone", "PORTAL_AWS_ENDPOINT_DATAZONE", "", "DataZone (Unified Studio) endpoint URL override", false},
 	{"aws-endpoint-iam", "PORTAL_AWS_ENDPOINT_IAM", "", "IAM endpoint URL override (the plan preview's check of the Studio execution role)", false},
 	{"aws-endpoint-ec2", "PORTAL_AWS_ENDPOINT_EC2", "", "EC2 endpoint URL override (the readiness page's VPC endpoints check)", false},
+	{"aws-endpoint-ssm", "PORTAL_AWS_ENDPOINT_SSM", "", "Systems Manager endpoint URL override (the Slurm transport's Session Manager sessions)", false},
 	{"aws-poll-interval", "PORTAL_AWS_POLL_INTERVAL", "5s", "how often a step polls a resource that is being created (compute quota, domain)", false},
 	{"aws-poll-timeout", "PORTAL_AWS_POLL_TIMEOUT", "50s", "how long one step waits for it before the job retries later (must stay under the step timeout, 1m)", false},
 
@@ -289,6 +296,8 @@ func (v *flagValues) config() Config {
 		ReviewInterval:        v.dur("review-interval"),
 		Kubeconfig:            v.str("kubeconfig"),
 		SlurmConf:             v.str("slurm-conf"),
+		SlurmControllerGroup:  v.str("slurm-controller-group"),
+		SlurmBin:              v.str("slurm-bin"),
 		OnRevoke:              v.str("on-revoke"),
 		ClusterSettingsFile:   v.str("cluster-settings"),
 		RateCardFile:          v.str("rate-card"),
@@ -355,6 +364,12 @@ func (c Config) validate(cmd string) []error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--leader-election: %q must be auto, kubernetes or database", c.LeaderElection))
+	}
+	if c.SlurmConf != "" && c.SlurmControllerGroup != "" {
+		errs = append(errs, errors.New("--slurm-conf and --slurm-controller-group: choose one Slurm transport (the local commands, or Session Manager to the controller)"))
+	}
+	if c.SlurmBin != "" && c.SlurmControllerGroup == "" {
+		errs = append(errs, errors.New("--slurm-bin: only with --slurm-controller-group (the local transport uses this machine's PATH)"))
 	}
 	if c.OnRevoke != "lock" && c.OnRevoke != "delete" {
 		errs = append(errs, fmt.Errorf("--on-revoke: %q must be lock or delete", c.OnRevoke))

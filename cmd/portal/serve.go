@@ -230,6 +230,11 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 		return nil, err
 	}
 	p.cluster.AWS = p.side.Settings
+	if cfg.SlurmConf != "" {
+		// The local transport: the Slurm client commands on this machine
+		// (the other, Session Manager's, loadAWS makes).
+		p.side.Slurm = slurm.Local{Conf: cfg.SlurmConf}
+	}
 	if err := p.cluster.Check(); err != nil {
 		return nil, err
 	}
@@ -278,8 +283,8 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 		// collector writes wakes the review scheduler's capacity trigger.
 		p.collector.InventoryChanged = p.reviews.Wake
 		p.drift = newDriftChecker(db, p.applier, p.side.drifter(), p.cluster, logger)
-		if cfg.SlurmConf != "" {
-			p.drift.Slurm = slurm.Local{Conf: cfg.SlurmConf}
+		if p.side.Slurm != nil {
+			p.drift.Slurm = p.side.Slurm
 		}
 	}
 	return p, nil
@@ -295,9 +300,8 @@ func (p *parts) assembleProvisioning(ctx context.Context, cfg Config, db *store.
 		}
 	}
 	p.worker = newWorker(db, p.applier, p.cluster, logger)
-	if cfg.SlurmConf != "" {
-		// The local transport: the Slurm client commands on this machine.
-		p.worker.Slurm = slurm.Local{Conf: cfg.SlurmConf}
+	if p.side.Slurm != nil {
+		p.worker.Slurm = p.side.Slurm
 	}
 	if p.side.Runner != nil {
 		p.worker.AWS = p.side.Runner
