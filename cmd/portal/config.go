@@ -52,15 +52,15 @@ type Config struct {
 	UsageRetention  time.Duration
 	UsageInterval   time.Duration
 	// ReviewInterval is how often the review scheduler ticks.
-	ReviewInterval      time.Duration
-	Kubeconfig          string
-	SlurmConf           string
+	ReviewInterval time.Duration
+	Kubeconfig     string
+	SlurmConf      string
 	// SlurmControllerGroup and SlurmBin: the Session Manager transport to
 	// the HyperPod Slurm cluster's controller (slurmssm.Controller).
 	SlurmControllerGroup string
 	SlurmBin             string
-	OnRevoke            string // "lock" or "delete": what revocation does with a team namespace
-	ClusterSettingsFile string // YAML: namespace prefix, priority classes, ClusterQueue mode, accelerators, instance types
+	OnRevoke             string // "lock" or "delete": what revocation does with a team namespace
+	ClusterSettingsFile  string // YAML: namespace prefix, priority classes, ClusterQueue mode, accelerators, instance types
 	// RateCardFile is the JSON rate card that prices usage; empty: usage
 	// without money (and with --dev, the demo rate card).
 	RateCardFile string
