@@ -40,6 +40,9 @@ func validationEnv(ctx context.Context, dl dialect, q queryer, now time.Time, ex
 		rolesOnce sync.Once
 		roles     map[string]bool
 		rolesDown bool
+		slurmOnce sync.Once
+		slurmHeld map[string]bool
+		slurmDown bool
 		mu        sync.Mutex
 		failure   error // the first lookup that could not be answered
 	)
@@ -68,6 +71,14 @@ func validationEnv(ctx context.Context, dl dialect, q queryer, now time.Time, ex
 		NamespaceTaken: func(ns string) bool {
 			id, err := namespaceOwner(ctx, q, ns, exclude)
 			return failed(err) || id != 0
+		},
+		SlurmTaken: func(cluster, what, name string) bool {
+			slurmOnce.Do(func() {
+				var err error
+				slurmHeld, err = slurmInUse(ctx, dl, q, exclude)
+				slurmDown = failed(err)
+			})
+			return slurmDown || slurmHeld[slurmKey(cluster, what, name)]
 		},
 		RoleTaken: func(arn string) bool {
 			// One read of every live contract's roles per environment,
@@ -139,4 +150,34 @@ SELECT `+dl.jsonText("cv.body", "project_role_arn")+` AS p, `+dl.jsonText("cv.bo
 		}
 	}
 	return set, nil
+}
+
+// slurmKey names a Slurm account or QoS (what) on a cluster.
+func slurmKey(cluster, what, name string) string { return cluster + "\x00" + what + "\x00" + name }
+
+// slurmInUse is the set of Slurm accounts and QoS (slurmKey) that the
+// claiming versions of connections other than exclude name on their
+// clusters (see otherClaimingVersions), read once per ValidationEnv like
+// rolesInUse.
+func slurmInUse(ctx context.Context, dl dialect, q queryer, exclude int64) (map[string]bool, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+dl.jsonText("cv.body", "cluster_name")+`, `+dl.jsonText("cv.body", "slurm_scope.account")+`, `+dl.jsonText("cv.body", "slurm_scope.qos")+
+		otherClaimingVersions+` AND `+dl.jsonText("cv.body", "orchestrator")+` = 'slurm'`, exclude)
+	if err != nil {
+		return nil, fmt.Errorf("store: Slurm accounts in use: %w", err)
+	}
+	defer rows.Close()
+	set := map[string]bool{}
+	for rows.Next() {
+		var cluster, account, qos sql.NullString
+		if err := rows.Scan(&cluster, &account, &qos); err != nil {
+			return nil, fmt.Errorf("store: Slurm accounts in use: %w", err)
+		}
+		if account.String != "" {
+			set[slurmKey(cluster.String, "account", account.String)] = true
+		}
+		if qos.String != "" {
+			set[slurmKey(cluster.String, "qos", qos.String)] = true
+		}
+	}
+	return set, rows.Err()
 }

@@ -69,7 +69,13 @@ func RedactDSN(dsn string) string {
 // in col (NULL when absent).
 func (d dialect) jsonText(col, key string) string {
 	if d.postgres {
-		return "(" + col + "::jsonb ->> '" + key + "')"
+		// A dotted key is a path into nested objects: a.b is -> 'a' ->> 'b'.
+		parts := strings.Split(key, ".")
+		expr := col + "::jsonb"
+		for _, p := range parts[:len(parts)-1] {
+			expr += " -> '" + p + "'"
+		}
+		return "(" + expr + " ->> '" + parts[len(parts)-1] + "')"
 	}
 	return "json_extract(" + col + ", '$." + key + "')"
 }

@@ -235,3 +235,42 @@ func TestLiveConnectionsOfExceptionOwner(t *testing.T) {
 		t.Errorf("a revoking connection is still listed: %+v", got)
 	}
 }
+
+// A submitted Slurm connection holds its account and QoS on its cluster
+// (ValidationEnv.SlurmTaken, read from the claiming versions' JSON on both
+// engines); another cluster's names, its own connection (excluded) and a
+// draft hold nothing.
+func TestSlurmClaimsHeld(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := t.Context()
+	slurmC := func(team, account, qos string) workflow.Contract {
+		c := contract(team, "hyperpod-ns-"+team, "")
+		c.Orchestrator, c.EKSClusterName, c.Namespaces = workflow.OrchestratorSlurm, "", nil
+		c.SlurmScope = workflow.SlurmScope{Account: account, Partition: "gpu", QoS: qos}
+		return c
+	}
+	red := f.submitted(slurmC("red", "red-acct", "red-qos"))
+	f.create(slurmC("blue", "blue-acct", "blue-qos")) // a draft
+	cluster := slurmC("red", "", "").ClusterName
+	env := f.db.ValidationEnv(ctx, f.tick(), 0, nil)
+	for _, tc := range []struct {
+		cluster, what, name string
+		want                bool
+	}{
+		{cluster, "account", "red-acct", true},
+		{cluster, "qos", "red-qos", true},
+		{cluster, "account", "red-qos", false},
+		{"other-hp", "account", "red-acct", false},
+		{cluster, "account", "blue-acct", false},
+	} {
+		if got := env.SlurmTaken(tc.cluster, tc.what, tc.name); got != tc.want {
+			t.Errorf("SlurmTaken(%s, %s, %s) = %v, want %v", tc.cluster, tc.what, tc.name, got, tc.want)
+		}
+	}
+	if err := env.Unavailable(); err != nil {
+		t.Fatal(err)
+	}
+	if own := f.db.ValidationEnv(ctx, f.tick(), red.ID, nil); own.SlurmTaken(cluster, "account", "red-acct") {
+		t.Error("a connection's own account counts as taken")
+	}
+}

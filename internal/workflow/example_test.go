@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,5 +38,39 @@ func TestClaimConflicts(t *testing.T) {
 	}
 	if got := c.ClaimConflicts(ValidationEnv{}); got != nil {
 		t.Errorf("without checks: %q", got)
+	}
+}
+
+// TestSlurmClaims: a Slurm contract's account and QoS are claims on its
+// cluster, like an EKS contract's namespaces: one another connection holds
+// is a conflict for the approving admin and an error on the field; the
+// partition is the cluster's (shared), and an EKS contract claims none.
+func TestSlurmClaims(t *testing.T) {
+	c := slurmContract()
+	c.SlurmScope = SlurmScope{Account: "red-acct", Partition: "gpu", QoS: "red-gpu"}
+	var asked []string
+	env := ValidationEnv{SlurmTaken: func(cluster, what, name string) bool {
+		asked = append(asked, cluster+" "+what+" "+name)
+		return what == "account" || name == "red-gpu"
+	}}
+	got := c.ClaimConflicts(env)
+	if len(got) != 2 || !strings.Contains(got[0], "Slurm account red-acct on cluster "+c.ClusterName) || !strings.Contains(got[1], "Slurm QoS red-gpu") {
+		t.Errorf("conflicts = %q", got)
+	}
+	want := []string{c.ClusterName + " account red-acct", c.ClusterName + " qos red-gpu"}
+	if strings.Join(asked, "|") != strings.Join(want, "|") {
+		t.Errorf("asked %q, want %q (the partition is not a claim)", asked, want)
+	}
+	var fields []string
+	for _, e := range c.Validate(env) {
+		if strings.HasPrefix(e.Field, "slurm_scope") {
+			fields = append(fields, e.Field)
+		}
+	}
+	if strings.Join(fields, " ") != "slurm_scope.account slurm_scope.qos" {
+		t.Errorf("field errors on %q; want the account and the QoS", fields)
+	}
+	if got := ExampleContract().ClaimConflicts(ValidationEnv{SlurmTaken: func(string, string, string) bool { return true }}); got != nil {
+		t.Errorf("an EKS contract claims Slurm names: %q", got)
 	}
 }

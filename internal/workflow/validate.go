@@ -34,6 +34,12 @@ type ValidationEnv struct {
 	// are its own: its EKS access entries and Pod Identity association
 	// belong to one connection. Nil skips the check.
 	RoleTaken func(arn string) bool
+	// SlurmTaken reports whether a Slurm account or QoS (what: "account" or
+	// "qos") on HyperPod cluster cluster is named by another connection
+	// that holds claims: the portal creates, changes and, at revocation,
+	// deletes a Slurm connection's account and QoS, so two connections
+	// naming one would change and delete each other's. Nil skips the check.
+	SlurmTaken func(cluster, what, name string) bool
 	// TeamNamespaceOnly: the cluster runs HyperPod task governance, which
 	// creates and owns each team's namespace (hyperpod-ns-<team>) from its
 	// compute quota, so an EKS contract may name that namespace only. The
@@ -535,7 +541,29 @@ func (v *validator) scope() {
 				v.add(p.field, "must be 1-64 letters, digits, '_', '.' and '-', starting with a letter or digit")
 			}
 		}
+		for _, t := range c.slurmTaken(v.env) {
+			v.add("slurm_scope."+t.what, "%s", t.msg)
+		}
 	}
+}
+
+// slurmClaim is one of a Slurm contract's account and QoS that another
+// connection holds.
+type slurmClaim struct{ what, msg string }
+
+// slurmTaken are c's Slurm account and QoS that env says another
+// connection holds on the same cluster (ValidationEnv.SlurmTaken).
+func (c Contract) slurmTaken(env ValidationEnv) []slurmClaim {
+	if env.SlurmTaken == nil || c.Orchestrator != OrchestratorSlurm {
+		return nil
+	}
+	var out []slurmClaim
+	for _, p := range []struct{ what, name, label string }{{"account", c.SlurmScope.Account, "Slurm account"}, {"qos", c.SlurmScope.QoS, "Slurm QoS"}} {
+		if p.name != "" && env.SlurmTaken(c.ClusterName, p.what, p.name) {
+			out = append(out, slurmClaim{p.what, fmt.Sprintf("%s %s on cluster %s is already held by another connection: the portal would change and, at revocation, delete it under them", p.label, p.name, c.ClusterName)})
+		}
+	}
+	return out
 }
 
 func (v *validator) namespaces() {
@@ -803,8 +831,9 @@ func joinValues[T ~string](all []T) string {
 }
 
 // ClaimConflicts are what c claims that another connection already holds
-// (one submitted or later: a draft holds nothing): its namespaces and its
-// roles (a team's own, see ValidationEnv.RoleTaken), as sentences for the
+// (one submitted or later: a draft holds nothing): its namespaces, its
+// roles (a team's own, see ValidationEnv.RoleTaken) and its Slurm account
+// and QoS (ValidationEnv.SlurmTaken), as sentences for the
 // admin who approves, naming no other team or connection. Validate reports
 // the same per field; approval checks it again inside its transaction,
 // where a request submitted meanwhile may have taken them.
@@ -823,6 +852,9 @@ func (c Contract) ClaimConflicts(env ValidationEnv) []string {
 				out = append(out, "role "+r+" is already named by another connection")
 			}
 		}
+	}
+	for _, t := range c.slurmTaken(env) {
+		out = append(out, t.msg)
 	}
 	return out
 }
