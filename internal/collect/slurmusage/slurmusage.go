@@ -71,7 +71,12 @@ type Reader struct {
 	Guarantees func(ctx context.Context) (usage.GuaranteeHistory, error)
 	// InstanceTypes maps a partition to the instance type of its nodes;
 	// a partition it does not name counts as usage.NoInstanceType (not
-	// priced).
+	// priced). On HyperPod a partition is made of instance groups: each
+	// group's SlurmConfig.PartitionNames names the (at most one) Slurm
+	// partition it belongs to, beside its InstanceType, in the cluster's
+	// API configuration (ClusterSlurmConfigDetails,
+	// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterSlurmConfigDetails.html;
+	// DescribeCluster's instance groups).
 	InstanceTypes map[string]string
 	// Location is the time zone sacct prints and reads times in (the
 	// zone of the machine where the commands run; sacct(1): "The output
