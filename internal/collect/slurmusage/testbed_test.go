@@ -37,8 +37,9 @@ func sbatch(t *testing.T, conf, user string, args ...string) string {
 // hourly usage with the GPU-seconds sacct reports, to the second: the
 // oracle is computed here, second by second, from the Start, End and
 // AllocTRES Slurm recorded (never from the jobs' requested lengths), split
-// within the team's guarantee (4 GPUs) and above it. Their waits are
-// Start - Submit as Slurm recorded them.
+// within the team's guarantee (4 GPUs) and above it. A job that waited
+// for the GPUs counts as pending in the hours of its wait, and the waits
+// are Start - Submit as Slurm recorded them.
 func TestSlurmUsageOnTestBed(t *testing.T) {
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
@@ -67,10 +68,12 @@ func TestSlurmUsageOnTestBed(t *testing.T) {
 	admin("add", "user", user, "account="+acct)
 
 	// Two jobs that overlap: 3 and 2 GPUs, 5 together, above the team's
-	// guarantee of 4 while both run.
+	// guarantee of 4 while both run; a third asks for all 8 GPUs, so it
+	// pends until both have ended.
 	ids := []string{
 		sbatch(t, conf, user, "--account="+acct, "--partition="+partition, "--gres=gpu:3", "--wrap", "sleep 4"),
 		sbatch(t, conf, user, "--account="+acct, "--partition="+partition, "--gres=gpu:2", "--wrap", "sleep 6"),
+		sbatch(t, conf, user, "--account="+acct, "--partition="+partition, "--gres=gpu:8", "--wrap", "sleep 1"),
 	}
 	var rows []map[string]string
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
@@ -137,6 +140,19 @@ func TestSlurmUsageOnTestBed(t *testing.T) {
 		waits = append(waits, x.start-x.submit)
 		lo, hi = min(lo, x.start), max(hi, x.end)
 	}
+	// Pending: the jobs whose wait (Submit until Start, as recorded)
+	// touches each hour.
+	wantPending := map[time.Time]int{}
+	for _, x := range recs {
+		if x.start > x.submit {
+			for h := time.Unix(x.submit, 0).UTC().Truncate(time.Hour); h.Unix() < x.start; h = h.Add(time.Hour) {
+				wantPending[h]++
+			}
+		}
+	}
+	if len(wantPending) == 0 {
+		t.Errorf("no job waited, though the third needs the GPUs the first two hold: %v", rows)
+	}
 	want := map[time.Time][2]int64{}
 	for s := lo; s < hi; s++ {
 		var held int64
@@ -156,6 +172,7 @@ func TestSlurmUsageOnTestBed(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[time.Time][2]int64{}
+	gotPending := map[time.Time]int{}
 	running := 0
 	for _, h := range hours {
 		if h.Namespace != usage.SlurmNamespace(acct) || h.InstanceType != itype {
@@ -163,6 +180,12 @@ func TestSlurmUsageOnTestBed(t *testing.T) {
 		}
 		got[h.Start] = [2]int64{h.GuaranteedAccelSeconds, h.BorrowedAccelSeconds}
 		running += h.Running
+		if h.Pending > 0 {
+			gotPending[h.Start] = h.Pending
+		}
+	}
+	if fmt.Sprint(gotPending) != fmt.Sprint(wantPending) {
+		t.Errorf("pending jobs per hour = %v; from sacct's Submit and Start %v", gotPending, wantPending)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("GPU-seconds per hour (within the guarantee, above it) = %v; from sacct's records %v", got, want)
