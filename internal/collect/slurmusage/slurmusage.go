@@ -48,6 +48,7 @@ type Store interface {
 	PutUsageRecords(ctx context.Context, cluster string, r store.UsageRecords) error
 	UsageRecordsIn(ctx context.Context, cluster string, from, to time.Time) (store.UsageRecords, error)
 	OpenUsageRecords(ctx context.Context, cluster string) (store.UsageRecords, error)
+	UsageRecordsOf(ctx context.Context, cluster string, podUIDs, workloadKeys []string) (store.UsageRecords, error)
 	ReplaceUsage(ctx context.Context, cluster string, from, until time.Time, hours []usage.Hour, clusterHours []usage.ClusterHour, owner string) error
 	CommittedVersions(ctx context.Context) ([]store.Version, error)
 }
@@ -247,7 +248,14 @@ func (r *Reader) read(ctx context.Context, teams map[string]string, since time.T
 		accounts = append(accounts, a)
 	}
 	slices.Sort(accounts)
-	jobs, err := r.Jobs(ctx, "-A", strings.Join(accounts, ","), "-S", since.In(r.loc()).Format(sacctTime))
+	// -E a year ahead: a job whose eligible time is still to come (a
+	// requeued job waits out a begin time; scontrol shows Reason=BeginTime)
+	// is selected only by a window that reaches it (sacct(1), -s: "for a
+	// job to be selected in the PENDING state it must have EligibleTime in
+	// the requested time interval"; the test bed's requeued job is absent
+	// with -E now).
+	jobs, err := r.Jobs(ctx, "-A", strings.Join(accounts, ","), "-S", since.In(r.loc()).Format(sacctTime),
+		"-E", since.Add(sacctAhead).In(r.loc()).Format(sacctTime))
 	if err != nil {
 		return from, err
 	}
@@ -280,8 +288,31 @@ func (r *Reader) read(ctx context.Context, teams map[string]string, since time.T
 	team := func(account string) (string, bool) { t, ok := teams[strings.ToLower(account)]; return t, ok }
 	itype := func(j usage.SlurmJob) string { return cmp.Or(r.InstanceTypes[j.Partition], usage.NoInstanceType) }
 	allocs, wls := usage.SlurmRecords(r.RecordCluster(), jobs, team, itype)
+	// A job read for the first time may have waited since before since
+	// (held, or eligible only later): its hours from its submit are
+	// recomputed.
+	keys := make([]string, len(wls))
+	for i, w := range wls {
+		keys[i] = w.Key
+	}
+	stored, err := r.Store.UsageRecordsOf(ctx, r.RecordCluster(), nil, keys)
+	if err != nil {
+		return from, err
+	}
+	known := map[string]bool{}
+	for _, w := range stored.Workloads {
+		known[w.Key] = true
+	}
+	for _, w := range wls {
+		if !known[w.Key] {
+			from = usage.Earlier(from, w.Created)
+		}
+	}
 	return from, r.Store.PutUsageRecords(ctx, r.RecordCluster(), store.UsageRecords{Allocs: allocs, Workloads: wls})
 }
+
+// sacctAhead is how far past since each read's window reaches (-E).
+const sacctAhead = 366 * 24 * time.Hour
 
 // sacctTime is the format of sacct's times (sacct(1), End: "The output is
 // of the format YYYY-MM-DDTHH:MM:SS"; -S accepts YYYY-MM-DD[THH:MM[:SS]]).

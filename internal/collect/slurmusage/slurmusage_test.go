@@ -121,7 +121,8 @@ func maps(m map[string]string) map[string]string {
 // allocations with every record of a requeued job since the heartbeat
 // less the margin, records them and replaces the hours; a job recorded as
 // running that sacct no longer lists since then is read by its id, and the
-// hours from its end are recomputed.
+// hours from its end are recomputed; a job read for the first time is
+// recomputed from its submit.
 func TestReaderFlush(t *testing.T) {
 	ctx := t.Context()
 	db := migratedDB(t)
@@ -146,7 +147,7 @@ func TestReaderFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(run.calls) != 1 || !slices.Equal(run.calls[0][:5], []string{"-a", "-X", "-D", "-P", "--format=" + SacctFormat}) ||
-		!slices.Equal(run.calls[0][5:], []string{"-A", "red-acct", "-S", "2026-11-30T10:30:00"}) {
+		!slices.Equal(run.calls[0][5:], []string{"-A", "red-acct", "-S", "2026-11-30T10:30:00", "-E", "2027-12-01T10:30:00"}) {
 		t.Fatalf("sacct calls = %q", run.calls)
 	}
 	hours, err := db.UsageHours(ctx, store.UsageFilter{From: clk.Add(-2 * time.Hour), To: clk})
@@ -168,19 +169,24 @@ func TestReaderFlush(t *testing.T) {
 	// An hour later job 101's end (10:10) reaches the accounting
 	// database late: sacct since the heartbeat less the margin no longer
 	// lists it, so the reader asks for it by id and recomputes from 10:00.
-	run.lines = []string{"103|red-acct|u1|gpu|normal|cpu=1,gres/gpu=1,mem=1000M,node=1|2026-12-01T11:00:00|2026-12-01T11:00:00|2026-12-01T11:01:00|60|PREEMPTED|n1"}
+	// Job 104, pending since 09:30 but listed only now (held, or
+	// eligible only later), is read for the first time: its hours from
+	// 09:00 are recomputed.
+	run.lines = []string{"103|red-acct|u1|gpu|normal|cpu=1,gres/gpu=1,mem=1000M,node=1|2026-12-01T11:00:00|2026-12-01T11:00:00|2026-12-01T11:01:00|60|PREEMPTED|n1",
+		"104|red-acct|u1|gpu|normal||2026-12-01T09:30:00|Unknown|Unknown|0|PENDING|None assigned"}
 	r.Runner = &idOnly{fakeSacct: run,
 		byID: "101|red-acct|u1|gpu|normal|cpu=2,gres/gpu=4,mem=1000M,node=1|2026-12-01T09:58:00|2026-12-01T09:59:00|2026-12-01T10:10:00|660|COMPLETED|n1"}
 	clk = clk.Add(time.Hour)
 	if err := r.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(run.calls); n != 3 || !slices.Equal(run.calls[1][5:], []string{"-A", "red-acct", "-S", "2026-12-01T10:20:00"}) ||
+	if n := len(run.calls); n != 3 || !slices.Equal(run.calls[1][5:], []string{"-A", "red-acct", "-S", "2026-12-01T10:20:00", "-E", "2027-12-02T10:20:00"}) ||
 		!slices.Equal(run.calls[2][5:], []string{"-j", "101"}) {
 		t.Fatalf("sacct calls = %q", run.calls)
 	}
 	hours, _ = db.UsageHours(ctx, store.UsageFilter{Team: "red", From: clk.Add(-3 * time.Hour), To: clk.Add(time.Hour)})
-	if len(hours) != 3 || hours[1].AccelSeconds() != 4*600 || hours[2].AccelSeconds() != 60 || hours[2].Preempted != 1 {
+	if len(hours) != 3 || hours[0].AccelSeconds() != 4*60 || hours[0].Pending != 2 || hours[1].AccelSeconds() != 4*600 || hours[1].Pending != 1 ||
+		hours[2].AccelSeconds() != 60 || hours[2].Preempted != 1 || hours[2].Pending != 1 {
 		t.Errorf("after the late end: %+v", hours)
 	}
 }

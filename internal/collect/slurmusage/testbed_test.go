@@ -208,3 +208,106 @@ func TestSlurmUsageOnTestBed(t *testing.T) {
 		}
 	}
 }
+
+// TestSlurmRequeueOnTestBed: a running job an admin requeues (scontrol
+// requeue) leaves, with sacct --duplicates, a record of its first run
+// that ended in state REQUEUED; the reader counts it as a preemption in
+// the hour it ended, as many as sacct's own records say, and records each
+// run as a job of its own (keyed by its submit time, which the requeue
+// reset).
+func TestSlurmRequeueOnTestBed(t *testing.T) {
+	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
+	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
+	user := ""
+	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
+		if team, u, _ := strings.Cut(pair, ":"); team == "red" && user == "" {
+			user = u
+		}
+	}
+	ctx := t.Context()
+	run := slurm.Local{Conf: conf}
+	acct := fmt.Sprintf("rq%d", time.Now().UnixNano()%1_000_000_000)
+	for _, args := range [][]string{{"add", "account", acct, "Description=slurm-usage-test", "Organization=portal"}, {"add", "user", user, "account=" + acct}} {
+		if _, err := run.Run(ctx, "sacctmgr", append([]string{"-i"}, args...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		run.Run(ctx, "scancel", "--account="+acct)
+		run.Run(ctx, "sacctmgr", "-i", "delete", "user", "name="+user, "account="+acct)
+		run.Run(ctx, "sacctmgr", "-i", "delete", "account", acct)
+	})
+	id := sbatch(t, conf, user, "--account="+acct, "--partition="+partition, "--gres=gpu:1", "--requeue", "--wrap", "sleep 60")
+	waitFor := func(what string, ok func([]map[string]string) bool) []map[string]string {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+			rows, err := slurm.Query(ctx, run, "sacct", "-X", "-D", "-P", "-j", id, "-o", "JobID,State,Submit,Start,End")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok(rows) {
+				return rows
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: sacct shows %v", what, rows)
+			}
+		}
+	}
+	waitFor("the job runs", func(rows []map[string]string) bool { return len(rows) == 1 && rows[0]["State"] == "RUNNING" })
+	time.Sleep(2 * time.Second)
+	if _, err := run.Run(ctx, "scontrol", "requeue", id); err != nil {
+		t.Fatal(err)
+	}
+	rows := waitFor("the first run's record ends as requeued", func(rows []map[string]string) bool {
+		for _, r := range rows {
+			if usage.SlurmPreempted(r["State"]) && r["End"] != "Unknown" {
+				return len(rows) >= 2
+			}
+		}
+		return false
+	})
+
+	db := migratedDB(t)
+	r := &Reader{Runner: run, Store: committed{DB: db, versions: []store.Version{slurmVersion("red", "test-bed", acct)}},
+		Cluster: "test-bed", Owner: "test", InstanceTypes: map[string]string{partition: "ml.g5.12xlarge"},
+		Guarantees: func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil }}
+	if err := r.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// sacct may have moved on since (the second run started): read the
+	// records the reader read, by the same query, for the oracle.
+	if rows, _ = slurm.Query(ctx, run, "sacct", "-X", "-D", "-P", "-j", id, "-o", "JobID,State,Submit,Start,End"); len(rows) < 2 {
+		t.Fatalf("sacct -D shows %v", rows)
+	}
+	want := map[time.Time]int{}
+	for _, rec := range rows {
+		if usage.SlurmPreempted(rec["State"]) && rec["End"] != "Unknown" {
+			end, err := time.ParseInLocation("2006-01-02T15:04:05", rec["End"], time.Local)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[end.UTC().Truncate(time.Hour)]++
+		}
+	}
+	recs, err := db.UsageRecordsIn(ctx, r.RecordCluster(), time.Now().Add(-3*time.Hour), time.Now().Add(time.Hour))
+	if err != nil || len(recs.Workloads) != len(rows) {
+		t.Errorf("recorded %d runs (%v), sacct -D shows %d: %v", len(recs.Workloads), err, len(rows), rows)
+	}
+	hours, err := db.UsageHours(ctx, store.UsageFilter{Team: "red", From: time.Now().Add(-3 * time.Hour), To: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[time.Time]int{}
+	for _, h := range hours {
+		if h.Preempted > 0 {
+			got[h.Start] = h.Preempted
+		}
+	}
+	if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("preemptions per hour = %v; sacct's requeued or preempted records %v (%v)", got, want, rows)
+	}
+}
