@@ -337,7 +337,8 @@ const SacctFormat = "JobID,Account,User,Partition,QOS,AllocTRES,Submit,Start,End
 // --parsable2: "'|' delimited without a '|' at the end") with a header
 // naming the fields (sacct(1), https://slurm.schedmd.com/sacct.html).
 // With -S and no -s, sacct selects "jobs in any state after the specified
-// time": running and pending ones too.
+// time": running ones too, and pending ones whose eligible time lies in
+// the window (read's -E reaches ahead for those).
 func (r *Reader) Jobs(ctx context.Context, filter ...string) ([]usage.SlurmJob, error) {
 	args := append([]string{"-a", "-X", "-D", "-P", "--format=" + SacctFormat}, filter...)
 	rows, err := slurm.Query(ctx, r.Runner, "sacct", args...)
