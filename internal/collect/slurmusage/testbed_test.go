@@ -259,7 +259,7 @@ func TestSlurmRequeueOnTestBed(t *testing.T) {
 	if _, err := run.Run(ctx, "scontrol", "requeue", id); err != nil {
 		t.Fatal(err)
 	}
-	rows := waitFor("the first run's record ends as requeued", func(rows []map[string]string) bool {
+	waitFor("the first run's record ends as requeued", func(rows []map[string]string) bool {
 		for _, r := range rows {
 			if usage.SlurmPreempted(r["State"]) && r["End"] != "Unknown" {
 				return len(rows) >= 2
@@ -280,7 +280,8 @@ func TestSlurmRequeueOnTestBed(t *testing.T) {
 	}
 	// sacct may have moved on since (the second run started): read the
 	// records the reader read, by the same query, for the oracle.
-	if rows, _ = slurm.Query(ctx, run, "sacct", "-X", "-D", "-P", "-j", id, "-o", "JobID,State,Submit,Start,End"); len(rows) < 2 {
+	rows, _ := slurm.Query(ctx, run, "sacct", "-X", "-D", "-P", "-j", id, "-o", "JobID,State,Submit,Start,End")
+	if len(rows) < 2 {
 		t.Fatalf("sacct -D shows %v", rows)
 	}
 	want := map[time.Time]int{}
