@@ -62,7 +62,9 @@ type Reader struct {
 	Store  Store
 	// Cluster is the HyperPod cluster's name as the contracts give it
 	// (cluster_name): the accounts of the Slurm contracts naming it are
-	// read. Its records and rows are kept under RecordCluster.
+	// read ("": of every Slurm contract, for a portal whose transport
+	// reaches one Slurm cluster). Its records and rows are kept under
+	// RecordCluster.
 	Cluster string
 	// Owner names this instance in the heartbeat.
 	Owner string
@@ -99,7 +101,7 @@ type Reader struct {
 
 // RecordCluster is the cluster name of the reader's records, rows and
 // heartbeat: apart from the EKS collector's.
-func (r *Reader) RecordCluster() string { return "slurm/" + r.Cluster }
+func (r *Reader) RecordCluster() string { return "slurm/" + cmp.Or(r.Cluster, "default") }
 
 // GuaranteesFrom is the Reader's Guarantees as the portal runs it: the
 // store's guarantee history (the approved versions' guaranteed instances
@@ -191,7 +193,7 @@ func (r *Reader) Teams(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for _, v := range vs {
 		c := v.Contract
-		if c.Orchestrator != workflow.OrchestratorSlurm || c.ClusterName != r.Cluster || c.SlurmScope.Account == "" {
+		if c.Orchestrator != workflow.OrchestratorSlurm || (r.Cluster != "" && c.ClusterName != r.Cluster) || c.SlurmScope.Account == "" {
 			continue
 		}
 		out[strings.ToLower(c.SlurmScope.Account)] = c.Team

@@ -205,3 +205,17 @@ func (f *idOnly) Run(ctx context.Context, name string, args ...string) ([]byte, 
 	}
 	return f.fakeSacct.Run(ctx, name, args...)
 }
+
+// TestReaderTeams: the accounts of the Slurm contracts naming the reader's
+// cluster, in lower case; with no cluster, of every Slurm contract; never
+// an EKS contract's.
+func TestReaderTeams(t *testing.T) {
+	st := committed{versions: []store.Version{slurmVersion("red", "hp-slurm", "Red-Acct"), slurmVersion("blue", "other", "blue-acct"),
+		{Contract: workflow.ExampleContractFor("green")}}}
+	for cluster, want := range map[string]string{"hp-slurm": "map[red-acct:red]", "": "map[blue-acct:blue red-acct:red]", "none": "map[]"} {
+		got, err := (&Reader{Store: st, Cluster: cluster}).Teams(t.Context())
+		if err != nil || fmt.Sprint(got) != want {
+			t.Errorf("cluster %q: Teams = %v, %v; want %s", cluster, got, err, want)
+		}
+	}
+}
