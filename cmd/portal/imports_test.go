@@ -35,6 +35,11 @@ func TestImportBoundaries(t *testing.T) {
 		// The collector writes through the store, above both store and
 		// usage; it serves no pages.
 		"internal/collect": {mod + "internal/web", mod + "internal/views", mod + "internal/auth", "github.com/labstack/echo"},
+		// The Slurm usage reader: sacct through internal/slurm, rows through
+		// the store, figures by internal/usage; no cluster client, pages or
+		// cloud SDK.
+		"internal/collect/slurmusage": {mod + "internal/web", mod + "internal/views", mod + "internal/auth", mod + "internal/provision",
+			mod + "internal/collect", "github.com/labstack/echo", "k8s.io/client-go", "github.com/aws/aws-sdk-go-v2"},
 		"internal/provision/awsprov": {mod + "internal/web", mod + "internal/views", mod + "internal/store", mod + "internal/auth",
 			mod + "internal/provision", "k8s.io/client-go"},
 		// The evidence bundle is pure: its verifier runs offline, with no

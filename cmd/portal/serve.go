@@ -21,6 +21,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/collect"
+	"github.com/hyperpod-governance/portal/internal/collect/slurmusage"
 	"github.com/hyperpod-governance/portal/internal/devidp"
 	"github.com/hyperpod-governance/portal/internal/leader"
 	"github.com/hyperpod-governance/portal/internal/notify"
@@ -213,8 +214,11 @@ type parts struct {
 	channels  []string
 	reviews   *review.Scheduler
 	elector   leader.Elector
-	collector *collect.Collector      // nil without a cluster
-	drift     *provision.DriftChecker // nil without a cluster
+	collector *collect.Collector // nil without a cluster
+	// slurmUsage reads the Slurm teams' usage; nil without a Slurm
+	// transport (--slurm-conf or --slurm-controller-group).
+	slurmUsage *slurmusage.Reader
+	drift      *provision.DriftChecker // nil without a cluster
 }
 
 func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base string, rates *usage.RateCard, logger *slog.Logger) (*parts, error) {
@@ -274,6 +278,9 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 	}
 	if p.elector, err = newElector(cfg, p.kube, db, logger); err != nil {
 		return nil, err
+	}
+	if p.side.Slurm != nil {
+		p.slurmUsage = newSlurmUsageReader(p.side.Slurm, db, p.cluster, cfg, logger)
 	}
 	if p.kube != nil {
 		if p.collector, err = newUsageCollector(p.kube, db, p.cluster, cfg, logger); err != nil {
@@ -415,6 +422,15 @@ func leaderLoops(cfg Config, db *store.DB, srv *web.Server, p *parts, closer *mo
 			start(func() {
 				if err := p.collector.Run(ctx); err != nil && ctx.Err() == nil {
 					logger.Error("usage collector stopped", "err", err)
+				}
+			})
+		}
+		// The Slurm teams' usage, from the accounting database, whenever
+		// a Slurm transport is configured.
+		if p.slurmUsage != nil {
+			start(func() {
+				if err := p.slurmUsage.Run(ctx); err != nil && ctx.Err() == nil {
+					logger.Error("Slurm usage reader stopped", "err", err)
 				}
 			})
 		}

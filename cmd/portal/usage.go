@@ -9,7 +9,9 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/hyperpod-governance/portal/internal/collect"
+	"github.com/hyperpod-governance/portal/internal/collect/slurmusage"
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/slurm"
 	"github.com/hyperpod-governance/portal/internal/store"
 )
 
@@ -51,4 +53,25 @@ func newUsageCollector(kube *rest.Config, db *store.DB, settings provision.Clust
 		Retention:        cfg.UsageRetention,
 		Logger:           logger.With("component", "usage"),
 	}, nil
+}
+
+// newSlurmUsageReader reads the Slurm teams' jobs from the accounting
+// database through the Slurm transport (internal/collect/slurmusage) into
+// the same usage rows, split by the same guarantee history in GPUs and
+// priced by the same rate card. Like the collector it runs on the elected
+// leader, under its own heartbeat.
+func newSlurmUsageReader(run slurm.Runner, db *store.DB, settings provision.ClusterSettings, cfg Config, logger *slog.Logger) *slurmusage.Reader {
+	s := settings.WithDefaults()
+	return &slurmusage.Reader{
+		Runner: run, Store: db,
+		// The contracts' cluster_name; empty: every Slurm contract's
+		// account (the transport reaches one Slurm cluster).
+		Cluster: s.ClusterName,
+		Owner:   "the elected leader",
+		Guarantees: slurmusage.GuaranteesFrom(db,
+			func(itype string) int64 { return int64(s.Accelerators[itype].Accelerators) }),
+		InstanceTypes: s.Slurm.PartitionInstanceTypes,
+		Interval:      cfg.UsageInterval,
+		Logger:        logger.With("component", "slurm-usage"),
+	}
 }

@@ -86,6 +86,8 @@ type clusterFile struct {
 		ParentAccount  string   `json:"parent_account"`
 		UserTemplate   string   `json:"user_template"`
 		PreemptableQoS []string `json:"preemptable_qos"`
+		// PartitionInstanceTypes: partition -> instance type, for usage.
+		PartitionInstanceTypes map[string]string `json:"partition_instance_types"`
 	} `json:"slurm"`
 }
 
@@ -175,7 +177,8 @@ func ParseClusterSettings(b []byte) (ClusterSettings, error) {
 		}
 	}
 
-	s.Slurm = SlurmSettings{Cluster: f.Slurm.Cluster, ParentAccount: f.Slurm.ParentAccount, UserTemplate: f.Slurm.UserTemplate, PreemptableQoS: f.Slurm.PreemptableQoS}
+	s.Slurm = SlurmSettings{Cluster: f.Slurm.Cluster, ParentAccount: f.Slurm.ParentAccount, UserTemplate: f.Slurm.UserTemplate, PreemptableQoS: f.Slurm.PreemptableQoS,
+		PartitionInstanceTypes: f.Slurm.PartitionInstanceTypes}
 	for _, e := range s.Slurm.check() {
 		bad("slurm.%s", e)
 	}
@@ -224,6 +227,17 @@ func ParseClusterSettings(b []byte) (ClusterSettings, error) {
 				bad("%s: %q has no accelerators entry (add one under accelerators: its quota cannot be computed without)", where, t)
 			}
 			s.InstanceTypes = append(s.InstanceTypes, t)
+		}
+	}
+	// A partition's instance type prices its Slurm usage: it needs the
+	// accelerators entry its guarantee is counted in.
+	for _, part := range slices.Sorted(maps.Keys(s.Slurm.PartitionInstanceTypes)) {
+		accel := s.Accelerators
+		if accel == nil {
+			accel = DefaultAccelerators
+		}
+		if t := s.Slurm.PartitionInstanceTypes[part]; accel[t].Accelerators == 0 {
+			bad("slurm.partition_instance_types.%s: %q has no accelerators entry (its GPU hours cannot be split by the guarantee or priced)", part, t)
 		}
 	}
 

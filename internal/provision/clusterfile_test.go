@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -33,7 +34,8 @@ pod_identity_agent_cidrs: []
 observability_namespaces: [prometheus]
 reserved_namespaces: [team-infra, "platform-*"]
 admission_mode: deny
-slurm: {cluster: hp-slurm, parent_account: portal, user_template: "hp-{local}", preemptable_qos: [scavenger]}
+slurm: {cluster: hp-slurm, parent_account: portal, user_template: "hp-{local}", preemptable_qos: [scavenger],
+  partition_instance_types: {gpu: ml.p5.48xlarge}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +57,8 @@ slurm: {cluster: hp-slurm, parent_account: portal, user_template: "hp-{local}", 
 		!slices.Equal(s.ReservedNamespaces, []string{"team-infra", "platform-*"}) || s.AdmissionMode != AdmissionDeny {
 		t.Errorf("parsed %+v", s)
 	}
-	if sl := s.Slurm; sl.Cluster != "hp-slurm" || sl.ParentAccount != "portal" || sl.UserTemplate != "hp-{local}" || !slices.Equal(sl.PreemptableQoS, []string{"scavenger"}) {
+	if sl := s.Slurm; sl.Cluster != "hp-slurm" || sl.ParentAccount != "portal" || sl.UserTemplate != "hp-{local}" || !slices.Equal(sl.PreemptableQoS, []string{"scavenger"}) ||
+		!maps.Equal(sl.PartitionInstanceTypes, map[string]string{"gpu": "ml.p5.48xlarge"}) {
 		t.Errorf("slurm = %+v", sl)
 	}
 	// Accelerator entries change or add to the default table.
@@ -112,7 +115,7 @@ pod_identity_agent_cidrs: [169.254.170.23]
 observability_namespaces: [Not_A_Namespace]
 reserved_namespaces: [ok-name, "*", "Bad*", Bad_Name]
 admission_mode: Deny
-slurm: {cluster: "Hp Slurm", user_template: "{team}", preemptable_qos: ["a b"]}
+slurm: {cluster: "Hp Slurm", user_template: "{team}", preemptable_qos: ["a b"], partition_instance_types: {cpu: ml.c6i.large}}
 `))
 	if err == nil {
 		t.Fatal("bad settings accepted")
@@ -129,6 +132,7 @@ slurm: {cluster: "Hp Slurm", user_template: "{team}", preemptable_qos: ["a b"]}
 		"reserved_namespaces[1]", "reserved_namespaces[2]", "reserved_namespaces[3]",
 		"admission_mode: \"Deny\" must be warn, audit or deny",
 		"slurm.cluster: \"Hp Slurm\"", "slurm.user_template: \"{team}\" must contain {local}", "slurm.preemptable_qos: \"a b\"",
+		"slurm.partition_instance_types.cpu: \"ml.c6i.large\" has no accelerators entry",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not mention %q:\n%v", want, err)

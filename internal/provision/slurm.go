@@ -46,6 +46,14 @@ type SlurmSettings struct {
 	// (https://slurm.schedmd.com/preempt.html, https://slurm.schedmd.com/qos.html
 	// "Job Preemption"). Empty: no preemption.
 	PreemptableQoS []string
+	// PartitionInstanceTypes names the instance type of each partition's
+	// nodes, for usage (internal/collect/slurmusage): a job's GPU hours
+	// count on its partition's instance type, whose guarantee splits them
+	// and whose rate prices them; another partition's count as not
+	// assigned. On HyperPod each instance group belongs to at most one
+	// partition, beside its instance type
+	// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterSlurmConfigDetails.html).
+	PartitionInstanceTypes map[string]string
 }
 
 // Defaults of SlurmSettings.

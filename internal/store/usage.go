@@ -14,21 +14,23 @@ import (
 // team, namespace, instance type and hour: the collector recomputes an hour
 // from its intervals, so writing it again never counts anything twice.
 func (d *DB) PutUsageHours(ctx context.Context, hours []usage.Hour) error {
-	return d.inTx(ctx, func(tx *sql.Tx) error { return putUsageHours(ctx, tx, hours) })
+	return d.inTx(ctx, func(tx *sql.Tx) error { return putUsageHours(ctx, tx, "", hours) })
 }
 
-func putUsageHours(ctx context.Context, tx *sql.Tx, hours []usage.Hour) error {
+// putUsageHours writes hours as cluster's (the collector's cluster whose
+// recompute replaces them; "" for rows of none: demo and seeded rows).
+func putUsageHours(ctx context.Context, tx *sql.Tx, cluster string, hours []usage.Hour) error {
 	{
 		stmt, err := tx.PrepareContext(ctx, `
 INSERT INTO usage_hours (team, namespace, instance_type, hour, guaranteed_accel_s, borrowed_accel_s,
-  cpu_milli_s, memory_mib_s, running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source, borrowed_cpu_milli_s)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  cpu_milli_s, memory_mib_s, running, pending, preempted, wait_p50_s, wait_p90_s, wait_p99_s, source, borrowed_cpu_milli_s, cluster)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (team, namespace, instance_type, hour) DO UPDATE SET
   guaranteed_accel_s = excluded.guaranteed_accel_s, borrowed_accel_s = excluded.borrowed_accel_s,
   cpu_milli_s = excluded.cpu_milli_s, memory_mib_s = excluded.memory_mib_s, borrowed_cpu_milli_s = excluded.borrowed_cpu_milli_s,
   running = excluded.running, pending = excluded.pending, preempted = excluded.preempted,
   wait_p50_s = excluded.wait_p50_s, wait_p90_s = excluded.wait_p90_s, wait_p99_s = excluded.wait_p99_s,
-  source = excluded.source`)
+  source = excluded.source, cluster = excluded.cluster`)
 		if err != nil {
 			return fmt.Errorf("store: put usage hours: %w", err)
 		}
@@ -40,7 +42,7 @@ ON CONFLICT (team, namespace, instance_type, hour) DO UPDATE SET
 			if _, err := stmt.ExecContext(ctx, h.Team, h.Namespace, h.InstanceType, fmtTime(h.Start),
 				h.GuaranteedAccelSeconds, h.BorrowedAccelSeconds, h.CPUMilliSeconds, h.MemoryMiBSeconds,
 				h.Running, h.Pending, h.Preempted, h.WaitP50Seconds, h.WaitP90Seconds, h.WaitP99Seconds,
-				sourceOf(h.Source), h.BorrowedCPUMilliSeconds); err != nil {
+				sourceOf(h.Source), h.BorrowedCPUMilliSeconds, cluster); err != nil {
 				return fmt.Errorf("store: put usage hours: %w", err)
 			}
 		}

@@ -228,15 +228,17 @@ SELECT node, from_at, to_at, instance_type, accelerators, schedulable FROM usage
 }
 
 // ReplaceUsage replaces, in one transaction, the cluster-sourced hourly
-// rows (and cluster's capacity rows) of every hour from the hour of from
-// to the hour of until with hours and clusterHours, and moves the
-// collector's heartbeat to until. Rows of those hours that the new
-// computation no longer has are deleted, so a recomputation never leaves a
-// stale hour behind and never adds to one. Demo rows are left alone.
+// rows of cluster (and of no cluster) and cluster's capacity rows of every
+// hour from the hour of from to the hour of until with hours and
+// clusterHours, and moves the collector's heartbeat to until. Rows of
+// those hours that the new computation no longer has are deleted, so a
+// recomputation never leaves a stale hour behind and never adds to one.
+// Demo rows, and the rows another collector's cluster wrote (the EKS
+// collector's and the Slurm reader's, issue 36), are left alone.
 func (d *DB) ReplaceUsage(ctx context.Context, cluster string, from, until time.Time, hours []usage.Hour, clusterHours []usage.ClusterHour, owner string) error {
 	lo, hi := fmtTime(usage.HourStart(from)), fmtTime(usage.HourStart(until).Add(time.Hour))
 	return d.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM usage_hours WHERE source = 'cluster' AND hour >= ? AND hour < ?`, lo, hi); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM usage_hours WHERE source = 'cluster' AND cluster IN (?, '') AND hour >= ? AND hour < ?`, cluster, lo, hi); err != nil {
 			return fmt.Errorf("store: replace usage: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM usage_cluster_hours WHERE cluster = ? AND source = 'cluster' AND hour >= ? AND hour < ?`, cluster, lo, hi); err != nil {
@@ -249,7 +251,7 @@ func (d *DB) ReplaceUsage(ctx context.Context, cluster string, from, until time.
 		if n, _ := res.RowsAffected(); n != 1 {
 			return ErrCollectorLost
 		}
-		if err := putUsageHours(ctx, tx, hours); err != nil {
+		if err := putUsageHours(ctx, tx, cluster, hours); err != nil {
 			return err
 		}
 		return putClusterHours(ctx, tx, clusterHours)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 func TestUsageRecordsReplaceAndTasks(t *testing.T) {
@@ -101,5 +102,53 @@ func TestClaimCollectorAndReplaceUsage(t *testing.T) {
 	}
 	if got, _ := db.UsageHours(ctx, store.UsageFilter{Team: "red", From: h0, To: h0.Add(time.Hour)}); len(got) != 1 {
 		t.Errorf("a refused replace deleted rows: %+v", got)
+	}
+	// Another collector's cluster (the Slurm reader's, issue 36) replaces
+	// its own rows only, and the first cluster's replace leaves them.
+	if _, err := db.ClaimCollector(ctx, "slurm/hp", "s", h0, h0.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	slurmRow := row("red", h0, 30)
+	slurmRow.Namespace = "slurm:red"
+	if err := db.ReplaceUsage(ctx, "slurm/hp", h0, h0.Add(40*time.Minute), []usage.Hour{slurmRow}, nil, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ReplaceUsage(ctx, "hp", h0, h0.Add(2*time.Hour), []usage.Hour{row("blue", h0, 9)}, nil, "two"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = db.UsageHours(ctx, store.UsageFilter{From: h0, To: h0.Add(time.Hour)})
+	if len(got) != 3 || got[0].Team != "blue" || got[1].Team != "demo" || got[2].Namespace != "slurm:red" || got[2].GuaranteedAccelSeconds != 30 {
+		t.Errorf("after the Slurm reader's and the EKS collector's replaces = %+v", got)
+	}
+	if err := db.ReplaceUsage(ctx, "slurm/hp", h0, h0.Add(41*time.Minute), nil, nil, "s"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = db.UsageHours(ctx, store.UsageFilter{From: h0, To: h0.Add(time.Hour)})
+	if len(got) != 2 || got[0].Team != "blue" || got[1].Team != "demo" {
+		t.Errorf("after the Slurm reader's empty replace = %+v", got)
+	}
+}
+
+// CommittedVersions lists the approved version of each connection in a
+// committed state, and nothing of a connection only submitted (the Slurm
+// usage reader maps accounts to teams from it).
+func TestCommittedVersions(t *testing.T) {
+	f := newFixture(t, 1)
+	approved := f.submitted(contract("red", "ns-red", ""))
+	f.approve(approved.ID, f.admins[0], 1)
+	f.submitted(contract("blue", "ns-blue", ""))
+	vs, err := f.db.CommittedVersions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 || vs[0].ConnectionID != approved.ID || vs[0].Version != 1 || vs[0].Contract.Team != "red" ||
+		vs[0].Contract.Namespaces[0] != "ns-red" {
+		t.Errorf("CommittedVersions = %+v; want red's approved version 1 only", vs)
+	}
+	for _, ev := range []workflow.Event{workflow.EventStartProvisioning, workflow.EventProvisioningSucceeded} {
+		f.transition(approved.ID, ev, f.admins[0], "")
+	}
+	if vs, _ := f.db.CommittedVersions(t.Context()); len(vs) != 1 || vs[0].ConnectionID != approved.ID {
+		t.Errorf("active: CommittedVersions = %+v", vs)
 	}
 }

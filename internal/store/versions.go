@@ -186,3 +186,27 @@ FROM contract_versions cv JOIN users u ON u.id = cv.author_id WHERE cv.connectio
 func (d *DB) EditorIDs(ctx context.Context, id int64) ([]int64, error) {
 	return column[int64](ctx, d.sql, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ? ORDER BY author_id`, id)
 }
+
+// CommittedVersions returns the approved versions of the connections in a
+// committed state (workflow.CommittedStates: approved, provisioning,
+// active, under review, revoking), by connection: what holds capacity and
+// may run on a cluster, which the Slurm usage reader maps accounts to
+// teams from (internal/collect/slurmusage).
+func (d *DB) CommittedVersions(ctx context.Context) ([]Version, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT `+versionCols+`
+JOIN connections c ON c.id = cv.connection_id AND cv.version = c.approved_version
+WHERE c.state IN (`+committedStatesSQL+`) ORDER BY cv.connection_id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: committed versions: %w", err)
+	}
+	defer rows.Close()
+	var out []Version
+	for rows.Next() {
+		v, err := scanVersion(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: committed versions: %w", err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

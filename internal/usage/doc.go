@@ -4,7 +4,9 @@
 // the quota suggestion (quota.go); each team's guarantee over time, by
 // which every second is split and shared costs are weighed (guarantee.go);
 // the demo usage `make run` seeds
-// (demo.go); the five watched signals of mission.md and issue 13's cost
+// (demo.go); Slurm accounting records (sacct's jobs) as the same
+// allocations and Workloads the EKS collector records, so that Slurm
+// teams' hours are integrated and split by the same rule (slurm.go); the five watched signals of mission.md and issue 13's cost
 // jump (a team's accelerator-hours week over week) evaluated over those
 // rows (signals.go), allocation vs utilization also against the GPU
 // utilization a Utilization returns and the floor the contract states
