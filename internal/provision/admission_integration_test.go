@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // warnings collects the API server's Warning headers (client-go hands each
@@ -361,6 +364,36 @@ func TestAdmissionRulesIntegration(t *testing.T) {
 
 	// An amendment that approves interactive spaces lets a Workspace in.
 	checkKindAmendment(ctx, t, cfg, a, denyContract, denying, deny)
+
+	// An amendment that adds a priority class lets a job labelled with it
+	// in: refused before (rule 2, deny mode), accepted without a warning
+	// once the amended plan is applied (the API server reads the new
+	// parameters from its informer: retried until then).
+	experiment := map[string]string{KueueQueueLabel: LocalQueueName(deny.Namespace), KueuePriorityClassLabel: denying.KueuePriorityClass("experiment")}
+	if _, err := submitter.BatchV1().Jobs(deny.Namespace).Create(ctx, admissionJob(experiment), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("before the amendment, a job labelled %s: %v, want Forbidden", experiment[KueuePriorityClassLabel], err)
+	}
+	amendedContract := denyContract
+	amendedContract.WorkloadTypes = append(slices.Clone(amendedContract.WorkloadTypes), workflow.WorkloadInteractive)
+	amendedContract.Scheduling.PriorityClasses = append(slices.Clone(amendedContract.Scheduling.PriorityClasses), "experiment")
+	amendedContract = amendedContract.Normalize()
+	if _, err := a.Apply(ctx, mustPlan(t, deny.ConnectionID, amendedContract, denying)); err != nil {
+		t.Fatalf("apply the amendment adding a priority class: %v", err)
+	}
+	for {
+		subWarn.take()
+		_, err := submitter.BatchV1().Jobs(deny.Namespace).Create(ctx, admissionJob(experiment), metav1.CreateOptions{})
+		if err == nil {
+			if w := subWarn.take(); len(w) > 0 {
+				t.Errorf("amended: the job drew warnings %q", w)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("after the amendment adding experiment, a job labelled with it is still refused: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 
 	// Revocation takes the team's parameters away and the locked namespace
 	// out of the binding: a job without a queue label is then neither
