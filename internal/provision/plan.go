@@ -340,16 +340,16 @@ func (p Plan) HashedText() string {
 func BuildPlan(connID int64, version int, hash string, c workflow.Contract, s ClusterSettings) (Plan, error) {
 	c = c.Normalize()
 	switch {
-	case c.Orchestrator == workflow.OrchestratorSlurm:
-		return buildSlurmPlan(connID, version, hash, c, s)
-	case c.Orchestrator != workflow.OrchestratorEKS:
-		return Plan{}, fmt.Errorf("provision: orchestrator %q is not %s", c.Orchestrator, workflow.OrchestratorEKS)
 	case connID <= 0:
 		return Plan{}, fmt.Errorf("provision: connection id %d: must be positive", connID)
 	case version <= 0:
 		return Plan{}, fmt.Errorf("provision: contract version %d: must be positive", version)
 	case hash != c.Hash():
 		return Plan{}, fmt.Errorf("provision: hash %q is not the hash of this contract (%s): wrong version?", hash, c.Hash())
+	case c.Orchestrator == workflow.OrchestratorSlurm:
+		return buildSlurmPlan(connID, version, hash, c, s)
+	case c.Orchestrator != workflow.OrchestratorEKS:
+		return Plan{}, fmt.Errorf("provision: orchestrator %q is not %s", c.Orchestrator, workflow.OrchestratorEKS)
 	}
 	if errs := validation.IsDNS1123Label(c.Team); len(errs) > 0 {
 		return Plan{}, fmt.Errorf("provision: team %q: %s", c.Team, strings.Join(errs, "; "))

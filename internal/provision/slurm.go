@@ -257,17 +257,10 @@ func slurmHashedText(p *slurmprov.Plan) string {
 	return b.String()
 }
 
-// buildSlurmPlan is BuildPlan for a Slurm contract: no Kubernetes object,
-// the team's accounting (Plan.Slurm).
+// buildSlurmPlan is BuildPlan for a Slurm contract (whose connection,
+// version and hash BuildPlan checked): no Kubernetes object, the team's
+// accounting (Plan.Slurm).
 func buildSlurmPlan(connID int64, version int, hash string, c workflow.Contract, s ClusterSettings) (Plan, error) {
-	switch {
-	case connID <= 0:
-		return Plan{}, fmt.Errorf("provision: connection id %d: must be positive", connID)
-	case version <= 0:
-		return Plan{}, fmt.Errorf("provision: contract version %d: must be positive", version)
-	case hash != c.Hash():
-		return Plan{}, fmt.Errorf("provision: hash %q is not the hash of this contract (%s): wrong version?", hash, c.Hash())
-	}
 	sp, warnings, err := SlurmPlan(c, s)
 	if err != nil {
 		return Plan{}, err
