@@ -221,3 +221,14 @@ func (d *DB) queryConns(ctx context.Context, op, q string, args ...any) ([]Conne
 	}
 	return out, nil
 }
+
+// ConnectionsByID lists the connections with these ids, by id, in one
+// query (an id with no connection is left out).
+func (d *DB) ConnectionsByID(ctx context.Context, ids []int64) ([]Connection, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	in, args := idList(ids)
+	return d.queryConns(ctx, "connections by id", `SELECT `+connCols+` FROM connections c JOIN users u ON u.id = c.requester_id
+WHERE c.id IN `+in+` ORDER BY c.id`, args...)
+}

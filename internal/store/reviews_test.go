@@ -274,3 +274,17 @@ func TestSlurmClaimsHeld(t *testing.T) {
 		t.Error("a connection's own account counts as taken")
 	}
 }
+
+// ConnectionsByID returns the connections asked for, by id, in one query;
+// an unknown id is left out and no id asks nothing.
+func TestConnectionsByID(t *testing.T) {
+	f := newFixture(t, 1)
+	red, blue := f.active("red"), f.active("blue")
+	got, err := f.db.ConnectionsByID(t.Context(), []int64{blue.ID, 999, red.ID})
+	if err != nil || len(got) != 2 || got[0].ID != red.ID || got[1].ID != blue.ID {
+		t.Fatalf("ConnectionsByID = %+v, %v; want red and blue, by id", got, err)
+	}
+	if got, err := f.db.ConnectionsByID(t.Context(), nil); err != nil || got != nil {
+		t.Errorf("no ids: %+v, %v", got, err)
+	}
+}

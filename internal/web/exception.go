@@ -1,10 +1,10 @@
 package web
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -278,14 +278,10 @@ func (s *Server) exceptionsHome(c echo.Context) error {
 		return err
 	}
 	if v.Admin {
-		for id := range inEffect {
-			conn, err := s.opts.DB.Connection(ctx, id)
-			if err != nil {
-				return err
-			}
-			active = append(active, conn)
+		// One query for every connection with an exception in effect.
+		if active, err = s.opts.DB.ConnectionsByID(ctx, slices.Collect(maps.Keys(inEffect))); err != nil {
+			return err
 		}
-		slices.SortFunc(active, func(a, b store.Connection) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	row := func(conn store.Connection) views.ExceptionsHomeRow {
 		_, own := p.TeamRole(conn.Team)
