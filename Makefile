@@ -71,15 +71,18 @@ unit: ## unit tests only (no test bed; tests that need it are skipped with a mes
 # second pass runs without -race: its Go code is the same as the race-tested
 # SQLite pass's; it is there for the SQL. Tests compile with -trimpath: without the
 # checkout's path in them, a fresh clone reuses the packages another checkout
-# compiled (the build cache keys on the directory otherwise).
+# compiled (the build cache keys on the directory otherwise). Its -json output
+# goes through hack/testreport, which prints what go test prints without it
+# and then the run's slowest tests and packages.
 test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
 	@state=$(CACHE)/testbed/run-$$$$; mkdir -p "$$state" $(ARTIFACTS); \
 	trap 'bash hack/testbed/down.sh "$$state" >/dev/null 2>&1 || true; rm -rf "$$state"' EXIT; \
 	bash hack/testbed/up.sh "$$state"; \
 	set -a; source "$$state/testbed.env"; set +a; \
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
+	$(GO) build -o "$$state/testreport" ./hack/testreport; \
 	PORTAL_TEST_STORE_ENGINE=postgres $(GO) test -trimpath -count=1 -timeout 10m ./internal/store >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
-	rc=0; $(GO) test -trimpath -race -count=1 -timeout 15m ./... || rc=$$?; \
+	rc=0; $(GO) test -trimpath -race -count=1 -timeout 15m -json ./... 2>&1 | "$$state/testreport" -top 20 || rc=$$?; \
 	pgrc=0; wait $$pg || pgrc=$$?; \
 	echo "store suite again, on PostgreSQL (it ran beside the above):"; cat "$$state/store-postgres.log"; \
 	[ $$rc = 0 ] && [ $$pgrc = 0 ]

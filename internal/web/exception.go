@@ -264,7 +264,7 @@ func (s *Server) exceptionsHome(c echo.Context) error {
 			return err
 		}
 	}
-	v := views.ExceptionsHome{Admin: p.HasRole(workflow.RoleAdmin), MaxDays: s.opts.Cluster.ExceptionMaxDaysOrDefault()}
+	v := views.ExceptionsHome{Admin: workflow.SeesAllExceptions(p), MaxDays: s.opts.Cluster.ExceptionMaxDaysOrDefault()}
 	var active []store.Connection
 	ids := make([]int64, 0, len(mine))
 	for _, conn := range mine {

@@ -477,6 +477,14 @@ func SeesAllTeams(p Principal) bool {
 	return p.HasAccess() && (p.HasRole(RoleAdmin) || p.HasRole(RoleReviewer))
 }
 
+// SeesAllExceptions reports whether p's exceptions page lists every
+// connection with an exception in effect (admins, who answer for the
+// cluster's priority classes); everyone else's lists the live connections
+// whose approved contracts name them as exception owner.
+func SeesAllExceptions(p Principal) bool {
+	return p.HasAccess() && p.HasRole(RoleAdmin)
+}
+
 // requireTeamOwner: owners act on their own team's requests only. Admin is
 // no substitute: an admin files requests as the owner of a team, and then
 // cannot approve them.

@@ -452,3 +452,14 @@ func TestPolicyTableCoversEveryAction(t *testing.T) {
 		}
 	}
 }
+
+// TestSeesAllExceptions: only admins' exceptions page lists every
+// connection with an exception in effect.
+func TestSeesAllExceptions(t *testing.T) {
+	want := map[string]bool{"admin": true, "ownerRedAdmin": true}
+	for _, pr := range policyPrincipals {
+		if got := SeesAllExceptions(pr.p); got != want[pr.name] {
+			t.Errorf("SeesAllExceptions(%s) = %v, want %v", pr.name, got, want[pr.name])
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestReport(t *testing.T) {
+	var out bytes.Buffer
+	r := newReport(&out)
+	for _, e := range []event{
+		{Action: "output", Package: "m/a", Test: "TestQuiet", Output: "hidden\n"},
+		{Action: "pass", Package: "m/a", Test: "TestQuiet", Elapsed: 2},
+		{Action: "output", Package: "m/a", Test: "TestLoud", Output: "--- FAIL: TestLoud (5.00s)\n"},
+		{Action: "pass", Package: "m/a", Test: "TestLoud/sub", Elapsed: 4},
+		{Action: "fail", Package: "m/a", Test: "TestLoud", Elapsed: 5},
+		{Action: "output", Package: "m/a", Output: "FAIL\tm/a\t7.0s\n"},
+		{Action: "fail", Package: "m/a", Elapsed: 7},
+		{Action: "output", Package: "m/b", Output: "ok  \tm/b\t1.0s\n"},
+		{Action: "pass", Package: "m/b", Elapsed: 1},
+	} {
+		r.add(e)
+	}
+	if r.summary(2) {
+		t.Error("a failed test and package: summary says the run passed")
+	}
+	got := out.String()
+	for _, want := range []string{"--- FAIL: TestLoud", "FAIL\tm/a", "ok  \tm/b", "5.0s  m/a TestLoud\n", "7.0s  m/a\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "hidden") || strings.Contains(got, "TestLoud/sub") {
+		t.Errorf("a passing test's output or a subtest's time is printed:\n%s", got)
+	}
+	// Slowest first: TestLoud (5 s) before TestQuiet (2 s).
+	if i, j := strings.Index(got, "m/a TestLoud"), strings.Index(got, "m/a TestQuiet"); i < 0 || j < 0 || i > j {
+		t.Errorf("tests not listed slowest first:\n%s", got)
+	}
+}
+
+func TestReportUnfinishedPackageFails(t *testing.T) {
+	var out bytes.Buffer
+	r := newReport(&out)
+	r.add(event{Action: "run", Package: "m/c", Test: "TestHang"})
+	r.add(event{Action: "output", Package: "m/c", Test: "TestHang", Output: "waiting\n"})
+	if r.summary(0) {
+		t.Error("a package without a result passed")
+	}
+	if !strings.Contains(out.String(), "m/c: no result") || !strings.Contains(out.String(), "waiting") {
+		t.Errorf("the unfinished package is not reported with its output:\n%s", out.String())
+	}
+}
+
+func TestReportPassingRun(t *testing.T) {
+	var out bytes.Buffer
+	r := newReport(&out)
+	r.add(event{Action: "pass", Package: "m/d", Test: "TestA", Elapsed: 1})
+	r.add(event{Action: "pass", Package: "m/d", Elapsed: 1})
+	if !r.summary(5) {
+		t.Errorf("a passing run failed:\n%s", out.String())
+	}
+}
