@@ -44,6 +44,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -79,6 +80,7 @@ type config struct {
 	dump        string
 	explainOver float64       // ms
 	warmup      time.Duration // an unrecorded wrk run of each page before its measured ones
+	profile     string        // a directory for the large portal's CPU and heap profiles ("": none)
 }
 
 func main() {
@@ -95,6 +97,7 @@ func main() {
 	flag.IntVar(&cfg.conns, "c", 64, "wrk -c")
 	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "an unrecorded wrk run of each page on each portal before its measured runs (0: none)")
 	flag.StringVar(&cfg.dump, "dump", "", "write each page's body into this directory")
+	flag.StringVar(&cfg.profile, "profile", "", "write the large portal's CPU profile of each page's last run, and its heap at the end, into this directory (go tool pprof)")
 	flag.Float64Var(&cfg.explainOver, "explain-over", p99Target, "explain each portal run whose p99 is over this many ms from the portal's log (0: every run)")
 	flag.Parse()
 	cfg.engines = strings.Split(engines, ",")
@@ -201,6 +204,7 @@ type target struct {
 	bodies   map[string][]byte
 	types    map[string]string
 	audit    int
+	ops      string    // the portal's operations listener: /metrics and /debug/pprof/
 	dir      string    // the portal's directory: its log (portalLog)
 	started  time.Time // about when its process started (gctrace's times count from it)
 	close    func()    // stops the portal, drops the database
@@ -282,7 +286,11 @@ func measure(ctx context.Context, cfg config, engine, bin, rateCard string) (lar
 		if err != nil {
 			return large, small, err
 		}
+		stopProfile := profileCPU(cfg, lt, engine+"-"+pg.Name)
 		l2, err := load(ctx, cfg, lt, pg.Name)
+		if perr := stopProfile(); err == nil {
+			err = perr
+		}
 		if err != nil {
 			return large, small, err
 		}
@@ -292,6 +300,9 @@ func measure(ctx context.Context, cfg config, engine, bin, rateCard string) (lar
 			engine, pg.Name, len(lt.bodies[pg.Name])/1024, count(lt.audit), l.RPS, ms(l.Mean), ms(l.P99), count(st.audit), s.RPS, ms(s.Mean), ms(s.P99), b.RPS, ms(b.Mean), ms(b.P99))
 	}
 	if large.hwmKiB, err = vmHWM(lt.p.Cmd.Process.Pid); err != nil {
+		return large, small, err
+	}
+	if err := profileHeap(cfg, lt, engine); err != nil {
 		return large, small, err
 	}
 	for _, t := range []*target{lt, st} {
@@ -321,7 +332,7 @@ func warm(ctx context.Context, cfg config, t *target, name string) error {
 		return nil
 	}
 	pg := t.pages[name]
-	views0, err := readCacheViews(t.p.URL)
+	views0, err := readCacheViews(t.ops)
 	if err != nil {
 		return err
 	}
@@ -331,7 +342,7 @@ func warm(ctx context.Context, cfg config, t *target, name string) error {
 	if err != nil {
 		return fmt.Errorf("%s, warm-up: %w", pg.Name, err)
 	}
-	views1, err := readCacheViews(t.p.URL)
+	views1, err := readCacheViews(t.ops)
 	if err != nil {
 		return err
 	}
@@ -347,7 +358,7 @@ func load(ctx context.Context, cfg config, t *target, name string) (wrkResult, e
 	if err != nil {
 		return wrkResult{}, err
 	}
-	views0, err := readCacheViews(t.p.URL)
+	views0, err := readCacheViews(t.ops)
 	if err != nil {
 		return wrkResult{}, err
 	}
@@ -360,7 +371,7 @@ func load(ctx context.Context, cfg config, t *target, name string) (wrkResult, e
 	if err != nil {
 		return r, err
 	}
-	views1, err := readCacheViews(t.p.URL)
+	views1, err := readCacheViews(t.ops)
 	if err != nil {
 		return r, err
 	}
@@ -436,7 +447,7 @@ func prepare(ctx context.Context, cfg config, engine string, audit int, bin, rat
 		engine, cfg.connections, cfg.teams, seeded.AuditEvents, audit, time.Since(t0).Round(10*time.Millisecond))
 
 	t.dir, t.started = dir, time.Now()
-	if t.p, err = startPortal(bin, dir, dsn, rateCard); err != nil {
+	if t.p, t.ops, err = startPortal(bin, dir, dsn, rateCard); err != nil {
 		return t, err
 	}
 	undo = append(undo, func() {
@@ -596,22 +607,86 @@ func vmHWM(pid int) (int64, error) {
 // stalled the reading of the pipe, and with it the portal's requests,
 // for up to a second and a half (the p99s of 187 ms to 1.5 s of earlier
 // tables).
-func startPortal(bin, dir, dsn, rateCard string) (*testenv.Serve, error) {
-	cmd := exec.Command(bin, "serve", "--dev", "--listen", "127.0.0.1:0", "--db", dsn, "--rate-card", rateCard)
+func startPortal(bin, dir, dsn, rateCard string) (p *testenv.Serve, ops string, err error) {
+	// The operations listener, as the Helm chart runs it (/metrics off
+	// the page listener), with Go's profiles for -profile.
+	if ops, err = freeAddr(); err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command(bin, "serve", "--dev", "--listen", "127.0.0.1:0", "--ops-listen", ops, "--ops-pprof",
+		"--db", dsn, "--rate-card", rateCard)
 	cmd.Dir = dir
 	// A GC line a collection in the log, for explain.
 	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
 	logFile, err := os.Create(filepath.Join(dir, portalLog))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer logFile.Close() // the child has its own descriptor
 	cmd.Stderr = logFile
-	p, err := testenv.LaunchServe(cmd, 2*time.Minute)
-	if err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, logTail(dir))
+	if p, err = testenv.LaunchServe(cmd, 2*time.Minute); err != nil {
+		return nil, "", fmt.Errorf("%w\n%s", err, logTail(dir))
 	}
-	return p, nil
+	return p, "http://" + ops, nil
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// profileCPU starts a CPU profile of t's portal for cfg.duration (a
+// measured run's length) into cfg.profile/name-cpu.pprof, when -profile is
+// set; the function it returns waits for it.
+func profileCPU(cfg config, t *target, name string) func() error {
+	if cfg.profile == "" {
+		return func() error { return nil }
+	}
+	secs := max(1, int(cfg.duration.Round(time.Second)/time.Second))
+	done := make(chan error, 1)
+	go func() {
+		done <- fetchTo(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.ops, secs), filepath.Join(cfg.profile, name+"-cpu.pprof"))
+	}()
+	return func() error { return <-done }
+}
+
+// profileHeap writes t's portal's heap profile into
+// cfg.profile/name-heap.pprof, when -profile is set.
+func profileHeap(cfg config, t *target, name string) error {
+	if cfg.profile == "" {
+		return nil
+	}
+	return fetchTo(t.ops+"/debug/pprof/heap", filepath.Join(cfg.profile, name+"-heap.pprof"))
+}
+
+// fetchTo writes the body of GET url into file.
+func fetchTo(url, file string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	log.Printf("profile: %s", file)
+	return f.Close()
 }
 
 // portalLog is the portal's log in its directory (startPortal).

@@ -18,6 +18,7 @@ import (
 type Config struct {
 	Listen               string
 	OpsListen            string
+	OpsPprof             bool
 	BaseURL              string
 	DB                   string
 	OIDCIssuer           string
@@ -118,6 +119,7 @@ func (b boolFlag) IsBoolFlag() bool   { return true }
 var specs = []flagSpec{
 	{"listen", "PORTAL_LISTEN", "127.0.0.1:8080", "address to listen on (host:port)", false},
 	{"ops-listen", "PORTAL_OPS_LISTEN", "", "address of a second listener serving only /metrics, /readyz and /healthz (e.g. :9090); when set, --listen serves neither /metrics nor /readyz", false},
+	{"ops-pprof", "PORTAL_OPS_PPROF", "false", "also serve Go's runtime profiles (/debug/pprof/: CPU, heap, goroutines) on --ops-listen, to diagnose a slow or large portal; requires --ops-listen", true},
 	{"base-url", "PORTAL_BASE_URL", "", "external URL of the portal, e.g. https://portal.example.com (default in --dev: http://<listen>)", false},
 	{"db", "PORTAL_DB", "data/portal.db", "database: a SQLite file path, or a postgres:// URL (PostgreSQL; its password is never logged)", false},
 	{"oidc-issuer", "PORTAL_OIDC_ISSUER", "", "OpenID Connect issuer URL (required unless --dev)", false},
@@ -271,6 +273,7 @@ func (v *flagValues) config() Config {
 	c := Config{
 		Listen:                v.str("listen"),
 		OpsListen:             v.str("ops-listen"),
+		OpsPprof:              v.boolean("ops-pprof"),
 		BaseURL:               strings.TrimRight(v.str("base-url"), "/"),
 		DB:                    v.str("db"),
 		OIDCIssuer:            v.str("oidc-issuer"),
@@ -449,6 +452,11 @@ func (c Config) validateServe() []error {
 		case u.Scheme == "http" && !c.Dev && !isLoopbackHost(u.Hostname()):
 			errs = append(errs, fmt.Errorf("--base-url: %q uses plain http on a non-loopback host; session cookies would travel unencrypted. Put TLS in front and use https://", c.BaseURL))
 		}
+	}
+	if c.OpsPprof && c.OpsListen == "" {
+		// Never on --listen: the profiles show the process's memory
+		// and code paths to whoever reaches them.
+		errs = append(errs, errors.New("--ops-pprof: needs --ops-listen (the profiles are served only on the operations listener, never on --listen)"))
 	}
 	if c.SessionLifetime > 0 && c.SessionIdleTimeout > c.SessionLifetime {
 		errs = append(errs, errors.New("--session-idle-timeout: must not be longer than --session-lifetime"))

@@ -161,6 +161,21 @@ func TestParseConfig(t *testing.T) {
 			wantErr: []string{"--demo-usage: only with --dev"},
 		},
 		{
+			name:    "profiles only on the operations listener",
+			args:    []string{"--dev", "--ops-pprof"},
+			wantErr: []string{"--ops-pprof: needs --ops-listen"},
+		},
+		{
+			name: "profiles on the operations listener",
+			args: []string{"--dev", "--ops-pprof", "--ops-listen=127.0.0.1:9090"},
+			check: func(c Config) string {
+				if !c.OpsPprof || c.OpsListen != "127.0.0.1:9090" {
+					return fmt.Sprintf("OpsPprof %v, OpsListen %q", c.OpsPprof, c.OpsListen)
+				}
+				return ""
+			},
+		},
+		{
 			name:    "demo usage never with a cluster",
 			args:    []string{"--dev", "--demo-usage", "--kubeconfig=/tmp/kubeconfig"},
 			wantErr: []string{"--demo-usage: not with --kubeconfig"},

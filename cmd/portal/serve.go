@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"slices"
 	"sync"
@@ -472,6 +473,23 @@ func advanceAuditCheckpoint(ctx context.Context, db *store.DB, logger *slog.Logg
 	}
 }
 
+// opsHandler is the operations listener's handler: the server's
+// (/healthz, /readyz, /metrics) and, with --ops-pprof, Go's profiles under
+// /debug/pprof/ (net/http/pprof; make bench's bench/pages reads them).
+func opsHandler(h http.Handler, withPprof bool) http.Handler {
+	if !withPprof {
+		return h
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", h)
+	return mux
+}
+
 // serveUntilDone serves the portal (and the operations endpoints) until ctx
 // ends or a listener fails, then shuts the servers down within
 // --shutdown-timeout and stops the background work.
@@ -489,10 +507,14 @@ func serveUntilDone(ctx context.Context, cfg Config, ls *listeners, srv *web.Ser
 	go func() { serveErr <- hs.Serve(ls.ln) }()
 	var ops *http.Server
 	if ls.ops != nil {
-		ops = &http.Server{Handler: srv.OpsHandler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		ops = &http.Server{Handler: opsHandler(srv.OpsHandler(), cfg.OpsPprof), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 			WriteTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10, ErrorLog: hs.ErrorLog}
 		go func() { serveErr <- ops.Serve(ls.ops) }()
-		logger.Info("operations endpoints listening", "listen", ls.ops.Addr().String(), "paths", "/metrics /readyz /healthz")
+		paths := "/metrics /readyz /healthz"
+		if cfg.OpsPprof {
+			paths += " /debug/pprof/"
+		}
+		logger.Info("operations endpoints listening", "listen", ls.ops.Addr().String(), "paths", paths)
 	}
 	logger.Info("portal listening", "url", ls.base, "listen", ls.ln.Addr().String(), "dev", cfg.Dev, "version", version)
 	if cfg.Dev {
