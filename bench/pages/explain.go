@@ -205,6 +205,6 @@ func readCacheViews(base string) (cacheViews, error) {
 
 // since is the views served between v and a later reading.
 func (v cacheViews) since(later cacheViews) string {
-	return fmt.Sprintf("page cache: %.0f rendered, %.0f shared a render, %.0f the last minute's while it rendered, %.0f hits",
-		later["rendered"]-v["rendered"], later["shared"]-v["shared"], later["stale"]-v["stale"], later["hit"]-v["hit"])
+	return fmt.Sprintf("page cache: %.0f rendered, %.0f shared a render, %.0f the last minute's while it rendered, %.0f hits, %.0f rendered without a data version (a write in progress)",
+		later["rendered"]-v["rendered"], later["shared"]-v["shared"], later["stale"]-v["stale"], later["hit"]-v["hit"], later["unversioned"]-v["unversioned"])
 }

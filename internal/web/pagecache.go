@@ -83,7 +83,7 @@ type pageFlight struct {
 func newPageCacheViews() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "portal_page_cache_views_total",
-		Help: "Views of the cached pages (dashboard, lists, detail, audit, usage, reviews) by how they were served: hit, shared (another view's render), stale (the previous minute's page of the same data while this minute's renders), rendered.",
+		Help: "Views of the cached pages (dashboard, lists, detail, audit, usage, reviews) by how they were served: hit, shared (another view's render), stale (the previous minute's page of the same data while this minute's renders), rendered, unversioned (rendered without a data version while another session's write was in progress; not kept).",
 	}, []string{"result"})
 }
 
@@ -213,6 +213,12 @@ func (s *Server) cachePage(next echo.HandlerFunc) echo.HandlerFunc {
 		version, ok := store.DataVersionFrom(ctx)
 		token := s.sessions.Token(ctx)
 		if !ok || token == "" || r.Method != http.MethodGet {
+			if !ok && token != "" && r.Method == http.MethodGet {
+				// Signed in, but no data version (another session's
+				// write in progress, store.DataVersion): rendered from
+				// the database and not kept.
+				s.pages.count("unversioned")
+			}
 			return next(c)
 		}
 		// The principal as this request decided it (after any group

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hyperpod-governance/portal/internal/devidp"
@@ -382,5 +383,51 @@ func TestPageCacheServesTheLastMinuteWhileItRenders(t *testing.T) {
 	pc.land("v1", pageKey(base("v1"), m+1), f, fresh)
 	if body, result, _, _ := pc.lookup(base("v1"), m+1); result != "hit" || string(body) != string(fresh) {
 		t.Errorf("after the render: %q %q, want the new page as a hit", result, body)
+	}
+}
+
+// TestPageCacheCountsViewsWithoutAVersion: a signed-in view rendered
+// without a data version (store.DataVersion's ok false: another session's
+// write in progress on PostgreSQL) is counted as unversioned; with a
+// version it is counted as rendered. make bench's log tells
+// such renders from hits.
+func TestPageCacheCountsViewsWithoutAVersion(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	a, _ := url.Parse(h.base)
+	var token string
+	for _, ck := range owner.c.Jar.Cookies(a) {
+		if ck.Name == "portal_session" {
+			token = ck.Value
+		}
+	}
+	if token == "" {
+		t.Fatal("no session cookie after sign-in")
+	}
+	count := func(result string) float64 { return testutil.ToFloat64(h.srv.pages.views.WithLabelValues(result)) }
+	view := func(withVersion bool) {
+		ctx, err := h.srv.sessions.Load(context.Background(), token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if withVersion {
+			ctx = store.WithDataVersion(ctx, "test:1")
+		}
+		req := httptest.NewRequest(http.MethodGet, "/connections?unversioned=1", nil).WithContext(ctx)
+		c := h.srv.echo.NewContext(req, httptest.NewRecorder())
+		c.Set(ctxUser, workflow.NewPrincipal(1, "s", "owner.red@example.com", "Owner", nil, []workflow.Membership{{Team: "red", Role: workflow.TeamOwner}}))
+		if err := h.srv.cachePage(func(c echo.Context) error { return c.String(http.StatusOK, "page") })(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u0, r0 := count("unversioned"), count("rendered")
+	view(false)
+	view(false)
+	if u, r := count("unversioned"), count("rendered"); u != u0+2 || r != r0 {
+		t.Errorf("two views without a data version: unversioned %v -> %v (want +2), rendered %v -> %v (want +0)", u0, u, r0, r)
+	}
+	view(true)
+	if u, r := count("unversioned"), count("rendered"); u != u0+2 || r != r0+1 {
+		t.Errorf("a view with a data version: unversioned %v -> %v (want +0), rendered %v -> %v (want +1)", u0+2, u, r0, r)
 	}
 }
