@@ -88,8 +88,11 @@ func (w *Worker) runSlurmHold(ctx context.Context, st Step) (Outcome, string, er
 	if err != nil {
 		return Failed, "", err
 	}
+	if len(ran) == 0 && st.Hold == workflow.StopNone {
+		return Unchanged, "account " + st.Slurm.Account.Name + " already has no job limit (GrpJobs)", nil
+	}
 	if len(ran) == 0 {
-		return Unchanged, "account " + st.Slurm.Account.Name + " already has " + SlurmHoldWording(st.Hold, st.Slurm.Account.Name), nil
+		return Unchanged, "account " + st.Slurm.Account.Name + " already has GrpJobs=0", nil
 	}
 	return Configured, ran[0].String(), nil
 }
