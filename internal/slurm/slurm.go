@@ -8,6 +8,8 @@
 // controller node implements the same interface. The commands' parsable
 // output ("-P": fields separated by "|", one header line unless "-n") is
 // the interface the portal relies on, not a REST API tied to one release.
+// A command that needs environment variables (sacct's SLURM_TIME_FORMAT)
+// runs through RunEnv, which both transports implement (EnvRunner).
 package slurm
 
 import (

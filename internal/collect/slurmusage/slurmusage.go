@@ -81,7 +81,7 @@ type Reader struct {
 	// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterSlurmConfigDetails.html;
 	// DescribeCluster's instance groups).
 	InstanceTypes map[string]string
-	Interval time.Duration // between flushes; default one minute
+	Interval      time.Duration // between flushes; default one minute
 	// Lookback is how far back the first read goes, when no heartbeat
 	// was ever recorded; default 24 hours.
 	Lookback time.Duration
