@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/slurm"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -50,6 +52,30 @@ func waitSlurmJob(t *testing.T, r slurm.Runner, id string, ok func(state, reason
 		}
 	}
 	return state, reason
+}
+
+// slurmDriftNow runs the drift checker once on the bed's connection, with
+// the store's holds, and returns what it found.
+func slurmDriftNow(t *testing.T, b *bed, w *provision.Worker, r slurm.Runner) []workflow.DriftItem {
+	t.Helper()
+	var saved []workflow.DriftItem
+	d := &provision.DriftChecker{
+		List: func(context.Context) ([]provision.ConnVersion, error) {
+			return []provision.ConnVersion{{ConnectionID: b.conn.ID, Version: 1}}, nil
+		},
+		Plans: w.Plans, Slurm: r, StopPolicies: b.db.HoldStopPolicies,
+		Save: func(_ context.Context, _ int64, _ workflow.DriftBasis, items []workflow.DriftItem, checkErr string, _ time.Time) error {
+			if checkErr != "" {
+				t.Errorf("drift check failed: %s", checkErr)
+			}
+			saved = items
+			return nil
+		},
+	}
+	if _, err := d.RunOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return saved
 }
 
 // TestSlurmHoldOnTheTestBed: on the test bed's real Slurm, a confirmed hold
@@ -101,6 +127,30 @@ func TestSlurmHoldOnTheTestBed(t *testing.T) {
 	}
 	if st, why := slurmJobState(t, r, running); st != "RUNNING" {
 		t.Errorf("job %s running before the hold: %s (%s), want still RUNNING", running, st, why)
+	}
+
+	// A re-apply of the plan while held keeps the limit, and the drift
+	// check (which compares it with the hold) finds nothing; lifted by
+	// hand, it is drift.
+	rj, err := b.db.EnqueueReapply(ctx, b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "re-apply while held", b.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.runOnce(w)
+	if j := b.jobNow(rj.ID); j.State != workflow.JobSucceeded {
+		t.Fatalf("re-apply while held = %s: %s", j.State, j.LastError)
+	}
+	if items := slurmDriftNow(t, b, w, r); len(items) != 0 {
+		t.Errorf("drift while held = %+v; want none", items)
+	}
+	if _, err := r.Run(ctx, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "set", "GrpJobs=-1"); err != nil {
+		t.Fatal(err)
+	}
+	if items := slurmDriftNow(t, b, w, r); len(items) != 1 || !slices.Equal(items[0].Fields, []string{"GrpJobs"}) {
+		t.Errorf("drift with the hold lifted by hand = %+v; want the account's GrpJobs", items)
+	}
+	if _, err := r.Run(ctx, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "set", "GrpJobs=0"); err != nil {
+		t.Fatal(err)
 	}
 
 	hold(workflow.HoldStepDrain)
