@@ -412,6 +412,9 @@ type HoldView struct {
 	Explain string
 	// DrainWord is what the admin types to confirm a drain (the team).
 	DrainWord string
+	// DrainEffect is what a drain does to running work, on the
+	// confirmation's label.
+	DrainEffect string
 	// Step, Input, Confirm and Error are the last attempt's, on a
 	// re-render after a refusal.
 	Step    string

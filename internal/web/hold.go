@@ -50,9 +50,11 @@ func (s *Server) holdPanel(p workflow.Principal, conn store.Connection, obj work
 		return // a revoked connection's hold is history (its audit events)
 	}
 	h := &views.HoldView{State: string(conn.Hold), Label: conn.Hold.Label(), By: conn.HoldBy, Reason: conn.HoldReason,
-		At: fmtWhen(conn.HoldAt), DrainWord: conn.Team}
-	if approved != nil && approved.Contract.Orchestrator == workflow.OrchestratorSlurm {
+		At: fmtWhen(conn.HoldAt), DrainWord: conn.Team, DrainEffect: "running work will be evicted"}
+	slurmConn := approved != nil && approved.Contract.Orchestrator == workflow.OrchestratorSlurm
+	if slurmConn {
 		h.Explain = slurmHoldExplain(conn.Hold, approved.Contract)
+		h.DrainEffect = "the running jobs of account " + strings.ToLower(approved.Contract.SlurmScope.Account) + " will be cancelled (scancel)"
 	} else if !s.opts.Cluster.ClusterQueueManagedByPortal {
 		// HyperPod task governance created the team's LocalQueue; the hold
 		// job forces spec.stopPolicy alone (provision.StopPolicy).
@@ -62,7 +64,11 @@ func (s *Server) holdPanel(p workflow.Principal, conn store.Connection, obj work
 	}
 	for _, st := range holdSteps {
 		if workflow.HoldAllows(conn.Hold, st.step) && workflow.Decide(p, st.action, obj).Allowed {
-			h.Steps = append(h.Steps, views.HoldStepView{Step: string(st.step), Label: st.label, Danger: st.danger})
+			label := st.label
+			if slurmConn && st.step == workflow.HoldStepDrain {
+				label = "Confirm hold and drain (cancel running jobs)"
+			}
+			h.Steps = append(h.Steps, views.HoldStepView{Step: string(st.step), Label: label, Danger: st.danger})
 		}
 	}
 	if len(h.Steps) > 0 {

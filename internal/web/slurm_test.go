@@ -167,6 +167,14 @@ func TestSlurmHoldWording(t *testing.T) {
 		return page
 	}
 	page = step("confirm", "")
+	for _, want := range []string{"Confirm hold and drain (cancel running jobs)", "the running jobs of account red-acct will be cancelled (scancel)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("held: the drain step lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "evict") {
+		t.Error("held: a Slurm connection's drain speaks of evicting")
+	}
 	if !strings.Contains(page, `data-testid="slurm-hold-commands"`) || !strings.Contains(page, holdCmd) || strings.Contains(page, "scancel --account") {
 		t.Errorf("held: the Slurm section lacks %q, or lists a drain", holdCmd)
 	}
