@@ -43,8 +43,9 @@ type DriftChecker struct {
 	// Save records a connection's report with what it was compared with
 	// (store.SaveDrift drops a report the connection has moved on from).
 	Save func(ctx context.Context, connID int64, basis workflow.DriftBasis, items []workflow.DriftItem, checkErr string, now time.Time) error
-	// Slurm reads the accounting of the Slurm connections (SlurmDrift);
-	// nil: their check fails, saying so.
+	// Slurm reads the accounting of the Slurm connections (SlurmDrift,
+	// and SlurmHoldDrift with StopPolicies); nil: their check fails,
+	// saying so.
 	Slurm    slurm.Runner
 	Interval time.Duration
 	Clock    func() time.Time
@@ -101,6 +102,13 @@ func (d *DriftChecker) runBatches(ctx context.Context, conns []ConnVersion, stop
 			}
 			if p.Slurm != nil {
 				items[i], errs[i] = SlurmDrift(ctx, d.Slurm, p.Slurm)
+				if errs[i] == nil {
+					// The hold's job limit, compared with the hold
+					// (SlurmHoldDrift), as a queue's stopPolicy is.
+					var held []workflow.DriftItem
+					held, errs[i] = SlurmHoldDrift(ctx, d.Slurm, p.Slurm, stops[cv.ConnectionID])
+					items[i] = append(items[i], held...)
+				}
 				continue
 			}
 			p.StopPolicy = stops[cv.ConnectionID]

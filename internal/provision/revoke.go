@@ -100,8 +100,12 @@ type Step struct {
 	Keep []string
 	// AWS is the call of an ActionAWSEnsure or ActionAWSRemove step.
 	AWS *awsprov.Call
-	// Slurm is the plan of an ActionSlurmApply or ActionSlurmRevoke step.
+	// Slurm is the plan of an ActionSlurmApply, ActionSlurmRevoke,
+	// ActionSlurmHold or ActionSlurmDrain step.
 	Slurm *slurmprov.Plan
+	// Hold is the stopPolicy an ActionSlurmHold step puts in effect
+	// (workflow.StopHold, StopHoldAndDrain or StopNone: slurmhold.go).
+	Hold string
 }
 
 // keep is Keep as plan objects, for PruneExtraBindings.
@@ -135,6 +139,8 @@ func (s Step) Name() string {
 		return "sacctmgr: account " + s.Slurm.Account.Name + ", QoS " + s.Slurm.QoS.Name + " and members on " + s.Slurm.Cluster
 	case ActionSlurmRevoke:
 		return "sacctmgr: remove the members, account " + s.Slurm.Account.Name + " and QoS " + s.Slurm.QoS.Name + " from " + s.Slurm.Cluster
+	case ActionSlurmHold, ActionSlurmDrain:
+		return slurmHoldStepName(s)
 	case ActionAWSEnsure:
 		return s.AWS.Title()
 	case ActionAWSRemove:

@@ -33,17 +33,13 @@ func slurmClusterName(t *testing.T, conf string) string {
 	return ""
 }
 
-// TestSlurmConnectionOnTheTestBed: a Slurm contract approved through the
-// workflow is provisioned by the worker on the test bed's real Slurm and
-// leaves exactly the planned QoS, account and associations (read back with
-// sacctmgr show -P, against figures computed here from the contract and
-// the accelerator table); a limit edited by hand is found as drift by the
-// drift checker and repaired by a re-apply job; revocation leaves nothing
-// of the team in the accounting database.
-func TestSlurmConnectionOnTheTestBed(t *testing.T) {
+// slurmTestBedConnection is a bed whose approved connection is a Slurm
+// one on the test bed's Slurm: team red's two local users are its members,
+// its account and QoS are new names; the plan is revoked at the end.
+func slurmTestBedConnection(t *testing.T) (b *bed, r slurm.Runner, members []string, partition, account, qos string) {
+	t.Helper()
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
-	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
-	var members []string
+	partition = testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
 	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
 		if team, u, _ := strings.Cut(pair, ":"); team == "red" {
 			members = append(members, u)
@@ -52,10 +48,9 @@ func TestSlurmConnectionOnTheTestBed(t *testing.T) {
 	if len(members) < 2 {
 		t.Fatalf("the test bed has %d red users, want 2", len(members))
 	}
-	r := slurm.Local{Conf: conf}
-	ctx := context.Background()
+	r = slurm.Local{Conf: conf}
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
-	account, qos := "red"+suffix, "red"+suffix+"-gpu"
+	account, qos = "red"+suffix, "red"+suffix+"-gpu"
 
 	settings := provision.DefaultClusterSettings()
 	settings.Slurm = provision.SlurmSettings{Cluster: slurmClusterName(t, conf)}
@@ -71,14 +66,26 @@ func TestSlurmConnectionOnTheTestBed(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { editContract = nil })
-	b := newBedWith(t, settings)
+	b = newBedWith(t, settings)
 	editContract = nil
 	if b.plan.Slurm == nil {
 		t.Fatalf("the approved plan is not a Slurm plan: %+v", b.plan)
 	}
 	sp := *b.plan.Slurm
 	t.Cleanup(func() { slurmprov.Revoke(context.Background(), r, sp) })
+	return b, r, members, partition, account, qos
+}
 
+// TestSlurmConnectionOnTheTestBed: a Slurm contract approved through the
+// workflow is provisioned by the worker on the test bed's real Slurm and
+// leaves exactly the planned QoS, account and associations (read back with
+// sacctmgr show -P, against figures computed here from the contract and
+// the accelerator table); a limit edited by hand is found as drift by the
+// drift checker and repaired by a re-apply job; revocation leaves nothing
+// of the team in the accounting database.
+func TestSlurmConnectionOnTheTestBed(t *testing.T) {
+	b, r, members, partition, account, qos := slurmTestBedConnection(t)
+	ctx := context.Background()
 	w := b.worker("w1", &fakeCluster{})
 	w.Slurm = r
 	b.runOnce(w)

@@ -716,6 +716,11 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 		if job.StopPolicy == "" {
 			return nil, "", permanent(fmt.Errorf("provision: hold job %d names no stopPolicy", job.ID))
 		}
+		if plan.Slurm != nil {
+			// The job limit of the team's account (slurmhold.go).
+			s := SlurmHoldSteps(plan.Slurm, job.StopPolicy)
+			return s, StepsHash(s), nil
+		}
 		s := HoldSteps(plan, job.StopPolicy)
 		if len(s) == 0 {
 			return nil, "", permanent(fmt.Errorf("provision: the plan of version %d has no Kueue queue to hold", job.Version))
@@ -871,6 +876,8 @@ func (w *Worker) runStep(ctx context.Context, job workflow.Job, apply StepApplie
 		return Absent, st.Detail, nil
 	case ActionSlurmApply, ActionSlurmRevoke:
 		return w.runSlurm(ctx, st)
+	case ActionSlurmHold, ActionSlurmDrain:
+		return w.runSlurmHold(ctx, st)
 	}
 	r, ok := apply.(RevocationApplier)
 	if !ok {

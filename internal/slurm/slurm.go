@@ -8,6 +8,8 @@
 // controller node implements the same interface. The commands' parsable
 // output ("-P": fields separated by "|", one header line unless "-n") is
 // the interface the portal relies on, not a REST API tied to one release.
+// A command that needs environment variables (sacct's SLURM_TIME_FORMAT)
+// runs through RunEnv, which both transports implement (EnvRunner).
 package slurm
 
 import (
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -38,16 +41,56 @@ type Local struct {
 	Conf string
 }
 
+// EnvRunner is a Runner that can run a command with environment variables
+// added, each NAME=value (RunEnv).
+type EnvRunner interface {
+	RunEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error)
+}
+
+// envNameRe is an environment variable's name the transports pass on.
+var envNameRe = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+
+// CheckEnv refuses an environment entry that is not NAME=value with a
+// portable name (upper-case letters, digits, '_').
+func CheckEnv(env []string) error {
+	for _, e := range env {
+		if k, _, ok := strings.Cut(e, "="); !ok || !envNameRe.MatchString(k) {
+			return fmt.Errorf("slurm: environment entry %q is not NAME=value", e)
+		}
+	}
+	return nil
+}
+
+// RunEnv runs a command with env added through r, which must be an
+// EnvRunner: a transport that cannot set the environment fails rather
+// than run the command without it.
+func RunEnv(ctx context.Context, r Runner, env []string, name string, args ...string) ([]byte, error) {
+	er, ok := r.(EnvRunner)
+	if !ok {
+		return nil, fmt.Errorf("slurm: the transport (%T) cannot set %s for %s", r, strings.Join(env, " "), name)
+	}
+	return er.RunEnv(ctx, env, name, args...)
+}
+
 // Run implements Runner.
 func (l Local) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return l.RunEnv(ctx, nil, name, args...)
+}
+
+// RunEnv implements EnvRunner.
+func (l Local) RunEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
 	if !slices.Contains(Commands, name) {
 		return nil, fmt.Errorf("slurm: %q is not one of the Slurm commands the portal runs (%s)", name, strings.Join(Commands, ", "))
+	}
+	if err := CheckEnv(env); err != nil {
+		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = os.Environ()
 	if l.Conf != "" {
 		cmd.Env = append(cmd.Env, "SLURM_CONF="+l.Conf)
 	}
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -42,3 +42,21 @@ func TestLocalRunsOnlySlurmCommands(t *testing.T) {
 		t.Errorf("Run(sh) = %v", err)
 	}
 }
+
+type plainRunner struct{}
+
+func (plainRunner) Run(context.Context, string, ...string) ([]byte, error) { return nil, nil }
+
+// TestRunEnv: a transport that cannot set the environment fails the command
+// instead of running it without; Local refuses an entry that is not
+// NAME=value before running anything.
+func TestRunEnv(t *testing.T) {
+	if _, err := RunEnv(t.Context(), plainRunner{}, []string{"TZ=UTC"}, "sacct"); err == nil || !strings.Contains(err.Error(), "cannot set TZ=UTC") {
+		t.Errorf("RunEnv on a plain runner: %v", err)
+	}
+	for _, bad := range []string{"TZ", "=x", "tz=UTC", "A-B=1"} {
+		if _, err := (Local{}).RunEnv(t.Context(), []string{bad}, "sacct"); err == nil || !strings.Contains(err.Error(), "NAME=value") {
+			t.Errorf("Local.RunEnv %q: %v", bad, err)
+		}
+	}
+}

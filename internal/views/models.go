@@ -256,6 +256,10 @@ type SlurmView struct {
 	Template string          // the POSIX user template the members were mapped with
 	Commands []SlurmStepView // the plan's commands, in order
 	Steps    []SlurmStepView // what the portal does not do
+	// Hold is the hold in effect ("" none: HoldView.State) and
+	// HoldCommands what its job ran on top of the plan.
+	Hold         string
+	HoldCommands []SlurmStepView
 }
 
 // SlurmStepView is one command or manual step.
@@ -402,8 +406,15 @@ type HoldView struct {
 	// Ownership says which field of which queue a hold job writes, when a
 	// queue is HyperPod's (the portal takes over its spec.stopPolicy).
 	Ownership string
+	// Explain says what the hold does on this connection's cluster, when
+	// it is not a Kueue queue (a Slurm connection's account); "" shows
+	// the queue's wording.
+	Explain string
 	// DrainWord is what the admin types to confirm a drain (the team).
 	DrainWord string
+	// DrainEffect is what a drain does to running work, on the
+	// confirmation's label.
+	DrainEffect string
 	// Step, Input, Confirm and Error are the last attempt's, on a
 	// re-render after a refusal.
 	Step    string

@@ -158,7 +158,7 @@ func ProgressPanel(pr Progress) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else if pr.DryRun && pr.Kind == "hold" {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<p class=\"notice\" data-testid=\"dry-run\">Dry run: no cluster is configured, so each step records the queue's stopPolicy it would set and nothing is changed.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<p class=\"notice\" data-testid=\"dry-run\">Dry run: no cluster is configured, so each step records the hold it would set (a queue's stopPolicy, or a Slurm account's job limit) and nothing is changed.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -127,7 +127,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 		return d, err
 	}
 	s.revokeForm(p, obj, &d)
-	s.holdPanel(p, conn, obj, &d)
+	s.holdPanel(p, conn, obj, approvedOf(conn, cur, against), &d)
 	if err := s.exceptionPanel(ctx, p, conn, approvedOf(conn, cur, against), &d); err != nil {
 		return d, err
 	}
@@ -147,6 +147,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	}
 	if cur.Contract.Orchestrator == workflow.OrchestratorSlurm {
 		d.Slurm = s.slurmView(cur.Contract)
+		s.slurmHoldCommands(conn, approvedOf(conn, cur, against), d.Slurm)
 	}
 	if admin && waiting {
 		if err := s.approvalPanel(ctx, p, conn, obj, cur, against, &d); err != nil {

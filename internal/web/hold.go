@@ -43,13 +43,19 @@ func holdStepOf(step string) (workflow.HoldStep, workflow.Action, bool) {
 }
 
 // holdPanel fills the hold panel of a connection that has a hold.
-func (s *Server) holdPanel(p workflow.Principal, conn store.Connection, obj workflow.Object, d *views.ConnectionDetail) {
+// approved is the approved version, when the page loaded it (nil: the
+// queue's wording).
+func (s *Server) holdPanel(p workflow.Principal, conn store.Connection, obj workflow.Object, approved *store.Version, d *views.ConnectionDetail) {
 	if conn.Hold == workflow.HoldNone || !conn.State.Live() {
 		return // a revoked connection's hold is history (its audit events)
 	}
 	h := &views.HoldView{State: string(conn.Hold), Label: conn.Hold.Label(), By: conn.HoldBy, Reason: conn.HoldReason,
-		At: fmtWhen(conn.HoldAt), DrainWord: conn.Team}
-	if !s.opts.Cluster.ClusterQueueManagedByPortal {
+		At: fmtWhen(conn.HoldAt), DrainWord: conn.Team, DrainEffect: "running work will be evicted"}
+	slurmConn := approved != nil && approved.Contract.Orchestrator == workflow.OrchestratorSlurm
+	if slurmConn {
+		h.Explain = slurmHoldExplain(conn.Hold, approved.Contract)
+		h.DrainEffect = "the running jobs of account " + strings.ToLower(approved.Contract.SlurmScope.Account) + " will be cancelled (scancel)"
+	} else if !s.opts.Cluster.ClusterQueueManagedByPortal {
 		// HyperPod task governance created the team's LocalQueue; the hold
 		// job forces spec.stopPolicy alone (provision.StopPolicy).
 		h.Ownership = fmt.Sprintf("The team's LocalQueue is HyperPod task governance's (it created it, and owns Kueue's defaulted stopPolicy None). "+
@@ -58,7 +64,11 @@ func (s *Server) holdPanel(p workflow.Principal, conn store.Connection, obj work
 	}
 	for _, st := range holdSteps {
 		if workflow.HoldAllows(conn.Hold, st.step) && workflow.Decide(p, st.action, obj).Allowed {
-			h.Steps = append(h.Steps, views.HoldStepView{Step: string(st.step), Label: st.label, Danger: st.danger})
+			label := st.label
+			if slurmConn && st.step == workflow.HoldStepDrain {
+				label = "Confirm hold and drain (cancel running jobs)"
+			}
+			h.Steps = append(h.Steps, views.HoldStepView{Step: string(st.step), Label: label, Danger: st.danger})
 		}
 	}
 	if len(h.Steps) > 0 {
@@ -164,4 +174,36 @@ func (s *Server) retryHold(c echo.Context, p workflow.Principal, conn store.Conn
 		return s.lifecycleError(err)
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+// slurmHoldExplain is the hold panel's wording for a Slurm connection: what
+// the hold does to the team's account (provision.SlurmHoldWording).
+func slurmHoldExplain(hold workflow.Hold, c workflow.Contract) string {
+	account := strings.ToLower(c.SlurmScope.Account)
+	switch hold {
+	case workflow.HoldProposed:
+		return "Nothing is stopped yet. Confirming sets " + provision.SlurmHoldWording(workflow.StopHold, account) +
+			". Hold and drain also cancels the running jobs. Release clears the limit."
+	case workflow.HoldOn:
+		return "In effect: " + provision.SlurmHoldWording(workflow.StopHold, account) +
+			". Hold and drain also cancels the running jobs (scancel). Release clears the limit: the plan's limits alone again."
+	}
+	return "In effect: " + provision.SlurmHoldWording(workflow.StopHoldAndDrain, account) +
+		". Release clears the limit: the plan's limits alone again; cancelled jobs are not brought back."
+}
+
+// slurmHoldCommands adds to a Slurm connection's section what its hold in
+// effect ran on top of the plan (provision.SlurmHoldCommands).
+func (s *Server) slurmHoldCommands(conn store.Connection, approved *store.Version, v *views.SlurmView) {
+	if v == nil || approved == nil || !conn.Hold.Applied() || !conn.State.Live() {
+		return
+	}
+	p, _, err := provision.SlurmPlan(approved.Contract, s.opts.Cluster)
+	if err != nil {
+		return // the section says why there is no plan
+	}
+	v.Hold = conn.Hold.Label()
+	for _, c := range provision.SlurmHoldCommands(&p, conn.Hold.StopPolicy()) {
+		v.HoldCommands = append(v.HoldCommands, views.SlurmStepView{What: c.Why, Command: c.Command})
+	}
 }

@@ -125,3 +125,68 @@ func TestContractFormSaysWhatSlurmGets(t *testing.T) {
 		t.Error("the edit form of a Slurm draft does not say what stays manual")
 	}
 }
+
+// A hold on a Slurm connection: the hold panel says what it does to the
+// team's account (the job limit, not a Kueue queue), and while it is in
+// effect the Slurm section lists the hold job's exact commands (the drain
+// adds the scancel calls); a release takes them away.
+func TestSlurmHoldWording(t *testing.T) {
+	h := newHarness(t, false)
+	ctx := context.Background()
+	submitSlurm(t, h, slurmContract())
+	admin := h.signIn("admin")
+	v, err := h.db.Version(ctx, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := provision.BuildPlan(1, 1, v.Hash, v.Contract, h.srv.opts.Cluster)
+	if err != nil || plan.Slurm == nil {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
+	if resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash},
+		"plan_hash": {plan.Hash()}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approving = %d\n%s", resp.StatusCode, body)
+	}
+	h.runJob(workflow.JobProvision)
+	if _, err := h.db.ProposeHold(ctx, 1, workflow.SystemActor, "end date passed", h.srv.opts.Now()); err != nil {
+		t.Fatal(err)
+	}
+	_, page := h.get(admin.c, "/connections/1")
+	wording := html.EscapeString(provision.SlurmHoldWording(workflow.StopHold, "red-acct"))
+	if !strings.Contains(page, `data-testid="hold-explain"`) || !strings.Contains(page, wording) || strings.Contains(page, "stopPolicy") ||
+		strings.Contains(page, `data-testid="slurm-hold"`) {
+		t.Errorf("proposed: the panel does not say %q, or speaks of a queue, or lists hold commands", wording)
+	}
+	holdCmd := "sacctmgr -i modify account where name=red-acct cluster=" + plan.Slurm.Cluster + " set GrpJobs=0"
+	step := func(s, confirm string) string {
+		t.Helper()
+		if resp, body := h.postAs(admin, "/connections/1/hold", url.Values{"step": {s}, "reason": {"test"}, "confirm": {confirm}}); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("%s = %d\n%s", s, resp.StatusCode, body)
+		}
+		_, page := h.get(admin.c, "/connections/1")
+		return page
+	}
+	page = step("confirm", "")
+	for _, want := range []string{"Confirm hold and drain (cancel running jobs)", "the running jobs of account red-acct will be cancelled (scancel)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("held: the drain step lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "evict") {
+		t.Error("held: a Slurm connection's drain speaks of evicting")
+	}
+	if !strings.Contains(page, `data-testid="slurm-hold-commands"`) || !strings.Contains(page, holdCmd) || strings.Contains(page, "scancel --account") {
+		t.Errorf("held: the Slurm section lacks %q, or lists a drain", holdCmd)
+	}
+	page = step("drain", "red")
+	for _, want := range []string{holdCmd, "scancel --account=red-acct --state=RUNNING", "scancel --account=red-acct --state=SUSPENDED",
+		html.EscapeString(provision.SlurmHoldWording(workflow.StopHoldAndDrain, "red-acct"))} {
+		if !strings.Contains(page, want) {
+			t.Errorf("draining: the page lacks %q", want)
+		}
+	}
+	page = step("release", "")
+	if strings.Contains(page, `data-testid="slurm-hold"`) || strings.Contains(page, `data-testid="hold"`) {
+		t.Error("released: the hold still shows")
+	}
+}

@@ -81,12 +81,7 @@ type Reader struct {
 	// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterSlurmConfigDetails.html;
 	// DescribeCluster's instance groups).
 	InstanceTypes map[string]string
-	// Location is the time zone sacct prints and reads times in (the
-	// zone of the machine where the commands run; sacct(1): "The output
-	// is of the format YYYY-MM-DDTHH:MM:SS", local time unless
-	// SLURM_TIME_FORMAT says otherwise). Default time.Local.
-	Location *time.Location
-	Interval time.Duration // between flushes; default one minute
+	Interval      time.Duration // between flushes; default one minute
 	// Lookback is how far back the first read goes, when no heartbeat
 	// was ever recorded; default 24 hours.
 	Lookback time.Duration
@@ -125,8 +120,6 @@ func (r *Reader) now() time.Time {
 	}
 	return time.Now().UTC().Truncate(time.Second)
 }
-
-func (r *Reader) loc() *time.Location { return cmp.Or(r.Location, time.Local) }
 
 func (r *Reader) logger() *slog.Logger {
 	if r.Logger != nil {
@@ -256,8 +249,8 @@ func (r *Reader) read(ctx context.Context, teams map[string]string, since time.T
 	// job to be selected in the PENDING state it must have EligibleTime in
 	// the requested time interval"; the test bed's requeued job is absent
 	// with -E now).
-	jobs, err := r.Jobs(ctx, "-A", strings.Join(accounts, ","), "-S", since.In(r.loc()).Format(sacctTime),
-		"-E", since.Add(sacctAhead).In(r.loc()).Format(sacctTime))
+	jobs, err := r.Jobs(ctx, "-A", strings.Join(accounts, ","), "-S", since.UTC().Format(sacctTime),
+		"-E", since.Add(sacctAhead).UTC().Format(sacctTime))
 	if err != nil {
 		return from, err
 	}
@@ -316,9 +309,25 @@ func (r *Reader) read(ctx context.Context, teams map[string]string, since time.T
 // sacctAhead is how far past since each read's window reaches (-E).
 const sacctAhead = 366 * 24 * time.Hour
 
-// sacctTime is the format of sacct's times (sacct(1), End: "The output is
-// of the format YYYY-MM-DDTHH:MM:SS"; -S accepts YYYY-MM-DD[THH:MM[:SS]]).
+// sacctTime is the format of the times Jobs gives sacct (sacct(1), -S and
+// -E accept YYYY-MM-DD[THH:MM[:SS]]), in UTC: SacctEnv's TZ.
 const sacctTime = "2006-01-02T15:04:05"
+
+// SacctEnv is the environment Jobs runs sacct with, so that its times mean
+// the same whatever the zone of the node it runs on (the controller's,
+// over Session Manager):
+//   - SLURM_TIME_FORMAT=%s prints every time stamp as seconds since the
+//     epoch: "A valid strftime() format can also be specified" (sacct(1),
+//     ENVIRONMENT VARIABLES, SLURM_TIME_FORMAT,
+//     https://slurm.schedmd.com/sacct.html), and %s is "the number of
+//     seconds since the Epoch, 1970-01-01 00:00:00 +0000 (UTC)" (glibc's
+//     strftime(3), https://man7.org/linux/man-pages/man3/strftime.3.html);
+//   - TZ=UTC makes the -S and -E times Jobs passes UTC: "TZ ... This
+//     variable shall represent timezone information" used by the time
+//     functions sacct parses them with (POSIX Base Definitions 8.3 Other
+//     Environment Variables,
+//     https://pubs.opengroup.org/onlinepubs/9699919799/basedefs/V1_chap08.html).
+var SacctEnv = []string{"SLURM_TIME_FORMAT=%s", "TZ=UTC"}
 
 // SacctFormat is the fields Jobs asks sacct for, by the names of sacct(1)'s
 // --format list (https://slurm.schedmd.com/sacct.html, "Job Accounting
@@ -343,13 +352,17 @@ const SacctFormat = "JobID,Account,User,Partition,QOS,AllocTRES,Submit,Start,End
 // the window (read's -E reaches ahead for those).
 func (r *Reader) Jobs(ctx context.Context, filter ...string) ([]usage.SlurmJob, error) {
 	args := append([]string{"-a", "-X", "-D", "-P", "--format=" + SacctFormat}, filter...)
-	rows, err := slurm.Query(ctx, r.Runner, "sacct", args...)
+	text, err := slurm.RunEnv(ctx, r.Runner, SacctEnv, "sacct", args...)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := slurm.Rows(text)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]usage.SlurmJob, 0, len(rows))
 	for _, row := range rows {
-		j, err := ParseJob(row, r.loc())
+		j, err := ParseJob(row)
 		if err != nil {
 			return nil, err
 		}
@@ -358,10 +371,11 @@ func (r *Reader) Jobs(ctx context.Context, filter ...string) ([]usage.SlurmJob, 
 	return out, nil
 }
 
-// ParseJob converts one line of sacct's output (SacctFormat) into a job.
-// Times sacct shows as "Unknown" or "None" (a pending job's Start, a
-// running job's End) are zero.
-func ParseJob(row map[string]string, loc *time.Location) (usage.SlurmJob, error) {
+// ParseJob converts one line of sacct's output (SacctFormat, run with
+// SacctEnv: times in seconds since the epoch) into a job. Times sacct
+// shows as "Unknown" or "None" (a pending job's Start, a running job's
+// End) are zero.
+func ParseJob(row map[string]string) (usage.SlurmJob, error) {
 	j := usage.SlurmJob{ID: row["JobID"], Account: row["Account"], User: row["User"], Partition: row["Partition"],
 		QOS: row["QOS"], NodeList: row["NodeList"], State: row["State"]}
 	bad := func(field string, err error) (usage.SlurmJob, error) {
@@ -372,7 +386,7 @@ func ParseJob(row map[string]string, loc *time.Location) (usage.SlurmJob, error)
 		name string
 		t    *time.Time
 	}{{"Submit", &j.Submit}, {"Start", &j.Start}, {"End", &j.End}} {
-		if *f.t, err = sacctTimeOf(row[f.name], loc); err != nil {
+		if *f.t, err = sacctTimeOf(row[f.name]); err != nil {
 			return bad(f.name, err)
 		}
 	}
@@ -395,13 +409,16 @@ func ParseJob(row map[string]string, loc *time.Location) (usage.SlurmJob, error)
 	return j, nil
 }
 
-func sacctTimeOf(s string, loc *time.Location) (time.Time, error) {
+func sacctTimeOf(s string) (time.Time, error) {
 	switch s {
 	case "", "Unknown", "None":
 		return time.Time{}, nil
 	}
-	t, err := time.ParseInLocation(sacctTime, s, loc)
-	return t.UTC(), err
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}, fmt.Errorf("not seconds since the epoch (sacct runs with SLURM_TIME_FORMAT=%%s)")
+	}
+	return time.Unix(n, 0).UTC(), nil
 }
 
 func count(s string) (int64, error) {

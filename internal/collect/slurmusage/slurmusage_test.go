@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,9 +53,28 @@ type fakeSacct struct {
 	calls [][]string
 }
 
+// Run refuses: the reader must run sacct with SacctEnv.
 func (f *fakeSacct) Run(_ context.Context, name string, args ...string) ([]byte, error) {
-	if name != "sacct" {
-		return nil, fmt.Errorf("unexpected %s", name)
+	return nil, fmt.Errorf("%s without SLURM_TIME_FORMAT=%%s: its times would be the node's local time", name)
+}
+
+// epochLine is a line of the fixtures (times as UTC dates, for reading) as
+// sacct prints it with SacctEnv: Submit, Start and End in seconds since
+// the epoch.
+func epochLine(l string) string {
+	fs := strings.Split(l, "|")
+	for i := 6; i <= 8; i++ {
+		if at, err := time.Parse("2006-01-02T15:04:05", fs[i]); err == nil {
+			fs[i] = strconv.FormatInt(at.Unix(), 10)
+		}
+	}
+	return strings.Join(fs, "|")
+}
+
+// RunEnv answers sacct run with SacctEnv.
+func (f *fakeSacct) RunEnv(_ context.Context, env []string, name string, args ...string) ([]byte, error) {
+	if name != "sacct" || !slices.Equal(env, []string{"SLURM_TIME_FORMAT=%s", "TZ=UTC"}) {
+		return nil, fmt.Errorf("unexpected %v %s", env, name)
 	}
 	f.calls = append(f.calls, args)
 	var accounts, ids []string
@@ -70,38 +90,37 @@ func (f *fakeSacct) Run(_ context.Context, name string, args ...string) ([]byte,
 	for _, l := range f.lines {
 		fs := strings.Split(l, "|")
 		if (accounts != nil && slices.Contains(accounts, fs[1])) || (ids != nil && slices.Contains(ids, fs[0])) {
-			out += l + "\n"
+			out += epochLine(l) + "\n"
 		}
 	}
 	return []byte(out), nil
 }
 
-// TestParseJob: sacct's times in the reader's zone, Unknown and None as
-// no time, AllocTRES's GPUs, CPUs and memory in its units.
+// TestParseJob: sacct's times in seconds since the epoch (SacctEnv),
+// Unknown and None as no time, AllocTRES's GPUs, CPUs and memory in its
+// units; a time in another form is an error naming the field.
 func TestParseJob(t *testing.T) {
-	berlin, err := time.LoadLocation("Europe/Berlin")
-	if err != nil {
-		t.Skip("no time zone database:", err) // not a pass: said in the output
-	}
+	submit, start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 9, 0, 5, 0, time.UTC)
 	row := map[string]string{"JobID": "7", "Account": "acct", "User": "u", "Partition": "gpu", "QOS": "normal",
-		"AllocTRES": "billing=4,cpu=4,gres/gpu:a100=2,gres/gpu=2,mem=2G,node=1", "Submit": "2026-12-01T10:00:00",
-		"Start": "2026-12-01T10:00:05", "End": "Unknown", "ElapsedRaw": "3", "State": "RUNNING", "NodeList": "n1"}
-	j, err := ParseJob(row, berlin)
+		"AllocTRES": "billing=4,cpu=4,gres/gpu:a100=2,gres/gpu=2,mem=2G,node=1", "Submit": strconv.FormatInt(submit.Unix(), 10),
+		"Start": strconv.FormatInt(start.Unix(), 10), "End": "Unknown", "ElapsedRaw": "3", "State": "RUNNING", "NodeList": "n1"}
+	j, err := ParseJob(row)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.GPUs != 2 || j.CPUs != 4 || j.MemoryMiB != 2048 || !j.End.IsZero() ||
-		!j.Start.Equal(time.Date(2026, 12, 1, 9, 0, 5, 0, time.UTC)) || !j.Submit.Equal(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)) {
+	if j.GPUs != 2 || j.CPUs != 4 || j.MemoryMiB != 2048 || !j.End.IsZero() || !j.Start.Equal(start) || !j.Submit.Equal(submit) {
 		t.Errorf("ParseJob = %+v", j)
 	}
 	row["Start"], row["AllocTRES"], row["State"] = "Unknown", "", "PENDING"
-	if j, err = ParseJob(row, berlin); err != nil || !j.Start.IsZero() || j.GPUs != 0 {
+	if j, err = ParseJob(row); err != nil || !j.Start.IsZero() || j.GPUs != 0 {
 		t.Errorf("pending: %+v, %v", j, err)
 	}
-	for field, bad := range map[string]string{"Submit": "yesterday", "AllocTRES": "gres/gpu=two", "End": "2026-13-01T00:00:00"} {
+	// A local time (sacct without SLURM_TIME_FORMAT) is refused, not
+	// read in some zone.
+	for field, bad := range map[string]string{"Submit": "yesterday", "AllocTRES": "gres/gpu=two", "End": "2026-12-01T10:00:00", "Start": "-5"} {
 		r := maps(row)
 		r[field] = bad
-		if _, err := ParseJob(r, berlin); err == nil || !strings.Contains(err.Error(), field) {
+		if _, err := ParseJob(r); err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s %q: error %v, want one naming the field", field, bad, err)
 		}
 	}
@@ -135,7 +154,7 @@ func TestReaderFlush(t *testing.T) {
 		"102|blue-acct|u2|gpu|normal|cpu=2,gres/gpu=4,mem=1000M,node=1|2026-12-01T09:58:00|2026-12-01T09:59:00|Unknown|0|RUNNING|n1",
 	}}
 	clk := time.Date(2026, 12, 1, 10, 30, 0, 0, time.UTC)
-	r := &Reader{Runner: run, Store: st, Cluster: "hp-slurm", Owner: "t", Location: time.UTC, Now: func() time.Time { return clk },
+	r := &Reader{Runner: run, Store: st, Cluster: "hp-slurm", Owner: "t", Now: func() time.Time { return clk },
 		InstanceTypes: map[string]string{"gpu": "ml.p5.48xlarge"},
 		Guarantees: func(context.Context) (usage.GuaranteeHistory, error) {
 			return usage.Guarantees{"red": {"ml.p5.48xlarge": 3}}.History(), nil
@@ -198,12 +217,12 @@ type idOnly struct {
 	byID string
 }
 
-func (f *idOnly) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+func (f *idOnly) RunEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
 	if slices.Contains(args, "-j") {
 		f.calls = append(f.calls, args)
-		return []byte(strings.ReplaceAll(SacctFormat, ",", "|") + "\n" + f.byID + "\n"), nil
+		return []byte(strings.ReplaceAll(SacctFormat, ",", "|") + "\n" + epochLine(f.byID) + "\n"), nil
 	}
-	return f.fakeSacct.Run(ctx, name, args...)
+	return f.fakeSacct.RunEnv(ctx, env, name, args...)
 }
 
 // TestReaderTeams: the accounts of the Slurm contracts naming the reader's

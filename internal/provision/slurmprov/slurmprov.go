@@ -3,7 +3,8 @@
 // user association per member, through Slurm's own sacctmgr (run by an
 // internal/slurm Runner, locally or on the controller node). It plans,
 // applies, reads back, compares (drift) and removes, like the Kubernetes
-// plan does for an EKS connection.
+// plan does for an EKS connection, and holds the team's jobs (hold.go: a
+// job limit on the account, scancel for a drain).
 //
 // Slurm's accounting model, from its documentation:
 //   - an association is (cluster, account, user, partition) and carries

@@ -58,6 +58,18 @@ func Quote(s string) string {
 // non-interactive commands on a terminal, which turns "\n" into "\r\n" and
 // mixes the two streams; the encoded line survives both.
 func Script(slurmBin, name string, args ...string) (string, error) {
+	return ScriptEnv(slurmBin, nil, name, args...)
+}
+
+// ScriptEnv is Script with environment variables (NAME=value each) set for
+// the command alone: sh's assignments before a command's name ("the
+// assignments are exported to the command's environment", POSIX Shell
+// Command Language 2.9.1 Simple Commands,
+// https://pubs.opengroup.org/onlinepubs/9699919799/utilities/V3_chap02.html).
+func ScriptEnv(slurmBin string, env []string, name string, args ...string) (string, error) {
+	if err := slurm.CheckEnv(env); err != nil {
+		return "", err
+	}
 	if !slices.Contains(slurm.Commands, name) {
 		return "", fmt.Errorf("slurmssm: %q is not one of the Slurm commands the portal runs (%s)", name, strings.Join(slurm.Commands, ", "))
 	}
@@ -67,7 +79,15 @@ func Script(slurmBin, name string, args ...string) (string, error) {
 		}
 		name = strings.TrimRight(slurmBin, "/") + "/" + name
 	}
-	words := []string{Quote(name)}
+	var words []string
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		if err := ValidateArg(v); err != nil {
+			return "", err
+		}
+		words = append(words, k+"="+Quote(v))
+	}
+	words = append(words, Quote(name))
 	for _, a := range args {
 		if err := ValidateArg(a); err != nil {
 			return "", err

@@ -82,11 +82,17 @@ type Transport struct {
 	Timeout time.Duration
 }
 
-var _ slurm.Runner = Transport{}
+var _ slurm.EnvRunner = Transport{}
 
 // Run implements slurm.Runner.
 func (t Transport) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	script, err := Script(t.SlurmBin, name, args...)
+	return t.RunEnv(ctx, nil, name, args...)
+}
+
+// RunEnv implements slurm.EnvRunner: the variables are set for the
+// command alone (ScriptEnv).
+func (t Transport) RunEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+	script, err := ScriptEnv(t.SlurmBin, env, name, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -283,3 +283,34 @@ func TestControllerTarget(t *testing.T) {
 }
 
 var _ slurm.Runner = slurmssm.Transport{}
+
+// TestEnvironmentReachesTheCommandAlone: RunEnv's variables (the usage
+// reader's SLURM_TIME_FORMAT=%s and TZ=UTC) reach the command verbatim
+// through the quoting, the agent's split and sh; Run sets none; an entry
+// that is not NAME=value is refused before any session.
+func TestEnvironmentReachesTheCommandAlone(t *testing.T) {
+	end, tr := newTransport(t, "")
+	tr.SlurmBin = fakeBin(t, `printf '%s|%s|%s' "$SLURM_TIME_FORMAT" "$TZ" "$1"`)
+	out, err := tr.RunEnv(t.Context(), []string{"SLURM_TIME_FORMAT=%s", "TZ=UTC"}, "sinfo", "-a")
+	if err != nil || string(out) != "%s|UTC|-a" {
+		t.Errorf("RunEnv = %q, %v; want %q", out, err, "%s|UTC|-a")
+	}
+	t.Setenv("SLURM_TIME_FORMAT", "")
+	t.Setenv("TZ", "")
+	if out, err := tr.Run(t.Context(), "sinfo", "-a"); err != nil || string(out) != "||-a" {
+		t.Errorf("Run = %q, %v; want no variable set", out, err)
+	}
+	n := end.Count("StartSession")
+	for _, bad := range [][]string{{"TZ"}, {"tz=UTC"}, {"A B=1"}, {"TZ=a\nb"}} {
+		if _, err := tr.RunEnv(t.Context(), bad, "sinfo"); err == nil {
+			t.Errorf("RunEnv with %q: no error", bad)
+		}
+	}
+	if got := end.Count("StartSession"); got != n {
+		t.Errorf("%d sessions started for refused environments", got-n)
+	}
+	script, err := slurmssm.ScriptEnv("", []string{"SLURM_TIME_FORMAT=%s", "TZ=UTC"}, "sacct", "-P")
+	if err != nil || !strings.Contains(script, ` SLURM_TIME_FORMAT='%s' TZ='UTC' 'sacct' '-P' >`) {
+		t.Errorf("ScriptEnv = %q, %v", script, err)
+	}
+}
