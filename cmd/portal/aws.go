@@ -69,10 +69,11 @@ func loadAWS(ctx context.Context, cfg Config, mapping auth.Mapping, dryRun bool,
 		s.TeamGroups[team] = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(g.Owners), g.Members...))))
 	}
 	side := awsSide{Settings: s}
-	if dryRun {
-		if cfg.SlurmControllerGroup != "" {
-			logger.Warn("--slurm-controller-group: not used, the provisioner runs in dry-run mode (no --kubeconfig): Slurm jobs are recorded, nothing is called")
-		}
+	// Without --kubeconfig the Kubernetes and AWS steps run dry, but a
+	// Slurm transport over Session Manager is still made: a portal for a
+	// HyperPod Slurm cluster has no Kubernetes cluster, and its Slurm
+	// connections are provisioned through it (provision.Worker.dryRun).
+	if dryRun && cfg.SlurmControllerGroup == "" {
 		return side, nil
 	}
 	region := cfg.AWSRegion
@@ -87,11 +88,13 @@ func loadAWS(ctx context.Context, cfg Config, mapping auth.Mapping, dryRun bool,
 		return awsSide{}, fmt.Errorf("aws: --aws-region %s is not the settings' region %s", ac.Region, s.Region)
 	}
 	ep := cfg.AWSEndpoints
-	side.Runner = &awsprov.Runner{
-		Clients: awsprov.NewClients(ac, awsprov.Endpoints{
-			SageMaker: ep["sagemaker"], EKS: ep["eks"], SSOAdmin: ep["ssoadmin"], IdentityStore: ep["identitystore"], DataZone: ep["datazone"], IAM: ep["iam"], EC2: ep["ec2"],
-		}),
-		Poll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
+	if !dryRun {
+		side.Runner = &awsprov.Runner{
+			Clients: awsprov.NewClients(ac, awsprov.Endpoints{
+				SageMaker: ep["sagemaker"], EKS: ep["eks"], SSOAdmin: ep["ssoadmin"], IdentityStore: ep["identitystore"], DataZone: ep["datazone"], IAM: ep["iam"], EC2: ep["ec2"],
+			}),
+			Poll: awsprov.PollConfig{Interval: cfg.AWSPollInterval, Timeout: cfg.AWSPollTimeout},
+		}
 	}
 	if cfg.SlurmControllerGroup != "" {
 		if s.ClusterARN == "" {
@@ -112,7 +115,9 @@ func loadAWS(ctx context.Context, cfg Config, mapping auth.Mapping, dryRun bool,
 		}
 		logger.Info("Slurm over Session Manager", "cluster", s.ClusterARN, "controller_group", cfg.SlurmControllerGroup)
 	}
-	logger.Info("AWS provisioning on", "region", ac.Region, "endpoint_overrides", len(ep))
+	if side.Runner != nil {
+		logger.Info("AWS provisioning on", "region", ac.Region, "endpoint_overrides", len(ep))
+	}
 	return side, nil
 }
 

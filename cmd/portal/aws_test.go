@@ -98,7 +98,8 @@ func TestLoadCluster(t *testing.T) {
 // to the HyperPod cluster's controller node: found with ListClusterNodes on
 // the settings' cluster_arn, reached over the (local, strict) SSM endpoint,
 // the command run from --slurm-bin. It needs --aws-settings with
-// cluster_arn, and is not combined with --slurm-conf.
+// cluster_arn, and is not combined with --slurm-conf. Without --kubeconfig
+// (a Slurm-only portal) the transport is made all the same.
 func TestSlurmOverSessionManager(t *testing.T) {
 	ctx := t.Context()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -155,5 +156,15 @@ func TestSlurmOverSessionManager(t *testing.T) {
 	checker, err := clusterChecker(nil, side, "")
 	if err != nil || checker.Sources.Slurm == nil {
 		t.Errorf("the readiness checks have no Slurm runner: %v", err)
+	}
+	// A portal for a Slurm cluster has no --kubeconfig: its Kubernetes
+	// and AWS steps run dry (no AWS runner), and it still gets the Slurm
+	// transport its Slurm connections are provisioned through.
+	dry, err := loadAWS(ctx, cfg, auth.DevMapping(), true, logger)
+	if err != nil || dry.Slurm == nil || dry.Runner != nil {
+		t.Fatalf("without a cluster: Slurm %v, AWS runner %v, err %v; want the Slurm transport and no AWS runner", dry.Slurm, dry.Runner, err)
+	}
+	if out, err := dry.Slurm.Run(ctx, "sinfo", "--noheader"); err != nil || string(out) != "PARTITION|--noheader\n" {
+		t.Errorf("sinfo over Session Manager without a cluster = %q, %v", out, err)
 	}
 }

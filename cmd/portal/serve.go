@@ -290,10 +290,13 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 		// Both run on the elected process: a capacity change the
 		// collector writes wakes the review scheduler's capacity trigger.
 		p.collector.InventoryChanged = p.reviews.Wake
+	}
+	// Drift: the cluster's (and AWS's) with a cluster, Slurm's accounting
+	// with a Slurm transport, which a portal for a Slurm cluster has
+	// without a cluster.
+	if p.kube != nil || p.side.Slurm != nil {
 		p.drift = newDriftChecker(db, p.applier, p.side.drifter(), p.cluster, logger)
-		if p.side.Slurm != nil {
-			p.drift.Slurm = p.side.Slurm
-		}
+		p.drift.Slurm = p.side.Slurm
 	}
 	return p, nil
 }
@@ -396,7 +399,10 @@ func startWork(ctx context.Context, cfg Config, db *store.DB, srv *web.Server, p
 			}
 		})
 	}
-	if p.kube == nil {
+	switch {
+	case p.kube == nil && p.side.Slurm != nil:
+		logger.Info("no --kubeconfig: Slurm connections are provisioned through the Slurm transport; EKS connections' plans are recorded and nothing is applied")
+	case p.kube == nil:
 		logger.Info("provisioner in dry-run mode: no --kubeconfig, plans are recorded and nothing is applied")
 	}
 	if pr, ok := p.util.(prom.Prober); ok {
@@ -420,6 +426,8 @@ func leaderLoops(cfg Config, db *store.DB, srv *web.Server, p *parts, closer *mo
 		start(func() { closer.Run(ctx) })
 		if p.drift != nil {
 			start(func() { p.drift.Run(ctx) })
+		}
+		if p.collector != nil {
 			start(func() {
 				if err := p.collector.Run(ctx); err != nil && ctx.Err() == nil {
 					logger.Error("usage collector stopped", "err", err)

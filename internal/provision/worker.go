@@ -501,6 +501,8 @@ type jobRun struct {
 	release func()
 	// died: AfterStep said to stop as if the process had died.
 	died bool
+	// dry: the steps are recorded, not run (Worker.dryRun).
+	dry bool
 }
 
 func (w *Worker) newRun(ctx context.Context, job workflow.Job, log *slog.Logger) *jobRun {
@@ -521,6 +523,26 @@ func (r *jobRun) setSteps(steps []Step, hash string) {
 
 func (r *jobRun) done() bool { return r.next >= len(r.steps) }
 
+// dryRun says whether steps are recorded rather than run. A Slurm
+// connection's steps (their Slurm plan set) run whenever the worker has a
+// Slurm transport, DryRun or not: a portal for a HyperPod Slurm cluster has
+// no Kubernetes cluster to apply to (no --kubeconfig, so DryRun), and its
+// Slurm connections are provisioned, held and revoked all the same. Without
+// a transport they run dry in dry-run mode, and otherwise fail at their
+// first step, saying so (runSlurm). Every other job runs dry exactly when
+// the worker does.
+func (w *Worker) dryRun(steps []Step) bool {
+	if w.Slurm == nil || len(steps) == 0 {
+		return w.DryRun
+	}
+	for _, st := range steps {
+		if st.Slurm == nil {
+			return w.DryRun
+		}
+	}
+	return false
+}
+
 func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logger) error {
 	if ended, err := w.admit(sctx, job, log); ended {
 		return err
@@ -534,6 +556,7 @@ func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logg
 	}
 	r := w.newRun(ctx, job, log)
 	r.setSteps(steps, hash)
+	r.dry = w.dryRun(steps)
 	r.apply = w.Apply
 	if ended, err := w.start(sctx, r); ended {
 		return err
@@ -562,7 +585,7 @@ func (w *Worker) admit(sctx context.Context, job workflow.Job, log *slog.Logger)
 // start records the attempt's steps (StartJob); a start the lifecycle
 // refuses fails the job.
 func (w *Worker) start(sctx context.Context, r *jobRun) (ended bool, err error) {
-	if err := w.Store.StartJob(sctx, r.job.ID, w.Owner, r.hash, r.names, w.DryRun, w.now()); err != nil {
+	if err := w.Store.StartJob(sctx, r.job.ID, w.Owner, r.hash, r.names, r.dry, w.now()); err != nil {
 		if te := (*workflow.TransitionError)(nil); errors.As(err, &te) {
 			return true, w.settleRun(sctx, r, stop{err: err})
 		}
@@ -595,7 +618,7 @@ func (w *Worker) runSteps(sctx context.Context, r *jobRun, pause func(Step) bool
 		}
 		outcome, detail, applyErr := DryRunOutcome, st.Detail, error(nil)
 		var rec *workflow.AWSRecord
-		if !w.DryRun {
+		if !r.dry {
 			stepCtx, cancel := context.WithTimeout(r.ctx, w.stepTimeout())
 			switch {
 			case st.AWS != nil:
@@ -657,7 +680,7 @@ func (w *Worker) complete(sctx context.Context, r *jobRun) error {
 
 // succeeded logs that r's job succeeded.
 func (w *Worker) succeeded(r *jobRun) {
-	r.log.Info("job succeeded", "kind", r.job.Kind, "steps", len(r.steps), "dry_run", w.DryRun, "plan_hash", r.hash)
+	r.log.Info("job succeeded", "kind", r.job.Kind, "steps", len(r.steps), "dry_run", r.dry, "plan_hash", r.hash)
 }
 
 // settleRun is settle for a run, its lease released first.
