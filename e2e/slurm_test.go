@@ -18,15 +18,15 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// TestOwnerFilesASlurmConnectionAndWatchesItBecomeActive: on the test bed's
-// real Slurm (slurmctld, slurmdbd on MariaDB), the owner of team red files
+// TestOwnerFilesASlurmConnectionAndWatchesItBecomeActive: a portal for a
+// Slurm cluster (no --kubeconfig, --slurm-conf) on the test bed's real
+// Slurm (slurmctld, slurmdbd on MariaDB): the owner of team red files
 // a Slurm contract in the browser, the admin sees the exact sacctmgr
 // commands in the plan, approves, and watches the provisioning job make
 // the connection active; the accounting database then holds the team's
 // account, QoS and one association per person the contract names (read
 // back with sacctmgr -P, not from the portal).
 func TestOwnerFilesASlurmConnectionAndWatchesItBecomeActive(t *testing.T) {
-	kubeconfig := testenv.Require(t, "PORTAL_TEST_KUBECONFIG")
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
 	// The people the example contract names (its owners and signal
@@ -59,7 +59,10 @@ func TestOwnerFilesASlurmConnectionAndWatchesItBecomeActive(t *testing.T) {
 	settings := filepath.Join(t.TempDir(), "cluster.yaml")
 	mustOK(t, os.WriteFile(settings, []byte("slurm:\n  cluster: "+clusterName+"\n"), 0o600), "write the cluster settings")
 	b := browser(t)
-	p := startPortal(t, "--kubeconfig", kubeconfig, "--slurm-conf", conf, "--cluster-settings", settings)
+	// No --kubeconfig: a HyperPod Slurm cluster has no Kubernetes
+	// cluster, and the portal provisions its Slurm connections through the
+	// Slurm transport alone.
+	p := startPortal(t, "--slurm-conf", conf, "--cluster-settings", settings)
 
 	owner := signIn(t, b, p, "Olivia Owner (Red)")
 	_, err := owner.Goto(p.URL + "/teams/red/connections/new?example=1")
@@ -89,6 +92,9 @@ func TestOwnerFilesASlurmConnectionAndWatchesItBecomeActive(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("the plan's Slurm commands lack %q:\n%s", want, all)
 		}
+	}
+	if n := count(t, admin.GetByText("dry-run mode"), "dry-run notes"); n != 0 {
+		t.Error("with a Slurm transport the Slurm plan must not say dry run, though no Kubernetes cluster is configured")
 	}
 	screenshot(t, admin, "40-slurm-plan")
 	mustOK(t, admin.Locator("#reason").Fill("Fits the partition; provision it."), "give a reason")

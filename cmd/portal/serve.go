@@ -346,7 +346,7 @@ func newWebServer(cfg Config, db *store.DB, ls *listeners, id identity, rates *u
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime, SeparateOps: ls.ops != nil,
 		GroupsRecheckInterval: cfg.GroupsRecheckInterval, LoginRateLimit: cfg.LoginRateLimit,
 		DevIdP: id.devHandler, Registry: reg, KnownOwners: id.knownOwners,
-		Cluster: p.cluster, DryRun: p.kube == nil, Live: liveOrNil(p.applier),
+		Cluster: p.cluster, DryRun: p.kube == nil, SlurmTransport: p.side.Slurm != nil, Live: liveOrNil(p.applier),
 		SchedulerCalls: p.side.Runner != nil,
 		AWSPreview:     p.side.preview(), Quotas: p.side.quotas(), LifecycleCheck: p.side.lifecycleCheck(),
 		ClusterCheck: p.checker, ClusterCanRefresh: p.checker.CanRead(),

@@ -126,7 +126,7 @@ func (s *Server) detail(c echo.Context, p workflow.Principal, conn store.Connect
 	if err := s.detailAWSResources(ctx, conn, &d); err != nil {
 		return d, err
 	}
-	s.revokeForm(p, obj, &d)
+	s.revokeForm(p, obj, cur.Contract.Orchestrator, &d)
 	s.holdPanel(p, conn, obj, approvedOf(conn, cur, against), &d)
 	if err := s.exceptionPanel(ctx, p, conn, approvedOf(conn, cur, against), &d); err != nil {
 		return d, err

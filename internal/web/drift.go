@@ -50,7 +50,7 @@ func (s *Server) driftOverview(c echo.Context) error {
 	for _, r := range reports {
 		rows = append(rows, driftView(r))
 	}
-	return render(c, http.StatusOK, views.DriftOverviewPage(s.page(c, "Drift"), rows, !s.opts.DryRun))
+	return render(c, http.StatusOK, views.DriftOverviewPage(s.page(c, "Drift"), rows, !s.opts.DryRun || s.opts.SlurmTransport))
 }
 
 // reapply queues a job that re-applies the approved plan and removes role

@@ -22,7 +22,7 @@ import (
 // plan it built, nil when there is none.
 func (s *Server) planView(ctx context.Context, conn store.Connection, v store.Version, preview, full bool) (*views.PlanView, *provision.Plan) {
 	id := conn.ID
-	pv := &views.PlanView{DryRun: s.opts.DryRun}
+	pv := &views.PlanView{DryRun: s.dryRunFor(v.Contract.Orchestrator)}
 	if fe := v.Contract.Validate(workflow.ValidationEnv{Now: s.opts.Now()}); len(fe) > 0 {
 		pv.Error = "No plan yet: the contract is incomplete (" + strconv.Itoa(len(fe)) + " field(s) to complete)."
 		return pv, nil
@@ -237,4 +237,15 @@ func (s *Server) withExceptions(ctx context.Context, conn store.Connection, v st
 			x.PriorityClass, s.opts.Cluster.KueuePriorityClass(x.PriorityClass), provision.NameAdmissionParams, x.ID, fmtWhen(x.End)))
 	}
 	return plan
+}
+
+// dryRunFor says whether the jobs of a connection on orch are recorded
+// rather than run (provision.Worker.dryRun's rule): a Slurm connection's run
+// whenever a Slurm transport is configured, every other one unless the
+// portal runs dry.
+func (s *Server) dryRunFor(orch workflow.Orchestrator) bool {
+	if orch == workflow.OrchestratorSlurm && s.opts.SlurmTransport {
+		return false
+	}
+	return s.opts.DryRun
 }

@@ -14,11 +14,19 @@ import (
 
 // revokeForm offers the revocation form to an admin while the
 // connection's state allows it, saying what it will do on the cluster.
-func (s *Server) revokeForm(p workflow.Principal, obj workflow.Object, d *views.ConnectionDetail) {
+func (s *Server) revokeForm(p workflow.Principal, obj workflow.Object, orch workflow.Orchestrator, d *views.ConnectionDetail) {
 	if !workflow.Decide(p, workflow.ActionRevoke, obj).Allowed {
 		return
 	}
 	d.RevokeURL = fmt.Sprintf("/connections/%d/revoke", d.ID)
+	if orch == workflow.OrchestratorSlurm {
+		d.RevokeNote = "Revoking removes the team from Slurm's accounting database (sacctmgr): its members' associations, then its account and its QoS. " +
+			"Every step is recorded; the connection ends revoked, its history kept."
+		if s.dryRunFor(orch) {
+			d.RevokeNote += " No Slurm transport is configured: the steps are recorded in dry-run mode and nothing is removed."
+		}
+		return
+	}
 	namespace := "kept and locked (zero quota, labelled " + provision.LabelRevoked + "=true), with what the team left in it"
 	if s.opts.Cluster.OnRevoke == provision.RevokeDelete {
 		namespace = "deleted, with everything in it"

@@ -89,6 +89,10 @@ type Options struct {
 	// cluster is configured, so plans are recorded but not applied.
 	Cluster provision.ClusterSettings
 	DryRun  bool
+	// SlurmTransport says a Slurm transport is configured: Slurm
+	// connections' jobs run through it even when DryRun (a portal for a
+	// HyperPod Slurm cluster has no Kubernetes cluster; see dryRunFor).
+	SlurmTransport bool
 	// Live compares a plan with the cluster (nil in dry-run mode), so the
 	// approval page shows what each object would create or change, and
 	// reads the plan's namespace: one that exists and that neither the

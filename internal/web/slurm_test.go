@@ -190,3 +190,39 @@ func TestSlurmHoldWording(t *testing.T) {
 		t.Error("released: the hold still shows")
 	}
 }
+
+// A portal for a Slurm cluster runs without a Kubernetes cluster (DryRun)
+// but with a Slurm transport: a Slurm connection's plan and revocation
+// note say its steps run, not that they are recorded in dry-run mode;
+// without a transport they say dry run.
+func TestSlurmPagesOnASlurmOnlyPortal(t *testing.T) {
+	const dry = "provisioning runs in dry-run mode"
+	for _, transport := range []bool{true, false} {
+		h := newHarness(t, false, func(o *Options) { o.DryRun, o.SlurmTransport = true, transport })
+		submitSlurm(t, h, slurmContract())
+		admin := h.signIn("admin")
+		_, page := h.get(admin.c, "/connections/1")
+		if got := strings.Contains(page, dry); got == transport {
+			t.Errorf("Slurm transport %v: the plan says dry run: %v", transport, got)
+		}
+		v, err := h.db.Version(t.Context(), 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := provision.BuildPlan(1, 1, v.Hash, v.Contract, h.srv.opts.Cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {plan.Hash()}}); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("approve = %d\n%s", resp.StatusCode, body)
+		}
+		h.runJob(workflow.JobProvision)
+		_, page = h.get(admin.c, "/connections/1")
+		if !strings.Contains(page, "removes the team from Slurm&#39;s accounting database") {
+			t.Errorf("Slurm transport %v: no Slurm revocation note", transport)
+		}
+		if got := strings.Contains(page, "No Slurm transport is configured"); got == transport {
+			t.Errorf("Slurm transport %v: the revocation note says no transport: %v", transport, got)
+		}
+	}
+}
