@@ -34,12 +34,16 @@ import (
 //     (https://sqlite.org/pragma.html#pragma_data_version). The token
 //     carries a generation number that changes whenever that connection is
 //     replaced, so two connections' values are never confused.
-//   - PostgreSQL: portal_data_version() (migrations/00024_data_version.sql):
+//   - PostgreSQL: portal_data_version_state()
+//     (migrations/00024_data_version.sql, 00036_data_version_state.sql):
 //     a sequence every writing statement on a table of this database bumps
-//     (a statement trigger on each), read before checking that no other
-//     session holds a write lock on a table of this database; NULL while
-//     one does, read again after short pauses (pgVersionWaits, 15 ms in
-//     all) and, if the write is still open, ok false: cache nothing. A
+//     (a statement trigger on each), read before checking whether another
+//     session holds a write lock on a table of this database. While one
+//     does, the version is used when it equals the last one read with no
+//     lock held (the holder has finished no statement since: a long
+//     statement keeps the pages cached); else it is read again after short
+//     pauses (pgVersionWaits, 15 ms in all) and, if the write is still
+//     open, ok false: cache nothing. A
 //     session's idle-expiry refresh does not move it (migrations/00032:
 //     nothing kept under the version shows an expiry); a new, changed or
 //     deleted session does. Commits in other databases on

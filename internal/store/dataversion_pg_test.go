@@ -98,6 +98,84 @@ func TestPostgresDataVersionWhileAWriteIsOpen(t *testing.T) {
 	dataVersion(t, db)
 }
 
+// TestPostgresDataVersionThroughALongStatement: another session holding a
+// write lock whose statement has not ended (here a LOCK, as a long DELETE
+// holds one before its statement trigger counts it) leaves the data
+// version as it was when no lock was held: the committed data are still
+// that version's, so pages stay cached (migrations/00036). Once its
+// statement has ended, the version counts a write that is not visible yet:
+// no version until it commits, then a new one.
+func TestPostgresDataVersionThroughALongStatement(t *testing.T) {
+	db, raw := openPG(t)
+	db.SetPGVersionWaits(nil)
+	ctx := t.Context()
+	v := dataVersion(t, db)
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE cost_input_version IN ROW EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := db.DataVersion(ctx); !ok || err != nil || got != v {
+		t.Errorf("with a write lock held and no statement ended: DataVersion = %q, %v, %v; want %q, the version before", got, ok, err, v)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE cost_input_version SET version = version + 1`); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := db.DataVersion(ctx); ok || err != nil {
+		t.Errorf("with a written statement not committed: DataVersion = %q, %v, %v; want none", got, ok, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dataVersion(t, db); got == v {
+		t.Errorf("after the commit the data version is still %q", v)
+	}
+}
+
+// TestPostgresDataVersionNeedsACleanRead: a process whose first read finds
+// a write lock held has no version to trust yet: none, until a read with
+// no lock held.
+func TestPostgresDataVersionNeedsACleanRead(t *testing.T) {
+	dsn := newPostgresDSN(t)
+	ctx := t.Context()
+	migrated, err := store.OpenMigrated(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	migrated.Close()
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE cost_input_version IN ROW EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, dsn) // a process that has read no version yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetPGVersionWaits(nil)
+	if got, ok, err := db.DataVersion(ctx); ok || err != nil {
+		t.Errorf("a first read with a write lock held: DataVersion = %q, %v, %v; want none", got, ok, err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := db.DataVersion(ctx); !ok || err != nil {
+		t.Errorf("a read with no lock held: DataVersion = %q, %v, %v; want the version", got, ok, err)
+	}
+}
+
 // TestPostgresDataVersionWaitsOutAShortWrite: a read that finds another
 // session's write in progress reads again after a pause (pgVersionWaits);
 // when the write has ended by then, the request gets the version that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -77,8 +78,9 @@ func (f *versionFlights) start() {
 }
 
 // pgVersionWaits are the pauses between PostgreSQL data-version reads
-// while another session's write is in progress (portal_data_version()
-// NULL), 15 ms in all. Such a write is nearly always short (a session's
+// while another session's write is in progress and has counted a write
+// (portal_data_version_state(): busy, and a version past the last clean
+// one), 15 ms in all. Such a write is nearly always short (a session's
 // expiry refresh, a notice delivered), and a request that gives up caches
 // nothing: it renders its page from the database, and so does every other
 // request of that moment (make bench, issue 33: each of the last p99
@@ -87,18 +89,35 @@ func (f *versionFlights) start() {
 // write to end keeps them on the cached page of the version it makes.
 var pgVersionWaits = []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond}
 
-// pgDataVersion reads portal_data_version() (migrations/00024_data_version.sql),
-// again after each of waits while it is NULL; "" if it still is (nothing
-// is cached).
+// pgDataVersion reads portal_data_version_state()
+// (migrations/00036_data_version_state.sql): the version, and whether
+// another session holds a write lock. With no lock held the version is
+// returned and remembered as the last clean one. With a lock held, the
+// version is still returned when it equals the last clean one: every write
+// it counted had ended when it was read, and the lock's holder has not
+// finished a statement since, so the committed data are that version's (a
+// long statement of a background loop no longer turns every page view of
+// its duration into an uncached render). A version past it is read again
+// after each of waits; "" if a lock is still held then (nothing is
+// cached).
 func pgDataVersion(db *sql.DB, waits []time.Duration) func(context.Context) (string, error) {
+	var clean atomic.Pointer[string] // the last version read with no write lock held
 	return func(ctx context.Context) (string, error) {
 		for i := 0; ; i++ {
-			var token sql.NullString
-			if err := db.QueryRowContext(ctx, `SELECT portal_data_version()`).Scan(&token); err != nil {
+			var version string
+			var busy bool
+			if err := db.QueryRowContext(ctx, `SELECT version, busy FROM portal_data_version_state()`).Scan(&version, &busy); err != nil {
 				return "", err
 			}
-			if token.Valid || i == len(waits) {
-				return token.String, nil
+			if !busy {
+				clean.Store(&version)
+				return version, nil
+			}
+			if c := clean.Load(); c != nil && *c == version {
+				return version, nil
+			}
+			if i == len(waits) {
+				return "", nil
 			}
 			t := time.NewTimer(waits[i])
 			select {
