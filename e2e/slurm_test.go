@@ -45,7 +45,7 @@ func TestOwnerFilesASlurmConnectionAndWatchesItBecomeActive(t *testing.T) {
 		}
 	}
 	slices.Sort(members)
-	clusterName := slurmClusterName(t, conf)
+	clusterName := testenv.SlurmClusterName(t, conf)
 	// Names of this run only: the provision package's Slurm tests may run
 	// on the same Slurm at the same time.
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
@@ -133,18 +133,4 @@ func TestOwnerFilesASlurmConnectionAndWatchesItBecomeActive(t *testing.T) {
 	if len(q) != 1 {
 		t.Errorf("qos %s: %v, want one", qos, q)
 	}
-}
-
-// slurmClusterName is slurm.conf's ClusterName.
-func slurmClusterName(t *testing.T, conf string) string {
-	t.Helper()
-	b, err := os.ReadFile(conf)
-	mustOK(t, err, "read slurm.conf")
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && strings.EqualFold(k, "ClusterName") {
-			return strings.TrimSpace(v)
-		}
-	}
-	t.Fatalf("%s names no ClusterName", conf)
-	return ""
 }

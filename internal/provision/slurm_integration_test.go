@@ -3,7 +3,6 @@ package provision_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,23 +14,6 @@ import (
 	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
-
-// slurmClusterName is the ClusterName of the test bed's slurm.conf: the
-// cluster its accounting database knows.
-func slurmClusterName(t *testing.T, conf string) string {
-	t.Helper()
-	b, err := os.ReadFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "ClusterName="); ok {
-			return v
-		}
-	}
-	t.Fatalf("%s names no ClusterName", conf)
-	return ""
-}
 
 // slurmTestBedConnection is a bed whose approved connection is a Slurm
 // one on the test bed's Slurm: team red's two local users are its members,
@@ -53,7 +35,7 @@ func slurmTestBedConnection(t *testing.T) (b *bed, r slurm.Runner, members []str
 	account, qos = "red"+suffix, "red"+suffix+"-gpu"
 
 	settings := provision.DefaultClusterSettings()
-	settings.Slurm = provision.SlurmSettings{Cluster: slurmClusterName(t, conf)}
+	settings.Slurm = provision.SlurmSettings{Cluster: testenv.SlurmClusterName(t, conf)}
 	editContract = func(c *workflow.Contract) {
 		c.Orchestrator, c.EKSClusterName, c.Namespaces = workflow.OrchestratorSlurm, "", nil
 		c.SlurmScope = workflow.SlurmScope{Account: account, Partition: partition, QoS: qos}

@@ -37,6 +37,27 @@ func submitSlurm(t *testing.T, h *harness, c workflow.Contract) {
 	}
 }
 
+// provisionSlurm approves submitted Slurm connection 1 as admin, pinned to
+// its plan, and runs its provisioning job through the store; it returns
+// the plan.
+func provisionSlurm(t *testing.T, h *harness, admin session) provision.Plan {
+	t.Helper()
+	v, err := h.db.Version(t.Context(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := provision.BuildPlan(1, 1, v.Hash, v.Contract, h.srv.opts.Cluster)
+	if err != nil || plan.Slurm == nil {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
+	if resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash},
+		"plan_hash": {plan.Hash()}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approving = %d\n%s", resp.StatusCode, body)
+	}
+	h.runJob(workflow.JobProvision)
+	return plan
+}
+
 // A Slurm contract is approved like an EKS one: the page shows the exact
 // sacctmgr commands of its plan, and the approval, pinned to the plan's
 // hash, queues the provisioning job pinned to it.
@@ -135,19 +156,7 @@ func TestSlurmHoldWording(t *testing.T) {
 	ctx := context.Background()
 	submitSlurm(t, h, slurmContract())
 	admin := h.signIn("admin")
-	v, err := h.db.Version(ctx, 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := provision.BuildPlan(1, 1, v.Hash, v.Contract, h.srv.opts.Cluster)
-	if err != nil || plan.Slurm == nil {
-		t.Fatalf("plan %+v, %v", plan, err)
-	}
-	if resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash},
-		"plan_hash": {plan.Hash()}}); resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("approving = %d\n%s", resp.StatusCode, body)
-	}
-	h.runJob(workflow.JobProvision)
+	plan := provisionSlurm(t, h, admin)
 	if _, err := h.db.ProposeHold(ctx, 1, workflow.SystemActor, "end date passed", h.srv.opts.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -205,18 +214,7 @@ func TestSlurmPagesOnASlurmOnlyPortal(t *testing.T) {
 		if got := strings.Contains(page, dry); got == transport {
 			t.Errorf("Slurm transport %v: the plan says dry run: %v", transport, got)
 		}
-		v, err := h.db.Version(t.Context(), 1, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := provision.BuildPlan(1, 1, v.Hash, v.Contract, h.srv.opts.Cluster)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp, body := h.postAs(admin, "/connections/1/decide", url.Values{"decision": {"approve"}, "reason": {"ok"}, "version": {"1"}, "hash": {v.Hash}, "plan_hash": {plan.Hash()}}); resp.StatusCode != http.StatusSeeOther {
-			t.Fatalf("approve = %d\n%s", resp.StatusCode, body)
-		}
-		h.runJob(workflow.JobProvision)
+		provisionSlurm(t, h, admin)
 		_, page = h.get(admin.c, "/connections/1")
 		if !strings.Contains(page, "removes the team from Slurm&#39;s accounting database") {
 			t.Errorf("Slurm transport %v: no Slurm revocation note", transport)
