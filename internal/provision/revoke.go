@@ -100,8 +100,11 @@ type Step struct {
 	Keep []string
 	// AWS is the call of an ActionAWSEnsure or ActionAWSRemove step.
 	AWS *awsprov.Call
-	// Slurm is the plan of an ActionSlurmApply or ActionSlurmRevoke step.
+	// Slurm is the plan of an ActionSlurmApply or ActionSlurmRevoke step,
+	// the approved (old) plan of an ActionSlurmRetire step.
 	Slurm *slurmprov.Plan
+	// SlurmNew is the amended plan of an ActionSlurmRetire step.
+	SlurmNew *slurmprov.Plan
 }
 
 // keep is Keep as plan objects, for PruneExtraBindings.
@@ -135,6 +138,8 @@ func (s Step) Name() string {
 		return "sacctmgr: account " + s.Slurm.Account.Name + ", QoS " + s.Slurm.QoS.Name + " and members on " + s.Slurm.Cluster
 	case ActionSlurmRevoke:
 		return "sacctmgr: remove the members, account " + s.Slurm.Account.Name + " and QoS " + s.Slurm.QoS.Name + " from " + s.Slurm.Cluster
+	case ActionSlurmRetire:
+		return slurmRetireName(s)
 	case ActionAWSEnsure:
 		return s.AWS.Title()
 	case ActionAWSRemove:
@@ -195,6 +200,9 @@ func StepsHash(steps []Step) string {
 		}
 		if s.Slurm != nil {
 			fmt.Fprint(h, slurmHashedText(s.Slurm))
+		}
+		if s.SlurmNew != nil {
+			fmt.Fprint(h, slurmHashedText(s.SlurmNew))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
