@@ -8,6 +8,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // clusterChecker builds the readiness checks and the inventory reader from
@@ -62,5 +64,29 @@ func logReadiness(ctx context.Context, c *provision.ClusterChecker, logger *slog
 		default:
 			logger.Info("cluster readiness", attrs...)
 		}
+	}
+}
+
+// slurmPartitionUses lists the partitions the live connections' approved
+// Slurm contracts name, for the readiness check of the Slurm partitions
+// (one version read per live connection: the readiness page is an
+// admin's, read on demand).
+func slurmPartitionUses(db *store.DB) func(context.Context) ([]provision.SlurmPartitionUse, error) {
+	return func(ctx context.Context) ([]provision.SlurmPartitionUse, error) {
+		conns, err := db.LiveConnections(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out []provision.SlurmPartitionUse
+		for _, c := range conns {
+			v, err := db.Version(ctx, c.ID, c.ApprovedVersion)
+			if err != nil {
+				return nil, err
+			}
+			if v.Contract.Orchestrator == workflow.OrchestratorSlurm && v.Contract.SlurmScope.Partition != "" {
+				out = append(out, provision.SlurmPartitionUse{Partition: v.Contract.SlurmScope.Partition, Team: v.Contract.Team})
+			}
+		}
+		return out, nil
 	}
 }
