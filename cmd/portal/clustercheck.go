@@ -67,24 +67,34 @@ func logReadiness(ctx context.Context, c *provision.ClusterChecker, logger *slog
 	}
 }
 
-// slurmPartitionUses lists the partitions the live connections' approved
-// Slurm contracts name, for the readiness check of the Slurm partitions
-// (one version read per live connection: the readiness page is an
-// admin's, read on demand).
+// slurmPartitionUses lists the partitions the approved Slurm contracts
+// name (of connections approved, provisioning, active or under review),
+// for the readiness check of the Slurm partitions (one version read per
+// connection: the readiness page is an admin's, read on demand).
 func slurmPartitionUses(db *store.DB) func(context.Context) ([]provision.SlurmPartitionUse, error) {
 	return func(ctx context.Context) ([]provision.SlurmPartitionUse, error) {
-		conns, err := db.LiveConnections(ctx)
-		if err != nil {
-			return nil, err
-		}
 		var out []provision.SlurmPartitionUse
-		for _, c := range conns {
-			v, err := db.Version(ctx, c.ID, c.ApprovedVersion)
-			if err != nil {
-				return nil, err
-			}
-			if v.Contract.Orchestrator == workflow.OrchestratorSlurm && v.Contract.SlurmScope.Partition != "" {
-				out = append(out, provision.SlurmPartitionUse{Partition: v.Contract.SlurmScope.Partition, Team: v.Contract.Team})
+		for _, st := range append([]workflow.State{workflow.StateApproved, workflow.StateProvisioning}, workflow.LiveStates...) {
+			for before := int64(0); ; {
+				conns, next, err := db.ListConnections(ctx, store.ListFilter{State: st}, before, 200)
+				if err != nil {
+					return nil, err
+				}
+				for _, c := range conns {
+					if c.ApprovedVersion == 0 {
+						continue
+					}
+					v, err := db.Version(ctx, c.ID, c.ApprovedVersion)
+					if err != nil {
+						return nil, err
+					}
+					if v.Contract.Orchestrator == workflow.OrchestratorSlurm && v.Contract.SlurmScope.Partition != "" {
+						out = append(out, provision.SlurmPartitionUse{Partition: v.Contract.SlurmScope.Partition, Team: v.Contract.Team})
+					}
+				}
+				if before = next; next == 0 {
+					break
+				}
 			}
 		}
 		return out, nil
