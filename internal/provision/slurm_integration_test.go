@@ -173,8 +173,18 @@ func TestSlurmConnectionOnTheTestBed(t *testing.T) {
 	if n, err := d.RunOnce(ctx); err != nil || n != 0 {
 		t.Errorf("after the re-apply: %d drifted, %v, %+v", n, err, saved)
 	}
-	if rows := show("account", "where", "name="+account, "withcoord", "format=Account,Coordinators"); len(rows) != 1 || rows[0]["Coord Accounts"] != members[0]+","+members[1] {
-		t.Errorf("coordinators of %s = %v; want the owners %s and %s", account, rows, members[0], members[1])
+	coordinators := func() string {
+		t.Helper()
+		rows := show("account", "where", "name="+account, "withcoord", "format=Account,Coordinators")
+		if len(rows) != 1 {
+			t.Fatalf("account %s: %v", account, rows)
+		}
+		c := strings.Split(rows[0]["Coord Accounts"], ",")
+		slices.Sort(c)
+		return strings.Join(slices.Compact(c), ",")
+	}
+	if got := coordinators(); got != members[0]+","+members[1] {
+		t.Errorf("coordinators of %s = %s; want the owners %s and %s", account, got, members[0], members[1])
 	}
 
 	// An amendment renaming the account and the QoS: the new ones take the
@@ -215,13 +225,17 @@ func TestSlurmConnectionOnTheTestBed(t *testing.T) {
 	if want := []string{members[0] + "@" + partition, members[1] + "@" + partition}; !slices.Equal(users, want) {
 		t.Errorf("after the amendment, members of %s: %v; want %v", account, users, want)
 	}
+	// The default account moves to the new one (slurmprov
+	// TestRenameOnTheTestBedSlurm checks it exactly, with users no other
+	// test shares); here other packages' tests may set these users'
+	// default account meanwhile, so only the old account is ruled out.
 	for _, u := range show("user", "where", "name="+members[0]+","+members[1], "format=User,DefaultAccount") {
-		if u["Def Acct"] != account {
-			t.Errorf("after the amendment, user %v: default account, want %s", u, account)
+		if u["Def Acct"] == oldAccount {
+			t.Errorf("after the amendment, user %v still has the old account as default", u)
 		}
 	}
-	if rows := show("account", "where", "name="+account, "withcoord", "format=Account,Coordinators"); len(rows) != 1 || rows[0]["Coord Accounts"] != members[0]+","+members[1] {
-		t.Errorf("coordinators of %s = %v; want the owners", account, rows)
+	if got := coordinators(); got != members[0]+","+members[1] {
+		t.Errorf("coordinators of %s = %s; want the owners", account, got)
 	}
 	driftVersion = aj.Version
 	if n, err := d.RunOnce(ctx); err != nil || n != 0 {
@@ -246,7 +260,7 @@ func TestSlurmConnectionOnTheTestBed(t *testing.T) {
 	if rows := show("qos", "where", "name="+qos); len(rows) != 0 {
 		t.Errorf("after revocation, qos %s: %v", qos, rows)
 	}
-	if rows := show("user", "where", "name="+members[0]+","+members[1], "withcoord", "format=User,Coordinators"); slices.ContainsFunc(rows, func(u map[string]string) bool { return strings.Contains(u["Coord Accounts"], account) }) {
+	if rows := show("user", "where", "name="+members[0]+","+members[1], "withcoord", "format=User,Coordinators"); slices.ContainsFunc(rows, func(u map[string]string) bool { return slices.Contains(strings.Split(u["Coord Accounts"], ","), account) }) {
 		t.Errorf("after revocation, the owners still coordinate %s: %v", account, rows)
 	}
 	if rows := show("associations", "where", "user="+members[0]+","+members[1], "format=User,Account"); slices.ContainsFunc(rows, func(a map[string]string) bool { return a["Account"] == account }) {

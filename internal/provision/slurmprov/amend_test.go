@@ -145,11 +145,14 @@ func TestCoordinatorsApplyDriftRevoke(t *testing.T) {
 // only the account (members, default accounts and coordinators move, the
 // old account goes): after each, Apply then Retire leave no drift of the
 // new plan and nothing of the old name, and a second Retire runs nothing.
+// It uses the test bed's blue users: the red ones are the other
+// accounting tests', which run meanwhile and would move their default
+// account.
 func TestRenameOnTheTestBedSlurm(t *testing.T) {
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	var users []string
 	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
-		if team, u, _ := strings.Cut(pair, ":"); team == "red" {
+		if team, u, _ := strings.Cut(pair, ":"); team == "blue" {
 			users = append(users, u)
 		}
 	}
@@ -157,6 +160,9 @@ func TestRenameOnTheTestBedSlurm(t *testing.T) {
 	ctx := t.Context()
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
 	acct := "red" + suffix
+	if len(users) < 2 {
+		t.Fatalf("the test bed has %d blue users, want 2", len(users))
+	}
 	p1 := testPlan(suffix, User{users[0], acct, "gpu"}, User{users[1], acct, "gpu"})
 	p1.Coordinators = []string{users[0]}
 	p2 := p1

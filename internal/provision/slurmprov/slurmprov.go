@@ -280,8 +280,12 @@ func Read(ctx context.Context, r slurm.Runner, p Plan) (State, error) {
 		if a["Account"] == p.Account.Name {
 			s.AccountRecord = true
 			if c := a["Coord Accounts"]; c != "" {
+				// Once each: sacctmgr 22.05 printed each coordinator twice
+				// on the test bed while other tests changed other
+				// accounts of the same users.
 				s.Coordinators = strings.Split(c, ",")
 				slices.Sort(s.Coordinators)
+				s.Coordinators = slices.Compact(s.Coordinators)
 			}
 			if s.Account != nil {
 				s.Account.Description, s.Account.Organization = a["Descr"], a["Org"]
