@@ -260,7 +260,9 @@ func TestSlurmConnectionOnTheTestBed(t *testing.T) {
 	if rows := show("qos", "where", "name="+qos); len(rows) != 0 {
 		t.Errorf("after revocation, qos %s: %v", qos, rows)
 	}
-	if rows := show("user", "where", "name="+members[0]+","+members[1], "withcoord", "format=User,Coordinators"); slices.ContainsFunc(rows, func(u map[string]string) bool { return slices.Contains(strings.Split(u["Coord Accounts"], ","), account) }) {
+	if rows := show("user", "where", "name="+members[0]+","+members[1], "withcoord", "format=User,Coordinators"); slices.ContainsFunc(rows, func(u map[string]string) bool {
+		return slices.Contains(strings.Split(u["Coord Accounts"], ","), account)
+	}) {
 		t.Errorf("after revocation, the owners still coordinate %s: %v", account, rows)
 	}
 	if rows := show("associations", "where", "user="+members[0]+","+members[1], "format=User,Account"); slices.ContainsFunc(rows, func(a map[string]string) bool { return a["Account"] == account }) {
