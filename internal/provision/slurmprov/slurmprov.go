@@ -1,9 +1,11 @@
 // Package slurmprov sets up a team's side of a Slurm cluster's accounting
-// (issue 36): a QoS, an account under the portal's parent account, and a
-// user association per member, through Slurm's own sacctmgr (run by an
-// internal/slurm Runner, locally or on the controller node). It plans,
-// applies, reads back, compares (drift) and removes, like the Kubernetes
-// plan does for an EKS connection.
+// (issue 36): a QoS, an account under the portal's parent account, a user
+// association per member and the account's coordinators, through Slurm's
+// own sacctmgr (run by an internal/slurm Runner, locally or on the
+// controller node). It plans, applies, reads back, compares (drift),
+// lists an amendment's commands (AmendCommands), retires what an
+// amendment renamed (Retire) and removes, like the Kubernetes plan does
+// for an EKS connection.
 //
 // Slurm's accounting model, from its documentation:
 //   - an association is (cluster, account, user, partition) and carries
