@@ -8,6 +8,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // clusterChecker builds the readiness checks and the inventory reader from
@@ -62,5 +64,39 @@ func logReadiness(ctx context.Context, c *provision.ClusterChecker, logger *slog
 		default:
 			logger.Info("cluster readiness", attrs...)
 		}
+	}
+}
+
+// slurmPartitionUses lists the partitions the approved Slurm contracts
+// name (of connections approved, provisioning, active or under review),
+// for the readiness check of the Slurm partitions (one version read per
+// connection: the readiness page is an admin's, read on demand).
+func slurmPartitionUses(db *store.DB) func(context.Context) ([]provision.SlurmPartitionUse, error) {
+	return func(ctx context.Context) ([]provision.SlurmPartitionUse, error) {
+		var out []provision.SlurmPartitionUse
+		for _, st := range append([]workflow.State{workflow.StateApproved, workflow.StateProvisioning}, workflow.LiveStates...) {
+			for before := int64(0); ; {
+				conns, next, err := db.ListConnections(ctx, store.ListFilter{State: st}, before, 200)
+				if err != nil {
+					return nil, err
+				}
+				for _, c := range conns {
+					if c.ApprovedVersion == 0 {
+						continue
+					}
+					v, err := db.Version(ctx, c.ID, c.ApprovedVersion)
+					if err != nil {
+						return nil, err
+					}
+					if v.Contract.Orchestrator == workflow.OrchestratorSlurm && v.Contract.SlurmScope.Partition != "" {
+						out = append(out, provision.SlurmPartitionUse{Partition: v.Contract.SlurmScope.Partition, Team: v.Contract.Team})
+					}
+				}
+				if before = next; next == 0 {
+					break
+				}
+			}
+		}
+		return out, nil
 	}
 }

@@ -326,6 +326,9 @@ func (p *parts) assembleProvisioning(ctx context.Context, cfg Config, db *store.
 	if p.checker, err = clusterChecker(p.kube, p.side, p.cluster.AdmissionMode); err != nil {
 		return err
 	}
+	if p.side.Slurm != nil {
+		p.checker.Sources.SlurmPartitions = slurmPartitionUses(db) // "Slurm partitions"
+	}
 	if reader := p.checker.Sources.Kube; reader != nil {
 		// Every provisioning job first checks that the cluster serves the
 		// API versions its plan applies (Kueue v1beta2 above all).

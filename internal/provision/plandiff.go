@@ -174,6 +174,9 @@ const maxDiffPaths = 4
 // is never written, so when the plans differ on it, it is kept, not
 // updated.
 //
+// A Slurm plan's rows are the sacctmgr commands the amendment runs
+// (slurmDiff), in its order.
+//
 // The changes' Object and Call point into the two plans' slices.
 func DiffPlans(from, to Plan) PlanDiff {
 	var d PlanDiff
@@ -260,6 +263,7 @@ func DiffPlans(from, to Plan) PlanDiff {
 	for _, c := range awsLast {
 		removeCall(c)
 	}
+	d.Changes = append(d.Changes, slurmDiff(from.Slurm, to.Slurm)...)
 	return d
 }
 

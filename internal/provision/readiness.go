@@ -104,6 +104,10 @@ type ReadinessSources struct {
 	// Slurm, when set, runs Slurm's commands on a Slurm cluster's
 	// controller (readiness_slurm.go); nil leaves its check out.
 	Slurm SlurmRunner
+	// SlurmPartitions lists the partitions the approved Slurm contracts
+	// name, which the partitions check looks for on the cluster; nil
+	// skips that part.
+	SlurmPartitions func(context.Context) ([]SlurmPartitionUse, error)
 }
 
 func (s ReadinessSources) admissionMode() AdmissionMode {
@@ -142,7 +146,8 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 		vpcEndpointsCheck(ctx, src, cluster, clusterErr))
 	r.Checks = append(r.Checks, admissionCheck(ctx, src), kueueConfigCheck(ctx, src), admissionCountsCheck(ctx, src, &r))
 	if src.Slurm != nil {
-		r.Checks = append(r.Checks, slurmControllerCheck(ctx, src.Slurm))
+		r.Checks = append(r.Checks, slurmControllerCheck(ctx, src.Slurm), slurmEnforcementCheck(ctx, src.Slurm),
+			slurmPartitionsCheck(ctx, src.Slurm, src.SlurmPartitions))
 	}
 	return r
 }

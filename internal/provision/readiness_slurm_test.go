@@ -1,8 +1,13 @@
 package provision_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +73,122 @@ func TestReadinessSlurmControllerOnTestBed(t *testing.T) {
 	c, _ := provision.CheckReadiness(t.Context(), provision.ReadinessSources{Slurm: slurm.Local{Conf: conf}}).Check(provision.CheckSlurmController)
 	if c.Status != provision.CheckOK {
 		t.Errorf("test bed's controller: %+v", c)
+	}
+}
+
+// scriptedSlurm answers each command ("scontrol show config", "sinfo ...")
+// with its text, or fails.
+type scriptedSlurm map[string]string
+
+func (s scriptedSlurm) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	cmd := strings.Join(append([]string{name}, args...), " ")
+	if out, ok := s[cmd]; ok {
+		return []byte(out), nil
+	}
+	return nil, fmt.Errorf("slurm: %s: exit 1: not scripted", cmd)
+}
+
+const sinfoCmd = "sinfo --noheader --format=%R|%a"
+
+// TestSlurmEnforcement: Slurm's implications (safe → limits, limits/qos →
+// associations, all), and the check naming exactly the flags missing.
+func TestSlurmEnforcement(t *testing.T) {
+	set := func(m map[string]bool) string { return strings.Join(slices.Sorted(maps.Keys(m)), ",") }
+	for in, want := range map[string]string{
+		"associations,limits,qos,safe": "associations,limits,qos,safe",
+		"qos":                          "associations,qos",
+		"safe":                         "associations,limits,safe",
+		"all":                          "associations,limits,qos,safe,wckeys",
+		"none":                         "",
+		"":                             "",
+		"Associations, QOS":            "associations,qos",
+	} {
+		if got := set(provision.SlurmEnforcement(in)); got != want {
+			t.Errorf("SlurmEnforcement(%q) = %q, want %q", in, got, want)
+		}
+	}
+	conf := func(v string) scriptedSlurm {
+		return scriptedSlurm{"scontrol show config": "Configuration data as of 2026-12-05T00:43:26\nAccountingStorageBackupHost = (null)\nAccountingStorageEnforce = " + v + "\nClusterName             = testbed\n"}
+	}
+	check := func(r provision.SlurmRunner) provision.Check {
+		t.Helper()
+		c, ok := provision.CheckReadiness(t.Context(), provision.ReadinessSources{Slurm: r}).Check(provision.CheckSlurmEnforcement)
+		if !ok {
+			t.Fatal("no enforcement check with a Slurm runner")
+		}
+		return c
+	}
+	if c := check(conf("associations,limits,qos,safe")); c.Status != provision.CheckOK {
+		t.Errorf("all required: %+v", c)
+	}
+	if c := check(conf("safe")); c.Status != provision.CheckFailing || !strings.Contains(c.Detail, "lacks qos (") || strings.Contains(c.Detail, "limits (") ||
+		!strings.Contains(c.Todo, "AccountingStorageEnforce=associations,limits,qos") {
+		t.Errorf("safe only: %+v; want qos named missing, limits not", c)
+	}
+	if c := check(conf("none")); c.Status != provision.CheckFailing || strings.Count(c.Detail, " (without it") != 3 {
+		t.Errorf("none: %+v; want the three flags named", c)
+	}
+	if c := check(scriptedSlurm{}); c.Status != provision.CheckUnknown || !strings.Contains(c.Detail, "not scripted") {
+		t.Errorf("scontrol failing: %+v", c)
+	}
+	if got := provision.ParseSlurmConfig([]byte("A = b = c\nNo equals here\nKey With Space = x\n")); len(got) != 1 || got["A"] != "b = c" {
+		t.Errorf("ParseSlurmConfig = %v", got)
+	}
+}
+
+// TestSlurmPartitionsCheck: the partitions sinfo lists; an approved
+// contract's partition that is missing fails, one that is not up warns,
+// naming the teams.
+func TestSlurmPartitionsCheck(t *testing.T) {
+	got, err := provision.ParseSinfoPartitions([]byte("gpu|up\ncpu|drain\n\n"))
+	if err != nil || len(got) != 2 || got["gpu"] != "up" || got["cpu"] != "drain" {
+		t.Errorf("ParseSinfoPartitions = %v, %v", got, err)
+	}
+	if _, err := provision.ParseSinfoPartitions([]byte("gpu up\n")); err == nil {
+		t.Error("a line without | parsed")
+	}
+	r := scriptedSlurm{sinfoCmd: "gpu|up\ncpu|drain\n"}
+	check := func(uses ...provision.SlurmPartitionUse) provision.Check {
+		t.Helper()
+		src := provision.ReadinessSources{Slurm: r, SlurmPartitions: func(context.Context) ([]provision.SlurmPartitionUse, error) { return uses, nil }}
+		c, _ := provision.CheckReadiness(t.Context(), src).Check(provision.CheckSlurmPartitions)
+		return c
+	}
+	if c := check(provision.SlurmPartitionUse{Partition: "gpu", Team: "red"}, provision.SlurmPartitionUse{Partition: "GPU", Team: "blue"}); c.Status != provision.CheckOK ||
+		!strings.Contains(c.Detail, "Partitions: cpu (drain), gpu (up).") || !strings.Contains(c.Detail, "gpu (red, blue)") {
+		t.Errorf("gpu used: %+v", c)
+	}
+	if c := check(provision.SlurmPartitionUse{Partition: "cpu", Team: "red"}); c.Status != provision.CheckWarning || !strings.Contains(c.Detail, "cpu (red) is drain") {
+		t.Errorf("cpu draining: %+v", c)
+	}
+	if c := check(provision.SlurmPartitionUse{Partition: "gpu", Team: "red"}, provision.SlurmPartitionUse{Partition: "big", Team: "blue"}); c.Status != provision.CheckFailing ||
+		!strings.Contains(c.Detail, "not on the cluster: big (blue)") || c.Todo == "" {
+		t.Errorf("big missing: %+v", c)
+	}
+	src := provision.ReadinessSources{Slurm: r, SlurmPartitions: func(context.Context) ([]provision.SlurmPartitionUse, error) { return nil, errors.New("store down") }}
+	if c, _ := provision.CheckReadiness(t.Context(), src).Check(provision.CheckSlurmPartitions); c.Status != provision.CheckUnknown || !strings.Contains(c.Detail, "Store down") {
+		t.Errorf("store failing: %+v", c)
+	}
+}
+
+// TestReadinessSlurmOnTestBed: the test bed's Slurm enforces associations,
+// limits and QoS, and its partition exists and is up, as an approved
+// contract naming it needs; a contract naming a partition the test bed
+// lacks fails the check.
+func TestReadinessSlurmOnTestBed(t *testing.T) {
+	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
+	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
+	uses := []provision.SlurmPartitionUse{{Partition: partition, Team: "red"}}
+	src := provision.ReadinessSources{Slurm: slurm.Local{Conf: conf}, SlurmPartitions: func(context.Context) ([]provision.SlurmPartitionUse, error) { return uses, nil }}
+	r := provision.CheckReadiness(t.Context(), src)
+	if c, _ := r.Check(provision.CheckSlurmEnforcement); c.Status != provision.CheckOK {
+		t.Errorf("test bed's enforcement: %+v", c)
+	}
+	if c, _ := r.Check(provision.CheckSlurmPartitions); c.Status != provision.CheckOK || !strings.Contains(c.Detail, partition+" (up)") {
+		t.Errorf("test bed's partitions: %+v", c)
+	}
+	uses = append(uses, provision.SlurmPartitionUse{Partition: "no-such-partition", Team: "blue"})
+	if c, _ := provision.CheckReadiness(t.Context(), src).Check(provision.CheckSlurmPartitions); c.Status != provision.CheckFailing || !strings.Contains(c.Detail, "no-such-partition (blue)") {
+		t.Errorf("a missing partition on the test bed: %+v", c)
 	}
 }

@@ -101,8 +101,11 @@ type Step struct {
 	// AWS is the call of an ActionAWSEnsure or ActionAWSRemove step.
 	AWS *awsprov.Call
 	// Slurm is the plan of an ActionSlurmApply, ActionSlurmRevoke,
-	// ActionSlurmHold or ActionSlurmDrain step.
+	// ActionSlurmHold or ActionSlurmDrain step, the approved (old) plan of
+	// an ActionSlurmRetire step.
 	Slurm *slurmprov.Plan
+	// SlurmNew is the amended plan of an ActionSlurmRetire step.
+	SlurmNew *slurmprov.Plan
 	// Hold is the stopPolicy an ActionSlurmHold step puts in effect
 	// (workflow.StopHold, StopHoldAndDrain or StopNone: slurmhold.go).
 	Hold string
@@ -141,6 +144,8 @@ func (s Step) Name() string {
 		return "sacctmgr: remove the members, account " + s.Slurm.Account.Name + " and QoS " + s.Slurm.QoS.Name + " from " + s.Slurm.Cluster
 	case ActionSlurmHold, ActionSlurmDrain:
 		return slurmHoldStepName(s)
+	case ActionSlurmRetire:
+		return slurmRetireName(s)
 	case ActionAWSEnsure:
 		return s.AWS.Title()
 	case ActionAWSRemove:
@@ -201,6 +206,9 @@ func StepsHash(steps []Step) string {
 		}
 		if s.Slurm != nil {
 			fmt.Fprint(h, slurmHashedText(s.Slurm))
+		}
+		if s.SlurmNew != nil {
+			fmt.Fprint(h, slurmHashedText(s.SlurmNew))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -221,7 +221,43 @@ func SlurmPlan(c workflow.Contract, s ClusterSettings) (slurmprov.Plan, []string
 		p.Users = append(p.Users, slurmprov.User{Name: u, Account: account, Partition: partition})
 	}
 	slices.SortFunc(p.Users, func(a, b slurmprov.User) int { return strings.Compare(a.Name, b.Name) })
+	if p.Coordinators, err = SlurmCoordinators(c, ss.UserTemplate); err != nil {
+		return slurmprov.Plan{}, nil, err
+	}
 	return p, warnings, nil
+}
+
+// SlurmCoordinators are the POSIX users of the contract's four owners
+// (business, operations, cost, exception), sorted and once each: the
+// coordinators of the team's account (slurmprov.Plan.Coordinators), who
+// may manage its users, limits and jobs
+// (https://slurm.schedmd.com/user_permissions.html, Coordinator). An
+// owner's identity (the email Identity Center or the OIDC provider gives)
+// maps to a POSIX user as every member's does (SlurmUser with the
+// settings' user_template), the user HyperPod's Studio and Session Manager
+// sessions run as (SSMSessionRunAs,
+// https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-studio-setup-slurm.html).
+// Every owner is a member (SlurmMembers), so the user exists when the
+// coordinator is added; a signal owner is a member but not a coordinator.
+func SlurmCoordinators(c workflow.Contract, template string) ([]string, error) {
+	if template == "" {
+		template = DefaultSlurmUserTemplate
+	}
+	var out []string
+	for _, email := range []string{c.BusinessOwner, c.OperationsOwner, c.CostOwner, c.ExceptionOwner} {
+		if email = strings.ToLower(strings.TrimSpace(email)); email == "" {
+			continue
+		}
+		u, err := SlurmUser(template, email, c.Team)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // slurmGPUs is the guarantee in GPUs. Slurm counts them as the generic
@@ -283,8 +319,13 @@ func (w *Worker) runSlurm(ctx context.Context, st Step) (Outcome, string, error)
 		return Failed, "", permanent(errors.New("provision: the portal has no Slurm transport configured (PORTAL_SLURM_CONF, docs/configuration.md): a Slurm connection cannot be set up"))
 	}
 	run := slurmprov.Apply
-	if st.Action == ActionSlurmRevoke {
+	switch st.Action {
+	case ActionSlurmRevoke:
 		run = slurmprov.Revoke
+	case ActionSlurmRetire:
+		run = func(ctx context.Context, r slurm.Runner, old slurmprov.Plan) ([]slurmprov.Command, error) {
+			return slurmprov.Retire(ctx, r, old, *st.SlurmNew)
+		}
 	}
 	ran, err := run(ctx, w.Slurm, *st.Slurm)
 	var cmds []string
@@ -297,9 +338,11 @@ func (w *Worker) runSlurm(ctx context.Context, st Step) (Outcome, string, error)
 	switch {
 	case len(ran) == 0 && st.Action == ActionSlurmRevoke:
 		return Absent, "nothing of the team left in the accounting database", nil
+	case len(ran) == 0 && st.Action == ActionSlurmRetire:
+		return Absent, "the old account and QoS are no longer in the accounting database", nil
 	case len(ran) == 0:
 		return Unchanged, "the accounting database matches the plan", nil
-	case st.Action == ActionSlurmRevoke:
+	case st.Action == ActionSlurmRevoke || st.Action == ActionSlurmRetire:
 		return Deleted, strings.Join(cmds, "; "), nil
 	}
 	return Configured, strings.Join(cmds, "; "), nil
@@ -366,4 +409,137 @@ func (s SlurmSettings) check() []string {
 		}
 	}
 	return out
+}
+
+// ActionSlurmRetire, an amendment's last step when it renames the team's
+// account or QoS, removes the old ones (slurmprov.Retire: the old
+// account's coordinators and member associations, the old account, the
+// old QoS), once the amended plan is applied.
+const ActionSlurmRetire StepAction = "slurm-retire"
+
+func slurmRetireName(s Step) string {
+	var what []string
+	if s.Slurm.Account.Name != s.SlurmNew.Account.Name {
+		what = append(what, "account "+s.Slurm.Account.Name+" (renamed "+s.SlurmNew.Account.Name+") with its members and coordinators")
+	}
+	if s.Slurm.QoS.Name != s.SlurmNew.QoS.Name {
+		what = append(what, "QoS "+s.Slurm.QoS.Name+" (renamed "+s.SlurmNew.QoS.Name+")")
+	}
+	return "sacctmgr: remove the old " + strings.Join(what, " and ") + " from " + s.Slurm.Cluster
+}
+
+// SlurmAmendSteps are a Slurm amendment's steps: the amended plan applied
+// (ApplySteps: slurmprov.Apply adds the new account or QoS, moves the
+// members into it, changes what differs), then, when the amendment
+// renames the account or the QoS, one ActionSlurmRetire step that removes
+// the old ones in revocation's safe order. It is pure.
+func SlurmAmendSteps(old, new Plan) []Step {
+	steps := ApplySteps(new)
+	if old.Slurm != nil && new.Slurm != nil && slurmprov.Renamed(*old.Slurm, *new.Slurm) {
+		steps = append(steps, Step{Action: ActionSlurmRetire, Slurm: old.Slurm, SlurmNew: new.Slurm,
+			Detail: "amendment: remove what the renamed account or QoS leaves behind"})
+	}
+	return steps
+}
+
+// slurmAmendSteps are an amend job's steps for a Slurm plan (new, already
+// checked as a provisioning job's is): SlurmAmendSteps from the plan of
+// the approved version the amendment replaces.
+func (w *Worker) slurmAmendSteps(ctx context.Context, job workflow.Job, new Plan) ([]Step, error) {
+	if job.FromVersion <= 0 || job.FromVersion == job.Version {
+		return nil, permanent(fmt.Errorf("provision: amend job %d names no approved version to change from (from %d to %d)", job.ID, job.FromVersion, job.Version))
+	}
+	old, err := w.Plans(ctx, job.ConnectionID, job.FromVersion)
+	if err != nil {
+		return nil, fmt.Errorf("provision: the approved version %d this amendment replaces: %w", job.FromVersion, err)
+	}
+	return SlurmAmendSteps(old, new), nil
+}
+
+// slurmDiff are the rows of a Slurm amendment's plan diff: one per
+// sacctmgr command the amendment job runs on an accounting database that
+// matches the approved plan (slurmprov.AmendCommands: the amended plan
+// applied, then a renamed account or QoS retired), each with the exact
+// command; a modification names each field's old and new value. A row
+// adds (create), modifies (update) or deletes (delete). Nil when neither
+// plan is a Slurm one; a single unchanged row when the amendment runs no
+// command.
+func slurmDiff(old, new *slurmprov.Plan) []PlanChange {
+	switch {
+	case new == nil:
+		return nil
+	case old == nil:
+		old = &slurmprov.Plan{}
+	}
+	changed := slurmprov.Drift(*new, slurmprov.StateOf(*old, *new))
+	var out []PlanChange
+	for _, c := range slurmprov.AmendCommands(*old, *new) {
+		ch := PlanChange{What: slurmCommandObject(c), Detail: c.String() + " (" + c.Why + ")"}
+		switch c.Args[0] {
+		case "add":
+			ch.Action = DiffCreate
+		case "delete":
+			ch.Action = DiffDelete
+		default:
+			ch.Action = DiffUpdate
+			switch c.Args[1] {
+			case "qos":
+				ch.Detail = c.String() + " (" + slurmFieldChanges(changed, "qos "+new.QoS.Name, c) + ")"
+			case "account":
+				ch.Detail = c.String() + " (" + slurmFieldChanges(changed, "account "+new.Account.Name, c) + ")"
+			}
+		}
+		out = append(out, ch)
+	}
+	if len(out) == 0 {
+		out = append(out, PlanChange{Action: DiffUnchanged, What: "Slurm account " + new.Account.Name + ", QoS " + new.QoS.Name + " and members",
+			Detail: "the amended plan changes no sacctmgr object"})
+	}
+	return out
+}
+
+// slurmFieldChanges is "Field: old → new" for each field of the object
+// (its Drift name) that the modify command c sets.
+func slurmFieldChanges(diffs []slurmprov.Difference, object string, c slurmprov.Command) string {
+	var out []string
+	for _, d := range diffs {
+		if d.Field != "" && d.Object == object && slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, d.Field+"=") }) {
+			out = append(out, d.Field+": "+orNone(d.Have)+" → "+orNone(d.Want))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// slurmCommandObject names what a sacctmgr command of the plan acts on:
+// "Slurm QoS red-gpu", "Slurm account red", "Slurm user hp-red-1 in
+// account red, partition gpu", "Slurm coordinators of account red".
+func slurmCommandObject(c slurmprov.Command) string {
+	arg := func(key string) string {
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, key+"="); ok {
+				return v
+			}
+			if v, ok := strings.CutPrefix(a, strings.ToUpper(key[:1])+key[1:]+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	name := arg("name")
+	if c.Args[0] == "add" && len(c.Args) > 2 {
+		name = c.Args[2]
+	}
+	switch kind := c.Args[1]; kind {
+	case "qos":
+		return "Slurm QoS " + name
+	case "coordinator":
+		return "Slurm coordinators of account " + arg("account")
+	case "user":
+		if p := arg("partition"); p != "" {
+			return "Slurm user " + name + " in account " + arg("account") + ", partition " + p
+		}
+		return "Slurm user " + name
+	default:
+		return "Slurm " + kind + " " + name
+	}
 }

@@ -48,13 +48,20 @@ func TestSlurmPlanOracle(t *testing.T) {
 		users = append(users, slurmprov.User{Name: name, Account: "red", Partition: "gpu"})
 	}
 	slices.SortFunc(users, func(a, b slurmprov.User) int { return strings.Compare(a.Name, b.Name) })
+	var coordinators []string // the four owners' local parts, once each
+	for _, email := range []string{c.BusinessOwner, c.OperationsOwner, c.CostOwner, c.ExceptionOwner} {
+		if name, _, _ := strings.Cut(email, "@"); !slices.Contains(coordinators, name) {
+			coordinators = append(coordinators, name)
+		}
+	}
+	slices.Sort(coordinators)
 	want := slurmprov.Plan{
 		Cluster: "hp-slurm",
 		Parent:  slurmprov.Account{Name: DefaultSlurmParentAccount, Description: "teams of the HyperPod portal", Organization: "hyperpod-portal"},
 		QoS:     slurmprov.QoS{Name: "red-gpu", Priority: priority, GrpTRES: map[string]int{"gres/gpu": limit}, Preempt: []string{"scavenger"}},
 		Account: slurmprov.Account{Name: "red", Parent: DefaultSlurmParentAccount, Description: "team red", Organization: "red",
 			Fairshare: c.Scheduling.FairShareWeight, GrpTRES: map[string]int{"gres/gpu": limit}, QoS: []string{"red-gpu"}, DefaultQoS: "red-gpu"},
-		Users: users,
+		Users: users, Coordinators: coordinators,
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("SlurmPlan =\n%+v\nwant\n%+v", p, want)

@@ -47,7 +47,10 @@ func (a *appliedAccounting) Run(_ context.Context, name string, args ...string) 
 		return fmt.Appendf(nil, "Name|Priority|GrpTRES|Preempt|PreemptMode\n%s|%d|%s|%s|%s\n", p.QoS.Name, p.QoS.Priority, tresText(p.QoS.GrpTRES),
 			strings.Join(p.QoS.Preempt, ","), p.QoS.PreemptMode), nil
 	case name == "sacctmgr" && args[1] == "show" && args[2] == "account":
-		return fmt.Appendf(nil, "Account|Descr|Org\n%s|%s|%s\n", p.Account.Name, p.Account.Description, p.Account.Organization), nil
+		// With "withcoord", sacctmgr 22.05 prints the coordinators under
+		// "Coord Accounts" (slurmprov.Read).
+		return fmt.Appendf(nil, "Account|Descr|Org|Coord Accounts\n%s|%s|%s|%s\n", p.Account.Name, p.Account.Description, p.Account.Organization,
+			strings.Join(p.Coordinators, ",")), nil
 	case name == "sacctmgr" && args[1] == "show" && format == "format=Cluster,Account":
 		return fmt.Appendf(nil, "Cluster|Account\n%s|%s\n", p.Cluster, p.Account.Name), nil
 	case name == "sacctmgr" && args[1] == "show" && format == "format=Account,User,GrpJobs":

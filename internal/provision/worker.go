@@ -769,7 +769,13 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 	if plan.Slurm != nil {
 		// One step, slurmprov.Apply, for provisioning, re-apply and
 		// amendment alike: it adds, restores and removes what differs
-		// from the plan (an amendment's dropped members included).
+		// from the plan (an amendment's dropped members included); an
+		// amendment renaming the account or QoS then retires the old ones
+		// (slurmAmendSteps).
+		if job.Kind == workflow.JobAmend {
+			s, err := w.slurmAmendSteps(ctx, job, plan)
+			return s, hash, err
+		}
 		return ApplySteps(plan), hash, nil
 	}
 	if plan, err = w.teamQueue(ctx, plan, true); err != nil {
@@ -897,7 +903,7 @@ func (w *Worker) runStep(ctx context.Context, job workflow.Job, apply StepApplie
 		return apply.ApplyObject(ctx, st.Object)
 	case ActionNone:
 		return Absent, st.Detail, nil
-	case ActionSlurmApply, ActionSlurmRevoke:
+	case ActionSlurmApply, ActionSlurmRevoke, ActionSlurmRetire:
 		return w.runSlurm(ctx, st)
 	case ActionSlurmHold, ActionSlurmDrain:
 		return w.runSlurmHold(ctx, st)

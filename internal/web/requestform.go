@@ -20,7 +20,7 @@ func (s *Server) formPage(heading, action, cancel string, base int, v views.Cont
 		Heading: heading, Action: action, CancelURL: cancel, BaseVersion: base, Errors: errs, Groups: formGroups(v, errs),
 	}
 	if strings.TrimSpace(v.Get("orchestrator")) == string(workflow.OrchestratorSlurm) {
-		f.SlurmNotice = "Slurm: once approved, the portal makes the team's Slurm account, QoS and an association per person the contract names (its owners and signal owners), in the contract's partition. Tagging the team's roles with SSMSessionRunAs stays an operator's step."
+		f.SlurmNotice = "Slurm: once approved, the portal makes the team's Slurm account, QoS and an association per person the contract names (its owners and signal owners), in the contract's partition, and makes its four owners the account's coordinators. Tagging the team's roles with SSMSessionRunAs stays an operator's step."
 	}
 	return f
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/provision/slurmprov"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -221,6 +222,54 @@ func TestSlurmPagesOnASlurmOnlyPortal(t *testing.T) {
 		}
 		if got := strings.Contains(page, "No Slurm transport is configured"); got == transport {
 			t.Errorf("Slurm transport %v: the revocation note says no transport: %v", transport, got)
+		}
+	}
+}
+
+// A Slurm change that renames the account and the QoS: the admin's plan
+// diff lists every sacctmgr command the amendment job runs
+// (slurmprov.AmendCommands, from the two versions' plans), the new
+// account and QoS created and the old ones deleted.
+func TestSlurmAmendmentPlanDiffShowsTheCommands(t *testing.T) {
+	h := newHarness(t, false)
+	ctx := t.Context()
+	owner, admin := h.signIn("owner.red"), h.signIn("admin")
+	approvedConnectionOf(t, h, owner, admin, slurmContract())
+	h.runJob(workflow.JobProvision)
+	c := slurmContract()
+	c.SlurmScope.Account, c.SlurmScope.QoS = "red-acct2", "red-gpu2"
+	f := formValues(formFromContract(c))
+	f.Set("base_version", "1")
+	if resp, body := h.postAs(owner, "/connections/1", f); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("saving the change = %d\n%s", resp.StatusCode, body)
+	}
+	if resp, _ := h.postAs(owner, "/connections/1/submit", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("submitting the change = %d", resp.StatusCode)
+	}
+	plans := make([]provision.Plan, 2)
+	for i := range plans {
+		v, err := h.db.Version(ctx, 1, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plans[i], err = provision.BuildPlan(1, i+1, v.Hash, v.Contract, h.srv.opts.Cluster); err != nil || plans[i].Slurm == nil {
+			t.Fatalf("plan of version %d: %+v, %v", i+1, plans[i], err)
+		}
+	}
+	_, body := h.get(admin.c, "/connections/1")
+	diff := section(body, "plan-diff")
+	cmds := slurmprov.AmendCommands(*plans[0].Slurm, *plans[1].Slurm)
+	if len(cmds) == 0 {
+		t.Fatal("the oracle has no command")
+	}
+	for _, cmd := range cmds {
+		if !strings.Contains(diff, html.EscapeString(cmd.String())) {
+			t.Errorf("the plan diff lacks %q", cmd)
+		}
+	}
+	for _, want := range []string{"sacctmgr -i delete account where name=red-acct", "sacctmgr -i delete qos where name=red-gpu", ">create<", ">delete<"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("the plan diff lacks %q:\n%s", want, diff)
 		}
 	}
 }

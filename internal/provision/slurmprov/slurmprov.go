@@ -1,10 +1,12 @@
 // Package slurmprov sets up a team's side of a Slurm cluster's accounting
-// (issue 36): a QoS, an account under the portal's parent account, and a
-// user association per member, through Slurm's own sacctmgr (run by an
-// internal/slurm Runner, locally or on the controller node). It plans,
-// applies, reads back, compares (drift) and removes, like the Kubernetes
-// plan does for an EKS connection, and holds the team's jobs (hold.go: a
-// job limit on the account, scancel for a drain).
+// (issue 36): a QoS, an account under the portal's parent account, a user
+// association per member and the account's coordinators, through Slurm's
+// own sacctmgr (run by an internal/slurm Runner, locally or on the
+// controller node). It plans, applies, reads back, compares (drift),
+// lists an amendment's commands (AmendCommands), retires what an
+// amendment renamed (Retire) and removes, like the Kubernetes plan does
+// for an EKS connection, and holds the team's jobs (hold.go: a job limit
+// on the account, scancel for a drain).
 //
 // Slurm's accounting model, from its documentation:
 //   - an association is (cluster, account, user, partition) and carries
@@ -78,6 +80,17 @@ type Plan struct {
 	QoS     QoS
 	Account Account
 	Users   []User
+	// Coordinators are the POSIX users made coordinators of the team's
+	// account (sorted): "a special privileged user, usually an account
+	// manager, that can add users or sub-accounts to the account they are
+	// coordinator over", who can also change limits on the account's
+	// associations and cancel or requeue its jobs
+	// (https://slurm.schedmd.com/user_permissions.html, Coordinator); set
+	// with "sacctmgr add coordinator account=... names=..."
+	// (https://slurm.schedmd.com/sacctmgr.html, SPECIFICATIONS FOR
+	// COORDINATOR). A coordinator is per account, on every cluster of the
+	// accounting database.
+	Coordinators []string
 }
 
 // tres renders a TRES map as sacctmgr writes it: "gres/gpu=8,node=2",
@@ -175,7 +188,22 @@ func (p Plan) Commands() []Command {
 		cmds = append(cmds, Command{[]string{"add", "user", u.Name, "Cluster=" + p.Cluster, "Account=" + u.Account, "Partition=" + u.Partition},
 			"member " + u.Name + " may submit to partition " + u.Partition + " under the team's account"})
 	}
+	if len(p.Coordinators) > 0 {
+		cmds = append(cmds, addCoordinators(p.Account.Name, p.Coordinators))
+	}
 	return cmds
+}
+
+// addCoordinators and removeCoordinators name the users in one command
+// ("names=a,b"). The users must exist: the plan adds its members first.
+func addCoordinators(account string, names []string) Command {
+	return Command{[]string{"add", "coordinator", "account=" + account, "names=" + list(names)},
+		"the contract's owners " + list(names) + " coordinate the team's account (may manage its users, limits and jobs)"}
+}
+
+func removeCoordinators(account string, names []string) Command {
+	return Command{[]string{"delete", "coordinator", "account=" + account, "names=" + list(names)},
+		list(names) + " no longer coordinate account " + account}
 }
 
 // State is what the accounting database holds of a plan's objects.
@@ -191,6 +219,9 @@ type State struct {
 	// ("delete account where name=X cluster=C" leaves the account), so
 	// revocation deletes it whole when no other cluster uses it.
 	AccountRecord, AccountElsewhere bool
+	// Coordinators are the account's coordinators (sorted), read with
+	// the account record.
+	Coordinators []string
 }
 
 // Read reads the plan's objects back with sacctmgr show -P.
@@ -241,14 +272,24 @@ func Read(ctx context.Context, r slurm.Runner, p Plan) (State, error) {
 			s.Users = append(s.Users, User{Name: a["User"], Account: a["Account"], Partition: a["Partition"]})
 		}
 	}
-	// Description and organization are the account's, not an association's.
-	accts, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "account", "where", "name="+p.Account.Name, "format=Account,Descr,Org")
+	// Description and organization are the account's, not an association's;
+	// so are its coordinators ("withcoord", printed under the header
+	// "Coord Accounts" by sacctmgr 22.05, a comma list of users).
+	accts, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "account", "where", "name="+p.Account.Name, "withcoord", "format=Account,Descr,Org,Coordinators")
 	if err != nil {
 		return s, err
 	}
 	for _, a := range accts {
 		if a["Account"] == p.Account.Name {
 			s.AccountRecord = true
+			if c := a["Coord Accounts"]; c != "" {
+				// Once each: sacctmgr 22.05 printed each coordinator twice
+				// on the test bed while other tests changed other
+				// accounts of the same users.
+				s.Coordinators = strings.Split(c, ",")
+				slices.Sort(s.Coordinators)
+				s.Coordinators = slices.Compact(s.Coordinators)
+			}
 			if s.Account != nil {
 				s.Account.Description, s.Account.Organization = a["Descr"], a["Org"]
 			}
@@ -345,31 +386,81 @@ func Drift(p Plan, s State) []Difference {
 			out = append(out, Difference{Object: userName(u), Have: "present"})
 		}
 	}
+	missing, extra := coordinatorChanges(p, s)
+	for _, c := range missing {
+		out = append(out, Difference{Object: coordinatorName(p.Account.Name, c), Want: "present"})
+	}
+	for _, c := range extra {
+		out = append(out, Difference{Object: coordinatorName(p.Account.Name, c), Have: "present"})
+	}
 	return out
+}
+
+// coordinatorChanges are the plan's coordinators the account lacks and
+// the account's coordinators the plan does not name.
+func coordinatorChanges(p Plan, s State) (missing, extra []string) {
+	for _, c := range p.Coordinators {
+		if !slices.Contains(s.Coordinators, c) {
+			missing = append(missing, c)
+		}
+	}
+	for _, c := range s.Coordinators {
+		if !slices.Contains(p.Coordinators, c) {
+			extra = append(extra, c)
+		}
+	}
+	return missing, extra
+}
+
+func coordinatorName(account, user string) string {
+	return fmt.Sprintf("coordinator %s of account %s", user, account)
 }
 
 func userName(u User) string {
 	return fmt.Sprintf("user %s (account %s, partition %s)", u.Name, u.Account, u.Partition)
 }
 
-// Apply makes the cluster match the plan: it reads the state, adds what is
-// missing, modifies the fields that differ (only those: sacctmgr fails a
-// modify that changes nothing) and removes member associations the plan no
-// longer has, then reads again and reports any difference left. It returns
-// the commands it ran (none when nothing differed).
+// Apply makes the cluster match the plan: it reads the state, runs
+// ApplyCommands and then reads again and reports any difference left. It
+// returns the commands it ran (none when nothing differed).
 func Apply(ctx context.Context, r slurm.Runner, p Plan) ([]Command, error) {
 	s, err := Read(ctx, r, p)
 	if err != nil {
 		return nil, err
 	}
+	ran, err := run(ctx, r, ApplyCommands(p, s))
+	if err != nil || len(ran) == 0 {
+		return ran, err
+	}
+	after, err := Read(ctx, r, p)
+	if err != nil {
+		return ran, err
+	}
+	if left := Drift(p, after); len(left) > 0 {
+		return ran, fmt.Errorf("slurmprov: after applying, the cluster still differs from the plan: %s", left[0])
+	}
+	return ran, nil
+}
+
+// run runs cmds in order with "sacctmgr -i" and returns those that ran;
+// it stops at the first that fails.
+func run(ctx context.Context, r slurm.Runner, cmds []Command) ([]Command, error) {
 	var ran []Command
-	run := func(c Command) error {
+	for _, c := range cmds {
 		if _, err := r.Run(ctx, "sacctmgr", append([]string{"-i"}, c.Args...)...); err != nil {
-			return err
+			return ran, err
 		}
 		ran = append(ran, c)
-		return nil
 	}
+	return ran, nil
+}
+
+// ApplyCommands are the commands that take the accounting database from
+// s (what Read found) to the plan: it adds what is missing, modifies the
+// fields that differ (only those: sacctmgr fails a modify that changes
+// nothing), adds the missing coordinators, and removes the coordinators
+// and member associations the plan no longer has. It is pure.
+func ApplyCommands(p Plan, s State) []Command {
 	create := p.Commands()
 	diffs := Drift(p, s)
 	var cmds []Command
@@ -405,27 +496,19 @@ func Apply(ctx context.Context, r slurm.Runner, p Plan) ([]Command, error) {
 			cmds = append(cmds, create[3+i])
 		}
 	}
+	missing, extra := coordinatorChanges(p, s)
+	if len(missing) > 0 {
+		cmds = append(cmds, addCoordinators(p.Account.Name, missing))
+	}
+	if len(extra) > 0 {
+		cmds = append(cmds, removeCoordinators(p.Account.Name, extra))
+	}
 	for _, u := range s.Users {
 		if !slices.Contains(p.Users, u) {
 			cmds = append(cmds, removeUser(p.Cluster, u))
 		}
 	}
-	for _, c := range cmds {
-		if err := run(c); err != nil {
-			return ran, err
-		}
-	}
-	if len(ran) == 0 {
-		return nil, nil
-	}
-	after, err := Read(ctx, r, p)
-	if err != nil {
-		return ran, err
-	}
-	if left := Drift(p, after); len(left) > 0 {
-		return ran, fmt.Errorf("slurmprov: after applying, the cluster still differs from the plan: %s", left[0])
-	}
-	return ran, nil
+	return cmds
 }
 
 // settings are the "Field=value" settings that restore obj's differing
@@ -458,12 +541,17 @@ func removeUser(cluster string, u User) Command {
 }
 
 // RevokeCommands are the commands that remove the plan, in order: the
-// members' associations (so no new job is accepted), the team's account
-// (whole, unless another cluster still has an association of it), then
-// its QoS (which no association names any more). The parent account
-// stays.
+// account's coordinators (so no owner manages it any more; kept while
+// another cluster still uses the account, as coordinators are per
+// account), the members' associations (so no new job is accepted), the
+// team's account (whole, unless another cluster still has an association
+// of it), then its QoS (which no association names any more). The parent
+// account stays.
 func (p Plan) RevokeCommands(s State) []Command {
 	var cmds []Command
+	if len(s.Coordinators) > 0 && s.AccountRecord && !s.AccountElsewhere {
+		cmds = append(cmds, removeCoordinators(p.Account.Name, s.Coordinators))
+	}
 	for _, u := range s.Users {
 		cmds = append(cmds, removeUser(p.Cluster, u))
 	}
@@ -488,12 +576,114 @@ func Revoke(ctx context.Context, r slurm.Runner, p Plan) ([]Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ran []Command
-	for _, c := range p.RevokeCommands(s) {
-		if _, err := r.Run(ctx, "sacctmgr", append([]string{"-i"}, c.Args...)...); err != nil {
-			return ran, err
-		}
-		ran = append(ran, c)
+	return run(ctx, r, p.RevokeCommands(s))
+}
+
+// Renamed reports whether an amendment from old to new renames the team's
+// account or its QoS: what Retire removes.
+func Renamed(old, new Plan) bool {
+	return old.Account.Name != new.Account.Name || old.QoS.Name != new.QoS.Name
+}
+
+// RetireCommands are the commands that remove, once new is applied, the
+// account and QoS of old that new renamed (s is what Read(old) found;
+// defaults maps users to their default account). They are revocation's
+// (RevokeCommands), restricted to the renamed objects and in its safe
+// order: the old account's coordinators, its member associations, the old
+// account, then the old QoS. Before a member's old association goes, a
+// member of new whose default account is the old one gets new's account
+// as its default: sacctmgr refuses to delete an account that is still a
+// user's default ("You can not remove the default account of a user",
+// sacctmgr 22.05 on the test bed), and deleting the association alone
+// would leave the user with no default account. The new account and QoS
+// exist by then (the amendment applies new first), and the members'
+// associations in it too, so the members keep submitting throughout. It is
+// pure; empty when nothing was renamed.
+func RetireCommands(old, new Plan, s State, defaults map[string]string) []Command {
+	if old.Account.Name == new.Account.Name {
+		s.Users, s.Account, s.AccountRecord, s.Coordinators = nil, nil, false, nil
 	}
-	return ran, nil
+	if old.QoS.Name == new.QoS.Name {
+		s.QoS = nil
+	}
+	var cmds []Command
+	moved := map[string]bool{}
+	for _, u := range s.Users {
+		if moved[u.Name] || defaults[u.Name] != old.Account.Name || !slices.ContainsFunc(new.Users, func(n User) bool { return n.Name == u.Name }) {
+			continue
+		}
+		moved[u.Name] = true
+		cmds = append(cmds, Command{[]string{"modify", "user", "where", "name=" + u.Name, "cluster=" + old.Cluster, "set", "DefaultAccount=" + new.Account.Name},
+			"member " + u.Name + "'s default account becomes " + new.Account.Name + " before " + old.Account.Name + " goes"})
+	}
+	return append(cmds, old.RevokeCommands(s)...)
+}
+
+// Retire removes the account and QoS of old that new renamed
+// (RetireCommands, on what Read(old) and the members' default accounts
+// are now) and returns the commands it ran: an amendment's last step,
+// after new is applied. Idempotent: once they are gone it runs nothing.
+func Retire(ctx context.Context, r slurm.Runner, old, new Plan) ([]Command, error) {
+	if !Renamed(old, new) {
+		return nil, nil
+	}
+	s, err := Read(ctx, r, old)
+	if err != nil {
+		return nil, err
+	}
+	defaults := map[string]string{}
+	if old.Account.Name != new.Account.Name && len(s.Users) > 0 {
+		var names []string
+		for _, u := range s.Users {
+			names = append(names, u.Name)
+		}
+		rows, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "user", "where", "name="+list(names), "format=User,DefaultAccount")
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range rows {
+			defaults[u["User"]] = u["Def Acct"]
+		}
+	}
+	return run(ctx, r, RetireCommands(old, new, s, defaults))
+}
+
+// AmendCommands are the commands an amendment from old to new runs on an
+// accounting database that matches old: ApplyCommands(new) from old's
+// objects (those new keeps by name), then RetireCommands (the renamed
+// account and QoS, whose members all had the old account as default, as
+// the plan made them). The plan diff shows them. It is pure.
+func AmendCommands(old, new Plan) []Command {
+	return append(ApplyCommands(new, StateOf(old, new)), RetireCommands(old, new, StateOf(old, old), defaultsOf(old))...)
+}
+
+// StateOf is what Read(p) finds on a database that holds exactly the
+// objects of plan have (and nothing else).
+func StateOf(have, p Plan) State {
+	var s State
+	if have.QoS.Name == p.QoS.Name {
+		q := have.QoS
+		s.QoS = &q
+	}
+	s.Parent = have.Parent.Name == p.Parent.Name && have.Cluster == p.Cluster
+	if have.Account.Name == p.Account.Name {
+		s.AccountRecord = true
+		s.Coordinators = slices.Clone(have.Coordinators)
+		if have.Cluster == p.Cluster {
+			a := have.Account
+			s.Account = &a
+			s.Users = slices.Clone(have.Users)
+		} else {
+			s.AccountElsewhere = true
+		}
+	}
+	return s
+}
+
+func defaultsOf(p Plan) map[string]string {
+	out := map[string]string{}
+	for _, u := range p.Users {
+		out[u.Name] = p.Account.Name
+	}
+	return out
 }
