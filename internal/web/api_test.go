@@ -682,7 +682,9 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 // workflow.AllStates.
 func TestOpenAPIStatesAreTheWorkflows(t *testing.T) {
 	var d struct {
-		Components struct{ Schemas struct{ State struct{ Enum []string } } }
+		Components struct {
+			Schemas struct{ State struct{ Enum []string } }
+		}
 	}
 	if err := json.Unmarshal(openAPIJSON, &d); err != nil {
 		t.Fatal(err)
