@@ -22,6 +22,9 @@ type User struct {
 	// GroupsCheckedAt is when Groups were last confirmed (a login, a
 	// session's re-check, notice delivery asking the directory).
 	GroupsCheckedAt time.Time
+	// DirName is the user's name in the organisation's directory, as
+	// their last login recorded it ("" without a directory).
+	DirName string
 }
 
 // RecordLogin inserts or updates the user identified by (issuer, subject)
@@ -100,8 +103,8 @@ func (d *DB) UserByID(ctx context.Context, id int64) (User, error) {
 	var u User
 	var gj, first, last, checked string
 	err := d.sql.QueryRowContext(ctx, `
-SELECT id, issuer, subject, email, name, groups_json, first_login_at, last_login_at, groups_checked_at
-FROM users WHERE id = ?`, id).Scan(&u.ID, &u.Issuer, &u.Subject, &u.Email, &u.Name, &gj, &first, &last, &checked)
+SELECT id, issuer, subject, email, name, groups_json, first_login_at, last_login_at, groups_checked_at, dir_name
+FROM users WHERE id = ?`, id).Scan(&u.ID, &u.Issuer, &u.Subject, &u.Email, &u.Name, &gj, &first, &last, &checked, &u.DirName)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, ErrNotFound
 	}

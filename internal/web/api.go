@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
 
+	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -132,6 +133,9 @@ func (s *Server) tokenPrincipal(c echo.Context) (workflow.Token, workflow.Princi
 	if err != nil {
 		return st.Token, workflow.Principal{}, err
 	}
+	if u, err = s.recheckTokenPerson(c, u); err != nil {
+		return st.Token, workflow.Principal{}, err
+	}
 	roles, ms := s.opts.Mapping.Resolve(u.Groups)
 	person := workflow.NewPrincipal(u.ID, u.Subject, u.Email, u.Name, roles, ms)
 	if why := workflow.CheckTokenUse(st.Token, person, u.GroupsCheckedAt, s.opts.Now(), s.opts.SessionLifetime); why != workflow.TokenOK {
@@ -146,6 +150,55 @@ func (s *Server) tokenPrincipal(c echo.Context) (workflow.Token, workflow.Princi
 		return st.Token, person, unauthorized(detail)
 	}
 	return st.Token, workflow.TokenPrincipal(person, st.Token), nil
+}
+
+// recheckTokenPerson: with a directory (Options.Groups, IAM Identity
+// Center), a token's person is asked for again as a session's is
+// (recheck.go): before every write, and on a read once their groups are
+// older than Options.GroupsRecheckInterval; the answer is recorded
+// (ConfirmUserGroups) and used. A person the directory no longer has keeps
+// no group. When the directory cannot be reached, a write is refused (503:
+// fail closed) and a read keeps the groups last confirmed. Without a
+// directory the groups last confirmed by a login or a session's re-check
+// are used (workflow.CheckTokenUse bounds their age).
+func (s *Server) recheckTokenPerson(c echo.Context, u store.User) (store.User, error) {
+	r := c.Request()
+	write := r.Method != http.MethodGet && r.Method != http.MethodHead
+	now := s.opts.Now()
+	if s.opts.Groups == nil || u.DirName == "" || (!write && now.Before(u.GroupsCheckedAt.Add(s.opts.GroupsRecheckInterval))) {
+		return u, nil
+	}
+	ctx := r.Context()
+	var groups []string
+	var err error
+	// A write asks the directory itself; a read may take the lookup cache's
+	// answer (--identity-store-cache-ttl), so that the directory is asked
+	// at most once a TTL per person however often the token reads (the
+	// confirmation is recorded only when the groups changed or once an
+	// hour: store.GroupsConfirmRecordEvery).
+	if f, ok := s.opts.Groups.(auth.FreshGroupSource); ok && write {
+		groups, err = f.FreshGroups(ctx, u.DirName)
+	} else {
+		groups, err = s.opts.Groups.Groups(ctx, u.DirName)
+	}
+	switch {
+	case errors.Is(err, auth.ErrUserNotInDirectory):
+		groups = []string{}
+	case err != nil && write:
+		return u, &problemError{status: http.StatusServiceUnavailable, title: "Groups cannot be checked",
+			detail: "The organisation's directory did not answer, so nothing was changed. Try again in a minute.", err: err}
+	case err != nil:
+		s.opts.Logger.WarnContext(ctx, "API token: directory unavailable, using the groups last confirmed", "user_id", u.ID, "err", err.Error())
+		return u, nil
+	}
+	if groups == nil {
+		groups = []string{}
+	}
+	if err := s.opts.DB.ConfirmUserGroups(ctx, u.ID, groups, now); err != nil {
+		return u, err
+	}
+	u.Groups, u.GroupsCheckedAt = groups, now
+	return u, nil
 }
 
 // apiPermits applies what the token narrows: its scope (TokenPermits) and

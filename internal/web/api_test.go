@@ -20,8 +20,11 @@ import (
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
+	"golang.org/x/net/http/httpguts"
 
+	"github.com/hyperpod-governance/portal/internal/auth"
 	"github.com/hyperpod-governance/portal/internal/store"
+	"github.com/hyperpod-governance/portal/internal/support/awstest"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -696,4 +699,71 @@ func TestOpenAPIStatesAreTheWorkflows(t *testing.T) {
 	if !slices.Equal(d.Components.Schemas.State.Enum, want) {
 		t.Errorf("State enum %v, want %v", d.Components.Schemas.State.Enum, want)
 	}
+}
+
+// TestAPITokenAsksTheDirectory: with the organisation's directory, a token's
+// person is asked for again before a write and once their groups are older
+// than the re-check interval: removed from team red's owners group in the
+// directory, they lose red through their token at once for writes and
+// after the interval for reads, without signing in.
+func TestAPITokenAsksTheDirectory(t *testing.T) {
+	f := awstest.NewIdentityStore(t)
+	owner := f.AddUser("owner.red@example.test")
+	redOwners := f.AddGroup("team-red-owners")
+	f.AddMembership(owner, redOwners)
+	now := time.Now()
+	h := newHarness(t, false, withIdentityStore(f, auth.UserAttrEmail), func(o *Options) {
+		o.Now = func() time.Time { return now }
+		o.GroupsRecheckInterval = time.Minute
+	})
+	s := h.signIn("owner.red")
+	id := h.fileAs(s, "red")
+	rw := h.newToken(s, workflow.TokenReadWrite)
+	path := fmt.Sprintf("/api/v1/connections/%d", id)
+	if resp, _ := h.api(apiReq{token: rw, path: path}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("before = %d", resp.StatusCode)
+	}
+	f.RemoveMembership(owner, redOwners)
+	f.AddMembership(owner, f.AddGroup("team-blue-members"))
+	// A write asks at once: no longer red's owner.
+	body, _ := json.Marshal(contractFor("red"))
+	if resp, _ := h.api(apiReq{token: rw, method: http.MethodPost, path: "/api/v1/connections", body: body}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("filing for red after leaving it in the directory = %d, want 404", resp.StatusCode)
+	}
+	now = now.Add(2 * time.Minute)
+	if resp, _ := h.api(apiReq{token: rw, path: path}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("reading red's connection after the interval = %d, want 404", resp.StatusCode)
+	}
+	u, _ := h.db.UserByEmail(context.Background(), "owner.red@example.test")
+	if !slices.Equal(u.Groups, []string{"team-blue-members"}) {
+		t.Errorf("recorded groups %v, want the directory's", u.Groups)
+	}
+}
+
+// FuzzAPIJSON posts arbitrary bodies to the API's write routes with a
+// read-write token of team red's owner: every answer is a documented
+// problem document or a documented success (harness.api validates each
+// against openapi.json), never a 5xx. The seed corpus runs with go test;
+// go test -fuzz '^FuzzAPIJSON$' ./internal/web fuzzes it.
+func FuzzAPIJSON(f *testing.F) {
+	h := newHarness(f, false, func(o *Options) { o.APIRateLimit = 1 << 20; o.BodyLimit = "64K" })
+	owner := h.signIn("owner.red")
+	rw := h.newToken(owner, workflow.TokenReadWrite)
+	id := h.fileAs(owner, "red")
+	ex, _ := json.Marshal(contractFor("red"))
+	for _, seed := range []string{string(ex), `{}`, `{"team":"red","surprise":1}`, `null`, `{"team":"blue"}`, "\xff\xfe", `{"team":"red","team":"red"}`,
+		`{"team":"red","scheduling":{"guaranteed":[{"count":-1}]}}`, `{"TEAM":"red"}`, `{"team":"red"} {}`, strings.Repeat(`[`, 10000)} {
+		f.Add([]byte(seed), "")
+		f.Add([]byte(seed), `"x"`)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, ifMatch string) {
+		if !httpguts.ValidHeaderFieldValue(ifMatch) {
+			t.Skip("not a header value an HTTP client sends")
+		}
+		hh := *h
+		hh.t = t
+		hh.api(apiReq{token: rw, method: http.MethodPost, path: "/api/v1/connections", body: body})
+		hh.api(apiReq{token: rw, method: http.MethodPost, path: fmt.Sprintf("/api/v1/connections/%d/submit", id), body: body,
+			headers: map[string]string{"If-Match": ifMatch}})
+	})
 }
