@@ -392,6 +392,10 @@ type problemField struct {
 	Detail string `json:"detail"`
 }
 
+// problemType is the type of the portal's problems: its API page's
+// description of the problem document.
+const problemType = "/api/docs#schema-Problem"
+
 type problemDoc struct {
 	Type      string         `json:"type"`
 	Title     string         `json:"title"`
@@ -420,6 +424,12 @@ func (s *Server) writeProblem(c echo.Context, err error) {
 	default:
 		doc.Status = http.StatusInternalServerError
 		doc.Title, doc.Detail = httpMessage(&echo.HTTPError{Code: http.StatusInternalServerError})
+	}
+	// RFC 9457 section 4.2.1: "about:blank" only with the status's own
+	// phrase as the title; the portal's own titles name its page of
+	// problem details instead.
+	if doc.Title != http.StatusText(doc.Status) {
+		doc.Type = problemType
 	}
 	if doc.Status >= 500 {
 		s.logFailure(c, err)

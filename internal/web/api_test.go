@@ -133,6 +133,8 @@ func (h *harness) api(r apiReq) (*http.Response, []byte) {
 		var p problemDoc
 		if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" || json.Unmarshal(body, &p) != nil || p.Status != resp.StatusCode || p.Title == "" {
 			h.t.Errorf("%s %s = %d, not a problem document (%s):\n%s", r.method, r.path, resp.StatusCode, ct, body)
+		} else if (p.Type == "about:blank") != (p.Title == http.StatusText(p.Status)) {
+			h.t.Errorf("%s %s: type %q with title %q (RFC 9457 4.2.1: about:blank only with the status phrase)", r.method, r.path, p.Type, p.Title)
 		}
 	}
 	return resp, body
