@@ -36,10 +36,14 @@ type Config struct {
 	// LoginRateLimit: requests per minute (and burst) one client address
 	// may make to /login and /auth/callback together.
 	LoginRateLimit int
-	LogFormat      string
-	LogLevel       string
-	Dev            bool
-	DevAllowRemote bool
+	// APITokenMaxDays: the longest lifetime a person may give an API
+	// token; APIRateLimit: API requests per minute (and burst) per token.
+	APITokenMaxDays int
+	APIRateLimit    int
+	LogFormat       string
+	LogLevel        string
+	Dev             bool
+	DevAllowRemote  bool
 	// DemoReviews (with Dev): seed two demo connections with a due and an
 	// overdue review on a database with no connection yet.
 	DemoReviews bool
@@ -133,6 +137,8 @@ var specs = []flagSpec{
 	{"session-lifetime", "PORTAL_SESSION_LIFETIME", "12h", "sign out this long after login, active or not", false},
 	{"groups-recheck-interval", "PORTAL_GROUPS_RECHECK_INTERVAL", "5m", "how long a signed-in user's groups are trusted for pages that change nothing before the identity store or provider is asked again (every change asks first)", false},
 	{"login-rate-limit", "PORTAL_LOGIN_RATE_LIMIT", "60", "requests per minute one client address may make to /login and /auth/callback (also the burst); more get 429", false},
+	{"api-token-max-days", "PORTAL_API_TOKEN_MAX_DAYS", "90", "the longest lifetime, in days, a person may give an API token (/settings/tokens)", false},
+	{"api-rate-limit", "PORTAL_API_RATE_LIMIT", "300", "API requests per minute one token may make (also the burst); more get 429", false},
 	{"log-format", "PORTAL_LOG_FORMAT", "", "text or json (default: text with --dev, json otherwise)", false},
 	{"log-level", "PORTAL_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data", true},
@@ -286,6 +292,8 @@ func (v *flagValues) config() Config {
 		SessionLifetime:       v.dur("session-lifetime"),
 		GroupsRecheckInterval: v.dur("groups-recheck-interval"),
 		LoginRateLimit:        v.positiveInt("login-rate-limit"),
+		APITokenMaxDays:       v.positiveInt("api-token-max-days"),
+		APIRateLimit:          v.positiveInt("api-rate-limit"),
 		LogFormat:             v.str("log-format"),
 		LogLevel:              v.str("log-level"),
 		Dev:                   v.boolean("dev"),

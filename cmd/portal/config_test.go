@@ -68,7 +68,7 @@ func TestParseConfig(t *testing.T) {
 					OIDCScopes:         []string{"openid", "email", "profile", "groups"},
 					SessionIdleTimeout: 30 * time.Minute, SessionLifetime: 12 * time.Hour, ShutdownTimeout: 20 * time.Second,
 					UsageRetention: 400 * 24 * time.Hour, UsageInterval: time.Minute, ReviewInterval: 10 * time.Minute,
-					GroupsRecheckInterval: 5 * time.Minute, LoginRateLimit: 60,
+					GroupsRecheckInterval: 5 * time.Minute, LoginRateLimit: 60, APITokenMaxDays: 90, APIRateLimit: 300,
 					OnRevoke:                   "lock",
 					IdentityStoreUserAttribute: "email", IdentityStoreCacheTTL: 5 * time.Minute,
 					AWSEndpoints: map[string]string{}, AWSPollInterval: 5 * time.Second, AWSPollTimeout: 50 * time.Second,

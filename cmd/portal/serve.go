@@ -348,6 +348,7 @@ func newWebServer(cfg Config, db *store.DB, ls *listeners, id identity, rates *u
 		BaseURL: ls.baseURL, Version: version, SessionKey: id.sessionKey, Signer: id.signer,
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime, SeparateOps: ls.ops != nil,
 		GroupsRecheckInterval: cfg.GroupsRecheckInterval, LoginRateLimit: cfg.LoginRateLimit,
+		APITokenMaxLifetime: time.Duration(cfg.APITokenMaxDays) * 24 * time.Hour, APIRateLimit: cfg.APIRateLimit,
 		DevIdP: id.devHandler, Registry: reg, KnownOwners: id.knownOwners,
 		Cluster: p.cluster, DryRun: p.kube == nil, SlurmTransport: p.side.Slurm != nil, Live: liveOrNil(p.applier),
 		SchedulerCalls: p.side.Runner != nil,

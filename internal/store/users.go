@@ -19,6 +19,12 @@ type User struct {
 	Groups     []string
 	FirstLogin time.Time
 	LastLogin  time.Time
+	// GroupsCheckedAt is when Groups were last confirmed (a login, a
+	// session's re-check, notice delivery asking the directory).
+	GroupsCheckedAt time.Time
+	// DirName is the user's name in the organisation's directory, as
+	// their last login recorded it ("" without a directory).
+	DirName string
 }
 
 // RecordLogin inserts or updates the user identified by (issuer, subject)
@@ -95,10 +101,10 @@ func (d *DB) SetUserDirName(ctx context.Context, id int64, dirName string) error
 // UserByID returns one user or ErrNotFound.
 func (d *DB) UserByID(ctx context.Context, id int64) (User, error) {
 	var u User
-	var gj, first, last string
+	var gj, first, last, checked string
 	err := d.sql.QueryRowContext(ctx, `
-SELECT id, issuer, subject, email, name, groups_json, first_login_at, last_login_at
-FROM users WHERE id = ?`, id).Scan(&u.ID, &u.Issuer, &u.Subject, &u.Email, &u.Name, &gj, &first, &last)
+SELECT id, issuer, subject, email, name, groups_json, first_login_at, last_login_at, groups_checked_at, dir_name
+FROM users WHERE id = ?`, id).Scan(&u.ID, &u.Issuer, &u.Subject, &u.Email, &u.Name, &gj, &first, &last, &checked, &u.DirName)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, ErrNotFound
 	}
@@ -113,6 +119,11 @@ FROM users WHERE id = ?`, id).Scan(&u.ID, &u.Issuer, &u.Subject, &u.Email, &u.Na
 	}
 	if u.LastLogin, err = parseTime(last); err != nil {
 		return User{}, fmt.Errorf("store: user %d: %w", id, err)
+	}
+	if checked != "" { // '' only for a row from before migration 00027 ran
+		if u.GroupsCheckedAt, err = parseTime(checked); err != nil {
+			return User{}, fmt.Errorf("store: user %d: %w", id, err)
+		}
 	}
 	return u, nil
 }

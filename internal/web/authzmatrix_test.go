@@ -58,6 +58,7 @@ var matrixUsers = []matrixUser{
 var publicRoutes = map[string]bool{
 	"GET /": true, "GET /healthz": true, "GET /readyz": true, "GET /metrics": true, "GET /static/*": true,
 	"GET /favicon.ico": true, "GET " + EvidenceKeyPath: true, "GET /login": true, "GET /auth/callback": true, "GET /signed-out": true,
+	"GET /api/v1/openapi.json": true, "GET /api/docs": true,
 }
 
 // matrixFixture is team red's connection in every lifecycle state:
@@ -250,13 +251,20 @@ func TestAuthorizationMatrix(t *testing.T) {
 					what += " (" + string(workflow.AllStates[i]) + ")"
 				}
 				code, _, _ := strings.Cut(ans, " ")
+				api := isAPIPath(r.path)
 				switch {
 				case strings.HasPrefix(code, "5"):
 					t.Errorf("%s = %s", what, ans)
 				case u.login == "" && r.method != http.MethodGet && ans != "403 csrf":
 					t.Errorf("%s = %s, want 403 csrf", what, ans)
-				case u.login == "" && r.method == http.MethodGet && !publicRoutes[key] && ans != "login":
+				case u.login == "" && r.method == http.MethodGet && !publicRoutes[key] && api && ans != "401":
+					t.Errorf("%s = %s, want 401 (the API sends nobody to sign in)", what, ans)
+				case u.login == "" && r.method == http.MethodGet && !publicRoutes[key] && !api && ans != "login":
 					t.Errorf("%s = %s, want a redirect to sign in", what, ans)
+				case u.login != "" && api && r.method != http.MethodGet:
+					if ans != "403" {
+						t.Errorf("%s = %s, want 403 (a session never writes through the API)", what, ans)
+					}
 				case u.login == "finance" && financeReadsTeam(r.method, r.path) && ans != "200":
 					t.Errorf("%s = %s, want 200 (finance reads every team's costs)", what, ans)
 				case (u.login == "owner.blue" || (u.login == "finance" && !financeReadsTeam(r.method, r.path))) && teamObject && ans != "404":
@@ -366,6 +374,12 @@ non-admins get 403 from the admin routes;
 nobody but the team's owner and the admins changes anything. Users in no mapped group are refused
 at login and stay anonymous. Every state-changing route also refuses a missing, wrong or foreign
 CSRF token (TestEveryStateChangingRouteNeedsCSRF).
+
+The API's routes (` + "`/api/v1/…`" + `) are requested here with the browser's session, which reads
+through the API as its pages do and never writes through it (403, with or without the CSRF token); an
+anonymous request gets 401. Their tokens (each role and team, read and read-write, limited to teams,
+expired, revoked, a person who left the group) are walked by TestAPIRouteWalkHidesTheOtherTeam,
+TestAPIRefusesBadTokens and TestAPITokenFollowsItsPersonsGroups.
 
 Answers: the HTTP status; ` + "`login`" + `: redirected to sign in; ` + "`403 csrf`" + `: refused by the CSRF
 check; ✎: the request changed the database. Where the answer depends on the state, the cell gives

@@ -10,6 +10,13 @@
 // provider's tokens only sealed (seal.go); and the signed-in user's groups
 // are re-checked before every change and after an interval (recheck.go).
 //
+// The JSON API under /api/v1 (api.go, apiwrite.go) is another door to the
+// same handlers' loaders and workflow.Decide: personal access tokens
+// (tokens.go, /settings/tokens) authenticate it, acting as their person
+// narrowed by workflow.TokenPrincipal and TokenPermits; errors are RFC 9457
+// problem documents; openapi.json describes it (openapi.go serves it and
+// renders /api/docs).
+//
 // It may import internal/workflow, internal/views, internal/store,
 // internal/auth and internal/provision, never internal/provision/awsprov:
 // AWS calls run in provisioning jobs (the scheduler config reconcile is one)

@@ -38,6 +38,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 			"request_id", requestID(c), "err", err)
 		return
 	}
+	if isAPIPath(c.Request().URL.Path) {
+		s.writeProblem(c, err)
+		return
+	}
 	ep := views.ErrorPage{RequestID: requestID(c)}
 	var ue *userError
 	var he *echo.HTTPError

@@ -36,13 +36,12 @@ func (s *Server) exportVersion(c echo.Context) error {
 	c.Response().Header().Set("X-Contract-Hash", v.Hash)
 	switch c.Param("format") {
 	case "contract.json":
-		var pretty json.RawMessage = body
-		out, err := json.MarshalIndent(pretty, "", "  ")
+		out, err := contractExport(v)
 		if err != nil {
 			return err
 		}
 		c.Response().Header().Set("Content-Disposition", `attachment; filename="`+name+`.json"`)
-		return c.Blob(http.StatusOK, "application/json", append(out, '\n'))
+		return c.Blob(http.StatusOK, "application/json", out)
 	case "contract.yaml":
 		out, err := yaml.JSONToYAML(body)
 		if err != nil {
@@ -52,4 +51,16 @@ func (s *Server) exportVersion(c echo.Context) error {
 		return c.Blob(http.StatusOK, "application/yaml", out)
 	}
 	return echo.NewHTTPError(http.StatusNotFound)
+}
+
+// contractExport is a version in the export format: its canonical JSON,
+// indented. The page's contract.json and the API's version (api.go) serve
+// these bytes; `portal contract import` reads them back.
+func contractExport(v store.Version) ([]byte, error) {
+	var pretty json.RawMessage = v.Contract.Canonical()
+	out, err := json.MarshalIndent(pretty, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
 }

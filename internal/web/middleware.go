@@ -142,8 +142,8 @@ func (s *Server) session(next echo.HandlerFunc) echo.HandlerFunc {
 	wrapped := echo.WrapMiddleware(s.sessions.LoadAndSave)(next)
 	return func(c echo.Context) error {
 		r := c.Request()
-		if isAnonymousPath(r.URL.Path) {
-			return next(c)
+		if isAnonymousPath(r.URL.Path) || bearerRequest(r) {
+			return next(c) // an API token's request has no session (api.go)
 		}
 		// The data version first, before the session or any page data are
 		// read (store.DataVersion; the session store's read-through cache
@@ -182,7 +182,9 @@ func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			return next(c)
 		}
-		if isAnonymousPath(r.URL.Path) {
+		// A bearer token's request: no cookie authenticates it, so no other
+		// site can forge it (api.go).
+		if isAnonymousPath(r.URL.Path) || bearerRequest(r) {
 			return next(c)
 		}
 		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {

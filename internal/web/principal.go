@@ -42,8 +42,8 @@ const (
 
 func (s *Server) loadPrincipal(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if isAnonymousPath(c.Request().URL.Path) {
-			return next(c)
+		if isAnonymousPath(c.Request().URL.Path) || bearerRequest(c.Request()) {
+			return next(c) // apiAuth authenticates a token's request
 		}
 		if su, ok := s.sessions.Get(c.Request().Context(), sessUser).(sessionUser); ok {
 			if s.needsRecheck(c, su) {

@@ -54,6 +54,7 @@ func (s *Server) routes() {
 
 	s.pageRoutes(e)
 	s.connectionRoutes(e)
+	s.apiRoutes(e)
 
 	if s.opts.DevIdP != nil {
 		h := echo.WrapHandler(s.opts.DevIdP)
@@ -132,6 +133,11 @@ func (s *Server) connectionRoutes(e *echo.Echo) {
 	e.POST("/notifications/read-all", s.markAllNotificationsRead, s.requireLogin)
 	e.POST("/notifications/:id/read", s.markNotificationRead, s.requireLogin)
 	e.GET("/admin/notifications", s.deliveryFailures, s.requireLogin)
+
+	// The signed-in person's API tokens (tokens.go).
+	e.GET("/settings/tokens", s.tokensPage, s.requireLogin)
+	e.POST("/settings/tokens", s.createToken, s.requireLogin)
+	e.POST("/settings/tokens/:id/revoke", s.revokeToken, s.requireLogin)
 }
 
 func (s *Server) staticFiles() echo.HandlerFunc {

@@ -74,6 +74,13 @@ type Options struct {
 	// allowed at once (default DefaultLoginRateLimit).
 	LoginRateLimit int
 
+	// APITokenMaxLifetime is the longest lifetime a person may give an
+	// API token (default workflow.DefaultTokenMaxLifetime, 90 days).
+	APITokenMaxLifetime time.Duration
+	// APIRateLimit is how many API requests one token may make per minute,
+	// also the burst allowed at once (default DefaultAPIRateLimit).
+	APIRateLimit int
+
 	// DevIdP, when set, is the built-in development identity provider,
 	// mounted under /dev-idp/. Every page then shows a banner.
 	DevIdP http.Handler
@@ -290,6 +297,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LoginRateLimit <= 0 {
 		o.LoginRateLimit = DefaultLoginRateLimit
+	}
+	if o.APITokenMaxLifetime < 24*time.Hour {
+		o.APITokenMaxLifetime = workflow.DefaultTokenMaxLifetime
+	}
+	if o.APIRateLimit <= 0 {
+		o.APIRateLimit = DefaultAPIRateLimit
 	}
 	return o
 }
