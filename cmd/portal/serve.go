@@ -282,6 +282,9 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 	}
 	if p.side.Slurm != nil {
 		p.slurmUsage = newSlurmUsageReader(p.side.Slurm, db, p.cluster, cfg, logger)
+		// A drained or down Slurm node the reader writes wakes the
+		// capacity trigger too.
+		p.slurmUsage.InventoryChanged = p.reviews.Wake
 	}
 	if p.kube != nil {
 		if p.collector, err = newUsageCollector(p.kube, db, p.cluster, cfg, logger); err != nil {
@@ -290,6 +293,11 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 		// Both run on the elected process: a capacity change the
 		// collector writes wakes the review scheduler's capacity trigger.
 		p.collector.InventoryChanged = p.reviews.Wake
+		if p.slurmUsage != nil && p.slurmUsage.InventoryCluster == p.collector.InventoryCluster {
+			// One source per cluster's inventory: with a cluster to read,
+			// its nodes are the Kubernetes ones.
+			p.slurmUsage.InventoryCluster = ""
+		}
 		p.drift = newDriftChecker(db, p.applier, p.side.drifter(), p.cluster, logger)
 		if p.side.Slurm != nil {
 			p.drift.Slurm = p.side.Slurm
@@ -323,6 +331,8 @@ func (p *parts) assembleProvisioning(ctx context.Context, cfg Config, db *store.
 	if p.checker, err = clusterChecker(p.kube, p.side, p.cluster.AdmissionMode); err != nil {
 		return err
 	}
+	// The admin's "Refresh from cluster" of a Slurm cluster reads its nodes.
+	p.checker.Sources.SlurmPartitionTypes = p.cluster.Slurm.PartitionInstanceTypes
 	if reader := p.checker.Sources.Kube; reader != nil {
 		// Every provisioning job first checks that the cluster serves the
 		// API versions its plan applies (Kueue v1beta2 above all).

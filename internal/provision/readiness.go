@@ -104,6 +104,11 @@ type ReadinessSources struct {
 	// Slurm, when set, runs Slurm's commands on a Slurm cluster's
 	// controller (readiness_slurm.go); nil leaves its check out.
 	Slurm SlurmRunner
+	// SlurmPartitionTypes maps the Slurm cluster's partitions to their
+	// nodes' instance types (the cluster settings'
+	// slurm.partition_instance_types): with Slurm set and no Kube, the
+	// inventory is read from the Slurm nodes (ReadInventory).
+	SlurmPartitionTypes map[string]string
 }
 
 func (s ReadinessSources) admissionMode() AdmissionMode {
