@@ -350,6 +350,25 @@ func HoldWording(o Orchestrator, step HoldStep) string {
 	return ""
 }
 
+// HoldDrainEffect is what hold and drain does to running work on
+// orchestrator o, for the admin's explicit confirmation: Kueue evicts the
+// admitted workloads; Slurm's running jobs of the account are cancelled.
+func HoldDrainEffect(o Orchestrator) string {
+	if o == OrchestratorSlurm {
+		return "cancels the running jobs of the team's Slurm account"
+	}
+	return "evicts the team's running work"
+}
+
+// HoldConfirmEffect is what confirming a hold stops on orchestrator o, for
+// the admin's button: Kueue admits nothing new; Slurm starts no new job.
+func HoldConfirmEffect(o Orchestrator) string {
+	if o == OrchestratorSlurm {
+		return "no new jobs start"
+	}
+	return "no new admissions"
+}
+
 // SystemActor is the actor of what the portal's own schedule does (the
 // end-date rule).
 var SystemActor = Actor{Email: "system"}

@@ -225,6 +225,12 @@ func TestHoldNoticesSayWhatTheOrchestratorDoes(t *testing.T) {
 			}
 		}
 	}
+	for o, want := range map[Orchestrator][2]string{"": {"no new admissions", "evicts"}, OrchestratorEKS: {"no new admissions", "evicts"},
+		OrchestratorSlurm: {"no new jobs start", "cancels the running jobs of the team's Slurm account"}} {
+		if HoldConfirmEffect(o) != want[0] || !strings.Contains(HoldDrainEffect(o), want[1]) {
+			t.Errorf("%q: confirm %q, drain %q; want %q, %q", o, HoldConfirmEffect(o), HoldDrainEffect(o), want[0], want[1])
+		}
+	}
 	if HoldWording(OrchestratorSlurm, HoldStepDecline) != HoldWording(OrchestratorEKS, HoldStepDecline) {
 		t.Error("a declined hold reads differently by orchestrator; nothing was applied to either")
 	}
