@@ -293,17 +293,22 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 		// Both run on the elected process: a capacity change the
 		// collector writes wakes the review scheduler's capacity trigger.
 		p.collector.InventoryChanged = p.reviews.Wake
-		if p.slurmUsage != nil && p.slurmUsage.InventoryCluster == p.collector.InventoryCluster {
-			// One source per cluster's inventory: with a cluster to read,
-			// its nodes are the Kubernetes ones.
-			p.slurmUsage.InventoryCluster = ""
-		}
+		p.oneInventorySource()
 		p.drift = newDriftChecker(db, p.applier, p.side.drifter(), p.cluster, logger)
 		if p.side.Slurm != nil {
 			p.drift.Slurm = p.side.Slurm
 		}
 	}
 	return p, nil
+}
+
+// oneInventorySource keeps one writer per cluster's observed inventory:
+// when the EKS collector keeps a cluster's (its nodes are the Kubernetes
+// ones), the Slurm usage reader does not keep the same cluster's.
+func (p *parts) oneInventorySource() {
+	if p.collector != nil && p.slurmUsage != nil && p.slurmUsage.InventoryCluster == p.collector.InventoryCluster {
+		p.slurmUsage.InventoryCluster = ""
+	}
 }
 
 // assembleProvisioning makes the applier, the worker (with its AWS runner
