@@ -1,6 +1,7 @@
 package review_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"github.com/hyperpod-governance/portal/internal/collect/slurmusage"
 	"github.com/hyperpod-governance/portal/internal/review"
 	"github.com/hyperpod-governance/portal/internal/slurm"
+	"github.com/hyperpod-governance/portal/internal/support/testenv"
 	"github.com/hyperpod-governance/portal/internal/usage"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -232,5 +234,73 @@ func TestSlurmReviewHoldNotices(t *testing.T) {
 		if !found {
 			t.Errorf("%s notices %q: none says %q", kind, subjects, want)
 		}
+	}
+}
+
+// TestSlurmDrainOpensReviewOnTheTestBed: end to end on the test bed's
+// Slurm: the Slurm usage reader keeps the cluster's inventory from sinfo;
+// `scontrol update nodename=... state=drain` takes the node's capacity
+// away, which opens a capacity review of the cluster's Slurm connection
+// (from 1 to 0); resumed, the capacity is back.
+func TestSlurmDrainOpensReviewOnTheTestBed(t *testing.T) {
+	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
+	node := testenv.Require(t, "PORTAL_TEST_SLURM_NODE")
+	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
+	f := newFixture(t)
+	ctx := t.Context()
+	run := slurm.Local{Conf: conf}
+	conn := f.active(slurmContract())
+	woken := 0
+	r := &slurmusage.Reader{Runner: run, Store: f.db, Owner: "test", InventoryCluster: "shared-hp",
+		InstanceTypes: map[string]string{partition: "ml.p5.48xlarge"}, InventoryChanged: func() { woken++ }}
+	// capacity refreshes the inventory until the node's capacity is want
+	// (a state change reaches sinfo within moments).
+	capacity := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+			if _, err := r.RefreshInventory(ctx); err != nil {
+				t.Fatal(err)
+			}
+			inv, err := f.db.Inventory(ctx, "shared-hp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, ok := inv["ml.p5.48xlarge"]; ok && n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("inventory = %v; want ml.p5.48xlarge × %d", inv, want)
+			}
+		}
+	}
+	capacity(1)
+	f.run(f.tick())
+	f.run(f.tick())
+	if rs := f.reviews(conn.ID); len(rs) != 0 {
+		t.Fatalf("the first observation opened a review: %+v", rs)
+	}
+	drained := false
+	t.Cleanup(func() {
+		if drained {
+			run.Run(context.Background(), "scontrol", "update", "nodename="+node, "state=resume")
+		}
+	})
+	if _, err := run.Run(ctx, "scontrol", "update", "nodename="+node, "state=drain", "reason=portal review test"); err != nil {
+		t.Fatal(err)
+	}
+	drained = true
+	capacity(0)
+	f.run(f.tick())
+	rv := f.open(conn.ID)
+	if rv.Trigger != workflow.TriggerCapacity || !strings.Contains(rv.Detail, "ml.p5.48xlarge × 1") || !strings.Contains(rv.Detail, "ml.p5.48xlarge × 0") {
+		t.Errorf("review = %+v; want a capacity review from 1 to 0", rv)
+	}
+	if _, err := run.Run(ctx, "scontrol", "update", "nodename="+node, "state=resume"); err != nil {
+		t.Fatal(err)
+	}
+	drained = false
+	capacity(1)
+	if woken < 2 {
+		t.Errorf("the reader woke the scheduler %d times; want once per change", woken)
 	}
 }
