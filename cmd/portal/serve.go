@@ -282,6 +282,9 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 	}
 	if p.side.Slurm != nil {
 		p.slurmUsage = newSlurmUsageReader(p.side.Slurm, db, p.cluster, cfg, logger)
+		// A drained or down Slurm node the reader writes wakes the
+		// capacity trigger too.
+		p.slurmUsage.InventoryChanged = p.reviews.Wake
 	}
 	if p.kube != nil {
 		if p.collector, err = newUsageCollector(p.kube, db, p.cluster, cfg, logger); err != nil {
@@ -291,6 +294,7 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 		// collector writes wakes the review scheduler's capacity trigger.
 		p.collector.InventoryChanged = p.reviews.Wake
 	}
+	p.oneInventorySource()
 	// Drift: the cluster's (and AWS's) with a cluster, Slurm's accounting
 	// with a Slurm transport, which a portal for a Slurm cluster has
 	// without a cluster.
@@ -299,6 +303,15 @@ func assemble(ctx context.Context, cfg Config, db *store.DB, id identity, base s
 		p.drift.Slurm = p.side.Slurm
 	}
 	return p, nil
+}
+
+// oneInventorySource keeps one writer per cluster's observed inventory:
+// when the EKS collector keeps a cluster's (its nodes are the Kubernetes
+// ones), the Slurm usage reader does not keep the same cluster's.
+func (p *parts) oneInventorySource() {
+	if p.collector != nil && p.slurmUsage != nil && p.slurmUsage.InventoryCluster == p.collector.InventoryCluster {
+		p.slurmUsage.InventoryCluster = ""
+	}
 }
 
 // assembleProvisioning makes the applier, the worker (with its AWS runner
@@ -329,6 +342,8 @@ func (p *parts) assembleProvisioning(ctx context.Context, cfg Config, db *store.
 	if p.side.Slurm != nil {
 		p.checker.Sources.SlurmPartitions = slurmPartitionUses(db) // "Slurm partitions"
 	}
+	// The admin's "Refresh from cluster" of a Slurm cluster reads its nodes.
+	p.checker.Sources.SlurmPartitionTypes = p.cluster.Slurm.PartitionInstanceTypes
 	if reader := p.checker.Sources.Kube; reader != nil {
 		// Every provisioning job first checks that the cluster serves the
 		// API versions its plan applies (Kueue v1beta2 above all).

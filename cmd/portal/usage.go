@@ -62,7 +62,7 @@ func newUsageCollector(kube *rest.Config, db *store.DB, settings provision.Clust
 // leader, under its own heartbeat.
 func newSlurmUsageReader(run slurm.Runner, db *store.DB, settings provision.ClusterSettings, cfg Config, logger *slog.Logger) *slurmusage.Reader {
 	s := settings.WithDefaults()
-	return &slurmusage.Reader{
+	r := &slurmusage.Reader{
 		Runner: run, Store: db,
 		// The contracts' cluster_name; empty: every Slurm contract's
 		// account (the transport reaches one Slurm cluster).
@@ -74,4 +74,11 @@ func newSlurmUsageReader(run slurm.Runner, db *store.DB, settings provision.Clus
 		Interval:      cfg.UsageInterval,
 		Logger:        logger.With("component", "slurm-usage"),
 	}
+	// With the cluster's name and its partitions' instance types, the
+	// reader keeps the cluster's observed inventory from the Slurm nodes
+	// (sinfo), as the EKS collector keeps it from the Kubernetes nodes.
+	if s.ClusterName != "" && len(s.Slurm.PartitionInstanceTypes) > 0 {
+		r.InventoryCluster = s.ClusterName
+	}
+	return r
 }

@@ -202,7 +202,8 @@ type Review struct {
 
 // Usage is the team's collected usage by month and instance type, from the
 // connection's creation to the export. Usage is metered per team (its
-// namespaces), not per connection.
+// namespaces, or its Slurm account: namespace slurm:<account>), not per
+// connection.
 type Usage struct {
 	Note   string       `json:"note"`
 	Months []UsageMonth `json:"months"`

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/slurm"
 )
 
 // Bases of an observed capacity: what the count approvals use was taken
@@ -15,6 +16,9 @@ import (
 const (
 	BasisNodes  = "nodes"           // healthy, schedulable nodes (Kubernetes)
 	BasisGroups = "instance groups" // the instance groups' CurrentCount (SageMaker)
+	// BasisSlurmNodes: the Slurm nodes that can be allocated new work
+	// (sinfo; not drained, down, failing or not responding).
+	BasisSlurmNodes = slurm.BasisNodes
 )
 
 // ObservedType is one instance type of the cluster as read from it. Counts
@@ -39,7 +43,7 @@ type ObservedInventory struct {
 // ErrNothingToRead: neither a cluster (kubeconfig) nor the HyperPod
 // cluster's AWS side (settings with a cluster ARN, real AWS calls) is
 // configured, so the inventory can only be typed in.
-var ErrNothingToRead = errors.New("the portal reads neither a cluster (no --kubeconfig) nor SageMaker (no AWS settings with cluster_arn, or AWS calls are off)")
+var ErrNothingToRead = errors.New("the portal reads neither a cluster (no --kubeconfig), nor a Slurm cluster's nodes (no Slurm transport or no slurm.partition_instance_types), nor SageMaker (no AWS settings with cluster_arn, or AWS calls are off)")
 
 // ErrClusterName: the cluster's name is needed and SageMaker, which would
 // tell it, is not read.
@@ -54,7 +58,14 @@ type ClusterChecker struct {
 // CanRead reports whether ReadInventory has a source to read.
 func (c *ClusterChecker) CanRead() bool {
 	s := c.Sources
-	return s.Kube != nil || (s.ClusterInfo != nil && s.ClusterARN != "")
+	return s.Kube != nil || s.readsSlurm() || (s.ClusterInfo != nil && s.ClusterARN != "")
+}
+
+// readsSlurm: the inventory comes from the Slurm nodes (no Kubernetes
+// cluster is read, a Slurm transport and the partitions' instance types
+// are configured).
+func (s ReadinessSources) readsSlurm() bool {
+	return s.Kube == nil && s.Slurm != nil && len(s.SlurmPartitionTypes) > 0
 }
 
 // Readiness runs the checks.
@@ -84,6 +95,10 @@ func HyperPodInstanceType(t string) bool { return strings.HasPrefix(t, "ml.") }
 //   - with the nodes read: the nodes labelled Schedulable and not cordoned,
 //     because only they can run work now (a node being replaced or
 //     rebooted is in CurrentCount but not usable);
+//   - with a Slurm cluster's nodes read instead (sinfo through the Slurm
+//     transport, each partition's nodes of the instance type
+//     SlurmPartitionTypes names): the nodes that can be allocated new
+//     work (slurm.UsableState), for the same reason;
 //   - else the instance groups' CurrentCount.
 //
 // cluster names the HyperPod cluster; with SageMaker read it must be the
@@ -130,12 +145,25 @@ func (c *ClusterChecker) ReadInventory(ctx context.Context, cluster string) (Obs
 			t.Nodes, t.NodesSchedulable, t.ByHealth = n.Total, n.Schedulable, n.ByHealth
 		}
 	}
+	if src.readsSlurm() {
+		nodes, err := slurm.Nodes(ctx, src.Slurm)
+		if err != nil {
+			return ObservedInventory{}, err
+		}
+		for _, c := range slurm.Capacity(nodes, src.SlurmPartitionTypes) {
+			t := get(c.InstanceType)
+			t.Nodes, t.NodesSchedulable = c.Nodes, c.Usable
+		}
+	}
 	for _, t := range by {
 		if !HyperPodInstanceType(t.InstanceType) {
 			continue // not a HyperPod instance (e.g. the EKS cluster's own node group)
 		}
-		if src.Kube != nil {
+		if src.Kube != nil || src.readsSlurm() {
 			t.Basis, t.Capacity = BasisNodes, max(t.NodesSchedulable, 0)
+			if src.Kube == nil {
+				t.Basis = BasisSlurmNodes
+			}
 			if t.Nodes < 0 {
 				t.Nodes, t.NodesSchedulable = 0, 0
 			}

@@ -108,6 +108,11 @@ type ReadinessSources struct {
 	// name, which the partitions check looks for on the cluster; nil
 	// skips that part.
 	SlurmPartitions func(context.Context) ([]SlurmPartitionUse, error)
+	// SlurmPartitionTypes maps the Slurm cluster's partitions to their
+	// nodes' instance types (the cluster settings'
+	// slurm.partition_instance_types): with Slurm set and no Kube, the
+	// inventory is read from the Slurm nodes (ReadInventory).
+	SlurmPartitionTypes map[string]string
 }
 
 func (s ReadinessSources) admissionMode() AdmissionMode {

@@ -10,6 +10,10 @@
 // the interface the portal relies on, not a REST API tied to one release.
 // A command that needs environment variables (sacct's SLURM_TIME_FORMAT)
 // runs through RunEnv, which both transports implement (EnvRunner).
+//
+// nodes.go reads the cluster's nodes (sinfo: partition, GPUs, state) and
+// counts, per instance type of each partition, those that can be allocated
+// new work: the capacity the portal's inventory keeps for a Slurm cluster.
 package slurm
 
 import (

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -34,6 +35,9 @@ func loadConn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool) (Conne
 		if s.ApprovedHash, err = versionHash(ctx, tx, id, c.ApprovedVersion); err != nil {
 			return Connection{}, workflow.Conn{}, err
 		}
+	}
+	if s.Orchestrator, err = versionOrchestrator(ctx, tx, id, cmp.Or(c.ApprovedVersion, c.CurrentVersion)); err != nil {
+		return Connection{}, workflow.Conn{}, err
 	}
 	if withPeople {
 		if s.EditorIDs, err = column[int64](ctx, tx, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ?`, id); err != nil {

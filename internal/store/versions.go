@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -82,6 +83,21 @@ func versionHash(ctx context.Context, q queryer, id int64, v int) (string, error
 		return "", fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
 	}
 	return h, nil
+}
+
+// versionOrchestrator is the orchestrator a version's contract names.
+func versionOrchestrator(ctx context.Context, q queryer, id int64, v int) (workflow.Orchestrator, error) {
+	var body string
+	if err := q.QueryRowContext(ctx, `SELECT body FROM contract_versions WHERE connection_id = ? AND version = ?`, id, v).Scan(&body); err != nil {
+		return "", fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
+	}
+	var c struct {
+		Orchestrator workflow.Orchestrator `json:"orchestrator"`
+	}
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		return "", fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
+	}
+	return c.Orchestrator, nil
 }
 
 const versionCols = `cv.connection_id, cv.version, cv.body, cv.hash, cv.author_id, u.email, cv.created_at

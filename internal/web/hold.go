@@ -68,6 +68,9 @@ func (s *Server) holdPanel(p workflow.Principal, conn store.Connection, obj work
 			if slurmConn && st.step == workflow.HoldStepDrain {
 				label = "Confirm hold and drain (cancel running jobs)"
 			}
+			if st.step == workflow.HoldStepConfirm && approved != nil {
+				label = "Confirm hold (" + workflow.HoldConfirmEffect(approved.Contract.Orchestrator) + ")"
+			}
 			h.Steps = append(h.Steps, views.HoldStepView{Step: string(st.step), Label: label, Danger: st.danger})
 		}
 	}
@@ -109,7 +112,7 @@ func (s *Server) decideHold(c echo.Context) error {
 	confirm := strings.TrimSpace(c.FormValue("confirm"))
 	msg := reasonProblem(reason, "Give a reason: it is recorded in the connection's history and shown to the team.")
 	if msg == "" && step == workflow.HoldStepDrain && confirm != conn.Team {
-		msg = fmt.Sprintf("Hold and drain evicts the team's running work: type the team's name (%s) to confirm it.", conn.Team)
+		msg = fmt.Sprintf("Hold and drain %s: type the team's name (%s) to confirm it.", workflow.HoldDrainEffect(s.orchestratorOf(c, conn)), conn.Team)
 	}
 	if msg == "" {
 		_, _, err = s.opts.DB.DecideHold(c.Request().Context(), conn.ID, step, actor(p), confirm == conn.Team, reason, s.opts.Now())
@@ -174,6 +177,19 @@ func (s *Server) retryHold(c echo.Context, p workflow.Principal, conn store.Conn
 		return s.lifecycleError(err)
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+// orchestratorOf is the orchestrator of conn's approved version ("" when
+// it cannot be read: the EKS wording).
+func (s *Server) orchestratorOf(c echo.Context, conn store.Connection) workflow.Orchestrator {
+	if conn.ApprovedVersion == 0 {
+		return ""
+	}
+	v, err := s.opts.DB.Version(c.Request().Context(), conn.ID, conn.ApprovedVersion)
+	if err != nil {
+		return ""
+	}
+	return v.Contract.Orchestrator
 }
 
 // slurmHoldExplain is the hold panel's wording for a Slurm connection: what

@@ -176,7 +176,16 @@ func TestSlurmHoldWording(t *testing.T) {
 		_, page := h.get(admin.c, "/connections/1")
 		return page
 	}
+	if !strings.Contains(page, "Confirm hold (no new jobs start)") || strings.Contains(page, "no new admissions") {
+		t.Error("proposed: the confirm button does not say that no new jobs start")
+	}
 	page = step("confirm", "")
+	// A drain without the team's name typed: the form says what a drain
+	// does to a Slurm account, not Kueue's eviction.
+	if resp, body := h.postAs(admin, "/connections/1/hold", url.Values{"step": {"drain"}, "reason": {"test"}, "confirm": {""}}); resp.StatusCode == http.StatusSeeOther ||
+		!strings.Contains(body, html.EscapeString(workflow.HoldDrainEffect(workflow.OrchestratorSlurm))) || strings.Contains(body, "evicts") {
+		t.Errorf("an unconfirmed drain = %d; want the form saying the Slurm account's running jobs are cancelled", resp.StatusCode)
+	}
 	for _, want := range []string{"Confirm hold and drain (cancel running jobs)", "the running jobs of account red-acct will be cancelled (scancel)"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("held: the drain step lacks %q", want)

@@ -48,6 +48,10 @@ type Conn struct {
 	// none); Orphan why it is an orphan ("" when it is not).
 	ReviewDue string
 	Orphan    string
+	// Orchestrator is the approved version's orchestrator (the current
+	// version's before an approval): what a hold's notices describe
+	// (HoldWording). "" reads as EKS.
+	Orchestrator Orchestrator
 }
 
 // Effect is what a command decided. The zero parts are left alone.

@@ -16,7 +16,10 @@ import (
 // queue a hold job (JobHold) that server-side applies the stopPolicy the
 // hold says to the team's LocalQueue, and to its ClusterQueue when the
 // portal manages it (internal/provision HoldSteps). Nothing is revoked
-// automatically: revocation stays an admin's separate decision.
+// automatically: revocation stays an admin's separate decision. On a Slurm
+// connection the same steps set GrpJobs=0 on the team's account (and, to
+// drain, cancel its running jobs) instead (internal/provision
+// SlurmHoldSteps); the notices say which (HoldWording).
 //
 // Kueue's stopPolicy (sigs.k8s.io/kueue v0.17.0,
 // apis/kueue/v1beta2/localqueue_types.go and clusterqueue_types.go,
@@ -172,7 +175,7 @@ func HoldProposal(s Conn, by Actor, reason string, now time.Time) (*HoldChange, 
 	return &HoldChange{State: HoldProposed, By: by, Reason: reason},
 		[]AuditRecord{audit(by, "hold.propose", s.ApprovedVersion, reason)},
 		[]Notice{
-			{Kind: "hold.proposed", To: ToTeam, Subject: fmt.Sprintf("A hold of connection #%d of team %s was proposed: %s. If an admin confirms it, the team's queue admits no new work (running work finishes)", s.ID, s.Team, reason)},
+			{Kind: "hold.proposed", To: ToTeam, Subject: fmt.Sprintf("A hold of connection #%d of team %s was proposed: %s. If an admin confirms it, %s", s.ID, s.Team, reason, HoldWording(s.Orchestrator, HoldStepPropose))},
 			{Kind: "hold.proposed", To: ToAdmins, Subject: fmt.Sprintf("Connection #%d of team %s: a hold waits for an admin's confirmation: %s", s.ID, s.Team, reason)},
 		}, nil
 }
@@ -211,17 +214,7 @@ func holdDecision(s Conn, by Actor, step HoldStep, reason string, now time.Time)
 		rec.Reason = "stopPolicy " + to.StopPolicy() + "; " + reason
 	}
 	e.Audit = []AuditRecord{rec}
-	var subject string
-	switch step {
-	case HoldStepConfirm:
-		subject = "is on hold: its queue admits no new work; running work finishes"
-	case HoldStepDrain:
-		subject = "is on hold and draining: admitted work is evicted from its queue"
-	case HoldStepRelease:
-		subject = "is released from its hold: its queue admits work again"
-	case HoldStepDecline:
-		subject = "will not be held: the proposed hold was declined"
-	}
+	subject := HoldWording(s.Orchestrator, step)
 	e.Notify = []Notice{{Kind: "hold." + string(step), To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s %s (%s)", s.ID, s.Team, subject, reason)}}
 	return e, nil
 }
@@ -316,6 +309,64 @@ func EndDateNotice(s Conn, end string, left int, now time.Time) (Effect, error) 
 		Audit:  []AuditRecord{audit(SystemActor, "end_date.notice", s.ApprovedVersion, msg)},
 		Notify: []Notice{{Kind: "end_date.coming", To: ToTeam, Subject: fmt.Sprintf("Connection #%d of team %s: %s", s.ID, s.Team, msg)}},
 	}, nil
+}
+
+// HoldWording is what a hold step does to a connection run by
+// orchestrator o, in the words of its notices: on EKS the team's Kueue
+// queue stops admitting (stopPolicy Hold) or evicts too (HoldAndDrain); on
+// Slurm the team's account starts no new job (GrpJobs=0, its jobs pending
+// with reason AssocGrpJobsLimit) and, draining, its running jobs are
+// cancelled (scancel), as internal/provision's SlurmHoldWording applies
+// it. For HoldStepPropose it is what a confirmation would do; for the
+// admin's steps, the connection's new state. Any other orchestrator (the
+// zero one of a connection never approved) is EKS.
+func HoldWording(o Orchestrator, step HoldStep) string {
+	if o == OrchestratorSlurm {
+		switch step {
+		case HoldStepPropose:
+			return "the team's Slurm account starts no new jobs (they stay pending; running jobs finish)"
+		case HoldStepConfirm:
+			return "is on hold: its Slurm account starts no new jobs (they stay pending); running jobs finish"
+		case HoldStepDrain:
+			return "is on hold and draining: its Slurm account's running jobs are cancelled and new ones stay pending"
+		case HoldStepRelease:
+			return "is released from its hold: its Slurm account's jobs start again"
+		}
+	} else {
+		switch step {
+		case HoldStepPropose:
+			return "the team's queue admits no new work (running work finishes)"
+		case HoldStepConfirm:
+			return "is on hold: its queue admits no new work; running work finishes"
+		case HoldStepDrain:
+			return "is on hold and draining: admitted work is evicted from its queue"
+		case HoldStepRelease:
+			return "is released from its hold: its queue admits work again"
+		}
+	}
+	if step == HoldStepDecline {
+		return "will not be held: the proposed hold was declined"
+	}
+	return ""
+}
+
+// HoldDrainEffect is what hold and drain does to running work on
+// orchestrator o, for the admin's explicit confirmation: Kueue evicts the
+// admitted workloads; Slurm's running jobs of the account are cancelled.
+func HoldDrainEffect(o Orchestrator) string {
+	if o == OrchestratorSlurm {
+		return "cancels the running jobs of the team's Slurm account"
+	}
+	return "evicts the team's running work"
+}
+
+// HoldConfirmEffect is what confirming a hold stops on orchestrator o, for
+// the admin's button: Kueue admits nothing new; Slurm starts no new job.
+func HoldConfirmEffect(o Orchestrator) string {
+	if o == OrchestratorSlurm {
+		return "no new jobs start"
+	}
+	return "no new admissions"
 }
 
 // SystemActor is the actor of what the portal's own schedule does (the

@@ -179,3 +179,59 @@ func TestEndDateDue(t *testing.T) {
 		t.Errorf("EndDateNotice = %+v, %v", e, err)
 	}
 }
+
+// TestHoldNoticesSayWhatTheOrchestratorDoes: a hold's notices describe
+// what it does to the connection's orchestrator: the Kueue queue of an EKS
+// connection (and of one naming none), the Slurm account's jobs of a Slurm
+// one (GrpJobs=0 keeps new jobs pending, scancel cancels running ones);
+// never the other's words.
+func TestHoldNoticesSayWhatTheOrchestratorDoes(t *testing.T) {
+	admin := Actor{ID: 4, Email: "ada@example.test"}
+	steps := []struct {
+		step HoldStep
+		from Hold
+		run  func(Conn) (Effect, error)
+	}{
+		{HoldStepPropose, HoldNone, func(s Conn) (Effect, error) { return ProposeHold(s, admin, "why", holdNow) }},
+		{HoldStepConfirm, HoldProposed, func(s Conn) (Effect, error) { return ConfirmHold(s, admin, "why", holdNow) }},
+		{HoldStepDrain, HoldOn, func(s Conn) (Effect, error) { return ConfirmDrain(s, admin, true, "why", holdNow) }},
+		{HoldStepRelease, HoldOn, func(s Conn) (Effect, error) { return ReleaseHold(s, admin, "why", holdNow) }},
+	}
+	for _, o := range []Orchestrator{"", OrchestratorEKS, OrchestratorSlurm} {
+		own, other := []string{"queue"}, []string{"Slurm", "account", "jobs"}
+		if o == OrchestratorSlurm {
+			own, other = []string{"Slurm account"}, []string{"queue", "admit", "evict", "work"}
+		}
+		for _, st := range steps {
+			s := heldConn(StateActive, st.from)
+			s.Orchestrator = o
+			e, err := st.run(s)
+			if err != nil {
+				t.Fatalf("%s %s: %v", o, st.step, err)
+			}
+			subject := e.Notify[0].Subject
+			if !strings.Contains(subject, HoldWording(o, st.step)) {
+				t.Errorf("%q %s: the team's notice %q lacks HoldWording's %q", o, st.step, subject, HoldWording(o, st.step))
+			}
+			for _, w := range own {
+				if !strings.Contains(subject, w) {
+					t.Errorf("%q %s: %q does not say %q", o, st.step, subject, w)
+				}
+			}
+			for _, w := range other {
+				if strings.Contains(subject, w) {
+					t.Errorf("%q %s: %q says %q, the other orchestrator's word", o, st.step, subject, w)
+				}
+			}
+		}
+	}
+	for o, want := range map[Orchestrator][2]string{"": {"no new admissions", "evicts"}, OrchestratorEKS: {"no new admissions", "evicts"},
+		OrchestratorSlurm: {"no new jobs start", "cancels the running jobs of the team's Slurm account"}} {
+		if HoldConfirmEffect(o) != want[0] || !strings.Contains(HoldDrainEffect(o), want[1]) {
+			t.Errorf("%q: confirm %q, drain %q; want %q, %q", o, HoldConfirmEffect(o), HoldDrainEffect(o), want[0], want[1])
+		}
+	}
+	if HoldWording(OrchestratorSlurm, HoldStepDecline) != HoldWording(OrchestratorEKS, HoldStepDecline) {
+		t.Error("a declined hold reads differently by orchestrator; nothing was applied to either")
+	}
+}

@@ -20,6 +20,11 @@
 // accounting database keeps the jobs' history, so a reader that was down
 // reads what happened meanwhile from sacct: no missing data period.
 //
+// With InventoryCluster set it also keeps the cluster's observed inventory
+// from the Slurm nodes (sinfo, inventory.go), as the EKS collector keeps it
+// from the Kubernetes nodes: a drained or down node leaves the capacity
+// approvals count and opens the capacity-change reviews.
+//
 // It sits beside internal/collect, above internal/store, internal/usage
 // and internal/slurm; it imports no Kubernetes client, web or view package
 // (cmd/portal TestImportBoundaries).
@@ -51,6 +56,8 @@ type Store interface {
 	UsageRecordsOf(ctx context.Context, cluster string, podUIDs, workloadKeys []string) (store.UsageRecords, error)
 	ReplaceUsage(ctx context.Context, cluster string, from, until time.Time, hours []usage.Hour, clusterHours []usage.ClusterHour, owner string) error
 	CommittedVersions(ctx context.Context) ([]store.Version, error)
+	Observed(ctx context.Context, cluster string) ([]store.ObservedRow, error)
+	ReplaceObserved(ctx context.Context, cluster string, rows []store.ObservedRow, by workflow.Actor, now time.Time) error
 }
 
 var _ Store = (*store.DB)(nil)
@@ -82,6 +89,14 @@ type Reader struct {
 	// DescribeCluster's instance groups).
 	InstanceTypes map[string]string
 	Interval      time.Duration // between flushes; default one minute
+	// InventoryCluster, when set, is the cluster (the contracts'
+	// cluster_name) whose observed inventory the reader keeps from the
+	// Slurm nodes every Interval (inventory.go): what approvals count and
+	// the review scheduler's capacity trigger watches.
+	InventoryCluster string
+	// InventoryChanged, when set, is called after the reader wrote a
+	// changed inventory (the review scheduler's Wake).
+	InventoryChanged func()
 	// Lookback is how far back the first read goes, when no heartbeat
 	// was ever recorded; default 24 hours.
 	Lookback time.Duration
@@ -157,6 +172,9 @@ func (r *Reader) Run(ctx context.Context) error {
 				return err
 			}
 			r.logger().Error("Slurm usage flush failed", "err", err)
+		}
+		if _, err := r.RefreshInventory(ctx); err != nil {
+			r.logger().Error("Slurm inventory refresh failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():
