@@ -73,7 +73,11 @@ unit: ## unit tests only (no test bed; tests that need it are skipped with a mes
 # checkout's path in them, a fresh clone reuses the packages another checkout
 # compiled (the build cache keys on the directory otherwise). Its -json output
 # goes through hack/testreport, which prints what go test prints without it
-# and then the run's slowest tests and packages.
+# and then the run's slowest tests and packages. -p 4 on 2 cores: the longest
+# packages wait on the test bed (jobs that run for their set time on the
+# simulated cluster, expiries, a browser), and with go test's default of one
+# package per core the machine sat about 90% idle for minutes at a time
+# (vmstat during a fresh-clone make test on 2026-12-05, 01:58-02:02).
 test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
 	@state=$(CACHE)/testbed/run-$$$$; mkdir -p "$$state" $(ARTIFACTS); \
 	trap 'bash hack/testbed/down.sh "$$state" >/dev/null 2>&1 || true; rm -rf "$$state"' EXIT; \
@@ -82,7 +86,7 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
 	$(GO) build -o "$$state/testreport" ./hack/testreport; \
 	PORTAL_TEST_STORE_ENGINE=postgres $(GO) test -trimpath -count=1 -timeout 10m ./internal/store >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
-	rc=0; $(GO) test -trimpath -race -count=1 -timeout 15m -json ./... 2>&1 | "$$state/testreport" -top 20 || rc=$$?; \
+	rc=0; $(GO) test -trimpath -race -count=1 -timeout 15m -p 4 -json ./... 2>&1 | "$$state/testreport" -top 20 || rc=$$?; \
 	pgrc=0; wait $$pg || pgrc=$$?; \
 	echo "store suite again, on PostgreSQL (it ran beside the above):"; cat "$$state/store-postgres.log"; \
 	[ $$rc = 0 ] && [ $$pgrc = 0 ]

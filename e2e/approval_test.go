@@ -23,6 +23,7 @@ func signIn(t *testing.T, b playwright.Browser, p *portal, name string) playwrig
 // points out), submits it; the admin opens it from the queue, sees the
 // capacity math, approves with a reason; the owner sees it approved.
 func TestOwnerRequestsAdminApproves(t *testing.T) {
+	t.Parallel()
 	b := browser(t)
 	p := startPortal(t)
 

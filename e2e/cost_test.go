@@ -67,6 +67,7 @@ func redGuaranteedHours(t *testing.T, dbPath string) string {
 // required), and downloads red's statement as a CSV that parses; red's
 // owner sees the statement.
 func TestFinanceSwitchesPolicyAndDownloadsCSV(t *testing.T) {
+	t.Parallel()
 	b := browser(t)
 	dir := t.TempDir()
 	card, err := filepath.Abs("../hack/demo-rate-card.json")

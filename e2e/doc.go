@@ -7,4 +7,12 @@
 // skip with a message naming `make test`. Screenshots go to
 // $PORTAL_E2E_ARTIFACTS (e2e/artifacts, gitignored). Nothing imports this
 // package, and it imports no portal package: it sees only what a user sees.
+//
+// Each test runs its own portal (its own database and port) and its own
+// browser, so the tests run in parallel (t.Parallel; go test's -parallel,
+// by default one per core): the longest, the usage and preemption journey
+// on the simulated cluster, spends most of its three minutes waiting for
+// jobs to run, and the others run meanwhile. TestApprovalProvisionsOnTheCluster
+// does not: its local AWS endpoints set the process's AWS environment
+// (t.Setenv).
 package e2e

@@ -20,6 +20,7 @@ import (
 // grant is a day); the worker's sweep reverts it through a reapply job,
 // and the page shows it reverted, with the revert in the history.
 func TestAdminGrantsAnExceptionUntilItExpires(t *testing.T) {
+	t.Parallel()
 	b := browser(t)
 	p := startPortal(t, "--demo-reviews")
 	admin := signIn(t, b, p, "Ada Admin")

@@ -11,6 +11,7 @@ import (
 // red opens the portal, signs in through the development identity provider's
 // login page, sees name, team and role, opens the team page, and signs out.
 func TestOwnerLogsInAndOut(t *testing.T) {
+	t.Parallel()
 	b := browser(t)
 	p := startPortal(t)
 	pg := newPage(t, b)
@@ -73,6 +74,7 @@ func TestOwnerLogsInAndOut(t *testing.T) {
 
 // TestEveryDemoAccountSignsIn checks each role's home page in the browser.
 func TestEveryDemoAccountSignsIn(t *testing.T) {
+	t.Parallel()
 	b := browser(t)
 	p := startPortal(t)
 	cases := []struct {
@@ -104,6 +106,7 @@ func TestEveryDemoAccountSignsIn(t *testing.T) {
 
 // TestUserInNoGroupSeesWhy checks the no-access page in the browser.
 func TestUserInNoGroupSeesWhy(t *testing.T) {
+	t.Parallel()
 	b := browser(t)
 	p := startPortal(t)
 	pg := newPage(t, b)

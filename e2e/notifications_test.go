@@ -9,6 +9,7 @@ import (
 // owner sees the notice in the header of every page and on
 // /notifications, follows it to the connection and marks it read.
 func TestOwnerSeesNotifications(t *testing.T) {
+	t.Parallel()
 	b := browser(t)
 	p := startPortal(t)
 

@@ -17,6 +17,7 @@ import (
 // frozen evidence (and what could not be collected), renews it with a
 // reason, and the connection shows active with its next review date.
 func TestReviewerRenewsADueReview(t *testing.T) {
+	t.Parallel()
 	b := browser(t)
 	p := startPortal(t, "--demo-reviews")
 

@@ -32,6 +32,7 @@ import (
 // preemption. Nothing in the test writes a Workload's status or a usage
 // row: the counts it expects are read from what Kueue recorded.
 func TestOwnerSeesUsageAndAPreemptionOnTheCluster(t *testing.T) {
+	t.Parallel()
 	hc := hpcluster.Connect(t)
 	kubeconfig := testenv.Require(t, "PORTAL_TEST_SCHED_KUBECONFIG")
 	for i := range 2 {

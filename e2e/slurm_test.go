@@ -27,6 +27,7 @@ import (
 // account, QoS and one association per person the contract names (read
 // back with sacctmgr -P, not from the portal).
 func TestOwnerFilesASlurmConnectionAndWatchesItBecomeActive(t *testing.T) {
+	t.Parallel()
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
 	// The people the example contract names (its owners and signal

@@ -11,6 +11,7 @@ import (
 // charts drawn in the browser, labelled demo data; owner.blue gets 404 on
 // red's usage.
 func TestOwnerSeesTeamUsage(t *testing.T) {
+	t.Parallel()
 	b := browser(t)
 	p := startPortal(t, "--demo-usage")
 	// The demo usage is seeded in the background after start.

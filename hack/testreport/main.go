@@ -69,7 +69,9 @@ func (r *report) add(e event) {
 		r.failed = true
 	case "output":
 		if e.Test == "" {
-			fmt.Fprint(r.out, e.Output)
+			if e.Output != "PASS\n" { // the test binary's own last line, which go test without -json does not print
+				fmt.Fprint(r.out, e.Output)
+			}
 			return
 		}
 		r.held[k] = append(r.held[k], e.Output)

@@ -17,6 +17,7 @@ func TestReport(t *testing.T) {
 		{Action: "fail", Package: "m/a", Test: "TestLoud", Elapsed: 5},
 		{Action: "output", Package: "m/a", Output: "FAIL\tm/a\t7.0s\n"},
 		{Action: "fail", Package: "m/a", Elapsed: 7},
+		{Action: "output", Package: "m/b", Output: "PASS\n"},
 		{Action: "output", Package: "m/b", Output: "ok  \tm/b\t1.0s\n"},
 		{Action: "pass", Package: "m/b", Elapsed: 1},
 	} {
@@ -30,6 +31,9 @@ func TestReport(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, "PASS\n") {
+		t.Errorf("a passing package's PASS line is printed (go test without -json prints only its ok line):\n%s", got)
 	}
 	if strings.Contains(got, "hidden") || strings.Contains(got, "TestLoud/sub") {
 		t.Errorf("a passing test's output or a subtest's time is printed:\n%s", got)
