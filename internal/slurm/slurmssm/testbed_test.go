@@ -22,10 +22,14 @@ func TestTransportMatchesLocalOnTestBedSlurm(t *testing.T) {
 	local := slurm.Local{Conf: conf}
 	end, tr := newTransport(t, conf)
 	ctx := t.Context()
+	// Rows no other test changes: make test runs the packages in
+	// parallel on the one Slurm, and they add and remove accounts, QoS
+	// and associations, and drain the node, meanwhile (a run compared all
+	// QoS and saw another test's new one between the two reads).
 	queries := [][]string{
 		{"sinfo", "--format=%R|%a|%D|%G"},
-		{"sacctmgr", "-P", "show", "associations", "format=Cluster,Account,User,Partition,GrpTRES,QOS"},
-		{"sacctmgr", "-P", "show", "qos", "format=Name,Priority,GrpTRES,Preempt,PreemptMode"},
+		{"sacctmgr", "-P", "show", "associations", "where", "account=root", "format=Cluster,Account,User,Partition,GrpTRES,QOS"},
+		{"sacctmgr", "-P", "show", "qos", "where", "name=normal", "format=Name,Priority,GrpTRES,Preempt,PreemptMode"},
 		{"scontrol", "-o", "show", "partition"},
 	}
 	for _, q := range queries {
