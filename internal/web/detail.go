@@ -17,16 +17,27 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// loadConnection loads a connection and the policy object describing it.
-// A connection the principal may not view is reported as not found.
-func (s *Server) loadConnection(c echo.Context) (workflow.Principal, store.Connection, workflow.Object, error) {
+// principalAndID is a handler's signed-in principal (401 without one) and
+// the positive :id of its path (404 otherwise: an id that cannot exist is
+// not found, like one the principal may not see).
+func principalAndID(c echo.Context) (workflow.Principal, int64, error) {
 	p, ok := principal(c)
 	if !ok {
-		return p, store.Connection{}, workflow.Object{}, echo.NewHTTPError(http.StatusUnauthorized)
+		return p, 0, echo.NewHTTPError(http.StatusUnauthorized)
 	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return p, store.Connection{}, workflow.Object{}, echo.NewHTTPError(http.StatusNotFound)
+		return p, 0, echo.NewHTTPError(http.StatusNotFound)
+	}
+	return p, id, nil
+}
+
+// loadConnection loads a connection and the policy object describing it.
+// A connection the principal may not view is reported as not found.
+func (s *Server) loadConnection(c echo.Context) (workflow.Principal, store.Connection, workflow.Object, error) {
+	p, id, err := principalAndID(c)
+	if err != nil {
+		return p, store.Connection{}, workflow.Object{}, err
 	}
 	ctx := c.Request().Context()
 	conn, err := s.opts.DB.Connection(ctx, id)

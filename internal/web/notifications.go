@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -69,13 +68,9 @@ func (s *Server) notificationsPage(c echo.Context) error {
 // Another user's notification does not exist from here (404), and stays
 // unread.
 func (s *Server) markNotificationRead(c echo.Context) error {
-	p, ok := principal(c)
-	if !ok {
-		return echo.NewHTTPError(http.StatusUnauthorized)
-	}
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return echo.NewHTTPError(http.StatusNotFound)
+	p, id, err := principalAndID(c)
+	if err != nil {
+		return err
 	}
 	switch err := s.opts.DB.MarkNotificationRead(c.Request().Context(), p.UserID, workflow.NoticeScopeOf(p), id, s.opts.Now()); {
 	case errors.Is(err, store.ErrNotFound):

@@ -145,13 +145,9 @@ func (s *Server) loadReview(c echo.Context) (workflow.Principal, store.Review, s
 		conn store.Connection
 		obj  workflow.Object
 	)
-	p, ok := principal(c)
-	if !ok {
-		return p, r, conn, obj, echo.NewHTTPError(http.StatusUnauthorized)
-	}
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return p, r, conn, obj, echo.NewHTTPError(http.StatusNotFound)
+	p, id, err := principalAndID(c)
+	if err != nil {
+		return p, r, conn, obj, err
 	}
 	ctx := c.Request().Context()
 	r, err = s.opts.DB.Review(ctx, id)

@@ -127,13 +127,9 @@ func (s *Server) createToken(c echo.Context) error {
 // revokeToken is POST /settings/tokens/:id/revoke. Another person's token,
 // or none, is not found (workflow.DecideRevokeToken).
 func (s *Server) revokeToken(c echo.Context) error {
-	p, ok := principal(c)
-	if !ok {
-		return echo.NewHTTPError(http.StatusUnauthorized)
-	}
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return echo.NewHTTPError(http.StatusNotFound)
+	p, id, err := principalAndID(c)
+	if err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	t, err := s.opts.DB.Token(ctx, id)
