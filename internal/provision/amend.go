@@ -25,8 +25,12 @@ import (
 // Every step is idempotent, as a provisioning job's: a resumed attempt runs
 // them all again, and what an earlier attempt did is found done (an apply
 // Unchanged, a quota already at the desired config is not updated again, a
-// deleted object is Absent). AmendSteps is pure.
+// deleted object is Absent). A Slurm plan's amendment is SlurmAmendSteps.
+// AmendSteps is pure.
 func AmendSteps(old, new Plan) []Step {
+	if new.Slurm != nil {
+		return SlurmAmendSteps(old, new)
+	}
 	return append(ApplySteps(new), AmendRemovals(old, new)...)
 }
 

@@ -442,20 +442,6 @@ func SlurmAmendSteps(old, new Plan) []Step {
 	return steps
 }
 
-// slurmAmendSteps are an amend job's steps for a Slurm plan (new, already
-// checked as a provisioning job's is): SlurmAmendSteps from the plan of
-// the approved version the amendment replaces.
-func (w *Worker) slurmAmendSteps(ctx context.Context, job workflow.Job, new Plan) ([]Step, error) {
-	if job.FromVersion <= 0 || job.FromVersion == job.Version {
-		return nil, permanent(fmt.Errorf("provision: amend job %d names no approved version to change from (from %d to %d)", job.ID, job.FromVersion, job.Version))
-	}
-	old, err := w.Plans(ctx, job.ConnectionID, job.FromVersion)
-	if err != nil {
-		return nil, fmt.Errorf("provision: the approved version %d this amendment replaces: %w", job.FromVersion, err)
-	}
-	return SlurmAmendSteps(old, new), nil
-}
-
 // slurmDiff are the rows of a Slurm amendment's plan diff: one per
 // sacctmgr command the amendment job runs on an accounting database that
 // matches the approved plan (slurmprov.AmendCommands: the amended plan

@@ -771,9 +771,9 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 		// amendment alike: it adds, restores and removes what differs
 		// from the plan (an amendment's dropped members included); an
 		// amendment renaming the account or QoS then retires the old ones
-		// (slurmAmendSteps).
+		// (AmendSteps: SlurmAmendSteps).
 		if job.Kind == workflow.JobAmend {
-			s, err := w.slurmAmendSteps(ctx, job, plan)
+			s, err := w.amendSteps(ctx, job, plan)
 			return s, hash, err
 		}
 		return ApplySteps(plan), hash, nil
