@@ -532,15 +532,22 @@ func (r *jobRun) done() bool { return r.next >= len(r.steps) }
 // first step, saying so (runSlurm). Every other job runs dry exactly when
 // the worker does.
 func (w *Worker) dryRun(steps []Step) bool {
-	if w.Slurm == nil || len(steps) == 0 {
-		return w.DryRun
-	}
+	slurmSteps := len(steps) > 0
 	for _, st := range steps {
-		if st.Slurm == nil {
-			return w.DryRun
-		}
+		slurmSteps = slurmSteps && st.Slurm != nil
 	}
-	return false
+	return RunsDry(slurmSteps, w.DryRun, w.Slurm != nil)
+}
+
+// RunsDry is the rule of Worker.dryRun, for the worker and the pages that
+// say what a job will do: a Slurm connection's steps run whenever a Slurm
+// transport is configured; everything else runs dry exactly when the
+// portal does (no Kubernetes cluster).
+func RunsDry(slurmSteps, dryRun, slurmTransport bool) bool {
+	if slurmSteps && slurmTransport {
+		return false
+	}
+	return dryRun
 }
 
 func (w *Worker) run(ctx, sctx context.Context, job workflow.Job, log *slog.Logger) error {

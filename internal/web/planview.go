@@ -240,12 +240,7 @@ func (s *Server) withExceptions(ctx context.Context, conn store.Connection, v st
 }
 
 // dryRunFor says whether the jobs of a connection on orch are recorded
-// rather than run (provision.Worker.dryRun's rule): a Slurm connection's run
-// whenever a Slurm transport is configured, every other one unless the
-// portal runs dry.
+// rather than run (provision.RunsDry, the worker's rule).
 func (s *Server) dryRunFor(orch workflow.Orchestrator) bool {
-	if orch == workflow.OrchestratorSlurm && s.opts.SlurmTransport {
-		return false
-	}
-	return s.opts.DryRun
+	return provision.RunsDry(orch == workflow.OrchestratorSlurm, s.opts.DryRun, s.opts.SlurmTransport)
 }

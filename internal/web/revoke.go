@@ -20,7 +20,7 @@ func (s *Server) revokeForm(p workflow.Principal, obj workflow.Object, orch work
 	}
 	d.RevokeURL = fmt.Sprintf("/connections/%d/revoke", d.ID)
 	if orch == workflow.OrchestratorSlurm {
-		d.RevokeNote = "Revoking removes the team from Slurm's accounting database (sacctmgr): its members' associations, then its account and its QoS. " +
+		d.RevokeNote = "Revoking removes the team from Slurm's accounting database (sacctmgr): its account's coordinators and its members' associations, then the account and its QoS. " +
 			"Every step is recorded; the connection ends revoked, its history kept."
 		if s.dryRunFor(orch) {
 			d.RevokeNote += " No Slurm transport is configured: the steps are recorded in dry-run mode and nothing is removed."
