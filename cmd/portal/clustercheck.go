@@ -67,34 +67,20 @@ func logReadiness(ctx context.Context, c *provision.ClusterChecker, logger *slog
 	}
 }
 
-// slurmPartitionUses lists the partitions the approved Slurm contracts
-// name (of connections approved, provisioning, active or under review),
-// for the readiness check of the Slurm partitions (one version read per
-// connection: the readiness page is an admin's, read on demand).
+// slurmPartitionUses lists the partitions the approved Slurm contracts of
+// the committed connections name (store.CommittedVersions: approved,
+// provisioning, active, under review, revoking; one query), for the
+// readiness check of the Slurm partitions.
 func slurmPartitionUses(db *store.DB) func(context.Context) ([]provision.SlurmPartitionUse, error) {
 	return func(ctx context.Context) ([]provision.SlurmPartitionUse, error) {
+		vs, err := db.CommittedVersions(ctx)
+		if err != nil {
+			return nil, err
+		}
 		var out []provision.SlurmPartitionUse
-		for _, st := range append([]workflow.State{workflow.StateApproved, workflow.StateProvisioning}, workflow.LiveStates...) {
-			for before := int64(0); ; {
-				conns, next, err := db.ListConnections(ctx, store.ListFilter{State: st}, before, 200)
-				if err != nil {
-					return nil, err
-				}
-				for _, c := range conns {
-					if c.ApprovedVersion == 0 {
-						continue
-					}
-					v, err := db.Version(ctx, c.ID, c.ApprovedVersion)
-					if err != nil {
-						return nil, err
-					}
-					if v.Contract.Orchestrator == workflow.OrchestratorSlurm && v.Contract.SlurmScope.Partition != "" {
-						out = append(out, provision.SlurmPartitionUse{Partition: v.Contract.SlurmScope.Partition, Team: v.Contract.Team})
-					}
-				}
-				if before = next; next == 0 {
-					break
-				}
+		for _, v := range vs {
+			if v.Contract.Orchestrator == workflow.OrchestratorSlurm && v.Contract.SlurmScope.Partition != "" {
+				out = append(out, provision.SlurmPartitionUse{Partition: v.Contract.SlurmScope.Partition, Team: v.Contract.Team})
 			}
 		}
 		return out, nil

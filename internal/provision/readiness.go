@@ -104,8 +104,9 @@ type ReadinessSources struct {
 	// Slurm, when set, runs Slurm's commands on a Slurm cluster's
 	// controller (readiness_slurm.go); nil leaves its check out.
 	Slurm SlurmRunner
-	// SlurmPartitions lists the partitions the approved Slurm contracts
-	// name, which the partitions check looks for on the cluster; nil
+	// SlurmPartitions lists the partitions the approved Slurm contracts of
+	// the committed connections name, which the partitions check looks
+	// for on the cluster; nil
 	// skips that part.
 	SlurmPartitions func(context.Context) ([]SlurmPartitionUse, error)
 	// SlurmPartitionTypes maps the Slurm cluster's partitions to their
