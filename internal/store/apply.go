@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -26,18 +25,17 @@ func loadConn(ctx context.Context, tx *sql.Tx, id int64, withPeople bool) (Conne
 	if err != nil {
 		return Connection{}, workflow.Conn{}, err
 	}
-	h, err := versionHash(ctx, tx, id, c.CurrentVersion)
+	// The orchestrator is the approved version's, else the current one's.
+	h, orch, err := versionFacts(ctx, tx, id, c.CurrentVersion)
 	if err != nil {
 		return Connection{}, workflow.Conn{}, err
 	}
 	s := connView(c, h)
+	s.Orchestrator = orch
 	if c.ApprovedVersion != 0 {
-		if s.ApprovedHash, err = versionHash(ctx, tx, id, c.ApprovedVersion); err != nil {
+		if s.ApprovedHash, s.Orchestrator, err = versionFacts(ctx, tx, id, c.ApprovedVersion); err != nil {
 			return Connection{}, workflow.Conn{}, err
 		}
-	}
-	if s.Orchestrator, err = versionOrchestrator(ctx, tx, id, cmp.Or(c.ApprovedVersion, c.CurrentVersion)); err != nil {
-		return Connection{}, workflow.Conn{}, err
 	}
 	if withPeople {
 		if s.EditorIDs, err = column[int64](ctx, tx, `SELECT DISTINCT author_id FROM contract_versions WHERE connection_id = ?`, id); err != nil {

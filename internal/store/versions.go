@@ -76,28 +76,20 @@ func (d *DB) SaveContract(ctx context.Context, id int64, baseVersion int, c work
 	return conn, eff.Version != nil, err
 }
 
-func versionHash(ctx context.Context, q queryer, id int64, v int) (string, error) {
-	var h string
-	err := q.QueryRowContext(ctx, `SELECT hash FROM contract_versions WHERE connection_id = ? AND version = ?`, id, v).Scan(&h)
-	if err != nil {
-		return "", fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
-	}
-	return h, nil
-}
-
-// versionOrchestrator is the orchestrator a version's contract names.
-func versionOrchestrator(ctx context.Context, q queryer, id int64, v int) (workflow.Orchestrator, error) {
-	var body string
-	if err := q.QueryRowContext(ctx, `SELECT body FROM contract_versions WHERE connection_id = ? AND version = ?`, id, v).Scan(&body); err != nil {
-		return "", fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
+// versionFacts are what loadConn needs of a version, in one read: its
+// hash and the orchestrator its contract names.
+func versionFacts(ctx context.Context, q queryer, id int64, v int) (string, workflow.Orchestrator, error) {
+	var h, body string
+	if err := q.QueryRowContext(ctx, `SELECT hash, body FROM contract_versions WHERE connection_id = ? AND version = ?`, id, v).Scan(&h, &body); err != nil {
+		return "", "", fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
 	}
 	var c struct {
 		Orchestrator workflow.Orchestrator `json:"orchestrator"`
 	}
 	if err := json.Unmarshal([]byte(body), &c); err != nil {
-		return "", fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
+		return "", "", fmt.Errorf("store: version %d of connection %d: %w", v, id, err)
 	}
-	return c.Orchestrator, nil
+	return h, c.Orchestrator, nil
 }
 
 const versionCols = `cv.connection_id, cv.version, cv.body, cv.hash, cv.author_id, u.email, cv.created_at
