@@ -169,18 +169,12 @@ func (s *Server) recheckTokenPerson(c echo.Context, u store.User) (store.User, e
 		return u, nil
 	}
 	ctx := r.Context()
-	var groups []string
-	var err error
 	// A write asks the directory itself; a read may take the lookup cache's
 	// answer (--identity-store-cache-ttl), so that the directory is asked
 	// at most once a TTL per person however often the token reads (the
 	// confirmation is recorded only when the groups changed or once an
 	// hour: store.GroupsConfirmRecordEvery).
-	if f, ok := s.opts.Groups.(auth.FreshGroupSource); ok && write {
-		groups, err = f.FreshGroups(ctx, u.DirName)
-	} else {
-		groups, err = s.opts.Groups.Groups(ctx, u.DirName)
-	}
+	groups, err := s.askDirectory(ctx, u.DirName, write)
 	switch {
 	case errors.Is(err, auth.ErrUserNotInDirectory):
 		groups = []string{}

@@ -156,6 +156,18 @@ func (s *Server) groupsSource() string {
 
 // recheck returns su with its groups, roles and teams confirmed now, an
 // accessEnded error, or another error when the source could not be asked.
+// askDirectory asks the organisation's directory (Options.Groups) for
+// the groups of the person it names dirName: past its lookup cache when
+// fresh and the source can (auth.FreshGroupSource), as a session's
+// re-check and an API token's write do. auth.ErrUserNotInDirectory passes
+// through.
+func (s *Server) askDirectory(ctx context.Context, dirName string, fresh bool) ([]string, error) {
+	if f, ok := s.opts.Groups.(auth.FreshGroupSource); ok && fresh {
+		return f.FreshGroups(ctx, dirName)
+	}
+	return s.opts.Groups.Groups(ctx, dirName)
+}
+
 func (s *Server) recheck(ctx context.Context, su sessionUser) (sessionUser, error) {
 	var groups []string
 	if s.opts.Groups != nil {
@@ -163,11 +175,7 @@ func (s *Server) recheck(ctx context.Context, su sessionUser) (sessionUser, erro
 			return su, accessEnded{"no directory user name in the session", "Your sign-in can no longer be checked."}
 		}
 		var err error
-		if f, ok := s.opts.Groups.(auth.FreshGroupSource); ok {
-			groups, err = f.FreshGroups(ctx, su.DirName)
-		} else {
-			groups, err = s.opts.Groups.Groups(ctx, su.DirName)
-		}
+		groups, err = s.askDirectory(ctx, su.DirName, true)
 		if errors.Is(err, auth.ErrUserNotInDirectory) {
 			return su, accessEnded{"user not in the directory", "The organisation's directory no longer has your account."}
 		}
