@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -65,9 +66,19 @@ func parseOpenAPI() (openAPIDoc, error) {
 // apiDocs is GET /api/docs: the document for people, rendered on the
 // server from the same JSON (no script, no CDN).
 func (s *Server) apiDocs(c echo.Context) error {
-	d, err := parseOpenAPI()
+	v, err := apiDocsView()
 	if err != nil {
 		return err
+	}
+	return render(c, http.StatusOK, views.APIDocsPage(s.page(c, "API"), v))
+}
+
+// apiDocsView is the docs page's view of the embedded document, built once:
+// the document is part of the binary.
+var apiDocsView = sync.OnceValues(func() (views.APIDocs, error) {
+	d, err := parseOpenAPI()
+	if err != nil {
+		return views.APIDocs{}, err
 	}
 	v := views.APIDocs{Title: d.Info.Title, Version: d.Info.Version, Description: d.Info.Description}
 	for _, path := range slices.Sorted(maps.Keys(d.Paths)) {
@@ -110,5 +121,5 @@ func (s *Server) apiDocs(c echo.Context) error {
 		}
 		v.Schemas = append(v.Schemas, as)
 	}
-	return render(c, http.StatusOK, views.APIDocsPage(s.page(c, "API"), v))
-}
+	return v, nil
+})
