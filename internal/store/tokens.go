@@ -150,14 +150,26 @@ func (d *DB) RevokeToken(ctx context.Context, id int64, by workflow.Actor, now t
 	})
 }
 
+// ErrTokenRevoked: RecordTokenUse found the token revoked (by a revocation
+// that committed after the request read it).
+var ErrTokenRevoked = errors.New("store: the token is revoked")
+
 // RecordTokenUse records one use of token id (what: the request's method
 // and path, never its query; from: the client address) as token.use in the
 // audit trail and as the token's last use: one write transaction per API
-// request.
+// request. The token must still be in force when the use is recorded: a
+// revocation that committed after the request read the token refuses the
+// use (ErrTokenRevoked), and nothing is recorded.
 func (d *DB) RecordTokenUse(ctx context.Context, id int64, by workflow.Actor, what, from string, now time.Time) error {
 	return d.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ?, last_used_from = ? WHERE id = ?`, fmtTime(now), from, id); err != nil {
+		res, err := tx.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ?, last_used_from = ? WHERE id = ? AND revoked_at = ''`, fmtTime(now), from, id)
+		if err != nil {
 			return fmt.Errorf("store: token %d use: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("store: token %d use: %w", id, err)
+		} else if n == 0 {
+			return ErrTokenRevoked
 		}
 		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "token.use",
 			ObjectType: "token", ObjectID: id, Reason: what})

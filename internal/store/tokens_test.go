@@ -51,6 +51,12 @@ func TestTokens(t *testing.T) {
 	if err := f.db.RevokeToken(ctx, id, f.owner, f.tick()); err != nil {
 		t.Fatalf("revoking again: %v", err)
 	}
+	// A use recorded after the revocation committed (the request read the
+	// token before it) is refused inside the recording transaction, and
+	// nothing is recorded (the audit below has no second use).
+	if err := f.db.RecordTokenUse(ctx, id, f.owner, "GET /api/v1/connections", "192.0.2.9", f.tick()); !errors.Is(err, store.ErrTokenRevoked) {
+		t.Errorf("a use of a revoked token: %v, want ErrTokenRevoked", err)
+	}
 	if err := f.db.RevokeToken(ctx, 99, f.owner, f.tick()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("revoking an unknown token: %v", err)
 	}

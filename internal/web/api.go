@@ -98,7 +98,11 @@ func (s *Server) apiAuth() echo.MiddlewareFunc {
 				return &problemError{status: http.StatusTooManyRequests, title: "Too many requests",
 					detail: fmt.Sprintf("This token may make %d requests a minute.", s.opts.APIRateLimit)}
 			}
-			if err := s.opts.DB.RecordTokenUse(r.Context(), tok.ID, actor(p), r.Method+" "+r.URL.Path, c.RealIP(), s.opts.Now()); err != nil {
+			if err := s.opts.DB.RecordTokenUse(r.Context(), tok.ID, actor(p), r.Method+" "+r.URL.Path, c.RealIP(), s.opts.Now()); errors.Is(err, store.ErrTokenRevoked) {
+				// Revoked since tokenPrincipal read it: the use and its
+				// refusal are decided in the transaction that records it.
+				return &problemError{status: http.StatusUnauthorized, title: "Token refused", detail: "The token is " + string(workflow.TokenRevoked) + ".", err: err}
+			} else if err != nil {
 				return err
 			}
 			c.Set(ctxUser, p)
