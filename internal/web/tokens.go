@@ -69,10 +69,10 @@ func (s *Server) renderTokens(c echo.Context, p workflow.Principal, status int, 
 		if !t.LastUsedAt.IsZero() {
 			r.LastUsed = fmtWhen(t.LastUsedAt) + " from " + t.LastUsedFrom
 		}
-		switch {
-		case !t.RevokedAt.IsZero():
+		switch t.Ended(now) {
+		case workflow.TokenRevoked:
 			r.State, r.RevokeURL = "revoked "+fmtWhen(t.RevokedAt), ""
-		case !now.Before(t.ExpiresAt):
+		case workflow.TokenExpired:
 			r.State, r.RevokeURL = "expired", ""
 		}
 		v.Rows = append(v.Rows, r)

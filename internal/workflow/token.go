@@ -146,14 +146,25 @@ const (
 	TokenNoAccess TokenRefusal = "person has no access"
 )
 
-// CheckTokenUse decides whether t may be used now by person (as their
-// groups were last confirmed at groupsCheckedAt).
-func CheckTokenUse(t Token, person Principal, groupsCheckedAt, now time.Time, maxGroupsAge time.Duration) TokenRefusal {
+// Ended says whether t has ended by now, whoever uses it: TokenRevoked,
+// TokenExpired, or TokenOK while it is in force.
+func (t Token) Ended(now time.Time) TokenRefusal {
 	switch {
 	case !t.RevokedAt.IsZero() && !now.Before(t.RevokedAt):
 		return TokenRevoked
 	case !now.Before(t.ExpiresAt):
 		return TokenExpired
+	}
+	return TokenOK
+}
+
+// CheckTokenUse decides whether t may be used now by person (as their
+// groups were last confirmed at groupsCheckedAt).
+func CheckTokenUse(t Token, person Principal, groupsCheckedAt, now time.Time, maxGroupsAge time.Duration) TokenRefusal {
+	if ended := t.Ended(now); ended != TokenOK {
+		return ended
+	}
+	switch {
 	case maxGroupsAge > 0 && now.Sub(groupsCheckedAt) > maxGroupsAge:
 		return TokenStaleGroups
 	case !TokenPrincipal(person, t).HasAccess():
