@@ -12,7 +12,8 @@
 // browser, so the tests run in parallel (t.Parallel; go test's -parallel,
 // by default one per core): the longest, the usage and preemption journey
 // on the simulated cluster, spends most of its three minutes waiting for
-// jobs to run, and the others run meanwhile. TestApprovalProvisionsOnTheCluster
-// does not: its local AWS endpoints set the process's AWS environment
-// (t.Setenv).
+// jobs to run, and the others run meanwhile. A portal that calls the local
+// AWS endpoints gets their credentials in its own environment
+// (startPortalEnv with awstest.Env), never through t.Setenv, which a
+// parallel test may not call.
 package e2e

@@ -51,12 +51,23 @@ func portalBinary(t *testing.T) string {
 // its own data directory, and stops it (SIGTERM) when the test ends.
 func startPortal(t *testing.T, extra ...string) *portal {
 	t.Helper()
+	return startPortalEnv(t, nil, extra...)
+}
+
+// startPortalEnv is startPortal with env (KEY=value) added to the portal
+// process's environment, for a test that runs in parallel (t.Setenv would
+// refuse it).
+func startPortalEnv(t *testing.T, env []string, extra ...string) *portal {
+	t.Helper()
 	bin := portalBinary(t)
 	dir := t.TempDir()
 	args := append([]string{"serve", "--dev", "--listen", "127.0.0.1:0",
 		"--db", filepath.Join(dir, "portal.db"), "--session-key-file", filepath.Join(dir, "session.key")}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	s := testenv.StartServe(t, cmd)
 	return &portal{URL: s.URL, DB: filepath.Join(dir, "portal.db"), cmd: cmd, out: s.Out}
 }

@@ -31,6 +31,7 @@ import (
 // then sees the namespace, the queue, ready-to-paste commands and the AWS
 // resources.
 func TestApprovalProvisionsOnTheCluster(t *testing.T) {
+	t.Parallel()
 	kubeconfig := testenv.Require(t, "PORTAL_TEST_KUBECONFIG")
 	stack := awstest.NewStack(t, "shared-hp-eks", "team-red-owners", "team-red-members")
 	// The example contract's roles exist in IAM, allowed no cluster
@@ -39,9 +40,9 @@ func TestApprovalProvisionsOnTheCluster(t *testing.T) {
 	stack.IAM.AddRole(example.ProjectRoleARN)
 	stack.IAM.AddRole(example.AccessRoleARN)
 	actAsHyperPod(t, kubeconfig, stack.SageMaker)
-	settings := stack.PortalSettings(t, t.TempDir())
+	settings := stack.SettingsFile(t, t.TempDir())
 	b := browser(t)
-	p := startPortal(t, append([]string{"--kubeconfig", kubeconfig, "--aws-settings", settings, "--aws-region", "us-east-1",
+	p := startPortalEnv(t, awstest.Env(), append([]string{"--kubeconfig", kubeconfig, "--aws-settings", settings, "--aws-region", "us-east-1",
 		"--aws-poll-interval", "200ms"}, stack.Flags()...)...)
 
 	owner := signIn(t, b, p, "Olivia Owner (Red)")

@@ -3,6 +3,7 @@ package awstest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -92,9 +93,30 @@ func (s *Stack) Assignments() []string {
 // PortalSettings writes an --aws-settings file for a portal process that
 // provisions against the stack (its identity store, the test cluster's ARN,
 // a Studio VPC) into dir, returns its path, and gives the process the
-// endpoints' test credentials through the environment, with the instance
-// metadata service off. Pass it with the stack's Flags().
+// endpoints' test credentials through the environment (t.Setenv, Env), with
+// the instance metadata service off. Pass it with the stack's Flags(). A
+// test that runs in parallel uses SettingsFile and passes Env to the child
+// process instead: t.Setenv refuses parallel tests.
 func (s *Stack) PortalSettings(t testing.TB, dir string) string {
+	t.Helper()
+	path := s.SettingsFile(t, dir)
+	for _, kv := range Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return path
+}
+
+// Env is the environment a portal process needs to call the stack's
+// endpoints: their test credentials, and the instance metadata service off
+// (KEY=value, for exec.Cmd.Env).
+func Env() []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + SecretAccessKey, "AWS_EC2_METADATA_DISABLED=true"}
+}
+
+// SettingsFile writes PortalSettings' file into dir and returns its path,
+// changing nothing in this process's environment.
+func (s *Stack) SettingsFile(t testing.TB, dir string) string {
 	t.Helper()
 	path := filepath.Join(dir, "aws.yaml")
 	if err := os.WriteFile(path, []byte(`region: us-east-1
@@ -108,8 +130,5 @@ studio:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AWS_ACCESS_KEY_ID", AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretAccessKey)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	return path
 }
