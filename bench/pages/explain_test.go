@@ -25,7 +25,7 @@ func TestExplain(t *testing.T) {
 		"time=" + at(1210*time.Millisecond) + " level=INFO msg=request path=/x status=200 duration_ms=120.5",
 		"time=" + at(1250*time.Millisecond) + " level=INFO msg=request path=/x status=200 duration_ms=310.25",
 		"time=" + at(3*time.Second) + " level=INFO msg=request path=/x status=200 duration_ms=45",
-		"time=" + at(3*time.Second+10*time.Millisecond) + " level=INFO msg=request path=/x status=200 duration_ms=20",  // at the target: slow
+		"time=" + at(3*time.Second+10*time.Millisecond) + " level=INFO msg=request path=/x status=200 duration_ms=20",   // at the target: slow
 		"time=" + at(3*time.Second+20*time.Millisecond) + " level=INFO msg=request path=/x status=200 duration_ms=19.9", // under it
 		"time=" + at(2*time.Second) + " level=INFO msg=\"review tick\" connections=10000",
 		"gc 7 @9.500s 1%: 0.10+12+0.05 ms clock, 0.2+0.1/5/0+0.1 ms cpu, 20->21->10 MB, 21 MB goal, 0 MB stacks, 0 MB globals, 2 P",
