@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make bench: every benchmark of issue 15 against the test bed (kube-apiserver,
-# PostgreSQL), each figure next to its baseline measured in the same run, then
+# make bench: the targets of ../shared/docs/performance.md against the
+# test bed (kube-apiserver, PostgreSQL), each figure next to its baseline
+# measured in the same run where it has one, then
 # one table (internal/support/benchtable, bench/table). The table is also written to
 # bench/latest.md with the machine it ran on.
 #   bash bench/run.sh
@@ -35,6 +36,15 @@ go test -count=1 -run '^$' -bench '^BenchmarkProvisionTenants$' -benchtime=1x -t
 
 section "no-op reconcile: drift check and re-apply of 100 unchanged tenants (SQLite, PostgreSQL)"
 go test -count=1 -run '^$' -bench '^BenchmarkNoopReconcile$' -benchtime=1x -timeout 30m ./internal/provision/ -noop-tenants=100
+
+section "usage collector following 50,000 pods and 10,000 Workloads: one flush, peak RSS (SQLite, PostgreSQL)"
+go test -count=1 -run '^$' -bench '^BenchmarkFlush50kPods$' -benchtime=5x -timeout 30m ./internal/collect/
+
+section "a month's chargeback at 1,000 teams through usage.CostsOf (SQLite, PostgreSQL)"
+go test -count=1 -run '^$' -bench '^BenchmarkMonthChargeback1000Teams$' -benchtime=20x -timeout 30m ./internal/store/
+
+section "admission: a job create in a governed namespace (deny mode) next to the same create in an ungoverned one"
+go test -count=1 -run '^$' -bench '^BenchmarkAdmissionJobCreate$' -benchtime=1x -timeout 30m ./internal/provision/ -admission-creates=1000 -admission-concurrency=4
 
 # --- the table ---
 section "results"

@@ -43,7 +43,7 @@ func (w *warnings) take() []string {
 }
 
 // warnedClient is a client of cfg (a copy) whose warnings are collected.
-func warnedClient(t *testing.T, cfg *rest.Config) (*kubernetes.Clientset, *warnings) {
+func warnedClient(t testing.TB, cfg *rest.Config) (*kubernetes.Clientset, *warnings) {
 	t.Helper()
 	w := &warnings{}
 	c := rest.CopyConfig(cfg)
@@ -103,7 +103,7 @@ func barePod(owners ...metav1.OwnerReference) *corev1.Pod {
 // (not yet the parameters: the binding may see the policy before the
 // ConfigMap). The policy's, binding's and parameters' informers reach the
 // admission plugin a moment after they are written.
-func waitForAdmission(ctx context.Context, t *testing.T, c *kubernetes.Clientset, w *warnings, ns string, deny bool) {
+func waitForAdmission(ctx context.Context, t testing.TB, c *kubernetes.Clientset, w *warnings, ns string, deny bool) {
 	t.Helper()
 	for {
 		_, err := c.BatchV1().Jobs(ns).Create(ctx, admissionJob(nil), metav1.CreateOptions{})

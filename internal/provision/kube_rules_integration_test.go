@@ -19,7 +19,7 @@ var clusterQueuesGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Vers
 
 // waitForQuota waits until the quota controller has computed the team
 // quota's status: until then quota admission refuses every pod.
-func waitForQuota(ctx context.Context, t *testing.T, admin kubernetes.Interface, ns string) {
+func waitForQuota(ctx context.Context, t testing.TB, admin kubernetes.Interface, ns string) {
 	t.Helper()
 	for {
 		q, err := admin.CoreV1().ResourceQuotas(ns).Get(ctx, NameResourceQuota, metav1.GetOptions{})

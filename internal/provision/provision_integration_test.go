@@ -36,7 +36,7 @@ var tenants = flag.Int("tenants", 20, "number of tenants TestApplyManyTenants pr
 // testbedConfig is the admin config of the test bed, with client-side rate
 // limits high enough that the figures measure the API server, not
 // client-go's default 5 requests per second.
-func testbedConfig(t *testing.T) *rest.Config {
+func testbedConfig(t testing.TB) *rest.Config {
 	t.Helper()
 	kubeconfig := testenv.Require(t, "PORTAL_TEST_KUBECONFIG")
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -65,7 +65,7 @@ func countRequests(cfg *rest.Config) (*rest.Config, *testenv.RequestCounter) {
 	return testenv.CountRequests(cfg)
 }
 
-func runID(t *testing.T) string {
+func runID(t testing.TB) string {
 	b := make([]byte, 3)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func itContract(team, ns string) workflow.Contract {
 	return c.Normalize()
 }
 
-func mustPlan(t *testing.T, connID int64, c workflow.Contract, s ClusterSettings) Plan {
+func mustPlan(t testing.TB, connID int64, c workflow.Contract, s ClusterSettings) Plan {
 	t.Helper()
 	p, err := BuildPlan(connID, 1, c.Hash(), c, s)
 	if err != nil {
@@ -104,7 +104,7 @@ func mustPlan(t *testing.T, connID int64, c workflow.Contract, s ClusterSettings
 
 // deleteAfter removes the plans' namespaces and ClusterQueues when the test
 // ends, without waiting for the namespaces to finish terminating.
-func deleteAfter(t *testing.T, dyn dynamic.Interface, plans ...Plan) {
+func deleteAfter(t testing.TB, dyn dynamic.Interface, plans ...Plan) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -34,6 +34,10 @@ const (
 	// AtMost: Value itself must be at most Limit (a p99, a memory size, a count);
 	// Baseline is shown for reference when there is one.
 	AtMost Kind = "value<="
+	// Below: Value itself must be less than Limit, strictly (docs'
+	// performance targets written "< 20 ms", "< 150 MiB"); Baseline is
+	// shown for reference when there is one.
+	Below Kind = "value<"
 )
 
 // Row is one figure of the table.
@@ -64,11 +68,13 @@ func (r Row) Pass() bool {
 		return r.Baseline > 0 && r.Ratio() <= r.Limit
 	case AtMost:
 		return r.Value <= r.Limit
+	case Below:
+		return r.Value < r.Limit
 	}
 	return false
 }
 
-// Target is the target in words, e.g. "≥ 0.25× bare echo".
+// Target is the target in words, e.g. "≥ 0.5× bare echo", "< 20 ms".
 func (r Row) Target() string {
 	switch r.Kind {
 	case RatioAtLeast:
@@ -77,6 +83,8 @@ func (r Row) Target() string {
 		return fmt.Sprintf("≤ %s× %s", num(r.Limit), r.BaselineName)
 	case AtMost:
 		return fmt.Sprintf("≤ %s %s", num(r.Limit), r.Unit)
+	case Below:
+		return fmt.Sprintf("< %s %s", num(r.Limit), r.Unit)
 	}
 	return "?"
 }
