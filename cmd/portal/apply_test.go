@@ -328,3 +328,74 @@ func TestContractApplyErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDecideApply is apply's rule for each place a file's connection can
+// be, against the file's hash "new" (the portal's versions hash "cur" and
+// "old"): what it does, and where it refuses.
+func TestDecideApply(t *testing.T) {
+	conn := func(state workflow.State, a workflow.Amendment, cur, approved string) *remote {
+		r := &remote{conn: apiConn{ID: 7, State: string(state), Amendment: string(a), CurrentVersion: 2, ApprovedVersion: 1}, curHash: cur, approvedHash: approved}
+		return r
+	}
+	for _, tc := range []struct {
+		name        string
+		open, ended *remote
+		want        applyAction
+		fails       bool
+	}{
+		{name: "nothing there", want: actCreate},
+		{name: "only a rejected other contract", ended: conn(workflow.StateRejected, "", "old", ""), want: actCreate},
+		{name: "rejected, this contract", ended: conn(workflow.StateRejected, "", "new", ""), want: actNothing},
+		{name: "withdrawn, this contract", ended: conn(workflow.StateWithdrawn, "", "new", ""), want: actNothing},
+		{name: "draft of this contract", open: conn(workflow.StateDraft, "", "new", ""), want: actSubmit},
+		{name: "draft of another", open: conn(workflow.StateDraft, "", "cur", ""), want: actEditSubmit},
+		{name: "sent back, unchanged", open: conn(workflow.StateChangesRequested, "", "new", ""), want: actNothing},
+		{name: "sent back, changed", open: conn(workflow.StateChangesRequested, "", "cur", ""), want: actEditSubmit},
+		{name: "in review, same", open: conn(workflow.StateSubmitted, "", "new", ""), want: actNothing},
+		{name: "in review, changed", open: conn(workflow.StateSubmitted, "", "cur", ""), fails: true},
+		{name: "provisioning, changed", open: conn(workflow.StateProvisioning, "", "cur", "cur"), fails: true},
+		{name: "active, same as approved", open: conn(workflow.StateActive, "", "cur", "new"), want: actNothing},
+		{name: "active, changed", open: conn(workflow.StateActive, "", "cur", "cur"), want: actEditSubmit},
+		{name: "under review, changed", open: conn(workflow.StateUnderReview, "", "old", "old"), want: actEditSubmit},
+		{name: "draft change of this contract", open: conn(workflow.StateActive, workflow.AmendDraft, "new", "old"), want: actSubmit},
+		{name: "draft change of another", open: conn(workflow.StateActive, workflow.AmendDraft, "cur", "old"), want: actEditSubmit},
+		{name: "draft change, file back at the active version", open: conn(workflow.StateActive, workflow.AmendDraft, "cur", "new"), fails: true},
+		{name: "change sent back, unchanged", open: conn(workflow.StateActive, workflow.AmendChangesRequested, "new", "old"), want: actNothing},
+		{name: "change in review, same", open: conn(workflow.StateActive, workflow.AmendSubmitted, "new", "old"), want: actNothing},
+		{name: "change in review, changed", open: conn(workflow.StateActive, workflow.AmendSubmitted, "cur", "old"), fails: true},
+		{name: "change being applied, changed", open: conn(workflow.StateActive, workflow.AmendApproved, "cur", "old"), fails: true},
+		{name: "revoking, changed", open: conn(workflow.StateRevoking, "", "cur", "cur"), fails: true},
+	} {
+		d := decideApply("new", tc.open, tc.ended)
+		if (d.err != nil) != tc.fails || (!tc.fails && d.act != tc.want) {
+			t.Errorf("%s: %+v, want action %d (fails %v)", tc.name, d, tc.want, tc.fails)
+		}
+		if d.err == nil && d.why == "" {
+			t.Errorf("%s: no reason given", tc.name)
+		}
+	}
+}
+
+// TestMatchByIdentity: a file's connection is the open one of its team,
+// cluster, orchestrator and namespaces (in any order); two open ones are
+// refused; the newest ended one is kept aside.
+func TestMatchByIdentity(t *testing.T) {
+	c := workflow.ExampleContract()
+	c.Namespaces = []string{"b", "a"}
+	other := c
+	other.Namespaces = []string{"c"}
+	same := c
+	same.Namespaces = []string{"a", "b"}
+	same.BusinessPurpose = "changed: not part of the identity"
+	mk := func(id int64, st workflow.State, k workflow.Contract) remote {
+		return remote{conn: apiConn{ID: id, State: string(st)}, cur: k}
+	}
+	f := localContract{file: "f.json", c: c}
+	open, ended, err := match(f, []remote{mk(1, workflow.StateRejected, c), mk(2, workflow.StateActive, same), mk(3, workflow.StateDraft, other), mk(4, workflow.StateWithdrawn, same)})
+	if err != nil || open == nil || open.conn.ID != 2 || ended == nil || ended.conn.ID != 4 {
+		t.Errorf("match = %+v, %+v, %v", open, ended, err)
+	}
+	if _, _, err := match(f, []remote{mk(2, workflow.StateActive, same), mk(5, workflow.StateSubmitted, c)}); err == nil || !strings.Contains(err.Error(), "#2, #5") {
+		t.Errorf("two open connections of one identity: %v", err)
+	}
+}
