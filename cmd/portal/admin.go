@@ -167,8 +167,12 @@ func openMigrated(ctx context.Context, cfg Config) (*store.DB, error) {
 
 // contractCmd runs `portal contract import FILE --as EMAIL`: it reads a
 // contract exported as JSON or YAML and creates a draft with the same
-// validation as the form, on behalf of an existing portal user.
+// validation as the form, on behalf of an existing portal user; and
+// `portal contract apply` (apply.go), which talks to a portal's API.
 func contractCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "apply" {
+		return applyCmd(ctx, args[1:], getenv, stdout)
+	}
 	file, as, flags, err := importArgs(args)
 	if err != nil {
 		return err
@@ -255,7 +259,7 @@ const importUsage = "usage: portal contract import FILE --as EMAIL [--db FILE] [
 // flags parseConfig reads.
 func importArgs(args []string) (file, as string, flags []string, err error) {
 	if len(args) < 2 || args[0] != "import" || strings.HasPrefix(args[1], "-") {
-		return "", "", nil, errors.New(importUsage)
+		return "", "", nil, errors.New(importUsage + "\n" + applyUsage)
 	}
 	file = args[1]
 	rest := args[2:]

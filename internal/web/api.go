@@ -64,6 +64,12 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	e.GET(apiPrefix+"/connections/:id/versions/:v", s.apiVersion, auth)
 	e.POST(apiPrefix+"/connections", s.apiCreateConnection, auth)
 	e.POST(apiPrefix+"/connections/:id/submit", s.apiSubmitConnection, auth)
+	e.PUT(apiPrefix+"/connections/:id/contract", s.apiEditContract, auth)
+	e.POST(apiPrefix+"/connections/:id/withdraw", s.apiWithdraw, auth)
+	e.GET(apiPrefix+"/connections/:id/versions/:v/plan", s.apiPlan, auth)
+	e.GET(apiPrefix+"/connections/:id/versions/:v/plan-diff", s.apiPlanDiff, auth)
+	e.POST(apiPrefix+"/connections/:id/preview", s.apiPreviewChange, auth)
+	e.POST(apiPrefix+"/preview", s.apiPreview, auth)
 }
 
 // apiAuth authenticates an API request: a bearer token (checked against

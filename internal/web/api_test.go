@@ -316,7 +316,7 @@ func apiParams(route string, id int64) string {
 func (h *harness) apiRouteTable() []docOp {
 	var out []docOp
 	for _, r := range h.srv.echo.Routes() {
-		if isAPIPath(r.Path) && (r.Method == http.MethodGet || r.Method == http.MethodPost) {
+		if isAPIPath(r.Path) && (r.Method == http.MethodGet || r.Method == http.MethodPost || r.Method == http.MethodPut) {
 			out = append(out, docOp{method: r.Method, path: r.Path})
 		}
 	}
@@ -370,9 +370,14 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	if resp, _ := h.api(apiReq{token: tokens["owner.blue rw"], method: http.MethodPost, path: "/api/v1/connections", body: body}); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("owner.blue filing for red = %d, want 404", resp.StatusCode)
 	}
+	if resp, _ := h.api(apiReq{token: tokens["owner.blue rw"], method: http.MethodPost, path: "/api/v1/preview", body: body}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("owner.blue previewing a request for red = %d, want 404", resp.StatusCode)
+	}
 	body, _ = json.Marshal(contractFor("blue"))
-	if resp, _ := h.api(apiReq{token: tokens["revadmin rw (red only)"], method: http.MethodPost, path: "/api/v1/connections", body: body}); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("a token limited to red filing for blue = %d, want 404", resp.StatusCode)
+	for _, path := range []string{"/api/v1/connections", "/api/v1/preview"} {
+		if resp, _ := h.api(apiReq{token: tokens["revadmin rw (red only)"], method: http.MethodPost, path: path, body: body}); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("a token limited to red: POST %s for blue = %d, want 404", path, resp.StatusCode)
+		}
 	}
 	after, _, _ := h.db.ListConnections(ctx, store.ListFilter{}, 0, 10)
 	if len(after) != len(before) || after[0].State != before[0].State || after[1].State != before[1].State {
@@ -436,11 +441,11 @@ func TestAPIRefusesBadTokens(t *testing.T) {
 			continue
 		}
 		for name, hdr := range bad {
-			if r.method == http.MethodPost && name == "no token" {
+			if r.method != http.MethodGet && name == "no token" {
 				continue // without a header it is the browser's request: refused by CSRF first (TestAPICookieRequests)
 			}
 			var body []byte
-			if r.method == http.MethodPost {
+			if r.method != http.MethodGet {
 				body, _ = json.Marshal(contractFor("red"))
 			}
 			resp, _ := h.api(apiReq{method: r.method, path: apiParams(r.path, id), headers: hdr, body: body})
@@ -742,7 +747,8 @@ func TestAPITokenAsksTheDirectory(t *testing.T) {
 	}
 }
 
-// FuzzAPIJSON posts arbitrary bodies to the API's write routes with a
+// FuzzAPIJSON posts arbitrary bodies to the API's routes that read one (file,
+// submit, edit, the previews) with a
 // read-write token of team red's owner: every answer is a documented
 // problem document or a documented success (harness.api validates each
 // against openapi.json), never a 5xx. The seed corpus runs with go test;
@@ -767,5 +773,9 @@ func FuzzAPIJSON(f *testing.F) {
 		hh.api(apiReq{token: rw, method: http.MethodPost, path: "/api/v1/connections", body: body})
 		hh.api(apiReq{token: rw, method: http.MethodPost, path: fmt.Sprintf("/api/v1/connections/%d/submit", id), body: body,
 			headers: map[string]string{"If-Match": ifMatch}})
+		hh.api(apiReq{token: rw, method: http.MethodPut, path: fmt.Sprintf("/api/v1/connections/%d/contract", id), body: body,
+			headers: map[string]string{"If-Match": ifMatch}})
+		hh.api(apiReq{token: rw, method: http.MethodPost, path: fmt.Sprintf("/api/v1/connections/%d/preview", id), body: body})
+		hh.api(apiReq{token: rw, method: http.MethodPost, path: "/api/v1/preview", body: body})
 	})
 }

@@ -12,12 +12,21 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// lifecycleError turns a refused transition into a clear 409 page.
+// lifecycleError turns a refused transition (of a request, or of a live
+// connection's change) into a clear 409 page.
 func (s *Server) lifecycleError(err error) error {
 	var te *workflow.TransitionError
-	if errors.As(err, &te) {
+	var ae *workflow.AmendmentError
+	var why error
+	switch {
+	case errors.As(err, &te):
+		why = te
+	case errors.As(err, &ae):
+		why = ae
+	}
+	if why != nil {
 		return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "That is no longer possible",
-			Message: "The request changed state: " + te.Error() + ". Reload it to see where it stands.", Action: "Back", ActionURL: "/connections"}, err: err}
+			Message: "The request changed state: " + why.Error() + ". Reload it to see where it stands.", Action: "Back", ActionURL: "/connections"}, err: err}
 	}
 	return err
 }

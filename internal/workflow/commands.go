@@ -515,6 +515,11 @@ func PersonTransition(s Conn, by Actor, ev Event, pin Pin, reason string, now ti
 	case EventSubmit:
 		return Submit(s, by, pin, now)
 	case EventWithdraw:
+		// A pinned withdrawal (the API's If-Match) withdraws only the
+		// version its caller saw.
+		if err := pin.check(s); err != nil {
+			return Effect{}, err
+		}
 		return Withdraw(s, by, reason, now)
 	case EventReject, EventRequestChanges:
 		return SendBack(s, by, ev, pin, reason, now)

@@ -316,6 +316,15 @@ func TestPersonTransition(t *testing.T) {
 	if _, err := PersonTransition(draft, admin, EventRevocationDone, Pin{}, "why", now); !errors.As(err, &te) {
 		t.Errorf("PersonTransition(revocation_done on a draft) = %v, want a TransitionError", err)
 	}
+	// A pinned withdrawal (the API's If-Match) of a version that is no
+	// longer the current one is stale, and changes nothing.
+	var stale *StaleError
+	if _, err := PersonTransition(submitted, owner, EventWithdraw, Pin{Version: submitted.CurrentVersion, Hash: "another"}, "why", now); !errors.As(err, &stale) {
+		t.Errorf("PersonTransition(withdraw, stale pin) = %v, want a StaleError", err)
+	}
+	if eff, err := PersonTransition(submitted, owner, EventWithdraw, pin, "why", now); err != nil || eff.Next != StateWithdrawn {
+		t.Errorf("PersonTransition(withdraw, current pin) = %+v, %v", eff, err)
+	}
 }
 
 // TestJobOrderCheck: a provisioning job is never queued unpinned; the
