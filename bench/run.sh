@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: every benchmark of issue 15 against the test bed (kube-apiserver,
-# PostgreSQL), each figure next to its baseline measured in the same run, then
+# PostgreSQL, Slurm), each figure next to its baseline measured in the same run, then
 # one table (internal/support/benchtable, bench/table). The table is also written to
 # bench/latest.md with the machine it ran on.
 #   bash bench/run.sh
@@ -35,6 +35,9 @@ go test -count=1 -run '^$' -bench '^BenchmarkProvisionTenants$' -benchtime=1x -t
 
 section "no-op reconcile: drift check and re-apply of 100 unchanged tenants (SQLite, PostgreSQL)"
 go test -count=1 -run '^$' -bench '^BenchmarkNoopReconcile$' -benchtime=1x -timeout 30m ./internal/provision/ -noop-tenants=100
+
+section "Slurm: 100 teams provisioned, approval to active, next to a bare sh script issuing the same sacctmgr commands (SQLite)"
+go test -count=1 -run '^$' -bench '^BenchmarkSlurmProvisionTenants$' -benchtime=1x -timeout 30m ./internal/provision/ -slurm-teams=100
 
 # --- the table ---
 section "results"
