@@ -131,8 +131,12 @@ func TestSlurmHoldOnTheTestBed(t *testing.T) {
 	}
 
 	// A re-apply of the plan while held keeps the limit, and the drift
-	// check (which compares it with the hold) finds nothing; lifted by
-	// hand, it is drift.
+	// check (which compares it with the hold) finds nothing; loosened by
+	// hand, it is drift. The hand edit is GrpJobs=1, not a lift (-1): with
+	// the running job the account is still at its limit, so the pending
+	// job stays pending; lifted, the scheduler started it meanwhile on a
+	// loaded machine, and the drain then cancelled it (seen on the test
+	// bed). The lift itself is HoldDrift's unit test's.
 	rj, err := b.db.EnqueueReapply(ctx, b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "re-apply while held", b.clock.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -144,11 +148,11 @@ func TestSlurmHoldOnTheTestBed(t *testing.T) {
 	if items := slurmDriftNow(t, b, w, r); len(items) != 0 {
 		t.Errorf("drift while held = %+v; want none", items)
 	}
-	if _, err := r.Run(ctx, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "set", "GrpJobs=-1"); err != nil {
+	if _, err := r.Run(ctx, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "set", "GrpJobs=1"); err != nil {
 		t.Fatal(err)
 	}
 	if items := slurmDriftNow(t, b, w, r); len(items) != 1 || !slices.Equal(items[0].Fields, []string{"GrpJobs"}) {
-		t.Errorf("drift with the hold lifted by hand = %+v; want the account's GrpJobs", items)
+		t.Errorf("drift with the hold loosened by hand = %+v; want the account's GrpJobs", items)
 	}
 	if _, err := r.Run(ctx, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "set", "GrpJobs=0"); err != nil {
 		t.Fatal(err)
