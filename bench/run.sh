@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the targets of ../shared/docs/performance.md against the
-# test bed (kube-apiserver, PostgreSQL), each figure next to its baseline
-# measured in the same run where it has one, then
+# test bed (kube-apiserver, PostgreSQL, Slurm), each figure next to its
+# baseline measured in the same run where it has one, then
 # one table (internal/support/benchtable, bench/table). The table is also written to
 # bench/latest.md with the machine it ran on.
 #   bash bench/run.sh
@@ -45,6 +45,9 @@ go test -count=1 -run '^$' -bench '^BenchmarkMonthChargeback1000Teams$' -benchti
 
 section "admission: a job create in a governed namespace (deny mode) next to the same create in an ungoverned one"
 go test -count=1 -run '^$' -bench '^BenchmarkAdmissionJobCreate$' -benchtime=1x -timeout 30m ./internal/provision/ -admission-creates=1000 -admission-concurrency=4
+
+section "Slurm: 100 teams provisioned, approval to active, next to a bare sh script issuing the same sacctmgr commands (SQLite)"
+go test -count=1 -run '^$' -bench '^BenchmarkSlurmProvisionTenants$' -benchtime=1x -timeout 30m ./internal/provision/ -slurm-teams=100
 
 # --- the table ---
 section "results"

@@ -131,11 +131,17 @@ StoragePort=$dbport
 StorageUser=slurm
 StoragePass=slurm-testbed
 StorageLoc=slurm_acct_db
+PrivateData=jobs
 EOF
 	chmod 600 "$DIR/slurmdbd.conf"
 	# AccountingStoragePass names the munge socket for the connections to
 	# slurmdbd (slurm.conf(5): "...this can instead be used to specify the
 	# munge socket to use"); AuthInfo's socket= serves the others.
+	# PrivateData=jobs here and in slurmdbd.conf: a member sees only their
+	# own jobs (squeue, scontrol) and job records (sacct, where the account's
+	# coordinators see its records), as the portal's readiness page asks of
+	# a cluster whose Studio users run as their own OS users (slurm.conf(5),
+	# slurmdbd.conf(5) PrivateData; internal/provision slurmVisibilityCheck).
 	cat >"$DIR/slurm.conf" <<EOF
 ClusterName=$CLUSTER
 SlurmctldHost=$(hostname -s)(127.0.0.1)
@@ -166,6 +172,7 @@ AccountingStoragePort=$dbdport
 AccountingStoragePass=$sock
 AccountingStorageEnforce=associations,limits,qos,safe
 AccountingStorageTRES=gres/gpu
+PrivateData=jobs
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 PriorityType=priority/multifactor

@@ -152,8 +152,10 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 		vpcEndpointsCheck(ctx, src, cluster, clusterErr))
 	r.Checks = append(r.Checks, admissionCheck(ctx, src), kueueConfigCheck(ctx, src), admissionCountsCheck(ctx, src, &r))
 	if src.Slurm != nil {
-		r.Checks = append(r.Checks, slurmControllerCheck(ctx, src.Slurm), slurmEnforcementCheck(ctx, src.Slurm),
-			slurmPartitionsCheck(ctx, src.Slurm, src.SlurmPartitions))
+		controller := slurmControllerCheck(ctx, src.Slurm)
+		conf, confErr := readSlurmConfig(ctx, src.Slurm)
+		r.Checks = append(r.Checks, controller, slurmEnforcementCheck(conf, confErr),
+			slurmPartitionsCheck(ctx, src.Slurm, src.SlurmPartitions), slurmVisibilityCheck(ctx, src.Slurm, conf, confErr))
 	}
 	return r
 }

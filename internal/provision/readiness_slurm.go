@@ -111,18 +111,28 @@ func ParseSlurmConfig(out []byte) map[string]string {
 	return conf
 }
 
-// slurmEnforcementCheck reads AccountingStorageEnforce with scontrol show
-// config and names each required flag that is not in effect.
-func slurmEnforcementCheck(ctx context.Context, r SlurmRunner) Check {
-	ch := Check{Name: CheckSlurmEnforcement}
+// readSlurmConfig runs scontrol show config through r once, for the
+// checks that read slurmctld's configuration (enforcement, visibility).
+func readSlurmConfig(ctx context.Context, r SlurmRunner) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
 	out, err := r.Run(ctx, "scontrol", "show", "config")
 	if err != nil {
+		return nil, err
+	}
+	return ParseSlurmConfig(out), nil
+}
+
+// slurmEnforcementCheck reads AccountingStorageEnforce in scontrol show
+// config (conf, or the error reading it) and names each required flag that
+// is not in effect.
+func slurmEnforcementCheck(conf map[string]string, err error) Check {
+	ch := Check{Name: CheckSlurmEnforcement}
+	if err != nil {
 		ch.Status, ch.Detail = CheckUnknown, sentenceOf(err.Error())
 		return ch
 	}
-	value, ok := ParseSlurmConfig(out)["AccountingStorageEnforce"]
+	value, ok := conf["AccountingStorageEnforce"]
 	if !ok {
 		ch.Status, ch.Detail = CheckUnknown, "scontrol show config prints no AccountingStorageEnforce."
 		return ch
@@ -230,6 +240,119 @@ func slurmPartitionsCheck(ctx context.Context, r SlurmRunner, uses func(context.
 		ch.Todo = "Set the partitions up (scontrol update PartitionName=... State=UP) once their nodes are ready: jobs there do not start."
 	case len(used) == 0:
 		ch.Detail += " No approved contract names a partition."
+	}
+	return ch
+}
+
+// CheckSlurmTaskVisibility is the readiness check of who sees a Slurm
+// team's jobs: Studio task visibility for Slurm (issue 36).
+const CheckSlurmTaskVisibility = "Slurm task visibility (Studio)"
+
+// SlurmPrivate reports whether a PrivateData value (as scontrol show config
+// or sacctmgr show configuration print it: a comma list such as
+// "accounts,jobs,usage", or "none") hides flag.
+func SlurmPrivate(value, flag string) bool {
+	for _, f := range strings.Split(strings.ToLower(value), ",") {
+		if strings.TrimSpace(f) == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// privateValue is a PrivateData value as the page shows it: Slurm prints
+// "none" when nothing is private; an empty value reads the same.
+func privateValue(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
+}
+
+// ParseSlurmDBDConfig reads the "SlurmDBD configuration:" part of sacctmgr
+// show configuration (the slurmdbd.conf values slurmdbd reports; the lines
+// before it are slurm.conf's) as ParseSlurmConfig reads scontrol's. found
+// is false when the output has no such part.
+func ParseSlurmDBDConfig(out []byte) (conf map[string]string, found bool) {
+	_, rest, found := strings.Cut(string(out), "SlurmDBD configuration:")
+	if !found {
+		return nil, false
+	}
+	return ParseSlurmConfig([]byte(rest)), true
+}
+
+// slurmVisibilityCheck checks that a member sees only their own jobs.
+//
+// AWS's Studio integration with a HyperPod Slurm cluster runs a member's
+// session on the cluster as the OS user the SSMSessionRunAs tag of their
+// role names (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-studio-setup-slurm.html),
+// so what the member's Studio session, or any Slurm command they run, shows
+// of other users' jobs is what Slurm shows that user. No AWS page that
+// describes restricting Slurm task visibility in Studio was found (the
+// queries are in docs/platform-reference.md); the check rests on Slurm's
+// own documentation of PrivateData:
+//   - slurm.conf (slurmctld: squeue, scontrol show job): "PrivateData ...
+//     controls what type of information is hidden from regular users. By
+//     default, all information is visible to all users. User SlurmUser and
+//     root can always view all information ... jobs: Prevents users from
+//     viewing jobs or job steps belonging to other users"
+//     (https://slurm.schedmd.com/slurm.conf.html, PrivateData), read with
+//     scontrol show config (conf, or confErr);
+//   - slurmdbd.conf (the accounting records sacct reads, with slurmdbd, as
+//     HyperPod keeps them): "jobs: prevents users from viewing job records
+//     belonging to other users unless they are coordinators of the account
+//     running the job when using sacct"
+//     (https://slurm.schedmd.com/slurmdbd.conf.html, PrivateData), read
+//     with sacctmgr show configuration ("report current system
+//     configuration", https://slurm.schedmd.com/sacctmgr.html), whose
+//     "SlurmDBD configuration:" part is slurmdbd's.
+//
+// The team's owners are its account's coordinators (SlurmCoordinators), so
+// with jobs private they still see the team's job records in sacct.
+// Missing on either side is a warning: jobs run and are governed, but every
+// member sees everyone's jobs.
+func slurmVisibilityCheck(ctx context.Context, r SlurmRunner, conf map[string]string, confErr error) Check {
+	ch := Check{Name: CheckSlurmTaskVisibility}
+	if confErr != nil {
+		ch.Status, ch.Detail = CheckUnknown, sentenceOf(confErr.Error())
+		return ch
+	}
+	ctld, ok := conf["PrivateData"]
+	if !ok {
+		ch.Status, ch.Detail = CheckUnknown, "scontrol show config prints no PrivateData."
+		return ch
+	}
+	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	out, err := r.Run(ctx, "sacctmgr", "show", "configuration")
+	dbd, found := ParseSlurmDBDConfig(out)
+	dbdValue, dbdOK := dbd["PrivateData"]
+	var missing, todo []string
+	if !SlurmPrivate(ctld, "jobs") {
+		missing = append(missing, "slurm.conf's PrivateData = "+privateValue(ctld)+" lacks jobs: squeue and scontrol show every user's jobs to every member, in Studio as in a shell")
+		todo = append(todo, "add jobs to PrivateData in slurm.conf on the controller node (scontrol reconfigure)")
+	}
+	switch {
+	case err != nil:
+		ch.Detail = "slurmdbd's PrivateData could not be read: " + sentenceOf(err.Error()) + " "
+	case !found || !dbdOK:
+		ch.Detail = "sacctmgr show configuration prints no slurmdbd PrivateData. "
+	case !SlurmPrivate(dbdValue, "jobs"):
+		missing = append(missing, "slurmdbd.conf's PrivateData = "+privateValue(dbdValue)+" lacks jobs: sacct shows every user's job records to every member")
+		todo = append(todo, "add jobs to PrivateData in slurmdbd.conf and restart slurmdbd")
+	}
+	switch {
+	case len(missing) > 0:
+		ch.Status = CheckWarning
+		ch.Detail += strings.Join(missing, "; ") + "."
+		ch.Todo = "Set PrivateData=jobs (other flags may be added) so that a member sees only their own jobs and the team's owners, as its account's coordinators, its job records: " +
+			strings.Join(todo, ", and ") + "."
+	case ch.Detail != "":
+		ch.Status = CheckUnknown
+		ch.Detail += "slurm.conf's PrivateData = " + ctld + " hides other users' jobs from squeue."
+	default:
+		ch.Status = CheckOK
+		ch.Detail = "PrivateData hides other users' jobs in slurm.conf (" + ctld + ") and slurmdbd.conf (" + dbdValue + "): a member sees only their own jobs; the team's owners, its account's coordinators, see its job records in sacct."
 	}
 	return ch
 }

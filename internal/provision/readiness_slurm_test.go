@@ -172,7 +172,8 @@ func TestSlurmPartitionsCheck(t *testing.T) {
 }
 
 // TestReadinessSlurmOnTestBed: the test bed's Slurm enforces associations,
-// limits and QoS, and its partition exists and is up, as an approved
+// limits and QoS, hides other users' jobs, and its partition exists and is
+// up, as an approved
 // contract naming it needs; a contract naming a partition the test bed
 // lacks fails the check.
 func TestReadinessSlurmOnTestBed(t *testing.T) {
@@ -187,8 +188,76 @@ func TestReadinessSlurmOnTestBed(t *testing.T) {
 	if c, _ := r.Check(provision.CheckSlurmPartitions); c.Status != provision.CheckOK || !strings.Contains(c.Detail, partition+" (up)") {
 		t.Errorf("test bed's partitions: %+v", c)
 	}
+	// The test bed hides other users' jobs in slurm.conf and slurmdbd.conf
+	// (hack/testbed/slurm.sh; internal/slurm TestTestBedSlurmHidesOtherUsersJobs
+	// shows the effect).
+	if c, _ := r.Check(provision.CheckSlurmTaskVisibility); c.Status != provision.CheckOK {
+		t.Errorf("test bed's task visibility: %+v", c)
+	}
 	uses = append(uses, provision.SlurmPartitionUse{Partition: "no-such-partition", Team: "blue"})
 	if c, _ := provision.CheckReadiness(t.Context(), src).Check(provision.CheckSlurmPartitions); c.Status != provision.CheckFailing || !strings.Contains(c.Detail, "no-such-partition (blue)") {
 		t.Errorf("a missing partition on the test bed: %+v", c)
+	}
+}
+
+// TestSlurmVisibilityCheck: the check is OK when PrivateData hides jobs on
+// both sides (slurm.conf through scontrol show config, slurmdbd.conf
+// through sacctmgr show configuration), warns naming exactly the side that
+// lacks it and what to change there, and is unknown when either cannot
+// be read.
+func TestSlurmVisibilityCheck(t *testing.T) {
+	for in, want := range map[string]bool{"jobs": true, "accounts,Jobs,usage": true, "none": false, "": false, "jobsx,users": false} {
+		if got := provision.SlurmPrivate(in, "jobs"); got != want {
+			t.Errorf("SlurmPrivate(%q, jobs) = %v", in, got)
+		}
+	}
+	script := func(ctld, dbd string) scriptedSlurm {
+		s := scriptedSlurm{}
+		if ctld != "-" {
+			s["scontrol show config"] = "Configuration data as of 2026-12-05T00:43:26\nAccountingStorageEnforce = associations,limits,qos\nPrivateData             = " + ctld + "\n"
+		}
+		if dbd != "-" {
+			// sacctmgr prints slurm.conf's accounting values first: a
+			// PrivateData there is not slurmdbd's.
+			s["sacctmgr show configuration"] = "Configuration data as of 2026-12-05T00:43:26\nAccountingStorageType  = accounting_storage/slurmdbd\nPrivateData            = " + ctld +
+				"\n\nSlurmDBD configuration:\nDbdPort                 = 6819\nPrivateData             = " + dbd + "\nStorageType             = accounting_storage/mysql\n"
+		}
+		return s
+	}
+	check := func(r provision.SlurmRunner) provision.Check {
+		t.Helper()
+		c, ok := provision.CheckReadiness(t.Context(), provision.ReadinessSources{Slurm: r}).Check(provision.CheckSlurmTaskVisibility)
+		if !ok {
+			t.Fatal("no task visibility check with a Slurm runner")
+		}
+		return c
+	}
+	if c := check(script("jobs", "accounts,jobs")); c.Status != provision.CheckOK || !strings.Contains(c.Detail, "slurmdbd.conf (accounts,jobs)") {
+		t.Errorf("both private: %+v", c)
+	}
+	if c := check(script("none", "jobs")); c.Status != provision.CheckWarning || !strings.Contains(c.Detail, "slurm.conf's PrivateData = none lacks jobs") ||
+		strings.Contains(c.Detail, "slurmdbd.conf's") || !strings.Contains(c.Todo, "PrivateData in slurm.conf") || strings.Contains(c.Todo, "slurmdbd.conf") {
+		t.Errorf("slurm.conf open: %+v; want slurm.conf named, slurmdbd.conf not", c)
+	}
+	if c := check(script("jobs", "none")); c.Status != provision.CheckWarning || !strings.Contains(c.Detail, "slurmdbd.conf's PrivateData = none lacks jobs") ||
+		strings.Contains(c.Detail, "slurm.conf's") || !strings.Contains(c.Todo, "slurmdbd.conf and restart slurmdbd") || strings.Contains(c.Todo, "slurm.conf on") {
+		t.Errorf("slurmdbd.conf open: %+v; want slurmdbd.conf named, slurm.conf not", c)
+	}
+	if c := check(script("usage", "")); c.Status != provision.CheckWarning || !strings.Contains(c.Detail, "slurm.conf's PrivateData = usage lacks jobs") ||
+		!strings.Contains(c.Detail, "slurmdbd.conf's PrivateData = none lacks jobs") {
+		t.Errorf("both open: %+v", c)
+	}
+	if c := check(script("jobs", "-")); c.Status != provision.CheckUnknown || !strings.Contains(c.Detail, "not scripted") {
+		t.Errorf("sacctmgr failing: %+v", c)
+	}
+	if c := check(script("none", "-")); c.Status != provision.CheckWarning || !strings.Contains(c.Detail, "could not be read") {
+		t.Errorf("sacctmgr failing, slurm.conf open: %+v; want the warning, and the unread side said", c)
+	}
+	if c := check(script("-", "jobs")); c.Status != provision.CheckUnknown {
+		t.Errorf("scontrol failing: %+v", c)
+	}
+	noSection := scriptedSlurm{"scontrol show config": "PrivateData = jobs\n", "sacctmgr show configuration": "PrivateData = jobs\n"}
+	if c := check(noSection); c.Status != provision.CheckUnknown || !strings.Contains(c.Detail, "no slurmdbd PrivateData") {
+		t.Errorf("no SlurmDBD part: %+v; want unknown (slurm.conf's value is not slurmdbd's)", c)
 	}
 }

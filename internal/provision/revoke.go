@@ -106,6 +106,11 @@ type Step struct {
 	Slurm *slurmprov.Plan
 	// SlurmNew is the amended plan of an ActionSlurmRetire step.
 	SlurmNew *slurmprov.Plan
+	// SlurmFrom, on an amendment's ActionSlurmApply step that moves the
+	// team's account (slurmprov.MovesAccount), is the approved plan it
+	// changes from: a hold on that plan's account moves to the new one
+	// (slurmprov.ApplyKeepingHold).
+	SlurmFrom *slurmprov.Plan
 	// Hold is the stopPolicy an ActionSlurmHold step puts in effect
 	// (workflow.StopHold, StopHoldAndDrain or StopNone: slurmhold.go).
 	Hold string

@@ -319,10 +319,14 @@ func (w *Worker) runSlurm(ctx context.Context, st Step) (Outcome, string, error)
 		return Failed, "", permanent(errors.New("provision: the portal has no Slurm transport configured (PORTAL_SLURM_CONF, docs/configuration.md): a Slurm connection cannot be set up"))
 	}
 	run := slurmprov.Apply
-	switch st.Action {
-	case ActionSlurmRevoke:
+	switch {
+	case st.Action == ActionSlurmApply && st.SlurmFrom != nil:
+		run = func(ctx context.Context, r slurm.Runner, p slurmprov.Plan) ([]slurmprov.Command, error) {
+			return slurmprov.ApplyKeepingHold(ctx, r, p, *st.SlurmFrom)
+		}
+	case st.Action == ActionSlurmRevoke:
 		run = slurmprov.Revoke
-	case ActionSlurmRetire:
+	case st.Action == ActionSlurmRetire:
 		run = func(ctx context.Context, r slurm.Runner, old slurmprov.Plan) ([]slurmprov.Command, error) {
 			return slurmprov.Retire(ctx, r, old, *st.SlurmNew)
 		}
@@ -432,9 +436,18 @@ func slurmRetireName(s Step) string {
 // (ApplySteps: slurmprov.Apply adds the new account or QoS, moves the
 // members into it, changes what differs), then, when the amendment
 // renames the account or the QoS, one ActionSlurmRetire step that removes
-// the old ones in revocation's safe order. It is pure.
+// the old ones in revocation's safe order. When the amendment moves the
+// account association (a renamed account, another cluster), the apply
+// step names the approved plan (Step.SlurmFrom) and keeps a hold: a held
+// team's new account is added with GrpJobs=0 (slurmprov.ApplyKeepingHold),
+// so that the hold does not stay behind on the account the retire step
+// removes. It is pure.
 func SlurmAmendSteps(old, new Plan) []Step {
 	steps := ApplySteps(new)
+	if old.Slurm != nil && new.Slurm != nil && slurmprov.MovesAccount(*old.Slurm, *new.Slurm) {
+		steps[0].SlurmFrom = old.Slurm
+		steps[0].Detail += "; a hold (GrpJobs=0) on account " + old.Slurm.Account.Name + " moves to account " + new.Slurm.Account.Name
+	}
 	if old.Slurm != nil && new.Slurm != nil && slurmprov.Renamed(*old.Slurm, *new.Slurm) {
 		steps = append(steps, Step{Action: ActionSlurmRetire, Slurm: old.Slurm, SlurmNew: new.Slurm,
 			Detail: "amendment: remove what the renamed account or QoS leaves behind"})

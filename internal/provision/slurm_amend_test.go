@@ -102,8 +102,13 @@ func TestSlurmAmendSteps(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("steps %q, want %q", names, want)
 	}
+	// The apply of a renamed account keeps a hold of the old one
+	// (slurmprov.ApplyKeepingHold): it names the approved plan.
+	if s := SlurmAmendSteps(from, to); s[0].SlurmFrom != from.Slurm || !strings.Contains(s[0].Detail, "hold (GrpJobs=0) on account red moves to account red2") {
+		t.Errorf("renaming apply step: from %v, detail %q; want the approved plan and the hold's move", s[0].SlurmFrom, s[0].Detail)
+	}
 	from, to = amendedPlans(t, slurmTestContract(), func(c *workflow.Contract) { c.Scheduling.Guaranteed[0].Count++ }, slurmDiffSettings())
-	if s := SlurmAmendSteps(from, to); len(s) != 1 || s[0].Action != ActionSlurmApply {
+	if s := SlurmAmendSteps(from, to); len(s) != 1 || s[0].Action != ActionSlurmApply || s[0].SlurmFrom != nil {
 		t.Errorf("no rename: %+v", s)
 	}
 }

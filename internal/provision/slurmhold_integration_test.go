@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
+	"github.com/hyperpod-governance/portal/internal/provision/slurmprov"
 	"github.com/hyperpod-governance/portal/internal/slurm"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
@@ -130,8 +131,12 @@ func TestSlurmHoldOnTheTestBed(t *testing.T) {
 	}
 
 	// A re-apply of the plan while held keeps the limit, and the drift
-	// check (which compares it with the hold) finds nothing; lifted by
-	// hand, it is drift.
+	// check (which compares it with the hold) finds nothing; loosened by
+	// hand, it is drift. The hand edit is GrpJobs=1, not a lift (-1): with
+	// the running job the account is still at its limit, so the pending
+	// job stays pending; lifted, the scheduler started it meanwhile on a
+	// loaded machine, and the drain then cancelled it (seen on the test
+	// bed). The lift itself is HoldDrift's unit test's.
 	rj, err := b.db.EnqueueReapply(ctx, b.conn.ID, workflow.Actor{Email: "admin@example.test"}, "re-apply while held", b.clock.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -143,11 +148,11 @@ func TestSlurmHoldOnTheTestBed(t *testing.T) {
 	if items := slurmDriftNow(t, b, w, r); len(items) != 0 {
 		t.Errorf("drift while held = %+v; want none", items)
 	}
-	if _, err := r.Run(ctx, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "set", "GrpJobs=-1"); err != nil {
+	if _, err := r.Run(ctx, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "set", "GrpJobs=1"); err != nil {
 		t.Fatal(err)
 	}
 	if items := slurmDriftNow(t, b, w, r); len(items) != 1 || !slices.Equal(items[0].Fields, []string{"GrpJobs"}) {
-		t.Errorf("drift with the hold lifted by hand = %+v; want the account's GrpJobs", items)
+		t.Errorf("drift with the hold loosened by hand = %+v; want the account's GrpJobs", items)
 	}
 	if _, err := r.Run(ctx, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "set", "GrpJobs=0"); err != nil {
 		t.Fatal(err)
@@ -183,5 +188,83 @@ func TestSlurmHoldOnTheTestBed(t *testing.T) {
 		if a["GrpJobs"] != "" {
 			t.Errorf("after the release, association %v has a job limit", a)
 		}
+	}
+}
+
+// TestSlurmHeldAccountRenamedKeepsItsHold: on the test bed's real Slurm, a
+// connection on hold (GrpJobs=0 on its account, from the confirmed hold's
+// job) whose amendment renames the account keeps its hold: the new
+// account's association has GrpJobs=0 (sacctmgr show associations -P),
+// the old account is gone, a member's job submitted under the new account
+// stays PENDING with Slurm's reason AssocGrpJobsLimit, and the drift
+// check, which compares the limit with the store's hold, finds nothing.
+func TestSlurmHeldAccountRenamedKeepsItsHold(t *testing.T) {
+	b, r, members, partition, account, _ := slurmTestBedConnection(t)
+	ctx := context.Background()
+	w := b.worker("w1", &fakeCluster{})
+	w.Slurm = r
+	b.runOnce(w)
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		t.Fatalf("connection %s after provisioning, want active", s)
+	}
+	if _, err := b.db.ProposeHold(ctx, b.conn.ID, workflow.Actor{Email: "reviewer@example.test"}, "end date passed", b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Add(time.Minute)
+	if _, jobID, err := b.db.DecideHold(ctx, b.conn.ID, workflow.HoldStepConfirm, workflow.Actor{Email: "other-admin@example.test"}, true, "confirm", b.clock.Now()); err != nil || jobID == 0 {
+		t.Fatalf("confirm: job %d, %v", jobID, err)
+	}
+	b.runOnce(w)
+	grpJobs := func(acct string) (string, int) {
+		t.Helper()
+		rows, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "associations", "where", "account="+acct, "format=Account,User,GrpJobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range rows {
+			if a["User"] == "" {
+				return a["GrpJobs"], len(rows)
+			}
+		}
+		return "no association", len(rows)
+	}
+	if g, _ := grpJobs(account); g != "0" {
+		t.Fatalf("account %s after the confirmed hold: GrpJobs %q, want 0", account, g)
+	}
+
+	renamed := account + "h"
+	aj, ap := amendment(t, b.db, b.clock.Now(), w.Plans, b.conn.ID, func(c *workflow.Contract) { c.SlurmScope.Account = renamed })
+	t.Cleanup(func() { slurmprov.Revoke(context.Background(), r, *ap.Slurm) })
+	b.runOnce(w)
+	if j := b.jobNow(aj.ID); j.State != workflow.JobSucceeded {
+		t.Fatalf("amend job = %s: %s (steps %+v)", j.State, j.LastError, b.steps(aj.ID))
+	}
+	if g, n := grpJobs(renamed); g != "0" || n != 1+len(members) {
+		t.Errorf("renamed account %s: GrpJobs %q, %d associations; want 0 (the hold kept) and the account with its %d members", renamed, g, n, len(members))
+	}
+	if _, n := grpJobs(account); n != 0 {
+		t.Errorf("old account %s: %d associations left after the renaming amendment", account, n)
+	}
+	id := slurmSubmit(t, members[0], "--account="+renamed, "--partition="+partition, "--gres=gpu:1", "--wrap", "sleep 300")
+	t.Cleanup(func() { r.Run(context.Background(), "scancel", id) })
+	if st, why := waitSlurmJob(t, r, id, func(_, reason string) bool { return reason == "AssocGrpJobsLimit" }); st != "PENDING" || why != "AssocGrpJobsLimit" {
+		t.Errorf("job %s under the renamed held account: %s (%s), want PENDING (AssocGrpJobsLimit)", id, st, why)
+	}
+	var saved []workflow.DriftItem
+	d := &provision.DriftChecker{
+		List: func(context.Context) ([]provision.ConnVersion, error) {
+			return []provision.ConnVersion{{ConnectionID: b.conn.ID, Version: aj.Version}}, nil
+		},
+		Plans: w.Plans, Slurm: r, StopPolicies: b.db.HoldStopPolicies,
+		Save: func(_ context.Context, _ int64, _ workflow.DriftBasis, items []workflow.DriftItem, checkErr string, _ time.Time) error {
+			if checkErr != "" {
+				t.Errorf("drift check failed: %s", checkErr)
+			}
+			saved = items
+			return nil
+		},
+	}
+	if _, err := d.RunOnce(ctx); err != nil || len(saved) != 0 {
+		t.Errorf("drift after the renaming amendment of a held connection: %+v, %v; want none", saved, err)
 	}
 }

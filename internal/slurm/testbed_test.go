@@ -144,3 +144,69 @@ func TestTestBedSlurmEnforcesAssociationLimits(t *testing.T) {
 		}
 	}
 }
+
+// runAs runs a Slurm command as user (a member's shell or Studio session,
+// not the portal) and returns its output.
+func (b bed) runAs(t *testing.T, user string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("runuser", append([]string{"-u", user, "--"}, args...)...)
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+b.r.Conf)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v as %s: %v: %s", args, user, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestTestBedSlurmHidesOtherUsersJobs: the test bed's Slurm keeps jobs
+// private (PrivateData=jobs in slurm.conf and slurmdbd.conf, as the
+// readiness page's task visibility check asks): a red member's job is
+// listed by squeue and sacct for that member and for the portal (root),
+// and for a blue user neither lists it.
+func TestTestBedSlurmHidesOtherUsersJobs(t *testing.T) {
+	b := testBed(t)
+	ctx := t.Context()
+	red, blue := b.users["red"][0], b.users["blue"][0]
+	acct := fmt.Sprintf("pv%d", time.Now().UnixNano()%1_000_000_000)
+	b.admin(t, "add", "account", acct, "Description=test-bed", "Organization=portal")
+	t.Cleanup(func() {
+		ctx := context.Background()
+		b.r.Run(ctx, "scancel", "--account="+acct)
+		b.r.Run(ctx, "sacctmgr", "-i", "delete", "user", "name="+red, "account="+acct)
+		b.r.Run(ctx, "sacctmgr", "-i", "delete", "account", acct)
+	})
+	b.admin(t, "add", "user", red, "account="+acct)
+	id := b.sbatch(t, red, "--account="+acct, "--wrap", "sleep 120")
+	// sacct has the record once slurmctld has sent it to slurmdbd.
+	var rootSees string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		out, err := b.r.Run(ctx, "sacct", "--noheader", "-X", "--parsable2", "--jobs="+id, "--format=JobID")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rootSees = strings.TrimSpace(string(out)); rootSees == id {
+			break
+		}
+	}
+	if rootSees != id {
+		t.Fatalf("sacct as root: %q; want job %s", rootSees, id)
+	}
+	out, err := b.r.Run(ctx, "squeue", "--noheader", "--jobs="+id, "--format=%i")
+	if err != nil || strings.TrimSpace(string(out)) != id {
+		t.Fatalf("squeue as root: %q, %v; want job %s", out, err, id)
+	}
+	squeue := []string{"squeue", "--noheader", "--all", "--format=%i"}
+	sacct := []string{"sacct", "--noheader", "-X", "--parsable2", "--allusers", "--jobs=" + id, "--format=JobID"}
+	if got := b.runAs(t, red, squeue...); !strings.Contains("\n"+got+"\n", "\n"+id+"\n") {
+		t.Errorf("squeue as the job's owner %s: %q; want job %s", red, got, id)
+	}
+	if got := b.runAs(t, red, sacct...); got != id {
+		t.Errorf("sacct as the job's owner %s: %q; want job %s", red, got, id)
+	}
+	if got := b.runAs(t, blue, squeue...); strings.Contains("\n"+got+"\n", "\n"+id+"\n") {
+		t.Errorf("squeue as %s lists %s's job %s: %q", blue, red, id, got)
+	}
+	if got := b.runAs(t, blue, sacct...); got != "" {
+		t.Errorf("sacct as %s shows %s's job %s: %q", blue, red, id, got)
+	}
+}

@@ -132,8 +132,15 @@ func (s *Server) decideHold(c echo.Context) error {
 			return &userError{page: views.ErrorPage{Status: http.StatusConflict, Title: "That is no longer possible",
 				Message: "Nothing was changed: " + why + ". Reload the connection to see where it stands.",
 				Action:  "Back to the connection", ActionURL: fmt.Sprintf("/connections/%d", conn.ID)}, err: err}
-		case errors.Is(err, workflow.ErrHoldReason), errors.Is(err, workflow.ErrDrainUnconfirmed):
+		case errors.Is(err, workflow.ErrHoldReason):
 			msg = err.Error()
+		case errors.Is(err, workflow.ErrDrainUnconfirmed):
+			// In the words of the connection's orchestrator (evicts on
+			// EKS, scancel on Slurm), without the store's prefix.
+			msg = workflow.ErrDrainUnconfirmed.Error()
+			if de := (*workflow.DrainUnconfirmedError)(nil); errors.As(err, &de) {
+				msg = de.Error()
+			}
 		default:
 			return s.lifecycleError(err)
 		}

@@ -93,10 +93,29 @@ var (
 	// ErrHoldNotLive: only a live (active or under review) connection is
 	// held.
 	ErrHoldNotLive = errors.New("only a live (active or under review) connection can be held")
-	// ErrDrainUnconfirmed: HoldAndDrain evicts running work; the admin
-	// must confirm it explicitly.
-	ErrDrainUnconfirmed = errors.New("hold and drain evicts the team's running work: confirm it explicitly")
+	// ErrDrainUnconfirmed: HoldAndDrain stops running work (Kueue evicts
+	// it, Slurm's scancel cancels it); the admin must confirm it
+	// explicitly. ConfirmDrain returns a *DrainUnconfirmedError, which is
+	// ErrDrainUnconfirmed and says what the drain does on the
+	// connection's orchestrator.
+	ErrDrainUnconfirmed = errors.New("hold and drain stops the team's running work: confirm it explicitly")
 )
+
+// DrainUnconfirmedError refuses a drain the admin did not confirm, in the
+// words of the connection's orchestrator (HoldDrainEffect): on EKS it
+// evicts the team's running work, on Slurm it cancels (scancel) the
+// running and suspended jobs of the team's account. errors.Is matches
+// ErrDrainUnconfirmed.
+type DrainUnconfirmedError struct {
+	Orchestrator Orchestrator
+}
+
+func (e *DrainUnconfirmedError) Error() string {
+	return "hold and drain " + HoldDrainEffect(e.Orchestrator) + ": confirm it explicitly"
+}
+
+// Is makes errors.Is(err, ErrDrainUnconfirmed) hold.
+func (e *DrainUnconfirmedError) Is(target error) bool { return target == ErrDrainUnconfirmed }
 
 // HoldStep is a step of a hold: a proposal, or an admin's decision on it.
 type HoldStep string
@@ -230,7 +249,7 @@ func ConfirmHold(s Conn, by Actor, reason string, now time.Time) (Effect, error)
 // explicit confirmation (the page asks them to type the team's name).
 func ConfirmDrain(s Conn, by Actor, confirmed bool, reason string, now time.Time) (Effect, error) {
 	if HoldAllows(s.Hold, HoldStepDrain) && !confirmed {
-		return Effect{}, ErrDrainUnconfirmed
+		return Effect{}, &DrainUnconfirmedError{Orchestrator: s.Orchestrator}
 	}
 	return holdDecision(s, by, HoldStepDrain, reason, now)
 }
@@ -352,10 +371,12 @@ func HoldWording(o Orchestrator, step HoldStep) string {
 
 // HoldDrainEffect is what hold and drain does to running work on
 // orchestrator o, for the admin's explicit confirmation: Kueue evicts the
-// admitted workloads; Slurm's running jobs of the account are cancelled.
+// admitted workloads; on Slurm, scancel cancels the account's running and
+// suspended jobs (internal/provision/slurmprov DrainStates), pending ones
+// stay pending.
 func HoldDrainEffect(o Orchestrator) string {
 	if o == OrchestratorSlurm {
-		return "cancels the running jobs of the team's Slurm account"
+		return "cancels the running jobs of the team's Slurm account (scancel of its running and suspended jobs; pending jobs stay pending)"
 	}
 	return "evicts the team's running work"
 }

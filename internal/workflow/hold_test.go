@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +234,43 @@ func TestHoldNoticesSayWhatTheOrchestratorDoes(t *testing.T) {
 	}
 	if HoldWording(OrchestratorSlurm, HoldStepDecline) != HoldWording(OrchestratorEKS, HoldStepDecline) {
 		t.Error("a declined hold reads differently by orchestrator; nothing was applied to either")
+	}
+}
+
+// TestDrainUnconfirmedSaysWhatTheOrchestratorDoes: an unconfirmed drain is
+// refused (errors.Is ErrDrainUnconfirmed) in the words of the connection's
+// orchestrator: on EKS the running work is evicted; on Slurm, scancel
+// cancels the account's running and suspended jobs, and nothing is
+// evicted. A confirmed drain goes through.
+func TestDrainUnconfirmedSaysWhatTheOrchestratorDoes(t *testing.T) {
+	admin := Actor{ID: 4, Email: "ada@example.test"}
+	for o, words := range map[Orchestrator]struct{ own, other []string }{
+		"":                {[]string{"evicts"}, []string{"scancel", "Slurm"}},
+		OrchestratorEKS:   {[]string{"evicts"}, []string{"scancel", "Slurm"}},
+		OrchestratorSlurm: {[]string{"scancel", "running and suspended jobs", "Slurm account"}, []string{"evict"}},
+	} {
+		s := heldConn(StateActive, HoldOn)
+		s.Orchestrator = o
+		_, err := ConfirmDrain(s, admin, false, "r", holdNow)
+		if !errors.Is(err, ErrDrainUnconfirmed) {
+			t.Fatalf("%q: unconfirmed drain: %v, want ErrDrainUnconfirmed", o, err)
+		}
+		var de *DrainUnconfirmedError
+		if !errors.As(fmt.Errorf("store: drain hold: %w", err), &de) || de.Orchestrator != o {
+			t.Errorf("%q: %v is not a *DrainUnconfirmedError of the connection's orchestrator", o, err)
+		}
+		for _, w := range words.own {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: %q does not say %q", o, err, w)
+			}
+		}
+		for _, w := range words.other {
+			if strings.Contains(err.Error(), w) {
+				t.Errorf("%q: %q says %q, the other orchestrator's word", o, err, w)
+			}
+		}
+		if _, err := ConfirmDrain(s, admin, true, "r", holdNow); err != nil {
+			t.Errorf("%q: confirmed drain: %v", o, err)
+		}
 	}
 }

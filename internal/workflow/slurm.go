@@ -17,12 +17,15 @@ type SlurmStep struct {
 //     follows Slurm's own settings
 //     (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-studio-setup-slurm.html,
 //     https://docs.aws.amazon.com/systems-manager/latest/userguide/session-preferences-run-as.html).
-//   - PrivateData in slurm.conf hides other users' jobs
-//     (https://slurm.schedmd.com/slurm.conf.html).
+//   - PrivateData=jobs in slurm.conf hides other users' jobs from squeue
+//     and scontrol, in slurmdbd.conf their records from sacct
+//     (https://slurm.schedmd.com/slurm.conf.html,
+//     https://slurm.schedmd.com/slurmdbd.conf.html); the readiness page
+//     checks both (internal/provision slurmVisibilityCheck).
 func SlurmManualSteps(c Contract) []SlurmStep {
 	return []SlurmStep{
 		{"Session Manager Run As: the team's roles start sessions as the member's OS user (the one the cluster settings' slurm.user_template names; Run As support turned on in Session Manager preferences)",
 			"tag " + c.ProjectRoleARN + " and " + c.AccessRoleARN + " with SSMSessionRunAs=<os-user>"},
-		{"task visibility: team members see only their own jobs", "PrivateData=jobs in slurm.conf"},
+		{"task visibility: team members see only their own jobs", "PrivateData=jobs in slurm.conf and slurmdbd.conf (the readiness page checks both)"},
 	}
 }

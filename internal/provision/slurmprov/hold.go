@@ -3,6 +3,7 @@ package slurmprov
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hyperpod-governance/portal/internal/slurm"
@@ -29,7 +30,8 @@ import (
 //
 // The plan never sets GrpJobs (Commands, Apply and Drift leave the field
 // alone), so a re-apply or an amendment neither clears a hold nor sees it
-// as drift; HoldDrift compares the field with the connection's hold
+// as drift; an amendment that moves the account association elsewhere (a
+// renamed account) puts the hold on the new one (ApplyKeepingHold); HoldDrift compares the field with the connection's hold
 // instead, as the EKS side compares a queue's stopPolicy.
 //
 // Draining cancels the account's running (and suspended) jobs with scancel
@@ -160,4 +162,90 @@ func Drain(ctx context.Context, r slurm.Runner, p Plan) (jobs, ran []string, err
 		ran = append(ran, "scancel "+strings.Join(args, " "))
 	}
 	return jobs, ran, nil
+}
+
+// MovesAccount reports whether an amendment from old to new puts the
+// team's account association somewhere else (another account name, or
+// another cluster): the new association is added, and the old one's
+// limits, GrpJobs among them, stay behind.
+func MovesAccount(old, new Plan) bool {
+	return old.Account.Name != new.Account.Name || old.Cluster != new.Cluster
+}
+
+// HeldApplyCommands are ApplyCommands(p, s) for a team that is held: the
+// command that adds p's account also sets GrpJobs=0, so that no job of
+// the new account starts before the hold is on it (sacctmgr takes an
+// association's limits, GrpJobs among them, when it adds the account:
+// sacctmgr(1), "SPECIFICATIONS FOR ACCOUNTS", https://slurm.schedmd.com/sacctmgr.html);
+// an account that exists already and whose GrpJobs (have, as ReadHold
+// reads it) is not 0 gets HoldCommand after the rest. It is pure.
+func HeldApplyCommands(p Plan, s State, have string) []Command {
+	cmds := ApplyCommands(p, s)
+	if s.Account == nil {
+		for i, c := range cmds {
+			if len(c.Args) > 2 && c.Args[0] == "add" && c.Args[1] == "account" && c.Args[2] == p.Account.Name {
+				c.Args = append(slices.Clone(c.Args), "GrpJobs=0")
+				c.Why += "; on hold (GrpJobs=0), as the account it replaces is"
+				cmds[i] = c
+			}
+		}
+		return cmds
+	}
+	if HoldDrift(p, true, have) != nil {
+		cmds = append(cmds, HoldCommand(p, true))
+	}
+	return cmds
+}
+
+// ApplyKeepingHold is Apply for an amendment from old to p: when the
+// amendment moves the team's account association (MovesAccount) and old's
+// account is held (GrpJobs=0, as a hold job leaves it), p's account gets
+// the hold too (HeldApplyCommands), and the apply fails unless it has it
+// afterwards. Without this, a held team's renamed account would start its
+// jobs until an admin applied the hold again.
+//
+// The hold is read from old's account on the cluster, where the hold jobs
+// put it, before anything is written. An amendment resumed after its
+// retire step removed the old account finds no hold there and applies p
+// as Apply does, which never changes GrpJobs: the new account, added with
+// GrpJobs=0 by the first attempt, keeps it.
+func ApplyKeepingHold(ctx context.Context, r slurm.Runner, p, old Plan) ([]Command, error) {
+	if !MovesAccount(old, p) {
+		return Apply(ctx, r, p)
+	}
+	grp, found, err := ReadHold(ctx, r, old)
+	if err != nil {
+		return nil, err
+	}
+	if !found || grp != "0" {
+		return Apply(ctx, r, p)
+	}
+	s, err := Read(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
+	have := ""
+	if s.Account != nil {
+		if have, _, err = ReadHold(ctx, r, p); err != nil {
+			return nil, err
+		}
+	}
+	ran, err := run(ctx, r, HeldApplyCommands(p, s, have))
+	if err != nil || len(ran) == 0 {
+		return ran, err
+	}
+	after, err := Read(ctx, r, p)
+	if err != nil {
+		return ran, err
+	}
+	if left := Drift(p, after); len(left) > 0 {
+		return ran, fmt.Errorf("slurmprov: after applying, the cluster still differs from the plan: %s", left[0])
+	}
+	if have, _, err = ReadHold(ctx, r, p); err != nil {
+		return ran, err
+	}
+	if d := HoldDrift(p, true, have); d != nil {
+		return ran, fmt.Errorf("slurmprov: after applying, the hold of account %s did not move to %s: %s", old.Account.Name, p.Account.Name, d)
+	}
+	return ran, nil
 }

@@ -163,3 +163,66 @@ func TestDrainIsIdempotent(t *testing.T) {
 		t.Errorf("drain again: %v, %v, %v, ran %v; want one listing", jobs, ran, err, h.ran)
 	}
 }
+
+// TestHeldApplyCommands: for a held team, the command that adds the new
+// account sets GrpJobs=0 in the same command (and nothing else changes:
+// the other commands are ApplyCommands'); an existing account without the
+// limit gets the hold command after the rest; one that has it gets
+// nothing more.
+func TestHeldApplyCommands(t *testing.T) {
+	p := testPlan("b", User{"hp-red-1", "redb", "gpu"})
+	plain := ApplyCommands(p, State{Parent: true})
+	held := HeldApplyCommands(p, State{Parent: true}, "")
+	if len(held) != len(plain) {
+		t.Fatalf("held %v, plain %v", commandTexts(held), commandTexts(plain))
+	}
+	adds := 0
+	for i := range held {
+		c := held[i]
+		if c.Args[0] == "add" && c.Args[1] == "account" && c.Args[2] == "redb" {
+			adds++
+			if !slices.Equal(c.Args, append(slices.Clone(plain[i].Args), "GrpJobs=0")) {
+				t.Errorf("the account's add: %s; want %s GrpJobs=0", c, plain[i])
+			}
+			continue
+		}
+		if c.String() != plain[i].String() {
+			t.Errorf("command %d: %s, want %s", i, c, plain[i])
+		}
+	}
+	if adds != 1 {
+		t.Errorf("%d commands add account redb: %v", adds, commandTexts(held))
+	}
+	if slices.ContainsFunc(plain, func(c Command) bool { return slices.Contains(c.Args, "GrpJobs=0") }) {
+		t.Errorf("ApplyCommands itself sets GrpJobs: %v", commandTexts(plain))
+	}
+
+	exists := StateOf(p, p)
+	exists.Parent = true
+	got := HeldApplyCommands(p, exists, "")
+	if len(got) != 1 || got[0].String() != HoldCommand(p, true).String() {
+		t.Errorf("existing account without the limit: %v; want the hold command alone", commandTexts(got))
+	}
+	if got := HeldApplyCommands(p, exists, "0"); len(got) != 0 {
+		t.Errorf("existing held account: %v; want nothing", commandTexts(got))
+	}
+}
+
+// TestMovesAccount: a renamed account or another cluster moves the
+// account association; a renamed QoS alone does not.
+func TestMovesAccount(t *testing.T) {
+	p := testPlan("")
+	renamed := testPlan("b")
+	elsewhere := p
+	elsewhere.Cluster = "other"
+	qos := p
+	qos.QoS.Name = "gold"
+	for _, c := range []struct {
+		new  Plan
+		want bool
+	}{{p, false}, {renamed, true}, {elsewhere, true}, {qos, false}} {
+		if got := MovesAccount(p, c.new); got != c.want {
+			t.Errorf("MovesAccount(%s@%s → %s@%s) = %v", p.Account.Name, p.Cluster, c.new.Account.Name, c.new.Cluster, got)
+		}
+	}
+}
