@@ -1,7 +1,9 @@
 // Command testreport reads `go test -json` on its standard input and prints
 // what `go test` without -json prints (each package's ok/FAIL line, the
 // output of failed tests and of package-level code), then the slowest tests
-// and packages of the run. make test pipes its go test through it, so that
+// and packages of the run, each package with when it started and ended
+// (seconds after the run's first package started: which packages overlap,
+// and which one ended the run). make test pipes its go test through it, so that
 // every run says where its minutes went (issue 34: a warm make test is to
 // stay under 10 minutes). It exits 1 when a test or a package failed, or the
 // input ended without a package's result (a killed go test).
@@ -23,6 +25,7 @@ import (
 
 // event is one line of `go test -json` (go doc test2json).
 type event struct {
+	Time    time.Time
 	Action  string
 	Package string
 	Test    string
@@ -35,6 +38,9 @@ type key struct{ pkg, test string }
 type timing struct {
 	name    string
 	elapsed time.Duration
+	// span: a package's first and last event (zero for tests, and for
+	// input without times)
+	from, to time.Time
 }
 
 // report holds a run's state: output kept until a test's result decides
@@ -42,15 +48,17 @@ type timing struct {
 type report struct {
 	out      io.Writer
 	held     map[key][]string
-	started  map[string]bool // packages with output or tests seen
-	ended    map[string]bool // packages with a pass, fail or skip result
+	started  map[string]bool      // packages with output or tests seen
+	first    map[string]time.Time // each package's first event
+	origin   time.Time            // the run's first event
+	ended    map[string]bool      // packages with a pass, fail or skip result
 	tests    []timing
 	packages []timing
 	failed   bool
 }
 
 func newReport(out io.Writer) *report {
-	return &report{out: out, held: map[key][]string{}, started: map[string]bool{}, ended: map[string]bool{}}
+	return &report{out: out, held: map[key][]string{}, started: map[string]bool{}, ended: map[string]bool{}, first: map[string]time.Time{}}
 }
 
 // add takes one event. Output of a test is held until its result: printed
@@ -60,6 +68,12 @@ func newReport(out io.Writer) *report {
 func (r *report) add(e event) {
 	if e.Package != "" {
 		r.started[e.Package] = true
+		if _, seen := r.first[e.Package]; !seen && !e.Time.IsZero() {
+			r.first[e.Package] = e.Time
+		}
+	}
+	if r.origin.IsZero() || (!e.Time.IsZero() && e.Time.Before(r.origin)) {
+		r.origin = e.Time
 	}
 	k := key{e.Package, e.Test}
 	switch e.Action {
@@ -82,7 +96,7 @@ func (r *report) add(e event) {
 			if e.Action == "fail" {
 				r.failed = true
 			}
-			r.packages = append(r.packages, timing{e.Package, d})
+			r.packages = append(r.packages, timing{name: e.Package, elapsed: d, from: r.first[e.Package], to: e.Time})
 			return
 		}
 		if e.Action == "fail" {
@@ -93,7 +107,7 @@ func (r *report) add(e event) {
 		}
 		delete(r.held, k)
 		if !strings.Contains(e.Test, "/") { // top-level tests only: subtests are inside them
-			r.tests = append(r.tests, timing{e.Package + " " + e.Test, d})
+			r.tests = append(r.tests, timing{name: e.Package + " " + e.Test, elapsed: d})
 		}
 	}
 }
@@ -126,7 +140,11 @@ func (r *report) summary(top int) bool {
 			n := min(top, len(list.ts))
 			fmt.Fprintf(r.out, "slowest %d %s:\n", n, list.what)
 			for _, t := range list.ts[:n] {
-				fmt.Fprintf(r.out, "  %7.1fs  %s\n", t.elapsed.Seconds(), strings.TrimPrefix(t.name, "github.com/hyperpod-governance/portal/"))
+				span := ""
+				if !t.from.IsZero() && !t.to.IsZero() && !r.origin.IsZero() {
+					span = fmt.Sprintf("  (%.0fs to %.0fs)", t.from.Sub(r.origin).Seconds(), t.to.Sub(r.origin).Seconds())
+				}
+				fmt.Fprintf(r.out, "  %7.1fs  %s%s\n", t.elapsed.Seconds(), strings.TrimPrefix(t.name, "github.com/hyperpod-governance/portal/"), span)
 			}
 		}
 	}

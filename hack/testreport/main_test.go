@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReport(t *testing.T) {
@@ -64,5 +65,28 @@ func TestReportPassingRun(t *testing.T) {
 	r.add(event{Action: "pass", Package: "m/d", Elapsed: 1})
 	if !r.summary(5) {
 		t.Errorf("a passing run failed:\n%s", out.String())
+	}
+}
+
+func TestReportShowsWhenEachPackageRan(t *testing.T) {
+	var out bytes.Buffer
+	r := newReport(&out)
+	t0 := time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	for _, e := range []event{
+		{Time: at(0), Action: "start", Package: "m/a"},
+		{Time: at(3), Action: "start", Package: "m/b"},
+		{Time: at(40), Action: "pass", Package: "m/a", Elapsed: 40},
+		{Time: at(93), Action: "pass", Package: "m/b", Elapsed: 90},
+	} {
+		r.add(e)
+	}
+	if !r.summary(2) {
+		t.Fatalf("a passing run failed:\n%s", out.String())
+	}
+	for _, want := range []string{"90.0s  m/b  (3s to 93s)\n", "40.0s  m/a  (0s to 40s)\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
