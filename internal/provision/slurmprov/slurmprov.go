@@ -447,12 +447,22 @@ func Apply(ctx context.Context, r slurm.Runner, p Plan) ([]Command, error) {
 func run(ctx context.Context, r slurm.Runner, cmds []Command) ([]Command, error) {
 	var ran []Command
 	for _, c := range cmds {
-		if _, err := r.Run(ctx, "sacctmgr", append([]string{"-i"}, c.Args...)...); err != nil {
+		if _, err := r.Run(ctx, "sacctmgr", append([]string{"-i"}, c.Args...)...); err != nil && !alreadyGone(c, err) {
 			return ran, err
 		}
 		ran = append(ran, c)
 	}
 	return ran, nil
+}
+
+// alreadyGone: a delete that failed only because what it removes is not
+// there any more (sacctmgr prints "Nothing deleted" and exits 1, Slurm
+// 22.05 on the test bed), as when someone removed it between the read the
+// commands were planned from and the delete. What the delete is for holds,
+// so revocation and retirement go on instead of failing on a gap they did
+// not make; any other failure of a delete still fails.
+func alreadyGone(c Command, err error) bool {
+	return len(c.Args) > 0 && c.Args[0] == "delete" && strings.Contains(err.Error(), "Nothing deleted")
 }
 
 // ApplyCommands are the commands that take the accounting database from

@@ -208,3 +208,37 @@ func TestRevokeCommandsAccountWholeUnlessElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// failingRunner answers every sacctmgr command with err, recording it.
+type failingRunner struct {
+	err error
+	ran [][]string
+}
+
+func (f *failingRunner) Run(_ context.Context, _ string, args ...string) ([]byte, error) {
+	f.ran = append(f.ran, args)
+	return nil, f.err
+}
+
+// TestRunGoesOnWhenADeleteFindsNothing: a delete whose object someone else
+// removed meanwhile (sacctmgr's "Nothing deleted", exit 1) does not stop a
+// revocation; any other failure, and a "Nothing deleted" of another kind
+// of command, does.
+func TestRunGoesOnWhenADeleteFindsNothing(t *testing.T) {
+	p := testPlan("", User{"hp-red-1", "red", "gpu"})
+	s := State{Users: p.Users, AccountRecord: true, Account: &p.Account, QoS: &p.QoS}
+	cmds := p.RevokeCommands(s)
+	gone := &failingRunner{err: fmt.Errorf("slurm: sacctmgr -i delete: exit 1: Nothing deleted")}
+	ran, err := run(context.Background(), gone, cmds)
+	if err != nil || len(ran) != len(cmds) || len(gone.ran) != len(cmds) {
+		t.Fatalf("revocation over deletes that find nothing: ran %d of %d, err %v", len(ran), len(cmds), err)
+	}
+	other := &failingRunner{err: fmt.Errorf("slurm: sacctmgr -i delete: exit 1: Problem talking to the database")}
+	if ran, err := run(context.Background(), other, cmds); err == nil || len(ran) != 0 || len(other.ran) != 1 {
+		t.Fatalf("a delete that failed otherwise: ran %d, err %v; want it to stop at the first", len(ran), err)
+	}
+	modify := []Command{{[]string{"modify", "qos", "where", "name=x", "set", "Priority=1"}, "restore"}}
+	if _, err := run(context.Background(), gone, modify); err == nil {
+		t.Fatal(`a modify that printed "Nothing deleted" passed as done`)
+	}
+}
