@@ -1,7 +1,9 @@
 // Command pages is the page benchmark of `make bench` (issue 15): the real
 // `portal serve --dev` on a database seeded like a large installation
 // (internal/support/benchseed: 10,000 connections across 1,000 teams, 1,000,000
-// audit events), the six pages the issue names loaded with wrk
+// audit events), the pages of ../shared/docs/performance.md's pages row
+// (benchseed.Seeded.Pages: the six the issue names and the finance page)
+// loaded with wrk
 // (`wrk -t2 -c64 --latency`, keep-alive, signed in through the built-in
 // identity provider), each next to a bare echo handler in this process
 // that serves the very bytes and Content-Type the portal served for that

@@ -66,6 +66,9 @@ func (d *DB) MigrateDownTo(ctx context.Context, version int64) error {
 // plan test.
 const SummedHoursSQL = summedHoursSQL
 
+// SpanParts is summedHoursSQL's arguments for a span.
+func SpanParts(from, to time.Time) []any { return spanParts(from, to) }
+
 // IsUniqueViolation is isUniqueViolation, for the tests of table rules.
 func IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
 

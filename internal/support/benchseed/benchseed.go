@@ -126,9 +126,14 @@ type Page struct {
 	Name, Path, User, Want, Not string
 }
 
-// Pages are the six pages of issue 15: as the demo admin, but the review
-// queue, which only reviewers may open (workflow.ActionViewReviewHome), as
-// the demo reviewer.
+// Pages are the pages of ../shared/docs/performance.md's pages row: the
+// six of issue 15 as the demo admin, but the review queue, which only
+// reviewers may open (workflow.ActionViewReviewHome), as the demo reviewer;
+// and the finance page, the month to date's chargeback of every team,
+// which only the finance role may open (workflow.ActionViewFinanceHome), as
+// the demo finance user. The finance page shows the usage team's row: a
+// team with a guarantee in force is charged its idle share even in the
+// first hour of a month, before any of the month's usage is recorded.
 func (s Seeded) Pages() []Page {
 	return []Page{
 		{"dashboard", "/", "admin", `data-testid="card-admin"`, ""},
@@ -137,6 +142,7 @@ func (s Seeded) Pages() []Page {
 		{"audit", "/audit", "admin", `data-testid="chain-ok"`, "BROKEN"},
 		{"usage", "/teams/" + s.UsageTeam + "/usage", "admin", "accelerators (the approved connection", `data-testid="usage-empty"`},
 		{"reviews", "/reviews", "reviewer", fmt.Sprintf("%d open", s.OpenReviews), `data-testid="review-home"`},
+		{"finance", "/finance", "finance", fmt.Sprintf(`data-testid="finance-team-%s"`, s.UsageTeam), `data-testid="finance-empty"`},
 	}
 }
 

@@ -19,8 +19,9 @@ import (
 // connections are what the portal's commands write (checkSeeded), and
 // checks, through the
 // real `portal serve --dev` signed in as the demo admin (the review
-// queue as the demo reviewer), that each of the
-// six pages the benchmark measures is a 200 showing the seeded data: on
+// queue as the demo reviewer, the finance page as the demo finance user),
+// that each of the seven pages the benchmark measures is a 200 showing the
+// seeded data: on
 // SQLite, and on PostgreSQL when the test bed's is there
 // (PORTAL_TEST_POSTGRES_URL; `make test` sets it).
 func TestSeededPagesServe(t *testing.T) {
