@@ -33,6 +33,17 @@ type DB struct {
 	version *sqliteVersion // DataVersion's connection (SQLite)
 
 	pgVersion *versionFlights // DataVersion's reads (PostgreSQL)
+
+	// writer admits one of this process's write transactions at a time
+	// (SQLite; nil on PostgreSQL, whose advisory lock queues writers).
+	// Without it every writer waiting for SQLite's write lock spun in the
+	// busy handler and failed with SQLITE_BUSY after busy_timeout (5 s):
+	// under CPU starvation a concurrent writer test saw "begin: database
+	// is locked" (TestSaveContractStopsAtMaxVersions, TestApproveConcurrent
+	// beside a cold build). Queued here, a writer waits as long as its
+	// context allows; only another process's writers still meet the busy
+	// timeout.
+	writer chan struct{}
 }
 
 // Open opens the database dsn names. It does not migrate; call Migrate.
@@ -110,7 +121,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 			return nil, err
 		}
 	}
-	return &DB{sql: db, path: path, dialect: dialectSQLite, version: &sqliteVersion{path: path}}, nil
+	return &DB{sql: db, path: path, dialect: dialectSQLite, version: &sqliteVersion{path: path}, writer: make(chan struct{}, 1)}, nil
 }
 
 // OpenReadOnly opens an existing portal database for reading only: what
@@ -315,9 +326,19 @@ func (d *DB) ExecForTest(ctx context.Context, stmts ...string) error {
 }
 
 // inTx runs f in one write transaction, serialized with every other write
-// transaction on the database (dialect.beginWrite), and commits, or rolls
-// back on any error.
+// transaction on the database (dialect.beginWrite; on SQLite this process's
+// writers queue on d.writer first), and commits, or rolls back on any
+// error. f must not start another write transaction of d: it would wait for
+// itself until ctx ends.
 func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+	if d.writer != nil {
+		select {
+		case d.writer <- struct{}{}:
+			defer func() { <-d.writer }()
+		case <-ctx.Done():
+			return fmt.Errorf("store: begin: waiting for the other writers: %w", ctx.Err())
+		}
+	}
 	tx, err := d.dialect.beginWrite(ctx, d.sql)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)

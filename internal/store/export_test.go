@@ -138,3 +138,6 @@ func (d *DB) DataVersionFromWALIndex() int64 {
 func (d *DB) SetPGVersionWaits(waits []time.Duration) {
 	d.pgVersion.query = pgDataVersion(d.sql, waits)
 }
+
+// InTxForTest runs f in one of the store's write transactions (inTx).
+func (d *DB) InTxForTest(ctx context.Context, f func(*sql.Tx) error) error { return d.inTx(ctx, f) }
