@@ -71,6 +71,8 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	e.POST(apiPrefix+"/connections/:id/preview", s.apiPreviewChange, auth)
 	e.POST(apiPrefix+"/preview", s.apiPreview, auth)
 	e.GET(apiPrefix+"/audit", s.apiAudit, auth)
+	e.GET(apiPrefix+"/notifications", s.apiNotifications, auth)
+	e.POST(apiPrefix+"/notifications/:id/read", s.apiMarkNotificationRead, auth)
 }
 
 // apiAuth authenticates an API request: a bearer token (checked against
