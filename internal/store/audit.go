@@ -138,6 +138,65 @@ func (d *DB) AuditEvents(ctx context.Context, f AuditFilter, before int64, limit
 // ends in id (migrations 00002, 00023), so a page is a walk of that index
 // newest first that stops at the limit, whatever the trail's length.
 func auditEventsQuery(f AuditFilter, before int64, limit int) (string, []any) {
+	where, args := auditFilterWhere(f)
+	if before > 0 {
+		where, args = append(where, "id < ?"), append(args, before)
+	}
+	q := `SELECT ` + auditCols + ` FROM audit_events`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	args = append(args, limit)
+	return q, args
+}
+
+// AuditEventsAfter returns events matching f with after < id <= upto,
+// oldest first, at most limit: the same filters as AuditEvents, walked the
+// other way (a reader catching up from its last event).
+func (d *DB) AuditEventsAfter(ctx context.Context, f AuditFilter, after, upto int64, limit int) ([]AuditEvent, error) {
+	where, args := auditFilterWhere(f)
+	where, args = append(where, "id > ?", "id <= ?"), append(args, after, upto)
+	rows, err := d.sql.QueryContext(ctx, `SELECT `+auditCols+` FROM audit_events WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: audit events: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditEvent
+	for rows.Next() {
+		e, err := scanAudit(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// EachAuditEventAfter calls fn for every event matching f with after < id
+// <= upto, oldest first, in batches of a fixed size by keyset: constant
+// memory, and no read transaction held while the client is slow.
+func (d *DB) EachAuditEventAfter(ctx context.Context, f AuditFilter, after, upto int64, fn func(AuditEvent) error) error {
+	const batch = 500
+	for {
+		events, err := d.AuditEventsAfter(ctx, f, after, upto, batch)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(events) < batch {
+			return nil
+		}
+		after = events[len(events)-1].ID
+	}
+}
+
+// auditFilterWhere is f as SQL conditions and their arguments.
+func auditFilterWhere(f AuditFilter) ([]string, []any) {
 	var where []string
 	var args []any
 	if f.Team != "" {
@@ -158,16 +217,7 @@ func auditEventsQuery(f AuditFilter, before int64, limit int) (string, []any) {
 	if f.Actor != "" {
 		where, args = append(where, "actor = ?"), append(args, f.Actor)
 	}
-	if before > 0 {
-		where, args = append(where, "id < ?"), append(args, before)
-	}
-	q := `SELECT ` + auditCols + ` FROM audit_events`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id DESC LIMIT ?"
-	args = append(args, limit)
-	return q, args
+	return where, args
 }
 
 const auditCols = `id, at, COALESCE(actor_id, 0), actor, action, object_type, object_id, team, version, reason, prev_hash, hash`

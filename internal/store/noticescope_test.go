@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -57,11 +58,22 @@ func TestNoticeScopeIsTheReadNoticeRule(t *testing.T) {
 		"finance":        workflow.NewPrincipal(u.ID, "s", u.Email, "", []workflow.Role{workflow.RoleFinance}, nil),
 		"no access":      workflow.NewPrincipal(u.ID, "s", u.Email, "", nil, nil),
 	}
+	// Through a token limited to teams (workflow.TokenNoticeScope): also
+	// only what the token covers, even a notice addressed by name.
+	tokens := map[string]workflow.Token{}
+	for _, name := range slices.Sorted(maps.Keys(principals)) {
+		p := principals[name]
+		for _, limit := range [][]string{nil, {"blue"}} {
+			principals[fmt.Sprintf("%s, token limited to %v", name, limit)] = p
+			tokens[fmt.Sprintf("%s, token limited to %v", name, limit)] = workflow.Token{Teams: limit}
+		}
+	}
 	for name, p := range principals {
-		scope := workflow.NoticeScopeOf(p)
+		scope := workflow.TokenNoticeScope(p, tokens[name])
 		var want []string
 		for i, n := range notices {
-			if workflow.Decide(p, workflow.ActionReadNotice, workflow.Object{Team: n.team, Personal: n.personal}).Allowed {
+			if workflow.Decide(p, workflow.ActionReadNotice, workflow.Object{Team: n.team, Personal: n.personal}).Allowed &&
+				(n.team == "" || workflow.TokenCoversTeam(tokens[name], n.team)) {
 				want = append(want, fmt.Sprintf("s%d", i))
 			}
 		}

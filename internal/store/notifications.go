@@ -316,7 +316,16 @@ type Notification struct {
 // Notifications returns userID's notifications, newest first (at most
 // limit). Only that user's: every query here is keyed by the user.
 func (d *DB) Notifications(ctx context.Context, userID int64, scope workflow.NoticeScope, limit int) ([]Notification, error) {
+	return d.NotificationsBefore(ctx, userID, scope, 0, limit)
+}
+
+// NotificationsBefore is Notifications with id < before (0: from the
+// newest): a page after the one that ended at before.
+func (d *DB) NotificationsBefore(ctx context.Context, userID int64, scope workflow.NoticeScope, before int64, limit int) ([]Notification, error) {
 	cond, args := noticeScopeSQL(scope)
+	if before > 0 {
+		cond, args = cond+" AND id < ?", append(args, before)
+	}
 	rows, err := d.sql.QueryContext(ctx, `SELECT id, coalesce(connection_id, 0), team, kind, subject, created_at, read_at != ''
 FROM notifications WHERE user_id = ? AND `+cond+` ORDER BY id DESC LIMIT ?`,
 		append(append([]any{userID}, args...), limit)...)
@@ -339,11 +348,43 @@ FROM notifications WHERE user_id = ? AND `+cond+` ORDER BY id DESC LIMIT ?`,
 	return out, rows.Err()
 }
 
+// Notification returns userID's notification id within scope, or
+// ErrNotFound: another user's, or one scope leaves out, is not found.
+func (d *DB) Notification(ctx context.Context, userID int64, scope workflow.NoticeScope, id int64) (Notification, error) {
+	cond, args := noticeScopeSQL(scope)
+	var n Notification
+	var created string
+	err := d.sql.QueryRowContext(ctx, `SELECT id, coalesce(connection_id, 0), team, kind, subject, created_at, read_at != ''
+FROM notifications WHERE id = ? AND user_id = ? AND `+cond, append([]any{id, userID}, args...)...).Scan(&n.ID, &n.ConnectionID, &n.Team, &n.Kind, &n.Subject, &created, &n.Read)
+	if errors.Is(err, sql.ErrNoRows) {
+		return n, ErrNotFound
+	}
+	if err != nil {
+		return n, fmt.Errorf("store: notification: %w", err)
+	}
+	if n.Created, err = parseTime(created); err != nil {
+		return n, fmt.Errorf("store: notification %d: %w", n.ID, err)
+	}
+	return n, nil
+}
+
 // noticeScopeSQL is the condition on the notifications row that keeps
 // the notices scope lets its user read (workflow.NoticeScope), and its
 // arguments: notices about no team, addressed to the reader by name, or
 // about a team the scope names (every team when AllTeams).
 func noticeScopeSQL(scope workflow.NoticeScope) (string, []any) {
+	cond, args := noticeTeamsSQL(scope)
+	if len(scope.Within) == 0 || scope.None {
+		return cond, args
+	}
+	for _, t := range scope.Within {
+		args = append(args, t)
+	}
+	return "(" + cond + " AND (team = '' OR team IN (" + strings.TrimSuffix(strings.Repeat("?,", len(scope.Within)), ",") + ")))", args
+}
+
+// noticeTeamsSQL is noticeScopeSQL without scope.Within.
+func noticeTeamsSQL(scope workflow.NoticeScope) (string, []any) {
 	switch {
 	case scope.None:
 		return "1 = 0", nil

@@ -70,6 +70,9 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	e.GET(apiPrefix+"/connections/:id/versions/:v/plan-diff", s.apiPlanDiff, auth)
 	e.POST(apiPrefix+"/connections/:id/preview", s.apiPreviewChange, auth)
 	e.POST(apiPrefix+"/preview", s.apiPreview, auth)
+	e.GET(apiPrefix+"/audit", s.apiAudit, auth)
+	e.GET(apiPrefix+"/notifications", s.apiNotifications, auth)
+	e.POST(apiPrefix+"/notifications/:id/read", s.apiMarkNotificationRead, auth)
 }
 
 // apiAuth authenticates an API request: a bearer token (checked against

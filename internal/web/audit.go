@@ -154,7 +154,7 @@ func (s *Server) exportAuditJSON(c echo.Context, f store.AuditFilter, before int
 	bw := bufio.NewWriter(c.Response())
 	sep := "[\n  "
 	err := s.opts.DB.EachAuditEvent(c.Request().Context(), f, before, func(e store.AuditEvent) error {
-		b, err := json.MarshalIndent(auditJSONRow{e.ID, e.At.UTC().Format(auditTimeLayout), e.Actor, e.Action, e.ObjectType, e.ObjectID, e.Team, e.Version, e.Reason, e.PrevHash, e.Hash}, "  ", "  ")
+		b, err := json.MarshalIndent(auditRowOf(e), "  ", "  ")
 		if err != nil {
 			return err
 		}

@@ -11,8 +11,10 @@
 // are re-checked before every change and after an interval (recheck.go).
 //
 // The JSON API under /api/v1 (api.go, apiwrite.go, apichange.go: edit,
-// withdraw; apiplan.go: plans, plan diffs, previews) is another door to the
-// same handlers' loaders and workflow.Decide: personal access tokens
+// withdraw; apiplan.go: plans, plan diffs, previews; apiaudit.go: the audit
+// trail, paged and streamed; apinotifications.go: the person's
+// notifications) is another door to the same handlers' loaders and
+// workflow.Decide: personal access tokens
 // (tokens.go, /settings/tokens) authenticate it, acting as their person
 // narrowed by workflow.TokenPrincipal and TokenPermits; errors are RFC 9457
 // problem documents; openapi.json describes it (openapi.go serves it and

@@ -45,6 +45,7 @@ const (
 	ActionRetryHold       Action = "connection.retry_hold"   // queue a failed hold job again
 	ActionExportEvidence  Action = "connection.evidence"     // a connection's evidence bundle (JSON and printable page)
 	ActionReadNotice      Action = "notice.read"             // one of the user's own in-app notices, about a team (or none)
+	ActionMarkNoticeRead  Action = "notice.mark_read"        // mark one of the user's own in-app notices read
 	// Lifecycle reviews (issue 13).
 	ActionViewReview        Action = "review.read"               // one review: its frozen evidence and its decision
 	ActionDeclineRevocation Action = "review.decline_revocation" // decline a review's recommendation of revocation: the connection stays
@@ -139,7 +140,8 @@ func Decide(p Principal, a Action, o Object) Decision {
 		return viewTeam(p, o)
 	case ActionViewConnection:
 		return viewConnection(p, o)
-	case ActionReadNotice:
+	case ActionReadNotice, ActionMarkNoticeRead:
+		// One marks read what one may read (the query is keyed by the user).
 		return decideReadNotice(p, o)
 	case ActionCreateRequest:
 		return requireTeamOwner(p, o)
@@ -630,6 +632,10 @@ type NoticeScope struct {
 	None     bool // no access at all: nothing
 	AllTeams bool
 	Teams    []string
+	// Within, when not empty, keeps only notices about no team or about
+	// these teams, even those addressed to the reader by name: a token
+	// limited to teams (TokenNoticeScope, TokenCoversTeam).
+	Within []string
 }
 
 // NoticeScopeOf is p's NoticeScope.

@@ -110,6 +110,10 @@ var policyTable = []struct {
 	{ActionReadNotice, Object{Team: "red"}, [8]bool{true, true, false, true, true, false, false, true}},
 	{ActionReadNotice, Object{Team: "blue"}, [8]bool{false, false, true, true, true, false, false, true}},
 	{ActionReadNotice, Object{}, [8]bool{true, true, true, true, true, true, false, true}},
+	// One marks read exactly what one may read.
+	{ActionMarkNoticeRead, Object{Team: "red"}, [8]bool{true, true, false, true, true, false, false, true}},
+	{ActionMarkNoticeRead, Object{Team: "blue"}, [8]bool{false, false, true, true, true, false, false, true}},
+	{ActionMarkNoticeRead, Object{}, [8]bool{true, true, true, true, true, true, false, true}},
 
 	{ActionApprove, redRequest(StateSubmitted), [8]bool{false, false, false, true, false, false, false, true}},
 	{ActionApprove, filedBy(8, StateSubmitted), [8]bool{false, false, false, true, false, false, false, false}},

@@ -194,7 +194,7 @@ func TokenPrincipal(person Principal, t Token) Principal {
 
 // readActions are the actions a read token may be used for.
 var readActions = []Action{
-	ActionViewTeam, ActionViewConnection, ActionViewAdminHome, ActionViewReviewHome, ActionViewFinanceHome,
+	ActionReadNotice, ActionViewTeam, ActionViewConnection, ActionViewAdminHome, ActionViewReviewHome, ActionViewFinanceHome,
 	ActionViewAudit, ActionViewCosts, ActionViewPlan, ActionViewSignals, ActionViewUsage, ActionExportEvidence, ActionViewReview,
 }
 
@@ -204,6 +204,10 @@ var readActions = []Action{
 // decisions, which does not exist yet: no token decides.
 var ownerCommands = []Action{ActionCreateRequest, ActionEditRequest, ActionSubmitRequest, ActionWithdrawRequest}
 
+// inboxWrites are the changes a read-write token may make to its person's
+// own notices.
+var inboxWrites = []Action{ActionMarkNoticeRead}
+
 // TokenPermits decides whether a token of scope s may be used for a. It is
 // asked besides Decide (with TokenPrincipal), never instead of it.
 func TokenPermits(s TokenScope, a Action) Decision {
@@ -212,13 +216,23 @@ func TokenPermits(s TokenScope, a Action) Decision {
 		if s.Valid() {
 			return allow("a %s token reads", s)
 		}
-	case slices.Contains(ownerCommands, a):
+	case slices.Contains(ownerCommands, a), slices.Contains(inboxWrites, a):
 		if s == TokenReadWrite {
-			return allow("a read-write token runs the owner's commands")
+			return allow("a read-write token runs the owner's commands and keeps its person's notices")
 		}
 		return deny("a %s token cannot %s; it needs the read-write scope", s, a)
 	}
 	return deny("no token may %s: decisions are made by people in the portal", a)
+}
+
+// TokenNoticeScope is the notices p (a token's principal, TokenPrincipal)
+// may read through token t: p's NoticeScope, and for a token limited to
+// teams only notices about no team or those teams, even those addressed to
+// the person by name (TokenCoversTeam).
+func TokenNoticeScope(p Principal, t Token) NoticeScope {
+	s := NoticeScopeOf(p)
+	s.Within = slices.Clone(t.Teams)
+	return s
 }
 
 // TokenCoversTeam reports whether t reaches team's objects: every team

@@ -125,7 +125,11 @@ func TestTokenPermits(t *testing.T) {
 		{TokenReadWrite, ActionRequestChanges, false},
 		{TokenReadWrite, ActionRevoke, false},
 		{TokenReadWrite, ActionReview, false},
+		{TokenRead, ActionReadNotice, true},
+		{TokenRead, ActionMarkNoticeRead, false},
+		{TokenReadWrite, ActionMarkNoticeRead, true},
 		{"", ActionViewConnection, false},
+		{"", ActionMarkNoticeRead, false},
 	} {
 		if got := TokenPermits(tc.s, tc.a).Allowed; got != tc.want {
 			t.Errorf("TokenPermits(%q, %s) = %v", tc.s, tc.a, got)
