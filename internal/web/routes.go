@@ -92,7 +92,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/reviews", s.reviewHome, s.requireLogin, s.cachePage)
 	e.GET("/reviews/:id", s.showReview, s.requireLogin)
 	e.POST("/reviews/:id/decide", s.decideReview, s.requireLogin)
-	e.GET("/finance", s.financeHome, s.requireLogin)
+	e.GET("/finance", s.financeHome, s.requireLogin, s.cachePage)
 	e.POST("/finance/policy", s.setCostPolicy, s.requireLogin)
 	e.GET("/teams/:team/statements/:month", s.teamStatement, s.requireLogin)
 	e.GET("/teams/:team/statements/:month/csv", s.teamStatementCSV, s.requireLogin)
