@@ -118,6 +118,11 @@ type AuditFilter struct {
 // newest), at most limit.
 func (d *DB) AuditEvents(ctx context.Context, f AuditFilter, before int64, limit int) ([]AuditEvent, error) {
 	q, args := auditEventsQuery(f, before, limit)
+	return d.auditRows(ctx, q, args...)
+}
+
+// auditRows runs a query of auditCols and scans its events in order.
+func (d *DB) auditRows(ctx context.Context, q string, args ...any) ([]AuditEvent, error) {
 	rows, err := d.sql.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit events: %w", err)
@@ -157,20 +162,7 @@ func auditEventsQuery(f AuditFilter, before int64, limit int) (string, []any) {
 func (d *DB) AuditEventsAfter(ctx context.Context, f AuditFilter, after, upto int64, limit int) ([]AuditEvent, error) {
 	where, args := auditFilterWhere(f)
 	where, args = append(where, "id > ?", "id <= ?"), append(args, after, upto)
-	rows, err := d.sql.QueryContext(ctx, `SELECT `+auditCols+` FROM audit_events WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: audit events: %w", err)
-	}
-	defer rows.Close()
-	var out []AuditEvent
-	for rows.Next() {
-		e, err := scanAudit(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return d.auditRows(ctx, `SELECT `+auditCols+` FROM audit_events WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`, append(args, limit)...)
 }
 
 // EachAuditEventAfter calls fn for every event matching f with after < id

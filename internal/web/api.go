@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -260,6 +261,28 @@ func apiConnectionOf(c store.Connection) apiConnectionBody {
 	return b
 }
 
+// pageQuery reads a list's paging parameters: before (the previous
+// page's next-link cursor; 0 when absent) and limit (1 to 100; pageSize
+// when absent). A bad value adds the field's problem to bad.
+func pageQuery(q url.Values, bad *[]problemField) (before int64, limit int) {
+	before, limit = 0, pageSize
+	if v := q.Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			*bad = append(*bad, problemField{Field: "before", Detail: "a positive whole number (the next link's cursor)"})
+		}
+		before = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			*bad = append(*bad, problemField{Field: "limit", Detail: "a whole number from 1 to 100"})
+		}
+		limit = n
+	}
+	return before, limit
+}
+
 // apiListConnections is GET /api/v1/connections: the connections the
 // caller may see (scopeTeams, as /connections), newest first, a page at a
 // time (before: the cursor of the previous page's next link).
@@ -277,21 +300,7 @@ func (s *Server) apiListConnections(c echo.Context) error {
 	if f.State != "" && !f.State.Valid() {
 		bad = append(bad, problemField{Field: "state", Detail: "not a state: " + strconv.Quote(q.Get("state"))})
 	}
-	before, limit := int64(0), pageSize
-	if v := q.Get("before"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			bad = append(bad, problemField{Field: "before", Detail: "a positive whole number (the next link's cursor)"})
-		}
-		before = n
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			bad = append(bad, problemField{Field: "limit", Detail: "a whole number from 1 to 100"})
-		}
-		limit = n
-	}
+	before, limit := pageQuery(q, &bad)
 	if len(bad) > 0 {
 		return &problemError{status: http.StatusBadRequest, title: "Invalid query", detail: "Some query parameters are not valid.", fields: bad}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -65,21 +64,7 @@ func (s *Server) apiNotifications(c echo.Context) error {
 	}
 	q := c.QueryParams()
 	var bad []problemField
-	before, limit := int64(0), pageSize
-	if v := q.Get("before"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			bad = append(bad, problemField{Field: "before", Detail: "a positive whole number (the next link's cursor)"})
-		}
-		before = n
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			bad = append(bad, problemField{Field: "limit", Detail: "a whole number from 1 to 100"})
-		}
-		limit = n
-	}
+	before, limit := pageQuery(q, &bad)
 	if len(bad) > 0 {
 		return &problemError{status: http.StatusBadRequest, title: "Invalid query", detail: "Some query parameters are not valid.", fields: bad}
 	}
