@@ -8,11 +8,9 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -73,19 +71,12 @@ func (s *Server) apiSubmitConnection(c echo.Context) error {
 	if err := allowed(p, workflow.ActionSubmitRequest, obj); err != nil {
 		return err
 	}
-	want := strings.Trim(strings.TrimPrefix(strings.TrimSpace(c.Request().Header.Get("If-Match")), "W/"), `"`)
-	if want == "" {
-		return &problemError{status: http.StatusPreconditionRequired, title: "If-Match required",
-			detail: "Send If-Match with the ETag of the version you submit (GET its version first).",
-			fields: []problemField{{Field: "If-Match", Detail: "required"}}}
+	want, err := ifMatch(c, "submit")
+	if err != nil {
+		return err
 	}
 	_, errs, err := s.submitCurrent(c, p, conn, want)
-	var stale *store.StaleError
-	if errors.As(err, &stale) {
-		return &problemError{status: http.StatusPreconditionFailed, title: "The version changed",
-			detail: fmt.Sprintf("Connection %d is at version %d (%s) now; read it again.", conn.ID, stale.Current.CurrentVersion, stale.Current.State), err: err}
-	}
-	if err != nil {
+	if err = orStale(conn, err); err != nil {
 		return err
 	}
 	if len(errs) > 0 {
