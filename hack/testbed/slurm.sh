@@ -12,7 +12,8 @@
 #
 # slurm.env:
 #   PORTAL_TEST_SLURM_CONF   the slurm.conf every Slurm command reads (SLURM_CONF=)
-#   PORTAL_TEST_SLURM_USERS  the local accounts the tests submit as (team:user,...)
+#   PORTAL_TEST_SLURM_USERS  the local accounts the tests submit as
+#                            (lane:team:user,...; testenv.SlurmUsers)
 #   PORTAL_TEST_SLURM_NODE   the node, PORTAL_TEST_SLURM_PARTITION its partition
 #   PORTAL_TEST_SLURM_GPUS   the GPUs the node declares
 #
@@ -27,7 +28,11 @@
 #
 # The users are local accounts (useradd, no home, no shell) created once on
 # the machine and kept: jobs run as them (sbatch through runuser), as on a
-# HyperPod cluster where Studio's users map to POSIX users.
+# HyperPod cluster where Studio's users map to POSIX users. Each package
+# whose tests use them has a lane of its own (two red, two blue): Slurm's
+# user records are global (a default account, coordinators), and two
+# packages' tests run at once, so a shared user let one package's
+# revocation or default-account change land in another's assertions.
 set -euo pipefail
 
 log() { printf 'slurm.sh: %s\n' "$*" >&2; }
@@ -44,7 +49,15 @@ CLUSTER=testbed
 NODE=hp-gpu-1
 PARTITION=gpu
 GPUS=8
-USERS=(red:hp-red-1 red:hp-red-2 blue:hp-blue-1 blue:hp-blue-2)
+# The packages whose tests submit as these users (the lane is the
+# package directory's name; testenv.SlurmUsers picks its own).
+LANES=(slurm slurmusage slurmprov provision)
+USERS=()
+for lane in "${LANES[@]}"; do
+	for tu in red:1 red:2 blue:1 blue:2; do
+		USERS+=("$lane:${tu%:*}:hp-$lane-${tu%:*}-${tu#*:}")
+	done
+done
 
 # port_in_use, pick_port (PORT, USED_PORTS).
 source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
@@ -73,7 +86,7 @@ users() {
 	exec 9>/tmp/.hyperpod-portal-slurm-users.lock
 	flock 9
 	for pair in "${USERS[@]}"; do
-		u=${pair#*:}
+		u=${pair##*:}
 		id -u "$u" >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$u"
 	done
 	exec 9>&-
@@ -243,7 +256,7 @@ down() {
 	if [[ -f "$DIR/slurm.conf" ]] && [[ -f "$DIR/slurmctld.pid" ]]; then
 		SLURM_CONF="$DIR/slurm.conf" timeout 10 scancel --quiet --state=PENDING,RUNNING,SUSPENDED --full -u root 2>/dev/null || true
 		for pair in "${USERS[@]}"; do
-			SLURM_CONF="$DIR/slurm.conf" timeout 10 scancel --quiet --full -u "${pair#*:}" 2>/dev/null || true
+			SLURM_CONF="$DIR/slurm.conf" timeout 10 scancel --quiet --full -u "${pair##*:}" 2>/dev/null || true
 		done
 	fi
 	stop "$DIR/slurmd.pid"

@@ -22,14 +22,7 @@ func slurmTestBedConnection(t *testing.T) (b *bed, r slurm.Runner, members []str
 	t.Helper()
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition = testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
-	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
-		if team, u, _ := strings.Cut(pair, ":"); team == "red" {
-			members = append(members, u)
-		}
-	}
-	if len(members) < 2 {
-		t.Fatalf("the test bed has %d red users, want 2", len(members))
-	}
+	members = testenv.SlurmUsers(t, "red")
 	r = slurm.Local{Conf: conf}
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
 	account, qos = "red"+suffix, "red"+suffix+"-gpu"

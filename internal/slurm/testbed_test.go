@@ -23,9 +23,8 @@ func testBed(t *testing.T) bed {
 	t.Helper()
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	b := bed{r: Local{Conf: conf}, users: map[string][]string{}}
-	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
-		team, user, _ := strings.Cut(pair, ":")
-		b.users[team] = append(b.users[team], user)
+	for _, team := range []string{"red", "blue"} {
+		b.users[team] = testenv.SlurmUsers(t, team)
 	}
 	return b
 }

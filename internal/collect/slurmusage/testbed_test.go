@@ -43,12 +43,7 @@ func sbatch(t *testing.T, conf, user string, args ...string) string {
 func TestSlurmUsageOnTestBed(t *testing.T) {
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
-	var user string
-	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
-		if team, u, _ := strings.Cut(pair, ":"); team == "red" && user == "" {
-			user = u
-		}
-	}
+	user := testenv.SlurmUsers(t, "red")[0]
 	ctx := t.Context()
 	run := slurm.Local{Conf: conf}
 	acct := fmt.Sprintf("su%d", time.Now().UnixNano()%1_000_000_000)
@@ -218,12 +213,7 @@ func TestSlurmUsageOnTestBed(t *testing.T) {
 func TestSlurmRequeueOnTestBed(t *testing.T) {
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
-	user := ""
-	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
-		if team, u, _ := strings.Cut(pair, ":"); team == "red" && user == "" {
-			user = u
-		}
-	}
+	user := testenv.SlurmUsers(t, "red")[1]
 	ctx := t.Context()
 	run := slurm.Local{Conf: conf}
 	acct := fmt.Sprintf("rq%d", time.Now().UnixNano()%1_000_000_000)

@@ -150,12 +150,7 @@ func TestCoordinatorsApplyDriftRevoke(t *testing.T) {
 // account.
 func TestRenameOnTheTestBedSlurm(t *testing.T) {
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
-	var users []string
-	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
-		if team, u, _ := strings.Cut(pair, ":"); team == "blue" {
-			users = append(users, u)
-		}
-	}
+	users := testenv.SlurmUsers(t, "blue")
 	r := slurm.Local{Conf: conf}
 	ctx := t.Context()
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)

@@ -75,12 +75,7 @@ func TestDriftNamesEachDifference(t *testing.T) {
 // second revocation runs nothing.
 func TestPlanOnTheTestBedSlurm(t *testing.T) {
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
-	var users []string
-	for _, pair := range strings.Split(testenv.Require(t, "PORTAL_TEST_SLURM_USERS"), ",") {
-		if team, u, _ := strings.Cut(pair, ":"); team == "red" {
-			users = append(users, u)
-		}
-	}
+	users := testenv.SlurmUsers(t, "red")
 	r := slurm.Local{Conf: conf}
 	ctx := t.Context()
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
