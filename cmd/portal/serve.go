@@ -344,6 +344,8 @@ func (p *parts) assembleProvisioning(ctx context.Context, cfg Config, db *store.
 	}
 	// The admin's "Refresh from cluster" of a Slurm cluster reads its nodes.
 	p.checker.Sources.SlurmPartitionTypes = p.cluster.Slurm.PartitionInstanceTypes
+	// The Slurm GPU check compares the nodes' GPUs with these figures.
+	p.checker.Sources.Accelerators = p.cluster.WithDefaults().Accelerators
 	if reader := p.checker.Sources.Kube; reader != nil {
 		// Every provisioning job first checks that the cluster serves the
 		// API versions its plan applies (Kueue v1beta2 above all).
