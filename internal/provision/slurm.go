@@ -322,7 +322,7 @@ func (w *Worker) runSlurm(ctx context.Context, st Step) (Outcome, string, error)
 	switch {
 	case st.Action == ActionSlurmApply && st.SlurmFrom != nil:
 		run = func(ctx context.Context, r slurm.Runner, p slurmprov.Plan) ([]slurmprov.Command, error) {
-			return slurmprov.ApplyKeepingHold(ctx, r, p, *st.SlurmFrom)
+			return slurmprov.ApplyKeepingHold(ctx, r, p, *st.SlurmFrom, st.SlurmHeld)
 		}
 	case st.Action == ActionSlurmRevoke:
 		run = slurmprov.Revoke
