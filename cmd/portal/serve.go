@@ -364,7 +364,7 @@ func newWebServer(cfg Config, db *store.DB, ls *listeners, id identity, rates *u
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime, SeparateOps: ls.ops != nil,
 		GroupsRecheckInterval: cfg.GroupsRecheckInterval, LoginRateLimit: cfg.LoginRateLimit,
 		APITokenMaxLifetime: time.Duration(cfg.APITokenMaxDays) * 24 * time.Hour, APIRateLimit: cfg.APIRateLimit,
-		Machines: machineVerifier(cfg),
+		Machines: machineVerifier(cfg, id.mapping, logger),
 		DevIdP:   id.devHandler, Registry: reg, KnownOwners: id.knownOwners,
 		Cluster: p.cluster, DryRun: p.kube == nil, SlurmTransport: p.side.Slurm != nil, Live: liveOrNil(p.applier),
 		SchedulerCalls: p.side.Runner != nil,
@@ -576,8 +576,11 @@ func serveUntilDone(ctx context.Context, cfg Config, ls *listeners, srv *web.Ser
 // machineVerifier verifies the machine identities' tokens of the portal's
 // identity provider for --machine-audiences (nil without any: none is
 // accepted).
-func machineVerifier(cfg Config) *auth.MachineVerifier {
+func machineVerifier(cfg Config, m auth.Mapping, logger *slog.Logger) *auth.MachineVerifier {
 	if len(cfg.MachineAudiences) == 0 {
+		if len(m.Machines) > 0 {
+			logger.Warn("the groups file names machine identities but --machine-audiences is empty: no machine token is accepted", "machines", len(m.Machines))
+		}
 		return nil
 	}
 	return auth.NewMachineVerifier(cfg.OIDCIssuer, cfg.MachineAudiences, nil, time.Now)

@@ -51,8 +51,9 @@ func (s *Server) machinePrincipal(c echo.Context, allow func(key string) error) 
 	case errors.Is(err, auth.ErrMachineAudience):
 		return refuse("audience", "The token was not issued for the portal (its audience is none of the portal's machine audiences).", err)
 	case errors.Is(err, auth.ErrProviderUnavailable):
-		return workflow.Token{}, workflow.Principal{}, &problemError{status: http.StatusServiceUnavailable, title: "Identity provider unavailable",
-			detail: "The identity provider's keys could not be read, so the token could not be checked. Try again in a minute.", err: err}
+		// Fail closed. A 401, not a 503: the document answers 503 on few
+		// operations, and the detail says it is the provider, not the token.
+		return refuse("provider unavailable", "The identity provider's keys could not be read, so the token could not be checked. Try again in a minute.", err)
 	case err != nil:
 		return refuse("invalid", "The token is not a valid, unexpired token of the portal's identity provider.", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +186,28 @@ func TestMachineTokenRefusals(t *testing.T) {
 	}
 	if !strings.Contains(h.logs.String(), "API machine token refused") {
 		t.Error("refusals are not logged")
+	}
+}
+
+// TestMachineTokenProviderUnreachable: when the provider's keys cannot be
+// read (discovery fails), a machine's token is refused (fail closed: 401
+// problem document saying the provider could not be asked), nothing
+// audited; a personal token still works.
+func TestMachineTokenProviderUnreachable(t *testing.T) {
+	ti := newTestIssuer(t)
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	h := newHarness(t, false, ti.option, func(o *Options) {
+		o.Machines = auth.NewMachineVerifier(down.URL, []string{machineAudience}, nil, time.Now)
+	})
+	resp, out := h.api(apiReq{token: ti.token("client-ci-red", map[string]any{"iss": down.URL}, nil), path: "/api/v1/connections"})
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(string(out), "keys could not be read") {
+		t.Errorf("a machine token with the provider down = %d\n%s", resp.StatusCode, out)
+	}
+	if n := h.auditCount("machine.use"); n != 0 {
+		t.Errorf("%d machine.use events with the provider down", n)
+	}
+	if resp, _ := h.api(apiReq{token: h.newToken(h.signIn("owner.red"), workflow.TokenRead), path: "/api/v1/connections"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("a personal token with the provider down = %d", resp.StatusCode)
 	}
 }
