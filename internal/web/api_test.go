@@ -353,16 +353,19 @@ func (h *harness) apiRouteTable() []docOp {
 // hold only what each token may see. A new API route is covered
 // automatically.
 func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
-	h := newHarness(t, false)
+	ti := newTestIssuer(t)
+	h := newHarness(t, false, ti.option)
 	red := h.fileAs(h.signIn("owner.red"), "red")
 	blue := h.fileAs(h.signIn("owner.blue"), "blue")
 	tokens := map[string]string{ // who: secret
 		"owner.blue rw":          h.newToken(h.signIn("owner.blue"), workflow.TokenReadWrite),
 		"finance read":           h.newToken(h.signIn("finance"), workflow.TokenRead),
 		"revadmin rw (red only)": h.newToken(h.signIn("revadmin"), workflow.TokenReadWrite, "red"),
+		"machine ci-red rw":      ti.token("client-ci-red", nil, nil),
 	}
-	// revadmin is an admin and reviewer who owns red: limited to red, blue is out.
-	outside := map[string]int64{"owner.blue rw": red, "finance read": red, "revadmin rw (red only)": blue}
+	// revadmin is an admin and reviewer who owns red: limited to red, blue
+	// is out; the machine ci-red has red's owners' groups only.
+	outside := map[string]int64{"owner.blue rw": red, "finance read": red, "revadmin rw (red only)": blue, "machine ci-red rw": blue}
 	ctx := context.Background()
 	before, _, _ := h.db.ListConnections(ctx, store.ListFilter{}, 0, 10)
 	checked := 0
@@ -384,7 +387,7 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 			checked++
 		}
 	}
-	if checked < 3*3 {
+	if checked < 3*4 {
 		t.Errorf("only %d route×token checks ran; the route table changed?", checked)
 	}
 	// Filing for another team: not found.
@@ -397,8 +400,10 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	}
 	body, _ = json.Marshal(contractFor("blue"))
 	for _, path := range []string{"/api/v1/connections", "/api/v1/preview"} {
-		if resp, _ := h.api(apiReq{token: tokens["revadmin rw (red only)"], method: http.MethodPost, path: path, body: body}); resp.StatusCode != http.StatusNotFound {
-			t.Errorf("a token limited to red: POST %s for blue = %d, want 404", path, resp.StatusCode)
+		for _, who := range []string{"revadmin rw (red only)", "machine ci-red rw"} {
+			if resp, _ := h.api(apiReq{token: tokens[who], method: http.MethodPost, path: path, body: body}); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s: POST %s for blue = %d, want 404", who, path, resp.StatusCode)
+			}
 		}
 	}
 	after, _, _ := h.db.ListConnections(ctx, store.ListFilter{}, 0, 10)
@@ -406,7 +411,7 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 		t.Errorf("outsiders changed something: %+v -> %+v", before, after)
 	}
 	// The lists.
-	for who, want := range map[string][]string{"owner.blue rw": {"blue"}, "finance read": nil, "revadmin rw (red only)": {"red"}} {
+	for who, want := range map[string][]string{"owner.blue rw": {"blue"}, "finance read": nil, "revadmin rw (red only)": {"red"}, "machine ci-red rw": {"red"}} {
 		_, body := h.api(apiReq{token: tokens[who], path: "/api/v1/connections"})
 		var list struct{ Items []apiConnectionBody }
 		_ = json.Unmarshal(body, &list)
