@@ -331,7 +331,7 @@ func TestAPIReadsAsThePerson(t *testing.T) {
 
 // apiParams fills an API route's parameters.
 func apiParams(route string, id int64) string {
-	return strings.NewReplacer(":id", strconv.FormatInt(id, 10), ":v", "1").Replace(route)
+	return strings.NewReplacer(":id", strconv.FormatInt(id, 10), ":v", "1", ":team", "red", ":month", statementMonth).Replace(route)
 }
 
 // apiRouteTable is every route under /api/v1 of the router.
@@ -349,7 +349,9 @@ func (h *harness) apiRouteTable() []docOp {
 // connection, with tokens of each role and team, read and read-write,
 // limited or not: team red's connection is not found for every token whose
 // person is outside red (another team's owner, finance) and for a token
-// limited to blue, whose person oversees red; and nothing changes. Lists
+// limited to blue, whose person oversees red; and nothing changes. Every
+// route that names a team (usage, statements) is not found for the other
+// team's owner (red's) and for the token limited to red (blue's). Lists
 // hold only what each token may see. A new API route is covered
 // automatically.
 func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
@@ -366,13 +368,22 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	ctx := context.Background()
 	before, _, _ := h.db.ListConnections(ctx, store.ListFilter{}, 0, 10)
 	checked := 0
+	// Team routes: finance reads every team's usage and statements (as
+	// their pages), so only these are outside.
+	outsideTeam := map[string]string{"owner.blue rw": "red", "revadmin rw (red only)": "blue"}
 	for _, r := range h.apiRouteTable() {
-		if !strings.Contains(r.path, ":id") {
+		if !strings.Contains(r.path, ":id") && !strings.Contains(r.path, ":team") {
 			continue
 		}
 		for who, secret := range tokens {
 			id := outside[who]
 			path := apiParams(r.path, id)
+			if strings.Contains(r.path, ":team") {
+				if outsideTeam[who] == "" {
+					continue
+				}
+				path = strings.NewReplacer(":team", outsideTeam[who], ":month", statementMonth).Replace(r.path)
+			}
 			v, _ := h.db.Version(ctx, id, 1)
 			resp, body := h.api(apiReq{token: secret, method: r.method, path: path, headers: map[string]string{"If-Match": `"` + v.Hash + `"`}})
 			if resp.StatusCode != http.StatusNotFound {
