@@ -85,10 +85,11 @@ func apiUsageOf(team, per string, from, to time.Time, f usage.PeriodFigures, hou
 			WorstHour: apiWait{f.WorstP50, f.WorstP90, f.WorstP99}}
 	}
 	for _, d := range f.Days {
-		if per == "day" {
-			u.Items = append(u.Items, apiUsageItem{Start: d.Day, GuaranteedAccelSeconds: d.GuaranteedAccelSeconds, BorrowedAccelSeconds: d.BorrowedAccelSeconds,
-				GuaranteedHours: accelHours(d.GuaranteedAccelSeconds), BorrowedHours: accelHours(d.BorrowedAccelSeconds), Preempted: d.Preempted})
+		if per != "day" {
+			break
 		}
+		u.Items = append(u.Items, apiUsageItem{Start: d.Day, GuaranteedAccelSeconds: d.GuaranteedAccelSeconds, BorrowedAccelSeconds: d.BorrowedAccelSeconds,
+			GuaranteedHours: accelHours(d.GuaranteedAccelSeconds), BorrowedHours: accelHours(d.BorrowedAccelSeconds), Preempted: d.Preempted})
 	}
 	for _, h := range hourly {
 		u.Demo = u.Demo || h.Demo
