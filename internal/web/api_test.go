@@ -816,7 +816,7 @@ func FuzzAPIJSON(f *testing.F) {
 		f.Add([]byte(seed), `"x"`)
 	}
 	routes := h.apiWriteRoutes()
-	tokens := h.reachingTokens(routes, id, rw, h.newToken(h.signIn("admin"), workflow.TokenReadWrite))
+	tokens, _ := h.reachingTokens(routes, id, rw, h.newToken(h.signIn("admin"), workflow.TokenReadWrite))
 	f.Fuzz(func(t *testing.T, body []byte, ifMatch string) {
 		if !httpguts.ValidHeaderFieldValue(ifMatch) {
 			t.Skip("not a header value an HTTP client sends")
@@ -833,21 +833,23 @@ func FuzzAPIJSON(f *testing.F) {
 // past its authorization on connection id (a valid contract, no If-Match,
 // answered neither 403 nor 404), so that the route's body is read: team
 // red's owner files, edits and submits, and an admin previews a draft's
-// change (its plan is the admins' while it is a draft). Else the first.
-func (h *harness) reachingTokens(routes []docOp, id int64, tokens ...string) map[string]string {
+// change (its plan is the admins' while it is a draft). A route none of
+// them reaches (a decision, which no token makes) gets the first, and ""
+// in reached.
+func (h *harness) reachingTokens(routes []docOp, id int64, tokens ...string) (out, reached map[string]string) {
 	h.t.Helper()
 	ex, _ := json.Marshal(contractFor("red"))
-	out := map[string]string{}
+	out, reached = map[string]string{}, map[string]string{}
 	for _, r := range routes {
 		out[r.path] = tokens[0]
 		for _, tok := range tokens {
 			if resp, _ := h.api(apiReq{token: tok, method: r.method, path: apiParams(r.path, id), body: ex}); resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusNotFound {
-				out[r.path] = tok
+				out[r.path], reached[r.path] = tok, tok
 				break
 			}
 		}
 	}
-	return out
+	return out, reached
 }
 
 // apiWriteRoutes are the router's POST and PUT routes under /api/v1.
@@ -889,7 +891,7 @@ func documentedBody(method, route string) bool {
 
 // TestAPIJSONWritesRefuseBadBodies: on every POST and PUT route under
 // /api/v1 whose documented operation takes a JSON body, with a token that
-// reaches it and the If-Match of the current version, bad JSON and an
+// reaches it (reachingTokens) and the If-Match of the current version, bad JSON and an
 // unknown field are refused with a 400 or 422 problem document; on every
 // write route a body over the body limit is refused with 413; each answer
 // validates against the document (harness.api), and nothing is saved.
@@ -913,11 +915,17 @@ func TestAPIJSONWritesRefuseBadBodies(t *testing.T) {
 		"oversize":      {append(append([]byte(`{"team":"`), bytes.Repeat([]byte("a"), 70<<10)...), `"}`...), []int{413}},
 	}
 	routes := h.apiWriteRoutes()
-	tokens := h.reachingTokens(routes, id, rw, h.newToken(h.signIn("admin"), workflow.TokenReadWrite))
+	tokens, reached := h.reachingTokens(routes, id, rw, h.newToken(h.signIn("admin"), workflow.TokenReadWrite))
 	writes := h.auditCount("connection.create") + h.auditCount("connection.edit") + h.auditCount("connection.submit") + h.auditCount("connection.withdraw")
 	withBody := 0
 	for _, r := range routes {
 		reads := documentedBody(r.method, r.path)
+		if reads && reached[r.path] == "" {
+			// Refused to every token before its body is read (harness.api
+			// still requires a documented problem document).
+			t.Logf("%s %s: no token reaches its body", r.method, r.path)
+			reads = false
+		}
 		if reads {
 			withBody++
 		}
