@@ -11,9 +11,12 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 GO ?= go
 CACHE := $(CURDIR)/.cache
 ARTIFACTS := $(CURDIR)/e2e/artifacts
-# make fuzz runs this many executions (or a duration, e.g. 30m); make test runs FUZZTIME_TEST.
+# make fuzz runs each fuzz target (FUZZ_TARGETS, one go test -fuzz each: it takes one target
+# per run) for this many executions (or a duration, e.g. 30m); make test runs each for
+# FUZZTIME_TEST (two targets: 30 s of fuzzing in all).
 FUZZTIME ?= 1000000x
-FUZZTIME_TEST ?= 30s
+FUZZTIME_TEST ?= 15s
+FUZZ_TARGETS := FuzzContractForms FuzzAPIJSON
 
 .PHONY: deps help run build generate check-generated lint test unit fuzz e2e testbed-build testbed-up testbed-down e2e-setup docker image clean bench
 
@@ -106,7 +109,7 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	pgrc=0; wait $$pg || pgrc=$$?; \
 	echo "store suite again, on PostgreSQL (it ran beside the above):"; cat "$$state/store-postgres.log"; \
 	[ $$rc = 0 ] && [ $$pgrc = 0 ]
-	@# The seed corpus ran above (go test); now a short bounded fuzz of the form handlers.
+	@# The seed corpus ran above (go test); now a short bounded fuzz of the form and JSON handlers.
 	@# Without the corpus cached by earlier runs (GOCACHE/fuzz): re-running it first grew
 	@# with every run (1,924 inputs, minutes) until it filled the fuzzing time. Inputs that
 	@# failed are kept in internal/web/testdata/fuzz, which the go test above ran.
@@ -116,8 +119,11 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 bench: deps testbed-build ## every performance benchmark next to its same-run baseline, one table (bench/latest.md)
 	bash bench/run.sh
 
-fuzz: ## fuzz the form handlers through the real server, FUZZTIME=1000000x (docs/security.md)
-	$(GO) test -trimpath -run '^$$' -fuzz '^FuzzContractForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./internal/web
+fuzz: ## fuzz the form and API JSON handlers through the real server, FUZZTIME=1000000x each (docs/security.md)
+	@set -e; for target in $(FUZZ_TARGETS); do \
+		echo "fuzz $$target for $(FUZZTIME)"; \
+		$(GO) test -trimpath -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./internal/web; \
+	done
 
 e2e: e2e-setup ## browser tests only (headless Chromium)
 	mkdir -p $(ARTIFACTS)

@@ -79,3 +79,62 @@ func Percentile(values []int64, p int) (v int64, rank int, ok bool) {
 	rank = (p*len(s) + 99) / 100
 	return s[rank-1], rank, true
 }
+
+// PeriodFigures are a team's figures of a period as its usage page shows
+// them (and the API serves them): accelerator-seconds within the guarantee
+// and borrowed, per UTC day and in all, the peaks, the preemptions and the
+// waits. Every figure is computed here once, from the team's hours
+// (SumByHour), for both.
+type PeriodFigures struct {
+	Days                                         []DayFigures
+	GuaranteedAccelSeconds, BorrowedAccelSeconds int64
+	PeakRunning, PeakPending, Preemptions        int
+	// WaitHours is how many hours admitted a workload; the waits are -1
+	// when none did. Median is the median hour's percentiles (each the
+	// median of the hours' own), Worst the largest of each.
+	WaitHours                       int
+	MedianP50, MedianP90, MedianP99 int64
+	WorstP50, WorstP90, WorstP99    int64
+}
+
+// DayFigures is one UTC day of PeriodFigures.
+type DayFigures struct {
+	Day                                          time.Time
+	GuaranteedAccelSeconds, BorrowedAccelSeconds int64
+	Preempted                                    int
+}
+
+// FiguresOf is the figures of hourly (SumByHour of the team's rows) over
+// [from, to): every day the period touches, with or without use.
+func FiguresOf(hourly []TeamHour, from, to time.Time) PeriodFigures {
+	f := PeriodFigures{MedianP50: -1, MedianP90: -1, MedianP99: -1, WorstP50: -1, WorstP90: -1, WorstP99: -1}
+	idx := map[time.Time]int{}
+	for i, d := range Days(from, to) {
+		idx[d] = i
+		f.Days = append(f.Days, DayFigures{Day: d})
+	}
+	var p50s, p90s, p99s []int64
+	for _, h := range hourly {
+		if i, ok := idx[DayStart(h.Start)]; ok {
+			d := &f.Days[i]
+			d.GuaranteedAccelSeconds += h.GuaranteedAccelSeconds
+			d.BorrowedAccelSeconds += h.BorrowedAccelSeconds
+			d.Preempted += h.Preempted
+		}
+		f.GuaranteedAccelSeconds += h.GuaranteedAccelSeconds
+		f.BorrowedAccelSeconds += h.BorrowedAccelSeconds
+		f.PeakRunning, f.PeakPending = max(f.PeakRunning, h.Running), max(f.PeakPending, h.Pending)
+		f.Preemptions += h.Preempted
+		if h.WaitP50Seconds >= 0 {
+			p50s, p90s, p99s = append(p50s, h.WaitP50Seconds), append(p90s, h.WaitP90Seconds), append(p99s, h.WaitP99Seconds)
+			f.WorstP50, f.WorstP90, f.WorstP99 = max(f.WorstP50, h.WaitP50Seconds), max(f.WorstP90, h.WaitP90Seconds), max(f.WorstP99, h.WaitP99Seconds)
+		}
+	}
+	f.WaitHours = len(p50s)
+	if f.WaitHours > 0 {
+		f.MedianP50, _, _ = Percentile(p50s, 50)
+		f.MedianP90, _, _ = Percentile(p90s, 50)
+		f.MedianP99, _, _ = Percentile(p99s, 50)
+	}
+	return f
+}

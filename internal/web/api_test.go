@@ -331,7 +331,7 @@ func TestAPIReadsAsThePerson(t *testing.T) {
 
 // apiParams fills an API route's parameters.
 func apiParams(route string, id int64) string {
-	return strings.NewReplacer(":id", strconv.FormatInt(id, 10), ":v", "1").Replace(route)
+	return strings.NewReplacer(":id", strconv.FormatInt(id, 10), ":v", "1", ":team", "red", ":month", statementMonth).Replace(route)
 }
 
 // apiRouteTable is every route under /api/v1 of the router.
@@ -349,7 +349,9 @@ func (h *harness) apiRouteTable() []docOp {
 // connection, with tokens of each role and team, read and read-write,
 // limited or not: team red's connection is not found for every token whose
 // person is outside red (another team's owner, finance) and for a token
-// limited to blue, whose person oversees red; and nothing changes. Lists
+// limited to blue, whose person oversees red; and nothing changes. Every
+// route that names a team (usage, statements) is not found for the other
+// team's owner (red's) and for the token limited to red (blue's). Lists
 // hold only what each token may see. A new API route is covered
 // automatically.
 func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
@@ -369,13 +371,22 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	ctx := context.Background()
 	before, _, _ := h.db.ListConnections(ctx, store.ListFilter{}, 0, 10)
 	checked := 0
+	// Team routes: finance reads every team's usage and statements (as
+	// their pages), so only these are outside.
+	outsideTeam := map[string]string{"owner.blue rw": "red", "revadmin rw (red only)": "blue"}
 	for _, r := range h.apiRouteTable() {
-		if !strings.Contains(r.path, ":id") {
+		if !strings.Contains(r.path, ":id") && !strings.Contains(r.path, ":team") {
 			continue
 		}
 		for who, secret := range tokens {
 			id := outside[who]
 			path := apiParams(r.path, id)
+			if strings.Contains(r.path, ":team") {
+				if outsideTeam[who] == "" {
+					continue
+				}
+				path = strings.NewReplacer(":team", outsideTeam[who], ":month", statementMonth).Replace(r.path)
+			}
 			v, _ := h.db.Version(ctx, id, 1)
 			resp, body := h.api(apiReq{token: secret, method: r.method, path: path, headers: map[string]string{"If-Match": `"` + v.Hash + `"`}})
 			if resp.StatusCode != http.StatusNotFound {
@@ -786,12 +797,17 @@ func TestAPITokenAsksTheDirectory(t *testing.T) {
 	}
 }
 
-// FuzzAPIJSON posts arbitrary bodies to the API's routes that read one (file,
-// submit, edit, the previews) with a
-// read-write token of team red's owner: every answer is a documented
+// FuzzAPIJSON posts arbitrary bodies, with arbitrary If-Match values, to
+// every POST and PUT route under /api/v1 of the router (file, submit, edit,
+// withdraw, the previews, mark read, and any route added later) with a
+// read-write token of team red's owner (an admin's where only an admin
+// gets to the route's body: reachingTokens): every answer is a documented
 // problem document or a documented success (harness.api validates each
-// against openapi.json), never a 5xx. The seed corpus runs with go test;
-// go test -fuzz '^FuzzAPIJSON$' ./internal/web fuzzes it.
+// against openapi.json), never a 5xx. The seeds hold bad JSON, unknown
+// fields and a body over the body limit (TestAPIJSONWritesRefuseBadBodies
+// asks the exact answers of those). go test runs the seed corpus; make
+// fuzz and make test's bounded fuzz step fuzz it (go test -fuzz
+// '^FuzzAPIJSON$' ./internal/web).
 func FuzzAPIJSON(f *testing.F) {
 	h := newHarness(f, false, func(o *Options) { o.APIRateLimit = 1 << 20; o.BodyLimit = "64K" })
 	owner := h.signIn("owner.red")
@@ -799,22 +815,139 @@ func FuzzAPIJSON(f *testing.F) {
 	id := h.fileAs(owner, "red")
 	ex, _ := json.Marshal(contractFor("red"))
 	for _, seed := range []string{string(ex), `{}`, `{"team":"red","surprise":1}`, `null`, `{"team":"blue"}`, "\xff\xfe", `{"team":"red","team":"red"}`,
-		`{"team":"red","scheduling":{"guaranteed":[{"count":-1}]}}`, `{"TEAM":"red"}`, `{"team":"red"} {}`, strings.Repeat(`[`, 10000)} {
+		`{"team":"red","scheduling":{"guaranteed":[{"count":-1}]}}`, `{"TEAM":"red"}`, `{"team":"red"} {}`, strings.Repeat(`[`, 10000),
+		`{"team":`, `{"reason":"x","decision":"approve"}`, `{"team":"` + strings.Repeat("a", 70<<10) + `"}`} {
 		f.Add([]byte(seed), "")
 		f.Add([]byte(seed), `"x"`)
 	}
+	routes := h.apiWriteRoutes()
+	tokens, _ := h.reachingTokens(routes, id, rw, h.newToken(h.signIn("admin"), workflow.TokenReadWrite))
 	f.Fuzz(func(t *testing.T, body []byte, ifMatch string) {
 		if !httpguts.ValidHeaderFieldValue(ifMatch) {
 			t.Skip("not a header value an HTTP client sends")
 		}
 		hh := *h
 		hh.t = t
-		hh.api(apiReq{token: rw, method: http.MethodPost, path: "/api/v1/connections", body: body})
-		hh.api(apiReq{token: rw, method: http.MethodPost, path: fmt.Sprintf("/api/v1/connections/%d/submit", id), body: body,
-			headers: map[string]string{"If-Match": ifMatch}})
-		hh.api(apiReq{token: rw, method: http.MethodPut, path: fmt.Sprintf("/api/v1/connections/%d/contract", id), body: body,
-			headers: map[string]string{"If-Match": ifMatch}})
-		hh.api(apiReq{token: rw, method: http.MethodPost, path: fmt.Sprintf("/api/v1/connections/%d/preview", id), body: body})
-		hh.api(apiReq{token: rw, method: http.MethodPost, path: "/api/v1/preview", body: body})
+		for _, r := range routes {
+			hh.api(apiReq{token: tokens[r.path], method: r.method, path: apiParams(r.path, id), body: body, headers: map[string]string{"If-Match": ifMatch}})
+		}
 	})
+}
+
+// reachingTokens picks for each write route the first of tokens that gets
+// past its authorization on connection id (a valid contract, no If-Match,
+// answered neither 403 nor 404), so that the route's body is read: team
+// red's owner files, edits and submits, and an admin previews a draft's
+// change (its plan is the admins' while it is a draft). A route none of
+// them reaches (a decision, which no token makes) gets the first, and ""
+// in reached.
+func (h *harness) reachingTokens(routes []docOp, id int64, tokens ...string) (out, reached map[string]string) {
+	h.t.Helper()
+	ex, _ := json.Marshal(contractFor("red"))
+	out, reached = map[string]string{}, map[string]string{}
+	for _, r := range routes {
+		out[r.path] = tokens[0]
+		for _, tok := range tokens {
+			if resp, _ := h.api(apiReq{token: tok, method: r.method, path: apiParams(r.path, id), body: ex}); resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusNotFound {
+				out[r.path], reached[r.path] = tok, tok
+				break
+			}
+		}
+	}
+	return out, reached
+}
+
+// apiWriteRoutes are the router's POST and PUT routes under /api/v1.
+func (h *harness) apiWriteRoutes() []docOp {
+	var out []docOp
+	for _, r := range h.apiRouteTable() {
+		if r.method == http.MethodPost || r.method == http.MethodPut {
+			out = append(out, r)
+		}
+	}
+	if len(out) < 7 {
+		h.t.Fatalf("only %d API write routes: %v", len(out), out)
+	}
+	return out
+}
+
+// documentedBody reports whether openapi.json gives the operation of
+// method on route (echo's :params) a JSON request body.
+func documentedBody(method, route string) bool {
+	var d struct {
+		Paths map[string]map[string]struct {
+			RequestBody *struct {
+				Content map[string]json.RawMessage
+			}
+		}
+	}
+	if err := json.Unmarshal(openAPIJSON, &d); err != nil {
+		panic(err)
+	}
+	for p, ops := range d.Paths {
+		if paramRe.ReplaceAllString(p, "{}") != paramRe.ReplaceAllString(route, "{}") {
+			continue
+		}
+		op, ok := ops[strings.ToLower(method)]
+		return ok && op.RequestBody != nil && op.RequestBody.Content["application/json"] != nil
+	}
+	return false
+}
+
+// TestAPIJSONWritesRefuseBadBodies: on every POST and PUT route under
+// /api/v1 whose documented operation takes a JSON body, with a token that
+// reaches it (reachingTokens) and the If-Match of the current version, bad JSON and an
+// unknown field are refused with a 400 or 422 problem document; on every
+// write route a body over the body limit is refused with 413; each answer
+// validates against the document (harness.api), and nothing is saved.
+func TestAPIJSONWritesRefuseBadBodies(t *testing.T) {
+	h := newHarness(t, false, func(o *Options) { o.BodyLimit = "64K" })
+	owner := h.signIn("owner.red")
+	rw := h.newToken(owner, workflow.TokenReadWrite)
+	id := h.fileAs(owner, "red")
+	v, _ := h.db.Version(t.Context(), id, 1)
+	ex, _ := json.Marshal(contractFor("red"))
+	var withField map[string]any
+	_ = json.Unmarshal(ex, &withField)
+	withField["surprise"] = 1
+	unknown, _ := json.Marshal(withField)
+	bad := map[string]struct {
+		body []byte
+		want []int
+	}{
+		"bad JSON":      {[]byte(`{"team":`), []int{400}},
+		"unknown field": {unknown, []int{400, 422}},
+		"oversize":      {append(append([]byte(`{"team":"`), bytes.Repeat([]byte("a"), 70<<10)...), `"}`...), []int{413}},
+	}
+	routes := h.apiWriteRoutes()
+	tokens, reached := h.reachingTokens(routes, id, rw, h.newToken(h.signIn("admin"), workflow.TokenReadWrite))
+	writes := h.auditCount("connection.create") + h.auditCount("connection.edit") + h.auditCount("connection.submit") + h.auditCount("connection.withdraw")
+	withBody := 0
+	for _, r := range routes {
+		reads := documentedBody(r.method, r.path)
+		if reads && reached[r.path] == "" {
+			// Refused to every token before its body is read (harness.api
+			// still requires a documented problem document).
+			t.Logf("%s %s: no token reaches its body", r.method, r.path)
+			reads = false
+		}
+		if reads {
+			withBody++
+		}
+		for name, b := range bad {
+			if !reads && name != "oversize" {
+				continue // a route without a body ignores one; every route refuses one over the limit
+			}
+			resp, body := h.api(apiReq{token: tokens[r.path], method: r.method, path: apiParams(r.path, id), body: b.body, headers: map[string]string{"If-Match": `"` + v.Hash + `"`}})
+			if !slices.Contains(b.want, resp.StatusCode) {
+				t.Errorf("%s %s with %s = %d, want %v\n%s", r.method, r.path, name, resp.StatusCode, b.want, body)
+			}
+		}
+	}
+	if withBody < 4 {
+		t.Errorf("only %d write routes take a JSON body in the document", withBody)
+	}
+	if n := h.auditCount("connection.create") + h.auditCount("connection.edit") + h.auditCount("connection.submit") + h.auditCount("connection.withdraw"); n != writes {
+		t.Errorf("bad bodies changed something: %d events, %d before", n, writes)
+	}
 }

@@ -23,8 +23,9 @@ const statementMonth = "2026-01"
 // summary (/teams/:team/usage/summary and its CSV) is authorized as the
 // usage page.
 func financeReadsTeam(method, path string) bool {
+	path = strings.TrimPrefix(path, apiPrefix) // the API's usage and statements are the pages'
 	return method == http.MethodGet && (path == "/teams/:team/usage" || strings.HasPrefix(path, "/teams/:team/usage/summary") ||
-		strings.HasPrefix(path, "/teams/:team/statements/"))
+		path == "/teams/:team/statements" || strings.HasPrefix(path, "/teams/:team/statements/"))
 }
 
 // TestEveryRouteHidesTheOtherTeam walks the whole route table: every route

@@ -13,7 +13,8 @@
 // The JSON API under /api/v1 (api.go, apiwrite.go, apichange.go: edit,
 // withdraw; apiplan.go: plans, plan diffs, previews; apiaudit.go: the audit
 // trail, paged and streamed; apinotifications.go: the person's
-// notifications) is another door to the same handlers' loaders and
+// notifications; apiusage.go: a team's usage and cost statements, the
+// pages' figures) is another door to the same handlers' loaders and
 // workflow.Decide: personal access tokens
 // (tokens.go, /settings/tokens) authenticate it, acting as their person
 // narrowed by workflow.TokenPrincipal and TokenPermits; errors are RFC 9457

@@ -474,15 +474,25 @@ func (s *Server) teamStatementCSV(c echo.Context) error {
 // teamStatementJSON serves the statement as JSON: for a frozen month, the
 // very bytes whose hash is in the audit trail.
 func (s *Server) teamStatementJSON(c echo.Context) error {
-	st, _, v, err := s.statement(c)
+	st, body, err := s.statementJSON(c)
 	if err != nil {
 		return err
+	}
+	attachment(c, "statement-"+st.Team+"-"+st.Month+".json")
+	return c.Blob(http.StatusOK, "application/json", body)
+}
+
+// statementJSON is the statement's JSON export (money blanked without a
+// rate card), which the API serves too (apiStatement).
+func (s *Server) statementJSON(c echo.Context) (usage.Statement, []byte, error) {
+	st, _, v, err := s.statement(c)
+	if err != nil {
+		return st, nil, err
 	}
 	if !v.priced {
 		st = unpricedStatement(st)
 	}
-	attachment(c, "statement-"+st.Team+"-"+st.Month+".json")
-	return c.Blob(http.StatusOK, "application/json", st.JSON())
+	return st, st.JSON(), nil
 }
 
 // costTeam is the :team of a statement or task report route, authorized

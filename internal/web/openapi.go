@@ -34,7 +34,10 @@ type openAPIDoc struct {
 	Info struct {
 		Title, Version, Description string
 	}
-	Paths      map[string]map[string]openAPIOperation
+	Paths map[string]map[string]openAPIOperation
+	// Webhooks are what the portal posts to a receiver's URL (the notices'
+	// webhook), shown beside the operations.
+	Webhooks   map[string]map[string]openAPIOperation
 	Components struct {
 		Schemas map[string]struct {
 			Description string
@@ -82,25 +85,10 @@ var apiDocsView = sync.OnceValues(func() (views.APIDocs, error) {
 	}
 	v := views.APIDocs{Title: d.Info.Title, Version: d.Info.Version, Description: d.Info.Description}
 	for _, path := range slices.Sorted(maps.Keys(d.Paths)) {
-		for _, method := range slices.Sorted(maps.Keys(d.Paths[path])) {
-			op := d.Paths[path][method]
-			o := views.APIOperation{Method: strings.ToUpper(method), Path: path, Summary: op.Summary, Description: op.Description}
-			for _, p := range op.Parameters {
-				if p.Ref != "" {
-					o.Params = append(o.Params, strings.TrimPrefix(p.Ref, "#/components/parameters/"))
-					continue
-				}
-				o.Params = append(o.Params, p.Name+" ("+p.In+")")
-			}
-			for _, code := range slices.Sorted(maps.Keys(op.Responses)) {
-				desc := op.Responses[code].Description
-				if desc == "" {
-					desc = "a problem document"
-				}
-				o.Responses = append(o.Responses, code+": "+desc)
-			}
-			v.Operations = append(v.Operations, o)
-		}
+		v.Operations = append(v.Operations, docOperations(path, d.Paths[path])...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.Webhooks)) {
+		v.Operations = append(v.Operations, docOperations("webhook "+name+" (to your URL)", d.Webhooks[name])...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.Components.Schemas)) {
 		sc := d.Components.Schemas[name]
@@ -123,3 +111,29 @@ var apiDocsView = sync.OnceValues(func() (views.APIDocs, error) {
 	}
 	return v, nil
 })
+
+// docOperations are the docs page's view of one path's (or webhook's)
+// operations, by method.
+func docOperations(path string, ops map[string]openAPIOperation) []views.APIOperation {
+	var out []views.APIOperation
+	for _, method := range slices.Sorted(maps.Keys(ops)) {
+		op := ops[method]
+		o := views.APIOperation{Method: strings.ToUpper(method), Path: path, Summary: op.Summary, Description: op.Description}
+		for _, p := range op.Parameters {
+			if p.Ref != "" {
+				o.Params = append(o.Params, strings.TrimPrefix(p.Ref, "#/components/parameters/"))
+				continue
+			}
+			o.Params = append(o.Params, p.Name+" ("+p.In+")")
+		}
+		for _, code := range slices.Sorted(maps.Keys(op.Responses)) {
+			desc := op.Responses[code].Description
+			if desc == "" {
+				desc = "a problem document"
+			}
+			o.Responses = append(o.Responses, code+": "+desc)
+		}
+		out = append(out, o)
+	}
+	return out
+}

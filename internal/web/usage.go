@@ -293,46 +293,28 @@ func (s *Server) allocationChart(ctx context.Context, u *views.TeamUsage, rows [
 }
 
 // dailyHoursAndWaits is the daily chart of guaranteed and borrowed
-// accelerator-hours, the period's totals, peaks, preemptions and waits.
+// accelerator-hours, the period's totals, peaks, preemptions and waits:
+// usage.FiguresOf, which the API serves too (apiusage.go).
 func dailyHoursAndWaits(u *views.TeamUsage, hourly []usage.TeamHour, from, to time.Time) {
-	days := usage.Days(from, to)
-	dayIdx := map[time.Time]int{}
+	f := usage.FiguresOf(hourly, from, to)
 	var labels []string
-	for i, d := range days {
-		dayIdx[d] = i
-		labels = append(labels, d.Format("Jan 2"))
+	gh, bh := make([]float64, len(f.Days)), make([]float64, len(f.Days))
+	for i, d := range f.Days {
+		labels = append(labels, d.Day.Format("Jan 2"))
+		gh[i], bh[i] = float64(d.GuaranteedAccelSeconds)/3600, float64(d.BorrowedAccelSeconds)/3600
 	}
-	gh, bh := make([]float64, len(days)), make([]float64, len(days))
-	var gSum, bSum int64
-	var p50s, p90s, p99s []int64
-	var w90, w99, w50 int64 = -1, -1, -1
-	for _, h := range hourly {
-		i := dayIdx[usage.DayStart(h.Start)]
-		gh[i] += float64(h.GuaranteedAccelSeconds) / 3600
-		bh[i] += float64(h.BorrowedAccelSeconds) / 3600
-		gSum += h.GuaranteedAccelSeconds
-		bSum += h.BorrowedAccelSeconds
-		u.PeakRunning = max(u.PeakRunning, h.Running)
-		u.PeakPending = max(u.PeakPending, h.Pending)
-		u.Preemptions += h.Preempted
-		if h.WaitP50Seconds >= 0 {
-			p50s, p90s, p99s = append(p50s, h.WaitP50Seconds), append(p90s, h.WaitP90Seconds), append(p99s, h.WaitP99Seconds)
-			w50, w90, w99 = max(w50, h.WaitP50Seconds), max(w90, h.WaitP90Seconds), max(w99, h.WaitP99Seconds)
-		}
-	}
+	u.PeakRunning, u.PeakPending, u.Preemptions = f.PeakRunning, f.PeakPending, f.Preemptions
 	u.Hours = views.NewStackedBars("usage-hours", "Team "+u.Team+": guaranteed vs borrowed accelerator-hours, per day",
 		"Accelerator-hours per UTC day within the team's guarantee and borrowed above it.", "accelerator-hours", labels,
 		[]views.BarSeries{{Name: "Guaranteed", Class: "s-guaranteed", Values: gh}, {Name: "Borrowed", Class: "s-borrowed", Values: bh}})
-	u.GuaranteedHours, u.BorrowedHours = hoursText(gSum), hoursText(bSum)
-	if len(p50s) == 0 {
+	u.GuaranteedHours, u.BorrowedHours = hoursText(f.GuaranteedAccelSeconds), hoursText(f.BorrowedAccelSeconds)
+	if f.WaitHours == 0 {
 		u.Waits = []views.WaitView{{Label: "No workload admitted in this period", P50: "-", P90: "-", P99: "-"}}
 		return
 	}
-	m50, _, _ := usage.Percentile(p50s, 50)
-	m90, _, _ := usage.Percentile(p90s, 50)
-	m99, _, _ := usage.Percentile(p99s, 50)
-	worst := views.WaitView{Label: "Worst hour", P50: waitText(w50), P90: waitText(w90), P99: waitText(w99)}
-	u.Waits = []views.WaitView{{Label: fmt.Sprintf("Median hour (of %d with admissions)", len(p50s)), P50: waitText(m50), P90: waitText(m90), P99: waitText(m99)}, worst}
+	worst := views.WaitView{Label: "Worst hour", P50: waitText(f.WorstP50), P90: waitText(f.WorstP90), P99: waitText(f.WorstP99)}
+	u.Waits = []views.WaitView{{Label: fmt.Sprintf("Median hour (of %d with admissions)", f.WaitHours), P50: waitText(f.MedianP50),
+		P90: waitText(f.MedianP90), P99: waitText(f.MedianP99)}, worst}
 }
 
 // suggestionSpan is the 30 days of hourly rows before end that quota
