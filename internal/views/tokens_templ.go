@@ -403,7 +403,7 @@ func TokensPage(p Page, v Tokens) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, "</select><p class=\"help\">Read: GET requests only. Read and write: also file, edit, submit and withdraw requests as their owner.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, "</select><p class=\"help\">Read: GET requests only. Read and write: also file, edit, submit and withdraw requests as their owner. Read and decide (admins and reviewers only): also approve, reject and request changes of submitted versions, and decide lifecycle reviews, under the same rules as the pages (nobody decides on a request they filed, edited or submitted); it does not file or edit. A decision token limited to teams decides only on those teams' connections.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

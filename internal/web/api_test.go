@@ -346,8 +346,9 @@ func (h *harness) apiRouteTable() []docOp {
 }
 
 // TestAPIRouteWalkHidesTheOtherTeam walks every /api/v1 route that names a
-// connection, with tokens of each role and team, read and read-write,
-// limited or not: team red's connection is not found for every token whose
+// connection or review, with tokens of each role and team, read, read-write
+// and decide,
+// limited or not: team red's connection (and its review) is not found for every token whose
 // person is outside red (another team's owner, finance) and for a token
 // limited to blue, whose person oversees red; and nothing changes. Lists
 // hold only what each token may see. A new API route is covered
@@ -357,13 +358,24 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	red := h.fileAs(h.signIn("owner.red"), "red")
 	blue := h.fileAs(h.signIn("owner.blue"), "blue")
 	tokens := map[string]string{ // who: secret
-		"owner.blue rw":          h.newToken(h.signIn("owner.blue"), workflow.TokenReadWrite),
-		"finance read":           h.newToken(h.signIn("finance"), workflow.TokenRead),
-		"revadmin rw (red only)": h.newToken(h.signIn("revadmin"), workflow.TokenReadWrite, "red"),
+		"owner.blue rw":              h.newToken(h.signIn("owner.blue"), workflow.TokenReadWrite),
+		"finance read":               h.newToken(h.signIn("finance"), workflow.TokenRead),
+		"revadmin rw (red only)":     h.newToken(h.signIn("revadmin"), workflow.TokenReadWrite, "red"),
+		"revadmin decide (red only)": h.newToken(h.signIn("revadmin"), workflow.TokenDecide, "red"),
 	}
 	// revadmin is an admin and reviewer who owns red: limited to red, blue is out.
-	outside := map[string]int64{"owner.blue rw": red, "finance read": red, "revadmin rw (red only)": blue}
+	outside := map[string]int64{"owner.blue rw": red, "finance read": red, "revadmin rw (red only)": blue, "revadmin decide (red only)": blue}
 	ctx := context.Background()
+	// Both connections live, each with an open review, so that the
+	// reviews' routes name a review of the other team.
+	if err := h.db.ExecForTest(ctx, `UPDATE connections SET state = 'active', approved_version = 1, submitted_at = created_at`); err != nil {
+		t.Fatal(err)
+	}
+	reviewOf := map[int64]int64{}
+	for _, id := range []int64{red, blue} {
+		r := h.openReview(id, workflow.OpenReviewInput{Trigger: workflow.TriggerScheduled, DueOn: "2026-01-01", Evidence: []byte(`{}`)})
+		reviewOf[id] = r.ID
+	}
 	before, _, _ := h.db.ListConnections(ctx, store.ListFilter{}, 0, 10)
 	checked := 0
 	for _, r := range h.apiRouteTable() {
@@ -372,8 +384,11 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 		}
 		for who, secret := range tokens {
 			id := outside[who]
-			path := apiParams(r.path, id)
 			v, _ := h.db.Version(ctx, id, 1)
+			if strings.HasPrefix(r.path, apiPrefix+"/reviews/") {
+				id = reviewOf[id]
+			}
+			path := apiParams(r.path, id)
 			resp, body := h.api(apiReq{token: secret, method: r.method, path: path, headers: map[string]string{"If-Match": `"` + v.Hash + `"`}})
 			if resp.StatusCode != http.StatusNotFound {
 				t.Errorf("%s %s %s = %d, want 404", who, r.method, path, resp.StatusCode)
@@ -405,8 +420,13 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	if len(after) != len(before) || after[0].State != before[0].State || after[1].State != before[1].State {
 		t.Errorf("outsiders changed something: %+v -> %+v", before, after)
 	}
+	for _, rid := range reviewOf {
+		if r, err := h.db.Review(ctx, rid); err != nil || !r.Open() {
+			t.Errorf("review %d decided by an outsider: %+v, %v", rid, r, err)
+		}
+	}
 	// The lists.
-	for who, want := range map[string][]string{"owner.blue rw": {"blue"}, "finance read": nil, "revadmin rw (red only)": {"red"}} {
+	for who, want := range map[string][]string{"owner.blue rw": {"blue"}, "finance read": nil, "revadmin rw (red only)": {"red"}, "revadmin decide (red only)": {"red"}} {
 		_, body := h.api(apiReq{token: tokens[who], path: "/api/v1/connections"})
 		var list struct{ Items []apiConnectionBody }
 		_ = json.Unmarshal(body, &list)
@@ -423,7 +443,7 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	// keeps none of revadmin's portal-wide roles), so none reads the other
 	// team's events.
 	for who, secret := range tokens {
-		for _, path := range []string{"/api/v1/audit", "/api/v1/audit?stream=1", "/api/v1/audit?team=" + map[bool]string{true: "blue", false: "red"}[who == "revadmin rw (red only)"]} {
+		for _, path := range []string{"/api/v1/audit", "/api/v1/audit?stream=1", "/api/v1/audit?team=" + map[bool]string{true: "blue", false: "red"}[strings.HasPrefix(who, "revadmin")]} {
 			resp, body := h.api(apiReq{token: secret, path: path})
 			if resp.StatusCode != http.StatusForbidden || bytes.Contains(body, []byte("@example.test")) {
 				t.Errorf("%s GET %s = %d, want 403 and no event\n%s", who, path, resp.StatusCode, body)
