@@ -119,8 +119,8 @@ func TestAPIDecisionsAreThePages(t *testing.T) {
 	if resp, _ := h.decideReq(decide, "approve", 1, "", map[string]string{"reason": "x", "plan": "typo"}); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("an unknown field = %d, want 400", resp.StatusCode)
 	}
-	if resp, _ := h.decideReq(decide, "approve", 1, "", map[string]string{"reason": "x", "plan_hash": "not-the-plan"}); resp.StatusCode < 400 {
-		t.Errorf("approving another plan than the version's = %d", resp.StatusCode)
+	if resp, _ := h.decideReq(decide, "approve", 1, "", map[string]string{"reason": "x", "plan_hash": "not-the-plan"}); resp.StatusCode != http.StatusConflict {
+		t.Errorf("approving another plan than the version's = %d, want 409", resp.StatusCode)
 	}
 	if n := h.auditCount("connection.approve") + h.auditCount("connection.reject") + h.auditCount("connection.request_changes"); n != 0 || h.stateOf(1) != workflow.StateSubmitted {
 		t.Fatalf("refused decisions recorded %d events; state %s", n, h.stateOf(1))
