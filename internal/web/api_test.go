@@ -803,7 +803,9 @@ func TestAPITokenAsksTheDirectory(t *testing.T) {
 
 // FuzzAPIJSON posts arbitrary bodies to the API's routes that read one (file,
 // submit, edit, the previews) with a
-// read-write token of team red's owner: every answer is a documented
+// read-write token of team red's owner, and to the decisions' (approve,
+// reject, request changes, a review's decision) with an admin's and a
+// reviewer's decision tokens: every answer is a documented
 // problem document or a documented success (harness.api validates each
 // against openapi.json), never a 5xx. The seed corpus runs with go test;
 // go test -fuzz '^FuzzAPIJSON$' ./internal/web fuzzes it.
@@ -812,8 +814,20 @@ func FuzzAPIJSON(f *testing.F) {
 	owner := h.signIn("owner.red")
 	rw := h.newToken(owner, workflow.TokenReadWrite)
 	id := h.fileAs(owner, "red")
+	// The decisions: an admin's on red's draft (refused after the body is
+	// read), a reviewer's on an open review of blue's live connection.
+	decide := h.newToken(h.signIn("admin"), workflow.TokenDecide)
+	review := h.newToken(h.signIn("reviewer"), workflow.TokenDecide)
+	blue := h.fileAs(h.signIn("owner.blue"), "blue")
+	if err := h.db.ExecForTest(f.Context(), fmt.Sprintf(`UPDATE connections SET state = 'active', approved_version = 1, submitted_at = created_at WHERE id = %d`, blue)); err != nil {
+		f.Fatal(err)
+	}
+	rev, err := h.db.OpenReview(f.Context(), blue, workflow.OpenReviewInput{Trigger: workflow.TriggerScheduled, DueOn: "2026-01-01", Evidence: []byte(`{}`)}, h.srv.opts.Now())
+	if err != nil {
+		f.Fatal(err)
+	}
 	ex, _ := json.Marshal(contractFor("red"))
-	for _, seed := range []string{string(ex), `{}`, `{"team":"red","surprise":1}`, `null`, `{"team":"blue"}`, "\xff\xfe", `{"team":"red","team":"red"}`,
+	for _, seed := range []string{`{"reason":"ok","plan_hash":"x"}`, `{"decision":"renew","reason":"ok"}`, `{"decision":"request_changes","reason":"ok","deadline":"2026-02-30"}`, string(ex), `{}`, `{"team":"red","surprise":1}`, `null`, `{"team":"blue"}`, "\xff\xfe", `{"team":"red","team":"red"}`,
 		`{"team":"red","scheduling":{"guaranteed":[{"count":-1}]}}`, `{"TEAM":"red"}`, `{"team":"red"} {}`, strings.Repeat(`[`, 10000)} {
 		f.Add([]byte(seed), "")
 		f.Add([]byte(seed), `"x"`)
@@ -831,5 +845,10 @@ func FuzzAPIJSON(f *testing.F) {
 			headers: map[string]string{"If-Match": ifMatch}})
 		hh.api(apiReq{token: rw, method: http.MethodPost, path: fmt.Sprintf("/api/v1/connections/%d/preview", id), body: body})
 		hh.api(apiReq{token: rw, method: http.MethodPost, path: "/api/v1/preview", body: body})
+		for _, kind := range []string{"approve", "reject", "request-changes"} {
+			hh.api(apiReq{token: decide, method: http.MethodPost, path: fmt.Sprintf("/api/v1/connections/%d/%s", id, kind), body: body,
+				headers: map[string]string{"If-Match": ifMatch}})
+		}
+		hh.api(apiReq{token: review, method: http.MethodPost, path: fmt.Sprintf("/api/v1/reviews/%d/decision", rev.ID), body: body})
 	})
 }
