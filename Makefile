@@ -42,11 +42,18 @@ check-generated: ## fail when committed *_templ.go files differ from templ gener
 	done; \
 	[ $$stale = 0 ] && echo "templ: generated files are current"
 
+# vet and staticcheck compile the packages they check; with -trimpath (GOFLAGS, which
+# staticcheck's go list also reads) a fresh clone reuses what another checkout compiled,
+# as the tests do: without it the build cache keys on the checkout's directory, and
+# each fresh clone compiled and analysed the whole module again (on 2 packages: vet
+# 17.2 s in a second clone without it, 2.7 s with it; staticcheck 18.8 s and 2.7 s).
+LINT_GOFLAGS := -trimpath $(GOFLAGS)
+
 lint: ## go mod tidy check + go vet + staticcheck (pinned in go.mod)
 	@# -diff prints what tidy would change in go.mod/go.sum and exits non-zero, changing nothing
 	$(GO) mod tidy -diff
-	$(GO) vet ./...
-	$(GO) tool staticcheck ./...
+	GOFLAGS="$(LINT_GOFLAGS)" $(GO) vet ./...
+	GOFLAGS="$(LINT_GOFLAGS)" $(GO) tool staticcheck ./...
 
 deps: ## install the Debian tools the test bed's scripts call, if missing
 	bash hack/deps.sh
@@ -92,7 +99,7 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	bash hack/testbed/up.sh "$$state"; \
 	set -a; source "$$state/testbed.env"; set +a; \
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
-	$(GO) build -o "$$state/testreport" ./hack/testreport; \
+	$(GO) build -trimpath -o "$$state/testreport" ./hack/testreport; \
 	PORTAL_TEST_STORE_ENGINE=postgres $(GO) test -trimpath -count=1 -timeout 10m ./internal/store >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
 	pkgs="$(SLOW_FIRST) $$($(GO) list ./... | sed 's|^$(MODULE)|.|' | grep -vxF -f <(printf '%s\n' $(SLOW_FIRST)))"; \
 	rc=0; $(GO) test -trimpath -race -count=1 -timeout 15m -p 4 -json $$pkgs 2>&1 | "$$state/testreport" -top 20 || rc=$$?; \

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -122,6 +124,33 @@ func (ap *applyPortal) approve(t *testing.T, id int64) {
 	}
 }
 
+// dryRunShowedThePlans checks that the dry run's output before the
+// files were filed holds, line by line, the plan summary an admin sees
+// on each request filed since (the plan route of its version 1), the
+// preview's stand-in for the id (math.MaxInt64, said in the plan's
+// warnings) read as the request's id.
+func (ap *applyPortal) dryRunShowedThePlans(t *testing.T, dry string, conns []apiConn) {
+	t.Helper()
+	tok, err := readToken(ap.tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range conns {
+		var plan struct {
+			Summary []string `json:"summary"`
+		}
+		if _, err := newAPIClient(ap.r.url, tok).do(t.Context(), http.MethodGet, c.Links.Self+"/versions/1/plan", nil, nil, &plan); err != nil || len(plan.Summary) == 0 {
+			t.Fatalf("the plan of #%d: %v %v", c.ID, err, plan)
+		}
+		shown := strings.ReplaceAll(dry, strconv.FormatInt(math.MaxInt64, 10), strconv.FormatInt(c.ID, 10))
+		for _, line := range plan.Summary {
+			if !strings.Contains(shown, "    "+line+"\n") {
+				t.Errorf("the dry run did not show #%d's plan line %q:\n%s", c.ID, line, dry)
+			}
+		}
+	}
+}
+
 // repoContracts writes team red's two contracts, one as JSON and one as
 // YAML, into a new directory.
 func repoContracts(t *testing.T) (dir string, train workflow.Contract) {
@@ -173,6 +202,10 @@ func versions(conns []apiConn) string {
 func TestContractApply(t *testing.T) {
 	ap := newApplyPortal(t)
 	dir, train := repoContracts(t)
+	dry, err := ap.apply(t, "", dir, "--dry-run")
+	if err != nil || strings.Count(dry, "would file a new request") != 2 || strings.Count(dry, "  plan:\n") != 2 || len(ap.connections(t)) != 0 {
+		t.Fatalf("the dry run of two new files: %v, %d connections\n%s", err, len(ap.connections(t)), dry)
+	}
 	out, err := ap.apply(t, "", dir)
 	if err != nil {
 		t.Fatalf("first apply: %v\n%s", err, out)
@@ -181,6 +214,7 @@ func TestContractApply(t *testing.T) {
 	if len(conns) != 2 || conns[0].State != "submitted" || conns[1].State != "submitted" {
 		t.Fatalf("after the first apply: %s\n%s", versions(conns), out)
 	}
+	ap.dryRunShowedThePlans(t, dry, conns)
 	for _, c := range conns {
 		if link := fmt.Sprintf("%s/connections/%d", ap.r.url, c.ID); !strings.Contains(out, "submitted #"+fmt.Sprint(c.ID)) || !strings.Contains(out, link) {
 			t.Errorf("the output does not link request #%d (%s):\n%s", c.ID, link, out)

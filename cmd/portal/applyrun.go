@@ -143,8 +143,9 @@ type applyPreview struct {
 		Label, Old, New string
 	} `json:"contract_changes"`
 	Plan *struct {
-		Summary []string `json:"summary"`
-		Error   string   `json:"error"`
+		Summary  []string `json:"summary"`
+		Warnings []string `json:"warnings"`
+		Error    string   `json:"error"`
 	} `json:"plan"`
 	PlanDiff *struct {
 		Rows []struct {
@@ -201,11 +202,14 @@ func previewOne(ctx context.Context, cl *apiClient, f localContract, open *remot
 		for _, s := range p.Plan.Summary {
 			fmt.Fprintf(w, "    %s\n", s)
 		}
+		for _, s := range p.Plan.Warnings {
+			fmt.Fprintf(w, "    warning: %s\n", s)
+		}
 		if p.Plan.Error != "" {
 			fmt.Fprintf(w, "    (%s)\n", p.Plan.Error)
 		}
 	default:
-		fmt.Fprintf(w, "  plan: shown on the request's page once it is filed (a plan names its connection)\n")
+		fmt.Fprintf(w, "  plan: none (the portal did not send one)\n")
 	}
 	if len(p.Errors) > 0 {
 		e := &apiError{method: http.MethodPost, path: path, status: http.StatusUnprocessableEntity, title: "Invalid contract",

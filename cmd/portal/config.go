@@ -40,10 +40,14 @@ type Config struct {
 	// token; APIRateLimit: API requests per minute (and burst) per token.
 	APITokenMaxDays int
 	APIRateLimit    int
-	LogFormat       string
-	LogLevel        string
-	Dev             bool
-	DevAllowRemote  bool
+	// MachineAudiences: the client ids (audiences) of the identity
+	// provider's tokens for machine identities that the API accepts; none:
+	// no machine identity (the groups file's machines section names them).
+	MachineAudiences []string
+	LogFormat        string
+	LogLevel         string
+	Dev              bool
+	DevAllowRemote   bool
 	// DemoReviews (with Dev): seed two demo connections with a due and an
 	// overdue review on a database with no connection yet.
 	DemoReviews bool
@@ -139,6 +143,7 @@ var specs = []flagSpec{
 	{"login-rate-limit", "PORTAL_LOGIN_RATE_LIMIT", "60", "requests per minute one client address may make to /login and /auth/callback (also the burst); more get 429", false},
 	{"api-token-max-days", "PORTAL_API_TOKEN_MAX_DAYS", "90", "the longest lifetime, in days, a person may give an API token (/settings/tokens)", false},
 	{"api-rate-limit", "PORTAL_API_RATE_LIMIT", "300", "API requests per minute one token may make (also the burst); more get 429", false},
+	{"machine-audiences", "PORTAL_MACHINE_AUDIENCES", "", "comma-separated client ids (token audiences) of the --oidc-issuer's tokens that the API accepts from machine identities, each named by its sub claim in the groups file's machines section (docs/api.md); empty: none", false},
 	{"log-format", "PORTAL_LOG_FORMAT", "", "text or json (default: text with --dev, json otherwise)", false},
 	{"log-level", "PORTAL_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"dev", "PORTAL_DEV", "false", "development mode: built-in identity provider with demo users, data under ./data", true},
@@ -342,6 +347,11 @@ func (v *flagValues) config() Config {
 			c.OIDCScopes = append(c.OIDCScopes, s)
 		}
 	}
+	for _, s := range strings.Split(*v.vals["machine-audiences"], ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.MachineAudiences = append(c.MachineAudiences, s)
+		}
+	}
 	if c.LogFormat == "" {
 		c.LogFormat = "json"
 		if c.Dev {
@@ -498,6 +508,9 @@ func (c Config) validateDev(host string, listenOK bool) []error {
 	}
 	if c.OIDCIssuer != "" || c.OIDCClientID != "" || c.OIDCClientSecretFile != "" {
 		errs = append(errs, errors.New("--dev uses the built-in identity provider: drop --oidc-issuer, --oidc-client-id and --oidc-client-secret-file, or drop --dev"))
+	}
+	if len(c.MachineAudiences) > 0 {
+		errs = append(errs, errors.New("--machine-audiences: not with --dev (the built-in identity provider issues no machine tokens)"))
 	}
 	return errs
 }

@@ -305,6 +305,22 @@ func TestParseConfig(t *testing.T) {
 			wantErr: []string{"--dev uses the built-in identity provider"},
 		},
 		{
+			name:    "machine audiences not with --dev",
+			args:    []string{"--dev", "--machine-audiences=portal-pipelines"},
+			wantErr: []string{"--machine-audiences: not with --dev"},
+		},
+		{
+			name: "machine audiences, a list from env",
+			args: prod(),
+			env:  env{"PORTAL_MACHINE_AUDIENCES": " portal-pipelines, ,ci "},
+			check: func(c Config) string {
+				if !reflect.DeepEqual(c.MachineAudiences, []string{"portal-pipelines", "ci"}) {
+					return fmt.Sprintf("MachineAudiences = %q", c.MachineAudiences)
+				}
+				return ""
+			},
+		},
+		{
 			name:    "dev with an OIDC client id from env",
 			args:    []string{"--dev"},
 			env:     env{"PORTAL_OIDC_CLIENT_ID": "portal"},

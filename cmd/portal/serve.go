@@ -344,6 +344,8 @@ func (p *parts) assembleProvisioning(ctx context.Context, cfg Config, db *store.
 	}
 	// The admin's "Refresh from cluster" of a Slurm cluster reads its nodes.
 	p.checker.Sources.SlurmPartitionTypes = p.cluster.Slurm.PartitionInstanceTypes
+	// The Slurm GPU check compares the nodes' GPUs with these figures.
+	p.checker.Sources.Accelerators = p.cluster.WithDefaults().Accelerators
 	if reader := p.checker.Sources.Kube; reader != nil {
 		// Every provisioning job first checks that the cluster serves the
 		// API versions its plan applies (Kueue v1beta2 above all).
@@ -364,7 +366,8 @@ func newWebServer(cfg Config, db *store.DB, ls *listeners, id identity, rates *u
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionLifetime: cfg.SessionLifetime, SeparateOps: ls.ops != nil,
 		GroupsRecheckInterval: cfg.GroupsRecheckInterval, LoginRateLimit: cfg.LoginRateLimit,
 		APITokenMaxLifetime: time.Duration(cfg.APITokenMaxDays) * 24 * time.Hour, APIRateLimit: cfg.APIRateLimit,
-		DevIdP: id.devHandler, Registry: reg, KnownOwners: id.knownOwners,
+		Machines: machineVerifier(cfg, id.mapping, logger),
+		DevIdP:   id.devHandler, Registry: reg, KnownOwners: id.knownOwners,
 		Cluster: p.cluster, DryRun: p.kube == nil, SlurmTransport: p.side.Slurm != nil, Live: liveOrNil(p.applier),
 		SchedulerCalls: p.side.Runner != nil,
 		AWSPreview:     p.side.preview(), Quotas: p.side.quotas(), LifecycleCheck: p.side.lifecycleCheck(),
@@ -570,4 +573,17 @@ func serveUntilDone(ctx context.Context, cfg Config, ls *listeners, srv *web.Ser
 	stopWork()
 	logger.Info("stopped")
 	return runErr
+}
+
+// machineVerifier verifies the machine identities' tokens of the portal's
+// identity provider for --machine-audiences (nil without any: none is
+// accepted).
+func machineVerifier(cfg Config, m auth.Mapping, logger *slog.Logger) *auth.MachineVerifier {
+	if len(cfg.MachineAudiences) == 0 {
+		if len(m.Machines) > 0 {
+			logger.Warn("the groups file names machine identities but --machine-audiences is empty: no machine token is accepted", "machines", len(m.Machines))
+		}
+		return nil
+	}
+	return auth.NewMachineVerifier(cfg.OIDCIssuer, cfg.MachineAudiences, nil, time.Now)
 }

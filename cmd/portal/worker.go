@@ -84,6 +84,15 @@ func teamShares(db *store.DB) provision.TeamShares {
 	}
 }
 
+// connectionFacts reads what a Slurm hold or amendment job needs of its
+// connection as it starts (provision.ConnectionFacts).
+func connectionFacts(db *store.DB) func(ctx context.Context, id int64) (provision.ConnectionFacts, error) {
+	return func(ctx context.Context, id int64) (provision.ConnectionFacts, error) {
+		c, err := db.Connection(ctx, id)
+		return provision.ConnectionFacts{Hold: c.Hold, ApprovedVersion: c.ApprovedVersion, CurrentVersion: c.CurrentVersion, Amendment: c.Amendment}, err
+	}
+}
+
 // newWorker builds the provisioning worker: real server-side apply when a
 // cluster is configured (a is non-nil), dry run otherwise.
 func newWorker(db *store.DB, a *provision.Applier, settings provision.ClusterSettings, logger *slog.Logger) *provision.Worker {
@@ -95,10 +104,11 @@ func newWorker(db *store.DB, a *provision.Applier, settings provision.ClusterSet
 		PlansAll: provision.PlanBatchWithExceptions(provision.PlanBatchFrom(planBatchLookup(db), settings), db.ExceptionsInEffect, settings),
 		// The team's ClusterQueue sums the team's connections as the store
 		// has them when the job runs (provision's teamqueue.go).
-		TeamQueue: provision.TeamQueuesFrom(teamShares(db), settings),
-		DryRun:    a == nil,
-		Owner:     provision.DefaultOwner(),
-		Logger:    logger.With("component", "provisioner"),
+		TeamQueue:  provision.TeamQueuesFrom(teamShares(db), settings),
+		Connection: connectionFacts(db),
+		DryRun:     a == nil,
+		Owner:      provision.DefaultOwner(),
+		Logger:     logger.With("component", "provisioner"),
 	}
 	if a != nil {
 		w.Apply = provision.ApplierSteps{Applier: a}

@@ -25,9 +25,15 @@ import (
 //	  red:
 //	    owners: [team-red-owners]
 //	    members: [team-red-members]
+//	machines:            # machine identities for pipelines (machine.go)
+//	  ci-red:
+//	    subject: 0oa8f2k1ci-red   # the provider's `sub` for the pipeline
+//	    scope: read-write
+//	    groups: [team-red-owners]
 type Mapping struct {
-	Roles map[workflow.Role][]string `json:"roles"`
-	Teams map[string]TeamGroups      `json:"teams"`
+	Roles    map[workflow.Role][]string `json:"roles"`
+	Teams    map[string]TeamGroups      `json:"teams"`
+	Machines map[string]Machine         `json:"machines,omitempty"`
 }
 
 // TeamGroups lists the groups whose members own, or are members of, a team.
@@ -86,6 +92,7 @@ func ParseMapping(b []byte) (Mapping, error) {
 		errs = append(errs, checkGroups("teams."+t+".owners", tg.Owners)...)
 		errs = append(errs, checkGroups("teams."+t+".members", tg.Members)...)
 	}
+	errs = append(errs, m.checkMachines()...)
 	if len(m.Roles[workflow.RoleAdmin]) == 0 {
 		errs = append(errs, errors.New("roles.admin: needs at least one group, or nobody can approve anything"))
 	}

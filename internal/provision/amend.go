@@ -87,5 +87,13 @@ func (w *Worker) amendSteps(ctx context.Context, job workflow.Job, new Plan) ([]
 	if err != nil {
 		return nil, fmt.Errorf("provision: the approved version %d this amendment replaces: %w", job.FromVersion, err)
 	}
-	return AmendSteps(old, new), nil
+	steps := AmendSteps(old, new)
+	if w.Connection != nil && len(steps) > 0 && steps[0].SlurmFrom != nil {
+		facts, err := w.Connection(ctx, job.ConnectionID)
+		if err != nil {
+			return nil, fmt.Errorf("provision: amend job %d: read its connection: %w", job.ID, err)
+		}
+		steps[0].SlurmHeld = facts.Hold.Applied()
+	}
+	return steps, nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hyperpod-governance/portal/internal/provision/awsprov"
+	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // DiffAction is what an amendment does with one object or AWS resource:
@@ -178,7 +179,17 @@ const maxDiffPaths = 4
 // (slurmDiff), in its order.
 //
 // The changes' Object and Call point into the two plans' slices.
-func DiffPlans(from, to Plan) PlanDiff {
+func DiffPlans(from, to Plan) PlanDiff { return diffPlans(from, to, false) }
+
+// DiffPlansHeld is DiffPlans for a connection whose hold is hold: on hold
+// (hold.Applied), a Slurm amendment that renames the team's account shows
+// the new account added with GrpJobs=0, as the amendment job adds it
+// (slurmprov.ApplyKeepingHold), so the admin sees that the hold moves.
+func DiffPlansHeld(from, to Plan, hold workflow.Hold) PlanDiff {
+	return diffPlans(from, to, hold.Applied())
+}
+
+func diffPlans(from, to Plan, held bool) PlanDiff {
 	var d PlanDiff
 
 	oldObjects := map[objectKey]*Object{}
@@ -263,7 +274,7 @@ func DiffPlans(from, to Plan) PlanDiff {
 	for _, c := range awsLast {
 		removeCall(c)
 	}
-	d.Changes = append(d.Changes, slurmDiff(from.Slurm, to.Slurm)...)
+	d.Changes = append(d.Changes, slurmDiff(from.Slurm, to.Slurm, held)...)
 	return d
 }
 

@@ -114,6 +114,10 @@ type ReadinessSources struct {
 	// slurm.partition_instance_types): with Slurm set and no Kube, the
 	// inventory is read from the Slurm nodes (ReadInventory).
 	SlurmPartitionTypes map[string]string
+	// Accelerators is the cluster settings' table of resources per
+	// instance type (nil: DefaultAccelerators): the Slurm GPU check
+	// compares each node's declared GPUs with its type's.
+	Accelerators map[string]ResourcesPerInstance
 }
 
 func (s ReadinessSources) admissionMode() AdmissionMode {
@@ -121,6 +125,13 @@ func (s ReadinessSources) admissionMode() AdmissionMode {
 		return AdmissionWarn
 	}
 	return s.AdmissionMode
+}
+
+func (s ReadinessSources) accelerators() map[string]ResourcesPerInstance {
+	if s.Accelerators == nil {
+		return DefaultAccelerators
+	}
+	return s.Accelerators
 }
 
 func (s ReadinessSources) kueue() schema.GroupVersion {
@@ -156,6 +167,9 @@ func CheckReadiness(ctx context.Context, src ReadinessSources) Readiness {
 		conf, confErr := readSlurmConfig(ctx, src.Slurm)
 		r.Checks = append(r.Checks, controller, slurmEnforcementCheck(conf, confErr),
 			slurmPartitionsCheck(ctx, src.Slurm, src.SlurmPartitions), slurmVisibilityCheck(ctx, src.Slurm, conf, confErr))
+		if len(src.SlurmPartitionTypes) > 0 {
+			r.Checks = append(r.Checks, slurmGPUsCheck(ctx, src.Slurm, src.SlurmPartitionTypes, src.accelerators()))
+		}
 	}
 	return r
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hyperpod-governance/portal/internal/slurm"
 )
 
 // SlurmRunner runs one Slurm command: internal/slurm's Runner (Local, or
@@ -353,6 +355,62 @@ func slurmVisibilityCheck(ctx context.Context, r SlurmRunner, conf map[string]st
 	default:
 		ch.Status = CheckOK
 		ch.Detail = "PrivateData hides other users' jobs in slurm.conf (" + ctld + ") and slurmdbd.conf (" + dbdValue + "): a member sees only their own jobs; the team's owners, its account's coordinators, see its job records in sacct."
+	}
+	return ch
+}
+
+// CheckSlurmGPUs is the readiness check of the Slurm nodes' declared GPUs
+// against their instance types'.
+const CheckSlurmGPUs = "Slurm nodes' GPUs"
+
+// slurmGPUsCheck reads the nodes (sinfo, slurm.Nodes) and compares each
+// node's GPUs, as its generic resources declare them (gres/gpu, which
+// Slurm schedules and the team QoS's GrpTRES limits), with the
+// accelerators of the instance type its partition maps to
+// (partitionTypes; accel, the settings' table of AWS's figures). The
+// inventory counts capacity in instances of a type, so approvals count each
+// usable node as the type's full GPUs: a node that declares fewer (a GPU
+// failed and was left out of gres.conf, a node of another type in the
+// partition, a wrong partition map) holds less than the portal counts,
+// and one that declares more is not the type the map says. Nodes of a
+// partition the map does not name, and types without accelerators, are
+// not compared.
+func slurmGPUsCheck(ctx context.Context, r SlurmRunner, partitionTypes map[string]string, accel map[string]ResourcesPerInstance) Check {
+	ch := Check{Name: CheckSlurmGPUs}
+	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	nodes, err := slurm.Nodes(ctx, r)
+	if err != nil {
+		ch.Status, ch.Detail = CheckUnknown, sentenceOf(err.Error())
+		return ch
+	}
+	seen := map[string]bool{}
+	var off []string
+	compared := 0
+	for _, n := range nodes {
+		typ := partitionTypes[n.Partition]
+		want := accel[typ].Accelerators
+		if typ == "" || want == 0 || seen[n.Name] {
+			continue
+		}
+		seen[n.Name] = true
+		compared++
+		if n.GPUs != want {
+			off = append(off, fmt.Sprintf("%s (partition %s, %s) declares %d GPUs, the type has %d", n.Name, n.Partition, typ, n.GPUs, want))
+		}
+	}
+	switch {
+	case len(off) > 0:
+		ch.Status = CheckWarning
+		ch.Detail = "Nodes whose GPUs differ from their instance type's: " + strings.Join(off, "; ") +
+			". Approvals count each usable node as its type's full GPUs, so the capacity they count is not what Slurm can allocate."
+		ch.Todo = "Check the nodes' gres.conf and Gres= in slurm.conf (scontrol show node NAME), and the settings' slurm.partition_instance_types; replace a node whose GPU failed (on HyperPod, a node replacement)."
+	case compared == 0:
+		ch.Status = CheckUnknown
+		ch.Detail = "No node of a partition in slurm.partition_instance_types with an accelerated instance type: nothing to compare."
+	default:
+		ch.Status = CheckOK
+		ch.Detail = fmt.Sprintf("The %d nodes of the mapped partitions declare their instance types' GPUs.", compared)
 	}
 	return ch
 }

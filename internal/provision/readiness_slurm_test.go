@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -259,5 +260,81 @@ func TestSlurmVisibilityCheck(t *testing.T) {
 	noSection := scriptedSlurm{"scontrol show config": "PrivateData = jobs\n", "sacctmgr show configuration": "PrivateData = jobs\n"}
 	if c := check(noSection); c.Status != provision.CheckUnknown || !strings.Contains(c.Detail, "no slurmdbd PrivateData") {
 		t.Errorf("no SlurmDBD part: %+v; want unknown (slurm.conf's value is not slurmdbd's)", c)
+	}
+}
+
+// TestSlurmGPUsCheck: a node declaring fewer GPUs than its partition's
+// instance type is named (the capacity approvals count is then not what
+// Slurm can allocate); nodes of unmapped partitions, or listed in two
+// partitions, are compared once or not at all.
+func TestSlurmGPUsCheck(t *testing.T) {
+	const nodes = "sinfo --all --Node --noheader --format=%N|%R|%G|%T"
+	check := func(sinfo string, types map[string]string) provision.Check {
+		t.Helper()
+		c, ok := provision.CheckReadiness(t.Context(), provision.ReadinessSources{Slurm: scriptedSlurm{nodes: sinfo}, SlurmPartitionTypes: types}).Check(provision.CheckSlurmGPUs)
+		if !ok {
+			t.Fatal("no GPU check with a Slurm runner and partition types")
+		}
+		return c
+	}
+	p5 := map[string]string{"gpu": "ml.p5.48xlarge"}
+	if want := provision.DefaultAccelerators["ml.p5.48xlarge"].Accelerators; want != 8 {
+		t.Fatalf("ml.p5.48xlarge has %d accelerators in the table; the test assumes 8", want)
+	}
+	if c := check("n1|gpu|gpu:h100:8(S:0-1)|idle\nn2|gpu|gpu:8|mixed\nn2|all|gpu:8|mixed\nc1|cpu|(null)|idle\n", p5); c.Status != provision.CheckOK || !strings.Contains(c.Detail, "The 2 nodes") {
+		t.Errorf("every node with its type's GPUs: %+v", c)
+	}
+	c := check("n1|gpu|gpu:h100:8|idle\nn2|gpu|gpu:h100:7|idle\nn3|gpu|(null)|drained\n", p5)
+	if c.Status != provision.CheckWarning || !strings.Contains(c.Detail, "n2 (partition gpu, ml.p5.48xlarge) declares 7 GPUs, the type has 8") ||
+		!strings.Contains(c.Detail, "n3 (partition gpu, ml.p5.48xlarge) declares 0 GPUs") || strings.Contains(c.Detail, "n1 ") || c.Todo == "" {
+		t.Errorf("a node short of GPUs: %+v", c)
+	}
+	if c := check("c1|cpu|(null)|idle\n", p5); c.Status != provision.CheckUnknown {
+		t.Errorf("no node of a mapped partition: %+v", c)
+	}
+	c, _ = provision.CheckReadiness(t.Context(), provision.ReadinessSources{Slurm: scriptedSlurm{}, SlurmPartitionTypes: p5}).Check(provision.CheckSlurmGPUs)
+	if c.Status != provision.CheckUnknown || !strings.Contains(c.Detail, "not scripted") {
+		t.Errorf("sinfo failing: %+v", c)
+	}
+	if _, ok := provision.CheckReadiness(t.Context(), provision.ReadinessSources{Slurm: scriptedSlurm{}}).Check(provision.CheckSlurmGPUs); ok {
+		t.Error("a GPU check without partition types")
+	}
+}
+
+// TestSlurmGPUsCheckOnTestBed: the test bed's node declares its GPUs in
+// gres.conf (PORTAL_TEST_SLURM_GPUS); mapped to an instance type with
+// that many the check passes, mapped to one with fewer it names the node
+// with both counts, as sinfo reports them.
+func TestSlurmGPUsCheckOnTestBed(t *testing.T) {
+	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
+	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
+	node := testenv.Require(t, "PORTAL_TEST_SLURM_NODE")
+	gpus, err := strconv.Atoi(testenv.Require(t, "PORTAL_TEST_SLURM_GPUS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var same, fewer string
+	for _, typ := range slices.Sorted(maps.Keys(provision.DefaultAccelerators)) {
+		switch a := provision.DefaultAccelerators[typ].Accelerators; {
+		case a == gpus && same == "":
+			same = typ
+		case a > 0 && a < gpus && fewer == "":
+			fewer = typ
+		}
+	}
+	if same == "" || fewer == "" {
+		t.Fatalf("no instance types with %d GPUs and with fewer in DefaultAccelerators", gpus)
+	}
+	check := func(typ string) provision.Check {
+		c, _ := provision.CheckReadiness(t.Context(), provision.ReadinessSources{Slurm: slurm.Local{Conf: conf},
+			SlurmPartitionTypes: map[string]string{partition: typ}}).Check(provision.CheckSlurmGPUs)
+		return c
+	}
+	if c := check(same); c.Status != provision.CheckOK {
+		t.Errorf("mapped to %s (%d GPUs): %+v", same, gpus, c)
+	}
+	want := fmt.Sprintf("%s (partition %s, %s) declares %d GPUs, the type has %d", node, partition, fewer, gpus, provision.DefaultAccelerators[fewer].Accelerators)
+	if c := check(fewer); c.Status != provision.CheckWarning || !strings.Contains(c.Detail, want) {
+		t.Errorf("mapped to %s: %+v; want %q", fewer, c, want)
 	}
 }

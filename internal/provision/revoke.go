@@ -111,6 +111,14 @@ type Step struct {
 	// changes from: a hold on that plan's account moves to the new one
 	// (slurmprov.ApplyKeepingHold).
 	SlurmFrom *slurmprov.Plan
+	// SlurmHeld, on such a step, says the connection was on hold when its
+	// job started (workflow.Hold.Applied): the new account is added held
+	// even when the hold job has not yet set the old one's limit.
+	SlurmHeld bool
+	// SlurmMayBeAbsent, on a hold job's ActionSlurmHold or ActionSlurmDrain
+	// step, passes over an account that is not on the cluster
+	// (SlurmHoldSteps).
+	SlurmMayBeAbsent bool
 	// Hold is the stopPolicy an ActionSlurmHold step puts in effect
 	// (workflow.StopHold, StopHoldAndDrain or StopNone: slurmhold.go).
 	Hold string

@@ -322,7 +322,7 @@ func (w *Worker) runSlurm(ctx context.Context, st Step) (Outcome, string, error)
 	switch {
 	case st.Action == ActionSlurmApply && st.SlurmFrom != nil:
 		run = func(ctx context.Context, r slurm.Runner, p slurmprov.Plan) ([]slurmprov.Command, error) {
-			return slurmprov.ApplyKeepingHold(ctx, r, p, *st.SlurmFrom)
+			return slurmprov.ApplyKeepingHold(ctx, r, p, *st.SlurmFrom, st.SlurmHeld)
 		}
 	case st.Action == ActionSlurmRevoke:
 		run = slurmprov.Revoke
@@ -463,7 +463,10 @@ func SlurmAmendSteps(old, new Plan) []Step {
 // adds (create), modifies (update) or deletes (delete). Nil when neither
 // plan is a Slurm one; a single unchanged row when the amendment runs no
 // command.
-func slurmDiff(old, new *slurmprov.Plan) []PlanChange {
+//
+// With held (the team is on hold: workflow.Hold.Applied), the rows are
+// slurmprov.HeldAmendCommands: a renamed account is added with GrpJobs=0.
+func slurmDiff(old, new *slurmprov.Plan, held bool) []PlanChange {
 	switch {
 	case new == nil:
 		return nil
@@ -472,7 +475,11 @@ func slurmDiff(old, new *slurmprov.Plan) []PlanChange {
 	}
 	changed := slurmprov.Drift(*new, slurmprov.StateOf(*old, *new))
 	var out []PlanChange
-	for _, c := range slurmprov.AmendCommands(*old, *new) {
+	cmds := slurmprov.AmendCommands(*old, *new)
+	if held {
+		cmds = slurmprov.HeldAmendCommands(*old, *new)
+	}
+	for _, c := range cmds {
 		ch := PlanChange{What: slurmCommandObject(c), Detail: c.String() + " (" + c.Why + ")"}
 		switch c.Args[0] {
 		case "add":

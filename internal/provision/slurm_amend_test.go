@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,45 @@ func TestDiffPlansSlurmRename(t *testing.T) {
 	}
 	if d.Empty() || len(d.DeleteSteps()) != 0 {
 		t.Errorf("empty %v, delete steps %v: the Slurm removals are the retire step's, not Kubernetes deletes", d.Empty(), d.DeleteSteps())
+	}
+}
+
+// TestDiffPlansSlurmRenameHeld: for a team on hold, the diff of a rename
+// shows the new account added with GrpJobs=0 (the command
+// slurmprov.ApplyKeepingHold runs), and only that row differs from the
+// unheld diff; a proposed hold (not applied) and an amendment that keeps
+// the account show what they show without a hold.
+func TestDiffPlansSlurmRenameHeld(t *testing.T) {
+	from, to := amendedPlans(t, slurmTestContract(), func(c *workflow.Contract) { c.SlurmScope.Account = "red2" }, slurmDiffSettings())
+	plain := DiffPlans(from, to)
+	for _, h := range []workflow.Hold{workflow.HoldOn, workflow.HoldDrain} {
+		held := DiffPlansHeld(from, to, h)
+		if len(held.Changes) != len(plain.Changes) {
+			t.Fatalf("%s: %d rows, unheld %d", h, len(held.Changes), len(plain.Changes))
+		}
+		differ := 0
+		for i, c := range held.Changes {
+			if c.Detail == plain.Changes[i].Detail {
+				continue
+			}
+			differ++
+			if c.What != "Slurm account red2" || c.Action != DiffCreate ||
+				!strings.HasPrefix(c.Detail, "sacctmgr -i add account red2 ") || !strings.Contains(c.Detail, " GrpJobs=0 (") {
+				t.Errorf("%s: row %d %s %q, want the new account added with GrpJobs=0", h, i, c.What, c.Detail)
+			}
+		}
+		if differ != 1 {
+			t.Errorf("%s: %d rows differ from the unheld diff, want 1 (the new account's add)", h, differ)
+		}
+	}
+	for _, h := range []workflow.Hold{workflow.HoldNone, workflow.HoldProposed} {
+		if got := DiffPlansHeld(from, to, h); !reflect.DeepEqual(got.Rows(), plain.Rows()) {
+			t.Errorf("%q: the diff differs from the unheld one", h)
+		}
+	}
+	from, to = amendedPlans(t, slurmTestContract(), func(c *workflow.Contract) { c.Scheduling.Guaranteed[0].Count++ }, slurmDiffSettings())
+	if got, want := DiffPlansHeld(from, to, workflow.HoldOn).Rows(), DiffPlans(from, to).Rows(); !reflect.DeepEqual(got, want) {
+		t.Errorf("an amendment keeping the account, on hold: %v, want %v", got, want)
 	}
 }
 

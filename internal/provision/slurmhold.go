@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hyperpod-governance/portal/internal/provision/slurmprov"
@@ -33,17 +34,79 @@ const (
 	ActionSlurmDrain StepAction = "slurm-drain"
 )
 
-// SlurmHoldSteps are the steps of a hold job on a Slurm plan for the
-// stopPolicy policy: the job limit, then, for HoldAndDrain, the drain
-// (after the limit, so that nothing starts once the running jobs are
-// cancelled).
-func SlurmHoldSteps(p *slurmprov.Plan, policy string) []Step {
-	steps := []Step{{Action: ActionSlurmHold, Slurm: p, Hold: policy, Detail: SlurmHoldWording(policy, p.Account.Name)}}
+// SlurmHoldSteps are the steps of a hold job on Slurm plans (the job's
+// version's, then those of an amendment that moves the team's account:
+// Worker.slurmHoldPlans) for the stopPolicy policy: each account's job
+// limit, then, for HoldAndDrain, each account's drain (after the limits,
+// so that nothing starts once the running jobs are cancelled). With more
+// than one plan, an account not on the cluster is passed over
+// (Step.SlurmMayBeAbsent): the amendment has not added it yet, and adds it
+// held (slurmprov.ApplyKeepingHold), or has retired it.
+func SlurmHoldSteps(plans []*slurmprov.Plan, policy string) []Step {
+	var steps []Step
+	absent := len(plans) > 1
+	for _, p := range plans {
+		steps = append(steps, Step{Action: ActionSlurmHold, Slurm: p, Hold: policy, SlurmMayBeAbsent: absent, Detail: SlurmHoldWording(policy, p.Account.Name)})
+	}
 	if policy == workflow.StopHoldAndDrain {
-		steps = append(steps, Step{Action: ActionSlurmDrain, Slurm: p, Hold: policy,
-			Detail: "cancel the running and suspended jobs of account " + p.Account.Name + "; pending jobs stay pending"})
+		for _, p := range plans {
+			steps = append(steps, Step{Action: ActionSlurmDrain, Slurm: p, Hold: policy, SlurmMayBeAbsent: absent,
+				Detail: "cancel the running and suspended jobs of account " + p.Account.Name + "; pending jobs stay pending"})
+		}
 	}
 	return steps
+}
+
+// ConnectionFacts are what a Slurm hold or amendment job reads of its
+// connection when it starts (Worker.Connection).
+type ConnectionFacts struct {
+	Hold workflow.Hold
+	// ApprovedVersion is the version in effect; CurrentVersion, with
+	// Amendment approved (its job applying it) or failed (its job stopped
+	// part way), the change's.
+	ApprovedVersion, CurrentVersion int
+	Amendment                       workflow.Amendment
+}
+
+// LiveVersions are the versions whose Slurm accounts may be on the
+// cluster: the approved one, and an approved change's while its job
+// applies it or after it failed part way (its account may be added).
+func (c ConnectionFacts) LiveVersions() []int {
+	vs := []int{c.ApprovedVersion}
+	if (c.Amendment == workflow.AmendApproved || c.Amendment == workflow.AmendFailed) && c.CurrentVersion != c.ApprovedVersion {
+		vs = append(vs, c.CurrentVersion)
+	}
+	return vs
+}
+
+// slurmHoldPlans are the plans whose accounts a hold job sets: its own
+// version's (p) and, read as the job starts, those of the connection's
+// live versions (LiveVersions) whose account is another. A hold queued
+// before an amendment that renames the account, and run after it (a retry,
+// another worker), thus holds the renamed account, not only the one the
+// amendment retires.
+func (w *Worker) slurmHoldPlans(ctx context.Context, job workflow.Job, p *slurmprov.Plan) ([]*slurmprov.Plan, error) {
+	plans := []*slurmprov.Plan{p}
+	if w.Connection == nil {
+		return plans, nil
+	}
+	facts, err := w.Connection(ctx, job.ConnectionID)
+	if err != nil {
+		return nil, fmt.Errorf("provision: hold job %d: read its connection: %w", job.ID, err)
+	}
+	for _, v := range facts.LiveVersions() {
+		if v == job.Version || v <= 0 {
+			continue
+		}
+		other, err := w.Plans(ctx, job.ConnectionID, v)
+		if err != nil {
+			return nil, fmt.Errorf("provision: hold job %d: the plan of version %d: %w", job.ID, v, err)
+		}
+		if other.Slurm != nil && !slices.ContainsFunc(plans, func(q *slurmprov.Plan) bool { return !slurmprov.MovesAccount(*q, *other.Slurm) }) {
+			plans = append(plans, other.Slurm)
+		}
+	}
+	return plans, nil
 }
 
 // SlurmHoldWording is what a hold with stopPolicy policy does to a Slurm
@@ -73,6 +136,13 @@ func slurmHoldStepName(s Step) string {
 func (w *Worker) runSlurmHold(ctx context.Context, st Step) (Outcome, string, error) {
 	if w.Slurm == nil {
 		return Failed, "", permanent(errors.New("provision: the portal has no Slurm transport configured (PORTAL_SLURM_CONF, docs/configuration.md): a Slurm connection cannot be held"))
+	}
+	if st.SlurmMayBeAbsent {
+		if _, found, err := slurmprov.ReadHold(ctx, w.Slurm, *st.Slurm); err != nil {
+			return Failed, "", err
+		} else if !found {
+			return Unchanged, "account " + st.Slurm.Account.Name + " is not on cluster " + st.Slurm.Cluster + ": the amendment that renames it has not added it yet (it adds it held) or has retired it", nil
+		}
 	}
 	if st.Action == ActionSlurmDrain {
 		jobs, ran, err := slurmprov.Drain(ctx, w.Slurm, *st.Slurm)

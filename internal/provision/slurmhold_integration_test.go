@@ -2,6 +2,7 @@ package provision_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -266,5 +267,98 @@ func TestSlurmHeldAccountRenamedKeepsItsHold(t *testing.T) {
 	}
 	if _, err := d.RunOnce(ctx); err != nil || len(saved) != 0 {
 		t.Errorf("drift after the renaming amendment of a held connection: %+v, %v; want none", saved, err)
+	}
+}
+
+// failingSlurm fails every command, as a transport that cannot reach the
+// controller does.
+type failingSlurm struct{}
+
+func (failingSlurm) Run(_ context.Context, name string, _ ...string) ([]byte, error) {
+	return nil, fmt.Errorf("slurm: %s: the controller cannot be reached", name)
+}
+
+// TestSlurmHoldQueuedBeforeARenameHoldsTheNewAccount: a hold is confirmed
+// but its job cannot reach Slurm (it waits to retry); meanwhile a change
+// renaming the account is approved and its job runs first. The amendment
+// adds the new account held, because the portal has the team on hold
+// (Step.SlurmHeld), though the old account was never held; the hold job's
+// retry then holds the account the connection has now (its live
+// versions'), passing over the one the amendment retired, and succeeds.
+// A member's job under the new account pends with AssocGrpJobsLimit.
+func TestSlurmHoldQueuedBeforeARenameHoldsTheNewAccount(t *testing.T) {
+	b, r, members, partition, account, _ := slurmTestBedConnection(t)
+	ctx := context.Background()
+	w := b.worker("w1", &fakeCluster{})
+	w.Slurm = r
+	b.runOnce(w)
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		t.Fatalf("connection %s after provisioning, want active", s)
+	}
+	if _, err := b.db.ProposeHold(ctx, b.conn.ID, workflow.Actor{Email: "reviewer@example.test"}, "end date passed", b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Add(time.Minute)
+	_, holdID, err := b.db.DecideHold(ctx, b.conn.ID, workflow.HoldStepConfirm, workflow.Actor{Email: "other-admin@example.test"}, true, "confirm", b.clock.Now())
+	if err != nil || holdID == 0 {
+		t.Fatalf("confirm: job %d, %v", holdID, err)
+	}
+	w.Slurm = failingSlurm{}
+	b.runOnce(w)
+	if j := b.jobNow(holdID); j.State != workflow.JobQueued || j.LastError == "" {
+		t.Fatalf("hold job after an unreachable controller = %s (%q); want queued for a retry", j.State, j.LastError)
+	}
+	grpJobs := func(acct string) (string, int) {
+		t.Helper()
+		rows, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "associations", "where", "account="+acct, "format=Account,User,GrpJobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range rows {
+			if a["User"] == "" {
+				return a["GrpJobs"], len(rows)
+			}
+		}
+		return "no association", len(rows)
+	}
+	if g, _ := grpJobs(account); g != "" {
+		t.Fatalf("account %s before the hold job ran: GrpJobs %q, want none", account, g)
+	}
+
+	renamed := account + "q"
+	aj, ap := amendment(t, b.db, b.clock.Now(), w.Plans, b.conn.ID, func(c *workflow.Contract) { c.SlurmScope.Account = renamed })
+	t.Cleanup(func() { slurmprov.Revoke(context.Background(), r, *ap.Slurm) })
+	w.Slurm = r
+	b.runOnce(w) // the amendment: due now, the hold job in its backoff
+	if j := b.jobNow(aj.ID); j.State != workflow.JobSucceeded {
+		t.Fatalf("amend job = %s: %s (steps %+v)", j.State, j.LastError, b.steps(aj.ID))
+	}
+	if g, n := grpJobs(renamed); g != "0" || n != 1+len(members) {
+		t.Errorf("renamed account %s after the amendment: GrpJobs %q, %d associations; want 0 (the team is on hold) with its %d members", renamed, g, n, len(members))
+	}
+	if _, n := grpJobs(account); n != 0 {
+		t.Errorf("old account %s: %d associations left after the renaming amendment", account, n)
+	}
+
+	b.clock.Add(time.Minute)
+	b.runOnce(w) // the hold job's retry
+	if j := b.jobNow(holdID); j.State != workflow.JobSucceeded {
+		t.Fatalf("hold job's retry = %s: %s (steps %+v)", j.State, j.LastError, b.steps(holdID))
+	}
+	steps := b.steps(holdID)
+	var named []string
+	for _, s := range steps {
+		named = append(named, s.Name)
+	}
+	if len(steps) != 2 || !strings.Contains(named[0], " account "+account+" ") || !strings.Contains(named[1], " account "+renamed+" ") {
+		t.Errorf("hold job steps %v; want the old account's (passed over) then the renamed one's", named)
+	}
+	if g, _ := grpJobs(renamed); g != "0" {
+		t.Errorf("renamed account %s after the hold job: GrpJobs %q, want 0", renamed, g)
+	}
+	id := slurmSubmit(t, members[0], "--account="+renamed, "--partition="+partition, "--gres=gpu:1", "--wrap", "sleep 300")
+	t.Cleanup(func() { r.Run(context.Background(), "scancel", id) })
+	if st, why := waitSlurmJob(t, r, id, func(_, reason string) bool { return reason == "AssocGrpJobsLimit" }); st != "PENDING" || why != "AssocGrpJobsLimit" {
+		t.Errorf("job %s under the renamed held account: %s (%s), want PENDING (AssocGrpJobsLimit)", id, st, why)
 	}
 }

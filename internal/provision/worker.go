@@ -231,6 +231,12 @@ type Worker struct {
 	// it (one connection per team).
 	TeamQueue func(ctx context.Context, p Plan, withSelf bool) (Plan, error)
 	Apply     StepApplier // unused in dry-run mode
+	// Connection, when set, reads what a Slurm hold or amendment job needs
+	// of its connection when it starts (ConnectionFacts): the hold the
+	// portal has confirmed, and which versions' accounts may be on the
+	// cluster. Nil: a hold job holds its own version's account, and an
+	// amendment reads the hold from the cluster alone.
+	Connection func(ctx context.Context, connID int64) (ConnectionFacts, error)
 	// AWS makes the plans' AWS calls (unused in dry-run mode). Nil: a plan
 	// with AWS calls fails at its first one, saying AWS is not configured.
 	AWS AWSRunner
@@ -747,8 +753,13 @@ func (w *Worker) steps(ctx context.Context, job workflow.Job) ([]Step, string, e
 			return nil, "", permanent(fmt.Errorf("provision: hold job %d names no stopPolicy", job.ID))
 		}
 		if plan.Slurm != nil {
-			// The job limit of the team's account (slurmhold.go).
-			s := SlurmHoldSteps(plan.Slurm, job.StopPolicy)
+			// The job limit of the team's accounts (slurmhold.go): its
+			// version's, and an amendment's that renames it.
+			plans, err := w.slurmHoldPlans(ctx, job, plan.Slurm)
+			if err != nil {
+				return nil, "", err
+			}
+			s := SlurmHoldSteps(plans, job.StopPolicy)
 			return s, StepsHash(s), nil
 		}
 		s := HoldSteps(plan, job.StopPolicy)

@@ -199,6 +199,11 @@ func (b *bed) worker(owner string, apply provision.StepApplier) *provision.Worke
 			ver, err := b.db.Version(ctx, id, v)
 			return ver.Contract, ver.Hash, err
 		}, b.settings),
+		// As cmd/portal's connectionFacts reads it.
+		Connection: func(ctx context.Context, id int64) (provision.ConnectionFacts, error) {
+			c, err := b.db.Connection(ctx, id)
+			return provision.ConnectionFacts{Hold: c.Hold, ApprovedVersion: c.ApprovedVersion, CurrentVersion: c.CurrentVersion, Amendment: c.Amendment}, err
+		},
 		Apply:      apply,
 		Clock:      b.clock.Now,
 		Owner:      owner,

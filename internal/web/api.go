@@ -104,14 +104,29 @@ func (s *Server) apiAuth() echo.MiddlewareFunc {
 				}
 				return next(c)
 			}
+			allow := func(key string) error {
+				if ok, _ := limits.Allow(key); ok {
+					return nil
+				}
+				c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, 60/s.opts.APIRateLimit)))
+				return &problemError{status: http.StatusTooManyRequests, title: "Too many requests",
+					detail: fmt.Sprintf("This token may make %d requests a minute.", s.opts.APIRateLimit)}
+			}
+			if s.machineBearer(r) {
+				tok, p, err := s.machinePrincipal(c, allow)
+				if err != nil {
+					return err
+				}
+				c.Set(ctxUser, p)
+				c.Set(ctxToken, tok)
+				return next(c)
+			}
 			tok, p, err := s.tokenPrincipal(c)
 			if err != nil {
 				return err
 			}
-			if ok, _ := limits.Allow(strconv.FormatInt(tok.ID, 10)); !ok {
-				c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, 60/s.opts.APIRateLimit)))
-				return &problemError{status: http.StatusTooManyRequests, title: "Too many requests",
-					detail: fmt.Sprintf("This token may make %d requests a minute.", s.opts.APIRateLimit)}
+			if err := allow(strconv.FormatInt(tok.ID, 10)); err != nil {
+				return err
 			}
 			if err := s.opts.DB.RecordTokenUse(r.Context(), tok.ID, actor(p), r.Method+" "+r.URL.Path, c.RealIP(), s.opts.Now()); errors.Is(err, store.ErrTokenRevoked) {
 				// Revoked since tokenPrincipal read it: the use and its

@@ -354,7 +354,8 @@ func (h *harness) apiRouteTable() []docOp {
 // hold only what each token may see. A new API route is covered
 // automatically.
 func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
-	h := newHarness(t, false)
+	ti := newTestIssuer(t)
+	h := newHarness(t, false, ti.option)
 	red := h.fileAs(h.signIn("owner.red"), "red")
 	blue := h.fileAs(h.signIn("owner.blue"), "blue")
 	tokens := map[string]string{ // who: secret
@@ -362,9 +363,11 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 		"finance read":               h.newToken(h.signIn("finance"), workflow.TokenRead),
 		"revadmin rw (red only)":     h.newToken(h.signIn("revadmin"), workflow.TokenReadWrite, "red"),
 		"revadmin decide (red only)": h.newToken(h.signIn("revadmin"), workflow.TokenDecide, "red"),
+		"machine ci-red rw":          ti.token("client-ci-red", nil, nil),
 	}
-	// revadmin is an admin and reviewer who owns red: limited to red, blue is out.
-	outside := map[string]int64{"owner.blue rw": red, "finance read": red, "revadmin rw (red only)": blue, "revadmin decide (red only)": blue}
+	// revadmin is an admin and reviewer who owns red: limited to red, blue
+	// is out; the machine ci-red has red's owners' groups only.
+	outside := map[string]int64{"owner.blue rw": red, "finance read": red, "revadmin rw (red only)": blue, "revadmin decide (red only)": blue, "machine ci-red rw": blue}
 	ctx := context.Background()
 	// Both connections live, each with an open review, so that the
 	// reviews' routes name a review of the other team.
@@ -399,7 +402,7 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 			checked++
 		}
 	}
-	if checked < 3*3 {
+	if checked < 3*4 {
 		t.Errorf("only %d route×token checks ran; the route table changed?", checked)
 	}
 	// Filing for another team: not found.
@@ -412,8 +415,10 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	}
 	body, _ = json.Marshal(contractFor("blue"))
 	for _, path := range []string{"/api/v1/connections", "/api/v1/preview"} {
-		if resp, _ := h.api(apiReq{token: tokens["revadmin rw (red only)"], method: http.MethodPost, path: path, body: body}); resp.StatusCode != http.StatusNotFound {
-			t.Errorf("a token limited to red: POST %s for blue = %d, want 404", path, resp.StatusCode)
+		for _, who := range []string{"revadmin rw (red only)", "machine ci-red rw"} {
+			if resp, _ := h.api(apiReq{token: tokens[who], method: http.MethodPost, path: path, body: body}); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s: POST %s for blue = %d, want 404", who, path, resp.StatusCode)
+			}
 		}
 	}
 	after, _, _ := h.db.ListConnections(ctx, store.ListFilter{}, 0, 10)
@@ -426,7 +431,7 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 		}
 	}
 	// The lists.
-	for who, want := range map[string][]string{"owner.blue rw": {"blue"}, "finance read": nil, "revadmin rw (red only)": {"red"}, "revadmin decide (red only)": {"red"}} {
+	for who, want := range map[string][]string{"owner.blue rw": {"blue"}, "finance read": nil, "revadmin rw (red only)": {"red"}, "revadmin decide (red only)": {"red"}, "machine ci-red rw": {"red"}} {
 		_, body := h.api(apiReq{token: tokens[who], path: "/api/v1/connections"})
 		var list struct{ Items []apiConnectionBody }
 		_ = json.Unmarshal(body, &list)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
@@ -197,5 +199,50 @@ func TestAPIPreviewANewRequest(t *testing.T) {
 	blue, _ := json.Marshal(contractFor("blue"))
 	if resp, _ := h.api(apiReq{token: read, method: http.MethodPost, path: "/api/v1/preview", body: blue}); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("previewing for another team = %d, want 404", resp.StatusCode)
+	}
+	if pre.Plan == nil || pre.Plan.Error == "" || len(pre.Plan.Summary) != 0 {
+		t.Errorf("an incomplete contract's preview has a plan: %+v", pre.Plan)
+	}
+}
+
+// TestAPIPreviewANewRequestsPlan: the preview of a complete new contract
+// carries the plan the admin sees once it is filed (oracle: the filed
+// request's own plan through the plan route), with the placeholder id
+// where the filed request has its own, no plan hash, and a warning saying
+// so; nothing is filed by the preview.
+func TestAPIPreviewANewRequestsPlan(t *testing.T) {
+	h := newHarness(t, false)
+	owner := h.signIn("owner.red")
+	read, rw := h.newToken(owner, workflow.TokenRead), h.newToken(owner, workflow.TokenReadWrite)
+	body, _ := json.Marshal(contractFor("red"))
+	resp, out := h.api(apiReq{token: read, method: http.MethodPost, path: "/api/v1/preview", body: body})
+	var pre apiPreviewBody
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(out, &pre) != nil || len(pre.Errors) != 0 || pre.Plan == nil {
+		t.Fatalf("preview = %d\n%s", resp.StatusCode, out)
+	}
+	if n := h.auditCount("connection.create"); n != 0 {
+		t.Fatal("a preview filed a request")
+	}
+	if pre.Plan.PlanHash != "" || pre.Plan.Error != "" || len(pre.Plan.Summary) == 0 ||
+		!slices.ContainsFunc(pre.Plan.Warnings, func(w string) bool { return strings.Contains(w, strconv.FormatInt(previewConnectionID, 10)) }) {
+		t.Errorf("the preview's plan: %+v", pre.Plan)
+	}
+	resp, out = h.api(apiReq{token: rw, method: http.MethodPost, path: "/api/v1/connections", body: body})
+	var conn apiConnectionBody
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(out, &conn) != nil {
+		t.Fatalf("file = %d\n%s", resp.StatusCode, out)
+	}
+	resp, out = h.api(apiReq{token: read, path: conn.Links.CurrentVersion + "/plan"})
+	var filed apiPlanBody
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(out, &filed) != nil || filed.PlanHash == "" {
+		t.Fatalf("the filed request's plan = %d\n%s", resp.StatusCode, out)
+	}
+	placeholder, id := strconv.FormatInt(previewConnectionID, 10), strconv.FormatInt(conn.ID, 10)
+	if got := strings.ReplaceAll(pre.Plan.YAML, placeholder, id); got != filed.YAML {
+		t.Errorf("the preview's plan, its id replaced, is not the filed request's:\n%s\n---\n%s", got, filed.YAML)
+	}
+	if !slices.Equal(pre.Plan.Summary, filed.Summary) || !slices.Equal(pre.Plan.AWS, filed.AWS) || pre.Plan.Warnings[len(pre.Plan.Warnings)-1] == "" ||
+		!slices.Equal(pre.Plan.Warnings[:len(pre.Plan.Warnings)-1], filed.Warnings) || pre.ContractHash != filed.ContractHash {
+		t.Errorf("the preview's plan %+v\nthe filed request's %+v", pre.Plan, filed)
 	}
 }

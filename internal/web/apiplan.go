@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -186,12 +187,17 @@ type apiPreviewBody struct {
 	PlanDiff        *apiPlanDiffBody `json:"plan_diff,omitempty"`
 }
 
+// previewConnectionID stands in for the id a new request gets when it is
+// filed: a plan names its connection (the objects' connection label, the
+// admission parameters and their link to the change page), and a preview
+// has none yet. The largest id, which no request gets before the others.
+const previewConnectionID int64 = math.MaxInt64
+
 // apiPreview is POST /api/v1/preview: a contract in the export format
 // checked as a new request would be, nothing saved: the field errors the
-// form would show and its fields (the changes against an empty contract).
-// No plan: a plan names its connection, which a request gets when it is
-// filed. A read: a read token may ask, for a team whose requests its
-// person may file.
+// form would show, its fields (the changes against an empty contract),
+// and the plan its version 1 would have (newRequestPlan). A read: a read
+// token may ask, for a team whose requests its person may file.
 func (s *Server) apiPreview(c echo.Context) error {
 	con, err := readPreviewBody(c)
 	if err != nil {
@@ -205,7 +211,28 @@ func (s *Server) apiPreview(c echo.Context) error {
 	}
 	out := apiPreviewBody{Team: con.Team, ContractHash: con.Hash(), ContractChanges: apiChanges(workflow.Contract{}, con),
 		Errors: previewErrors(s.previewCheck(c, store.Connection{}, con))}
+	plan := s.newRequestPlan(c, con, out.ContractHash)
+	out.Plan = &plan
 	return c.JSON(http.StatusOK, out)
+}
+
+// newRequestPlan is the plan an admin would see on a new request filed
+// with con, as its version 1 (planView, as the connection's page builds
+// it), built with previewConnectionID for the id filing gives it. The
+// plan's hash is left out: an approval names the hash of the plan with
+// the request's own id. A contract with field errors has no plan (the
+// page's "No plan yet").
+func (s *Server) newRequestPlan(c echo.Context, con workflow.Contract, hash string) apiPlanBody {
+	conn := store.Connection{ID: previewConnectionID, Team: con.Team, State: workflow.StateDraft, CurrentVersion: 1}
+	v := store.Version{ConnectionID: conn.ID, Version: 1, Hash: hash, Contract: con}
+	pv, _ := s.planView(c.Request().Context(), conn, v, false, seesFullErrors(c))
+	plan := apiPlanOf(v, pv)
+	plan.PlanHash = ""
+	if pv.Error == "" {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("A preview: the plan names connection %d where the request will have the id it gets when filed "+
+			"(its objects' connection label, the admission parameters); the plan hash an approval names is the filed request's.", previewConnectionID))
+	}
+	return plan
 }
 
 // apiPreviewChange is POST /api/v1/connections/:id/preview: a contract

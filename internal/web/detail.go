@@ -364,7 +364,8 @@ func (s *Server) suggestQuota(ctx context.Context, team string, approved, propos
 }
 
 // planDiffView is what a change does on the cluster and AWS: the plan of
-// the active version against the change's (provision.DiffPlans), which the
+// the active version against the change's (provision.DiffPlansHeld: for a
+// team on hold, a renamed Slurm account is added held), which the
 // change's job applies in place. next is the change's plan as the plan
 // panel built it (nil: it could not be built).
 func (s *Server) planDiffView(conn store.Connection, from, to store.Version, next *provision.Plan) *views.PlanDiffView {
@@ -378,7 +379,7 @@ func (s *Server) planDiffView(conn store.Connection, from, to store.Version, nex
 		v.Error = "The active version's plan cannot be built on this cluster: " + err.Error()
 		return v
 	}
-	diff := provision.DiffPlans(old.plan, *next)
+	diff := provision.DiffPlansHeld(old.plan, *next, conn.Hold)
 	for _, r := range diff.Rows() {
 		v.Rows = append(v.Rows, views.PlanDiffRow(r))
 	}

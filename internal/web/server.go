@@ -80,6 +80,10 @@ type Options struct {
 	// APIRateLimit is how many API requests one token may make per minute,
 	// also the burst allowed at once (default DefaultAPIRateLimit).
 	APIRateLimit int
+	// Machines verifies the machine identities' tokens of the identity
+	// provider (auth.MachineVerifier; nil: none is accepted). The groups
+	// file (Mapping.Machines) names the machines and their groups.
+	Machines *auth.MachineVerifier
 
 	// DevIdP, when set, is the built-in development identity provider,
 	// mounted under /dev-idp/. Every page then shows a banner.

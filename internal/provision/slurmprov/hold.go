@@ -209,16 +209,22 @@ func HeldApplyCommands(p Plan, s State, have string) []Command {
 // retire step removed the old account finds no hold there and applies p
 // as Apply does, which never changes GrpJobs: the new account, added with
 // GrpJobs=0 by the first attempt, keeps it.
-func ApplyKeepingHold(ctx context.Context, r slurm.Runner, p, old Plan) ([]Command, error) {
+//
+// held says the portal has the team on hold (its hold confirmed): the
+// new account is then added held whatever the old one's limit, for a hold
+// job queued but not yet run (SlurmHoldSteps then finds it held).
+func ApplyKeepingHold(ctx context.Context, r slurm.Runner, p, old Plan, held bool) ([]Command, error) {
 	if !MovesAccount(old, p) {
 		return Apply(ctx, r, p)
 	}
-	grp, found, err := ReadHold(ctx, r, old)
-	if err != nil {
-		return nil, err
-	}
-	if !found || grp != "0" {
-		return Apply(ctx, r, p)
+	if !held {
+		grp, found, err := ReadHold(ctx, r, old)
+		if err != nil {
+			return nil, err
+		}
+		if !found || grp != "0" {
+			return Apply(ctx, r, p)
+		}
 	}
 	s, err := Read(ctx, r, p)
 	if err != nil {

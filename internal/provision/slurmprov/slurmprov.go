@@ -667,6 +667,17 @@ func AmendCommands(old, new Plan) []Command {
 	return append(ApplyCommands(new, StateOf(old, new)), RetireCommands(old, new, StateOf(old, old), defaultsOf(old))...)
 }
 
+// HeldAmendCommands are AmendCommands for a team on hold (old's account
+// has GrpJobs=0): when the amendment moves the account association
+// (MovesAccount), the command that adds new's account carries the hold
+// (HeldApplyCommands), as ApplyKeepingHold runs it.
+func HeldAmendCommands(old, new Plan) []Command {
+	if !MovesAccount(old, new) {
+		return AmendCommands(old, new)
+	}
+	return append(HeldApplyCommands(new, StateOf(old, new), ""), RetireCommands(old, new, StateOf(old, old), defaultsOf(old))...)
+}
+
 // StateOf is what Read(p) finds on a database that holds exactly the
 // objects of plan have (and nothing else).
 func StateOf(have, p Plan) State {

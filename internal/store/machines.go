@@ -1,0 +1,38 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// RecordMachineUse records one use of a machine identity (issue 37; what:
+// the request's method and path) and returns
+// its user record: the record a machine's requests name as their
+// requester, keyed by (issuer, subject) as a person's is, with subject
+// "machine:<name>", no email and no groups (a machine's groups are the
+// groups file's, read at each use, so notice delivery never counts it as
+// a team's owner). The record's upsert and the machine.use audit event
+// (actor "machine:<name>", object the record) are one transaction, the
+// request's only write, as a personal token's use is (RecordTokenUse).
+func (d *DB) RecordMachineUse(ctx context.Context, issuer, subject, what string, now time.Time) (User, error) {
+	var id int64
+	ts := fmtTime(now)
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `
+INSERT INTO users (issuer, subject, email, name, groups_json, first_login_at, last_login_at, groups_checked_at)
+VALUES (?, ?, '', ?, '[]', ?, ?, ?)
+ON CONFLICT (issuer, subject) DO UPDATE SET last_login_at = excluded.last_login_at, groups_json = '[]'
+RETURNING id`, issuer, subject, subject, ts, ts, ts).Scan(&id)
+		if err != nil {
+			return fmt.Errorf("store: machine %s use: %w", subject, err)
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: id, Actor: subject, Action: "machine.use",
+			ObjectType: "machine", ObjectID: id, Reason: what})
+	})
+	if err != nil {
+		return User{}, err
+	}
+	return d.UserByID(ctx, id)
+}
