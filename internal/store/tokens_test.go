@@ -83,3 +83,36 @@ func TestTokens(t *testing.T) {
 		t.Errorf("GroupsCheckedAt = %v, %v", u.GroupsCheckedAt, err)
 	}
 }
+
+// TestDecisionTokensMigration: migration 00039 lets a token's scope be
+// decide (and nothing else new), keeping the tokens stored before it; down
+// again, the decision tokens go and the others stay.
+func TestDecisionTokensMigration(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := t.Context()
+	now := f.tick()
+	tok := workflow.Token{UserID: f.owner.ID, Name: "ci", Scope: workflow.TokenDecide, CreatedAt: now, ExpiresAt: now.AddDate(0, 0, 1)}
+	if _, err := f.db.CreateToken(ctx, tok, "hash-decide", f.owner); err != nil {
+		t.Fatalf("a decide token: %v", err)
+	}
+	if got, err := f.db.TokenByHash(ctx, "hash-decide"); err != nil || got.Scope != workflow.TokenDecide {
+		t.Errorf("TokenByHash = %+v, %v", got, err)
+	}
+	tok.Scope = "admin"
+	if _, err := f.db.CreateToken(ctx, tok, "hash-bogus", f.owner); err == nil {
+		t.Error("a token of an unknown scope was stored")
+	}
+	tok.Scope = workflow.TokenRead
+	if _, err := f.db.CreateToken(ctx, tok, "hash-read", f.owner); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.MigrateDownTo(ctx, 38); err != nil {
+		t.Fatalf("down to 38: %v", err)
+	}
+	if _, err := f.db.TokenByHash(ctx, "hash-decide"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the decide token after the down migration: %v", err)
+	}
+	if got, err := f.db.TokenByHash(ctx, "hash-read"); err != nil || got.Scope != workflow.TokenRead {
+		t.Errorf("the read token after the down migration: %+v, %v", got, err)
+	}
+}

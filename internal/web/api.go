@@ -48,6 +48,10 @@ func bearerRequest(r *http.Request) bool {
 
 const ctxToken = "api_token"
 
+// ctxTokenPerson is the token's person as resolved now, before the token
+// narrows them (apiDecider).
+const ctxTokenPerson = "api_token_person"
+
 // apiToken is the token the request presented, if any.
 func apiToken(c echo.Context) (workflow.Token, bool) {
 	t, ok := c.Get(ctxToken).(workflow.Token)
@@ -77,6 +81,7 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	e.GET(apiPrefix+"/audit", s.apiAudit, auth)
 	e.GET(apiPrefix+"/notifications", s.apiNotifications, auth)
 	e.POST(apiPrefix+"/notifications/:id/read", s.apiMarkNotificationRead, auth)
+	s.apiDecisionRoutes(e, auth)
 }
 
 // apiAuth authenticates an API request: a bearer token (checked against
@@ -181,6 +186,7 @@ func (s *Server) tokenPrincipal(c echo.Context) (workflow.Token, workflow.Princi
 		}
 		return st.Token, person, unauthorized(detail)
 	}
+	c.Set(ctxTokenPerson, person)
 	return st.Token, workflow.TokenPrincipal(person, st.Token), nil
 }
 

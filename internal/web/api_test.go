@@ -346,8 +346,9 @@ func (h *harness) apiRouteTable() []docOp {
 }
 
 // TestAPIRouteWalkHidesTheOtherTeam walks every /api/v1 route that names a
-// connection, with tokens of each role and team, read and read-write,
-// limited or not: team red's connection is not found for every token whose
+// connection or review, with tokens of each role and team, read, read-write
+// and decide,
+// limited or not: team red's connection (and its review) is not found for every token whose
 // person is outside red (another team's owner, finance) and for a token
 // limited to blue, whose person oversees red; and nothing changes. Every
 // route that names a team (usage, statements) is not found for the other
@@ -360,15 +361,26 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	red := h.fileAs(h.signIn("owner.red"), "red")
 	blue := h.fileAs(h.signIn("owner.blue"), "blue")
 	tokens := map[string]string{ // who: secret
-		"owner.blue rw":          h.newToken(h.signIn("owner.blue"), workflow.TokenReadWrite),
-		"finance read":           h.newToken(h.signIn("finance"), workflow.TokenRead),
-		"revadmin rw (red only)": h.newToken(h.signIn("revadmin"), workflow.TokenReadWrite, "red"),
-		"machine ci-red rw":      ti.token("client-ci-red", nil, nil),
+		"owner.blue rw":              h.newToken(h.signIn("owner.blue"), workflow.TokenReadWrite),
+		"finance read":               h.newToken(h.signIn("finance"), workflow.TokenRead),
+		"revadmin rw (red only)":     h.newToken(h.signIn("revadmin"), workflow.TokenReadWrite, "red"),
+		"revadmin decide (red only)": h.newToken(h.signIn("revadmin"), workflow.TokenDecide, "red"),
+		"machine ci-red rw":          ti.token("client-ci-red", nil, nil),
 	}
 	// revadmin is an admin and reviewer who owns red: limited to red, blue
 	// is out; the machine ci-red has red's owners' groups only.
-	outside := map[string]int64{"owner.blue rw": red, "finance read": red, "revadmin rw (red only)": blue, "machine ci-red rw": blue}
+	outside := map[string]int64{"owner.blue rw": red, "finance read": red, "revadmin rw (red only)": blue, "revadmin decide (red only)": blue, "machine ci-red rw": blue}
 	ctx := context.Background()
+	// Both connections live, each with an open review, so that the
+	// reviews' routes name a review of the other team.
+	if err := h.db.ExecForTest(ctx, `UPDATE connections SET state = 'active', approved_version = 1, submitted_at = created_at`); err != nil {
+		t.Fatal(err)
+	}
+	reviewOf := map[int64]int64{}
+	for _, id := range []int64{red, blue} {
+		r := h.openReview(id, workflow.OpenReviewInput{Trigger: workflow.TriggerScheduled, DueOn: "2026-01-01", Evidence: []byte(`{}`)})
+		reviewOf[id] = r.ID
+	}
 	before, _, _ := h.db.ListConnections(ctx, store.ListFilter{}, 0, 10)
 	checked := 0
 	// Team routes: finance reads every team's usage and statements (as
@@ -380,6 +392,10 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 		}
 		for who, secret := range tokens {
 			id := outside[who]
+			v, _ := h.db.Version(ctx, id, 1)
+			if strings.HasPrefix(r.path, apiPrefix+"/reviews/") {
+				id = reviewOf[id]
+			}
 			path := apiParams(r.path, id)
 			if strings.Contains(r.path, ":team") {
 				if outsideTeam[who] == "" {
@@ -387,7 +403,6 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 				}
 				path = strings.NewReplacer(":team", outsideTeam[who], ":month", statementMonth).Replace(r.path)
 			}
-			v, _ := h.db.Version(ctx, id, 1)
 			resp, body := h.api(apiReq{token: secret, method: r.method, path: path, headers: map[string]string{"If-Match": `"` + v.Hash + `"`}})
 			if resp.StatusCode != http.StatusNotFound {
 				t.Errorf("%s %s %s = %d, want 404", who, r.method, path, resp.StatusCode)
@@ -421,8 +436,13 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	if len(after) != len(before) || after[0].State != before[0].State || after[1].State != before[1].State {
 		t.Errorf("outsiders changed something: %+v -> %+v", before, after)
 	}
+	for _, rid := range reviewOf {
+		if r, err := h.db.Review(ctx, rid); err != nil || !r.Open() {
+			t.Errorf("review %d decided by an outsider: %+v, %v", rid, r, err)
+		}
+	}
 	// The lists.
-	for who, want := range map[string][]string{"owner.blue rw": {"blue"}, "finance read": nil, "revadmin rw (red only)": {"red"}, "machine ci-red rw": {"red"}} {
+	for who, want := range map[string][]string{"owner.blue rw": {"blue"}, "finance read": nil, "revadmin rw (red only)": {"red"}, "revadmin decide (red only)": {"red"}, "machine ci-red rw": {"red"}} {
 		_, body := h.api(apiReq{token: tokens[who], path: "/api/v1/connections"})
 		var list struct{ Items []apiConnectionBody }
 		_ = json.Unmarshal(body, &list)
@@ -439,7 +459,7 @@ func TestAPIRouteWalkHidesTheOtherTeam(t *testing.T) {
 	// keeps none of revadmin's portal-wide roles), so none reads the other
 	// team's events.
 	for who, secret := range tokens {
-		for _, path := range []string{"/api/v1/audit", "/api/v1/audit?stream=1", "/api/v1/audit?team=" + map[bool]string{true: "blue", false: "red"}[who == "revadmin rw (red only)"]} {
+		for _, path := range []string{"/api/v1/audit", "/api/v1/audit?stream=1", "/api/v1/audit?team=" + map[bool]string{true: "blue", false: "red"}[strings.HasPrefix(who, "revadmin")]} {
 			resp, body := h.api(apiReq{token: secret, path: path})
 			if resp.StatusCode != http.StatusForbidden || bytes.Contains(body, []byte("@example.test")) {
 				t.Errorf("%s GET %s = %d, want 403 and no event\n%s", who, path, resp.StatusCode, body)
@@ -799,9 +819,11 @@ func TestAPITokenAsksTheDirectory(t *testing.T) {
 
 // FuzzAPIJSON posts arbitrary bodies, with arbitrary If-Match values, to
 // every POST and PUT route under /api/v1 of the router (file, submit, edit,
-// withdraw, the previews, mark read, and any route added later) with a
-// read-write token of team red's owner (an admin's where only an admin
-// gets to the route's body: reachingTokens): every answer is a documented
+// withdraw, the previews, mark read, the decisions, and any route added
+// later) with a read-write token of team red's owner (an admin's, or an
+// admin's or a reviewer's decision token, where only they get to the
+// route's body: reachingTokens), and to an open review's decision with a
+// reviewer's decision token: every answer is a documented
 // problem document or a documented success (harness.api validates each
 // against openapi.json), never a 5xx. The seeds hold bad JSON, unknown
 // fields and a body over the body limit (TestAPIJSONWritesRefuseBadBodies
@@ -813,15 +835,27 @@ func FuzzAPIJSON(f *testing.F) {
 	owner := h.signIn("owner.red")
 	rw := h.newToken(owner, workflow.TokenReadWrite)
 	id := h.fileAs(owner, "red")
+	// The decisions: an admin's on red's draft (refused after the body is
+	// read), a reviewer's on an open review of blue's live connection.
+	decide := h.newToken(h.signIn("admin"), workflow.TokenDecide)
+	review := h.newToken(h.signIn("reviewer"), workflow.TokenDecide)
+	blue := h.fileAs(h.signIn("owner.blue"), "blue")
+	if err := h.db.ExecForTest(f.Context(), fmt.Sprintf(`UPDATE connections SET state = 'active', approved_version = 1, submitted_at = created_at WHERE id = %d`, blue)); err != nil {
+		f.Fatal(err)
+	}
+	rev, err := h.db.OpenReview(f.Context(), blue, workflow.OpenReviewInput{Trigger: workflow.TriggerScheduled, DueOn: "2026-01-01", Evidence: []byte(`{}`)}, h.srv.opts.Now())
+	if err != nil {
+		f.Fatal(err)
+	}
 	ex, _ := json.Marshal(contractFor("red"))
-	for _, seed := range []string{string(ex), `{}`, `{"team":"red","surprise":1}`, `null`, `{"team":"blue"}`, "\xff\xfe", `{"team":"red","team":"red"}`,
+	for _, seed := range []string{`{"reason":"ok","plan_hash":"x"}`, `{"decision":"renew","reason":"ok"}`, `{"decision":"request_changes","reason":"ok","deadline":"2026-02-30"}`, string(ex), `{}`, `{"team":"red","surprise":1}`, `null`, `{"team":"blue"}`, "\xff\xfe", `{"team":"red","team":"red"}`,
 		`{"team":"red","scheduling":{"guaranteed":[{"count":-1}]}}`, `{"TEAM":"red"}`, `{"team":"red"} {}`, strings.Repeat(`[`, 10000),
 		`{"team":`, `{"reason":"x","decision":"approve"}`, `{"team":"` + strings.Repeat("a", 70<<10) + `"}`} {
 		f.Add([]byte(seed), "")
 		f.Add([]byte(seed), `"x"`)
 	}
 	routes := h.apiWriteRoutes()
-	tokens, _ := h.reachingTokens(routes, id, rw, h.newToken(h.signIn("admin"), workflow.TokenReadWrite))
+	tokens, _ := h.reachingTokens(routes, id, rw, h.newToken(h.signIn("admin"), workflow.TokenReadWrite), decide, review)
 	f.Fuzz(func(t *testing.T, body []byte, ifMatch string) {
 		if !httpguts.ValidHeaderFieldValue(ifMatch) {
 			t.Skip("not a header value an HTTP client sends")
@@ -831,6 +865,7 @@ func FuzzAPIJSON(f *testing.F) {
 		for _, r := range routes {
 			hh.api(apiReq{token: tokens[r.path], method: r.method, path: apiParams(r.path, id), body: body, headers: map[string]string{"If-Match": ifMatch}})
 		}
+		hh.api(apiReq{token: review, method: http.MethodPost, path: fmt.Sprintf("/api/v1/reviews/%d/decision", rev.ID), body: body})
 	})
 }
 
@@ -920,7 +955,7 @@ func TestAPIJSONWritesRefuseBadBodies(t *testing.T) {
 		"oversize":      {append(append([]byte(`{"team":"`), bytes.Repeat([]byte("a"), 70<<10)...), `"}`...), []int{413}},
 	}
 	routes := h.apiWriteRoutes()
-	tokens, reached := h.reachingTokens(routes, id, rw, h.newToken(h.signIn("admin"), workflow.TokenReadWrite))
+	tokens, reached := h.reachingTokens(routes, id, rw, h.newToken(h.signIn("admin"), workflow.TokenReadWrite), h.newToken(h.signIn("admin"), workflow.TokenDecide))
 	writes := h.auditCount("connection.create") + h.auditCount("connection.edit") + h.auditCount("connection.submit") + h.auditCount("connection.withdraw")
 	withBody := 0
 	for _, r := range routes {

@@ -377,9 +377,9 @@ CSRF token (TestEveryStateChangingRouteNeedsCSRF).
 
 The API's routes (` + "`/api/v1/…`" + `) are requested here with the browser's session, which reads
 through the API as its pages do and never writes through it (403, with or without the CSRF token); an
-anonymous request gets 401. Their tokens (each role and team, read and read-write, limited to teams,
+anonymous request gets 401. Their tokens (each role and team, read, read-write and decide, limited to teams,
 expired, revoked, a person who left the group) are walked by TestAPIRouteWalkHidesTheOtherTeam,
-TestAPIRefusesBadTokens and TestAPITokenFollowsItsPersonsGroups.
+TestAPIRefusesBadTokens, TestAPITokenFollowsItsPersonsGroups and (decisions) TestAPIDecisionsAreThePages.
 
 Answers: the HTTP status; ` + "`login`" + `: redirected to sign in; ` + "`403 csrf`" + `: refused by the CSRF
 check; ✎: the request changed the database. Where the answer depends on the state, the cell gives

@@ -290,65 +290,81 @@ func short(hash string) string {
 
 const reviewReasonNeeded = "Give a reason: it is recorded in the contract's history and the audit trail, and the team reads it."
 
-// decideReview records a reviewer's decision on an open review.
+// decideReview records a reviewer's decision on an open review
+// (runReviewDecision); bad input: the form again with its messages.
 func (s *Server) decideReview(c echo.Context) error {
 	p, r, conn, obj, err := s.loadReview(c)
 	if err != nil {
 		return err
 	}
+	form := views.ReviewForm{Decision: c.FormValue("decision"), Reason: strings.TrimSpace(c.FormValue("reason")),
+		Deadline: strings.TrimSpace(c.FormValue("deadline"))}
+	form.Errors, err = s.runReviewDecision(c, p, r, obj, form)
+	switch {
+	case err != nil:
+		return err
+	case len(form.Errors) > 0:
+		v := s.reviewPage(p, r, conn, obj, form)
+		return render(c, http.StatusUnprocessableEntity, views.ReviewDetailPage(s.page(c, fmt.Sprintf("Review #%d", r.ID)), v))
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/reviews/%d", r.ID))
+}
+
+// runReviewDecision is the command behind both doors (the review page's
+// form, the API's POST /api/v1/reviews/{id}/decision): p's decision in
+// (its Decision, Reason and Deadline) on the open review r, authorized by
+// workflow.Decide and recorded by the store, whose transaction checks the
+// review is still open and p independent. Bad input is returned by field
+// (decision, reason, deadline); a refusal is the error (409 when the review
+// was decided meanwhile, 403 when p may not decide it).
+func (s *Server) runReviewDecision(c echo.Context, p workflow.Principal, r store.Review, obj workflow.Object, in views.ReviewForm) (map[string]string, error) {
 	if !r.Open() {
-		return s.reviewClosed(r)
+		return nil, s.reviewClosed(r)
 	}
 	if err := allowed(p, workflow.ActionReview, obj); err != nil {
-		return err
+		return nil, err
 	}
 	now := s.opts.Now()
-	form := views.ReviewForm{Decision: c.FormValue("decision"), Reason: strings.TrimSpace(c.FormValue("reason")),
-		Deadline: strings.TrimSpace(c.FormValue("deadline")), Errors: map[string]string{}}
-	dec := workflow.ReviewDecision(form.Decision)
+	in.Reason, in.Deadline = strings.TrimSpace(in.Reason), strings.TrimSpace(in.Deadline)
+	errs := map[string]string{}
+	dec := workflow.ReviewDecision(in.Decision)
 	if !dec.Valid() {
-		form.Errors["decision"] = "Choose a decision: renew, request changes, hold or recommend revocation."
+		errs["decision"] = "Choose a decision: renew, request changes, hold or recommend revocation."
 	}
-	if msg := reasonProblem(form.Reason, reviewReasonNeeded); msg != "" {
-		form.Errors["reason"] = msg
+	if msg := reasonProblem(in.Reason, reviewReasonNeeded); msg != "" {
+		errs["reason"] = msg
 	}
 	deadline := ""
 	if dec == workflow.ReviewRequestChanges {
 		var err error
-		if deadline, err = workflow.ReviewDeadline(form.Deadline, now); err != nil {
-			form.Errors["deadline"] = err.Error()
+		if deadline, err = workflow.ReviewDeadline(in.Deadline, now); err != nil {
+			errs["deadline"] = err.Error()
 		}
 	}
-	rerender := func() error {
-		v := s.reviewPage(p, r, conn, obj, form)
-		return render(c, http.StatusUnprocessableEntity, views.ReviewDetailPage(s.page(c, fmt.Sprintf("Review #%d", r.ID)), v))
+	if len(errs) > 0 {
+		return errs, nil
 	}
-	if len(form.Errors) > 0 {
-		return rerender()
-	}
-	_, err = s.opts.DB.DecideReview(c.Request().Context(), r.ID, actor(p),
-		workflow.DecideReviewInput{Decision: dec, Reason: form.Reason, Deadline: deadline}, now)
+	_, err := s.opts.DB.DecideReview(c.Request().Context(), r.ID, actor(p),
+		workflow.DecideReviewInput{Decision: dec, Reason: in.Reason, Deadline: deadline}, now)
 	var stale *store.StaleError
 	switch {
 	case errors.Is(err, workflow.ErrReviewClosed), errors.As(err, &stale):
 		fresh, ferr := s.opts.DB.Review(c.Request().Context(), r.ID)
 		if ferr != nil {
-			return ferr
+			return nil, ferr
 		}
-		return s.reviewClosed(fresh)
+		return nil, s.reviewClosed(fresh)
 	case errors.Is(err, workflow.ErrNotIndependent):
-		return &userError{page: views.ErrorPage{Status: http.StatusForbidden, Title: "Not allowed",
+		return nil, &userError{page: views.ErrorPage{Status: http.StatusForbidden, Title: "Not allowed",
 			Message: "You cannot decide this review: nobody reviews a request they filed, submitted or edited."}, err: err}
 	case errors.Is(err, workflow.ErrReviewReason):
-		form.Errors["reason"] = reviewReasonNeeded
-		return rerender()
+		return map[string]string{"reason": reviewReasonNeeded}, nil
 	case errors.Is(err, workflow.ErrReviewDeadline):
-		form.Errors["deadline"] = err.Error()
-		return rerender()
+		return map[string]string{"deadline": err.Error()}, nil
 	case err != nil:
-		return s.lifecycleError(err)
+		return nil, s.lifecycleError(err)
 	}
-	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/reviews/%d", r.ID))
+	return nil, nil
 }
 
 // reviewClosed is the 409 page of a decision on a review that is no

@@ -19,16 +19,23 @@ import (
 // TokenScope says what a token may do.
 type TokenScope string
 
-// The scopes. A token made for decisions (approve, reject, request
-// changes, by a person allowed to decide) is a later scope: today no token
-// decides anything (TokenPermits).
+// The scopes. TokenDecide is the token made for decisions: it reads, and
+// approves, rejects and requests changes of submitted versions and decides
+// lifecycle reviews, always under Decide's rules for its person (the
+// approvals' independence included: nobody decides on a request they
+// filed, edited or submitted, through any door). It does not run the
+// owner's commands nor mark notices read: a pipeline that files requests
+// holds a read-write token, and a decision token's secret, if it leaks,
+// cannot also change what it decides on. Only a person allowed to decide
+// (an admin or a reviewer) makes one (CheckTokenRequest).
 const (
 	TokenRead      TokenScope = "read"       // GET requests only
 	TokenReadWrite TokenScope = "read-write" // also the owner's commands on requests (create a draft, edit, submit, withdraw)
+	TokenDecide    TokenScope = "decide"     // reads, and the decisions of admins and reviewers (decisionActions)
 )
 
 // TokenScopes lists the scopes in display order.
-var TokenScopes = []TokenScope{TokenRead, TokenReadWrite}
+var TokenScopes = []TokenScope{TokenRead, TokenReadWrite, TokenDecide}
 
 // Valid reports whether s is one of TokenScopes.
 func (s TokenScope) Valid() bool { return slices.Contains(TokenScopes, s) }
@@ -40,6 +47,8 @@ func (s TokenScope) Label() string {
 		return "Read"
 	case TokenReadWrite:
 		return "Read and write"
+	case TokenDecide:
+		return "Read and decide (admins and reviewers)"
 	}
 	return string(s)
 }
@@ -95,8 +104,11 @@ func CheckTokenRequest(p Principal, req TokenRequest, now time.Time, maxLifetime
 	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		errs = append(errs, FieldError{"name", "No control characters."})
 	}
-	if !req.Scope.Valid() {
-		errs = append(errs, FieldError{"scope", "Choose read, or read and write."})
+	switch {
+	case !req.Scope.Valid():
+		errs = append(errs, FieldError{"scope", "Choose read, read and write, or read and decide."})
+	case req.Scope == TokenDecide && !p.HasRole(RoleAdmin) && !p.HasRole(RoleReviewer):
+		errs = append(errs, FieldError{"scope", "Only admins and reviewers decide, so only they make a decision token; choose read, or read and write."})
 	}
 	teams := slices.Clone(req.Teams)
 	slices.Sort(teams)
@@ -173,6 +185,22 @@ func CheckTokenUse(t Token, person Principal, groupsCheckedAt, now time.Time, ma
 	return TokenOK
 }
 
+// TokenDecider is what a decision token t acts as when it decides on a
+// connection (or its review) of team: its person as they are now, with the
+// portal-wide role that decides, when t has the decide scope and reaches
+// team (TokenCoversTeam). A decision token limited to teams decides only
+// on those teams' connections: its limit narrows where the person's admin
+// or reviewer role is used, and TokenPrincipal (which drops that role)
+// still governs everything it reads. Any other token acts as
+// TokenPrincipal, which decides nothing TokenPermits would let through.
+// Decide (with its independence rules) is asked of the result as always.
+func TokenDecider(person Principal, t Token, team string) Principal {
+	if t.Scope == TokenDecide && team != "" && TokenCoversTeam(t, team) {
+		return person
+	}
+	return TokenPrincipal(person, t)
+}
+
 // TokenPrincipal is what t may act as: its person as they are now (person,
 // resolved from their groups as last confirmed), narrowed to t's teams. A
 // token limited to teams keeps only the person's memberships of those teams
@@ -198,10 +226,14 @@ var readActions = []Action{
 	ActionViewAudit, ActionViewCosts, ActionViewPlan, ActionViewSignals, ActionViewUsage, ActionExportEvidence, ActionViewReview,
 }
 
+// decisionActions are the decisions a decide token may be used for: an
+// admin's on a submitted version, a reviewer's on a lifecycle review. The
+// other decisions (revocation, holds, exceptions, declining a
+// recommendation) are made in the portal's pages only.
+var decisionActions = []Action{ActionApprove, ActionReject, ActionRequestChanges, ActionReview}
+
 // ownerCommands are the actions a read-write token may be used for: the
-// owner's commands on requests. Decisions (approve, reject, request
-// changes, reviews, revocation, holds, exceptions) need a token made for
-// decisions, which does not exist yet: no token decides.
+// owner's commands on requests. Decisions need the decide scope.
 var ownerCommands = []Action{ActionCreateRequest, ActionEditRequest, ActionSubmitRequest, ActionWithdrawRequest}
 
 // inboxWrites are the changes a read-write token may make to its person's
@@ -220,9 +252,14 @@ func TokenPermits(s TokenScope, a Action) Decision {
 		if s == TokenReadWrite {
 			return allow("a read-write token runs the owner's commands and keeps its person's notices")
 		}
-		return deny("a %s token cannot %s; it needs the read-write scope", s, a)
+		return deny("a %s token cannot %s; it needs the %s scope", s, a, TokenReadWrite)
+	case slices.Contains(decisionActions, a):
+		if s == TokenDecide {
+			return allow("a decide token decides as its person")
+		}
+		return deny("a %s token cannot %s; it needs the %s scope (a decision token, made by an admin or reviewer)", s, a, TokenDecide)
 	}
-	return deny("no token may %s: decisions are made by people in the portal", a)
+	return deny("no token may %s: it is decided by people in the portal's pages", a)
 }
 
 // TokenNoticeScope is the notices p (a token's principal, TokenPrincipal)

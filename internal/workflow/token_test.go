@@ -25,7 +25,9 @@ func TestCheckTokenRequest(t *testing.T) {
 		{"no name", TokenRequest{Name: "  ", Scope: TokenRead, Days: 1}, "name"},
 		{"long name", TokenRequest{Name: strings.Repeat("é", MaxTokenNameLen+1), Scope: TokenRead, Days: 1}, "name"},
 		{"control char", TokenRequest{Name: "a\nb", Scope: TokenRead, Days: 1}, "name"},
-		{"bad scope", TokenRequest{Name: "ci", Scope: "decide", Days: 1}, "scope"},
+		{"bad scope", TokenRequest{Name: "ci", Scope: "admin", Days: 1}, "scope"},
+		{"decide, admin", TokenRequest{Name: "ci", Scope: TokenDecide, Days: 1}, ""},
+		{"decide, admin, limited", TokenRequest{Name: "ci", Scope: TokenDecide, Teams: []string{"red"}, Days: 1}, ""},
 		{"other team", TokenRequest{Name: "ci", Scope: TokenRead, Teams: []string{"blue"}, Days: 1}, "teams"},
 		{"too long", TokenRequest{Name: "ci", Scope: TokenRead, Days: 91}, "days"},
 		{"zero days", TokenRequest{Name: "ci", Scope: TokenRead, Days: 0}, "days"},
@@ -44,6 +46,19 @@ func TestCheckTokenRequest(t *testing.T) {
 		if errs.Get(tc.field) == "" {
 			t.Errorf("%s: want an error on %s, got %v", tc.name, tc.field, errs)
 		}
+	}
+	// Only a person allowed to decide makes a decision token: an admin or a
+	// reviewer; a team's owner (who files, never decides) or finance does not.
+	for _, who := range []Principal{
+		NewPrincipal(9, "s", "o@x", "", nil, []Membership{{Team: "red", Role: TeamOwner}}),
+		NewPrincipal(9, "s", "f@x", "", []Role{RoleFinance}, nil),
+	} {
+		if _, errs := CheckTokenRequest(who, TokenRequest{Name: "ci", Scope: TokenDecide, Days: 1}, tokenNow, DefaultTokenMaxLifetime); errs.Get("scope") == "" {
+			t.Errorf("%s made a decision token", who.Email)
+		}
+	}
+	if _, errs := CheckTokenRequest(NewPrincipal(9, "s", "r@x", "", []Role{RoleReviewer}, nil), TokenRequest{Name: "ci", Scope: TokenDecide, Days: 1}, tokenNow, DefaultTokenMaxLifetime); len(errs) != 0 {
+		t.Errorf("a reviewer cannot make a decision token: %v", errs)
 	}
 	// A shorter installation maximum is the cap.
 	if _, errs := CheckTokenRequest(p, TokenRequest{Name: "ci", Scope: TokenRead, Days: 31}, tokenNow, 30*24*time.Hour); errs.Get("days") == "" {
@@ -125,6 +140,20 @@ func TestTokenPermits(t *testing.T) {
 		{TokenReadWrite, ActionRequestChanges, false},
 		{TokenReadWrite, ActionRevoke, false},
 		{TokenReadWrite, ActionReview, false},
+		{TokenRead, ActionApprove, false},
+		{TokenDecide, ActionViewConnection, true},
+		{TokenDecide, ActionApprove, true},
+		{TokenDecide, ActionReject, true},
+		{TokenDecide, ActionRequestChanges, true},
+		{TokenDecide, ActionReview, true},
+		{TokenDecide, ActionCreateRequest, false},
+		{TokenDecide, ActionSubmitRequest, false},
+		{TokenDecide, ActionEditRequest, false},
+		{TokenDecide, ActionWithdrawRequest, false},
+		{TokenDecide, ActionMarkNoticeRead, false},
+		{TokenDecide, ActionRevoke, false},
+		{TokenDecide, ActionConfirmHold, false},
+		{TokenDecide, ActionDeclineRevocation, false},
 		{TokenRead, ActionReadNotice, true},
 		{TokenRead, ActionMarkNoticeRead, false},
 		{TokenReadWrite, ActionMarkNoticeRead, true},
@@ -135,7 +164,43 @@ func TestTokenPermits(t *testing.T) {
 			t.Errorf("TokenPermits(%q, %s) = %v", tc.s, tc.a, got)
 		}
 	}
+	// A refusal names the scope the action needs.
+	if d := TokenPermits(TokenReadWrite, ActionApprove); !strings.Contains(d.Reason, `needs the decide scope`) {
+		t.Errorf("refusal %q does not name the decide scope", d.Reason)
+	}
+	if d := TokenPermits(TokenDecide, ActionSubmitRequest); !strings.Contains(d.Reason, `needs the read-write scope`) {
+		t.Errorf("refusal %q does not name the read-write scope", d.Reason)
+	}
 	if !TokenCoversTeam(Token{}, "blue") || TokenCoversTeam(Token{Teams: []string{"red"}}, "blue") || !TokenCoversTeam(Token{Teams: []string{"red"}}, "red") {
 		t.Error("TokenCoversTeam")
+	}
+}
+
+// TestTokenDecider: a decision token decides as its person (the admin or
+// reviewer role included) only on the teams it reaches; everything else
+// acts as TokenPrincipal, and Decide's independence still holds.
+func TestTokenDecider(t *testing.T) {
+	p := redOwnerAdmin()
+	submitted := func(team string, requester int64) Object {
+		return Object{Team: team, State: StateSubmitted, RequesterID: requester}
+	}
+	for _, tc := range []struct {
+		name string
+		tok  Token
+		obj  Object
+		want bool
+	}{
+		{"decide, unlimited, blue", Token{Scope: TokenDecide}, submitted("blue", 1), true},
+		{"decide, red only, red", Token{Scope: TokenDecide, Teams: []string{"red"}}, submitted("red", 1), true},
+		{"decide, red only, blue", Token{Scope: TokenDecide, Teams: []string{"red"}}, submitted("blue", 1), false},
+		{"decide, own request", Token{Scope: TokenDecide}, submitted("blue", 7), false},
+		{"read-write, red only", Token{Scope: TokenReadWrite, Teams: []string{"red"}}, submitted("red", 1), false},
+	} {
+		if got := Decide(TokenDecider(p, tc.tok, tc.obj.Team), ActionApprove, tc.obj).Allowed; got != tc.want {
+			t.Errorf("%s: approve allowed = %v", tc.name, got)
+		}
+	}
+	if got := TokenDecider(p, Token{Scope: TokenDecide, Teams: []string{"red"}}, ""); got.HasRole(RoleAdmin) {
+		t.Error("a limited decision token keeps the admin role outside a team's connection")
 	}
 }
