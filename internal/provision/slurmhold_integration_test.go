@@ -200,35 +200,10 @@ func TestSlurmHoldOnTheTestBed(t *testing.T) {
 // stays PENDING with Slurm's reason AssocGrpJobsLimit, and the drift
 // check, which compares the limit with the store's hold, finds nothing.
 func TestSlurmHeldAccountRenamedKeepsItsHold(t *testing.T) {
-	b, r, members, partition, account, _ := slurmTestBedConnection(t)
+	b, w, r, members, partition, account, _ := heldSlurmConnection(t)
 	ctx := context.Background()
-	w := b.worker("w1", &fakeCluster{})
-	w.Slurm = r
 	b.runOnce(w)
-	if s := b.state(b.conn.ID); s != workflow.StateActive {
-		t.Fatalf("connection %s after provisioning, want active", s)
-	}
-	if _, err := b.db.ProposeHold(ctx, b.conn.ID, workflow.Actor{Email: "reviewer@example.test"}, "end date passed", b.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	b.clock.Add(time.Minute)
-	if _, jobID, err := b.db.DecideHold(ctx, b.conn.ID, workflow.HoldStepConfirm, workflow.Actor{Email: "other-admin@example.test"}, true, "confirm", b.clock.Now()); err != nil || jobID == 0 {
-		t.Fatalf("confirm: job %d, %v", jobID, err)
-	}
-	b.runOnce(w)
-	grpJobs := func(acct string) (string, int) {
-		t.Helper()
-		rows, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "associations", "where", "account="+acct, "format=Account,User,GrpJobs")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range rows {
-			if a["User"] == "" {
-				return a["GrpJobs"], len(rows)
-			}
-		}
-		return "no association", len(rows)
-	}
+	grpJobs := func(acct string) (string, int) { return accountGrpJobs(t, r, acct) }
 	if g, _ := grpJobs(account); g != "0" {
 		t.Fatalf("account %s after the confirmed hold: GrpJobs %q, want 0", account, g)
 	}
@@ -270,6 +245,46 @@ func TestSlurmHeldAccountRenamedKeepsItsHold(t *testing.T) {
 	}
 }
 
+// accountGrpJobs reads account acct's GrpJobs on the test bed's Slurm
+// ("no association" when it has none) and how many associations it has.
+func accountGrpJobs(t *testing.T, r slurm.Runner, acct string) (string, int) {
+	t.Helper()
+	rows, err := slurm.Query(context.Background(), r, "sacctmgr", "-P", "show", "associations", "where", "account="+acct, "format=Account,User,GrpJobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range rows {
+		if a["User"] == "" {
+			return a["GrpJobs"], len(rows)
+		}
+	}
+	return "no association", len(rows)
+}
+
+// heldSlurmConnection is slurmTestBedConnection provisioned by a worker
+// on its Slurm, with a hold proposed and confirmed (the hold job queued,
+// its id returned, not run).
+func heldSlurmConnection(t *testing.T) (b *bed, w *provision.Worker, r slurm.Runner, members []string, partition, account string, holdJob int64) {
+	t.Helper()
+	b, r, members, partition, account, _ = slurmTestBedConnection(t)
+	ctx := context.Background()
+	w = b.worker("w1", &fakeCluster{})
+	w.Slurm = r
+	b.runOnce(w)
+	if s := b.state(b.conn.ID); s != workflow.StateActive {
+		t.Fatalf("connection %s after provisioning, want active", s)
+	}
+	if _, err := b.db.ProposeHold(ctx, b.conn.ID, workflow.Actor{Email: "reviewer@example.test"}, "end date passed", b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Add(time.Minute)
+	_, holdJob, err := b.db.DecideHold(ctx, b.conn.ID, workflow.HoldStepConfirm, workflow.Actor{Email: "other-admin@example.test"}, true, "confirm", b.clock.Now())
+	if err != nil || holdJob == 0 {
+		t.Fatalf("confirm: job %d, %v", holdJob, err)
+	}
+	return b, w, r, members, partition, account, holdJob
+}
+
 // failingSlurm fails every command, as a transport that cannot reach the
 // controller does.
 type failingSlurm struct{}
@@ -287,40 +302,13 @@ func (failingSlurm) Run(_ context.Context, name string, _ ...string) ([]byte, er
 // versions'), passing over the one the amendment retired, and succeeds.
 // A member's job under the new account pends with AssocGrpJobsLimit.
 func TestSlurmHoldQueuedBeforeARenameHoldsTheNewAccount(t *testing.T) {
-	b, r, members, partition, account, _ := slurmTestBedConnection(t)
-	ctx := context.Background()
-	w := b.worker("w1", &fakeCluster{})
-	w.Slurm = r
-	b.runOnce(w)
-	if s := b.state(b.conn.ID); s != workflow.StateActive {
-		t.Fatalf("connection %s after provisioning, want active", s)
-	}
-	if _, err := b.db.ProposeHold(ctx, b.conn.ID, workflow.Actor{Email: "reviewer@example.test"}, "end date passed", b.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	b.clock.Add(time.Minute)
-	_, holdID, err := b.db.DecideHold(ctx, b.conn.ID, workflow.HoldStepConfirm, workflow.Actor{Email: "other-admin@example.test"}, true, "confirm", b.clock.Now())
-	if err != nil || holdID == 0 {
-		t.Fatalf("confirm: job %d, %v", holdID, err)
-	}
+	b, w, r, members, partition, account, holdID := heldSlurmConnection(t)
 	w.Slurm = failingSlurm{}
 	b.runOnce(w)
 	if j := b.jobNow(holdID); j.State != workflow.JobQueued || j.LastError == "" {
 		t.Fatalf("hold job after an unreachable controller = %s (%q); want queued for a retry", j.State, j.LastError)
 	}
-	grpJobs := func(acct string) (string, int) {
-		t.Helper()
-		rows, err := slurm.Query(ctx, r, "sacctmgr", "-P", "show", "associations", "where", "account="+acct, "format=Account,User,GrpJobs")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range rows {
-			if a["User"] == "" {
-				return a["GrpJobs"], len(rows)
-			}
-		}
-		return "no association", len(rows)
-	}
+	grpJobs := func(acct string) (string, int) { return accountGrpJobs(t, r, acct) }
 	if g, _ := grpJobs(account); g != "" {
 		t.Fatalf("account %s before the hold job ran: GrpJobs %q, want none", account, g)
 	}

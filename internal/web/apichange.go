@@ -65,14 +65,8 @@ func (s *Server) currentIs(c echo.Context, conn store.Connection, want string) e
 // with the fields a change may not touch refused (amendmentErrors); an
 // unchanged contract saves nothing. If-Match: the current version's ETag.
 func (s *Server) apiEditContract(c echo.Context) error {
-	p, conn, obj, err := s.loadConnection(c)
+	p, conn, _, err := s.apiConnectionFor(c, workflow.ActionEditRequest)
 	if err != nil {
-		return err
-	}
-	if err := apiPermits(c, workflow.ActionEditRequest, conn.Team); err != nil {
-		return err
-	}
-	if err := allowed(p, workflow.ActionEditRequest, obj); err != nil {
 		return err
 	}
 	want, err := ifMatch(c, "edit")
@@ -151,14 +145,8 @@ func sameTeam(conn store.Connection, con workflow.Contract) error {
 // change (the approved version keeps running). If-Match: the current
 // version's ETag, checked again in the store's transaction.
 func (s *Server) apiWithdraw(c echo.Context) error {
-	p, conn, obj, err := s.loadConnection(c)
+	p, conn, _, err := s.apiConnectionFor(c, workflow.ActionWithdrawRequest)
 	if err != nil {
-		return err
-	}
-	if err := apiPermits(c, workflow.ActionWithdrawRequest, conn.Team); err != nil {
-		return err
-	}
-	if err := allowed(p, workflow.ActionWithdrawRequest, obj); err != nil {
 		return err
 	}
 	want, err := ifMatch(c, "withdraw")

@@ -119,14 +119,8 @@ func (s *Server) planDiffOf(conn store.Connection, from, to store.Version) apiPl
 // apiVersionFor loads the connection and the version its path names, with
 // the caller allowed a (and the token its scope for it).
 func (s *Server) apiVersionFor(c echo.Context, a workflow.Action) (store.Connection, store.Version, error) {
-	p, conn, obj, err := s.loadConnection(c)
+	_, conn, _, err := s.apiConnectionFor(c, a)
 	if err != nil {
-		return conn, store.Version{}, err
-	}
-	if err := apiPermits(c, a, conn.Team); err != nil {
-		return conn, store.Version{}, err
-	}
-	if err := allowed(p, a, obj); err != nil {
 		return conn, store.Version{}, err
 	}
 	n, err := strconv.Atoi(c.Param("v"))
@@ -284,14 +278,8 @@ func readPreviewBody(c echo.Context) (workflow.Contract, error) {
 // previewBase loads the preview's connection (as its page does: another
 // team's is not found) and the version a contract is compared with.
 func (s *Server) previewBase(c echo.Context) (store.Connection, store.Version, error) {
-	p, conn, obj, err := s.loadConnection(c)
+	_, conn, _, err := s.apiConnectionFor(c, workflow.ActionViewPlan)
 	if err != nil {
-		return conn, store.Version{}, err
-	}
-	if err := apiPermits(c, workflow.ActionViewPlan, conn.Team); err != nil {
-		return conn, store.Version{}, err
-	}
-	if err := allowed(p, workflow.ActionViewPlan, obj); err != nil {
 		return conn, store.Version{}, err
 	}
 	n := conn.CurrentVersion

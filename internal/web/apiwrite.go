@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
@@ -61,14 +62,8 @@ func (s *Server) apiCreateConnection(c echo.Context) error {
 // must name the current version's ETag: 428 without it, 412 when the
 // version moved on.
 func (s *Server) apiSubmitConnection(c echo.Context) error {
-	p, conn, obj, err := s.loadConnection(c)
+	p, conn, _, err := s.apiConnectionFor(c, workflow.ActionSubmitRequest)
 	if err != nil {
-		return err
-	}
-	if err := apiPermits(c, workflow.ActionSubmitRequest, conn.Team); err != nil {
-		return err
-	}
-	if err := allowed(p, workflow.ActionSubmitRequest, obj); err != nil {
 		return err
 	}
 	want, err := ifMatch(c, "submit")
@@ -127,4 +122,19 @@ func invalidContract(fe workflow.FieldErrors) error {
 		pe.fields = append(pe.fields, problemField{Field: e.Field, Detail: e.Message})
 	}
 	return pe
+}
+
+// apiConnectionFor loads the route's connection (loadConnection: 404 for
+// one the caller does not see) and checks that the token's scope and team
+// limit allow a on it (apiPermits) and that the caller may (allowed): the
+// prologue of the API routes that act on one connection.
+func (s *Server) apiConnectionFor(c echo.Context, a workflow.Action) (workflow.Principal, store.Connection, workflow.Object, error) {
+	p, conn, obj, err := s.loadConnection(c)
+	if err != nil {
+		return p, conn, obj, err
+	}
+	if err := apiPermits(c, a, conn.Team); err != nil {
+		return p, conn, obj, err
+	}
+	return p, conn, obj, allowed(p, a, obj)
 }

@@ -46,21 +46,7 @@ func TestSlurmUsageOnTestBed(t *testing.T) {
 	user := testenv.SlurmUsers(t, "red")[0]
 	ctx := t.Context()
 	run := slurm.Local{Conf: conf}
-	acct := fmt.Sprintf("su%d", time.Now().UnixNano()%1_000_000_000)
-	admin := func(args ...string) {
-		t.Helper()
-		if _, err := run.Run(ctx, "sacctmgr", append([]string{"-i"}, args...)...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	admin("add", "account", acct, "Description=slurm-usage-test", "Organization=portal")
-	t.Cleanup(func() {
-		ctx := context.Background()
-		run.Run(ctx, "scancel", "--account="+acct)
-		run.Run(ctx, "sacctmgr", "-i", "delete", "user", "name="+user, "account="+acct)
-		run.Run(ctx, "sacctmgr", "-i", "delete", "account", acct)
-	})
-	admin("add", "user", user, "account="+acct)
+	acct := testAccount(t, run, "su", user)
 
 	// Two jobs that overlap: 3 and 2 GPUs, 5 together, above the team's
 	// guarantee of 4 while both run; a third asks for all 8 GPUs, so it
@@ -145,18 +131,7 @@ func TestSlurmRequeueOnTestBed(t *testing.T) {
 	user := testenv.SlurmUsers(t, "red")[1]
 	ctx := t.Context()
 	run := slurm.Local{Conf: conf}
-	acct := fmt.Sprintf("rq%d", time.Now().UnixNano()%1_000_000_000)
-	for _, args := range [][]string{{"add", "account", acct, "Description=slurm-usage-test", "Organization=portal"}, {"add", "user", user, "account=" + acct}} {
-		if _, err := run.Run(ctx, "sacctmgr", append([]string{"-i"}, args...)...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		run.Run(ctx, "scancel", "--account="+acct)
-		run.Run(ctx, "sacctmgr", "-i", "delete", "user", "name="+user, "account="+acct)
-		run.Run(ctx, "sacctmgr", "-i", "delete", "account", acct)
-	})
+	acct := testAccount(t, run, "rq", user)
 	id := sbatch(t, conf, user, "--account="+acct, "--partition="+partition, "--gres=gpu:1", "--requeue", "--wrap", "sleep 60")
 	waitFor := func(what string, ok func([]map[string]string) bool) []map[string]string {
 		t.Helper()
@@ -342,18 +317,7 @@ func TestSlurmReaderRunLoopOnTestBed(t *testing.T) {
 	node := testenv.Require(t, "PORTAL_TEST_SLURM_NODE")
 	user := testenv.SlurmUsers(t, "blue")[0]
 	run := slurm.Local{Conf: conf}
-	acct := fmt.Sprintf("rl%d", time.Now().UnixNano()%1_000_000_000)
-	for _, args := range [][]string{{"add", "account", acct, "Description=slurm-usage-test", "Organization=portal"}, {"add", "user", user, "account=" + acct}} {
-		if _, err := run.Run(t.Context(), "sacctmgr", append([]string{"-i"}, args...)...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		run.Run(ctx, "scancel", "--account="+acct)
-		run.Run(ctx, "sacctmgr", "-i", "delete", "user", "name="+user, "account="+acct)
-		run.Run(ctx, "sacctmgr", "-i", "delete", "account", acct)
-	})
+	acct := testAccount(t, run, "rl", user)
 
 	db := migratedDB(t)
 	const itype = "ml.g5.12xlarge"
@@ -414,4 +378,24 @@ func TestSlurmReaderRunLoopOnTestBed(t *testing.T) {
 			t.Fatal("a reader's Run did not return within 30 s of being stopped")
 		}
 	}
+}
+
+// testAccount adds a Slurm account of this run (prefix and a number) with
+// user's association, both removed (and the account's jobs cancelled) when
+// the test ends.
+func testAccount(t *testing.T, run slurm.Runner, prefix, user string) string {
+	t.Helper()
+	acct := fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()%1_000_000_000)
+	for _, args := range [][]string{{"add", "account", acct, "Description=slurm-usage-test", "Organization=portal"}, {"add", "user", user, "account=" + acct}} {
+		if _, err := run.Run(t.Context(), "sacctmgr", append([]string{"-i"}, args...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		run.Run(ctx, "scancel", "--account="+acct)
+		run.Run(ctx, "sacctmgr", "-i", "delete", "user", "name="+user, "account="+acct)
+		run.Run(ctx, "sacctmgr", "-i", "delete", "account", acct)
+	})
+	return acct
 }
