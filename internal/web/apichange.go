@@ -157,8 +157,7 @@ func (s *Server) apiWithdraw(c echo.Context) error {
 		return orStale(conn, err)
 	}
 	ctx := c.Request().Context()
-	_, err = s.opts.DB.Transition(ctx, conn.ID, workflow.EventWithdraw, actor(p), "withdrawn by the owner", store.Expect{Version: conn.CurrentVersion, Hash: want}, s.opts.Now())
-	if err != nil {
+	if err := s.withdraw(ctx, p, conn, store.Expect{Version: conn.CurrentVersion, Hash: want}); err != nil {
 		return s.lifecycleError(orStale(conn, err))
 	}
 	if conn, err = s.opts.DB.Connection(ctx, conn.ID); err != nil {

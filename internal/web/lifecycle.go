@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -95,8 +96,16 @@ func (s *Server) withdrawRequest(c echo.Context) error {
 	if err := allowed(p, workflow.ActionWithdrawRequest, obj); err != nil {
 		return err
 	}
-	if _, err := s.opts.DB.Transition(c.Request().Context(), conn.ID, workflow.EventWithdraw, actor(p), "withdrawn by the owner", store.Expect{}, s.opts.Now()); err != nil {
+	if err := s.withdraw(c.Request().Context(), p, conn, store.Expect{}); err != nil {
 		return s.lifecycleError(err)
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/connections/%d", conn.ID))
+}
+
+// withdraw is the owner's withdrawal of conn's request (or of a live
+// connection's open change) for the page and the API, pinned to the
+// version pin names (none: the page's form).
+func (s *Server) withdraw(ctx context.Context, p workflow.Principal, conn store.Connection, pin store.Expect) error {
+	_, err := s.opts.DB.Transition(ctx, conn.ID, workflow.EventWithdraw, actor(p), "withdrawn by the owner", pin, s.opts.Now())
+	return err
 }
