@@ -169,9 +169,19 @@ func (d *DB) AuditEventsAfter(ctx context.Context, f AuditFilter, after, upto in
 // <= upto, oldest first, in batches of a fixed size by keyset: constant
 // memory, and no read transaction held while the client is slow.
 func (d *DB) EachAuditEventAfter(ctx context.Context, f AuditFilter, after, upto int64, fn func(AuditEvent) error) error {
+	return eachAuditBatch(after, func(after int64, n int) ([]AuditEvent, error) {
+		return d.AuditEventsAfter(ctx, f, after, upto, n)
+	}, fn)
+}
+
+// eachAuditBatch calls fn for every event of the batches read(key, n)
+// returns, each read from the last id of the one before (keyset), until a
+// batch comes back short: the loop of EachAuditEvent and
+// EachAuditEventAfter.
+func eachAuditBatch(key int64, read func(key int64, n int) ([]AuditEvent, error), fn func(AuditEvent) error) error {
 	const batch = 500
 	for {
-		events, err := d.AuditEventsAfter(ctx, f, after, upto, batch)
+		events, err := read(key, batch)
 		if err != nil {
 			return err
 		}
@@ -183,7 +193,7 @@ func (d *DB) EachAuditEventAfter(ctx context.Context, f AuditFilter, after, upto
 		if len(events) < batch {
 			return nil
 		}
-		after = events[len(events)-1].ID
+		key = events[len(events)-1].ID
 	}
 }
 
@@ -308,22 +318,9 @@ func (d *DB) RecordClusterEvent(ctx context.Context, action string, by workflow.
 // transaction while the client is slow. Events appended meanwhile have
 // higher ids than the first batch and are not included.
 func (d *DB) EachAuditEvent(ctx context.Context, f AuditFilter, before int64, fn func(AuditEvent) error) error {
-	const batch = 500
-	for {
-		events, err := d.AuditEvents(ctx, f, before, batch)
-		if err != nil {
-			return err
-		}
-		for _, e := range events {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if len(events) < batch {
-			return nil
-		}
-		before = events[len(events)-1].ID
-	}
+	return eachAuditBatch(before, func(before int64, n int) ([]AuditEvent, error) {
+		return d.AuditEvents(ctx, f, before, n)
+	}, fn)
 }
 
 // AuditHead is the newest event of the chain: publishing its hash somewhere
