@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"mime"
 	"net/http"
 	"slices"
 	"time"
@@ -122,16 +120,9 @@ func apiDecider(c echo.Context, p workflow.Principal, team string) workflow.Prin
 // unknown fields refused, one value, the size capped by the server's
 // BodyLimit.
 func readJSONBody(c echo.Context, v any) error {
-	if mt, _, err := mime.ParseMediaType(c.Request().Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return &problemError{status: http.StatusUnsupportedMediaType, title: "JSON only", detail: "Send the body as application/json."}
-	}
-	data, err := io.ReadAll(c.Request().Body)
+	data, err := readJSONBytes(c, "Send the body as application/json.")
 	if err != nil {
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			return he // the body limit's 413
-		}
-		return &problemError{status: http.StatusBadRequest, title: "Unreadable body", detail: "The request body could not be read."}
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

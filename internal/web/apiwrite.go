@@ -93,17 +93,9 @@ func (s *Server) apiSubmitConnection(c echo.Context) error {
 // format: JSON only, unknown fields refused (workflow.DecodeContract), the
 // body size capped by the server's BodyLimit.
 func readContractBody(c echo.Context) (workflow.Contract, error) {
-	if mt, _, err := mime.ParseMediaType(c.Request().Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return workflow.Contract{}, &problemError{status: http.StatusUnsupportedMediaType, title: "JSON only",
-			detail: "Send the contract as application/json (the export format)."}
-	}
-	data, err := io.ReadAll(c.Request().Body)
+	data, err := readJSONBytes(c, "Send the contract as application/json (the export format).")
 	if err != nil {
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			return workflow.Contract{}, he // the body limit's 413
-		}
-		return workflow.Contract{}, &problemError{status: http.StatusBadRequest, title: "Unreadable body", detail: "The request body could not be read."}
+		return workflow.Contract{}, err
 	}
 	con, err := workflow.DecodeContract(data)
 	if err != nil {
@@ -113,6 +105,23 @@ func readContractBody(c echo.Context) (workflow.Contract, error) {
 		return con, invalidContract(con.LimitErrors())
 	}
 	return con, nil
+}
+
+// readJSONBytes reads a request body sent as application/json (else 415
+// with hint), up to the server's BodyLimit (its 413 passed on).
+func readJSONBytes(c echo.Context, hint string) ([]byte, error) {
+	if mt, _, err := mime.ParseMediaType(c.Request().Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, &problemError{status: http.StatusUnsupportedMediaType, title: "JSON only", detail: hint}
+	}
+	data, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return nil, he // the body limit's 413
+		}
+		return nil, &problemError{status: http.StatusBadRequest, title: "Unreadable body", detail: "The request body could not be read."}
+	}
+	return data, nil
 }
 
 func invalidContract(fe workflow.FieldErrors) error {
