@@ -241,3 +241,31 @@ func accelOnly(f func(ctx context.Context) (usage.GuaranteeHistory, error)) func
 		return Guaranteed{Accelerators: h}, err
 	}
 }
+
+// TestDirtyWorkloadRecordsOwnTheirSpans: a Workload record queued for the
+// next flush is a snapshot. The flush encodes the queued records after
+// releasing the collector's lock, so a later event of the same Workload
+// (here its admission, which closes the pending span in place) must not
+// change a record already queued (ci28's data race: flushUsage's
+// encoding against workloadLocked's write of Pending[n-1].To).
+func TestDirtyWorkloadRecordsOwnTheirSpans(t *testing.T) {
+	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	c := benchCollector(t0)
+	w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "hyperpod-ns-team01", UID: "w-uid", CreationTimestamp: metav1.Time{Time: t0}}}
+	w.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionFalse, Reason: "Pending", LastTransitionTime: metav1.Time{Time: t0}}}
+	c.onWorkload(w)
+	n := len(c.dirty.Workloads)
+	if n == 0 || len(c.dirty.Workloads[n-1].Pending) == 0 {
+		t.Fatalf("no pending Workload record queued: %+v", c.dirty.Workloads)
+	}
+	queued := c.dirty.Workloads[n-1]
+	w = w.DeepCopy()
+	w.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted", LastTransitionTime: metav1.Time{Time: t0.Add(5 * time.Minute)}}}
+	c.onWorkload(w)
+	if got := c.wls["w-uid"].w.Pending; len(got) == 0 || got[len(got)-1].To.IsZero() {
+		t.Fatalf("the admission did not close the pending span: %+v", got)
+	}
+	if to := queued.Pending[len(queued.Pending)-1].To; !to.IsZero() {
+		t.Errorf("the record queued before the admission changed after it: its pending span now ends at %s", to)
+	}
+}

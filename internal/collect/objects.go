@@ -2,6 +2,7 @@ package collect
 
 import (
 	"cmp"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -543,7 +544,12 @@ func (c *Collector) workloadLocked(w *kueue.Workload) {
 		mark(x.Finished)
 	}
 	if fingerprint(st) != before {
-		c.dirty.Workloads = append(c.dirty.Workloads, *x)
+		// A copy with its own slices: the flush encodes the dirty
+		// records after releasing mu, while later events of the same
+		// Workload close its last pending span in place (x.Pending[n-1].To).
+		rec := *x
+		rec.Pending, rec.Admissions, rec.Preemptions = slices.Clone(x.Pending), slices.Clone(x.Admissions), slices.Clone(x.Preemptions)
+		c.dirty.Workloads = append(c.dirty.Workloads, rec)
 		c.dirtyFrom = usage.Earlier(c.dirtyFrom, cmp.Or(changed, x.Created))
 	}
 }
