@@ -33,6 +33,7 @@ generate: ## regenerate templ components (go tool templ, pinned in go.mod)
 	$(GO) tool templ generate -path internal/views
 
 check-generated: ## fail when committed *_templ.go files differ from templ generate
+	@date -u +"== %T check-generated (make test prints a line a phase: cold and warm times by phase)"
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	cp -r internal/views "$$tmp/views"; find "$$tmp/views" -name '*_templ.go' -delete; \
 	$(GO) tool templ generate -path "$$tmp/views" >/dev/null 2>&1; \
@@ -53,6 +54,7 @@ check-generated: ## fail when committed *_templ.go files differ from templ gener
 LINT_GOFLAGS := -trimpath $(GOFLAGS)
 
 lint: ## go mod tidy check + go vet + staticcheck (pinned in go.mod)
+	@date -u +"== %T lint"
 	@# -diff prints what tidy would change in go.mod/go.sum and exits non-zero, changing nothing
 	$(GO) mod tidy -diff
 	GOFLAGS="$(LINT_GOFLAGS)" $(GO) vet ./...
@@ -62,9 +64,11 @@ deps: ## install the Debian tools the test bed's scripts call, if missing
 	bash hack/deps.sh
 
 e2e-setup: deps ## install Debian chromium and the Playwright driver from npm (idempotent)
+	@date -u +"== %T e2e-setup"
 	bash hack/e2e-setup.sh >/dev/null
 
 testbed-build: deps ## build kube-apiserver, controller-manager, etcd, kube-scheduler, Kueue, kwok, Dex, Prometheus, helm and kubectl once (cached by go.sum hash)
+	@date -u +"== %T testbed-build"
 	bash hack/testbed/kube.sh build
 	[ "$${PORTAL_TESTBED_SCHED:-1}" = 0 ] || bash hack/testbed/cluster.sh build
 	bash hack/testbed/dex.sh build
@@ -99,13 +103,13 @@ SLOW_FIRST := ./internal/provision ./e2e ./internal/collect ./cmd/portal ./inter
 test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
 	@state=$(CACHE)/testbed/run-$$$$; mkdir -p "$$state" $(ARTIFACTS); \
 	trap 'bash hack/testbed/down.sh "$$state" >/dev/null 2>&1 || true; rm -rf "$$state"' EXIT; \
-	bash hack/testbed/up.sh "$$state"; \
+	date -u +"== %T test bed up"; bash hack/testbed/up.sh "$$state"; \
 	set -a; source "$$state/testbed.env"; set +a; \
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
 	$(GO) build -trimpath -o "$$state/testreport" ./hack/testreport; \
 	PORTAL_TEST_STORE_ENGINE=postgres $(GO) test -trimpath -count=1 -timeout 10m ./internal/store >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
 	pkgs="$(SLOW_FIRST) $$($(GO) list ./... | sed 's|^$(MODULE)|.|' | grep -vxF -f <(printf '%s\n' $(SLOW_FIRST)))"; \
-	rc=0; $(GO) test -trimpath -race -count=1 -timeout 15m -p 4 -json $$pkgs 2>&1 | "$$state/testreport" -top 20 || rc=$$?; \
+	date -u +"== %T go test"; rc=0; $(GO) test -trimpath -race -count=1 -timeout 15m -p 4 -json $$pkgs 2>&1 | "$$state/testreport" -top 20 || rc=$$?; \
 	pgrc=0; wait $$pg || pgrc=$$?; \
 	echo "store suite again, on PostgreSQL (it ran beside the above):"; cat "$$state/store-postgres.log"; \
 	[ $$rc = 0 ] && [ $$pgrc = 0 ]
@@ -113,8 +117,10 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	@# Without the corpus cached by earlier runs (GOCACHE/fuzz): re-running it first grew
 	@# with every run (1,924 inputs, minutes) until it filled the fuzzing time. Inputs that
 	@# failed are kept in internal/web/testdata/fuzz, which the go test above ran.
+	@date -u +"== %T fuzz"
 	$(GO) clean -fuzzcache
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
+	@date -u +"== %T make test done"
 
 bench: deps testbed-build ## every performance benchmark next to its same-run baseline, one table (bench/latest.md)
 	bash bench/run.sh

@@ -44,6 +44,8 @@ type DB struct {
 	// context allows; only another process's writers still meet the busy
 	// timeout.
 	writer chan struct{}
+
+	uses useQueue // RecordTokenUse's group commit
 }
 
 // Open opens the database dsn names. It does not migrate; call Migrate.

@@ -141,3 +141,43 @@ func (d *DB) SetPGVersionWaits(waits []time.Duration) {
 
 // InTxForTest runs f in one of the store's write transactions (inTx).
 func (d *DB) InTxForTest(ctx context.Context, f func(*sql.Tx) error) error { return d.inTx(ctx, f) }
+
+// HoldWriterForTest opens a write transaction and keeps it open until the
+// returned function is called: every other writer waits behind it, on
+// either engine.
+func (d *DB) HoldWriterForTest(ctx context.Context) (release func()) {
+	held, rel, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = d.inTx(ctx, func(*sql.Tx) error { close(held); <-rel; return nil })
+	}()
+	<-held
+	return func() { close(rel); <-done }
+}
+
+// QueuedTokenUsesForTest is how many token uses wait for a transaction,
+// and whether a flush is running.
+func (d *DB) QueuedTokenUsesForTest() (int, bool) {
+	d.uses.mu.Lock()
+	defer d.uses.mu.Unlock()
+	return len(d.uses.pending), d.uses.flushing
+}
+
+// RecordTokenUseForTest is RecordTokenUse that also says how many uses
+// shared the use's transaction.
+func (d *DB) RecordTokenUseForTest(ctx context.Context, id int64, by workflow.Actor, what, from string, now time.Time) (int, error) {
+	u := &apiUse{id: id, by: by, what: what, from: from, at: now}
+	err := d.uses.record(ctx, d, u)
+	return u.batchLen, err
+}
+
+// RecordMachineUseForTest is RecordMachineUse that also says how many uses
+// shared the use's transaction.
+func (d *DB) RecordMachineUseForTest(ctx context.Context, issuer, subject, what string, now time.Time) (User, int, error) {
+	u := &apiUse{issuer: issuer, subject: subject, what: what, at: now}
+	if err := d.uses.record(ctx, d, u); err != nil {
+		return User{}, u.batchLen, err
+	}
+	usr, err := d.UserByID(ctx, u.userID)
+	return usr, u.batchLen, err
+}

@@ -15,24 +15,27 @@ import (
 // groups file's, read at each use, so notice delivery never counts it as
 // a team's owner). The record's upsert and the machine.use audit event
 // (actor "machine:<name>", object the record) are one transaction, the
-// request's only write, as a personal token's use is (RecordTokenUse).
+// request's only write, shared with the other API requests' uses that
+// arrive together, as a personal token's use is (RecordTokenUse).
 func (d *DB) RecordMachineUse(ctx context.Context, issuer, subject, what string, now time.Time) (User, error) {
+	u := &apiUse{issuer: issuer, subject: subject, what: what, at: now}
+	if err := d.uses.record(ctx, d, u); err != nil {
+		return User{}, err
+	}
+	return d.UserByID(ctx, u.userID)
+}
+
+// upsertMachine records u's machine in users and returns its id.
+func upsertMachine(ctx context.Context, tx *sql.Tx, u *apiUse) (int64, error) {
 	var id int64
-	ts := fmtTime(now)
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `
+	ts := fmtTime(u.at)
+	err := tx.QueryRowContext(ctx, `
 INSERT INTO users (issuer, subject, email, name, groups_json, first_login_at, last_login_at, groups_checked_at)
 VALUES (?, ?, '', ?, '[]', ?, ?, ?)
 ON CONFLICT (issuer, subject) DO UPDATE SET last_login_at = excluded.last_login_at, groups_json = '[]'
-RETURNING id`, issuer, subject, subject, ts, ts, ts).Scan(&id)
-		if err != nil {
-			return fmt.Errorf("store: machine %s use: %w", subject, err)
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: id, Actor: subject, Action: "machine.use",
-			ObjectType: "machine", ObjectID: id, Reason: what})
-	})
+RETURNING id`, u.issuer, u.subject, u.subject, ts, ts, ts).Scan(&id)
 	if err != nil {
-		return User{}, err
+		return 0, fmt.Errorf("store: machine %s use: %w", u.subject, err)
 	}
-	return d.UserByID(ctx, id)
+	return id, nil
 }

@@ -156,22 +156,17 @@ var ErrTokenRevoked = errors.New("store: the token is revoked")
 
 // RecordTokenUse records one use of token id (what: the request's method
 // and path, never its query; from: the client address) as token.use in the
-// audit trail and as the token's last use: one write transaction per API
-// request. The token must still be in force when the use is recorded: a
-// revocation that committed after the request read the token refuses the
-// use (ErrTokenRevoked), and nothing is recorded.
+// audit trail and as the token's last use. The token must still be in force
+// when the use is recorded: a revocation that committed before the use's
+// transaction refuses the use (ErrTokenRevoked), and nothing is recorded
+// for it.
+//
+// Uses that arrive together share one write transaction (group commit,
+// uses.go): every API request records its use, and one transaction a
+// request made the API as slow as the audit trail's writer (64 clients
+// listing connections queued on one SQLite write lock each). The call
+// returns when its use is committed, or refused, or ctx ends first (the use
+// may then still be recorded: the request did arrive).
 func (d *DB) RecordTokenUse(ctx context.Context, id int64, by workflow.Actor, what, from string, now time.Time) error {
-	return d.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ?, last_used_from = ? WHERE id = ? AND revoked_at = ''`, fmtTime(now), from, id)
-		if err != nil {
-			return fmt.Errorf("store: token %d use: %w", id, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("store: token %d use: %w", id, err)
-		} else if n == 0 {
-			return ErrTokenRevoked
-		}
-		return appendAudit(ctx, tx, AuditEvent{At: now, ActorID: by.ID, Actor: by.Email, Action: "token.use",
-			ObjectType: "token", ObjectID: id, Reason: what})
-	})
+	return d.uses.record(ctx, d, &apiUse{id: id, by: by, what: what, from: from, at: now})
 }

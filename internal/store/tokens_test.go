@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -114,5 +116,126 @@ func TestDecisionTokensMigration(t *testing.T) {
 	}
 	if got, err := f.db.TokenByHash(ctx, "hash-read"); err != nil || got.Scope != workflow.TokenRead {
 		t.Errorf("the read token after the down migration: %+v, %v", got, err)
+	}
+}
+
+// TestTokenUsesShareATransaction: API uses that arrive while a write
+// transaction runs are committed together in the next one (group commit),
+// each still checked against revocation inside it: a revoked token's uses
+// in the batch are refused and recorded nowhere, the others' all are (a
+// machine's too, with its user record), in one unbroken audit chain, and
+// the token's last use is the batch's latest.
+func TestTokenUsesShareATransaction(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := t.Context()
+	now := f.tick()
+	mk := func(name, hash string) int64 {
+		id, err := f.db.CreateToken(ctx, workflow.Token{UserID: f.owner.ID, Name: name, Scope: workflow.TokenRead,
+			Teams: []string{"red"}, CreatedAt: now, ExpiresAt: now.AddDate(0, 0, 30)}, hash, f.owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	live, revoked := mk("live", "hash-live"), mk("revoked", "hash-revoked")
+	if err := f.db.RevokeToken(ctx, revoked, f.owner, f.tick()); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		id    int64
+		batch int
+		err   error
+	}
+	results := make(chan result, 16)
+	use := func(id int64, at time.Time, from string) {
+		n, err := f.db.RecordTokenUseForTest(ctx, id, f.owner, "GET /api/v1/connections", from, at)
+		results <- result{id, n, err}
+	}
+	waitQueued := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			queued, flushing := f.db.QueuedTokenUsesForTest()
+			if queued == n && flushing {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("queued uses: %d (flushing %v), want %d while a flush runs", queued, flushing, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	release := f.db.HoldWriterForTest(ctx)
+	// The first use starts a flush, which takes it and waits for the writer.
+	go use(live, f.tick(), "192.0.2.1")
+	waitQueued(0)
+	var latest time.Time
+	for i := range 8 {
+		latest = f.tick()
+		go use(live, latest, fmt.Sprintf("192.0.2.%d", 10+i))
+		waitQueued(i + 1)
+	}
+	go use(revoked, f.tick(), "192.0.2.99")
+	go use(revoked, f.tick(), "192.0.2.98")
+	waitQueued(10)
+	type machineResult struct {
+		u     store.User
+		batch int
+		err   error
+	}
+	machine := make(chan machineResult, 1)
+	go func() {
+		u, n, err := f.db.RecordMachineUseForTest(ctx, "https://idp.example.test", "machine:ci", "GET /api/v1/connections", f.tick())
+		machine <- machineResult{u, n, err}
+	}()
+	waitQueued(11)
+	release()
+	m := <-machine
+	if m.err != nil || m.batch != 11 || m.u.Subject != "machine:ci" {
+		t.Errorf("the machine's use: %+v, want its user record, in the transaction of 11", m)
+	}
+	machineUses, err := f.db.AuditEvents(ctx, store.AuditFilter{ObjectType: "machine", ObjectID: m.u.ID}, 0, 10)
+	if err != nil || len(machineUses) != 1 || machineUses[0].Action != "machine.use" || machineUses[0].Actor != "machine:ci" {
+		t.Errorf("the machine's audit: %+v, %v", machineUses, err)
+	}
+	batches := map[int]int{}
+	for range 11 {
+		r := <-results
+		batches[r.batch]++
+		switch {
+		case r.id == live && r.err != nil:
+			t.Errorf("a use of the live token: %v", r.err)
+		case r.id == revoked && !errors.Is(r.err, store.ErrTokenRevoked):
+			t.Errorf("a use of the revoked token: %v, want ErrTokenRevoked", r.err)
+		}
+	}
+	if batches[1] != 1 || batches[11] != 10 || len(batches) != 2 {
+		t.Errorf("token uses by their transaction's size: %v, want one alone and ten with the machine's", batches)
+	}
+	count := func(id int64) int {
+		evs, err := f.db.AuditEvents(ctx, store.AuditFilter{ObjectType: "token", ObjectID: id}, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range evs {
+			if e.Action == "token.use" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(live); n != 9 {
+		t.Errorf("the live token's recorded uses: %d, want 9", n)
+	}
+	if n := count(revoked); n != 0 {
+		t.Errorf("the revoked token's recorded uses: %d, want 0", n)
+	}
+	got, err := f.db.Token(ctx, live)
+	if err != nil || !got.LastUsedAt.Equal(latest) || got.LastUsedFrom != "192.0.2.17" {
+		t.Errorf("last use = %v from %q (%v), want %v from 192.0.2.17", got.LastUsedAt, got.LastUsedFrom, err, latest)
+	}
+	if _, brk, err := f.db.VerifyAudit(ctx); err != nil || brk != nil {
+		t.Errorf("audit chain: break %+v, %v", brk, err)
 	}
 }

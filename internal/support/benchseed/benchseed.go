@@ -124,6 +124,18 @@ type Seeded struct {
 // it must not (Not, when set) when it shows the seeded data.
 type Page struct {
 	Name, Path, User, Want, Not string
+	// Token: the page is read through the API with a read token of User
+	// (Session.Token), not with the session cookie.
+	Token bool
+}
+
+// Reader names the session a page is read with: its user's, or the
+// user's token's.
+func (p Page) Reader() string {
+	if p.Token {
+		return p.User + " token"
+	}
+	return p.User
 }
 
 // Pages are the pages of ../shared/docs/performance.md's pages row: the
@@ -136,13 +148,16 @@ type Page struct {
 // first hour of a month, before any of the month's usage is recorded.
 func (s Seeded) Pages() []Page {
 	return []Page{
-		{"dashboard", "/", "admin", `data-testid="card-admin"`, ""},
-		{"list", "/connections", "admin", "Seeded connection", ""},
-		{"detail", fmt.Sprintf("/connections/%d", s.DetailID), "admin", fmt.Sprintf("<h1>Connection #%d · team %s</h1>", s.DetailID, s.UsageTeam), ""},
-		{"audit", "/audit", "admin", `data-testid="chain-ok"`, "BROKEN"},
-		{"usage", "/teams/" + s.UsageTeam + "/usage", "admin", "accelerators (the approved connection", `data-testid="usage-empty"`},
-		{"reviews", "/reviews", "reviewer", fmt.Sprintf("%d open", s.OpenReviews), `data-testid="review-home"`},
-		{"finance", "/finance", "finance", fmt.Sprintf(`data-testid="finance-team-%s"`, s.UsageTeam), `data-testid="finance-empty"`},
+		{"dashboard", "/", "admin", `data-testid="card-admin"`, "", false},
+		{"list", "/connections", "admin", "Seeded connection", "", false},
+		{"detail", fmt.Sprintf("/connections/%d", s.DetailID), "admin", fmt.Sprintf("<h1>Connection #%d · team %s</h1>", s.DetailID, s.UsageTeam), "", false},
+		{"audit", "/audit", "admin", `data-testid="chain-ok"`, "BROKEN", false},
+		{"usage", "/teams/" + s.UsageTeam + "/usage", "admin", "accelerators (the approved connection", `data-testid="usage-empty"`, false},
+		{"reviews", "/reviews", "reviewer", fmt.Sprintf("%d open", s.OpenReviews), `data-testid="review-home"`, false},
+		{"finance", "/finance", "finance", fmt.Sprintf(`data-testid="finance-team-%s"`, s.UsageTeam), `data-testid="finance-empty"`, false},
+		// The API's row: the connections' first page, as JSON, with the
+		// admin's read token (every team's connections).
+		{"api-list", "/api/v1/connections", "admin", `"next":"/api/v1/connections?before=`, `"items":[]`, true},
 	}
 }
 

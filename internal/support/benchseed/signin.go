@@ -12,12 +12,17 @@ import (
 	"time"
 )
 
-var reAuthRequest = regexp.MustCompile(`name="authRequestID" value="([^"]+)"`)
+var (
+	reAuthRequest = regexp.MustCompile(`name="authRequestID" value="([^"]+)"`)
+	reCSRF        = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+	reSecret      = regexp.MustCompile(`data-testid="token-secret">(hpp_[A-Za-z0-9_-]+)<`)
+)
 
-// Session is a user signed in to a running `portal serve --dev`.
+// Session is a user signed in to a running `portal serve --dev`, by the
+// session cookie or by an API token (Page.Token).
 type Session struct {
-	Client *http.Client // carries the session cookie
-	Cookie string       // the Cookie header a load generator sends
+	Client *http.Client // carries the session cookie, or the token
+	Header string       // the header a load generator sends: "Cookie: …" or "Authorization: Bearer …"
 }
 
 // SignIn signs user (one of devidp.DemoUsers, e.g. "admin") in to the
@@ -57,21 +62,62 @@ func SignIn(base, user string) (*Session, error) {
 	if len(parts) == 0 {
 		return nil, errors.New("sign in " + user + ": no session cookie")
 	}
-	return &Session{Client: c, Cookie: strings.Join(parts, "; ")}, nil
+	return &Session{Client: c, Header: "Cookie: " + strings.Join(parts, "; ")}, nil
 }
 
-// SignInAll signs in every user the pages are viewed by.
+// Token makes a read token of s's user the way a person does, on
+// /settings/tokens (every team, 30 days), and returns a Session that sends
+// it instead of the cookie.
+func (s *Session) Token(base string) (*Session, error) {
+	code, _, b, err := s.Get(base, "/settings/tokens")
+	m := reCSRF.FindSubmatch(b)
+	if err != nil || code != http.StatusOK || m == nil {
+		return nil, fmt.Errorf("make a token: GET /settings/tokens = %d, %v, no form", code, err)
+	}
+	resp, err := s.Client.PostForm(base+"/settings/tokens", url.Values{"_csrf": {string(m[1])},
+		"name": {"benchmark"}, "scope": {"read"}, "days": {"30"}})
+	if err != nil {
+		return nil, err
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sm := reSecret.FindSubmatch(b)
+	if resp.StatusCode != http.StatusOK || sm == nil {
+		return nil, fmt.Errorf("make a token: POST /settings/tokens = %d and no secret shown:\n%s", resp.StatusCode, truncate(b))
+	}
+	header := "Bearer " + string(sm[1])
+	c := &http.Client{Timeout: 60 * time.Second, Transport: bearer{header}}
+	return &Session{Client: c, Header: "Authorization: " + header}, nil
+}
+
+// bearer sends Authorization on every request, and no cookie.
+type bearer struct{ value string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", b.value)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// SignInAll signs in every user the pages are read by, and makes the
+// tokens the API pages are read with (keyed by Page.Reader).
 func SignInAll(base string, pages []Page) (map[string]*Session, error) {
 	out := map[string]*Session{}
 	for _, p := range pages {
-		if out[p.User] != nil {
-			continue
+		if out[p.User] == nil {
+			s, err := SignIn(base, p.User)
+			if err != nil {
+				return nil, err
+			}
+			out[p.User] = s
 		}
-		s, err := SignIn(base, p.User)
-		if err != nil {
-			return nil, err
+		if p.Token && out[p.Reader()] == nil {
+			s, err := out[p.User].Token(base)
+			if err != nil {
+				return nil, err
+			}
+			out[p.Reader()] = s
 		}
-		out[p.User] = s
 	}
 	return out, nil
 }
@@ -93,9 +139,9 @@ func (s *Session) Get(base, path string) (int, string, []byte, error) {
 func Check(base string, sessions map[string]*Session, pages []Page) (map[string][]byte, map[string]string, error) {
 	bodies, types := map[string][]byte{}, map[string]string{}
 	for _, p := range pages {
-		s := sessions[p.User]
+		s := sessions[p.Reader()]
 		if s == nil {
-			return nil, nil, fmt.Errorf("%s: no session of %s", p.Name, p.User)
+			return nil, nil, fmt.Errorf("%s: no session of %s", p.Name, p.Reader())
 		}
 		code, ct, b, err := s.Get(base, p.Path)
 		if err != nil {

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hyperpod-governance/portal/internal/workflow"
+)
+
+// apiUse is one API request's use of a personal token (id, by) or of a
+// machine identity (id 0; issuer, subject), waiting in useQueue for its
+// transaction; err, and a machine's user record id, are its outcome, set
+// before done closes.
+type apiUse struct {
+	id              int64
+	by              workflow.Actor
+	issuer, subject string
+	what            string
+	from            string
+	at              time.Time
+
+	userID   int64 // a machine's user record
+	err      error
+	done     chan struct{}
+	batchLen int // how many uses shared its transaction (tests)
+}
+
+// useQueue is the group commit of the API's uses (RecordTokenUse,
+// RecordMachineUse): every API request records one. A use joins the queue; when
+// no flush is running, one starts (its own goroutine, so that no request
+// waits for more than the transaction it joined and the one before it)
+// and commits everything queued in one transaction, then the next batch,
+// until the queue is empty. While one transaction commits, the uses that
+// arrive gather for the next: under load a transaction carries as many
+// uses as arrived during the one before, and alone a use is committed at
+// once (no timer, no added wait).
+type useQueue struct {
+	mu       sync.Mutex
+	pending  []*apiUse
+	flushing bool
+}
+
+// maxUsesPerTx bounds one transaction's uses (its audit INSERTs are split
+// at auditRowsPerInsert anyway); a longer queue takes several.
+const maxUsesPerTx = 1000
+
+// record queues u and waits for its outcome or for ctx to end.
+func (q *useQueue) record(ctx context.Context, d *DB, u *apiUse) error {
+	u.done = make(chan struct{})
+	q.mu.Lock()
+	q.pending = append(q.pending, u)
+	start := !q.flushing
+	q.flushing = true
+	q.mu.Unlock()
+	if start {
+		go q.flush(d)
+	}
+	select {
+	case <-u.done:
+		return u.err
+	case <-ctx.Done():
+		return fmt.Errorf("store: API use: %w", ctx.Err())
+	}
+}
+
+// flush commits the queue's batches until it finds it empty. The
+// transactions run on their own context: they serve many requests, and one
+// request that gives up must not roll back the others' uses.
+func (q *useQueue) flush(d *DB) {
+	for {
+		q.mu.Lock()
+		n := min(len(q.pending), maxUsesPerTx)
+		if n == 0 {
+			q.flushing = false
+			q.mu.Unlock()
+			return
+		}
+		batch := q.pending[:n:n]
+		q.pending = q.pending[n:]
+		if len(q.pending) == 0 {
+			q.pending = nil
+		}
+		q.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := d.inTx(ctx, func(tx *sql.Tx) error { return recordUses(ctx, tx, batch) })
+		cancel()
+		for _, u := range batch {
+			if err != nil {
+				u.err = err
+			}
+			u.batchLen = n
+			close(u.done)
+		}
+	}
+}
+
+// recordUses records batch in tx. A machine's user record is upserted once
+// per machine in the batch. A token's row is updated once per token (its
+// last use is the batch's latest), which finds the token in force or
+// refuses every use of it in the batch (ErrTokenRevoked). Then one
+// token.use or machine.use event per recorded use, in the order they
+// arrived.
+func recordUses(ctx context.Context, tx *sql.Tx, batch []*apiUse) error {
+	last := map[int64]*apiUse{}
+	machines := map[[2]string]int64{}
+	var order []int64
+	for _, u := range batch {
+		u.err = nil
+		if u.id == 0 {
+			key := [2]string{u.issuer, u.subject}
+			id, ok := machines[key]
+			if !ok {
+				var err error
+				if id, err = upsertMachine(ctx, tx, u); err != nil {
+					return err
+				}
+				machines[key] = id
+			}
+			u.userID = id
+			continue
+		}
+		if p, ok := last[u.id]; !ok {
+			order = append(order, u.id)
+			last[u.id] = u
+		} else if !u.at.Before(p.at) {
+			last[u.id] = u
+		}
+	}
+	revoked := map[int64]bool{}
+	for _, id := range order {
+		u := last[id]
+		res, err := tx.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ?, last_used_from = ? WHERE id = ? AND revoked_at = ''`, fmtTime(u.at), u.from, id)
+		if err != nil {
+			return fmt.Errorf("store: token %d use: %w", id, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("store: token %d use: %w", id, err)
+		}
+		revoked[id] = n == 0
+	}
+	events := make([]AuditEvent, 0, len(batch))
+	for _, u := range batch {
+		switch {
+		case u.id == 0:
+			events = append(events, AuditEvent{At: u.at, ActorID: u.userID, Actor: u.subject, Action: "machine.use",
+				ObjectType: "machine", ObjectID: u.userID, Reason: u.what})
+		case revoked[u.id]:
+			u.err = ErrTokenRevoked
+		default:
+			events = append(events, AuditEvent{At: u.at, ActorID: u.by.ID, Actor: u.by.Email, Action: "token.use",
+				ObjectType: "token", ObjectID: u.id, Reason: u.what})
+		}
+	}
+	return appendAudits(ctx, tx, events)
+}
