@@ -23,16 +23,21 @@
 // Kueue objects are cluster-wide and flavor names are instance types, so one
 // fixture at a time holds the cluster: Connect takes a lock (a ConfigMap in
 // kube-system) that the test's cleanup releases after deleting everything it
-// made. Without the scheduling cluster (outside `make test`), Connect skips
+// made; a lock whose holder (a test binary on this host) ended before its
+// cleanup fails the next test at once, naming it, instead of a 10-minute
+// wait. Without the scheduling cluster (outside `make test`), Connect skips
 // the test with a message naming `make test`; under it, a missing cluster
 // fails the test as every test bed part does.
 package hpcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,9 +179,10 @@ func (c *Cluster) lock(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	host, _ := os.Hostname()
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: lockName, Namespace: "kube-system"},
-		Data:       map[string]string{"holder": t.Name()},
+		Data:       map[string]string{"holder": t.Name(), "pid": strconv.Itoa(os.Getpid()), "host": host},
 	}
 	for {
 		_, err := c.Kube.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{})
@@ -186,12 +192,35 @@ func (c *Cluster) lock(t testing.TB) {
 		if !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("hpcluster: take the lock: %v", err)
 		}
+		if held, err := c.Kube.CoreV1().ConfigMaps("kube-system").Get(ctx, lockName, metav1.GetOptions{}); err == nil {
+			if gone := holderGone(held.Data, host); gone != "" {
+				t.Fatalf("hpcluster: %s", gone)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			t.Fatalf("hpcluster: another test held the scheduling cluster for 10 minutes")
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// holderGone says why the lock (its ConfigMap's data) will never be
+// released, or "" while its holder may still release it: a test binary on
+// this host that is no longer running (killed before its cleanup, as go
+// test's -timeout kills one) left the lock, and the objects it made, behind.
+// Waiting for it is futile: ci30 (2026-12-05) waited 10 minutes for an e2e
+// binary that -timeout had killed.
+func holderGone(data map[string]string, host string) string {
+	pid, err := strconv.Atoi(data["pid"])
+	if err != nil || pid <= 0 || data["host"] != host {
+		return ""
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		return ""
+	}
+	return fmt.Sprintf("the scheduling cluster's lock (kube-system/%s) is held by %s of pid %d, which is no longer running: "+
+		"a test binary ended before its cleanup (go test's -timeout?) and left the lock and its objects; restart the test bed", lockName, data["holder"], pid)
 }
 
 // onCleanup deletes obj's kind by name at cleanup and waits until it is gone
