@@ -78,6 +78,10 @@ func TestAdminGrantsAnExceptionUntilItExpires(t *testing.T) {
 	for {
 		_, err := admin.Goto(p.URL + "/connections/1")
 		mustOK(t, err, "reload the connection")
+		// The revert queues a reapply job, which the page follows and then
+		// reloads itself for (static/progress.js): let it, or the next Goto
+		// is "interrupted by another navigation" (ci33).
+		settled(t, admin, "the page settles after a reload")
 		n, err := admin.Locator(`[data-testid="exception-row"][data-state="reverted"]`).Count()
 		mustOK(t, err, "look for the reverted exception")
 		if n == 1 {

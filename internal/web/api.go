@@ -64,7 +64,7 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	auth := s.apiAuth()
 	e.GET(apiPrefix+"/openapi.json", s.openAPIDocument)
 	e.GET("/api/docs", s.apiDocs)
-	e.GET(apiPrefix+"/connections", s.apiListConnections, auth)
+	e.GET(apiPrefix+"/connections", s.apiListConnections, auth, s.cacheAPI)
 	e.GET(apiPrefix+"/connections/:id", s.apiConnection, auth)
 	e.GET(apiPrefix+"/connections/:id/versions/:v", s.apiVersion, auth)
 	e.POST(apiPrefix+"/connections", s.apiCreateConnection, auth)
@@ -122,6 +122,7 @@ func (s *Server) apiAuth() echo.MiddlewareFunc {
 				}
 				c.Set(ctxUser, p)
 				c.Set(ctxToken, tok)
+				s.readDataVersion(c) // after the use's commit (cacheAPI)
 				return next(c)
 			}
 			tok, p, err := s.tokenPrincipal(c)
@@ -140,6 +141,7 @@ func (s *Server) apiAuth() echo.MiddlewareFunc {
 			}
 			c.Set(ctxUser, p)
 			c.Set(ctxToken, tok)
+			s.readDataVersion(c) // after the use's commit (cacheAPI)
 			return next(c)
 		}
 	}
@@ -343,7 +345,7 @@ func (s *Server) apiListConnections(c echo.Context) error {
 		q.Set("before", strconv.FormatInt(next, 10))
 		out.Next = apiPrefix + "/connections?" + q.Encode()
 	}
-	return c.JSON(http.StatusOK, out)
+	return writeJSONView(c, http.StatusOK, out)
 }
 
 // apiConnection is GET /api/v1/connections/:id, loaded and authorized as

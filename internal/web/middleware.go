@@ -148,12 +148,21 @@ func (s *Server) session(next echo.HandlerFunc) echo.HandlerFunc {
 		// The data version first, before the session or any page data are
 		// read (store.DataVersion; the session store's read-through cache
 		// and cachePage keep what they read under it).
-		if v, ok, err := s.opts.DB.DataVersion(r.Context()); err != nil {
-			s.opts.Logger.WarnContext(r.Context(), "data version unavailable: nothing is served from the caches", "err", err)
-		} else if ok {
-			c.SetRequest(r.WithContext(store.WithDataVersion(r.Context(), v)))
-		}
+		s.readDataVersion(c)
 		return wrapped(c)
+	}
+}
+
+// readDataVersion puts the database's data version, read now, in the
+// request's context (store.WithDataVersion) for the caches that keep what
+// is read after it; without one (unavailable, or another session's write
+// in progress) they keep nothing.
+func (s *Server) readDataVersion(c echo.Context) {
+	r := c.Request()
+	if v, ok, err := s.opts.DB.DataVersion(r.Context()); err != nil {
+		s.opts.Logger.WarnContext(r.Context(), "data version unavailable: nothing is served from the caches", "err", err)
+	} else if ok {
+		c.SetRequest(r.WithContext(store.WithDataVersion(r.Context(), v)))
 	}
 }
 

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -83,7 +84,7 @@ type pageFlight struct {
 func newPageCacheViews() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "portal_page_cache_views_total",
-		Help: "Views of the cached pages (dashboard, lists, detail, audit, usage, reviews) by how they were served: hit, shared (another view's render), stale (the previous minute's page of the same data while this minute's renders), rendered, unversioned (rendered without a data version while another session's write was in progress; not kept).",
+		Help: "Views of the cached pages (dashboard, lists, detail, audit, usage, reviews, the API's list of connections) by how they were served: hit, shared (another view's render), stale (the previous minute's page of the same data while this minute's renders), rendered, unversioned (rendered without a data version while another session's write was in progress; not kept).",
 	}, []string{"result"})
 }
 
@@ -206,14 +207,42 @@ func markLive(ctx context.Context) {
 // cachePage serves a signed-in session's GET of the route from the page
 // cache when its data version, minute and URL match, and keeps what the
 // handler renders otherwise.
-func (s *Server) cachePage(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *Server) cachePage(next echo.HandlerFunc) echo.HandlerFunc { return s.cached(next, writeHTML) }
+
+// cacheAPI is cachePage for the JSON API's reads (issue 33: the API's row
+// in make bench read the store and encoded the same 50 connections for
+// every request). The viewer is the browser's session, or the bearer
+// token the request presented (viewerKey); the handler writes through
+// writeJSONView. A token's request records its use (apiAuth), and that
+// commit moves the data version: the version is read after it, so what
+// concurrent requests share is the answer of the version their uses
+// committed in (one render per batch of uses), and a request alone reads
+// the store as it would without the cache.
+func (s *Server) cacheAPI(next echo.HandlerFunc) echo.HandlerFunc { return s.cached(next, writeJSON) }
+
+// viewerKey is whom a cached response may be served to: the bearer token
+// the request presented (its id, person, name, scope and teams: what a
+// token narrows), or else the session ("" when signed out: nothing is
+// cached). A bearer request has no session (the session middleware leaves
+// it alone), so the token is asked first.
+func (s *Server) viewerKey(c echo.Context) string {
+	if t, ok := apiToken(c); ok {
+		return fmt.Sprint("bearer\x00", t.ID, "\x00", t.UserID, "\x00", t.Name, "\x00", t.Scope, "\x00", t.Teams)
+	}
+	return s.sessions.Token(c.Request().Context())
+}
+
+// cached serves a signed-in viewer's GET of the route from the page cache
+// when its data version, minute and URL match, and keeps what the handler
+// renders otherwise; write answers with a kept body.
+func (s *Server) cached(next echo.HandlerFunc, write func(echo.Context, int, []byte) error) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		ctx := r.Context()
 		version, ok := store.DataVersionFrom(ctx)
-		token := s.sessions.Token(ctx)
-		if !ok || token == "" || r.Method != http.MethodGet {
-			if !ok && token != "" && r.Method == http.MethodGet {
+		viewer := s.viewerKey(c)
+		if !ok || viewer == "" || r.Method != http.MethodGet {
+			if !ok && viewer != "" && r.Method == http.MethodGet {
 				// Signed in, but no data version (another session's
 				// write in progress, store.DataVersion): rendered from
 				// the database and not kept.
@@ -227,20 +256,20 @@ func (s *Server) cachePage(next echo.HandlerFunc) echo.HandlerFunc {
 		// above was read, so the version alone would still find the page
 		// rendered for the roles before it (issue 32 item 5).
 		p, _ := principal(c)
-		base := version + "\x00" + token + "\x00" + accessKey(p) + "\x00" + r.URL.RequestURI()
+		base := version + "\x00" + viewer + "\x00" + accessKey(p) + "\x00" + r.URL.RequestURI()
 		minute := s.opts.Now().Unix() / 60
 		key := pageKey(base, minute)
 		body, result, f, lead := s.pages.lookup(base, minute)
 		if body != nil {
 			s.pages.count(result)
-			return writeHTML(c, http.StatusOK, body)
+			return write(c, http.StatusOK, body)
 		}
 		if !lead {
 			select {
 			case <-f.done:
 				if f.body != nil {
 					s.pages.count("shared")
-					return writeHTML(c, http.StatusOK, f.body)
+					return write(c, http.StatusOK, f.body)
 				}
 			case <-ctx.Done():
 				return ctx.Err()
@@ -281,10 +310,45 @@ func render(c echo.Context, status int, comp templ.Component) error {
 	if err := comp.Render(ctx, b); err != nil {
 		return err
 	}
-	if v, ok := ctx.Value(pageViewKey{}).(*pageView); ok && status == http.StatusOK {
-		v.body = bytes.Clone(b.Bytes())
-	}
+	keepView(ctx, status, b.Bytes())
 	return writeHTML(c, status, b.Bytes())
+}
+
+// keepView gives the body a handler wrote with status 200 to the cached
+// view being rendered, if any (cached).
+func keepView(ctx context.Context, status int, body []byte) {
+	if v, ok := ctx.Value(pageViewKey{}).(*pageView); ok && status == http.StatusOK {
+		v.body = bytes.Clone(body)
+	}
+}
+
+// writeJSONView is echo's c.JSON (the same bytes: ?pretty indents by two
+// spaces) for a route under cacheAPI: the body is encoded whole, kept for
+// the cache when the status is 200, and written in one write with its
+// length.
+func writeJSONView(c echo.Context, status int, v any) error {
+	b := renderBuffers.Get().(*bytes.Buffer)
+	b.Reset()
+	defer func() {
+		if b.Cap() <= 1<<20 {
+			renderBuffers.Put(b)
+		}
+	}()
+	enc := json.NewEncoder(b)
+	if _, pretty := c.QueryParams()["pretty"]; pretty {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	keepView(c.Request().Context(), status, b.Bytes())
+	return writeJSON(c, status, b.Bytes())
+}
+
+// writeJSON is echo's JSONBlob with the body's length.
+func writeJSON(c echo.Context, status int, body []byte) error {
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	return c.JSONBlob(status, body)
 }
 
 // writeHTML is echo's HTMLBlob with the body's length.
