@@ -230,6 +230,7 @@ func (b *wbed) lastJob(ctx context.Context, connID int64) workflow.Job {
 // cluster); here the API server is real, and each run provisions a tenant
 // from scratch, so a sample keeps `make test` short.
 func TestWorkerAmendCrashRecoveryIntegration(t *testing.T) {
+	t.Parallel() // its own run id, database and tenants; one of the longest, run beside the others (make test, -parallel)
 	c1 := wintContract("probe")
 	withDBEgress(&c1)
 	c2 := c1

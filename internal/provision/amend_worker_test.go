@@ -338,6 +338,7 @@ func TestAmendSteps(t *testing.T) {
 // twice (the quota is updated once: the resumed attempt reads version 2 and
 // finds it as desired).
 func TestWorkerAmendResumesAfterACrashBetweenAnySteps(t *testing.T) {
+	t.Parallel() // its own run id, database and tenants; one of the longest, run beside the others (make test, -parallel)
 	probe, pc := provisionedAWSBed(t)
 	_, plan := amendment(t, probe.db, probe.clock.Now(), probe.worker("x", pc).Plans, probe.conn.ID, moreAndNewRole)
 	n := len(provision.ApplySteps(plan)) + 1

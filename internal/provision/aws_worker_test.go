@@ -282,6 +282,7 @@ func TestWorkerRevokesAWS(t *testing.T) {
 // A worker dies after any step; the next one resumes and nothing on AWS is
 // created twice.
 func TestWorkerAWSResumesAfterACrashBetweenAnySteps(t *testing.T) {
+	t.Parallel() // its own run id, database and tenants; one of the longest, run beside the others (make test, -parallel)
 	probe := newAWSBed(t, 1)
 	n := len(provision.ApplySteps(probe.plan))
 	for crash := range n {

@@ -210,6 +210,7 @@ func (b *wbed) allUnchanged(ctx context.Context, tenants []wintTenant, ids []int
 // resourceVersion as it was; so does the drift checker over the store's
 // provisioned connections, and a re-apply job of one of them.
 func TestNoopReconcileIntegration(t *testing.T) {
+	t.Parallel() // its own run id, database and tenants; one of the longest, run beside the others (make test, -parallel)
 	b, ctx, tenants, plans, kinds := noopStart(t, "noop")
 	before := b.versions(ctx, tenants)
 

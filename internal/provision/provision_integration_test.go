@@ -425,6 +425,7 @@ func TestProvisionIntegration(t *testing.T) {
 // TestApplyManyTenants provisions -tenants teams, then reconciles them all
 // again with nothing changed: the second pass must write nothing.
 func TestApplyManyTenants(t *testing.T) {
+	t.Parallel() // its own run id, database and tenants; one of the longest, run beside the others (make test, -parallel)
 	cfg := testbedConfig(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()

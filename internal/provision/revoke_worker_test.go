@@ -214,6 +214,7 @@ func TestWorkerRevocationDryRun(t *testing.T) {
 // A worker dies after revocation step k (for every k); another resumes the
 // job once the lease has expired and runs every step again.
 func TestWorkerRevocationResumesAfterACrash(t *testing.T) {
+	t.Parallel() // its own run id, database and tenants; one of the longest, run beside the others (make test, -parallel)
 	probe := newBed(t)
 	for crash := range len(probe.revocationNames()) {
 		t.Run(fmt.Sprintf("after step %d", crash), func(t *testing.T) {
