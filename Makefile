@@ -129,9 +129,6 @@ NO_RACE := ./e2e ./internal/support/image ./internal/support/benchseed ./interna
 # binaries (stack traces come from the symbol table): about 55 links a run.
 NORACE_ENV := CGO_ENABLED=0
 TEST_LDFLAGS := -ldflags=-w
-# -parallel 3 in the run without -race: e2e's browser tests (t.Parallel), the run's
-# longest package once provision's long tests overlapped (531 s in ci37, 12 min 23 s
-# in all, the CPU 15-90% idle in its last two minutes), three at a time.
 # -parallel 4 in the race run: internal/provision, the run's last package (626 s of
 # tests one after another in ci36, the machine about 90% idle for its last three
 # minutes), runs its six longest integration tests side by side (each with its own
@@ -158,7 +155,7 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	date -u +"== %T go test"; \
 	PORTAL_TEST_STORE_ENGINE=postgres $(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) -count=1 -timeout 30m -json ./internal/store 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-postgres.json | "$$state/testreport" -top 10 >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
-	$(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) -count=1 -timeout 30m -p 2 -parallel 3 -json $$norace 2>&1 \
+	$(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) -count=1 -timeout 30m -p 2 -json $$norace 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-norace.json | "$$state/testreport" -top 10 >"$$state/norace.log" 2>&1 & nr=$$!; \
 	rc=0; $(GO) test -trimpath $(TEST_LDFLAGS) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -p 4 -parallel 4 -json $$race 2>&1 \
 	  | tee $(ARTIFACTS)/go-test.json | "$$state/testreport" -top 20 || rc=$$?; \
