@@ -166,18 +166,11 @@ func (d *DB) QueuedTokenUsesForTest() (int, bool) {
 // RecordTokenUseForTest is RecordTokenUse that also says how many uses
 // shared the use's transaction.
 func (d *DB) RecordTokenUseForTest(ctx context.Context, id int64, by workflow.Actor, what, from string, now time.Time) (int, error) {
-	u := &apiUse{id: id, by: by, what: what, from: from, at: now}
-	err := d.uses.record(ctx, d, u)
-	return u.batchLen, err
+	return d.recordTokenUse(ctx, id, by, what, from, now)
 }
 
 // RecordMachineUseForTest is RecordMachineUse that also says how many uses
 // shared the use's transaction.
 func (d *DB) RecordMachineUseForTest(ctx context.Context, issuer, subject, what string, now time.Time) (User, int, error) {
-	u := &apiUse{issuer: issuer, subject: subject, what: what, at: now}
-	if err := d.uses.record(ctx, d, u); err != nil {
-		return User{}, u.batchLen, err
-	}
-	usr, err := d.UserByID(ctx, u.userID)
-	return usr, u.batchLen, err
+	return d.recordMachineUse(ctx, issuer, subject, what, now)
 }

@@ -18,24 +18,31 @@ import (
 // request's only write, shared with the other API requests' uses that
 // arrive together, as a personal token's use is (RecordTokenUse).
 func (d *DB) RecordMachineUse(ctx context.Context, issuer, subject, what string, now time.Time) (User, error) {
-	u := &apiUse{issuer: issuer, subject: subject, what: what, at: now}
-	if err := d.uses.record(ctx, d, u); err != nil {
-		return User{}, err
-	}
-	return d.UserByID(ctx, u.userID)
+	u, _, err := d.recordMachineUse(ctx, issuer, subject, what, now)
+	return u, err
 }
 
-// upsertMachine records u's machine in users and returns its id.
-func upsertMachine(ctx context.Context, tx *sql.Tx, u *apiUse) (int64, error) {
-	var id int64
+// recordMachineUse is RecordMachineUse that also says how many uses shared
+// the use's transaction (tests).
+func (d *DB) recordMachineUse(ctx context.Context, issuer, subject, what string, now time.Time) (User, int, error) {
+	u := &apiUse{issuer: issuer, subject: subject, what: what, at: now}
+	if err := d.uses.record(ctx, d, u); err != nil {
+		return User{}, u.batchLen, err
+	}
+	return u.user, u.batchLen, nil
+}
+
+// upsertMachine records u's machine in users and returns its record as
+// the upsert left it.
+func upsertMachine(ctx context.Context, tx *sql.Tx, u *apiUse) (User, error) {
 	ts := fmtTime(u.at)
-	err := tx.QueryRowContext(ctx, `
+	usr, err := scanUser(tx.QueryRowContext(ctx, `
 INSERT INTO users (issuer, subject, email, name, groups_json, first_login_at, last_login_at, groups_checked_at)
 VALUES (?, ?, '', ?, '[]', ?, ?, ?)
 ON CONFLICT (issuer, subject) DO UPDATE SET last_login_at = excluded.last_login_at, groups_json = '[]'
-RETURNING id`, u.issuer, u.subject, u.subject, ts, ts, ts).Scan(&id)
+RETURNING `+userColumns, u.issuer, u.subject, u.subject, ts, ts, ts))
 	if err != nil {
-		return 0, fmt.Errorf("store: machine %s use: %w", u.subject, err)
+		return User{}, fmt.Errorf("store: machine %s use: %w", u.subject, err)
 	}
-	return id, nil
+	return usr, nil
 }

@@ -168,5 +168,14 @@ var ErrTokenRevoked = errors.New("store: the token is revoked")
 // returns when its use is committed, or refused, or ctx ends first (the use
 // may then still be recorded: the request did arrive).
 func (d *DB) RecordTokenUse(ctx context.Context, id int64, by workflow.Actor, what, from string, now time.Time) error {
-	return d.uses.record(ctx, d, &apiUse{id: id, by: by, what: what, from: from, at: now})
+	_, err := d.recordTokenUse(ctx, id, by, what, from, now)
+	return err
+}
+
+// recordTokenUse is RecordTokenUse that also says how many uses shared the
+// use's transaction (tests).
+func (d *DB) recordTokenUse(ctx context.Context, id int64, by workflow.Actor, what, from string, now time.Time) (int, error) {
+	u := &apiUse{id: id, by: by, what: what, from: from, at: now}
+	err := d.uses.record(ctx, d, u)
+	return u.batchLen, err
 }

@@ -100,29 +100,39 @@ func (d *DB) SetUserDirName(ctx context.Context, id int64, dirName string) error
 
 // UserByID returns one user or ErrNotFound.
 func (d *DB) UserByID(ctx context.Context, id int64) (User, error) {
-	var u User
-	var gj, first, last, checked string
-	err := d.sql.QueryRowContext(ctx, `
-SELECT id, issuer, subject, email, name, groups_json, first_login_at, last_login_at, groups_checked_at, dir_name
-FROM users WHERE id = ?`, id).Scan(&u.ID, &u.Issuer, &u.Subject, &u.Email, &u.Name, &gj, &first, &last, &checked, &u.DirName)
+	u, err := scanUser(d.sql.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, ErrNotFound
 	}
 	if err != nil {
 		return User{}, fmt.Errorf("store: user %d: %w", id, err)
 	}
+	return u, nil
+}
+
+// userColumns are the users columns scanUser reads, in its order.
+const userColumns = `id, issuer, subject, email, name, groups_json, first_login_at, last_login_at, groups_checked_at, dir_name`
+
+// scanUser reads one row of userColumns.
+func scanUser(row *sql.Row) (User, error) {
+	var u User
+	var gj, first, last, checked string
+	err := row.Scan(&u.ID, &u.Issuer, &u.Subject, &u.Email, &u.Name, &gj, &first, &last, &checked, &u.DirName)
+	if err != nil {
+		return User{}, err
+	}
 	if err := json.Unmarshal([]byte(gj), &u.Groups); err != nil {
-		return User{}, fmt.Errorf("store: user %d: groups: %w", id, err)
+		return User{}, fmt.Errorf("groups: %w", err)
 	}
 	if u.FirstLogin, err = parseTime(first); err != nil {
-		return User{}, fmt.Errorf("store: user %d: %w", id, err)
+		return User{}, err
 	}
 	if u.LastLogin, err = parseTime(last); err != nil {
-		return User{}, fmt.Errorf("store: user %d: %w", id, err)
+		return User{}, err
 	}
 	if checked != "" { // '' only for a row from before migration 00027 ran
 		if u.GroupsCheckedAt, err = parseTime(checked); err != nil {
-			return User{}, fmt.Errorf("store: user %d: %w", id, err)
+			return User{}, err
 		}
 	}
 	return u, nil

@@ -12,7 +12,7 @@ import (
 
 // apiUse is one API request's use of a personal token (id, by) or of a
 // machine identity (id 0; issuer, subject), waiting in useQueue for its
-// transaction; err, and a machine's user record id, are its outcome, set
+// transaction; err, and a machine's user record, are its outcome, set
 // before done closes.
 type apiUse struct {
 	id              int64
@@ -22,7 +22,7 @@ type apiUse struct {
 	from            string
 	at              time.Time
 
-	userID   int64 // a machine's user record
+	user     User // a machine's user record
 	err      error
 	done     chan struct{}
 	batchLen int // how many uses shared its transaction (tests)
@@ -105,21 +105,20 @@ func (q *useQueue) flush(d *DB) {
 // arrived.
 func recordUses(ctx context.Context, tx *sql.Tx, batch []*apiUse) error {
 	last := map[int64]*apiUse{}
-	machines := map[[2]string]int64{}
+	machines := map[[2]string]User{}
 	var order []int64
 	for _, u := range batch {
-		u.err = nil
 		if u.id == 0 {
 			key := [2]string{u.issuer, u.subject}
-			id, ok := machines[key]
+			usr, ok := machines[key]
 			if !ok {
 				var err error
-				if id, err = upsertMachine(ctx, tx, u); err != nil {
+				if usr, err = upsertMachine(ctx, tx, u); err != nil {
 					return err
 				}
-				machines[key] = id
+				machines[key] = usr
 			}
-			u.userID = id
+			u.user = usr
 			continue
 		}
 		if p, ok := last[u.id]; !ok {
@@ -146,8 +145,8 @@ func recordUses(ctx context.Context, tx *sql.Tx, batch []*apiUse) error {
 	for _, u := range batch {
 		switch {
 		case u.id == 0:
-			events = append(events, AuditEvent{At: u.at, ActorID: u.userID, Actor: u.subject, Action: "machine.use",
-				ObjectType: "machine", ObjectID: u.userID, Reason: u.what})
+			events = append(events, AuditEvent{At: u.at, ActorID: u.user.ID, Actor: u.subject, Action: "machine.use",
+				ObjectType: "machine", ObjectID: u.user.ID, Reason: u.what})
 		case revoked[u.id]:
 			u.err = ErrTokenRevoked
 		default:

@@ -122,7 +122,6 @@ func (s *Server) apiAuth() echo.MiddlewareFunc {
 				}
 				c.Set(ctxUser, p)
 				c.Set(ctxToken, tok)
-				s.readDataVersion(c) // after the use's commit (cacheAPI)
 				return next(c)
 			}
 			tok, p, err := s.tokenPrincipal(c)
@@ -141,7 +140,6 @@ func (s *Server) apiAuth() echo.MiddlewareFunc {
 			}
 			c.Set(ctxUser, p)
 			c.Set(ctxToken, tok)
-			s.readDataVersion(c) // after the use's commit (cacheAPI)
 			return next(c)
 		}
 	}

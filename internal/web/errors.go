@@ -29,10 +29,24 @@ func (u *userError) Unwrap() error { return u.err }
 
 // render writes a templ component with status.
 
+// statusClientClosed is the status recorded for a request whose client
+// went away before its answer (nginx's 499; no response reaches anyone).
+const statusClientClosed = 499
+
 // handleError is the one place errors become responses. It logs server-side
 // failures once, with the request id, and shows a friendly page that never
 // contains an internal error's text.
 func (s *Server) handleError(err error, c echo.Context) {
+	if ctx := c.Request().Context(); ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// The client went away (closed the page, gave up waiting) and the
+		// handler stopped with it: nothing failed here, and nobody reads
+		// an answer. Logged, and counted, as nginx's 499, not as a 500.
+		s.opts.Logger.InfoContext(ctx, "request abandoned by the client", "request_id", requestID(c), "err", err)
+		if !c.Response().Committed {
+			c.Response().WriteHeader(statusClientClosed)
+		}
+		return
+	}
 	if c.Response().Committed {
 		s.opts.Logger.ErrorContext(c.Request().Context(), "error after response started",
 			"request_id", requestID(c), "err", err)

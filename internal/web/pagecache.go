@@ -214,11 +214,22 @@ func (s *Server) cachePage(next echo.HandlerFunc) echo.HandlerFunc { return s.ca
 // every request). The viewer is the browser's session, or the bearer
 // token the request presented (viewerKey); the handler writes through
 // writeJSONView. A token's request records its use (apiAuth), and that
-// commit moves the data version: the version is read after it, so what
+// commit moves the data version: the version is read here, after it (the
+// API's writes, which are not cached, never read it), so what
 // concurrent requests share is the answer of the version their uses
 // committed in (one render per batch of uses), and a request alone reads
 // the store as it would without the cache.
-func (s *Server) cacheAPI(next echo.HandlerFunc) echo.HandlerFunc { return s.cached(next, writeJSON) }
+func (s *Server) cacheAPI(next echo.HandlerFunc) echo.HandlerFunc {
+	cached := s.cached(next, writeJSON)
+	return func(c echo.Context) error {
+		if bearerRequest(c.Request()) {
+			// A session's version was read by the session middleware; a
+			// token's is read here, after apiAuth committed its use.
+			s.readDataVersion(c)
+		}
+		return cached(c)
+	}
+}
 
 // viewerKey is whom a cached response may be served to: the bearer token
 // the request presented (its id, person, name, scope and teams: what a
