@@ -36,14 +36,14 @@ type awsBed struct {
 	runner *awsprov.Runner
 }
 
-func newAWSBed(t *testing.T, maxAttempts int) *awsBed {
+func newAWSBed(t *testing.T, maxAttempts int, opts ...bedOption) *awsBed {
 	t.Helper()
 	stack := awstest.NewStack(t, workflow.ExampleContract().EKSClusterName, teamGroups...)
 	s := provision.DefaultClusterSettings()
 	s.AWS = awsprov.DevSettings()
 	s.AWS.IdentityStoreID = stack.IdentityStore.StoreID()
 	s.AWS.TeamGroups = map[string][]string{"red": teamGroups}
-	b := newBedWith(t, s)
+	b := newBedWith(t, s, opts...)
 	cfg := awstest.Config(maxAttempts)
 	base := func(c *awstest.Core) *string { return aws.String(c.URL()) }
 	sm := sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = base(stack.SageMaker.Core) })
@@ -369,11 +369,9 @@ func TestWorkerAWSPermanentErrorStopsTheJob(t *testing.T) {
 func TestWorkerAWSUnifiedStudio(t *testing.T) {
 	// The approval pins the plan: file the contract in Unified Studio
 	// mode so that the plan approved is the plan the worker builds.
-	editContract = func(c *workflow.Contract) {
+	b := newAWSBed(t, 1, withContract(func(c *workflow.Contract) {
 		c.StudioMode, c.UnifiedDomainID, c.UnifiedProjectID = workflow.StudioUnified, awstest.UnifiedDomainID, awstest.UnifiedProjectID
-	}
-	b := newAWSBed(t, 1)
-	editContract = nil
+	}))
 	w := b.worker("w1", &fakeCluster{})
 	w.Plans = func(ctx context.Context, id int64, v int) (provision.Plan, error) {
 		ver, err := b.db.Version(ctx, id, v)

@@ -395,9 +395,7 @@ func TestWorkerCarriesTheNamespaceAdoption(t *testing.T) {
 	s := provision.DefaultClusterSettings()
 	s.ClusterQueueManagedByPortal = true
 	s.OnRevoke = provision.RevokeDelete
-	adoptNext = "hyperpod-ns-red"
-	t.Cleanup(func() { adoptNext = "" })
-	b := newBedWith(t, s)
+	b := newBedWith(t, s, adopting("hyperpod-ns-red"))
 	if b.job.AdoptNamespace != b.plan.Namespace {
 		t.Fatalf("the approval's job adopts %q, want %s", b.job.AdoptNamespace, b.plan.Namespace)
 	}
@@ -446,9 +444,7 @@ func TestWorkerRefusesAForeignNamespaceBeforeAnyStep(t *testing.T) {
 		t.Errorf("job %s %q, calls %v; want failed before any step", j.State, j.LastError, cluster.calls)
 	}
 
-	adoptNext = "hyperpod-ns-red"
-	t.Cleanup(func() { adoptNext = "" })
-	b = newBed(t)
+	b = newBed(t, adopting("hyperpod-ns-red"))
 	cluster = foreignCluster{&fakeCluster{}}
 	b.runOnce(b.worker("provisioner", cluster))
 	if s := b.state(b.conn.ID); s != workflow.StateActive || len(cluster.calls) == 0 {

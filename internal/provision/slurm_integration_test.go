@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,13 @@ import (
 // its account and QoS are new names; the plan is revoked at the end.
 func slurmTestBedConnection(t *testing.T) (b *bed, r slurm.Runner, members []string, partition, account, qos string) {
 	t.Helper()
+	// Beside this package's other long tests (make test runs them
+	// side by side, -parallel), but one at a time among themselves: they
+	// share the lane's two Slurm users, whose associations one test's
+	// revocation deletes. Released after every other cleanup.
+	t.Parallel()
+	slurmLane.Lock()
+	t.Cleanup(slurmLane.Unlock)
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition = testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
 	members = testenv.SlurmUsers(t, "red")
@@ -29,7 +37,7 @@ func slurmTestBedConnection(t *testing.T) (b *bed, r slurm.Runner, members []str
 
 	settings := provision.DefaultClusterSettings()
 	settings.Slurm = provision.SlurmSettings{Cluster: testenv.SlurmClusterName(t, conf)}
-	editContract = func(c *workflow.Contract) {
+	edit := func(c *workflow.Contract) {
 		c.Orchestrator, c.EKSClusterName, c.Namespaces = workflow.OrchestratorSlurm, "", nil
 		c.SlurmScope = workflow.SlurmScope{Account: account, Partition: partition, QoS: qos}
 		// The members are the people the contract names; their emails'
@@ -40,9 +48,7 @@ func slurmTestBedConnection(t *testing.T) (b *bed, r slurm.Runner, members []str
 			c.Signals[i].Owner = members[1] + "@example.test"
 		}
 	}
-	t.Cleanup(func() { editContract = nil })
-	b = newBedWith(t, settings)
-	editContract = nil
+	b = newBedWith(t, settings, withContract(edit))
 	if b.plan.Slurm == nil {
 		t.Fatalf("the approved plan is not a Slurm plan: %+v", b.plan)
 	}
@@ -50,6 +56,10 @@ func slurmTestBedConnection(t *testing.T) (b *bed, r slurm.Runner, members []str
 	t.Cleanup(func() { slurmprov.Revoke(context.Background(), r, sp) })
 	return b, r, members, partition, account, qos
 }
+
+// slurmLane is held by the test using the test bed's Slurm
+// (slurmTestBedConnection).
+var slurmLane sync.Mutex
 
 // TestSlurmConnectionOnTheTestBed: a Slurm contract approved through the
 // workflow is provisioned by the worker on the test bed's real Slurm and

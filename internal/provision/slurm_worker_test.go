@@ -12,12 +12,10 @@ import (
 // slurmBed is a bed whose approved connection is a Slurm one.
 func slurmBed(t *testing.T, settings provision.ClusterSettings) *bed {
 	t.Helper()
-	editContract = func(c *workflow.Contract) {
+	return newBedWith(t, settings, withContract(func(c *workflow.Contract) {
 		c.Orchestrator, c.EKSClusterName, c.Namespaces = workflow.OrchestratorSlurm, "", nil
 		c.SlurmScope = workflow.SlurmScope{Account: "red", Partition: "gpu", QoS: "red-gpu"}
-	}
-	defer func() { editContract = nil }()
-	return newBedWith(t, settings)
+	}))
 }
 
 // The approval pins a Slurm plan as it pins an EKS one: when the cluster

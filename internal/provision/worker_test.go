@@ -108,13 +108,31 @@ type bed struct {
 
 var settings = provision.DefaultClusterSettings()
 
-func newBed(t *testing.T) *bed {
+func newBed(t *testing.T, opts ...bedOption) *bed {
 	t.Helper()
-	return newBedWith(t, settings)
+	return newBedWith(t, settings, opts...)
 }
 
+// bedFiling is how a bed's first connection is filed and approved
+// (bedOption). A field of each bed, not a package variable: tests that
+// call t.Parallel file theirs at the same time.
+type bedFiling struct {
+	edit  func(*workflow.Contract) // changes the contract filed (the approval pins its plan)
+	adopt string                   // the namespace the approval adopts
+}
+
+type bedOption func(*bedFiling)
+
+// withContract files the bed's connection with the contract edit changed.
+func withContract(edit func(*workflow.Contract)) bedOption {
+	return func(f *bedFiling) { f.edit = edit }
+}
+
+// adopting has the bed's approval adopt namespace ns.
+func adopting(ns string) bedOption { return func(f *bedFiling) { f.adopt = ns } }
+
 // newBedWith is newBed with other cluster settings.
-func newBedWith(t *testing.T, settings provision.ClusterSettings) *bed {
+func newBedWith(t *testing.T, settings provision.ClusterSettings, opts ...bedOption) *bed {
 	t.Helper()
 	ctx := t.Context()
 	db, err := store.OpenMigrated(ctx, filepath.Join(t.TempDir(), "portal.db"))
@@ -124,7 +142,11 @@ func newBedWith(t *testing.T, settings provision.ClusterSettings) *bed {
 	t.Cleanup(func() { db.Close() })
 	roomyCluster(t, db)
 	b := &bed{t: t, settings: settings, db: db, clock: &clock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}}
-	b.conn, b.job = b.approve("red")
+	var filing bedFiling
+	for _, o := range opts {
+		o(&filing)
+	}
+	b.conn, b.job = b.approveFiled("red", filing)
 	ver, err := db.Version(ctx, b.conn.ID, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -141,16 +163,14 @@ func newBedWith(t *testing.T, settings provision.ClusterSettings) *bed {
 	return b
 }
 
-// editContract, when set, changes the contract bed.approve files (the
-// approval pins the plan of the contract as filed). Tests here do not run
-// in parallel.
-var editContract func(*workflow.Contract)
-
-// adoptNext, when set, is the namespace bed.approve's approval adopts.
-var adoptNext string
-
 // approve creates, submits and approves a connection for team.
 func (b *bed) approve(team string) (store.Connection, workflow.Job) {
+	b.t.Helper()
+	return b.approveFiled(team, bedFiling{})
+}
+
+// approveFiled is approve with the contract and approval f says.
+func (b *bed) approveFiled(team string, f bedFiling) (store.Connection, workflow.Job) {
 	b.t.Helper()
 	ctx := b.t.Context()
 	u, err := b.db.RecordLogin(ctx, "https://idp.example.test", "u-"+team, team+"@example.test", team, nil, b.clock.Now())
@@ -159,8 +179,8 @@ func (b *bed) approve(team string) (store.Connection, workflow.Job) {
 	}
 	by := workflow.Actor{ID: u.ID, Email: u.Email}
 	c := workflow.ExampleContractFor(team)
-	if editContract != nil {
-		editContract(&c)
+	if f.edit != nil {
+		f.edit(&c)
 	}
 	conn, err := b.db.CreateConnection(ctx, c, by, b.clock.Now())
 	if err != nil {
@@ -182,7 +202,7 @@ func (b *bed) approve(team string) (store.Connection, workflow.Job) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	if conn, _, err = b.db.Approve(ctx, conn.ID, workflow.Actor{ID: a.ID, Email: a.Email}, store.Expect{Version: 1, Hash: ver.Hash, PlanHash: plan.Hash(), Adopt: adoptNext}, "ok", workflow.ClusterFacts{}, b.clock.Now()); err != nil {
+	if conn, _, err = b.db.Approve(ctx, conn.ID, workflow.Actor{ID: a.ID, Email: a.Email}, store.Expect{Version: 1, Hash: ver.Hash, PlanHash: plan.Hash(), Adopt: f.adopt}, "ok", workflow.ClusterFacts{}, b.clock.Now()); err != nil {
 		b.t.Fatal(err)
 	}
 	jobs, err := b.db.JobsFor(ctx, conn.ID)

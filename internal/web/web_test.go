@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"crypto/rand"
+	"crypto/rsa"
 	"errors"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,7 +68,8 @@ func newHarnessOn(t testing.TB, dbPath string, useTLS bool, opts ...harnessOpt) 
 	}
 	base := scheme + "://" + ts.Listener.Addr().String()
 	idp, err := devidp.New(devidp.Config{
-		Issuer: base + "/dev-idp", ClientID: "portal-test", ClientSecret: "test-secret-0123456789",
+		SigningKey: testIdPKey(t),
+		Issuer:     base + "/dev-idp", ClientID: "portal-test", ClientSecret: "test-secret-0123456789",
 		RedirectURIs:           []string{base + "/auth/callback"},
 		PostLogoutRedirectURIs: []string{base + "/signed-out"},
 		Users: append(devidp.DemoUsers(),
@@ -129,6 +132,19 @@ func newHarnessOn(t testing.TB, dbPath string, useTLS bool, opts ...harnessOpt) 
 	ts.Config.Handler = srv.Handler()
 	t.Cleanup(ts.Close)
 	return &harness{t: t, ts: ts, srv: srv, db: db, base: base, logs: logs, dbPath: dbPath}
+}
+
+// testIdPKeys is the one signing key of every harness's identity provider
+// in this test process (devidp.Config.SigningKey).
+var testIdPKeys = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) })
+
+func testIdPKey(t testing.TB) *rsa.PrivateKey {
+	t.Helper()
+	k, err := testIdPKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 // client returns a fresh browser-like client with its own cookie jar.
