@@ -132,15 +132,14 @@ NO_RACE := ./e2e ./internal/support/image ./internal/support/benchseed ./interna
 # binaries (stack traces come from the symbol table): about 55 links a run.
 NORACE_ENV := CGO_ENABLED=0
 TEST_LDFLAGS := -ldflags=-w
-# -parallel 12 in the race run: internal/provision, the run's last package (626 s of
+# -parallel 4 in the race run: internal/provision, the run's last package (626 s of
 # tests one after another in ci36, the machine about 90% idle for its last three
-# minutes), runs its twelve longest integration tests side by side: six with their own
-# run id, database and tenants, its four Slurm tests (one at a time among themselves,
-# on their lane's users) and its two holds on the scheduling cluster (hpcluster takes
-# it for one test at a time). They call t.Parallel; nothing else in that run does, so
-# a test waiting on Slurm or the cluster must not take the slot of one that can run.
-# Alone on an idle machine the package took 170 s (2026-12-05); in ci42 it ended the
-# race run at 519 s, its Slurm and scheduling tests 214 s of it one after another.
+# minutes), runs its six longest integration tests side by side (each with its own
+# run id, database and tenants; they call t.Parallel, nothing else in that run does).
+# Its Slurm and scheduling-cluster tests stay one after another: run beside the six
+# (-parallel 12, 2026-12-05) they moved the six CPU-bound tests from the run's idle
+# tail into its busiest minutes, and a warm run took 953 s against ci42's 662 s
+# (web 695 s against 442, e2e 725 against 468).
 # RACE_GCFLAGS: SQLite (modernc.org/sqlite/lib and modernc.org/libc, C translated to
 # Go, with SQLite's own mutexes) is compiled without the race detector's
 # instrumentation in the race run. Every package of ours stays instrumented, and so
@@ -165,7 +164,7 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	  | tee $(ARTIFACTS)/go-test-postgres.json | "$$state/testreport" -top 10 >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
 	$(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) -count=1 -timeout 30m -p 2 -json $$norace 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-norace.json | "$$state/testreport" -top 10 >"$$state/norace.log" 2>&1 & nr=$$!; \
-	rc=0; $(GO) test -trimpath $(TEST_LDFLAGS) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -p 4 -parallel 12 -json $$race 2>&1 \
+	rc=0; $(GO) test -trimpath $(TEST_LDFLAGS) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -p 4 -parallel 4 -json $$race 2>&1 \
 	  | tee $(ARTIFACTS)/go-test.json | "$$state/testreport" -top 20 || rc=$$?; \
 	nrrc=0; wait $$nr || nrrc=$$?; pgrc=0; wait $$pg || pgrc=$$?; \
 	echo "without -race (they ran beside the above):"; cat "$$state/norace.log"; \

@@ -51,10 +51,6 @@ type holdBed struct {
 }
 
 func newHoldBed(t *testing.T, portalManaged bool) *holdBed {
-	// Beside this package's other long tests (make test, -parallel): the
-	// scheduling cluster is its own API server, and hpcluster.Connect
-	// takes it for one test at a time, across packages.
-	t.Parallel()
 	c := hpcluster.Connect(t)
 	c.AddNode(t, "p5-0", hpcluster.P5)
 	name := "hold" + wintRandom(t)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,13 +20,6 @@ import (
 // its account and QoS are new names; the plan is revoked at the end.
 func slurmTestBedConnection(t *testing.T) (b *bed, r slurm.Runner, members []string, partition, account, qos string) {
 	t.Helper()
-	// Beside this package's other long tests (make test runs them
-	// side by side, -parallel), but one at a time among themselves: they
-	// share the lane's two Slurm users, whose associations one test's
-	// revocation deletes. Released after every other cleanup.
-	t.Parallel()
-	slurmLane.Lock()
-	t.Cleanup(slurmLane.Unlock)
 	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition = testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
 	members = testenv.SlurmUsers(t, "red")
@@ -56,10 +48,6 @@ func slurmTestBedConnection(t *testing.T) (b *bed, r slurm.Runner, members []str
 	t.Cleanup(func() { slurmprov.Revoke(context.Background(), r, sp) })
 	return b, r, members, partition, account, qos
 }
-
-// slurmLane is held by the test using the test bed's Slurm
-// (slurmTestBedConnection).
-var slurmLane sync.Mutex
 
 // TestSlurmConnectionOnTheTestBed: a Slurm contract approved through the
 // workflow is provisioned by the worker on the test bed's real Slurm and
