@@ -151,7 +151,8 @@ RACE_GCFLAGS := -gcflags=modernc.org/libc/...=-race=false -gcflags=modernc.org/s
 
 test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
 	@state=$(CACHE)/testbed/run-$$$$; mkdir -p "$$state" $(ARTIFACTS); \
-	trap 'bash hack/testbed/down.sh "$$state" >/dev/null 2>&1 || true; rm -rf "$$state"' EXIT; \
+	trap 'rc=$$?; [ $$rc = 0 ] || bash hack/testbed/keeplogs.sh "$$state" $(ARTIFACTS)/testbed-logs || true; \
+	  bash hack/testbed/down.sh "$$state" >/dev/null 2>&1 || true; rm -rf "$$state"' EXIT; \
 	date -u +"== %T test bed up"; bash hack/testbed/up.sh "$$state"; \
 	set -a; source "$$state/testbed.env"; set +a; \
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
