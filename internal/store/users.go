@@ -38,19 +38,18 @@ func (d *DB) RecordLogin(ctx context.Context, issuer, subject, email, name strin
 		return User{}, fmt.Errorf("store: record login: %w", err)
 	}
 	ts := fmtTime(now)
-	var id int64
-	err = d.sql.QueryRowContext(ctx, `
+	u, err := scanUser(d.sql.QueryRowContext(ctx, `
 INSERT INTO users (issuer, subject, email, name, groups_json, first_login_at, last_login_at, groups_checked_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (issuer, subject) DO UPDATE SET
     email = excluded.email, name = excluded.name,
     groups_json = excluded.groups_json, last_login_at = excluded.last_login_at,
     groups_checked_at = excluded.groups_checked_at
-RETURNING id`, issuer, subject, email, name, string(gj), ts, ts, ts).Scan(&id)
+RETURNING `+userColumns, issuer, subject, email, name, string(gj), ts, ts, ts))
 	if err != nil {
 		return User{}, fmt.Errorf("store: record login: %w", err)
 	}
-	return d.UserByID(ctx, id)
+	return u, nil
 }
 
 // GroupsConfirmRecordEvery is how stale the recorded confirmation of
