@@ -12,13 +12,16 @@ GO ?= go
 CACHE := $(CURDIR)/.cache
 ARTIFACTS := $(CURDIR)/e2e/artifacts
 # make fuzz runs each fuzz target (FUZZ_TARGETS, one go test -fuzz each: it takes one target
-# per run) for this many executions (or a duration, e.g. 30m); make test runs each for
-# FUZZTIME_TEST executions each (about 5 and 15 s on this machine). A count, not a
-# duration: with a duration Go 1.26's fuzz coordinator can fail a target with a bare
-# "context deadline exceeded" when the time ends while a worker is mid-execution
+# per run) for this many executions (or a duration, e.g. 30m). A count, not a duration:
+# with a duration Go 1.26's fuzz coordinator can fail a target with a bare "context
+# deadline exceeded" when the time ends while a worker is mid-execution
 # (go.dev/issue/75804, fixed in Go 1.27; FuzzContractForms in ci40, no input written).
+# make test does not fuzz: its go test runs every target's seed corpus and the failing
+# inputs kept in internal/web/testdata/fuzz, under -race, as plain tests. Its old
+# bounded step (300 executions a target) compiled a third graph, every package
+# instrumented for coverage: 13 min 9 s and 24 CPU-minutes of a cold run's 87 (cold1,
+# 2026-12-05), and 51 s of a warm one, for 300 inputs. Fuzzing is make fuzz's.
 FUZZTIME ?= 1000000x
-FUZZTIME_TEST ?= 300x
 FUZZ_TARGETS := FuzzContractForms FuzzAPIJSON
 
 .PHONY: deps help run build generate check-generated lint test unit fuzz e2e testbed-build testbed-up testbed-down e2e-setup docker image clean bench
@@ -60,6 +63,8 @@ lint: ## go mod tidy check + go vet + staticcheck (pinned in go.mod)
 	@date -u +"== %T lint"
 	@# -diff prints what tidy would change in go.mod/go.sum and exits non-zero, changing nothing
 	$(GO) mod tidy -diff
+	@# the test bed's nested modules pick the portal's versions, so their builds reuse its compiled packages
+	$(GO) run ./hack/modalign
 	$(NORACE_ENV) GOFLAGS="$(LINT_GOFLAGS)" $(GO) vet ./...
 	$(NORACE_ENV) GOFLAGS="$(LINT_GOFLAGS)" $(GO) tool staticcheck ./...
 
@@ -148,6 +153,12 @@ TEST_LDFLAGS := -ldflags=-w
 # with SQLite instrumented (73 CPU-s for the whole go test), 25.8 s without. SQLite
 # ran every query of the web, store, cmd/portal and provision tests instrumented.
 RACE_GCFLAGS := -gcflags=modernc.org/libc/...=-race=false -gcflags=modernc.org/sqlite/lib=-race=false
+# TEST_VET: go test's own vet is off in make test: lint has just run go vet ./... on
+# every package with its tests, with every analyzer (go test's vet runs 10 of them).
+# go test's vet ran the vet tool over every dependency again, for its facts, once a
+# graph (race, without -race): 7 CPU-minutes of a cold run (cold1, process accounting:
+# 4,753 vet processes, 12.8 CPU-minutes in all, 3.7 of them lint's).
+TEST_VET := -vet=off
 
 test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
 	@state=$(CACHE)/testbed/run-$$$$; mkdir -p "$$state" $(ARTIFACTS); \
@@ -161,24 +172,17 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	race="$$(printf '%s\n' $(SLOW_FIRST) $$all | awk '!seen[$$0]++' | grep -vxF -f <(printf '%s\n' $(NO_RACE)))"; \
 	norace="$$(printf '%s\n' $(SLOW_FIRST) $(NO_RACE) | awk '!seen[$$0]++' | grep -xF -f <(printf '%s\n' $(NO_RACE)))"; \
 	date -u +"== %T go test"; \
-	PORTAL_TEST_STORE_ENGINE=postgres $(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) -count=1 -timeout 30m -json ./internal/store 2>&1 \
+	PORTAL_TEST_STORE_ENGINE=postgres $(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -json ./internal/store 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-postgres.json | "$$state/testreport" -top 10 >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
-	$(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) -count=1 -timeout 30m -p 2 -json $$norace 2>&1 \
+	$(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -p 2 -json $$norace 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-norace.json | "$$state/testreport" -top 10 >"$$state/norace.log" 2>&1 & nr=$$!; \
-	rc=0; $(GO) test -trimpath $(TEST_LDFLAGS) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -p 4 -parallel 4 -json $$race 2>&1 \
+	rc=0; $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -p 4 -parallel 4 -json $$race 2>&1 \
 	  | tee $(ARTIFACTS)/go-test.json | "$$state/testreport" -top 20 || rc=$$?; \
 	nrrc=0; wait $$nr || nrrc=$$?; pgrc=0; wait $$pg || pgrc=$$?; \
 	echo "without -race (they ran beside the above):"; cat "$$state/norace.log"; \
 	echo "store suite again, on PostgreSQL (it ran beside the above):"; cat "$$state/store-postgres.log"; \
 	date -u +"== %T go test done"; \
 	[ $$rc = 0 ] && [ $$nrrc = 0 ] && [ $$pgrc = 0 ]
-	@# The seed corpus ran above (go test); now a short bounded fuzz of the form and JSON handlers.
-	@# Without the corpus cached by earlier runs (GOCACHE/fuzz): re-running it first grew
-	@# with every run (1,924 inputs, minutes) until it filled the fuzzing time. Inputs that
-	@# failed are kept in internal/web/testdata/fuzz, which the go test above ran.
-	@date -u +"== %T fuzz"
-	$(GO) clean -fuzzcache
-	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 	@date -u +"== %T make test done"
 
 bench: deps testbed-build ## every performance benchmark next to its same-run baseline, one table (bench/latest.md)

@@ -827,9 +827,9 @@ func TestAPITokenAsksTheDirectory(t *testing.T) {
 // problem document or a documented success (harness.api validates each
 // against openapi.json), never a 5xx. The seeds hold bad JSON, unknown
 // fields and a body over the body limit (TestAPIJSONWritesRefuseBadBodies
-// asks the exact answers of those). go test runs the seed corpus; make
-// fuzz and make test's bounded fuzz step fuzz it (go test -fuzz
-// '^FuzzAPIJSON$' ./internal/web).
+// asks the exact answers of those). go test (and so make test) runs the
+// seed corpus; make fuzz fuzzes it (go test -fuzz '^FuzzAPIJSON$'
+// ./internal/web).
 func FuzzAPIJSON(f *testing.F) {
 	h := newHarness(f, false, func(o *Options) { o.APIRateLimit = 1 << 20; o.BodyLimit = "64K" })
 	owner := h.signIn("owner.red")

@@ -46,8 +46,8 @@ import (
 //
 //	go test -run '^$' -fuzz FuzzContractForms -fuzztime 1000000x ./internal/web
 //
-// make fuzz runs that; make test runs the seed corpus (go test) and a
-// short bounded fuzz. See docs/security.md.
+// make fuzz runs that; make test runs the seed corpus (go test). See
+// docs/security.md.
 func FuzzContractForms(f *testing.F) {
 	fx := newFormFuzz(f)
 	for _, s := range fx.seeds() {
