@@ -16,6 +16,8 @@
 #                            (lane:team:user,...; testenv.SlurmUsers)
 #   PORTAL_TEST_SLURM_NODE   the node, PORTAL_TEST_SLURM_PARTITION its partition
 #   PORTAL_TEST_SLURM_GPUS   the GPUs the node declares
+#   PORTAL_TEST_SLURM_BIN    the directory of the serialising sacctmgr
+#                            (sacctmgr_wrapper), and PATH with it first
 #
 # The accounting storage enforces associations, limits, QoS and safe
 # (AccountingStorageEnforce): a job needs an association, and a group TRES
@@ -90,6 +92,43 @@ users() {
 		id -u "$u" >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$u"
 	done
 	exec 9>&-
+}
+
+# sacctmgr_wrapper writes DIR/bin/sacctmgr, which the tests find first on
+# PATH (slurm.env): it runs every sacctmgr that writes (anything but show,
+# list and dump) under one lock, so that the test bed's packages, which
+# administer the one slurmdbd at once, write one after another, as a single
+# administrator would. Slurm 22.05's slurmdbd (Debian 12's, here) reloads
+# its whole user cache inside the transaction that adds an account
+# (as_mysql_add_assocs, "We need to refresh the assoc_mgr_user_list"), from
+# that transaction's view of the database: a user another session added
+# meanwhile drops out of the cache while staying in the database. slurmdbd
+# then treats that user as unknown ("couldn't get information for this
+# user", is_user_any_coord), and with PrivateData=jobs, sacct shows them
+# none of their own jobs. SchedMD removed the reload in 23.02.5 (commit
+# 4b177b58d0, bug 16344); HyperPod's Slurm is 24.11
+# (docs/platform-reference.md). Without the lock, 2026-12-05: one session
+# adding and deleting accounts and another adding a user and running sacct
+# as them, 40 rounds each, lost the user 9 and 10 times; with it, 0 and 0.
+# It was make test's Slurm flake (ci38, ci45, ci50): a lane's user had no
+# jobs in sacct, or a coordinator was missing after apply.
+sacctmgr_wrapper() {
+	local real
+	real="$(command -v sacctmgr)"
+	mkdir -p "$DIR/bin"
+	cat >"$DIR/bin/sacctmgr" <<EOF
+#!/bin/sh
+# hack/testbed/slurm.sh (sacctmgr_wrapper): writes one at a time.
+for a in "\$@"; do
+	case "\$a" in
+	-*) ;;
+	show | list | dump) exec $real "\$@" ;;
+	*) break ;;
+	esac
+done
+exec flock "$DIR/sacctmgr.lock" $real "\$@"
+EOF
+	chmod 755 "$DIR/bin" "$DIR/bin/sacctmgr"
 }
 
 up() {
@@ -202,6 +241,7 @@ AutoDetect=off
 NodeName=$NODE Name=gpu File=$DIR/dev/gpu[0-$((GPUS - 1))]
 EOF
 	export SLURM_CONF="$DIR/slurm.conf"
+	sacctmgr_wrapper
 
 	slurmdbd
 	wait_for slurmdbd 30 sacctmgr -n list cluster
@@ -217,6 +257,10 @@ EOF
 		echo "PORTAL_TEST_SLURM_NODE=$NODE"
 		echo "PORTAL_TEST_SLURM_PARTITION=$PARTITION"
 		echo "PORTAL_TEST_SLURM_GPUS=$GPUS"
+		# The serialising sacctmgr (sacctmgr_wrapper) first; $PATH is
+		# expanded by whoever sources the file.
+		echo "PORTAL_TEST_SLURM_BIN=$DIR/bin"
+		echo "PATH=\"$DIR/bin:\$PATH\""
 	} >"$ENV.tmp"
 	mv -f "$ENV.tmp" "$ENV"
 	log "up: cluster $CLUSTER, node $NODE ($GPUS GPUs), slurmctld 127.0.0.1:$ctlport, slurmdbd :$dbdport, MariaDB :$dbport; SLURM_CONF=$DIR/slurm.conf"

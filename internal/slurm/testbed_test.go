@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,5 +209,47 @@ func TestTestBedSlurmHidesOtherUsersJobs(t *testing.T) {
 	}
 	if got := b.runAs(t, blue, sacct...); got != "" {
 		t.Errorf("sacct as %s shows %s's job %s: %q", blue, red, id, got)
+	}
+}
+
+// TestTestBedSlurmWritesOneAtATime: the sacctmgr the tests (and the portals
+// they start) find on PATH is the test bed's, which runs a write only under
+// the test bed's lock and a read at once (hack/testbed/slurm.sh,
+// sacctmgr_wrapper: Slurm 22.05's slurmdbd loses a user from its cache when
+// another session adds an account meanwhile). With the lock held here, a
+// write waits and a read does not; released, the write runs.
+func TestTestBedSlurmWritesOneAtATime(t *testing.T) {
+	b := testBed(t)
+	bin := testenv.Require(t, "PORTAL_TEST_SLURM_BIN")
+	got, err := exec.LookPath("sacctmgr")
+	if err != nil || got != filepath.Join(bin, "sacctmgr") {
+		t.Fatalf("sacctmgr on PATH is %q (%v), want the test bed's %s", got, err, filepath.Join(bin, "sacctmgr"))
+	}
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(bin), "sacctmgr.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	acct := fmt.Sprintf("lock%d", time.Now().UnixNano()%1e9)
+	t.Cleanup(func() { b.r.Run(context.Background(), "sacctmgr", "-i", "delete", "account", acct) })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	_, err = b.r.Run(ctx, "sacctmgr", "-i", "add", "account", acct)
+	cancel()
+	if err == nil {
+		t.Fatal("sacctmgr add account ran while the test bed's lock was held")
+	}
+	if _, err := b.r.Run(t.Context(), "sacctmgr", "-n", "-P", "show", "account", "where", "name="+acct, "format=Account"); err != nil {
+		t.Fatalf("a read waited on the writers' lock or failed: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	b.admin(t, "add", "account", acct)
+	rows, err := Query(t.Context(), b.r, "sacctmgr", "-P", "show", "account", "where", "name="+acct, "format=Account")
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("after the lock was released: %v, %v; want account %s", rows, err, acct)
 	}
 }
