@@ -168,21 +168,6 @@ RACE_GCFLAGS := -gcflags=modernc.org/libc/...=-race=false -gcflags=modernc.org/s
 # 4,753 vet processes, 12.8 CPU-minutes in all, 3.7 of them lint's).
 TEST_VET := -vet=off
 
-# PROVISION: the run's longest package (internal/provision, 534 s of a
-# 581 s go test phase in ci52, 2026-12-05) runs as two go tests of its own,
-# both with -race, beside the rest: its Slurm tests (PROVISION_APART, 135 s
-# of that run, one after another and mostly waiting on slurmdbd and MariaDB)
-# in one, every other test in the other. -run and -skip split it by name:
-# every test of the package that uses the test bed's Slurm has Slurm in its
-# name (slurm_*_test.go, slurmhold_*_test.go, readiness_slurm_test.go,
-# TestWorkerRevokesASlurmConnection), and each test makes its own run id,
-# database and tenants. The rest start once provision's first binary is
-# linked (its "start" event, at most 60 s): started together, the five
-# go tests linked about ten test binaries at once and provision's first
-# test began 48 s into the phase (ci52).
-PROVISION := ./internal/provision
-PROVISION_APART := Slurm
-
 test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
 	@state=$(CACHE)/testbed/run-$$$$; mkdir -p "$$state" $(ARTIFACTS); \
 	trap 'rc=$$?; [ $$rc = 0 ] || bash hack/testbed/keeplogs.sh "$$state" $(ARTIFACTS)/testbed-logs || true; \
@@ -192,28 +177,20 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
 	$(NORACE_ENV) $(GO) build -trimpath -o "$$state/testreport" ./hack/testreport; \
 	all="$$($(GO) list ./... | sed 's|^$(MODULE)|.|')"; \
-	race="$$(printf '%s\n' $(SLOW_FIRST) $$all | awk '!seen[$$0]++' | grep -vxF -f <(printf '%s\n' $(NO_RACE) $(PROVISION)))"; \
+	race="$$(printf '%s\n' $(SLOW_FIRST) $$all | awk '!seen[$$0]++' | grep -vxF -f <(printf '%s\n' $(NO_RACE)))"; \
 	norace="$$(printf '%s\n' $(SLOW_FIRST) $(NO_RACE) | awk '!seen[$$0]++' | grep -xF -f <(printf '%s\n' $(NO_RACE)))"; \
-	race_flags="-trimpath $(TEST_LDFLAGS) $(TEST_VET) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -json"; \
-	rm -f $(ARTIFACTS)/go-test*.json; date -u +"== %T go test"; \
-	$(GO) test $$race_flags -parallel 4 -skip '$(PROVISION_APART)' $(PROVISION) 2>&1 \
-	  | tee $(ARTIFACTS)/go-test-provision.json | "$$state/testreport" -top 10 >"$$state/provision.log" 2>&1 & pv=$$!; \
-	for i in $$(seq 60); do grep -q '"Action":"start"' $(ARTIFACTS)/go-test-provision.json 2>/dev/null && break; sleep 1; done; \
-	$(GO) test $$race_flags -run '$(PROVISION_APART)' $(PROVISION) 2>&1 \
-	  | tee $(ARTIFACTS)/go-test-provision-slurm.json | "$$state/testreport" -top 10 >"$$state/provision-slurm.log" 2>&1 & ps=$$!; \
+	date -u +"== %T go test"; \
 	PORTAL_TEST_STORE_ENGINE=postgres $(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -json ./internal/store 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-postgres.json | "$$state/testreport" -top 10 >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
 	$(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -p 2 -json $$norace 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-norace.json | "$$state/testreport" -top 10 >"$$state/norace.log" 2>&1 & nr=$$!; \
-	rc=0; $(GO) test $$race_flags -p 4 -parallel 4 $$race 2>&1 \
+	rc=0; $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -p 4 -parallel 4 -json $$race 2>&1 \
 	  | tee $(ARTIFACTS)/go-test.json | "$$state/testreport" -top 20 || rc=$$?; \
-	pvrc=0; wait $$pv || pvrc=$$?; psrc=0; wait $$ps || psrc=$$?; nrrc=0; wait $$nr || nrrc=$$?; pgrc=0; wait $$pg || pgrc=$$?; \
-	echo "$(PROVISION) but its Slurm tests (it ran beside the above):"; cat "$$state/provision.log"; \
-	echo "$(PROVISION)'s Slurm tests (beside the above):"; cat "$$state/provision-slurm.log"; \
+	nrrc=0; wait $$nr || nrrc=$$?; pgrc=0; wait $$pg || pgrc=$$?; \
 	echo "without -race (they ran beside the above):"; cat "$$state/norace.log"; \
 	echo "store suite again, on PostgreSQL (it ran beside the above):"; cat "$$state/store-postgres.log"; \
 	date -u +"== %T go test done"; \
-	[ $$rc = 0 ] && [ $$pvrc = 0 ] && [ $$psrc = 0 ] && [ $$nrrc = 0 ] && [ $$pgrc = 0 ]
+	[ $$rc = 0 ] && [ $$nrrc = 0 ] && [ $$pgrc = 0 ]
 	@date -u +"== %T make test done"
 
 bench: deps testbed-build ## every performance benchmark next to its same-run baseline, one table (bench/latest.md)

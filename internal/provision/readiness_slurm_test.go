@@ -70,7 +70,7 @@ func TestReadinessSlurmController(t *testing.T) {
 // TestReadinessSlurmControllerOnTestBed: the test bed's real slurmctld
 // answers scontrol ping as UP.
 func TestReadinessSlurmControllerOnTestBed(t *testing.T) {
-	conf := slurmTestBed(t)
+	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	c, _ := provision.CheckReadiness(t.Context(), provision.ReadinessSources{Slurm: slurm.Local{Conf: conf}}).Check(provision.CheckSlurmController)
 	if c.Status != provision.CheckOK {
 		t.Errorf("test bed's controller: %+v", c)
@@ -178,7 +178,7 @@ func TestSlurmPartitionsCheck(t *testing.T) {
 // contract naming it needs; a contract naming a partition the test bed
 // lacks fails the check.
 func TestReadinessSlurmOnTestBed(t *testing.T) {
-	conf := slurmTestBed(t)
+	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
 	uses := []provision.SlurmPartitionUse{{Partition: partition, Team: "red"}}
 	src := provision.ReadinessSources{Slurm: slurm.Local{Conf: conf}, SlurmPartitions: func(context.Context) ([]provision.SlurmPartitionUse, error) { return uses, nil }}
@@ -306,7 +306,7 @@ func TestSlurmGPUsCheck(t *testing.T) {
 // that many the check passes, mapped to one with fewer it names the node
 // with both counts, as sinfo reports them.
 func TestSlurmGPUsCheckOnTestBed(t *testing.T) {
-	conf := slurmTestBed(t)
+	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition := testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
 	node := testenv.Require(t, "PORTAL_TEST_SLURM_NODE")
 	gpus, err := strconv.Atoi(testenv.Require(t, "PORTAL_TEST_SLURM_GPUS"))

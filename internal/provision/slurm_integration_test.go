@@ -15,25 +15,12 @@ import (
 	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
-// slurmTestBed is the test bed's slurm.conf (PORTAL_TEST_SLURM_CONF), for a
-// test whose name has Slurm in it: make test runs this package's Slurm tests
-// apart from the others, by name (the Makefile's PROVISION_APART), and a
-// test on the test bed's Slurm without it would run beside them, with the
-// same users (the provision lane's).
-func slurmTestBed(t *testing.T) string {
-	t.Helper()
-	if !strings.Contains(t.Name(), "Slurm") {
-		t.Fatalf("%s uses the test bed's Slurm, and its name has no Slurm in it: make test runs this package's Slurm tests apart by name (PROVISION_APART in the Makefile); rename it", t.Name())
-	}
-	return testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
-}
-
 // slurmTestBedConnection is a bed whose approved connection is a Slurm
 // one on the test bed's Slurm: team red's two local users are its members,
 // its account and QoS are new names; the plan is revoked at the end.
 func slurmTestBedConnection(t *testing.T) (b *bed, r slurm.Runner, members []string, partition, account, qos string) {
 	t.Helper()
-	conf := slurmTestBed(t)
+	conf := testenv.Require(t, "PORTAL_TEST_SLURM_CONF")
 	partition = testenv.Require(t, "PORTAL_TEST_SLURM_PARTITION")
 	members = testenv.SlurmUsers(t, "red")
 	r = slurm.Local{Conf: conf}

@@ -22,7 +22,7 @@ func slurmSubmit(t *testing.T, user string, args ...string) string {
 	t.Helper()
 	argv := append([]string{"-u", user, "--", "sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null"}, args...)
 	cmd := exec.Command("runuser", argv...)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+slurmTestBed(t))
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+os.Getenv("PORTAL_TEST_SLURM_CONF"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("sbatch as %s %v: %v: %s", user, args, err, out)
