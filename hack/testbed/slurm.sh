@@ -18,6 +18,7 @@
 #   PORTAL_TEST_SLURM_GPUS   the GPUs the node declares
 #   PORTAL_TEST_SLURM_BIN    the directory of the serialising sacctmgr
 #                            (sacctmgr_wrapper), and PATH with it first
+#   PORTAL_TEST_SLURM_SACCTMGR_LOCK  the lock its writes take
 #
 # The accounting storage enforces associations, limits, QoS and safe
 # (AccountingStorageEnforce): a job needs an association, and a group TRES
@@ -45,6 +46,8 @@ cmd=$1
 mkdir -p "$2"
 STATE="$(cd "$2" && pwd -P)"
 DIR="$STATE/slurm"
+# The lock every sacctmgr write takes (sacctmgr_wrapper).
+SACCTMGR_LOCK="$DIR/sacctmgr.lock"
 ENV="$STATE/slurm.env"
 
 CLUSTER=testbed
@@ -122,11 +125,11 @@ sacctmgr_wrapper() {
 for a in "\$@"; do
 	case "\$a" in
 	-*) ;;
-	show | list | dump) exec $real "\$@" ;;
+	show | list | dump) exec "$real" "\$@" ;;
 	*) break ;;
 	esac
 done
-exec flock "$DIR/sacctmgr.lock" $real "\$@"
+exec flock "$SACCTMGR_LOCK" "$real" "\$@"
 EOF
 	chmod 755 "$DIR/bin" "$DIR/bin/sacctmgr"
 }
@@ -260,6 +263,7 @@ EOF
 		# The serialising sacctmgr (sacctmgr_wrapper) first; $PATH is
 		# expanded by whoever sources the file.
 		echo "PORTAL_TEST_SLURM_BIN=$DIR/bin"
+		echo "PORTAL_TEST_SLURM_SACCTMGR_LOCK=$SACCTMGR_LOCK"
 		echo "PATH=\"$DIR/bin:\$PATH\""
 	} >"$ENV.tmp"
 	mv -f "$ENV.tmp" "$ENV"

@@ -225,7 +225,7 @@ func TestTestBedSlurmWritesOneAtATime(t *testing.T) {
 	if err != nil || got != filepath.Join(bin, "sacctmgr") {
 		t.Fatalf("sacctmgr on PATH is %q (%v), want the test bed's %s", got, err, filepath.Join(bin, "sacctmgr"))
 	}
-	f, err := os.OpenFile(filepath.Join(filepath.Dir(bin), "sacctmgr.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(testenv.Require(t, "PORTAL_TEST_SLURM_SACCTMGR_LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
