@@ -79,7 +79,7 @@ lint: ## go mod tidy check + go vet + staticcheck (pinned in go.mod)
 deps: ## install the Debian tools the test bed's scripts call, if missing
 	bash hack/deps.sh
 
-e2e-setup: deps ## install Debian chromium and the Playwright driver from npm (idempotent)
+e2e-setup: deps ## install Debian's chromium-headless-shell and the Playwright driver from npm (idempotent)
 	@date -u +"== %T e2e-setup"
 	bash hack/e2e-setup.sh >/dev/null
 

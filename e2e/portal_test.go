@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,11 +30,18 @@ var (
 	buildErr  error
 )
 
-// TestMain removes the portal binary portalBinary built, with its
-// directory: every make test left one behind (140 MB; 23 of them, 3.2 GB,
-// had filled this machine's temporary directory by 2026-12-05).
+// TestMain stops the shared browser and its driver (browser), and removes
+// the portal binary portalBinary built, with its directory: every make test
+// left one behind (140 MB; 23 of them, 3.2 GB, had filled this machine's
+// temporary directory by 2026-12-05).
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if sharedBrowser != nil {
+		_ = sharedBrowser.Close()
+	}
+	if sharedPW != nil {
+		_ = sharedPW.Stop()
+	}
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))
 	}
@@ -83,19 +91,43 @@ func startPortalEnv(t *testing.T, env []string, extra ...string) *portal {
 	return &portal{URL: s.URL, DB: filepath.Join(dir, "portal.db"), cmd: cmd, out: s.Out}
 }
 
-// browser starts Debian's Chromium through the npm-installed driver.
+// One Playwright driver and one browser serve every test of the package
+// (each test opens its own contexts, with their own cookies: newPage):
+// started by the first test that asks, stopped by TestMain. A driver and a
+// browser a test cost about 3 CPU-seconds each time on this machine, for
+// 14 tests.
+var (
+	browserOnce   sync.Once
+	sharedPW      *playwright.Playwright
+	sharedBrowser playwright.Browser
+	browserErr    error
+)
+
+// browser is the package's Chromium (Debian's headless shell) run through
+// the npm-installed driver, started on first use.
 func browser(t *testing.T) playwright.Browser {
 	t.Helper()
 	driverDir := testenv.Require(t, "PORTAL_E2E_DRIVER_DIR")
+	browserOnce.Do(func() { sharedPW, sharedBrowser, browserErr = startBrowser(driverDir) })
+	if browserErr != nil {
+		t.Fatal(browserErr)
+	}
+	return sharedBrowser
+}
+
+// startBrowser starts the Playwright driver in driverDir and Chromium
+// (PORTAL_E2E_CHROMIUM, or Debian's headless shell, as hack/e2e-setup.sh
+// installs it: the browser Playwright runs for headless tests; that script
+// says why).
+func startBrowser(driverDir string) (*playwright.Playwright, playwright.Browser, error) {
 	chromium := os.Getenv("PORTAL_E2E_CHROMIUM")
 	if chromium == "" {
-		chromium = "/usr/bin/chromium"
+		chromium = "/usr/bin/chromium-headless-shell"
 	}
 	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir, SkipInstallBrowsers: true, Verbose: false})
 	if err != nil {
-		t.Fatalf("start the Playwright driver in %s: %v", driverDir, err)
+		return nil, nil, fmt.Errorf("start the Playwright driver in %s: %w", driverDir, err)
 	}
-	t.Cleanup(func() { _ = pw.Stop() })
 	b, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
 		ExecutablePath: playwright.String(chromium),
 		Headless:       playwright.Bool(true),
@@ -103,10 +135,10 @@ func browser(t *testing.T) playwright.Browser {
 			"--disable-component-update", "--no-first-run", "--disable-dev-shm-usage"},
 	})
 	if err != nil {
-		t.Fatalf("launch %s: %v", chromium, err)
+		_ = pw.Stop()
+		return nil, nil, fmt.Errorf("launch %s: %w", chromium, err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
-	return b
+	return pw, b, nil
 }
 
 // newPage opens a fresh browser context (its own cookies) and page, and

@@ -56,6 +56,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -82,10 +83,14 @@ type config struct {
 	threads     int
 	conns       int
 	dump        string
-	explainOver float64       // ms
-	warmup      time.Duration // an unrecorded wrk run of each page before its measured ones
-	profile     string        // a directory for the large portal's CPU and heap profiles ("": none)
+	explainOver float64         // ms
+	warmup      time.Duration   // an unrecorded wrk run of each page before its measured ones
+	profile     string          // a directory for the large portal's CPU and heap profiles ("": none)
+	only        map[string]bool // the pages to measure (nil: every page, and the table's rows)
 }
+
+// measures reports whether the run measures the page named name.
+func (c config) measures(name string) bool { return c.only == nil || c.only[name] }
 
 func main() {
 	var cfg config
@@ -102,9 +107,17 @@ func main() {
 	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "an unrecorded wrk run of each page on each portal before its measured runs (0: none)")
 	flag.StringVar(&cfg.dump, "dump", "", "write each page's body into this directory")
 	flag.StringVar(&cfg.profile, "profile", "", "write the large portal's CPU profile of each page's last run, and its heap at the end, into this directory (go tool pprof)")
+	var only string
+	flag.StringVar(&only, "only", "", "measure only these pages (comma-separated names, e.g. api,finance), to chase one figure: the run prints them and records no table row")
 	flag.Float64Var(&cfg.explainOver, "explain-over", p99Target, "explain each portal run whose p99 is at or over this many ms from the portal's log (0: every run)")
 	flag.Parse()
 	cfg.engines = strings.Split(engines, ",")
+	if only != "" {
+		cfg.only = map[string]bool{}
+		for _, n := range strings.Split(only, ",") {
+			cfg.only[strings.TrimSpace(n)] = true
+		}
+	}
 	log.SetFlags(log.Ltime)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -145,6 +158,11 @@ func run(ctx context.Context, cfg config) error {
 	if _, err := os.Stat(rateCard); err != nil {
 		return fmt.Errorf("run from the repository's root: %w", err)
 	}
+	for name := range cfg.only {
+		if !slices.ContainsFunc((benchseed.Seeded{}).Pages(), func(p benchseed.Page) bool { return p.Name == name }) {
+			return fmt.Errorf("-only: no page named %q", name)
+		}
+	}
 	start := time.Now()
 	for _, eng := range cfg.engines {
 		if eng != "sqlite" && eng != "postgres" {
@@ -153,6 +171,9 @@ func run(ctx context.Context, cfg config) error {
 		large, small, err := measure(ctx, cfg, eng, bin, rateCard)
 		if err != nil {
 			return fmt.Errorf("%s: %w", eng, err)
+		}
+		if cfg.only != nil {
+			continue // a partial run: its figures are in the log, not the table
 		}
 		if err := record(cfg, eng, large, small); err != nil {
 			return err
@@ -275,6 +296,9 @@ func measure(ctx context.Context, cfg config, engine, bin, rateCard string) (lar
 	large = measured{portal: map[string]wrkResult{}, bare: map[string]wrkResult{}, audit: lt.audit}
 	small = measured{portal: map[string]wrkResult{}, audit: st.audit}
 	for _, named := range (benchseed.Seeded{}).Pages() {
+		if !cfg.measures(named.Name) {
+			continue
+		}
 		pg := lt.pages[named.Name]
 		for _, t := range []*target{lt, st} {
 			if cfg.dump != "" {
