@@ -24,7 +24,7 @@ ARTIFACTS := $(CURDIR)/e2e/artifacts
 FUZZTIME ?= 1000000x
 FUZZ_TARGETS := FuzzContractForms FuzzAPIJSON
 
-.PHONY: deps help run build generate check-generated lint test unit fuzz e2e testbed-build testbed-up testbed-down e2e-setup docker image clean bench
+.PHONY: deps help run build generate check-generated lint test unit fuzz e2e testbed-build testbed-up testbed-down e2e-setup docker image clean clean-testbin bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -174,6 +174,18 @@ RACE_GCFLAGS := -gcflags=modernc.org/libc/...=-race=false -gcflags=modernc.org/s
 # graph (race, without -race): 7 CPU-minutes of a cold run (cold1, process accounting:
 # 4,753 vet processes, 12.8 CPU-minutes in all, 3.7 of them lint's).
 TEST_VET := -vet=off
+# TESTBIN: go test -o DIR/ saves each package's test binary as DIR/<name>.test, and
+# on the next run finds it up to date by the build ID it carries and does not link
+# it again (go test -x: no link step); without -o, go test links every test binary on
+# every run: 54 links and 2.7 of a warm run's 20.3 CPU-minutes (ci49, process
+# accounting), the most of any one program. Kept in the user's cache, as the Go
+# build cache and the test bed's binaries are (a fresh clone reuses them: -trimpath),
+# one directory a graph (race, without -race). PORTAL_TEST_BIN_DIR is where the
+# tests that run the portal binary (e2e, the image, the benchmark's seeding, the
+# two replicas) build it, each its own file, for the same reason
+# (testenv.BinPath). A binary whose package or dependencies changed is linked
+# again; make clean-testbin removes them all.
+TESTBIN := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hyperpod-portal/testbin
 
 test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
 	@state=$(CACHE)/testbed/run-$$$$; mkdir -p "$$state" $(ARTIFACTS); \
@@ -182,16 +194,17 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	date -u +"== %T test bed up"; bash hack/testbed/up.sh "$$state"; \
 	set -a; source "$$state/testbed.env"; set +a; \
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
+	mkdir -p "$(TESTBIN)/race" "$(TESTBIN)/norace" "$(TESTBIN)/bin"; export PORTAL_TEST_BIN_DIR="$(TESTBIN)/bin"; \
 	$(NORACE_ENV) $(GO) build -trimpath -o "$$state/testreport" ./hack/testreport; \
 	all="$$($(GO) list ./... | sed 's|^$(MODULE)|.|')"; \
 	race="$$(printf '%s\n' $(SLOW_FIRST) $$all | awk '!seen[$$0]++' | grep -vxF -f <(printf '%s\n' $(NO_RACE)))"; \
 	norace="$$(printf '%s\n' $(SLOW_FIRST) $(NO_RACE) | awk '!seen[$$0]++' | grep -xF -f <(printf '%s\n' $(NO_RACE)))"; \
 	date -u +"== %T go test"; \
-	PORTAL_TEST_STORE_ENGINE=postgres $(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -json ./internal/store 2>&1 \
+	PORTAL_TEST_STORE_ENGINE=postgres $(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -o "$(TESTBIN)/norace/" -json ./internal/store 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-postgres.json | "$$state/testreport" -top 10 >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
-	$(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -p 2 -json $$norace 2>&1 \
+	$(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -p 2 -o "$(TESTBIN)/norace/" -json $$norace 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-norace.json | "$$state/testreport" -top 10 >"$$state/norace.log" 2>&1 & nr=$$!; \
-	rc=0; $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -p 4 -parallel 4 -json $$race 2>&1 \
+	rc=0; $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -p 4 -parallel 4 -o "$(TESTBIN)/race/" -json $$race 2>&1 \
 	  | tee $(ARTIFACTS)/go-test.json | "$$state/testreport" -top 20 || rc=$$?; \
 	nrrc=0; wait $$nr || nrrc=$$?; pgrc=0; wait $$pg || pgrc=$$?; \
 	echo "without -race (they ran beside the above):"; cat "$$state/norace.log"; \
@@ -229,5 +242,8 @@ docker: ## build the container image (needs a Docker engine)
 	  --build-arg CREATED="$$(date -u -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} +%Y-%m-%dT%H:%M:%SZ)" \
 	  -t hyperpod-portal:$(VERSION) .
 
-clean: ## remove build output and test artifacts (keeps the test-bed binary cache)
+clean: ## remove build output and test artifacts (keeps the test-bed binary cache and the test binaries)
 	rm -rf bin $(ARTIFACTS)
+
+clean-testbin: ## remove the test binaries make test keeps between runs (TESTBIN, in the user's cache)
+	rm -rf "$(TESTBIN)"

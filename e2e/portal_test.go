@@ -27,13 +27,15 @@ type portal struct {
 var (
 	buildOnce sync.Once
 	binPath   string
+	binTemp   string // the temporary directory binPath is in, removed by TestMain ("": none)
 	buildErr  error
 )
 
 // TestMain stops the shared browser and its driver (browser), and removes
-// the portal binary portalBinary built, with its directory: every make test
-// left one behind (140 MB; 23 of them, 3.2 GB, had filled this machine's
-// temporary directory by 2026-12-05).
+// the portal binary portalBinary built in a temporary directory, with the
+// directory: every make test left one behind (140 MB; 23 of them, 3.2 GB,
+// had filled this machine's temporary directory by 2026-12-05). The one
+// built in PORTAL_TEST_BIN_DIR (make test) stays, for the next run.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if sharedBrowser != nil {
@@ -42,8 +44,8 @@ func TestMain(m *testing.M) {
 	if sharedPW != nil {
 		_ = sharedPW.Stop()
 	}
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
+	if binTemp != "" {
+		_ = os.RemoveAll(binTemp)
 	}
 	os.Exit(code)
 }
@@ -52,12 +54,12 @@ func TestMain(m *testing.M) {
 func portalBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "portal-e2e-bin")
-		if err != nil {
-			buildErr = err
-			return
+		if os.Getenv("PORTAL_TEST_BIN_DIR") == "" {
+			if binTemp, buildErr = os.MkdirTemp("", "portal-e2e-bin"); buildErr != nil {
+				return
+			}
 		}
-		binPath = filepath.Join(dir, "portal")
+		binPath = testenv.BinPath("portal-e2e", binTemp)
 		buildErr = testenv.GoBuild(binPath, "./cmd/portal", "-s -w")
 	})
 	if buildErr != nil {

@@ -102,7 +102,7 @@ func TestTwoReplicas(t *testing.T) {
 		dbURL = filepath.Join(dir, "portal.db")
 	}
 	t.Logf("database: %s", store.RedactDSN(dbURL))
-	bin := filepath.Join(dir, "portal")
+	bin := testenv.BinPath("portal-replicas", dir)
 	testenv.MustGoBuild(t, bin, "./cmd/portal", "-s -w")
 	if out, err := exec.Command(bin, "migrate", "--db", dbURL).CombinedOutput(); err != nil {
 		t.Fatalf("portal migrate: %v\n%s", err, out)

@@ -25,7 +25,7 @@ import (
 // SQLite, and on PostgreSQL when the test bed's is there
 // (PORTAL_TEST_POSTGRES_URL; `make test` sets it).
 func TestSeededPagesServe(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "portal")
+	bin := testenv.BinPath("portal-benchseed", t.TempDir())
 	testenv.MustGoBuild(t, bin, "./cmd/portal", "-s -w")
 	engines := []struct {
 		name string

@@ -57,9 +57,9 @@ func TestImage(t *testing.T) {
 	}
 	root := testenv.ModuleRoot()
 	dir := t.TempDir()
-	portal := filepath.Join(dir, "portal")
+	portal := testenv.BinPath("portal-image", dir)
 	testenv.MustGoBuild(t, portal, "./cmd/portal", "-s -w -X main.version="+testVersion)
-	tool := filepath.Join(dir, "image-tool")
+	tool := testenv.BinPath("image-tool", dir)
 	testenv.MustGoBuild(t, tool, "./hack/image", "-s -w")
 
 	build := func(out string) string {

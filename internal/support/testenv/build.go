@@ -43,6 +43,20 @@ func modulePath(gomod []byte) string {
 	return ""
 }
 
+// BinPath is where a test builds the binary it names: in the directory
+// PORTAL_TEST_BIN_DIR names when it is set (make test sets it to a
+// directory in the user's cache, kept between runs, as it keeps the test
+// binaries: go build finds a binary there up to date, by the build ID it
+// carries, and does not link it again; a warm make test linked the portal
+// four times otherwise), else in dir. Each caller names its own binary, so
+// that packages testing side by side never write one file.
+func BinPath(name, dir string) string {
+	if d := os.Getenv("PORTAL_TEST_BIN_DIR"); d != "" {
+		return filepath.Join(d, name)
+	}
+	return filepath.Join(dir, name)
+}
+
 // GoBuild builds the package pkg (a path relative to the module root, e.g.
 // "./cmd/portal") into out as `make build` does: static (CGO_ENABLED=0) and
 // -trimpath, with ldflags. The tests that run the real binary (e2e, the
