@@ -122,6 +122,12 @@ unit: ## unit tests only (no test bed; tests that need it are skipped with a mes
 # 2026-12-05: empty build and module caches) the packages run while the
 # others' race-instrumented dependencies still compile, and e2e ran for 902 s,
 # over the 15 minutes it had, though nothing in it hung.
+# Only the packages with test files are named to go test (lint's go vet ./... has
+# compiled every package, those without tests included, before this), and the two go
+# tests that run beside the race run are each a subshell: wait gets the status of
+# the whole pipeline under pipefail, go test's own included, not only testreport's
+# (a go test without -race that refused to start, ci60: two packages' test binaries
+# named image.test, hack/image having no tests, passed make test with nothing run).
 MODULE := github.com/hyperpod-governance/portal
 SLOW_FIRST := ./internal/provision ./e2e ./internal/collect ./cmd/portal ./internal/web ./internal/store \
 	./internal/support/image ./internal/support/benchseed ./internal/provision/slurmprov
@@ -196,14 +202,14 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
 	mkdir -p "$(TESTBIN)/race" "$(TESTBIN)/norace" "$(TESTBIN)/bin"; export PORTAL_TEST_BIN_DIR="$(TESTBIN)/bin"; \
 	$(NORACE_ENV) $(GO) build -trimpath -o "$$state/testreport" ./hack/testreport; \
-	all="$$($(GO) list ./... | sed 's|^$(MODULE)|.|')"; \
-	race="$$(printf '%s\n' $(SLOW_FIRST) $$all | awk '!seen[$$0]++' | grep -vxF -f <(printf '%s\n' $(NO_RACE)))"; \
-	norace="$$(printf '%s\n' $(SLOW_FIRST) $(NO_RACE) | awk '!seen[$$0]++' | grep -xF -f <(printf '%s\n' $(NO_RACE)))"; \
+	all="$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | sed 's|^$(MODULE)|.|')"; \
+	race="$$(printf '%s\n' $(SLOW_FIRST) $$all | awk '!seen[$$0]++' | grep -xF -f <(printf '%s\n' $$all) | grep -vxF -f <(printf '%s\n' $(NO_RACE)))"; \
+	norace="$$(printf '%s\n' $(SLOW_FIRST) $(NO_RACE) | awk '!seen[$$0]++' | grep -xF -f <(printf '%s\n' $$all) | grep -xF -f <(printf '%s\n' $(NO_RACE)))"; \
 	date -u +"== %T go test"; \
-	PORTAL_TEST_STORE_ENGINE=postgres $(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -o "$(TESTBIN)/norace/" -json ./internal/store 2>&1 \
-	  | tee $(ARTIFACTS)/go-test-postgres.json | "$$state/testreport" -top 10 >"$$state/store-postgres.log" 2>&1 & pg=$$!; \
-	$(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -p 2 -o "$(TESTBIN)/norace/" -json $$norace 2>&1 \
-	  | tee $(ARTIFACTS)/go-test-norace.json | "$$state/testreport" -top 10 >"$$state/norace.log" 2>&1 & nr=$$!; \
+	(PORTAL_TEST_STORE_ENGINE=postgres $(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -o "$(TESTBIN)/norace/" -json ./internal/store 2>&1 \
+	  | tee $(ARTIFACTS)/go-test-postgres.json | "$$state/testreport" -top 10 >"$$state/store-postgres.log" 2>&1) & pg=$$!; \
+	($(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -p 2 -o "$(TESTBIN)/norace/" -json $$norace 2>&1 \
+	  | tee $(ARTIFACTS)/go-test-norace.json | "$$state/testreport" -top 10 >"$$state/norace.log" 2>&1) & nr=$$!; \
 	rc=0; $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -p 4 -parallel 4 -o "$(TESTBIN)/race/" -json $$race 2>&1 \
 	  | tee $(ARTIFACTS)/go-test.json | "$$state/testreport" -top 20 || rc=$$?; \
 	nrrc=0; wait $$nr || nrrc=$$?; pgrc=0; wait $$pg || pgrc=$$?; \

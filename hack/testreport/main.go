@@ -5,8 +5,9 @@
 // (seconds after the run's first package started: which packages overlap,
 // and which one ended the run). make test pipes its go test through it, so that
 // every run says where its minutes went (issue 34: a warm make test is to
-// stay under 10 minutes). It exits 1 when a test or a package failed, or the
-// input ended without a package's result (a killed go test).
+// stay under 10 minutes). It exits 1 when a test or a package failed, when the
+// input ended without a package's result (a killed go test), or when it held
+// no package's result at all (go test refused to start).
 //
 //	go test -json ./... | go run ./hack/testreport -top 15
 package main
@@ -113,8 +114,15 @@ func (r *report) add(e event) {
 }
 
 // summary prints the top slowest tests and packages, and says whether
-// the run passed.
+// the run passed. A run without any package's result fails: go test
+// stopped before its first package (an error of its own, such as two test
+// binaries -o would write to one file, printed above), and nothing was
+// tested.
 func (r *report) summary(top int) bool {
+	if len(r.ended) == 0 && len(r.started) == 0 {
+		fmt.Fprintln(r.out, "testreport: no package's result in go test's output: nothing was tested")
+		return false
+	}
 	var unfinished []string
 	for p := range r.started {
 		if !r.ended[p] {

@@ -90,3 +90,18 @@ func TestReportShowsWhenEachPackageRan(t *testing.T) {
 		}
 	}
 }
+
+// TestReportWithoutAnyPackageFails: go test that stops before its first
+// package (here, as in ci60, two packages whose test binaries -o would
+// write to one file) prints only its own error; that is a failure, not an
+// empty pass.
+func TestReportWithoutAnyPackageFails(t *testing.T) {
+	var out bytes.Buffer
+	r := newReport(&out)
+	if r.summary(5) {
+		t.Errorf("a run without any package's result passed:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "nothing was tested") {
+		t.Errorf("the report does not say why it failed:\n%s", out.String())
+	}
+}
