@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -150,5 +152,71 @@ func TestCommittedVersions(t *testing.T) {
 	}
 	if vs, _ := f.db.CommittedVersions(t.Context()); len(vs) != 1 || vs[0].ConnectionID != approved.ID {
 		t.Errorf("active: CommittedVersions = %+v", vs)
+	}
+}
+
+// TestUsageRecordsInManyStatements: a flush larger than one multi-row
+// upsert (1,234 pods, 1,100 Workloads, 1,001 node spans: three statements
+// of each kind) is written whole, and a key named twice in one call keeps
+// its last record, as when each record was upserted in turn (PostgreSQL
+// refuses one statement that updates a row twice).
+func TestUsageRecordsInManyStatements(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t, true)
+	h0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	var r store.UsageRecords
+	for i := range 1234 {
+		r.Allocs = append(r.Allocs, usage.Alloc{Key: fmt.Sprintf("uid-%d", i), Task: fmt.Sprintf("wl-%d", i%1100), Pod: fmt.Sprintf("p-%d", i),
+			Team: "red", Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge", Accelerators: int64(1 + i%8), Start: h0, Status: "Running"})
+	}
+	for i := range 1100 {
+		r.Workloads = append(r.Workloads, usage.Workload{Key: fmt.Sprintf("wl-%d", i), Name: fmt.Sprintf("job-%d", i), Team: "red",
+			Namespace: "hyperpod-ns-red", InstanceType: "ml.p5.48xlarge", Created: h0.Add(-time.Minute),
+			Admissions: []usage.Admission{{At: h0, WaitSeconds: 60}}})
+	}
+	for i := range 1001 {
+		r.Nodes = append(r.Nodes, usage.NodeSpan{Node: fmt.Sprintf("n%d", i), InstanceType: "ml.p5.48xlarge", Accelerators: 8, Schedulable: true, From: h0})
+	}
+	// The same pod, Workload and node span again a few records later, so
+	// in the same statement: they finished, and were cordoned.
+	lastPod := r.Allocs[7]
+	lastPod.End, lastPod.Status = h0.Add(30*time.Minute), "Succeeded"
+	lastWl := r.Workloads[700]
+	lastWl.Finished = h0.Add(30 * time.Minute)
+	lastNode := r.Nodes[999]
+	lastNode.Schedulable, lastNode.To = false, h0.Add(20*time.Minute)
+	want := slices.Clone(r.Allocs)
+	want[7] = lastPod
+	r.Allocs = slices.Insert(r.Allocs, 9, lastPod)
+	r.Workloads = slices.Insert(r.Workloads, 703, lastWl)
+	r.Nodes = slices.Insert(r.Nodes, 1000, lastNode)
+	if err := db.PutUsageRecords(ctx, "hp", r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.UsageRecordsIn(ctx, "hp", h0, h0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Allocs) != 1234 || len(got.Workloads) != 1100 || len(got.Nodes) != 1001 {
+		t.Fatalf("stored %d pods, %d Workloads, %d node spans; want 1234, 1100, 1001", len(got.Allocs), len(got.Workloads), len(got.Nodes))
+	}
+	pods := map[string]usage.Alloc{}
+	for _, a := range got.Allocs {
+		pods[a.Key] = a
+	}
+	for _, w := range want {
+		if pods[w.Key] != w {
+			t.Errorf("pod %s = %+v, want %+v", w.Key, pods[w.Key], w)
+		}
+	}
+	for _, w := range got.Workloads {
+		if w.Key == lastWl.Key && !w.Finished.Equal(lastWl.Finished) {
+			t.Errorf("Workload %s finished %v, want the last record's %v", w.Key, w.Finished, lastWl.Finished)
+		}
+	}
+	for _, n := range got.Nodes {
+		if n.Node == lastNode.Node && n != lastNode {
+			t.Errorf("node span %s = %+v, want the last record's %+v", n.Node, n, lastNode)
+		}
 	}
 }
