@@ -43,6 +43,9 @@ type Finance struct {
 	Notes       []string
 
 	Statements []StatementRow
+	// Window is which teams the page shows when there are more than one
+	// page holds (Of is 0 when it shows every team).
+	Window TeamWindow
 
 	Policy  PolicyInfo
 	History []PolicyInfo
@@ -55,6 +58,15 @@ type Finance struct {
 	// is refused when another was saved meanwhile.
 	BasedOn int
 	Preview Preview
+}
+
+// TeamWindow is the finance page's window of teams, by name: teams From
+// to To, the First-th to the Last-th of Of, with the windows before and
+// after ("" at either end).
+type TeamWindow struct {
+	From, To         string
+	First, Last, Of  int
+	PrevURL, NextURL string
 }
 
 // FinanceTeam is one team's month to date.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
@@ -338,5 +339,90 @@ func TestFinancePageIsKeptUntilTheDataMoves(t *testing.T) {
 	}
 	if !strings.Contains(body, `name="based_on" value="1"`) {
 		t.Error("the view after a policy change does not show the new policy's version")
+	}
+}
+
+// TestFinanceShowsTeamsAWindowAtATime: with more teams than a page holds,
+// the finance page shows financeTeamsPerPage of them at a time, by name, in
+// its month's table and its preview alike, says which, and links the other
+// windows; the cluster's cost is every team's on every window; a page
+// number that is not one shows the first window, one past the end the last.
+func TestFinanceShowsTeamsAWindowAtATime(t *testing.T) {
+	h := newHarness(t, false, withRateCard(t))
+	ctx := t.Context()
+	now := h.srv.opts.Now()
+	const teams = 2*financeTeamsPerPage + 20
+	for _, at := range []time.Time{usage.MonthOf(now).From, usage.MonthOf(usage.MonthOf(now).From.Add(-time.Hour)).From} {
+		var hours []usage.Hour
+		for i := range teams {
+			team := fmt.Sprintf("t%03d", i)
+			hours = append(hours, usage.Hour{Team: team, Namespace: "hyperpod-ns-" + team, InstanceType: "ml.p5.48xlarge", Start: at,
+				GuaranteedAccelSeconds: int64(1+i%8) * 3600})
+		}
+		if err := h.db.PutUsageHours(ctx, hours); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.db.PutClusterHours(ctx, []usage.ClusterHour{{Cluster: "shared-hp", InstanceType: "ml.p5.48xlarge", Start: at,
+			CapacityAccelSeconds: 1000 * 3600, AllocatedAccelSeconds: 600 * 3600}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fin := h.signIn("finance")
+	shows := func(body string, i int) bool {
+		return strings.Contains(body, fmt.Sprintf(`data-testid="finance-team-t%03d"`, i))
+	}
+	inPreview := func(body string, i int) bool {
+		pv := body[strings.Index(body, `data-testid="policy-preview"`):]
+		return strings.Contains(pv, fmt.Sprintf("<td>t%03d</td>", i))
+	}
+	cluster := func(body string) string {
+		i := strings.Index(body, `data-testid="finance-cluster"`)
+		return body[i : i+strings.Index(body[i:], "</p>")]
+	}
+	var first string
+	for _, c := range []struct {
+		url          string
+		from, to     int
+		prev, next   string
+		windowPrefix string
+	}{
+		{"/finance", 0, financeTeamsPerPage, "", "/finance?page=2", "Teams 1–50 of 120, by name (t000 to t049)"},
+		{"/finance?page=2", financeTeamsPerPage, 2 * financeTeamsPerPage, "/finance?page=1", "/finance?page=3", "Teams 51–100 of 120, by name (t050 to t099)"},
+		{"/finance?page=3", 2 * financeTeamsPerPage, teams, "/finance?page=2", "", "Teams 101–120 of 120, by name (t100 to t119)"},
+		{"/finance?page=abc", 0, financeTeamsPerPage, "", "/finance?page=2", "Teams 1–50 of 120"},
+		{"/finance?page=99", 2 * financeTeamsPerPage, teams, "/finance?page=2", "", "Teams 101–120 of 120"},
+	} {
+		resp, body := h.get(fin.c, c.url)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s = %d", c.url, resp.StatusCode)
+		}
+		w := body[strings.Index(body, `data-testid="finance-window"`):]
+		w = w[strings.Index(w, ">")+1:]
+		if got := strings.Join(strings.Fields(w[:strings.Index(w, "<")]), " "); !strings.HasPrefix(got, c.windowPrefix) {
+			t.Errorf("%s: window = %q, want it to begin %q", c.url, got, c.windowPrefix)
+		}
+		for i := range teams {
+			want := i >= c.from && i < c.to
+			if shows(body, i) != want || inPreview(body, i) != want {
+				t.Errorf("%s: team t%03d in the month's table %v, in the preview %v; want %v", c.url, i, shows(body, i), inPreview(body, i), want)
+			}
+		}
+		if !strings.Contains(body[strings.Index(body, `data-testid="policy-preview"`):], RowUnallocated) {
+			t.Errorf("%s: the preview lost its unallocated row", c.url)
+		}
+		for _, l := range []struct{ id, href string }{{"finance-prev", c.prev}, {"finance-next", c.next}} {
+			has := strings.Contains(body, `href="`+l.href+`" data-testid="`+l.id+`"`)
+			if l.href == "" {
+				has = !strings.Contains(body, `data-testid="`+l.id+`"`)
+			}
+			if !has {
+				t.Errorf("%s: link %s, want %q", c.url, l.id, l.href)
+			}
+		}
+		if first == "" {
+			first = cluster(body)
+		} else if got := cluster(body); got != first {
+			t.Errorf("%s: cluster figures %q, want every window's %q", c.url, got, first)
+		}
 	}
 }

@@ -154,7 +154,9 @@ func (s Seeded) Pages() []Page {
 		{"audit", "/audit", "admin", `data-testid="chain-ok"`, "BROKEN", false},
 		{"usage", "/teams/" + s.UsageTeam + "/usage", "admin", "accelerators (the approved connection", `data-testid="usage-empty"`, false},
 		{"reviews", "/reviews", "reviewer", fmt.Sprintf("%d open", s.OpenReviews), `data-testid="review-home"`, false},
-		{"finance", "/finance", "finance", fmt.Sprintf(`data-testid="finance-team-%s"`, s.UsageTeam), `data-testid="finance-empty"`, false},
+		// The finance page's first window of teams (50, by name: team-0,
+		// team-1, team-10, ...), each with usage.
+		{"finance", "/finance", "finance", `data-testid="finance-team-team-0"`, `data-testid="finance-empty"`, false},
 		// The API's row: the connections' first page, as JSON, with the
 		// admin's read token (every team's connections).
 		{"api-list", "/api/v1/connections", "admin", `"next":"/api/v1/connections?before=`, `"items":[]`, true},
