@@ -52,15 +52,10 @@ func appendAudit(ctx context.Context, tx *sql.Tx, e AuditEvent) error {
 	return appendAudits(ctx, tx, []AuditEvent{e})
 }
 
-// auditRowsPerInsert bounds the rows of one multi-row INSERT of audit
-// events: 11 parameters a row, well under SQLite's 32766 and PostgreSQL's
-// 65535 parameters a statement.
-const auditRowsPerInsert = 500
-
 // appendAudits adds events, in order, inside the caller's transaction, each
 // chained to the one before and the first to the last one stored: one read
-// of the last hash, and one INSERT per auditRowsPerInsert events (a re-apply
-// batch's completions append one event per job).
+// of the last hash, and one INSERT per rowsPerInsert events (insertRows; a
+// re-apply batch's completions append one event per job).
 func appendAudits(ctx context.Context, tx *sql.Tx, events []AuditEvent) error {
 	if len(events) == 0 {
 		return nil
@@ -72,26 +67,17 @@ func appendAudits(ctx context.Context, tx *sql.Tx, events []AuditEvent) error {
 	} else if err != nil {
 		return fmt.Errorf("store: audit: %w", err)
 	}
-	for start := 0; start < len(events); start += auditRowsPerInsert {
-		part := events[start:min(start+auditRowsPerInsert, len(events))]
-		var q strings.Builder
-		q.WriteString(`INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash) VALUES `)
-		args := make([]any, 0, 11*len(part))
-		for i, e := range part {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	// The ids grow in the rows' order (one statement at a time, one
+	// writer), so the chain reads in id order.
+	if err := insertRows(ctx, tx, len(events), `INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash) VALUES `, 11, "",
+		func(i int, args []any) []any {
+			e := events[i]
 			e.PrevHash = prev
 			e.Hash = chainHash(prev, e)
 			prev = e.Hash
-			args = append(args, fmtTime(e.At), nullID(e.ActorID), e.Actor, e.Action, e.ObjectType, e.ObjectID, e.Team, e.Version, e.Reason, e.PrevHash, e.Hash)
-		}
-		// The ids grow in the rows' order (one statement, one writer), so
-		// the chain reads in id order.
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-			return fmt.Errorf("store: audit: %w", err)
-		}
+			return append(args, fmtTime(e.At), nullID(e.ActorID), e.Actor, e.Action, e.ObjectType, e.ObjectID, e.Team, e.Version, e.Reason, e.PrevHash, e.Hash)
+		}); err != nil {
+		return fmt.Errorf("store: audit: %w", err)
 	}
 	return nil
 }

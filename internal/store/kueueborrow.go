@@ -18,14 +18,17 @@ func putBorrowing(ctx context.Context, tx *sql.Tx, cluster string, samples []usa
 		if b.ClusterQueue == "" || b.Flavor == "" || b.Resource == "" {
 			return fmt.Errorf("store: put usage records: a borrowing sample without its queue, flavor or resource: %+v", b)
 		}
-		if _, err := tx.ExecContext(ctx, `
-INSERT INTO kueue_borrowing (cluster, cluster_queue, flavor, resource, at, team, kueue_borrowed, portal_borrowed)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	}
+	samples = lastOfEachKey(samples, func(b usage.BorrowSample) string { return b.Key() + "\x00" + fmtTime(b.At) })
+	if err := insertRows(ctx, tx, len(samples), `
+INSERT INTO kueue_borrowing (cluster, cluster_queue, flavor, resource, at, team, kueue_borrowed, portal_borrowed) VALUES `, 8, `
 ON CONFLICT (cluster, cluster_queue, flavor, resource, at) DO UPDATE SET team = excluded.team,
   kueue_borrowed = excluded.kueue_borrowed, portal_borrowed = excluded.portal_borrowed`,
-			cluster, b.ClusterQueue, b.Flavor, b.Resource, fmtTime(b.At), b.Team, b.Kueue, b.Portal); err != nil {
-			return fmt.Errorf("store: put usage records: borrowing of %s: %w", b.Key(), err)
-		}
+		func(i int, args []any) []any {
+			b := samples[i]
+			return append(args, cluster, b.ClusterQueue, b.Flavor, b.Resource, fmtTime(b.At), b.Team, b.Kueue, b.Portal)
+		}); err != nil {
+		return fmt.Errorf("store: put usage records: borrowing: %w", err)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/usage"
@@ -29,7 +28,7 @@ type UsageRecords struct {
 // PutUsageRecords records the collector's allocations, Workloads and node
 // spans for cluster in one transaction; a record with the same key
 // replaces the earlier one, so recording again never counts twice. Each
-// kind is written in multi-row upserts of usageRowsPerUpsert rows (the
+// kind is written in multi-row upserts of rowsPerInsert rows (insertRows) (the
 // first flush of a large cluster carries every pod and Workload it
 // follows: 50,000 and 10,000 in make bench, one statement each took 8.6 s
 // on PostgreSQL and 1.7 s on SQLite). Within a call the last record of a
@@ -52,7 +51,7 @@ func (d *DB) PutUsageRecords(ctx context.Context, cluster string, r UsageRecords
 		hists[i] = string(hist)
 	}
 	return d.inTx(ctx, func(tx *sql.Tx) error {
-		if err := upsertRows(ctx, tx, len(allocs), `INSERT INTO usage_allocs (uid, cluster, task, pod, team, namespace, instance_type, priority_class, status,
+		if err := insertRows(ctx, tx, len(allocs), `INSERT INTO usage_allocs (uid, cluster, task, pod, team, namespace, instance_type, priority_class, status,
   accelerators, cpu_milli, memory_mib, start_at, end_at) VALUES `, 14, `
 ON CONFLICT (uid) DO UPDATE SET task = excluded.task, pod = excluded.pod, team = excluded.team,
   namespace = excluded.namespace, instance_type = excluded.instance_type, priority_class = excluded.priority_class,
@@ -65,7 +64,7 @@ ON CONFLICT (uid) DO UPDATE SET task = excluded.task, pod = excluded.pod, team =
 			}); err != nil {
 			return fmt.Errorf("store: put usage records: pods: %w", err)
 		}
-		if err := upsertRows(ctx, tx, len(wls), `INSERT INTO usage_workloads (uid, cluster, name, team, namespace, instance_type, priority_class, created_at, finished_at, history) VALUES `, 10, `
+		if err := insertRows(ctx, tx, len(wls), `INSERT INTO usage_workloads (uid, cluster, name, team, namespace, instance_type, priority_class, created_at, finished_at, history) VALUES `, 10, `
 ON CONFLICT (uid) DO UPDATE SET name = excluded.name, team = excluded.team, namespace = excluded.namespace,
   instance_type = excluded.instance_type, priority_class = excluded.priority_class, created_at = excluded.created_at,
   finished_at = excluded.finished_at, history = excluded.history`,
@@ -76,7 +75,7 @@ ON CONFLICT (uid) DO UPDATE SET name = excluded.name, team = excluded.team, name
 			}); err != nil {
 			return fmt.Errorf("store: put usage records: workloads: %w", err)
 		}
-		if err := upsertRows(ctx, tx, len(nodes), `INSERT INTO usage_node_spans (cluster, node, from_at, to_at, instance_type, accelerators, schedulable) VALUES `, 7, `
+		if err := insertRows(ctx, tx, len(nodes), `INSERT INTO usage_node_spans (cluster, node, from_at, to_at, instance_type, accelerators, schedulable) VALUES `, 7, `
 ON CONFLICT (cluster, node, from_at) DO UPDATE SET to_at = excluded.to_at, instance_type = excluded.instance_type,
   accelerators = excluded.accelerators, schedulable = excluded.schedulable`,
 			func(i int, args []any) []any {
@@ -87,57 +86,6 @@ ON CONFLICT (cluster, node, from_at) DO UPDATE SET to_at = excluded.to_at, insta
 		}
 		return putBorrowing(ctx, tx, cluster, r.Borrowing)
 	})
-}
-
-// usageRowsPerUpsert bounds the rows of one multi-row upsert of usage
-// records: at most 14 parameters a row, well under SQLite's 32766 and
-// PostgreSQL's 65535 parameters a statement.
-const usageRowsPerUpsert = 500
-
-// upsertRows runs head, n rows of cols placeholders each, and tail, as
-// one statement per usageRowsPerUpsert rows; row(i, args) appends row i's
-// values to args. A statement must not name one key twice: PostgreSQL
-// refuses an ON CONFLICT DO UPDATE that would update a row twice
-// (lastOfEachKey).
-func upsertRows(ctx context.Context, tx *sql.Tx, n int, head string, cols int, tail string, row func(i int, args []any) []any) error {
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
-	for start := 0; start < n; start += usageRowsPerUpsert {
-		end := min(start+usageRowsPerUpsert, n)
-		var q strings.Builder
-		q.WriteString(head)
-		args := make([]any, 0, cols*(end-start))
-		for i := start; i < end; i++ {
-			if i > start {
-				q.WriteString(", ")
-			}
-			q.WriteString(one)
-			args = row(i, args)
-		}
-		q.WriteString(tail)
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// lastOfEachKey is rs with only the last record of each key, in the order
-// of those last records.
-func lastOfEachKey[T any](rs []T, key func(T) string) []T {
-	last := make(map[string]int, len(rs))
-	for i, r := range rs {
-		last[key(r)] = i
-	}
-	if len(last) == len(rs) {
-		return rs
-	}
-	out := make([]T, 0, len(last))
-	for i, r := range rs {
-		if last[key(r)] == i {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 type workloadHistory struct {

@@ -44,7 +44,7 @@ type useQueue struct {
 }
 
 // maxUsesPerTx bounds one transaction's uses (its audit INSERTs are split
-// at auditRowsPerInsert anyway); a longer queue takes several.
+// at rowsPerInsert anyway); a longer queue takes several.
 const maxUsesPerTx = 1000
 
 // record queues u and waits for its outcome or for ctx to end.
