@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"sync/atomic"
@@ -156,4 +158,85 @@ func dbName(t *testing.T, dsn string) string {
 		t.Fatal(err)
 	}
 	return u.Path[1:]
+}
+
+// A clean shutdown releases the lock before Run returns, whenever it
+// comes. The leader's database is reached through slowLink, which holds
+// each of the server's replies for a few milliseconds (a busy machine or
+// a distant server), and its retry period is 1 ms, so the connection
+// check is in flight for most of each term and a shutdown usually lands
+// mid-query. A check run on Run's own context then had pgx end the
+// connection (pgconn's default context watcher), and the server released
+// the lock only once the session's close reached it, after Run had
+// returned: the next process's try found the lock still held (the CI
+// failure of 2026-12-06, in TestAdvisoryLockHandover).
+func TestAdvisoryShutdownReleasesTheLockAtOnce(t *testing.T) {
+	dsn, _ := newPostgres(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = slowLink(t, u.Host, 3*time.Millisecond)
+	db, other := openStore(t, u.String()), openStore(t, dsn)
+	busy := leader.Durations{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: time.Millisecond}
+	for i := range 20 {
+		e, err := leader.NewAdvisory(db, "a", busy, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := run(t, e)
+		c.leads(t, "a")
+		time.Sleep(200*time.Millisecond + time.Duration(i)*700*time.Microsecond) // past the term's first record (a transaction of many round trips through the link), at different points of the loop
+		c.stop()
+		<-c.ended
+		l, err := other.TryAdvisoryLock(t.Context(), leader.AdvisoryLockKey)
+		if err != nil || l == nil {
+			t.Fatalf("term %d: after a clean shutdown the lock is still held (%v)", i, err)
+		}
+		l.Release(t.Context())
+	}
+}
+
+// slowLink forwards connections from a loopback port to upstream,
+// holding each piece of the server's replies for delay; it returns the
+// port's host:port.
+func slowLink(t *testing.T, upstream string, delay time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", upstream)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); s.Close() })
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						time.Sleep(delay)
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				c.Close()
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }

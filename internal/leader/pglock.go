@@ -120,8 +120,14 @@ func (a *Advisory) Run(ctx context.Context, lead func(ctx context.Context)) {
 	for ctx.Err() == nil {
 		if held != nil {
 			// A check that hangs (a partition) counts as failed after
-			// RenewDeadline: the leader stops rather than wait on it.
-			cctx, cancel := context.WithTimeout(ctx, a.Durations.RenewDeadline)
+			// RenewDeadline: the leader stops rather than wait on it. The
+			// check's context is not ctx: a shutdown that cancelled the
+			// query mid-flight would break the lock's connection (pgx
+			// ends a connection whose query's context is cancelled:
+			// pgconn's DeadlineContextWatcherHandler, its default), and
+			// the server would release the lock only once it noticed,
+			// after Run had returned (the CI failure of 2026-12-06).
+			cctx, cancel := context.WithTimeout(bg, a.Durations.RenewDeadline)
 			err := held.Check(cctx)
 			cancel()
 			if err != nil {
@@ -132,10 +138,17 @@ func (a *Advisory) Run(ctx context.Context, lead func(ctx context.Context)) {
 				stop()
 			}
 		} else {
-			l, err := a.Store.TryAdvisoryLock(ctx, a.Key)
+			// Not ctx either, for the same reason: a try cancelled
+			// mid-query may have taken the lock on a connection it then
+			// drops.
+			tctx, cancel := context.WithTimeout(bg, a.Durations.RenewDeadline)
+			l, err := a.Store.TryAdvisoryLock(tctx, a.Key)
+			cancel()
 			switch {
 			case err != nil && ctx.Err() == nil:
 				a.Logger.Warn("leader election: the advisory lock", "err", err)
+			case l != nil && ctx.Err() != nil:
+				l.Release(bg) // shut down while trying: not a term
 			case l != nil:
 				held = l
 				leadCtx, cancel := context.WithCancel(ctx)
