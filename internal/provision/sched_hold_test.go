@@ -250,9 +250,18 @@ func (h *holdBed) run(t *testing.T, stoppedBy ...string) {
 	}
 }
 
+// holdParallel: the two hold tests are parallel tests, so that they run
+// after the package's sequential tests rather than among them. They
+// share the scheduling cluster with the collector's and e2e's tests, one
+// test at a time (hpcluster.Connect's lock); run among the sequential
+// tests, internal/provision (the run's last package) stood still while
+// they waited for it: 82 s in ci68, behind e2e's preemption test. By the
+// end of the package's sequential tests the others are done with it.
+
 // TestSchedHoldPortalManaged: the portal manages the team's ClusterQueue
 // and LocalQueue, and a hold stops both.
 func TestSchedHoldPortalManaged(t *testing.T) {
+	t.Parallel() // see holdParallel
 	h := newHoldBed(t, true)
 	// The drain stops the ClusterQueue first (HoldSteps' order), so Kueue
 	// may evict for either queue.
@@ -264,6 +273,7 @@ func TestSchedHoldPortalManaged(t *testing.T) {
 // the defaulted spec.stopPolicy); the portal's hold takes that one field
 // and stops the LocalQueue alone.
 func TestSchedHoldHyperPodManaged(t *testing.T) {
+	t.Parallel() // see holdParallel
 	h := newHoldBed(t, false)
 	ctx := t.Context()
 	live, err := h.b.live(ctx, h.queues[0])

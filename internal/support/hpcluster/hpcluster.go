@@ -184,9 +184,16 @@ func (c *Cluster) lock(t testing.TB) {
 		ObjectMeta: metav1.ObjectMeta{Name: lockName, Namespace: "kube-system"},
 		Data:       map[string]string{"holder": t.Name(), "pid": strconv.Itoa(os.Getpid()), "host": host},
 	}
+	start, holder := time.Now(), ""
 	for {
 		_, err := c.Kube.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{})
 		if err == nil {
+			// Tests of several packages share the cluster, one at a
+			// time: a wait here is another package's test, and it is
+			// most of the run-to-run variance of these tests' times.
+			if d := time.Since(start); d >= longWait {
+				t.Logf("waited %s for the scheduling cluster (last held by %s)", d.Round(100*time.Millisecond), holder)
+			}
 			return
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -196,6 +203,7 @@ func (c *Cluster) lock(t testing.TB) {
 			if gone := holderGone(held.Data, host); gone != "" {
 				t.Fatalf("hpcluster: %s", gone)
 			}
+			holder = held.Data["holder"]
 		}
 		select {
 		case <-ctx.Done():
@@ -585,22 +593,37 @@ func (c *Cluster) WorkloadOf(ctx context.Context, job *batchv1.Job) (*kueue.Work
 }
 
 // WaitFor polls cond until it holds. The deadline only turns a lost event
-// into a failure instead of a hang; it is not a timing assertion.
+// into a failure instead of a hang; it is not a timing assertion. A wait
+// of longWait or more is logged with what it waited for: the scheduling
+// tests' time varies by up to twice from run to run (docs/testing.md), and
+// the log of a passing run says which step took it.
 func WaitFor(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	start := time.Now()
+	deadline := start.Add(waitDeadline)
 	var last error
 	for {
 		ok, err := cond()
 		if ok {
+			if d := time.Since(start); d >= longWait {
+				t.Logf("waited %s for %s", d.Round(100*time.Millisecond), what)
+			}
 			return
 		}
 		if err != nil {
 			last = err
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("never happened within 90s: %s (last error: %v)", what, last)
+			t.Fatalf("never happened within %s: %s (last error: %v)", waitDeadline, what, last)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+const (
+	// waitDeadline bounds WaitFor: a lost event, not a slow one. Steps
+	// that usually take seconds have taken over 50 s on a busy machine.
+	waitDeadline = 3 * time.Minute
+	// longWait is the wait WaitFor logs.
+	longWait = 10 * time.Second
+)
