@@ -621,8 +621,9 @@ func WaitFor(t testing.TB, what string, cond func() (bool, error)) {
 }
 
 const (
-	// waitDeadline bounds WaitFor: a lost event, not a slow one. Steps
-	// that usually take seconds have taken over 50 s on a busy machine.
+	// waitDeadline bounds WaitFor: a lost event, not a slow one. It was
+	// 90 s; the logged waits (longWait) have been 25 s at most so far, and
+	// the margin is for a busier machine than this one.
 	waitDeadline = 3 * time.Minute
 	// longWait is the wait WaitFor logs.
 	longWait = 10 * time.Second
