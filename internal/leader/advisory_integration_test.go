@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,7 +207,16 @@ func slowLink(t *testing.T, upstream string, delay time.Duration) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -218,7 +228,9 @@ func slowLink(t *testing.T, upstream string, delay time.Duration) string {
 				c.Close()
 				continue
 			}
-			t.Cleanup(func() { c.Close(); s.Close() })
+			mu.Lock()
+			conns = append(conns, c, s)
+			mu.Unlock()
 			go func() { io.Copy(s, c); s.Close() }()
 			go func() {
 				buf := make([]byte, 32<<10)

@@ -92,6 +92,17 @@ func (a *Advisory) Run(ctx context.Context, lead func(ctx context.Context)) {
 		done       chan struct{}
 	)
 	bg := context.WithoutCancel(ctx)
+	// The lock's queries (the check, the try) run on a context of their
+	// own, bounded by RenewDeadline (a check that hangs, a partition,
+	// counts as failed then: the leader stops rather than wait on it), and
+	// never cancelled by ctx: a shutdown that cancelled one mid-query
+	// would break its connection (pgx ends a connection whose query's
+	// context is cancelled: pgconn's DeadlineContextWatcherHandler, its
+	// default), and the server would release a lock held on it only once
+	// it noticed, after Run had returned (the CI failure of 2026-12-06).
+	lockCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(bg, a.Durations.RenewDeadline)
+	}
 	stop := func() {
 		if cancelLead != nil {
 			// Not leading from the moment it gives up, before its
@@ -119,15 +130,7 @@ func (a *Advisory) Run(ctx context.Context, lead func(ctx context.Context)) {
 	}()
 	for ctx.Err() == nil {
 		if held != nil {
-			// A check that hangs (a partition) counts as failed after
-			// RenewDeadline: the leader stops rather than wait on it. The
-			// check's context is not ctx: a shutdown that cancelled the
-			// query mid-flight would break the lock's connection (pgx
-			// ends a connection whose query's context is cancelled:
-			// pgconn's DeadlineContextWatcherHandler, its default), and
-			// the server would release the lock only once it noticed,
-			// after Run had returned (the CI failure of 2026-12-06).
-			cctx, cancel := context.WithTimeout(bg, a.Durations.RenewDeadline)
+			cctx, cancel := lockCtx()
 			err := held.Check(cctx)
 			cancel()
 			if err != nil {
@@ -138,10 +141,7 @@ func (a *Advisory) Run(ctx context.Context, lead func(ctx context.Context)) {
 				stop()
 			}
 		} else {
-			// Not ctx either, for the same reason: a try cancelled
-			// mid-query may have taken the lock on a connection it then
-			// drops.
-			tctx, cancel := context.WithTimeout(bg, a.Durations.RenewDeadline)
+			tctx, cancel := lockCtx()
 			l, err := a.Store.TryAdvisoryLock(tctx, a.Key)
 			cancel()
 			switch {
