@@ -278,6 +278,7 @@ func measure(ctx context.Context, cfg config, engine, bin, rateCard string) (lar
 	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", lt.p.Cmd.Process.Pid), []byte("5"), 0); err != nil {
 		return large, small, fmt.Errorf("reset the portal's peak RSS: %w", err)
 	}
+	logRSS(lt.p.Cmd.Process.Pid, engine+": the portal's peak RSS counted from here")
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	for _, pg := range lt.pages {
@@ -344,6 +345,7 @@ func measure(ctx context.Context, cfg config, engine, bin, rateCard string) (lar
 		large.portal[pg.Name], large.bare[pg.Name], small.portal[pg.Name] = l, b, s
 		log.Printf("%s %s (%d KiB): portal at %s audit events %.0f req/s, mean %.2f ms, p99 %.2f ms; at %s: %.0f req/s, mean %.2f ms, p99 %.2f ms; bare echo %.0f req/s, mean %.2f ms, p99 %.2f ms",
 			engine, pg.Name, len(lt.bodies[pg.Name])/1024, count(lt.audit), l.RPS, ms(l.Mean), ms(l.P99), count(st.audit), s.RPS, ms(s.Mean), ms(s.P99), b.RPS, ms(b.Mean), ms(b.P99))
+		logRSS(lt.p.Cmd.Process.Pid, engine+" "+pg.Name+": the portal after it")
 	}
 	if large.hwmKiB, err = vmHWM(lt.p.Cmd.Process.Pid); err != nil {
 		return large, small, err
@@ -630,7 +632,26 @@ func runWrk(ctx context.Context, cfg config, url, header string) (wrkResult, err
 }
 
 // vmHWM is a process's peak resident set size in KiB (/proc/PID/status).
-func vmHWM(pid int) (int64, error) {
+func vmHWM(pid int) (int64, error) { return procKiB(pid, "VmHWM:") }
+
+// logRSS logs where a process's memory stands: which page moved the peak,
+// and how much of it is the file's pages (SQLite's database, mapped)
+// rather than the process's own.
+func logRSS(pid int, what string) {
+	var parts []string
+	for _, k := range []string{"VmHWM:", "VmRSS:", "RssAnon:", "RssFile:", "RssShmem:"} {
+		v, err := procKiB(pid, k)
+		if err != nil {
+			log.Printf("%s: %v", what, err)
+			return
+		}
+		parts = append(parts, fmt.Sprintf("%s %d MiB", strings.TrimSuffix(k, ":"), v/1024))
+	}
+	log.Printf("%s: %s", what, strings.Join(parts, ", "))
+}
+
+// procKiB is one of /proc/PID/status's sizes (VmHWM:, VmRSS:, RssAnon:...) in KiB.
+func procKiB(pid int, key string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -638,11 +659,11 @@ func vmHWM(pid int) (int64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), key); ok {
 			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, key)
 }
 
 // startPortal starts `portal serve --dev` on dsn (testenv.LaunchServe: the

@@ -142,7 +142,14 @@ func acceleratorRule() ([]admissionregistrationv1.Variable, []admissionregistrat
 		{Name: "accelApproved", Expression: "variables.accelHeld ? params.data['" + paramInstanceTypes + "'].split(',') : []"},
 		{Name: "accelResources", Expression: "variables.accelHeld ? params.data['" + paramAcceleratorResources + "'].split(',') : []"},
 		{Name: "accelPodSpecs", Expression: podSpecs},
-		{Name: "accelUnapproved", Expression: "variables.accelPodSpecs.filter(s, " + celAccelRequests + ")" +
+		// A spec is checked for accelerator requests only when it names an
+		// instance type the contract does not approve: a compliant job (no
+		// instance type, or an approved one) costs the two cheap lookups,
+		// never the walk of its containers' requests and the quantity
+		// parsing. The same result as filtering on requests first: a spec
+		// naming no unapproved type maps to '' either way, which the last
+		// filter drops.
+		{Name: "accelUnapproved", Expression: "variables.accelPodSpecs.filter(s, (" + celAccelBySelector + " != '' || " + celAccelByAffinity + " != '') && " + celAccelRequests + ")" +
 			".map(s, [" + celAccelBySelector + ", " + celAccelByAffinity + "].filter(x, x != '').join(', '))" +
 			".filter(x, x != '').join(', ')"},
 	}
