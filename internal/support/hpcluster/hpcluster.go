@@ -523,6 +523,10 @@ func RunFor(d time.Duration) map[string]string {
 	return a
 }
 
+// TerminationGrace is the grace period of the pods of SubmitJob's Jobs
+// (see SubmitJob).
+const TerminationGrace = 2 * time.Second
+
 // JobSpec is a batch/v1 Job for a team's LocalQueue: Pods pods in parallel,
 // each asking for Count of Resource, running RunFor once started.
 type JobSpec struct {
@@ -546,6 +550,19 @@ func (c *Cluster) SubmitJob(t testing.TB, team Team, spec JobSpec) *batchv1.Job 
 	qty := *resource.NewQuantity(spec.Count, resource.DecimalSI)
 	suspend := true
 	backoff := int32(0)
+	// A short grace period: kwok's general pod-delete stage (sigs.k8s.io/kwok
+	// v0.8.0 kustomize/stage/pod/general/pod-delete.yaml: delay 1 s,
+	// jitterDurationFrom .metadata.deletionTimestamp) removes a deleted pod
+	// at a random time between a second after its deletion and the end of
+	// its grace period, as a kubelet would when the process exits somewhere
+	// in it. With the default 30 s, an evicted or preempted pod held its GPUs
+	// for 1 to 30 s, and the workload Kueue admitted in its place stayed
+	// Pending (FailedScheduling: Insufficient nvidia.com/gpu) until then:
+	// 10 to 22 s of each hold journey's release (2026-12-06, four runs
+	// watched). A training process that checkpoints and exits within
+	// TerminationGrace behaves the same, faster; the figures the tests
+	// check come from the times the controllers recorded either way.
+	grace := int64(TerminationGrace / time.Second)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: team.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
@@ -556,7 +573,8 @@ func (c *Cluster) SubmitJob(t testing.TB, team Team, spec JobSpec) *batchv1.Job 
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Annotations: RunFor(spec.RunFor)},
 				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					TerminationGracePeriodSeconds: &grace,
 					Containers: []corev1.Container{{
 						Name:  "train",
 						Image: "registry.example/train:1",
