@@ -146,12 +146,11 @@ func acceleratorRule() ([]admissionregistrationv1.Variable, []admissionregistrat
 		// instance type the contract does not approve: a compliant job (no
 		// instance type, or an approved one) costs the two cheap lookups,
 		// never the walk of its containers' requests and the quantity
-		// parsing. The same result as filtering on requests first: a spec
-		// naming no unapproved type maps to '' either way, which the last
-		// filter drops.
+		// parsing. Every spec the filter keeps names one, so its line is
+		// never empty.
 		{Name: "accelUnapproved", Expression: "variables.accelPodSpecs.filter(s, (" + celAccelBySelector + " != '' || " + celAccelByAffinity + " != '') && " + celAccelRequests + ")" +
 			".map(s, [" + celAccelBySelector + ", " + celAccelByAffinity + "].filter(x, x != '').join(', '))" +
-			".filter(x, x != '').join(', ')"},
+			".join(', ')"},
 	}
 	validations := []admissionregistrationv1.Validation{{
 		Expression: "variables.accelUnapproved == ''",

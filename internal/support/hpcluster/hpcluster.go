@@ -523,9 +523,9 @@ func RunFor(d time.Duration) map[string]string {
 	return a
 }
 
-// TerminationGrace is the grace period of the pods of SubmitJob's Jobs
+// terminationGrace is the grace period of the pods of SubmitJob's Jobs
 // (see SubmitJob).
-const TerminationGrace = 2 * time.Second
+const terminationGrace = 2 * time.Second
 
 // JobSpec is a batch/v1 Job for a team's LocalQueue: Pods pods in parallel,
 // each asking for Count of Resource, running RunFor once started.
@@ -560,9 +560,9 @@ func (c *Cluster) SubmitJob(t testing.TB, team Team, spec JobSpec) *batchv1.Job 
 	// Pending (FailedScheduling: Insufficient nvidia.com/gpu) until then:
 	// 10 to 22 s of each hold journey's release (2026-12-06, four runs
 	// watched). A training process that checkpoints and exits within
-	// TerminationGrace behaves the same, faster; the figures the tests
+	// terminationGrace behaves the same, faster; the figures the tests
 	// check come from the times the controllers recorded either way.
-	grace := int64(TerminationGrace / time.Second)
+	grace := int64(terminationGrace / time.Second)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: team.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
@@ -640,8 +640,8 @@ func WaitFor(t testing.TB, what string, cond func() (bool, error)) {
 
 const (
 	// waitDeadline bounds WaitFor: a lost event, not a slow one. It was
-	// 90 s; the logged waits (longWait) have been 25 s at most so far, and
-	// the margin is for a busier machine than this one.
+	// 90 s; the margin is for a busier machine than this one (the logged
+	// waits, longWait, say how long each step took).
 	waitDeadline = 3 * time.Minute
 	// longWait is the wait WaitFor logs.
 	longWait = 10 * time.Second
