@@ -24,6 +24,7 @@ ARTIFACTS := $(CURDIR)/e2e/artifacts
 FUZZTIME ?= 1000000x
 FUZZ_TARGETS := FuzzContractForms FuzzAPIJSON
 
+.PHONY: test-lane-a test-lane-b test-run kueue-prewarm testbin-race testbin-norace
 .PHONY: deps help run build generate check-generated lint test unit fuzz e2e testbed-build testbed-up testbed-down e2e-setup docker image clean clean-testbin bench
 
 help: ## list the targets
@@ -192,8 +193,57 @@ TEST_VET := -vet=off
 # (testenv.BinPath). A binary whose package or dependencies changed is linked
 # again; make clean-testbin removes them all.
 TESTBIN := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hyperpod-portal/testbin
+RACE_TEST_FLAGS := -trimpath $(TEST_LDFLAGS) $(TEST_VET) -race $(RACE_GCFLAGS)
+NORACE_TEST_FLAGS := -trimpath $(TEST_LDFLAGS) $(TEST_VET)
+# PKGLISTS (in a recipe): the packages with tests, in $$all; those of the race run
+# ($$race) and of the run without -race ($$norace), each in SLOW_FIRST's order.
+PKGLISTS = all="$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | sed 's|^$(MODULE)|.|')"; \
+	race="$$(printf '%s\n' $(SLOW_FIRST) $$all | awk '!seen[$$0]++' | grep -xF -f <(printf '%s\n' $$all) | grep -vxF -f <(printf '%s\n' $(NO_RACE)))"; \
+	norace="$$(printf '%s\n' $(SLOW_FIRST) $(NO_RACE) | awk '!seen[$$0]++' | grep -xF -f <(printf '%s\n' $$all) | grep -xF -f <(printf '%s\n' $(NO_RACE)))"
 
-test: check-generated lint e2e-setup testbed-build ## everything: generated check, lint, unit, integration, e2e
+# make test compiles in two lanes, then starts the test bed and runs the tests
+# (test-run). Lane A: check-generated, lint (the graph without -race), the test
+# bed's builds (they share that graph's Kubernetes packages: hack/modalign) and
+# the test binaries without -race. Lane B, beside it: the apt packages and the
+# Playwright driver (network), Kueue's packages (its own Kubernetes libraries,
+# shared with nothing) and the race test binaries (a graph of their own). The
+# two lanes share no compiled package, so neither compiles what the other does,
+# and each fills the other's idle time: a link, the end of a graph, a download.
+# Before the lanes, every phase ran after the one before, the race graph compiled
+# during go test with the test bed up, and a cold run took about 68.5 minutes
+# (cold2b, docs/testing.md). Lane B's output goes to .cache/lane-b.log and is
+# printed when both lanes are done; lane B is stopped when lane A fails.
+test: ## everything: generated check, lint, unit, integration, e2e
+	@date -u +"== %T make test: lane A (check-generated, lint, testbed-build, test binaries without -race) beside lane B (deps, e2e-setup, Kueue's packages, race test binaries: .cache/lane-b.log)"
+	@mkdir -p $(CACHE); lb=$(CACHE)/lane-b.log; \
+	setsid $(MAKE) --no-print-directory test-lane-b >"$$lb" 2>&1 & b=$$!; \
+	arc=0; $(MAKE) --no-print-directory test-lane-a || arc=$$?; \
+	[ $$arc = 0 ] || kill -TERM -- -$$b 2>/dev/null || true; \
+	brc=0; wait $$b || brc=$$?; \
+	echo "== lane B (it ran beside lane A):"; cat "$$lb"; \
+	date -u +"== %T lanes done"; \
+	[ $$arc = 0 ] && [ $$brc = 0 ]
+	@$(MAKE) --no-print-directory test-run
+
+test-lane-a: check-generated lint testbed-build testbin-norace
+test-lane-b: e2e-setup kueue-prewarm testbin-race
+
+kueue-prewarm:
+	@[ "$${PORTAL_TESTBED_SCHED:-1}" = 0 ] || bash hack/testbed/cluster.sh prewarm
+
+# The test binaries, compiled and linked before the test bed starts: go test -o
+# DIR/ then finds each up to date (TESTBIN, below) and only runs it.
+testbin-race:
+	@date -u +"== %T race test binaries"
+	@mkdir -p "$(TESTBIN)/race"; $(PKGLISTS); \
+	$(GO) test $(RACE_TEST_FLAGS) -c -o "$(TESTBIN)/race/" $$race
+
+testbin-norace:
+	@date -u +"== %T test binaries without -race"
+	@mkdir -p "$(TESTBIN)/norace"; $(PKGLISTS); \
+	$(NORACE_ENV) $(GO) test $(NORACE_TEST_FLAGS) -c -o "$(TESTBIN)/norace/" $$norace ./internal/store
+
+test-run:
 	@state=$(CACHE)/testbed/run-$$$$; mkdir -p "$$state" $(ARTIFACTS); \
 	trap 'rc=$$?; [ $$rc = 0 ] || bash hack/testbed/keeplogs.sh "$$state" $(ARTIFACTS)/testbed-logs || true; \
 	  bash hack/testbed/down.sh "$$state" >/dev/null 2>&1 || true; rm -rf "$$state"' EXIT; \
@@ -202,15 +252,13 @@ test: check-generated lint e2e-setup testbed-build ## everything: generated chec
 	export PORTAL_TESTBED_REQUIRED=1 PORTAL_E2E_DRIVER_DIR="$$(bash hack/e2e-setup.sh)" PORTAL_E2E_ARTIFACTS=$(ARTIFACTS); \
 	mkdir -p "$(TESTBIN)/race" "$(TESTBIN)/norace" "$(TESTBIN)/bin"; export PORTAL_TEST_BIN_DIR="$(TESTBIN)/bin"; \
 	$(NORACE_ENV) $(GO) build -trimpath -o "$$state/testreport" ./hack/testreport; \
-	all="$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | sed 's|^$(MODULE)|.|')"; \
-	race="$$(printf '%s\n' $(SLOW_FIRST) $$all | awk '!seen[$$0]++' | grep -xF -f <(printf '%s\n' $$all) | grep -vxF -f <(printf '%s\n' $(NO_RACE)))"; \
-	norace="$$(printf '%s\n' $(SLOW_FIRST) $(NO_RACE) | awk '!seen[$$0]++' | grep -xF -f <(printf '%s\n' $$all) | grep -xF -f <(printf '%s\n' $(NO_RACE)))"; \
+	$(PKGLISTS); \
 	date -u +"== %T go test"; \
-	(PORTAL_TEST_STORE_ENGINE=postgres $(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -o "$(TESTBIN)/norace/" -json ./internal/store 2>&1 \
+	(PORTAL_TEST_STORE_ENGINE=postgres $(NORACE_ENV) $(GO) test $(NORACE_TEST_FLAGS) -count=1 -timeout 30m -o "$(TESTBIN)/norace/" -json ./internal/store 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-postgres.json | "$$state/testreport" -top 10 >"$$state/store-postgres.log" 2>&1) & pg=$$!; \
-	($(NORACE_ENV) $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -count=1 -timeout 30m -p 2 -o "$(TESTBIN)/norace/" -json $$norace 2>&1 \
+	($(NORACE_ENV) $(GO) test $(NORACE_TEST_FLAGS) -count=1 -timeout 30m -p 2 -o "$(TESTBIN)/norace/" -json $$norace 2>&1 \
 	  | tee $(ARTIFACTS)/go-test-norace.json | "$$state/testreport" -top 10 >"$$state/norace.log" 2>&1) & nr=$$!; \
-	rc=0; $(GO) test -trimpath $(TEST_LDFLAGS) $(TEST_VET) -race $(RACE_GCFLAGS) -count=1 -timeout 30m -p 4 -parallel 4 -o "$(TESTBIN)/race/" -json $$race 2>&1 \
+	rc=0; $(GO) test $(RACE_TEST_FLAGS) -count=1 -timeout 30m -p 4 -parallel 4 -o "$(TESTBIN)/race/" -json $$race 2>&1 \
 	  | tee $(ARTIFACTS)/go-test.json | "$$state/testreport" -top 20 || rc=$$?; \
 	nrrc=0; wait $$nr || nrrc=$$?; pgrc=0; wait $$pg || pgrc=$$?; \
 	echo "without -race (they ran beside the above):"; cat "$$state/norace.log"; \

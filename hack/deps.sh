@@ -3,6 +3,11 @@
 # bundle make image puts in the image, only when missing (a full Debian 12
 # install has them; slim images may not). Idempotent.
 set -euo pipefail
+# One apt at a time: make test runs this and e2e-setup.sh in two lanes, and a
+# second apt-get would fail on dpkg's lock. The lock is held from the check
+# to the end of the install, so a second caller sees what the first installed.
+exec 8>"${TMPDIR:-/tmp}/hyperpod-portal-apt.lock"
+flock 8
 need=()
 # wrk: the HTTP load generator of make bench's page benchmark (bench/pages).
 for pair in curl:curl openssl:openssl flock:util-linux setsid:util-linux ss:iproute2 git:git runuser:util-linux wrk:wrk; do

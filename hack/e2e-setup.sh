@@ -29,6 +29,10 @@ die() { log "error: $*"; exit 1; }
 start=$SECONDS
 
 # --- Chromium -------------------------------------------------------------
+# One apt at a time (hack/deps.sh takes the same lock; make test runs the two in
+# different lanes).
+exec 8>"${TMPDIR:-/tmp}/hyperpod-portal-apt.lock"
+flock 8
 if [[ -x "$CHROMIUM" ]]; then
 	log "chromium headless shell present: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
 else
@@ -44,6 +48,8 @@ else
 	[[ -x "$CHROMIUM" ]] || die "apt installed chromium-headless-shell but $CHROMIUM is missing"
 	log "installed: $("$CHROMIUM" --version 2>/dev/null || true)"
 fi
+
+exec 8>&-
 
 # --- Node -----------------------------------------------------------------
 NODE="$(command -v node || true)"
