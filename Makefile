@@ -226,7 +226,9 @@ test: ## everything: generated check, lint, unit, integration, e2e
 	@$(MAKE) --no-print-directory test-run
 
 test-lane-a: check-generated lint testbed-build testbin-norace
+	@date -u +"== %T lane A done"
 test-lane-b: e2e-setup kueue-prewarm testbin-race
+	@date -u +"== %T lane B done"
 
 kueue-prewarm:
 	@[ "$${PORTAL_TESTBED_SCHED:-1}" = 0 ] || bash hack/testbed/cluster.sh prewarm
