@@ -205,10 +205,11 @@ PKGLISTS = all="$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportP
 # (test-run). Lane A: check-generated, lint (the graph without -race), the test
 # bed's builds (they share that graph's Kubernetes packages: hack/modalign) and
 # the test binaries without -race. Lane B, beside it: the apt packages and the
-# Playwright driver (network), Kueue's packages (its own Kubernetes libraries,
-# shared with nothing) and the race test binaries (a graph of their own). The
-# two lanes share no compiled package, so neither compiles what the other does,
-# and each fills the other's idle time: a link, the end of a graph, a download.
+# Playwright driver (network), Kueue's packages (on the Kubernetes v0.35.4
+# libraries, which kube-apiserver's build in lane A reuses: lane B has compiled
+# them while lane A was linting) and the race test binaries (a graph of their
+# own). Neither lane compiles what the other is compiling, and each fills the
+# other's idle time: a link, the end of a graph, a download.
 # Before the lanes, every phase ran after the one before, the race graph compiled
 # during go test with the test bed up, and a cold run took about 68.5 minutes
 # (cold2b, docs/testing.md). Lane B's output goes to .cache/lane-b.log and is

@@ -21,7 +21,7 @@
 #   PORTAL_TEST_SCHED_KWOK_LABEL  label (key=value) that makes a Node kwok's
 #
 # Versions (all from the Go module proxy; nothing else is downloaded):
-#   kube-scheduler v1.37.2  hack/kubebin, the same k8s.io/kubernetes as kube-apiserver
+#   kube-scheduler v1.35.4  hack/kubebin, the same k8s.io/kubernetes as kube-apiserver
 #   Kueue v0.17.0           hack/kueue; the same version as the CRDs kube.sh applies
 #                           (hack/kubebin pins sigs.k8s.io/kueue too: bump both together)
 #   kwok v0.8.0             hack/kwok
@@ -69,10 +69,10 @@ cluster_build() {
 # build cache, with gobuild's flags (go list -export compiles what go build
 # would, to the same build IDs, and links nothing), so that the build later
 # only links them. make test runs it in its second lane, beside lint: Kueue
-# is built on its own Kubernetes libraries (v0.35, hack/kueue), which share no
-# compiled package with lint's graph or with kube.sh's builds, so the two
-# lanes never compile one package twice. Nothing to do when the cluster's
-# binaries are cached.
+# is built on the Kubernetes v0.35.4 libraries (hack/kueue), which lint's graph
+# (v0.37.2) does not compile, and which kube.sh's build, later in the first
+# lane, then finds compiled. Nothing to do when the cluster's binaries are
+# cached.
 cluster_prewarm() {
 	command -v go >/dev/null || die "go is not on PATH"
 	local dir t
@@ -305,8 +305,8 @@ cluster_up() {
 # when its internal certificate management is off (pkg/visibility/server.go:
 # certDir "/visibility", tls.crt and tls.key) and cannot start without one.
 # Test beds share it: made once, self-signed for the name the aggregation
-# layer checks (<service>.<namespace>.svc, k8s.io/kube-aggregator@v0.37.2
-# pkg/controllers/status/remote BuildTransportConfig) and 127.0.0.1; it is
+# layer checks (<service>.<namespace>.svc, k8s.io/kube-aggregator@v0.35.4
+# pkg/apiserver/handler_proxy.go updateAPIService's ServerName) and 127.0.0.1; it is
 # also the APIService's caBundle.
 readonly VISIBILITY_CERTS=/visibility
 visibility_cert() {
@@ -326,9 +326,9 @@ visibility_cert() {
 # kueue-system/visibility-server and the APIServices v1beta2 and v1beta1 of
 # visibility.kueue.x-k8s.io), with the Service an ExternalName for
 # 127.0.0.1 (the aggregation layer resolves an ExternalName Service to that
-# host and the APIService's port: k8s.io/apiserver@v0.37.2
+# host and the APIService's port: k8s.io/apiserver@v0.35.4
 # pkg/util/proxy/proxy.go ResolveCluster; Endpoints and EndpointSlices may
-# not name a loopback address: k8s.io/kubernetes@v1.37.2
+# not name a loopback address: k8s.io/kubernetes@v1.35.4
 # pkg/apis/core/validation/validation.go ValidateEndpointIP) and the
 # certificate as caBundle where Kueue's manifest skips verification. Waits
 # until the API server serves the group.

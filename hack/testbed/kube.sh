@@ -20,8 +20,22 @@
 set -euo pipefail
 
 readonly BUILD_SCRIPT_VERSION="kube.sh-build-3"
-readonly KUBE_VERSION="v1.37.2"
-readonly KUBE_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+# Kubernetes v1.35: the release Kueue v0.17.0 is built on (its go.mod: the
+# v0.35 libraries), so Kueue's types are the API server's. With v1.37.2 here
+# (until 2026-12-06), Kueue's restore of a preempted Job's pod template failed
+# on every preemption ("restore info: Job.batch ... spec.template: field is
+# immutable", ci78's Kueue log): Kueue's v0.35 Job type drops the fields v1.37
+# added to the pod spec, and the update that sends the template back changed
+# it. HyperPod runs on EKS Kubernetes 1.28 to 1.33 or 1.34 as AWS documents it
+# (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html,
+# "Kubernetes version support"); v1.35 is the newest whose API server Kueue
+# v0.17.0 speaks without that skew. v1.35.4 is the newest v1.35 the Go module
+# proxy serves. Like every version HyperPod runs, it lacks v1.37's fallback for
+# an admission policy's ConfigMap parameters that its informer has not seen
+# (kubernetes/kubernetes#134423): internal/support/hpcluster's DeleteAtCleanup
+# says what that means for the tests, and docs/provisioning.md for clusters.
+readonly KUBE_VERSION="v1.35.4"
+readonly KUBE_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35"
 # validatingadmissionpolicy-status-controller type-checks the plans'
 # ValidatingAdmissionPolicy (status.typeChecking), as on any real cluster
 # (k8s.io/kubernetes cmd/kube-controller-manager/names

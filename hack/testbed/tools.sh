@@ -7,7 +7,7 @@
 #
 # Nothing is started. STATE_DIR/tools.env holds:
 #   PORTAL_TEST_HELM_BIN     helm v3.22.0 (hack/helm, a nested module pinning helm.sh/helm/v3)
-#   PORTAL_TEST_KUBECTL_BIN  kubectl v1.37.2 (hack/kubectl, a nested module pinning the
+#   PORTAL_TEST_KUBECTL_BIN  kubectl v1.35.4 (hack/kubectl, a nested module pinning the
 #                            same k8s.io/kubernetes release kube.sh builds kube-apiserver from)
 #
 # Built from the Go module proxy only. The cache key is separate from
@@ -22,10 +22,10 @@ KUBECTL_MOD="$REPO/hack/kubectl"
 BIN_ROOT="${PORTAL_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperpod-portal/testbed}/bin"
 readonly BUILD_SCRIPT_VERSION="tools.sh-build-1"
 readonly HELM_VERSION="v3.22.0"
-readonly KUBE_VERSION="v1.37.2"
+readonly KUBE_VERSION="v1.35.4"
 # helm reports its version from these (helm.sh/helm/v3/internal/version).
 readonly HELM_LDFLAGS="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
-readonly KUBE_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+readonly KUBE_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35"
 
 log() { printf 'tools.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
