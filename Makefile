@@ -203,7 +203,8 @@ PKGLISTS = all="$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportP
 
 # make test compiles in two lanes, then starts the test bed and runs the tests
 # (test-run). Lane A: check-generated, lint (the graph without -race), the test
-# bed's builds (they share that graph's Kubernetes packages: hack/modalign) and
+# bed's builds (etcd, kwok and helm share that graph's packages, kube-apiserver
+# and kubectl Kueue's: hack/modalign's two groups) and
 # the test binaries without -race. Lane B, beside it: the apt packages and the
 # Playwright driver (network), Kueue's packages (on the Kubernetes v0.35.4
 # libraries, which kube-apiserver's build in lane A reuses: lane B has compiled

@@ -159,16 +159,27 @@ func waitWorkload(t *testing.T, hc *hpcluster.Cluster, job *batchv1.Job, what, c
 func waitForFigure(t *testing.T, pg playwright.Page, testID, what string, ok func(string) bool) {
 	t.Helper()
 	var got string
+	reloadUntil(t, pg, func() bool {
+		if count(t, pg.GetByTestId(testID), testID) != 1 {
+			return false
+		}
+		got = text(t, pg, testID)
+		return ok(got)
+	}, func() string { return fmt.Sprintf("%s never showed on %s (last %q)", what, pg.URL(), got) })
+}
+
+// reloadUntil reloads pg, once a second for up to two minutes, until done
+// says so, and fails t with failure's message if it never does.
+func reloadUntil(t *testing.T, pg playwright.Page, done func() bool, failure func() string) {
+	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
 		_, err := pg.Reload()
 		mustOK(t, err, "reload "+pg.URL())
-		if n := count(t, pg.GetByTestId(testID), testID); n == 1 {
-			if got = text(t, pg, testID); ok(got) {
-				return
-			}
+		if done() {
+			return
 		}
 	}
-	t.Fatalf("%s never showed on %s (last %q)", what, pg.URL(), got)
+	t.Fatal(failure())
 }
 
 // waitForSum reloads pg until the figures with testIDs, each an integer
@@ -177,9 +188,7 @@ func waitForFigure(t *testing.T, pg playwright.Page, testID, what string, ok fun
 func waitForSum(t *testing.T, pg playwright.Page, testIDs []string, what string, want int) {
 	t.Helper()
 	var got []string
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-		_, err := pg.Reload()
-		mustOK(t, err, "reload "+pg.URL())
+	reloadUntil(t, pg, func() bool {
 		got = got[:0]
 		sum := 0
 		for _, id := range testIDs {
@@ -194,11 +203,10 @@ func waitForSum(t *testing.T, pg playwright.Page, testIDs []string, what string,
 			got = append(got, id+"="+s)
 			sum += n
 		}
-		if sum == want {
-			return
-		}
-	}
-	t.Fatalf("%s never added up to %d on %s (last %v)", what, want, pg.URL(), got)
+		return sum == want
+	}, func() string {
+		return fmt.Sprintf("%s never added up to %d on %s (last %v)", what, want, pg.URL(), got)
+	})
 }
 
 func hoursAbove(s string, v float64) bool {

@@ -82,8 +82,7 @@ cluster_prewarm() {
 		return 0
 	fi
 	t=$(now)
-	(cd "$REPO/hack/kueue" && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
-		go list -trimpath -export -deps -f '{{if .Error}}{{.Error}}{{end}}' sigs.k8s.io/kueue/cmd/kueue ./kueuehooks) ||
+	gonested hack/kueue list -trimpath -export -deps -f '{{if .Error}}{{.Error}}{{end}}' sigs.k8s.io/kueue/cmd/kueue ./kueuehooks ||
 		die "compiling Kueue's packages failed"
 	log "Kueue's packages compiled in $(since "$t")"
 }

@@ -95,11 +95,18 @@ bin_dir() { printf '%s/bin/kube-%s\n' "$CACHE_ROOT" "$(bin_hash)"; }
 
 # Build environment: the nested modules' own go.mod/go.sum only (readonly:
 # a stale go.sum is an error, never silently rewritten), static binaries.
+# gobuild DIR ARGS: go build in DIR; gonested DIR CMD ARGS: any go command in
+# DIR with the same environment (cluster.sh's prewarm compiles with it, to the
+# build IDs gobuild then finds).
+gonested() {
+	local dir=$1
+	shift
+	(cd "$REPO/$dir" && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 go "$@")
+}
 gobuild() {
 	local dir=$1
 	shift
-	(cd "$REPO/$dir" && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
-		go build -p "$BUILD_JOBS" -trimpath "$@")
+	gonested "$dir" build -p "$BUILD_JOBS" -trimpath "$@"
 }
 
 cmd_build() {
