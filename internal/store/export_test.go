@@ -174,3 +174,13 @@ func (d *DB) RecordTokenUseForTest(ctx context.Context, id int64, by workflow.Ac
 func (d *DB) RecordMachineUseForTest(ctx context.Context, issuer, subject, what string, now time.Time) (User, int, error) {
 	return d.recordMachineUse(ctx, issuer, subject, what, now)
 }
+
+// UpsertNodeSpansForTest writes rows (usage_node_spans' columns, in
+// nodeSpanColumns' order) through upsertRows, in one transaction.
+func (d *DB) UpsertNodeSpansForTest(ctx context.Context, rows [][]any) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		return d.upsertRows(ctx, tx, "usage_node_spans", nodeSpanColumns, len(rows),
+			` ON CONFLICT (cluster, node, from_at) DO UPDATE SET schedulable = excluded.schedulable`,
+			func(i int, args []any) []any { return append(args, rows[i]...) })
+	})
+}

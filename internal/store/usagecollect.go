@@ -28,7 +28,8 @@ type UsageRecords struct {
 // PutUsageRecords records the collector's allocations, Workloads and node
 // spans for cluster in one transaction; a record with the same key
 // replaces the earlier one, so recording again never counts twice. Each
-// kind is written in multi-row upserts of rowsPerInsert rows (insertRows) (the
+// kind is written by upsertRows: on SQLite in multi-row upserts of
+// rowsPerInsert rows, on PostgreSQL in one upsert of column arrays (the
 // first flush of a large cluster carries every pod and Workload it
 // follows: 50,000 and 10,000 in make bench, one statement each took 8.6 s
 // on PostgreSQL and 1.7 s on SQLite). Within a call the last record of a
@@ -51,8 +52,7 @@ func (d *DB) PutUsageRecords(ctx context.Context, cluster string, r UsageRecords
 		hists[i] = string(hist)
 	}
 	return d.inTx(ctx, func(tx *sql.Tx) error {
-		if err := insertRows(ctx, tx, len(allocs), `INSERT INTO usage_allocs (uid, cluster, task, pod, team, namespace, instance_type, priority_class, status,
-  accelerators, cpu_milli, memory_mib, start_at, end_at) VALUES `, 14, `
+		if err := d.upsertRows(ctx, tx, "usage_allocs", allocColumns, len(allocs), `
 ON CONFLICT (uid) DO UPDATE SET task = excluded.task, pod = excluded.pod, team = excluded.team,
   namespace = excluded.namespace, instance_type = excluded.instance_type, priority_class = excluded.priority_class,
   status = excluded.status, accelerators = excluded.accelerators, cpu_milli = excluded.cpu_milli,
@@ -64,7 +64,7 @@ ON CONFLICT (uid) DO UPDATE SET task = excluded.task, pod = excluded.pod, team =
 			}); err != nil {
 			return fmt.Errorf("store: put usage records: pods: %w", err)
 		}
-		if err := insertRows(ctx, tx, len(wls), `INSERT INTO usage_workloads (uid, cluster, name, team, namespace, instance_type, priority_class, created_at, finished_at, history) VALUES `, 10, `
+		if err := d.upsertRows(ctx, tx, "usage_workloads", workloadColumns, len(wls), `
 ON CONFLICT (uid) DO UPDATE SET name = excluded.name, team = excluded.team, namespace = excluded.namespace,
   instance_type = excluded.instance_type, priority_class = excluded.priority_class, created_at = excluded.created_at,
   finished_at = excluded.finished_at, history = excluded.history`,
@@ -75,7 +75,7 @@ ON CONFLICT (uid) DO UPDATE SET name = excluded.name, team = excluded.team, name
 			}); err != nil {
 			return fmt.Errorf("store: put usage records: workloads: %w", err)
 		}
-		if err := insertRows(ctx, tx, len(nodes), `INSERT INTO usage_node_spans (cluster, node, from_at, to_at, instance_type, accelerators, schedulable) VALUES `, 7, `
+		if err := d.upsertRows(ctx, tx, "usage_node_spans", nodeSpanColumns, len(nodes), `
 ON CONFLICT (cluster, node, from_at) DO UPDATE SET to_at = excluded.to_at, instance_type = excluded.instance_type,
   accelerators = excluded.accelerators, schedulable = excluded.schedulable`,
 			func(i int, args []any) []any {
@@ -87,6 +87,17 @@ ON CONFLICT (cluster, node, from_at) DO UPDATE SET to_at = excluded.to_at, insta
 		return putBorrowing(ctx, tx, cluster, r.Borrowing)
 	})
 }
+
+// The columns PutUsageRecords writes, in the order of its rows' values.
+var (
+	allocColumns = []upsertColumn{{"uid", false}, {"cluster", false}, {"task", false}, {"pod", false}, {"team", false},
+		{"namespace", false}, {"instance_type", false}, {"priority_class", false}, {"status", false},
+		{"accelerators", true}, {"cpu_milli", true}, {"memory_mib", true}, {"start_at", false}, {"end_at", false}}
+	workloadColumns = []upsertColumn{{"uid", false}, {"cluster", false}, {"name", false}, {"team", false}, {"namespace", false},
+		{"instance_type", false}, {"priority_class", false}, {"created_at", false}, {"finished_at", false}, {"history", false}}
+	nodeSpanColumns = []upsertColumn{{"cluster", false}, {"node", false}, {"from_at", false}, {"to_at", false},
+		{"instance_type", false}, {"accelerators", true}, {"schedulable", true}}
+)
 
 type workloadHistory struct {
 	Pending     []usage.Span      `json:"pending,omitempty"`

@@ -1,0 +1,62 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// upsertRows writes integers, bools and NULLs as each column says, and
+// refuses a row of the wrong width and (on PostgreSQL, where the rows
+// become column arrays) a value of the wrong kind with an error naming
+// the column, writing nothing of the refused call. The PostgreSQL pass
+// of make test (PORTAL_TEST_STORE_ENGINE=postgres) runs unnest's path; the
+// SQLite pass insertRows's.
+func TestUpsertRowsColumns(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openDB(t, true)
+	if err := db.UpsertNodeSpansForTest(ctx, [][]any{
+		{"hp", "n1", "2026-11-03T10:00:00.000000000Z", nil, "ml.p5.48xlarge", int64(8), true},
+		{"hp", "n2", "2026-11-03T10:00:00.000000000Z", "2026-11-03T11:00:00.000000000Z", "ml.p5.48xlarge", 4, false},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (n, sched, open, accel int) {
+		t.Helper()
+		if err := db.RawSQL().QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(schedulable), 0),
+  COALESCE(SUM(CASE WHEN to_at IS NULL THEN 1 ELSE 0 END), 0), COALESCE(SUM(accelerators), 0) FROM usage_node_spans`).Scan(&n, &sched, &open, &accel); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if n, sched, open, accel := count(); n != 2 || sched != 1 || open != 1 || accel != 12 {
+		t.Fatalf("%d rows, %d schedulable, %d open, %d accelerators; want 2, 1, 1, 12", n, sched, open, accel)
+	}
+	bads := []struct {
+		row  []any
+		want string // in PostgreSQL's error
+	}{
+		{[]any{"hp", "n3", "2026-11-03T10:00:00.000000000Z"}, "values"},
+	}
+	if db.Postgres() {
+		// SQLite stores what it is given (its columns have an affinity,
+		// not a type: https://sqlite.org/datatype3.html); the arrays
+		// cannot.
+		bads = append(bads, []struct {
+			row  []any
+			want string
+		}{
+			{[]any{"hp", "n3", "2026-11-03T10:00:00.000000000Z", nil, "ml.p5.48xlarge", "8", true}, "accelerators"},
+			{[]any{"hp", 3, "2026-11-03T10:00:00.000000000Z", nil, "ml.p5.48xlarge", 8, true}, "node"},
+		}...)
+	}
+	for _, bad := range bads {
+		rows := [][]any{{"hp", "n4", "2026-11-03T10:00:00.000000000Z", nil, "ml.p5.48xlarge", 8, true}, bad.row}
+		err := db.UpsertNodeSpansForTest(ctx, rows)
+		if err == nil || (db.Postgres() && !strings.Contains(err.Error(), bad.want)) {
+			t.Errorf("row %v: err %v, want one naming %q", bad.row, err, bad.want)
+		}
+	}
+	if n, _, _, _ := count(); n != 2 {
+		t.Fatalf("%d rows after the refused calls, want 2", n)
+	}
+}
