@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -58,5 +59,20 @@ func TestUpsertRowsColumns(t *testing.T) {
 	}
 	if n, _, _, _ := count(); n != 2 {
 		t.Fatalf("%d rows after the refused calls, want 2", n)
+	}
+	// More rows than one statement takes on either engine (500 on SQLite,
+	// 5,000 on PostgreSQL), the last one updating n1 (its key is there).
+	var many [][]any
+	for i := range 5002 {
+		many = append(many, []any{"hp", fmt.Sprintf("m%d", i), "2026-11-03T10:00:00.000000000Z", nil, "ml.p5.48xlarge", 1 + i%8, i%2 == 0})
+	}
+	many = append(many, []any{"hp", "n1", "2026-11-03T10:00:00.000000000Z", nil, "ml.p5.48xlarge", 8, false})
+	if err := db.UpsertNodeSpansForTest(ctx, many); err != nil {
+		t.Fatal(err)
+	}
+	// 5,002 new rows: 2,501 schedulable, 5,002 open, accelerators 1..8
+	// cycling (625 full cycles of 36, then 1 and 2); n1 no longer schedulable.
+	if n, sched, open, accel := count(); n != 5004 || sched != 2501 || open != 5003 || accel != 12+625*36+3 {
+		t.Fatalf("%d rows, %d schedulable, %d open, %d accelerators; want 5004, 2501, 5003, %d", n, sched, open, accel, 12+625*36+3)
 	}
 }
