@@ -35,15 +35,17 @@ import (
 //     carries a generation number that changes whenever that connection is
 //     replaced, so two connections' values are never confused.
 //   - PostgreSQL: portal_data_version_state()
-//     (migrations/00024_data_version.sql, 00036_data_version_state.sql):
-//     a sequence every writing statement on a table of this database bumps
-//     (a statement trigger on each), read before checking whether another
-//     session holds a write lock on a table of this database. While one
-//     does, the version is used when it equals the last one read with no
-//     lock held (the holder has finished no statement since: a long
-//     statement keeps the pages cached); else it is read again after short
-//     pauses (pgVersionWaits, 15 ms in all) and, if the write is still
-//     open, ok false: cache nothing. A
+//     (migrations/00024_data_version.sql, 00036_data_version_state.sql,
+//     00040_data_version_lock.sql): a sequence every writing statement on a
+//     table of this database bumps (a statement trigger on each, which
+//     first takes a shared advisory lock its transaction holds to its end),
+//     read before trying that lock exclusively: refused ("busy"), another
+//     session's transaction has counted a write and not ended. While one
+//     has, the version is used when it equals the last one read with none
+//     open (the holder has counted nothing since: a long statement keeps
+//     the pages cached); else it is read again after short pauses
+//     (pgVersionWaits, 15 ms in all) and, if the write is still open, ok
+//     false: cache nothing. A
 //     session's idle-expiry refresh does not move it (migrations/00032:
 //     nothing kept under the version shows an expiry); a new, changed or
 //     deleted session does. Commits in other databases on

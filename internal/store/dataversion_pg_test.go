@@ -136,8 +136,10 @@ func TestPostgresDataVersionThroughALongStatement(t *testing.T) {
 }
 
 // TestPostgresDataVersionNeedsACleanRead: a process whose first read finds
-// a write lock held has no version to trust yet: none, until a read with
-// no lock held.
+// a write counted and not committed has no version to trust yet: none,
+// until a read with no such write open. (A write lock alone, a statement
+// not ended, is not such a write since migrations/00040:
+// TestPostgresDataVersionThroughALongStatement.)
 func TestPostgresDataVersionNeedsACleanRead(t *testing.T) {
 	dsn := newPostgresDSN(t)
 	ctx := t.Context()
@@ -156,7 +158,7 @@ func TestPostgresDataVersionNeedsACleanRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `LOCK TABLE cost_input_version IN ROW EXCLUSIVE MODE`); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE cost_input_version SET version = version + 1`); err != nil {
 		t.Fatal(err)
 	}
 	db, err := store.Open(ctx, dsn) // a process that has read no version yet
@@ -166,13 +168,69 @@ func TestPostgresDataVersionNeedsACleanRead(t *testing.T) {
 	defer db.Close()
 	db.SetPGVersionWaits(nil)
 	if got, ok, err := db.DataVersion(ctx); ok || err != nil {
-		t.Errorf("a first read with a write lock held: DataVersion = %q, %v, %v; want none", got, ok, err)
+		t.Errorf("a first read with a write open: DataVersion = %q, %v, %v; want none", got, ok, err)
 	}
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok, err := db.DataVersion(ctx); !ok || err != nil {
-		t.Errorf("a read with no lock held: DataVersion = %q, %v, %v; want the version", got, ok, err)
+		t.Errorf("a read with no write open: DataVersion = %q, %v, %v; want the version", got, ok, err)
+	}
+}
+
+// TestPostgresDataVersionThroughAnExpiryRefresh: a session's idle-expiry
+// refresh (an UPDATE of the sessions row that changes no data) counts no
+// write (migrations/00032) and so holds no data-version lock
+// (migrations/00040): while one is open, even a process's first read gets
+// the version, with no pause (before 00040 its row lock made every page
+// view of that moment wait or render uncached). A refresh that changes
+// the data counts one: no version until it ends.
+func TestPostgresDataVersionThroughAnExpiryRefresh(t *testing.T) {
+	dsn := newPostgresDSN(t)
+	ctx := t.Context()
+	migrated, err := store.OpenMigrated(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := migrated.Sessions(bytes.Repeat([]byte("k"), 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sessions.CommitCtx(ctx, "tok-a", []byte("data-1"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	migrated.Close()
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	db, err := store.Open(ctx, dsn) // a process that has read no version yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetPGVersionWaits(nil)
+	for _, c := range []struct {
+		what, update string
+		counts       bool
+	}{
+		{"an expiry refresh", `UPDATE sessions SET expiry = expiry + 60`, false},
+		{"a data change", `UPDATE sessions SET data = data || '!'::bytea`, true},
+	} {
+		tx, err := raw.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, c.update); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok, err := db.DataVersion(ctx); ok == c.counts || err != nil {
+			t.Errorf("%s open: DataVersion = %q, %v, %v; want a version: %v", c.what, got, ok, err, !c.counts)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -80,8 +80,9 @@ func (f *versionFlights) start() {
 // pgVersionWaits are the pauses between PostgreSQL data-version reads
 // while another session's write is in progress and has counted a write
 // (portal_data_version_state(): busy, and a version past the last clean
-// one), 15 ms in all. Such a write is nearly always short (a session's
-// expiry refresh, a notice delivered), and a request that gives up caches
+// one), 15 ms in all. Such a write is nearly always short (a notice
+// delivered, a job's step; before migrations/00040 a session's expiry
+// refresh too), and a request that gives up caches
 // nothing: it renders its page from the database, and so does every other
 // request of that moment (make bench, issue 33: each of the last p99
 // stalls of pages/postgres/dashboard coincided with one session write
@@ -90,16 +91,19 @@ func (f *versionFlights) start() {
 var pgVersionWaits = []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond}
 
 // pgDataVersion reads portal_data_version_state()
-// (migrations/00036_data_version_state.sql): the version, and whether
-// another session holds a write lock. With no lock held the version is
-// returned and remembered as the last clean one. With a lock held, the
-// version is still returned when it equals the last clean one: every write
-// it counted had ended when it was read, and the lock's holder has not
-// finished a statement since, so the committed data are that version's (a
+// (migrations/00036_data_version_state.sql, 00040_data_version_lock.sql):
+// the version, and whether another session's transaction has counted a
+// write and not ended (it holds the data-version advisory lock). With none
+// open the version is returned and remembered as the last clean one. With
+// one open, the version is still returned when it equals the last clean
+// one: every write it counted had ended when it was read, and the holder
+// has counted nothing since, so the committed data are that version's (a
 // long statement of a background loop no longer turns every page view of
 // its duration into an uncached render). A version past it is read again
-// after each of waits; "" if a lock is still held then (nothing is
-// cached).
+// after each of waits; "" if the write is still open then (nothing is
+// cached). (Before 00040 a transaction counted as open from its first
+// write lock, read from pg_locks, whose copy of the server's lock table
+// made each read twice a SELECT 1's time.)
 func pgDataVersion(db *sql.DB, waits []time.Duration) func(context.Context) (string, error) {
 	var clean atomic.Pointer[string] // the last version read with no write lock held
 	return func(ctx context.Context) (string, error) {
