@@ -135,24 +135,45 @@ func TestPostgresDataVersionThroughALongStatement(t *testing.T) {
 	}
 }
 
+// pgProcesses makes a migrated PostgreSQL database (prepare, if not nil,
+// writes to it first) and returns a raw handle on it and newProcess, which
+// opens the store as a new process would: no data version read yet, no
+// pauses between reads (SetPGVersionWaits(nil)). Both close at the test's
+// end.
+func pgProcesses(t *testing.T, prepare func(*store.DB)) (raw *sql.DB, newProcess func() *store.DB) {
+	t.Helper()
+	dsn := newPostgresDSN(t)
+	migrated, err := store.OpenMigrated(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(migrated)
+	}
+	migrated.Close()
+	if raw, err = sql.Open("pgx", dsn); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw, func() *store.DB {
+		db, err := store.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		db.SetPGVersionWaits(nil)
+		return db
+	}
+}
+
 // TestPostgresDataVersionNeedsACleanRead: a process whose first read finds
 // a write counted and not committed has no version to trust yet: none,
 // until a read with no such write open. (A write lock alone, a statement
 // not ended, is not such a write since migrations/00040:
 // TestPostgresDataVersionThroughALongStatement.)
 func TestPostgresDataVersionNeedsACleanRead(t *testing.T) {
-	dsn := newPostgresDSN(t)
 	ctx := t.Context()
-	migrated, err := store.OpenMigrated(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	migrated.Close()
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw, newProcess := pgProcesses(t, nil)
 	tx, err := raw.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -161,12 +182,7 @@ func TestPostgresDataVersionNeedsACleanRead(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, `UPDATE cost_input_version SET version = version + 1`); err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.Open(ctx, dsn) // a process that has read no version yet
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetPGVersionWaits(nil)
+	db := newProcess()
 	if got, ok, err := db.DataVersion(ctx); ok || err != nil {
 		t.Errorf("a first read with a write open: DataVersion = %q, %v, %v; want none", got, ok, err)
 	}
@@ -186,31 +202,17 @@ func TestPostgresDataVersionNeedsACleanRead(t *testing.T) {
 // view of that moment wait or render uncached). A refresh that changes
 // the data counts one: no version until it ends.
 func TestPostgresDataVersionThroughAnExpiryRefresh(t *testing.T) {
-	dsn := newPostgresDSN(t)
 	ctx := t.Context()
-	migrated, err := store.OpenMigrated(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sessions, err := migrated.Sessions(bytes.Repeat([]byte("k"), 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sessions.CommitCtx(ctx, "tok-a", []byte("data-1"), time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	migrated.Close()
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	db, err := store.Open(ctx, dsn) // a process that has read no version yet
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetPGVersionWaits(nil)
+	raw, newProcess := pgProcesses(t, func(migrated *store.DB) {
+		sessions, err := migrated.Sessions(bytes.Repeat([]byte("k"), 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sessions.CommitCtx(ctx, "tok-a", []byte("data-1"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	db := newProcess()
 	for _, c := range []struct {
 		what, update string
 		counts       bool
