@@ -33,8 +33,9 @@
 -- refresh, whose trigger does not fire) no longer counts as busy: nothing
 -- it did is in the version, so the committed data are the version's. Two
 -- readers at the same instant (two replicas) see each other's exclusive
--- try as busy, and the reader's pause resolves it. 8207050111 is the key;
--- no other lock of the portal's uses it.
+-- try as busy, and the reader's pause resolves it. The key is 8101820098839078006,
+-- 0x706f7274616c6476, "portaldv" in ASCII, beside the portal's other
+-- advisory keys (listed at leader.AdvisoryLockKey).
 -- portal_data_version() (00024) stays as it was, for replicas of a previous
 -- release during a rolling update: writers still take their table locks.
 -- +dialect sqlite
@@ -43,7 +44,7 @@ SELECT 1;
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION portal_data_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(8207050111);
+    PERFORM pg_advisory_xact_lock_shared(8101820098839078006);
     PERFORM nextval('portal_data_version');
     RETURN NULL;
 END
@@ -56,9 +57,9 @@ DECLARE
 BEGIN
     SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO v FROM portal_data_version;
     version := v::text;
-    busy := NOT pg_try_advisory_lock(8207050111);
+    busy := NOT pg_try_advisory_lock(8101820098839078006);
     IF NOT busy THEN
-        PERFORM pg_advisory_unlock(8207050111);
+        PERFORM pg_advisory_unlock(8101820098839078006);
     END IF;
 END
 $$;

@@ -11,9 +11,10 @@ import (
 
 // AdvisoryLockKey is the PostgreSQL advisory lock key of the election:
 // "portalld" in ASCII. The store's other keys are 0x706f7274616c7772
-// ("portalwr", the writer lock, transaction-level) and 0x706f7274616c746d
-// ("portaltm", the test databases' template); goose's migration lock is
-// its own default key.
+// ("portalwr", the writer lock, transaction-level), 0x706f7274616c746d
+// ("portaltm", the test databases' template) and 0x706f7274616c6476
+// ("portaldv", the data version's, migrations/00040); goose's migration
+// lock is its own default key.
 const AdvisoryLockKey int64 = 0x706f7274616c6c64
 
 // AdvisoryStore is the lock election's database: *store.DB, on either
