@@ -172,8 +172,6 @@ func asInt64(v any) (int64, error) {
 		return v, nil
 	case int:
 		return int64(v), nil
-	case int32:
-		return int64(v), nil
 	case bool:
 		if v {
 			return 1, nil

@@ -105,7 +105,7 @@ var pgVersionWaits = []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 *
 // write lock, read from pg_locks, whose copy of the server's lock table
 // made each read twice a SELECT 1's time.)
 func pgDataVersion(db *sql.DB, waits []time.Duration) func(context.Context) (string, error) {
-	var clean atomic.Pointer[string] // the last version read with no write lock held
+	var clean atomic.Pointer[string] // the last version read with no counted write open (not busy)
 	return func(ctx context.Context) (string, error) {
 		for i := 0; ; i++ {
 			var version string
