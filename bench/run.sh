@@ -23,7 +23,40 @@ export PORTAL_TESTBED_REQUIRED=1
 export PORTAL_BENCH_RESULTS=$state/results.jsonl
 : >"$PORTAL_BENCH_RESULTS"
 
-section() { echo; echo "== $*"; }
+# section names the next benchmark, after the machine settles.
+section() { echo; echo "== $*"; settle; }
+
+# settle waits until the machine is idle before the next section: the test
+# bed's API server goes on deleting the previous section's tenants for a
+# while after its benchmark returns (make bench at 682cca0: the collector's
+# first flush, which does not touch the API server, took 1,308 ms on SQLite
+# right after the no-op reconcile section and 850 ms alone). Idle is two
+# one-second samples of /proc/stat in a row with at least 85% of the CPU
+# idle; it gives up after two minutes and says so.
+settle() {
+	local waited=0 calm=0 idle
+	while ((waited < 120 && calm < 2)); do
+		idle=$(cpu_idle_percent)
+		waited=$((waited + 1))
+		if ((idle >= 85)); then calm=$((calm + 1)); else calm=0; fi
+	done
+	if ((calm < 2)); then
+		echo "settle: the machine was still busy after ${waited} s (${idle}% idle); measuring anyway"
+	else
+		echo "settle: idle (${idle}%) after ${waited} s"
+	fi
+}
+
+# cpu_idle_percent is the share of CPU time spent idle over one second.
+cpu_idle_percent() {
+	local a b
+	read -ra a < <(grep '^cpu ' /proc/stat)
+	sleep 1
+	read -ra b < <(grep '^cpu ' /proc/stat)
+	local total=0 i
+	for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+	echo $(((100 * (b[4] - a[4] + b[5] - a[5])) / (total > 0 ? total : 1)))
+}
 
 # --- benchmarks (each records its rows through internal/support/benchtable) ---
 section "pages at 10,000 connections / 1,000 teams / 1,000,000 audit events, wrk next to bare echo (SQLite, PostgreSQL)"
@@ -50,7 +83,7 @@ section "Slurm: 100 teams provisioned, approval to active, next to a bare sh scr
 go test -count=1 -run '^$' -bench '^BenchmarkSlurmProvisionTenants$' -benchtime=1x -timeout 30m ./internal/provision/ -slurm-teams=100
 
 # --- the table ---
-section "results"
+echo; echo "== results"
 machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release; echo "$PRETTY_NAME"), $(go env GOVERSION), $(date -u +%Y-%m-%d)"
 printf 'Machine: %s, commit %s\n\n' "$machine" "$(git rev-parse --short HEAD)$(git diff --quiet || echo ' with local changes')" >bench/latest.md
 rc=0
