@@ -68,21 +68,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stderr)
 	if cmd == "migrate" {
 		return migrate(ctx, cfg, stdout)
 	}
-	return serve(ctx, cfg, logger, stdout)
+	logs := newLogBuffer(stderr)
+	defer logs.Close()
+	return serve(ctx, cfg, newLogger(cfg, logs), stdout)
 }
 
-func newLogger(cfg Config, w io.Writer) *slog.Logger {
+// newLogger is serve's logger, writing through w (a logBuffer, flushed
+// after every warning or error).
+func newLogger(cfg Config, w *logBuffer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(cfg.LogLevel)) // validated already
 	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(flushAbove{h, w, slog.LevelWarn})
 }
 
 func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {

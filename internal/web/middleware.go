@@ -139,7 +139,7 @@ func originOf(raw string) string {
 // session loads and saves the server-side session, except on paths that
 // need none (so probes and assets never write to the database).
 func (s *Server) session(next echo.HandlerFunc) echo.HandlerFunc {
-	wrapped := echo.WrapMiddleware(s.sessions.LoadAndSave)(next)
+	wrapped := s.loadAndSave(next)
 	return func(c echo.Context) error {
 		r := c.Request()
 		if isAnonymousPath(r.URL.Path) || bearerRequest(r) {

@@ -181,11 +181,20 @@ func (pc *pageCache) clear() {
 	pc.entries, pc.size = nil, 0
 }
 
-// accessKey is what a page's authorization depends on: the principal's
-// user, roles and team memberships (sorted and deduplicated by
-// workflow.NewPrincipal).
-func accessKey(p workflow.Principal) string {
-	return fmt.Sprint(p.UserID, p.Roles, p.Memberships)
+// appendAccess appends what a page's authorization depends on: the
+// principal's user, roles and team memberships (sorted and deduplicated
+// by workflow.NewPrincipal), each field after a NUL (names hold none), so
+// that two principals with different access never append the same bytes.
+func appendAccess(b []byte, p workflow.Principal) []byte {
+	b = strconv.AppendInt(b, p.UserID, 10)
+	for _, r := range p.Roles {
+		b = append(append(b, "\x00r"...), r...)
+	}
+	for _, m := range p.Memberships {
+		b = append(append(b, "\x00m"...), m.Team...)
+		b = append(append(b, "\x00"...), m.Role...)
+	}
+	return b
 }
 
 // pageView is what one view of a cached route records while it renders.
@@ -267,7 +276,10 @@ func (s *Server) cached(next echo.HandlerFunc, write func(echo.Context, int, []b
 		// above was read, so the version alone would still find the page
 		// rendered for the roles before it (issue 32 item 5).
 		p, _ := principal(c)
-		base := version + "\x00" + viewer + "\x00" + accessKey(p) + "\x00" + r.URL.RequestURI()
+		b := make([]byte, 0, len(version)+len(viewer)+len(r.URL.Path)+64)
+		b = append(append(append(b, version...), 0), viewer...)
+		b = append(appendAccess(append(b, 0), p), 0)
+		base := string(append(b, r.URL.RequestURI()...))
 		minute := s.opts.Now().Unix() / 60
 		key := pageKey(base, minute)
 		body, result, f, lead := s.pages.lookup(base, minute)

@@ -434,3 +434,36 @@ func TestPageCacheCountsViewsWithoutAVersion(t *testing.T) {
 		t.Errorf("a view with a data version: unversioned %v -> %v (want +0), rendered %v -> %v (want +1)", u0+2, u, r0, r)
 	}
 }
+
+// TestAccessKeysKeepPrincipalsApart: principals that differ in user, roles
+// or memberships never share a page's access key (appendAccess).
+func TestAccessKeysKeepPrincipalsApart(t *testing.T) {
+	m := func(team string, r workflow.TeamRole) workflow.Membership {
+		return workflow.Membership{Team: team, Role: r}
+	}
+	ps := []workflow.Principal{
+		workflow.NewPrincipal(1, "s", "e", "n", nil, nil),
+		workflow.NewPrincipal(11, "s", "e", "n", nil, nil),
+		workflow.NewPrincipal(1, "s", "e", "n", []workflow.Role{workflow.RoleAdmin}, nil),
+		workflow.NewPrincipal(1, "s", "e", "n", []workflow.Role{workflow.RoleAdmin, workflow.RoleFinance}, nil),
+		workflow.NewPrincipal(1, "s", "e", "n", nil, []workflow.Membership{m("red", workflow.TeamMember)}),
+		workflow.NewPrincipal(1, "s", "e", "n", nil, []workflow.Membership{m("red", workflow.TeamOwner)}),
+		workflow.NewPrincipal(1, "s", "e", "n", nil, []workflow.Membership{m("red", workflow.TeamOwner), m("blue", workflow.TeamMember)}),
+		workflow.NewPrincipal(1, "s", "e", "n", nil, []workflow.Membership{m("redmember", workflow.TeamOwner)}),
+		workflow.NewPrincipal(1, "s", "e", "n", []workflow.Role{workflow.RoleReviewer}, []workflow.Membership{m("red", workflow.TeamMember)}),
+	}
+	seen := map[string]int{}
+	for i, p := range ps {
+		k := string(appendAccess(nil, p))
+		if j, dup := seen[k]; dup {
+			t.Errorf("principals %d and %d share the access key %q", j, i, k)
+		}
+		seen[k] = i
+		// The name, subject and email decide nothing.
+		q := p
+		q.Name, q.Subject, q.Email = "other", "other", "other"
+		if string(appendAccess(nil, q)) != k {
+			t.Errorf("principal %d's key depends on its name", i)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -424,6 +425,40 @@ func TestSessionCookieFlagsAndRotation(t *testing.T) {
 				t.Errorf("HSTS present = %v under %s", got, name)
 			}
 		})
+	}
+}
+
+// TestSessionCookieOnlyWhenItChanges: the session cookie is set when the
+// token changes (login) and cleared at logout, and not repeated on the
+// responses between (loadAndSave); the session's idle expiry still moves
+// on each of those requests, and Vary: Cookie is on every one.
+func TestSessionCookieOnlyWhenItChanges(t *testing.T) {
+	h := newHarness(t, false, func(o *Options) { o.SessionIdleTimeout = 800 * time.Millisecond; o.SessionLifetime = time.Hour })
+	s := h.signIn("owner.red")
+	token := sessionCookie(s.c, h.base).Value
+	for i := range 5 {
+		time.Sleep(300 * time.Millisecond) // 1.5 s in all: past the idle timeout unless each view moved it
+		resp, body := h.get(s.c, "/")
+		if !strings.Contains(body, `data-testid="user-name"`) {
+			t.Fatalf("view %d: signed out while active", i)
+		}
+		if sc := strings.Join(resp.Header.Values("Set-Cookie"), "\n"); strings.Contains(sc, "portal_session=") {
+			t.Errorf("view %d repeated the unchanged session cookie: %s", i, sc)
+		}
+		if !slices.Contains(resp.Header.Values("Vary"), "Cookie") {
+			t.Errorf("view %d: Vary %q lacks Cookie", i, resp.Header.Values("Vary"))
+		}
+	}
+	if got := sessionCookie(s.c, h.base); got == nil || got.Value != token {
+		t.Errorf("the session cookie changed without a new token: %v", got)
+	}
+	resp, _ := h.postAs(s, "/logout", nil)
+	var cleared bool
+	for _, ck := range resp.Cookies() {
+		cleared = cleared || ck.Name == "portal_session" && ck.Value == "" && ck.MaxAge < 0
+	}
+	if !cleared {
+		t.Errorf("logout did not clear the session cookie: %q", resp.Header.Values("Set-Cookie"))
 	}
 }
 
