@@ -77,6 +77,7 @@ type pageCache struct {
 }
 
 type pageFlight struct {
+	key  string // the page's key (pageKey)
 	done chan struct{}
 	body []byte // nil: not kept (an error, a live source): render it yourself
 }
@@ -130,18 +131,18 @@ func (pc *pageCache) join(key string) (f *pageFlight, lead bool) {
 	if pc.flights == nil {
 		pc.flights = map[string]*pageFlight{}
 	}
-	f = &pageFlight{done: make(chan struct{})}
+	f = &pageFlight{key: key, done: make(chan struct{})}
 	pc.flights[key] = f
 	return f, true
 }
 
-// land ends the flight of key, keeping body (when not nil) under version.
-func (pc *pageCache) land(version, key string, f *pageFlight, body []byte) {
+// land ends the flight f, keeping body (when not nil) under version.
+func (pc *pageCache) land(version string, f *pageFlight, body []byte) {
 	if body != nil {
-		pc.put(version, key, body)
+		pc.put(version, f.key, body)
 	}
 	pc.mu.Lock()
-	delete(pc.flights, key)
+	delete(pc.flights, f.key)
 	pc.mu.Unlock()
 	f.body = body
 	close(f.done)
@@ -281,7 +282,6 @@ func (s *Server) cached(next echo.HandlerFunc, write func(echo.Context, int, []b
 		b = append(appendAccess(append(b, 0), p), 0)
 		base := string(append(b, r.URL.RequestURI()...))
 		minute := s.opts.Now().Unix() / 60
-		key := pageKey(base, minute)
 		body, result, f, lead := s.pages.lookup(base, minute)
 		if body != nil {
 			s.pages.count(result)
@@ -303,7 +303,7 @@ func (s *Server) cached(next echo.HandlerFunc, write func(echo.Context, int, []b
 		s.pages.count("rendered")
 		v := &pageView{}
 		var kept []byte
-		defer func() { s.pages.land(version, key, f, kept) }()
+		defer func() { s.pages.land(version, f, kept) }()
 		c.SetRequest(r.WithContext(context.WithValue(ctx, pageViewKey{}, v)))
 		if err := next(c); err != nil {
 			return err

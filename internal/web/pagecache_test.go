@@ -383,7 +383,7 @@ func TestPageCacheServesTheLastMinuteWhileItRenders(t *testing.T) {
 	}
 
 	fresh := []byte("rendered at minute m+1")
-	pc.land("v1", pageKey(base("v1"), m+1), f, fresh)
+	pc.land("v1", f, fresh)
 	if body, result, _, _ := pc.lookup(base("v1"), m+1); result != "hit" || string(body) != string(fresh) {
 		t.Errorf("after the render: %q %q, want the new page as a hit", result, body)
 	}

@@ -198,7 +198,12 @@ func (u sessionUser) equal(v sessionUser) bool {
 
 // copyValues copies a session's values so that no caller shares what the
 // cache holds: maps and the sessionUser's slices are copied, other values
-// (strings) are immutable.
+// (strings) are immutable. The sealed tokens are the exception: they are
+// the session's largest value (a twelfth of the bytes each cached page
+// view allocated, make bench, issue 33) and nothing writes into them
+// (sealer.open decrypts into a new slice; a re-check replaces them whole),
+// so the copy shares them with its capacity cut to its length, and an
+// append reallocates rather than writing into the cache's bytes.
 func copyValues(values map[string]any) map[string]any {
 	out := make(map[string]any, len(values))
 	for k, v := range values {
@@ -206,7 +211,7 @@ func copyValues(values map[string]any) map[string]any {
 			su.Roles = slices.Clone(su.Roles)
 			su.Memberships = slices.Clone(su.Memberships)
 			su.Groups = slices.Clone(su.Groups)
-			su.Tokens = slices.Clone(su.Tokens)
+			su.Tokens = slices.Clip(su.Tokens)
 			v = su
 		}
 		out[k] = v

@@ -62,7 +62,8 @@ func TestSessionCodecIsDeterministic(t *testing.T) {
 // one), other bytes decode to their own values, and the cache is bounded.
 func TestSessionDecodeCache(t *testing.T) {
 	su := sessionUser{UserID: 7, Email: "owner.red@example.test", Roles: []workflow.Role{workflow.RoleAdmin},
-		Memberships: []workflow.Membership{{Team: "red", Role: workflow.TeamOwner}}, Groups: []string{"red-owners"}}
+		Memberships: []workflow.Membership{{Team: "red", Role: workflow.TeamOwner}}, Groups: []string{"red-owners"},
+		Tokens: []byte("sealed")}
 	deadline := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	b, err := sessionCodec{}.Encode(deadline, map[string]any{sessUser: su, csrfKey: "token-1"})
 	if err != nil {
@@ -81,13 +82,19 @@ func TestSessionDecodeCache(t *testing.T) {
 	}
 	got := first[sessUser].(sessionUser)
 	got.Roles[0], got.Memberships[0].Team, got.Groups[0] = "changed", "changed", "changed"
+	// The sealed tokens are shared, never written in place: an append
+	// must not reach the cache's bytes (copyValues clips them).
+	if extended := append(got.Tokens, "-more"...); string(extended) != "sealed-more" {
+		t.Fatalf("append = %q", extended)
+	}
 	first[csrfKey] = "changed"
 	dl, second, err := sessionCodec{}.Decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again := second[sessUser].(sessionUser); !dl.Equal(deadline) || second[csrfKey] != "token-1" ||
-		again.Roles[0] != workflow.RoleAdmin || again.Memberships[0].Team != "red" || again.Groups[0] != "red-owners" {
+		again.Roles[0] != workflow.RoleAdmin || again.Memberships[0].Team != "red" || again.Groups[0] != "red-owners" ||
+		string(again.Tokens) != "sealed" || cap(again.Tokens) != len(again.Tokens) {
 		t.Errorf("second decode = %v %+v; want the encoded session, untouched by changes to the first result", dl, second)
 	}
 	other, _ := sessionCodec{}.Encode(deadline, map[string]any{sessUser: su, csrfKey: "token-2"})
@@ -178,5 +185,22 @@ func TestSessionUserEqualSeesEveryField(t *testing.T) {
 		if base.equal(copied) || copied.equal(base) {
 			t.Errorf("a changed %s is equal", typ.Field(i).Name)
 		}
+	}
+}
+
+// TestCopyValuesSharesTokensReadOnly: the copy shares the sealed tokens'
+// bytes, clipped, so that an append to the copy's never writes into the
+// array the cache holds.
+func TestCopyValuesSharesTokensReadOnly(t *testing.T) {
+	tok := make([]byte, 6, 64)
+	copy(tok, "sealed")
+	out := copyValues(map[string]any{sessUser: sessionUser{Tokens: tok}})
+	got := out[sessUser].(sessionUser).Tokens
+	if string(got) != "sealed" || cap(got) != len(got) {
+		t.Fatalf("copied tokens %q with cap %d, want them clipped", got, cap(got))
+	}
+	_ = append(got, 'x')
+	if tok[:7][6] == 'x' {
+		t.Error("an append to the copy's tokens wrote into the cache's array")
 	}
 }

@@ -25,7 +25,14 @@ func (s *Server) loadAndSave(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		res := c.Response()
-		res.Header().Add("Vary", "Cookie")
+		// Header().Add("Vary", "Cookie"), without canonicalizing the key
+		// and allocating its value for every response (a shared clipped
+		// slice: an Add to it reallocates).
+		if h := res.Header(); h["Vary"] == nil {
+			h["Vary"] = varyCookie
+		} else {
+			h["Vary"] = append(h["Vary"], "Cookie")
+		}
 		var sent string
 		if ck, err := r.Cookie(sm.Cookie.Name); err == nil {
 			sent = ck.Value
@@ -48,6 +55,8 @@ func (s *Server) loadAndSave(next echo.HandlerFunc) echo.HandlerFunc {
 		return err
 	}
 }
+
+var varyCookie = []string{"Cookie"}[:1:1]
 
 // sessionWriter commits the session before the response's status line,
 // as scs's sessionResponseWriter does.

@@ -906,3 +906,95 @@ func (h *harness) planHash(id int64, v int) string {
 	}
 	return plan.Hash()
 }
+
+// TestRequestLogLine: each request logs one line with its id, method,
+// path (never the query), route, status, size, duration and client.
+func TestRequestLogLine(t *testing.T) {
+	var out testenv.Buffer
+	h := newHarness(t, false, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&out, nil)) })
+	resp, _ := h.get(h.client(), "/nope?code=secret-code")
+	var line string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, "msg=request") && strings.Contains(l, "path=/nope") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("no request line for GET /nope in:\n%s", out.String())
+	}
+	for _, want := range []string{"level=INFO", "method=GET", "route=unmatched", "status=404", "request_id=" + resp.Header.Get("X-Request-Id"),
+		"bytes=", "duration_ms=", "remote_ip=127.0.0.1"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("request line lacks %q: %s", want, line)
+		}
+	}
+	if strings.Contains(out.String(), "secret-code") {
+		t.Errorf("the query reached the log: %s", line)
+	}
+}
+
+// TestRequestIDs: every response names its request; ids differ from one
+// request to the next and from one server (process) to another, and an
+// id the client sent is kept.
+func TestRequestIDs(t *testing.T) {
+	h, other := newHarness(t, false), newHarness(t, false)
+	seen := map[string]bool{}
+	for _, hh := range []*harness{h, h, h, other, other} {
+		resp, _ := hh.get(hh.client(), "/healthz")
+		rid := resp.Header.Get("X-Request-Id")
+		if len(rid) < 16 || seen[rid] {
+			t.Errorf("request id %q: empty, short or repeated (%v)", rid, seen)
+		}
+		seen[rid] = true
+	}
+	a, b := newRequestIDs(), newRequestIDs()
+	if x, y := a.next(), b.next(); x[:17] == y[:17] {
+		t.Errorf("two servers' ids share their prefix: %q %q", x, y)
+	}
+	req, _ := http.NewRequest(http.MethodGet, h.base+"/healthz", nil)
+	req.Header.Set("X-Request-Id", "from-the-proxy-42")
+	resp, err := h.client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("X-Request-Id"); got != "from-the-proxy-42" {
+		t.Errorf("the client's request id became %q", got)
+	}
+}
+
+// TestSecurityHeadersAreEachResponses: the security headers' values are
+// shared by every response (securityHeaders), so a handler that adds to,
+// sets or deletes one changes only its own response.
+func TestSecurityHeadersAreEachResponses(t *testing.T) {
+	h := newHarness(t, false)
+	e := echo.New()
+	for i := range 3 {
+		mw := h.srv.securityHeaders(func(c echo.Context) error {
+			hd := c.Response().Header()
+			if i == 0 {
+				hd.Add("Cache-Control", `no-cache="Set-Cookie"`)
+				hd.Add("X-Content-Type-Options", "more")
+				hd.Set("X-Frame-Options", "SAMEORIGIN")
+				hd.Del("Referrer-Policy")
+			}
+			return c.NoContent(http.StatusNoContent)
+		})
+		rec := httptest.NewRecorder()
+		if err := mw(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), rec)); err != nil {
+			t.Fatal(err)
+		}
+		got := rec.Header()
+		if i == 0 {
+			if !slices.Equal(got.Values("Cache-Control"), []string{"no-store", `no-cache="Set-Cookie"`}) || got.Get("X-Frame-Options") != "SAMEORIGIN" || got.Get("Referrer-Policy") != "" {
+				t.Fatalf("the handler's own changes are not in its response: %v", got)
+			}
+			continue
+		}
+		for k, want := range map[string]string{"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin"} {
+			if v := got.Values(k); len(v) != 1 || v[0] != want {
+				t.Errorf("response %d: %s = %q, want %q (an earlier handler's change leaked)", i, k, v, want)
+			}
+		}
+	}
+}
