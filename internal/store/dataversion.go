@@ -61,7 +61,7 @@ func (d *DB) DataVersion(ctx context.Context) (token string, ok bool, err error)
 		if token == "" {
 			return "", false, nil // another session's write is in progress
 		}
-		return "pg:" + token, true, nil
+		return token, true, nil // "pg:" and the version (pgDataVersion)
 	}
 	if d.path == ":memory:" {
 		return "", false, nil

@@ -66,7 +66,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 			return nil, fmt.Errorf("store: open %s: %w", name, err)
 		}
 		d := &DB{sql: db, path: name, dialect: dialectPostgres}
-		d.pgVersion = &versionFlights{query: pgDataVersion(db, pgVersionWaits)}
+		d.pgVersion = &versionFlights{query: pgDataVersion(db, pgVersionWaits), gap: pgVersionGap}
 		return d, nil
 	}
 	path := dsn

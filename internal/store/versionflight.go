@@ -16,13 +16,24 @@ import (
 // committed before it arrived, exactly as the request's own read would,
 // so DataVersion's rule (read the version before the data kept under it)
 // holds for every joiner. At most one read runs and one waits; the
-// waiting one starts when the running one ends.
+// waiting one starts when the running one ends and gap has passed.
+//
+// gap is the least time from one read's start to the next one's: the
+// waiting read starts no sooner, and every caller that arrives meanwhile
+// joins it (it has not started). Under load the reads ran back to back,
+// each shared by a handful of requests, and the reads themselves were a
+// tenth of a cached page's cost in the portal and more in PostgreSQL
+// (make bench, issue 33); with a gap a request waits at most gap longer
+// and one read serves more of them. A caller alone waits for nothing
+// (the last read started longer than gap ago).
 type versionFlights struct {
 	query func(context.Context) (string, error)
+	gap   time.Duration
 
 	mu      sync.Mutex
 	running bool
 	next    *versionFlight // waiting to start; joined by every new caller
+	started time.Time      // when the last read started
 
 	reads, calls int64 // reads sent and calls made (for tests), under mu
 }
@@ -57,13 +68,22 @@ func (f *versionFlights) read(ctx context.Context) (string, error) {
 	}
 }
 
-// start runs the waiting flight, and then the one that waits by then, if
-// any. Called with mu held.
+// start runs the waiting flight, once gap has passed since the last read
+// started (callers join it until then), and then the one that waits by
+// then, if any. Called with mu held.
 func (f *versionFlights) start() {
-	fl := f.next
-	f.next, f.running = nil, true
-	f.reads++
+	f.running = true
+	wait := f.gap - time.Since(f.started)
 	go func() {
+		if wait > 0 {
+			time.Sleep(wait)
+		}
+		f.mu.Lock()
+		fl := f.next
+		f.next = nil
+		f.reads++
+		f.started = time.Now()
+		f.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), versionReadTimeout)
 		fl.token, fl.err = f.query(ctx)
 		cancel()
@@ -76,6 +96,9 @@ func (f *versionFlights) start() {
 		}
 	}()
 }
+
+// pgVersionGap is PostgreSQL's versionFlights gap.
+const pgVersionGap = 250 * time.Microsecond
 
 // pgVersionWaits are the pauses between PostgreSQL data-version reads
 // while another session's write is in progress and has counted a write
@@ -101,9 +124,10 @@ var pgVersionWaits = []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 *
 // long statement of a background loop no longer turns every page view of
 // its duration into an uncached render). A version past it is read again
 // after each of waits; "" if the write is still open then (nothing is
-// cached). (Before 00040 a transaction counted as open from its first
-// write lock, read from pg_locks, whose copy of the server's lock table
-// made each read twice a SELECT 1's time.)
+// cached). The token returned is "pg:" and the version. (Before 00040 a
+// transaction counted as open from its first write lock, read from
+// pg_locks, whose copy of the server's lock table made each read twice a
+// SELECT 1's time.)
 func pgDataVersion(db *sql.DB, waits []time.Duration) func(context.Context) (string, error) {
 	var clean atomic.Pointer[string] // the last version read with no counted write open (not busy)
 	return func(ctx context.Context) (string, error) {
@@ -113,12 +137,14 @@ func pgDataVersion(db *sql.DB, waits []time.Duration) func(context.Context) (str
 			if err := db.QueryRowContext(ctx, `SELECT version, busy FROM portal_data_version_state()`).Scan(&version, &busy); err != nil {
 				return "", err
 			}
+			// The token carries its engine's prefix, made once per
+			// read for every request that shares it.
 			if !busy {
 				clean.Store(&version)
-				return version, nil
+				return "pg:" + version, nil
 			}
 			if c := clean.Load(); c != nil && *c == version {
-				return version, nil
+				return "pg:" + version, nil
 			}
 			if i == len(waits) {
 				return "", nil

@@ -99,3 +99,46 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("timed out waiting")
 }
+
+// With a gap, a read starts no sooner than gap after the last one
+// started, and the callers that arrive meanwhile share it; each still
+// gets a read that started after it asked.
+func TestVersionFlightsGap(t *testing.T) {
+	const gap = 200 * time.Millisecond
+	var mu sync.Mutex
+	var starts []time.Time
+	f := &versionFlights{gap: gap, query: func(context.Context) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		starts = append(starts, time.Now())
+		return strconv.Itoa(len(starts)), nil
+	}}
+	ctx := context.Background()
+	if tok, err := f.read(ctx); tok != "1" || err != nil {
+		t.Fatalf("first read: %q %v", tok, err)
+	}
+	asked := time.Now()
+	var wg sync.WaitGroup
+	toks := make([]string, 5)
+	for i := range toks {
+		wg.Add(1)
+		go func() { defer wg.Done(); toks[i], _ = f.read(ctx) }()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for i, tok := range toks {
+		if tok != "2" {
+			t.Errorf("caller %d got read %q, want 2 (the five share the read after the gap)", i, tok)
+		}
+	}
+	if len(starts) != 2 {
+		t.Fatalf("%d reads, want 2", len(starts))
+	}
+	if d := starts[1].Sub(starts[0]); d < gap {
+		t.Errorf("the second read started %v after the first, want at least %v", d, gap)
+	}
+	if starts[1].Before(asked) {
+		t.Error("the callers got a read that started before they asked")
+	}
+}

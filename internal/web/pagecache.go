@@ -370,12 +370,32 @@ func writeJSONView(c echo.Context, status int, v any) error {
 
 // writeJSON is echo's JSONBlob with the body's length.
 func writeJSON(c echo.Context, status int, body []byte) error {
-	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
-	return c.JSONBlob(status, body)
+	return writeBlob(c, status, jsonContentType, body)
 }
 
 // writeHTML is echo's HTMLBlob with the body's length.
 func writeHTML(c echo.Context, status int, body []byte) error {
-	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
-	return c.HTMLBlob(status, body)
+	return writeBlob(c, status, htmlContentType, body)
+}
+
+// The Content-Type values of writeBlob, shared by every response and
+// clipped (an Add to one reallocates).
+var (
+	jsonContentType = []string{echo.MIMEApplicationJSON}[:1:1]
+	htmlContentType = []string{echo.MIMETextHTMLCharsetUTF8}[:1:1]
+)
+
+// writeBlob is echo's Blob (the content type unless the handler set one,
+// the status, the body) with the body's length, setting both headers
+// without canonicalizing their names for every response.
+func writeBlob(c echo.Context, status int, contentType []string, body []byte) error {
+	res := c.Response()
+	h := res.Header()
+	if v := h["Content-Type"]; len(v) == 0 || v[0] == "" {
+		h["Content-Type"] = contentType
+	}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	res.WriteHeader(status)
+	_, err := res.Write(body)
+	return err
 }

@@ -744,15 +744,27 @@ func TestProbesAndMetrics(t *testing.T) {
 	h.login(c, "owner.red")
 	h.get(c, "/teams/red")
 	h.get(c, "/teams/blue")
+	// Methods HTTP does not define are counted as one label value, so
+	// that clients cannot grow the series without bound.
+	for _, method := range []string{"BREW", "WHEN", "BREW"} {
+		req, _ := http.NewRequest(method, h.base+"/teams/red", nil)
+		if resp, err := h.client().Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
 	_, m := h.get(h.client(), "/metrics")
 	for _, want := range []string{
 		`portal_http_requests_total{code="200",method="GET",route="/teams/:team"} 1`,
 		`portal_http_requests_total{code="404",method="GET",route="/teams/:team"} 1`,
 		`portal_http_request_duration_seconds_bucket{method="GET",route="/teams/:team"`,
+		`portal_http_requests_total{code="403",method="other",route="/teams/:team"} 3`, // refused by csrf
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	if strings.Contains(m, `method="BREW"`) || strings.Contains(m, `method="WHEN"`) {
+		t.Error("an undefined method became a label value")
 	}
 	// Probes never touch sessions.
 	if n, _ := h.srv.store.Count(context.Background()); n != 1 {
@@ -970,7 +982,7 @@ func TestSecurityHeadersAreEachResponses(t *testing.T) {
 	h := newHarness(t, false)
 	e := echo.New()
 	for i := range 3 {
-		mw := h.srv.securityHeaders(func(c echo.Context) error {
+		mw := h.srv.securityHeaders()(func(c echo.Context) error {
 			hd := c.Response().Header()
 			if i == 0 {
 				hd.Add("Cache-Control", `no-cache="Set-Cookie"`)
