@@ -17,12 +17,11 @@ import (
 // is the info lines of the last logFlushEvery; Go's own panic report is
 // written by the runtime, not through this buffer.
 type logBuffer struct {
-	mu      sync.Mutex
-	w       io.Writer
-	buf     []byte
-	timer   *time.Timer
-	pending bool // the timer is armed for lines waiting
-	closed  bool // after Close every line is written at once
+	mu     sync.Mutex
+	w      io.Writer
+	buf    []byte      // the lines waiting; the timer is armed while there are any
+	timer  *time.Timer // nil until the first line waits
+	closed bool        // after Close every line is written at once
 }
 
 const (
@@ -38,12 +37,12 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 	if b.closed {
 		return b.w.Write(p)
 	}
+	first := len(b.buf) == 0
 	b.buf = append(b.buf, p...)
 	if len(b.buf) >= logBufferSize {
 		return len(p), b.flushLocked()
 	}
-	if !b.pending {
-		b.pending = true
+	if first { // arm the timer for the lines that now wait
 		if b.timer == nil {
 			b.timer = time.AfterFunc(logFlushEvery, func() { _ = b.Flush() })
 		} else {
@@ -61,7 +60,6 @@ func (b *logBuffer) Flush() error {
 }
 
 func (b *logBuffer) flushLocked() error {
-	b.pending = false
 	if len(b.buf) == 0 {
 		return nil
 	}
