@@ -129,7 +129,7 @@ func BenchmarkFollow50kPods(b *testing.B) {
 			for i := range 50_000 {
 				follow(c, st, []*corev1.Pod{fatPod(i, start)}, transform)
 			}
-			c.dirty = store.UsageRecords{}
+			c.dirty = changes{}
 			h1, rss := heapAndRSS()
 			upd := make([]*corev1.Pod, 1000)
 			for i := range upd {
@@ -146,7 +146,7 @@ func BenchmarkFollow50kPods(b *testing.B) {
 					t.FinishedAt.Time = t.FinishedAt.Add(time.Second)
 				}
 				follow(c, st, upd, transform)
-				c.dirty = store.UsageRecords{}
+				c.dirty = changes{}
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "CPU-ms/1k-updates")

@@ -409,7 +409,7 @@ func (c *Collector) podLocked(p *slimPod, now time.Time) {
 		}
 	}
 	c.pods[p.UID] = &a
-	c.markAlloc(a, from)
+	c.markAlloc(&a, from)
 }
 
 func (c *Collector) onPodGone(obj any) {
@@ -429,7 +429,7 @@ func (c *Collector) onPodGone(obj any) {
 	// Deleted while running: it held its resources until now.
 	a := *prev
 	a.End, a.Status = usage.Later(now, a.Start), "Deleted"
-	c.markAlloc(a, usage.Earlier(a.End, c.last))
+	c.markAlloc(&a, usage.Earlier(a.End, c.last))
 }
 
 func (c *Collector) onQueue(obj any) {

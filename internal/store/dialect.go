@@ -80,6 +80,23 @@ func (d dialect) jsonText(col, key string) string {
 	return "json_extract(" + col + ", '$." + key + "')"
 }
 
+// byteOrder is col in an ORDER BY that sorts text by its bytes, as Go
+// compares strings. SQLite's default collation already does
+// (https://www.sqlite.org/datatype3.html, "Collating Sequences": "BINARY -
+// Compares string data using memcmp(), regardless of text encoding").
+// PostgreSQL's default follows the database's locale, which may order
+// "a-c" and "ab" otherwise, so the C collation is named
+// (https://www.postgresql.org/docs/current/collation.html, "Standard
+// Collations": the C and POSIX collations specify "traditional C"
+// behavior, in which sorting is done strictly by character code byte
+// values).
+func (d dialect) byteOrder(col string) string {
+	if d.postgres {
+		return col + ` COLLATE "C"`
+	}
+	return col
+}
+
 // skipLocked is appended to the SELECT that picks a row to claim (a job, a
 // delivery): on PostgreSQL the row is locked and rows another transaction
 // holds are skipped, so each row has exactly one claimer. SQLite has one

@@ -1,11 +1,14 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,5 +221,159 @@ func TestUsageRecordsInManyStatements(t *testing.T) {
 		if n.Node == lastNode.Node && n != lastNode {
 			t.Errorf("node span %s = %+v, want the last record's %+v", n.Node, n, lastNode)
 		}
+	}
+}
+
+// EachTeamUsageIn hands the collector's recompute one team's records at a
+// time (usage.Integrator): every team once, in byte order, with exactly
+// the records of UsageRecordsIn that are its own. Team
+// names whose byte order differs from a locale's ("B" before "a" by bytes,
+// after it in ICU's root collation and glibc's en_US) are grouped all the
+// same: on PostgreSQL the team columns are given ICU's root collation
+// when the server has it, so that a walk that trusted the column's
+// collation would split a team or drop records.
+func TestEachTeamUsageIn(t *testing.T) {
+	ctx := context.Background()
+	db, dsn := openDB(t, true)
+	if onPostgres() {
+		raw, err := sql.Open("pgx", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		var icu int
+		if err := raw.QueryRowContext(ctx, `SELECT count(*) FROM pg_collation WHERE collname = 'und-x-icu'`).Scan(&icu); err != nil {
+			t.Fatal(err)
+		}
+		if icu == 0 {
+			t.Log("this PostgreSQL has no ICU collations: the team columns keep the database's collation")
+		}
+		for _, table := range []string{"usage_allocs", "usage_workloads"} {
+			if icu == 0 {
+				break
+			}
+			if _, err := raw.ExecContext(ctx, `ALTER TABLE `+table+` ALTER COLUMN team TYPE text COLLATE "und-x-icu"`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if icu > 0 {
+			var first string
+			if err := raw.QueryRowContext(ctx, `SELECT t FROM (VALUES ('B'), ('a')) v(t) ORDER BY t COLLATE "und-x-icu" LIMIT 1`).Scan(&first); err != nil || first != "a" {
+				t.Fatalf("ICU's root collation puts %q first (%v): the test's premise is gone", first, err)
+			}
+		}
+	}
+	h0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	teams := []string{"a", "B", "a-c", "ab", "b", "é"} // Workloads only: "b"; pods only: "é"
+	var r store.UsageRecords
+	for i := range 300 {
+		team := teams[i%len(teams)]
+		if team == "b" {
+			team = "a"
+		}
+		a := usage.Alloc{Key: fmt.Sprintf("uid-%03d", i), Task: fmt.Sprintf("wl-%d", i%40), Pod: fmt.Sprintf("p-%d", i), Team: team,
+			Namespace: "hyperpod-ns-" + team, InstanceType: "ml.p5.48xlarge", Accelerators: int64(1 + i%8),
+			Start: h0.Add(time.Duration(i%7) * 10 * time.Minute), Status: "Running"}
+		if i%5 == 0 {
+			a.End = a.Start.Add(5 * time.Minute)
+		}
+		if i%11 == 0 { // ended before the window: not the window's
+			a.Start, a.End = h0.Add(-3*time.Hour), h0.Add(-2*time.Hour)
+		}
+		r.Allocs = append(r.Allocs, a)
+	}
+	for i := range 60 {
+		team := teams[i%len(teams)]
+		if team == "é" {
+			team = "b"
+		}
+		r.Workloads = append(r.Workloads, usage.Workload{Key: fmt.Sprintf("wl-%02d", i), Name: fmt.Sprintf("job-%d", i), Team: team,
+			Namespace: "hyperpod-ns-" + team, InstanceType: "ml.p5.48xlarge", Created: h0.Add(-time.Minute),
+			Admissions: []usage.Admission{{At: h0, WaitSeconds: 60}}})
+	}
+	if err := db.PutUsageRecords(ctx, "hp", r); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutUsageRecords(ctx, "other", store.UsageRecords{Allocs: []usage.Alloc{{Key: "elsewhere", Team: "a", Start: h0}}}); err != nil {
+		t.Fatal(err)
+	}
+	from, to := h0, h0.Add(2*time.Hour)
+	all, err := db.UsageRecordsIn(ctx, "hp", from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]store.UsageRecords{}
+	for _, a := range all.Allocs {
+		w := want[a.Team]
+		w.Allocs = append(w.Allocs, a)
+		want[a.Team] = w
+	}
+	for _, x := range all.Workloads {
+		w := want[x.Team]
+		w.Workloads = append(w.Workloads, x)
+		want[x.Team] = w
+	}
+	var seen []string
+	got := map[string]store.UsageRecords{}
+	if err := db.EachTeamUsageIn(ctx, "hp", from, to, func(team string, r store.UsageRecords) error {
+		seen = append(seen, team)
+		if _, twice := got[team]; twice {
+			t.Errorf("team %q handed over twice", team)
+		}
+		got[team] = r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.IsSorted(seen) || len(seen) != len(want) {
+		t.Errorf("teams handed over: %q, want each of the %d once, in byte order", seen, len(want))
+	}
+	for _, r := range got { // within a team, in no particular order
+		slices.SortFunc(r.Allocs, func(a, b usage.Alloc) int { return cmp.Or(a.Start.Compare(b.Start), strings.Compare(a.Key, b.Key)) })
+		slices.SortFunc(r.Workloads, func(a, b usage.Workload) int { return strings.Compare(a.Key, b.Key) })
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("records by team differ from UsageRecordsIn's:\n got %+v\nwant %+v", got, want)
+	}
+	if len(want["b"].Workloads) == 0 || len(want["é"].Allocs) == 0 || len(want["b"].Allocs)+len(want["é"].Workloads) != 0 {
+		t.Fatalf("the fixture lost its team of Workloads only or of pods only: %+v", want)
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := db.EachTeamUsageIn(ctx, "hp", from, to, func(string, store.UsageRecords) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+		t.Errorf("fn's error: got %v after %d calls, want it at once", err, n)
+	}
+}
+
+// An in-memory SQLite database has a pool of one connection: the walk's
+// two queries share it rather than wait for a second that never comes.
+func TestEachTeamUsageInMemory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	db, err := store.Open(ctx, ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	r := store.UsageRecords{
+		Allocs:    []usage.Alloc{{Key: "p1", Team: "red", Start: h0}, {Key: "p2", Team: "blue", Start: h0}},
+		Workloads: []usage.Workload{{Key: "w1", Team: "red", Created: h0}},
+	}
+	if err := db.PutUsageRecords(ctx, "hp", r); err != nil {
+		t.Fatal(err)
+	}
+	var teams []string
+	if err := db.EachTeamUsageIn(ctx, "hp", h0, h0.Add(time.Hour), func(team string, r store.UsageRecords) error {
+		teams = append(teams, fmt.Sprintf("%s:%d+%d", team, len(r.Allocs), len(r.Workloads)))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"blue:1+0", "red:1+1"}; !slices.Equal(teams, want) {
+		t.Errorf("teams = %q, want %q", teams, want)
 	}
 }

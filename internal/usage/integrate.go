@@ -2,6 +2,7 @@ package usage
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -128,32 +129,47 @@ func IntegrateSplit(from, until time.Time, allocs []Alloc, wls []Workload, g, cp
 		}
 		return r
 	}
+	// A task is counted once per row: a Workload running (its pods'
+	// Task) or a pod of none running, waiting, or preempted.
 	type taskKey struct {
 		rowKey
-		task string
+		kind uint8
+		id   string
 	}
+	const (
+		runTask uint8 = iota
+		runPod
+		pending
+		preempted
+	)
 	seen := map[taskKey]bool{}
-	count := func(k rowKey, task string, field func(*Hour) *int) {
-		tk := taskKey{k, task}
+	count := func(k rowKey, kind uint8, id string, field func(*Hour) *int) {
+		tk := taskKey{k, kind, id}
 		if !seen[tk] {
 			seen[tk] = true
 			*field(row(k.team, k.ns, k.itype, k.hour))++
 		}
 	}
 
-	// Group allocations by team and instance type for the guarantee sweep.
-	type group struct{ team, itype string }
-	groups := map[group][]Alloc{}
+	// The allocations in the window, copied once (the instance type
+	// defaulted), then grouped by team and instance type for the
+	// guarantee sweep by pointer: appending the 200-byte records to each
+	// group, and to the sweep's active set, was most of a recompute's
+	// integration (make bench's collector flush, issue 33).
+	in := make([]Alloc, 0, len(allocs))
 	for _, a := range allocs {
 		s, e := clip(a.Start, a.End, lo, hi)
 		if empty(a.Start, s, e) {
 			continue
 		}
 		a.InstanceType = cmp.Or(a.InstanceType, NoInstanceType)
-		groups[group{a.Team, a.InstanceType}] = append(groups[group{a.Team, a.InstanceType}], a)
-		task := cmp.Or(a.Task, "pod:"+a.Key)
+		in = append(in, a)
+		kind, id := runTask, a.Task
+		if id == "" {
+			kind, id = runPod, a.Key
+		}
 		for h := hourOf(s); h < e || h == hourOf(s); h += 3600 {
-			count(rowKey{a.Team, a.Namespace, a.InstanceType, h}, "run:"+task, func(r *Hour) *int { return &r.Running })
+			count(rowKey{a.Team, a.Namespace, a.InstanceType, h}, kind, id, func(r *Hour) *int { return &r.Running })
 		}
 		// CPU and memory integrate per hour; CPU's borrowed part is
 		// swept below.
@@ -163,16 +179,22 @@ func IntegrateSplit(from, until time.Time, allocs []Alloc, wls []Workload, g, cp
 			r.MemoryMiBSeconds += a.MemoryMiB * secs
 		})
 	}
-	accel := func(a Alloc) int64 { return a.Accelerators }
-	cpuMilli := func(a Alloc) int64 { return a.CPUMilli }
+	type group struct{ team, itype string }
+	groups := map[group][]*Alloc{}
+	for i := range in {
+		k := group{in[i].Team, in[i].InstanceType}
+		groups[k] = append(groups[k], &in[i])
+	}
+	accel := func(a *Alloc) int64 { return a.Accelerators }
+	cpuMilli := func(a *Alloc) int64 { return a.CPUMilli }
 	for grp, as := range groups {
-		sweep(as, accel, g[grp.team][grp.itype], lo, hi, func(a Alloc, h, guaranteed, borrowed int64) {
+		sweep(as, accel, g[grp.team][grp.itype], lo, hi, func(a *Alloc, h, guaranteed, borrowed int64) {
 			r := row(a.Team, a.Namespace, a.InstanceType, h)
 			r.GuaranteedAccelSeconds += guaranteed
 			r.BorrowedAccelSeconds += borrowed
 		})
 		if cpu != nil {
-			sweep(as, cpuMilli, cpu[grp.team][grp.itype], lo, hi, func(a Alloc, h, _, borrowed int64) {
+			sweep(as, cpuMilli, cpu[grp.team][grp.itype], lo, hi, func(a *Alloc, h, _, borrowed int64) {
 				row(a.Team, a.Namespace, a.InstanceType, h).BorrowedCPUMilliSeconds += borrowed
 			})
 		}
@@ -187,12 +209,12 @@ func IntegrateSplit(from, until time.Time, allocs []Alloc, wls []Workload, g, cp
 				continue
 			}
 			for h := hourOf(s); h < e || h == hourOf(s); h += 3600 {
-				count(rowKey{w.Team, w.Namespace, w.InstanceType, h}, "pend:"+w.Key, func(r *Hour) *int { return &r.Pending })
+				count(rowKey{w.Team, w.Namespace, w.InstanceType, h}, pending, w.Key, func(r *Hour) *int { return &r.Pending })
 			}
 		}
 		for _, t := range w.Preemptions {
 			if u := t.Unix(); u >= lo && u < hi {
-				count(rowKey{w.Team, w.Namespace, w.InstanceType, hourOf(u)}, "pre:"+w.Key, func(r *Hour) *int { return &r.Preempted })
+				count(rowKey{w.Team, w.Namespace, w.InstanceType, hourOf(u)}, preempted, w.Key, func(r *Hour) *int { return &r.Preempted })
 			}
 		}
 		for _, ad := range w.Admissions {
@@ -213,11 +235,17 @@ func IntegrateSplit(from, until time.Time, allocs []Alloc, wls []Workload, g, cp
 	for _, r := range rows {
 		out = append(out, *r)
 	}
-	slices.SortFunc(out, func(a, b Hour) int {
+	sortHours(out)
+	return out
+}
+
+// sortHours puts IntegrateSplit's rows in its order: by hour, team,
+// namespace and instance type.
+func sortHours(hs []Hour) {
+	slices.SortFunc(hs, func(a, b Hour) int {
 		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Team, b.Team), cmp.Compare(a.Namespace, b.Namespace),
 			cmp.Compare(a.InstanceType, b.InstanceType))
 	})
-	return out
 }
 
 // sweep walks the team's allocations on one instance type between every
@@ -225,11 +253,11 @@ func IntegrateSplit(from, until time.Time, allocs []Alloc, wls []Workload, g, cp
 // piece the guarantee in force is filled in order of start time and emit
 // gets each allocation's guaranteed and borrowed quantity-seconds (qty:
 // accelerators, or CPU millicores) in that piece's hour.
-func sweep(as []Alloc, qty func(Alloc) int64, steps []GuaranteeStep, lo, hi int64, emit func(a Alloc, hour, guaranteed, borrowed int64)) {
-	slices.SortFunc(as, func(a, b Alloc) int {
+func sweep(as []*Alloc, qty func(*Alloc) int64, steps []GuaranteeStep, lo, hi int64, emit func(a *Alloc, hour, guaranteed, borrowed int64)) {
+	slices.SortFunc(as, func(a, b *Alloc) int {
 		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Key, b.Key))
 	})
-	points := []int64{}
+	points := make([]int64, 0, 2*len(as)+len(steps)+2)
 	for _, a := range as {
 		s, e := clip(a.Start, a.End, lo, hi)
 		points = append(points, s, e)
@@ -250,7 +278,7 @@ func sweep(as []Alloc, qty func(Alloc) int64, steps []GuaranteeStep, lo, hi int6
 	points = slices.Compact(points)
 	// as is in start order and clipping keeps that order, so the active
 	// set, appended as pieces begin, stays in start order too.
-	var active []Alloc
+	var active []*Alloc
 	next := 0
 	for i := 0; i+1 < len(points); i++ {
 		p, q := points[i], points[i+1]
@@ -260,7 +288,7 @@ func sweep(as []Alloc, qty func(Alloc) int64, steps []GuaranteeStep, lo, hi int6
 			}
 			active = append(active, as[next])
 		}
-		active = slices.DeleteFunc(active, func(a Alloc) bool { _, e := clip(a.Start, a.End, lo, hi); return e <= p })
+		active = slices.DeleteFunc(active, func(a *Alloc) bool { _, e := clip(a.Start, a.End, lo, hi); return e <= p })
 		left := stepAt(steps, p)
 		for _, a := range active {
 			n := qty(a)
@@ -279,27 +307,43 @@ func sweep(as []Alloc, qty func(Alloc) int64, steps []GuaranteeStep, lo, hi int6
 // nodes offered, allocated what every team's pods held, and unhealthy the
 // node-seconds of nodes not Schedulable.
 func IntegrateCluster(cluster string, from, until time.Time, nodes []NodeSpan, allocs []Alloc) []ClusterHour {
-	lo, hi := HourStart(from).Unix(), until.Unix()
-	if hi <= lo {
-		return nil
+	t := newClusterTally(cluster, from, until)
+	t.nodes(nodes)
+	t.allocs(allocs)
+	return t.hours()
+}
+
+// clusterTally adds up IntegrateCluster's rows: its nodes and its pods may
+// come in parts, each row being a sum over them.
+type clusterTally struct {
+	cluster string
+	lo, hi  int64
+	rows    map[clusterKey]*ClusterHour
+}
+
+type clusterKey struct {
+	itype string
+	hour  int64
+}
+
+func newClusterTally(cluster string, from, until time.Time) *clusterTally {
+	return &clusterTally{cluster: cluster, lo: HourStart(from).Unix(), hi: until.Unix(), rows: map[clusterKey]*ClusterHour{}}
+}
+
+func (t *clusterTally) row(itype string, h int64) *ClusterHour {
+	r := t.rows[clusterKey{itype, h}]
+	if r == nil {
+		r = &ClusterHour{Cluster: t.cluster, InstanceType: itype, Start: time.Unix(h, 0).UTC(), Source: SourceCluster}
+		t.rows[clusterKey{itype, h}] = r
 	}
-	type key struct {
-		itype string
-		hour  int64
-	}
-	rows := map[key]*ClusterHour{}
-	row := func(itype string, h int64) *ClusterHour {
-		r := rows[key{itype, h}]
-		if r == nil {
-			r = &ClusterHour{Cluster: cluster, InstanceType: itype, Start: time.Unix(h, 0).UTC(), Source: SourceCluster}
-			rows[key{itype, h}] = r
-		}
-		return r
-	}
-	for _, n := range nodes {
-		s, e := clip(n.From, n.To, lo, hi)
+	return r
+}
+
+func (t *clusterTally) nodes(ns []NodeSpan) {
+	for _, n := range ns {
+		s, e := clip(n.From, n.To, t.lo, t.hi)
 		forHours(s, e, func(h, secs int64) {
-			r := row(n.InstanceType, h)
+			r := t.row(n.InstanceType, h)
 			if n.Schedulable {
 				r.CapacityAccelSeconds += n.Accelerators * secs
 			} else {
@@ -307,12 +351,21 @@ func IntegrateCluster(cluster string, from, until time.Time, nodes []NodeSpan, a
 			}
 		})
 	}
-	for _, a := range allocs {
-		s, e := clip(a.Start, a.End, lo, hi)
-		forHours(s, e, func(h, secs int64) { row(a.InstanceType, h).AllocatedAccelSeconds += a.Accelerators * secs })
+}
+
+func (t *clusterTally) allocs(as []Alloc) {
+	for _, a := range as {
+		s, e := clip(a.Start, a.End, t.lo, t.hi)
+		forHours(s, e, func(h, secs int64) { t.row(a.InstanceType, h).AllocatedAccelSeconds += a.Accelerators * secs })
 	}
-	out := make([]ClusterHour, 0, len(rows))
-	for _, r := range rows {
+}
+
+func (t *clusterTally) hours() []ClusterHour {
+	if t.hi <= t.lo {
+		return nil
+	}
+	out := make([]ClusterHour, 0, len(t.rows))
+	for _, r := range t.rows {
 		out = append(out, *r)
 	}
 	slices.SortFunc(out, func(a, b ClusterHour) int {
@@ -320,6 +373,70 @@ func IntegrateCluster(cluster string, from, until time.Time, nodes []NodeSpan, a
 	})
 	return out
 }
+
+// Integrator computes the rows of IntegrateSplit and IntegrateCluster from
+// a cluster's records given team by team, so that its caller holds one
+// team's records at a time (the collector's flush reads them so:
+// store.EachTeamUsageIn; the whole cluster's, 50,000 pods in make bench,
+// doubled the flush's peak RSS through the GC's target). The rows are the
+// same as from all the records at once (TestIntegratorTeamByTeam):
+//
+//   - every row of IntegrateSplit, every task it counts, every wait it
+//     takes a percentile of and every guarantee sweep is keyed by the
+//     record's own team, and a team's guarantees are its own, so a team's
+//     rows depend on its records only;
+//   - a capacity row is a sum over nodes and over pods.
+//
+// Each team's records must come in one call to Team.
+type Integrator struct {
+	from, until time.Time
+	g, cpu      GuaranteeHistory
+	hours       []Hour
+	cluster     *clusterTally
+	teams       map[string]bool
+}
+
+// NewIntegrator starts the rows of the hours from the hour of from to
+// until (as IntegrateSplit), with the cluster's node spans (none for a
+// cluster without capacity rows) and the guarantees (IntegrateSplit's g
+// and cpu).
+func NewIntegrator(cluster string, from, until time.Time, nodes []NodeSpan, g, cpu GuaranteeHistory) *Integrator {
+	in := &Integrator{from: from, until: until, g: g, cpu: cpu, cluster: newClusterTally(cluster, from, until), teams: map[string]bool{}}
+	in.cluster.nodes(nodes)
+	return in
+}
+
+// Team adds one team's records: all of them. Records of a team that an
+// earlier call had are an error (its rows would be computed from part of
+// its records).
+func (in *Integrator) Team(team string, allocs []Alloc, wls []Workload) error {
+	for _, a := range allocs {
+		if a.Team != team {
+			return fmt.Errorf("usage: integrate team %q: a pod of team %q", team, a.Team)
+		}
+	}
+	for _, w := range wls {
+		if w.Team != team {
+			return fmt.Errorf("usage: integrate team %q: a Workload of team %q", team, w.Team)
+		}
+	}
+	if in.teams[team] {
+		return fmt.Errorf("usage: integrate team %q: its records came in two parts", team)
+	}
+	in.teams[team] = true
+	in.hours = append(in.hours, IntegrateSplit(in.from, in.until, allocs, wls, in.g, in.cpu)...)
+	in.cluster.allocs(allocs)
+	return nil
+}
+
+// Hours are the teams' rows, in IntegrateSplit's order.
+func (in *Integrator) Hours() []Hour {
+	sortHours(in.hours)
+	return in.hours
+}
+
+// ClusterHours are the capacity rows (IntegrateCluster's).
+func (in *Integrator) ClusterHours() []ClusterHour { return in.cluster.hours() }
 
 // waitPercentile is Percentile for a row's wait columns: -1 for none.
 func waitPercentile(waits []int64, p int) int64 {

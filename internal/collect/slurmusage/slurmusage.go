@@ -51,7 +51,7 @@ import (
 type Store interface {
 	ClaimCollector(ctx context.Context, cluster, owner string, now, staleBefore time.Time) (time.Time, error)
 	PutUsageRecords(ctx context.Context, cluster string, r store.UsageRecords) error
-	UsageRecordsIn(ctx context.Context, cluster string, from, to time.Time) (store.UsageRecords, error)
+	EachTeamUsageIn(ctx context.Context, cluster string, from, to time.Time, fn func(team string, r store.UsageRecords) error) error
 	OpenUsageRecords(ctx context.Context, cluster string) (store.UsageRecords, error)
 	UsageRecordsOf(ctx context.Context, cluster string, podUIDs, workloadKeys []string) (store.UsageRecords, error)
 	ReplaceUsage(ctx context.Context, cluster string, from, until time.Time, hours []usage.Hour, clusterHours []usage.ClusterHour, owner string) error
@@ -235,12 +235,15 @@ func (r *Reader) Flush(ctx context.Context) error {
 		return err
 	}
 	lo := usage.HourStart(from)
-	recs, err := r.Store.UsageRecordsIn(ctx, r.RecordCluster(), lo, now.Add(time.Second))
-	if err != nil {
+	// Team by team, as the EKS collector (usage.Integrator); a Slurm
+	// cluster records no node spans, so it has no capacity rows.
+	in := usage.NewIntegrator(r.RecordCluster(), lo, now, nil, g, nil)
+	if err := r.Store.EachTeamUsageIn(ctx, r.RecordCluster(), lo, now.Add(time.Second), func(team string, recs store.UsageRecords) error {
+		return in.Team(team, recs.Allocs, recs.Workloads)
+	}); err != nil {
 		return err
 	}
-	hours := usage.IntegrateSplit(lo, now, recs.Allocs, recs.Workloads, g, nil)
-	if err := r.Store.ReplaceUsage(ctx, r.RecordCluster(), lo, now, hours, nil, r.Owner); err != nil {
+	if err := r.Store.ReplaceUsage(ctx, r.RecordCluster(), lo, now, in.Hours(), nil, r.Owner); err != nil {
 		return err
 	}
 	r.last = now
