@@ -19,8 +19,22 @@ import (
 // own, as before. At most stmtCacheMax statements per connection; past it,
 // the idle ones are closed and the cache starts over. PostgreSQL needs none
 // of this: pgx caches its prepared statements per connection itself.
+//
+// Of the statements with more than stmtCacheBigArgs parameters, a
+// connection keeps only the last one. Those are the multi-row INSERTs
+// (insertRows), whose text changes with their row count: the API's use
+// records (a batch of whatever number of uses arrived meanwhile) kept a
+// statement for every row count met, up to stmtCacheMax of them on each
+// connection, at about 1 KiB of SQLite's memory (outside the Go heap) a
+// row; in the page benchmark the SQLite portal's RSS grew by 20 to 30 MiB
+// in its API run. The one kept is what a long insert's statements of
+// rowsPerInsert rows each share.
 
 const stmtCacheMax = 256
+
+// stmtCacheBigArgs: a statement with more parameters than this is a big
+// one (at most one kept per connection).
+const stmtCacheBigArgs = 64
 
 // stmtPrepares counts the statements stmtConn prepared for its cache (tests).
 var stmtPrepares atomic.Int64
@@ -65,6 +79,7 @@ type sqliteConn interface {
 type stmtConn struct {
 	sqliteConn
 	stmts map[string]*cachedStmt
+	big   string // the text of the big statement kept in stmts ("": none)
 }
 
 type cachedStmt struct {
@@ -77,15 +92,26 @@ type stmtQueryExec interface {
 	driver.StmtExecContext
 }
 
-// cached returns the connection's statement for query, prepared now if
-// needed, or nil when it cannot be cached (in use, or not a single
-// statement the driver can run with context).
-func (c *stmtConn) cached(ctx context.Context, query string) (*cachedStmt, error) {
+// cached returns the connection's statement for query (of args
+// parameters), prepared now if needed, or nil when it cannot be cached (in
+// use, or not a single statement the driver can run with context).
+func (c *stmtConn) cached(ctx context.Context, query string, args int) (*cachedStmt, error) {
 	if cs := c.stmts[query]; cs != nil {
 		if cs.busy {
 			return nil, nil
 		}
 		return cs, nil
+	}
+	big := args > stmtCacheBigArgs
+	if big && c.big != "" {
+		// The big statement kept until now gives way, unless it is in use.
+		if cs := c.stmts[c.big]; cs != nil && cs.busy {
+			return nil, nil
+		} else if cs != nil {
+			cs.st.Close()
+			delete(c.stmts, c.big)
+		}
+		c.big = ""
 	}
 	st, err := c.sqliteConn.PrepareContext(ctx, query)
 	if err != nil {
@@ -101,16 +127,22 @@ func (c *stmtConn) cached(ctx context.Context, query string) (*cachedStmt, error
 			if !cs.busy {
 				cs.st.Close()
 				delete(c.stmts, q)
+				if q == c.big {
+					c.big = ""
+				}
 			}
 		}
 	}
 	cs := &cachedStmt{st: st}
 	c.stmts[query] = cs
+	if big {
+		c.big = query
+	}
 	return cs, nil
 }
 
 func (c *stmtConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	cs, err := c.cached(ctx, query)
+	cs, err := c.cached(ctx, query, len(args))
 	if err != nil || cs == nil {
 		return c.sqliteConn.QueryContext(ctx, query, args)
 	}
@@ -123,7 +155,7 @@ func (c *stmtConn) QueryContext(ctx context.Context, query string, args []driver
 }
 
 func (c *stmtConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	cs, err := c.cached(ctx, query)
+	cs, err := c.cached(ctx, query, len(args))
 	if err != nil || cs == nil {
 		return c.sqliteConn.ExecContext(ctx, query, args)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -89,5 +90,47 @@ func TestSQLiteStatementsArePreparedOnce(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+
+	// Big statements (more than stmtCacheBigArgs parameters: multi-row
+	// INSERTs of every row count) are kept one at a time; the one kept is
+	// reused while it is the one run.
+	insert := func(rows int) {
+		t.Helper()
+		q := `INSERT INTO t (n) VALUES (?)` + strings.Repeat(`, (?)`, rows-1)
+		args := make([]any, rows)
+		for i := range args {
+			args[i] = i
+		}
+		if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bigKept := func() (big int) {
+		t.Helper()
+		if err := conn.Raw(func(c any) error {
+			for q := range c.(*stmtConn).stmts {
+				if strings.Count(q, "?") > stmtCacheBigArgs {
+					big++
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return big
+	}
+	for rows := stmtCacheBigArgs + 1; rows < stmtCacheBigArgs+40; rows++ {
+		insert(rows)
+	}
+	if n := bigKept(); n != 1 {
+		t.Errorf("after 39 big statements of different texts, %d kept, want 1", n)
+	}
+	before = stmtPrepares.Load()
+	for range 5 {
+		insert(2 * stmtCacheBigArgs)
+	}
+	if n := stmtPrepares.Load() - before; n != 1 {
+		t.Errorf("5 runs of one big statement prepared %d statements, want 1", n)
 	}
 }
