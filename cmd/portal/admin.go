@@ -126,18 +126,30 @@ func isSHA256Hex(s string) bool {
 // logAuditHeads logs the chain's head at start and then, checking every
 // tick, the head at every store.AuditHeadLogEvery-th event, until ctx ends.
 func logAuditHeads(ctx context.Context, db *store.DB, logger *slog.Logger, tick <-chan time.Time) {
-	h, err := db.AuditHead(ctx)
-	if err != nil {
-		logger.Error("audit head", "err", err)
-	} else {
-		logger.Info("audit chain head", "events", h.Count, "event_id", h.ID, "hash", h.Hash)
-	}
-	last := h.ID - h.ID%store.AuditHeadLogEvery
+	// last: the head the milestones are counted from (the head at start,
+	// then the last milestone logged). Until the start's head is read no
+	// count is known, and each tick tries again.
+	var last store.AuditHead
+	known := false
 	for {
+		if !known {
+			h, err := db.AuditHead(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					logger.Error("audit head", "err", err)
+				}
+			} else {
+				logger.Info("audit chain head", "events", h.Count, "event_id", h.ID, "hash", h.Hash)
+				last, known = h, true
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
+		}
+		if !known {
+			continue
 		}
 		heads, err := db.AuditHeadsEvery(ctx, last, store.AuditHeadLogEvery)
 		if err != nil {
@@ -148,7 +160,7 @@ func logAuditHeads(ctx context.Context, db *store.DB, logger *slog.Logger, tick 
 		}
 		for _, h := range heads {
 			logger.Info("audit chain head", "events", h.Count, "event_id", h.ID, "hash", h.Hash)
-			last = h.ID
+			last = h
 		}
 	}
 }

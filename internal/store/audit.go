@@ -361,31 +361,48 @@ func (d *DB) AuditHeadAt(ctx context.Context, hash string) (AuditHead, error) {
 const AuditHeadLogEvery = 1000
 
 // AuditHeadsEvery returns the heads the chain had at every multiple of
-// every events, after the event afterID, oldest first: the milestones
-// `portal serve` logs so that the log store keeps the chain's head.
-func (d *DB) AuditHeadsEvery(ctx context.Context, afterID int64, every int) ([]AuditHead, error) {
+// every events after the head from (whose Count is the number of events
+// up to it: AuditHead's, or one this function returned), oldest first: the
+// milestones `portal serve` logs so that the log store keeps the chain's
+// head. Each milestone's count is from's plus the events counted between
+// them, so a call reads only the events after from: counting every event
+// up to each milestone read the whole trail once per milestone, a
+// 1,000,000-row count per 1,000 new events on make bench's database (10 s
+// of CPU in the minute after its API run).
+func (d *DB) AuditHeadsEvery(ctx context.Context, from AuditHead, every int) ([]AuditHead, error) {
 	if every <= 0 {
 		return nil, errors.New("store: audit heads: every must be positive")
 	}
-	// Events are never deleted (triggers), so an event's id is the count of
-	// events up to it; ids are checked anyway, a gap would show as a count
-	// that differs from the id.
-	rows, err := d.sql.QueryContext(ctx, `
-SELECT id, hash, (SELECT COUNT(*) FROM audit_events a WHERE a.id <= e.id)
-FROM audit_events e WHERE id > ? AND id % ? = 0 ORDER BY id`, afterID, every)
+	rows, err := d.sql.QueryContext(ctx, `SELECT id, hash FROM audit_events WHERE id > ? AND id % ? = 0 ORDER BY id`, from.ID, every)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit heads: %w", err)
 	}
-	defer rows.Close()
 	var out []AuditHead
 	for rows.Next() {
 		var h AuditHead
-		if err := rows.Scan(&h.ID, &h.Hash, &h.Count); err != nil {
+		if err := rows.Scan(&h.ID, &h.Hash); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("store: audit heads: %w", err)
 		}
 		out = append(out, h)
 	}
-	return out, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: audit heads: %w", err)
+	}
+	// Events are never deleted (triggers), so an event's id is the count
+	// of events up to it; the events are counted anyway: a gap shows as a
+	// count that differs from the id.
+	prev := from
+	for i := range out {
+		var n int
+		if err := d.sql.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events WHERE id > ? AND id <= ?`, prev.ID, out[i].ID).Scan(&n); err != nil {
+			return nil, fmt.Errorf("store: audit heads: %w", err)
+		}
+		out[i].Count = prev.Count + n
+		prev = out[i]
+	}
+	return out, nil
 }
 
 // auditPageCheckpoint names the audit page's row in audit_checkpoint.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -244,5 +245,46 @@ func TestAuditEvents(t *testing.T) {
 	inv := all[1]
 	if inv.ObjectType != "cluster" || inv.Team != "" || !strings.Contains(inv.Reason, "shared-hp ml.p5.48xlarge = 8") {
 		t.Errorf("inventory event = %+v", inv)
+	}
+}
+
+// AuditHeadsEvery counts each milestone from the head it starts at: the
+// milestones after a head of 3 events, and after a milestone it returned,
+// carry the number of events up to them, checked against AuditHeadAt's
+// count of the whole trail.
+func TestAuditHeadsEveryCountsFromItsStart(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openDB(t, true)
+	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	add := func(n int) {
+		for range n {
+			if err := db.RecordClusterEvent(ctx, "test.event", workflow.SystemActor, "", now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add(3)
+	start, err := db.AuditHead(ctx)
+	if err != nil || start.Count != 3 {
+		t.Fatalf("head %+v, %v", start, err)
+	}
+	add(2*25 + 7)
+	heads, err := db.AuditHeadsEvery(ctx, start, 25)
+	if err != nil || len(heads) != 2 {
+		t.Fatalf("heads after %+v: %+v, %v", start, heads, err)
+	}
+	for _, h := range heads {
+		whole, err := db.AuditHeadAt(ctx, h.Hash)
+		if err != nil || whole.ID != h.ID || h.Count != whole.Count || int64(h.Count) != h.ID {
+			t.Errorf("milestone %+v; the whole trail's count up to it: %+v, %v", h, whole, err)
+		}
+	}
+	add(25)
+	more, err := db.AuditHeadsEvery(ctx, heads[1], 25)
+	if err != nil || len(more) != 1 || more[0].Count != 75 || more[0].ID != 75 {
+		t.Errorf("after %+v: %+v, %v; want the 75th event, 75 counted", heads[1], more, err)
+	}
+	if none, err := db.AuditHeadsEvery(ctx, more[0], 25); err != nil || len(none) != 0 {
+		t.Errorf("after the last milestone: %+v, %v", none, err)
 	}
 }

@@ -96,8 +96,10 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	// than SQLite's default 2,000 KiB. It lives outside the Go heap
 	// (modernc.org/libc's allocator); on make bench's database of
 	// 1,000,000 audit events, the minute's AuditHeadsEvery after the API's
-	// run (its uses are events) raised the portal's RSS by about 20 MiB
-	// while it ran with the default, and not measurably with 500 KiB. The
+	// run (its uses are events; it then read the whole trail once per
+	// milestone) raised the portal's RSS by about 20 MiB while it ran with
+	// the default, and not measurably with 500 KiB. Any long scan does the
+	// same (a review over 10,000 connections, an audit export). The
 	// busy pages are served from the page cache (web/pagecache.go), and in
 	// WAL mode a connection drops its whole cache at its next read after
 	// any other connection's commit anyway.
