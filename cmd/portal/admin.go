@@ -127,29 +127,20 @@ func isSHA256Hex(s string) bool {
 // tick, the head at every store.AuditHeadLogEvery-th event, until ctx ends.
 func logAuditHeads(ctx context.Context, db *store.DB, logger *slog.Logger, tick <-chan time.Time) {
 	// last: the head the milestones are counted from (the head at start,
-	// then the last milestone logged). Until the start's head is read no
-	// count is known, and each tick tries again.
-	var last store.AuditHead
-	known := false
+	// then the last milestone logged). Without the start's head they are
+	// counted from the chain's beginning (no events, none counted).
+	last, err := db.AuditHead(ctx)
+	if err != nil {
+		logger.Error("audit head", "err", err)
+		last = store.AuditHead{}
+	} else {
+		logger.Info("audit chain head", "events", last.Count, "event_id", last.ID, "hash", last.Hash)
+	}
 	for {
-		if !known {
-			h, err := db.AuditHead(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					logger.Error("audit head", "err", err)
-				}
-			} else {
-				logger.Info("audit chain head", "events", h.Count, "event_id", h.ID, "hash", h.Hash)
-				last, known = h, true
-			}
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
-		}
-		if !known {
-			continue
 		}
 		heads, err := db.AuditHeadsEvery(ctx, last, store.AuditHeadLogEvery)
 		if err != nil {

@@ -510,21 +510,19 @@ const putPods = 5000
 func (c *Collector) put(ctx context.Context, ch changes, borrowing []usage.BorrowSample) error {
 	allocs := ch.Allocs
 	part := make([]usage.Alloc, 0, min(len(allocs), putPods))
-	for {
-		n := min(len(allocs), putPods)
+	copied := func(ps []*usage.Alloc) []usage.Alloc {
 		part = part[:0]
-		for _, a := range allocs[:n] {
+		for _, a := range ps {
 			part = append(part, *a)
 		}
-		allocs = allocs[n:]
-		if len(allocs) > 0 {
-			if err := c.Store.PutUsageRecords(ctx, c.Cluster, store.UsageRecords{Allocs: part}); err != nil {
-				return err
-			}
-			continue
-		}
-		return c.Store.PutUsageRecords(ctx, c.Cluster, store.UsageRecords{Allocs: part, Workloads: ch.Workloads, Nodes: ch.Nodes, Borrowing: borrowing})
+		return part
 	}
+	for ; len(allocs) > putPods; allocs = allocs[putPods:] {
+		if err := c.Store.PutUsageRecords(ctx, c.Cluster, store.UsageRecords{Allocs: copied(allocs[:putPods])}); err != nil {
+			return err
+		}
+	}
+	return c.Store.PutUsageRecords(ctx, c.Cluster, store.UsageRecords{Allocs: copied(allocs), Workloads: ch.Workloads, Nodes: ch.Nodes, Borrowing: borrowing})
 }
 
 func (c *Collector) requeue(r changes, from time.Time) {

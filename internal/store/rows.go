@@ -22,19 +22,20 @@ const rowsPerInsert = 500
 // twice (lastOfEachKey).
 func insertRows(ctx context.Context, tx *sql.Tx, n int, head string, cols int, tail string, row func(i int, args []any) []any) error {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	stmt := func(rows int) string { return head + strings.Repeat(one+", ", rows-1) + one + tail }
 	// Every statement but the last has rowsPerInsert rows: its text and
-	// its argument slice are made once (a flush of 50,000 pods built 12
+	// the argument slice are made once (a flush of 50,000 pods built 12
 	// MiB of statement texts otherwise).
 	var full string
+	if n >= rowsPerInsert {
+		full = stmt(rowsPerInsert)
+	}
 	args := make([]any, 0, cols*min(n, rowsPerInsert))
 	for start := 0; start < n; start += rowsPerInsert {
 		end := min(start+rowsPerInsert, n)
 		q := full
-		if q == "" || end-start < rowsPerInsert {
-			q = head + strings.Repeat(one+", ", end-start-1) + one + tail
-			if end-start == rowsPerInsert {
-				full = q
-			}
+		if end-start < rowsPerInsert {
+			q = stmt(end - start)
 		}
 		args = args[:0]
 		for i := start; i < end; i++ {
