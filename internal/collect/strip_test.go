@@ -28,8 +28,8 @@ func TestStrip(t *testing.T) {
 		!p.Start.Equal(start) || p.NodeName != "node-7" || p.PriorityClass != "training" || p.Phase != corev1.PodFailed {
 		t.Errorf("slim pod = %+v", p)
 	}
-	if p.Labels != nil || p.Annotations != nil || p.ManagedFields != nil {
-		t.Errorf("kept labels, annotations or managed fields: %+v", p.ObjectMeta)
+	if m := p.GetObjectMeta(); m.GetLabels() != nil || m.GetAnnotations() != nil || m.GetManagedFields() != nil {
+		t.Errorf("kept labels, annotations or managed fields: %+v", m)
 	}
 
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{corev1.LabelInstanceTypeStable: "ml.p5.48xlarge",

@@ -131,7 +131,7 @@ func TestUnitsUnconvertibleCores(t *testing.T) {
 	if got := c0.nodes["n1"].span.Accelerators; got != 16 {
 		t.Errorf("capacity without allocatable = %d, want the table's 16", got)
 	}
-	a, ok := c0.podAlloc(&slimPod{ObjectMeta: metav1.ObjectMeta{Namespace: "hyperpod-ns-team01", UID: "u"}, NodeName: "n1", Start: t0,
+	a, ok := c0.podAlloc(&slimPod{podMeta: podMeta{Namespace: "hyperpod-ns-team01", UID: "u"}, NodeName: "n1", Start: t0,
 		Accel: accel{NeuronCores: 8, NeuronDevices: 1}}, t0)
 	if !ok || a.Accelerators != 1 || !c0.warned["ml.trn2.48xlarge"] {
 		t.Errorf("alloc = %+v (warned %v); want the 1 device only, and a warning", a, c0.warned)
