@@ -235,7 +235,7 @@ func count(t *testing.T, loc playwright.Locator, what string) int {
 func clickTo(t *testing.T, pg playwright.Page, loc playwright.Locator, url, what string) {
 	t.Helper()
 	_, err := pg.ExpectEvent("load", func() error { return loc.Click() })
-	mustOK(t, err, what+": click and wait for the next page to load")
+	mustOK(t, err, what+": click and wait for the next page to load (the page is at "+pg.URL()+")")
 	mustOK(t, pg.WaitForURL(url), what+": reach "+url)
 }
 

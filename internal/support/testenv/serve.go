@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -110,11 +111,34 @@ func (s *Serve) Terminate() error {
 	}
 }
 
-// Stop is Terminate failing the test on its error. Stop runs once.
+// Stop is Terminate failing the test on its error. Stop runs once. When the
+// test has failed, it logs the portal's last lines (its request log: each
+// request's route, status and duration_ms), so that a failure seen once in
+// CI, a browser's wait that timed out say, shows what the portal was doing.
 func (s *Serve) Stop() {
 	s.once.Do(func() {
 		if err := s.Terminate(); err != nil {
-			s.t.Error(err)
+			s.t.Error(err) // the error carries the whole output
+			return
+		}
+		if s.t.Failed() {
+			s.t.Logf("the test failed: the portal's last %d log lines:\n%s", tailLines, Tail(s.Out.String(), tailLines))
 		}
 	})
+}
+
+// tailLines is how many of a failed test's portal log lines Stop logs.
+const tailLines = 120
+
+// Tail is the last n lines of s.
+func Tail(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			if n--; n == 0 {
+				return s[i+1:]
+			}
+		}
+	}
+	return s
 }
