@@ -59,7 +59,7 @@ func fatPod(i int, start time.Time) *corev1.Pod {
 
 func benchCollector(start time.Time) *Collector {
 	c := &Collector{Cluster: "bench", Now: func() time.Time { return start.Add(time.Hour) }}
-	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*usage.Alloc{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
+	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*podRec{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
 	c.seenNodes = map[string]bool{}
 	c.last, c.dirtyFrom = start, start
 	for i := range 50 {

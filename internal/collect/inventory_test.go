@@ -22,7 +22,7 @@ func invCollector(t *testing.T, db *store.DB, clk *clock) *Collector {
 	c := &Collector{Store: db, Cluster: "inv", Owner: "one", Now: clk.now, InventoryCluster: "shared-hp",
 		InventorySettle: 30 * time.Second,
 		Guarantees:      accelOnly(func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil })}
-	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*usage.Alloc{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
+	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*podRec{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
 	c.seenNodes, c.last, c.dirtyFrom, c.synced = map[string]bool{}, clk.now(), clk.now(), true
 	if _, err := db.ClaimCollector(t.Context(), "inv", "one", clk.now(), clk.now().Add(-time.Hour)); err != nil {
 		t.Fatal(err)

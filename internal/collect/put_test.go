@@ -45,7 +45,7 @@ func TestFlushWritesPodsInPartsAndRetriesAll(t *testing.T) {
 	fp := &failingPut{DB: db, failAt: 2}
 	c := &Collector{Store: fp, Cluster: "hp", Owner: "one", Now: func() time.Time { return clock },
 		Guarantees: accelOnly(func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil })}
-	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*usage.Alloc{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
+	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*podRec{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
 	c.seenNodes, c.last, c.dirtyFrom, c.synced = map[string]bool{}, start, start, true
 	if _, err := db.ClaimCollector(ctx, "hp", "one", start, start.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
@@ -53,16 +53,16 @@ func TestFlushWritesPodsInPartsAndRetriesAll(t *testing.T) {
 	pods := 2*putPods + 345
 	c.mu.Lock()
 	for i := range pods {
-		a := &usage.Alloc{Key: fmt.Sprintf("uid-%05d", i), Team: fmt.Sprintf("team%d", i%7), Namespace: "ns", InstanceType: "ml.p5.48xlarge",
-			Accelerators: 1, Start: start, Status: "Running"}
-		c.pods[types.UID(a.Key)] = a
+		a := recOf(usage.Alloc{Key: fmt.Sprintf("uid-%05d", i), Team: fmt.Sprintf("team%d", i%7), Namespace: "ns", InstanceType: "ml.p5.48xlarge",
+			Accelerators: 1, Start: start, Status: "Running"})
+		c.pods[a.pod.UID] = a
 		c.markAlloc(a, start)
 	}
 	// Pod 3 changed again before the flush: its last record wins.
-	done := *c.pods["uid-00003"]
+	done := c.pods["uid-00003"].alloc()
 	done.End, done.Status = start.Add(10*time.Minute), "Succeeded"
-	c.pods["uid-00003"] = &done
-	c.markAlloc(&done, start)
+	c.pods["uid-00003"] = recOf(done)
+	c.markAlloc(c.pods["uid-00003"], start)
 	c.mu.Unlock()
 
 	if err := c.Flush(ctx); !errors.Is(err, errPut) {

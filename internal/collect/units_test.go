@@ -77,7 +77,7 @@ func TestUnitsAgreeFromPodToPrice(t *testing.T) {
 			}
 			var allocs []usage.Alloc
 			for _, a := range c0.pods {
-				allocs = append(allocs, *a)
+				allocs = append(allocs, a.alloc())
 			}
 			span := c0.nodes["n1"].span
 			span.To = t0.Add(time.Hour)
