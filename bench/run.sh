@@ -13,10 +13,11 @@ cd "$(dirname "$0")/.."
 state=$PWD/.cache/testbed/bench-$$
 mkdir -p "$state"
 trap 'bash hack/testbed/down.sh "$state" >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
-# Without the scheduling cluster (hack/testbed/cluster.sh): no benchmark uses
-# it, and its second API server, kube-scheduler, Kueue and kwok would share
-# the 2 cores with the measurements (make bench on 2026-12-04 with it up:
-# PostgreSQL pages' p99 up to 302 ms against 12-24 ms without).
+# Without the scheduling cluster (hack/testbed/cluster.sh) at first: its
+# second API server, kube-scheduler, Kueue and kwok would share the 2 cores
+# with the measurements (make bench on 2026-12-04 with it up: PostgreSQL
+# pages' p99 up to 302 ms against 12-24 ms without). Only the admission
+# section uses it, and starts it.
 PORTAL_TESTBED_SCHED=0 bash hack/testbed/up.sh "$state"
 set -a; source "$state/testbed.env"; set +a
 export PORTAL_TESTBED_REQUIRED=1
@@ -76,8 +77,17 @@ go test -count=1 -run '^$' -bench '^BenchmarkFlush50kPods$' -benchtime=5x -timeo
 section "a month's chargeback at 1,000 teams through usage.CostsOf (SQLite, PostgreSQL)"
 go test -count=1 -run '^$' -bench '^BenchmarkMonthChargeback1000Teams$' -benchtime=20x -timeout 30m ./internal/store/
 
-section "admission: a job create in a governed namespace (deny mode) next to the same create in an ungoverned one"
+# The admission row runs where Kueue's webhooks take every Job create, as on
+# a HyperPod cluster with task governance: the scheduling cluster, started
+# for this section only, after the sections it would disturb, and stopped
+# before the next (BenchmarkAdmissionJobCreate's comment says why).
+echo; echo "== the scheduling cluster (kube-scheduler, Kueue, kwok) for the admission section"
+bash hack/testbed/cluster.sh up "$state"
+set -a; source "$state/cluster.env"; set +a
+section "admission: a job create in a governed namespace (deny mode) next to the same create in an ungoverned one, on Kueue's cluster"
 go test -count=1 -run '^$' -bench '^BenchmarkAdmissionJobCreate$' -benchtime=1x -timeout 30m ./internal/provision/ -admission-creates=1000 -admission-concurrency=4
+bash hack/testbed/cluster.sh down "$state"
+unset PORTAL_TEST_SCHED_KUBECONFIG PORTAL_TEST_SCHED_KWOK_LABEL
 
 section "Slurm: 100 teams provisioned, approval to active, next to a bare sh script issuing the same sacctmgr commands (SQLite)"
 go test -count=1 -run '^$' -bench '^BenchmarkSlurmProvisionTenants$' -benchtime=1x -timeout 30m ./internal/provision/ -slurm-teams=100
