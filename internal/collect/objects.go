@@ -512,9 +512,6 @@ func (c *Collector) podLocked(p *slimPod, now time.Time) {
 	// (or from the last flush, up to which it was counted as running); a
 	// new pod, those from its start.
 	from := a.Start
-	rec := func() *podRec {
-		return &podRec{pod: p, Team: a.Team, InstanceType: a.InstanceType, Accelerators: a.Accelerators, End: a.End}
-	}
 	if prev := c.pods[p.UID]; prev != nil {
 		if prev.alloc() == a {
 			// The same record: kept, but over the informer's latest
@@ -522,7 +519,7 @@ func (c *Collector) podLocked(p *slimPod, now time.Time) {
 			// an earlier object would hold that object's 224 bytes
 			// beside the informer's).
 			if prev.pod != p {
-				c.pods[p.UID] = rec()
+				c.pods[p.UID] = recOver(p, a)
 			}
 			return
 		}
@@ -530,7 +527,7 @@ func (c *Collector) podLocked(p *slimPod, now time.Time) {
 			from = usage.Earlier(cmp.Or(a.End, now), c.last)
 		}
 	}
-	r := rec()
+	r := recOver(p, a)
 	c.pods[p.UID] = r
 	c.markAlloc(r, from)
 }
@@ -588,6 +585,12 @@ func (r *podRec) alloc() usage.Alloc {
 func recOf(a usage.Alloc) *podRec {
 	p := &slimPod{podMeta: podMeta{Name: a.Pod, Namespace: a.Namespace, UID: types.UID(a.Key)}, Task: types.UID(a.Task),
 		PriorityClass: a.PriorityClass, Phase: corev1.PodPhase(a.Status), CPUMilli: a.CPUMilli, MemoryMiB: a.MemoryMiB, Start: a.Start, End: a.End}
+	return recOver(p, a)
+}
+
+// recOver is a, the record podAlloc made of p, as a podRec over p: what
+// alloc does not take from p.
+func recOver(p *slimPod, a usage.Alloc) *podRec {
 	return &podRec{pod: p, Team: a.Team, InstanceType: a.InstanceType, Accelerators: a.Accelerators, End: a.End}
 }
 
