@@ -83,11 +83,12 @@ go test -count=1 -run '^$' -bench '^BenchmarkMonthChargeback1000Teams$' -benchti
 # before the next (BenchmarkAdmissionJobCreate's comment says why).
 echo; echo "== the scheduling cluster (kube-scheduler, Kueue, kwok) for the admission section"
 bash hack/testbed/cluster.sh up "$state"
-set -a; source "$state/cluster.env"; set +a
 section "admission: a job create in a governed namespace (deny mode) next to the same create in an ungoverned one, on Kueue's cluster"
-go test -count=1 -run '^$' -bench '^BenchmarkAdmissionJobCreate$' -benchtime=1x -timeout 30m ./internal/provision/ -admission-creates=1000 -admission-concurrency=4
+# The cluster's environment for this benchmark only (a subshell): the
+# sections after it run without the cluster, whatever cluster.env names.
+(set -a; source "$state/cluster.env"; set +a
+go test -count=1 -run '^$' -bench '^BenchmarkAdmissionJobCreate$' -benchtime=1x -timeout 30m ./internal/provision/ -admission-creates=1000 -admission-concurrency=4)
 bash hack/testbed/cluster.sh down "$state"
-unset PORTAL_TEST_SCHED_KUBECONFIG PORTAL_TEST_SCHED_KWOK_LABEL
 
 section "Slurm: 100 teams provisioned, approval to active, next to a bare sh script issuing the same sacctmgr commands (SQLite)"
 go test -count=1 -run '^$' -bench '^BenchmarkSlurmProvisionTenants$' -benchtime=1x -timeout 30m ./internal/provision/ -slurm-teams=100

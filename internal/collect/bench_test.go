@@ -59,8 +59,7 @@ func fatPod(i int, start time.Time) *corev1.Pod {
 
 func benchCollector(start time.Time) *Collector {
 	c := &Collector{Cluster: "bench", Now: func() time.Time { return start.Add(time.Hour) }}
-	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*podRec{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
-	c.seenNodes = map[string]bool{}
+	c.resetFollowed()
 	c.last, c.dirtyFrom = start, start
 	for i := range 50 {
 		c.teams[fmt.Sprintf("hyperpod-ns-team%02d", i)] = fmt.Sprintf("team%02d", i)

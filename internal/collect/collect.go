@@ -277,8 +277,7 @@ func (c *Collector) Start(ctx context.Context, last time.Time) (stop func(), err
 	}
 	now := c.now()
 	c.mu.Lock()
-	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*podRec{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
-	c.seenNodes, c.sampled = map[string]bool{}, map[borrowKey]usage.BorrowSample{}
+	c.resetFollowed()
 	c.last, c.dirtyFrom = cmp.Or(last, now), cmp.Or(last, now)
 	c.mu.Unlock()
 
@@ -549,6 +548,14 @@ func (c *Collector) recompute(ctx context.Context, from, now time.Time, g, cpu u
 		return err
 	}
 	return c.Store.ReplaceUsage(ctx, c.Cluster, lo, now, in.Hours(), in.ClusterHours(), c.Owner)
+}
+
+// resetFollowed empties what the collector follows (namespaces' teams,
+// nodes, pods, Workloads, queues, the nodes seen since Start and the
+// borrowing last recorded), as Start begins it. The caller holds mu.
+func (c *Collector) resetFollowed() {
+	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*podRec{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
+	c.seenNodes, c.sampled = map[string]bool{}, map[borrowKey]usage.BorrowSample{}
 }
 
 // errIntegrationFailed stops integrateTeams's reading after a team's

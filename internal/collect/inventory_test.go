@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hyperpod-governance/portal/internal/provision"
 	"github.com/hyperpod-governance/portal/internal/store"
@@ -22,8 +21,8 @@ func invCollector(t *testing.T, db *store.DB, clk *clock) *Collector {
 	c := &Collector{Store: db, Cluster: "inv", Owner: "one", Now: clk.now, InventoryCluster: "shared-hp",
 		InventorySettle: 30 * time.Second,
 		Guarantees:      accelOnly(func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil })}
-	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*podRec{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
-	c.seenNodes, c.last, c.dirtyFrom, c.synced = map[string]bool{}, clk.now(), clk.now(), true
+	c.resetFollowed()
+	c.last, c.dirtyFrom, c.synced = clk.now(), clk.now(), true
 	if _, err := db.ClaimCollector(t.Context(), "inv", "one", clk.now(), clk.now().Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}

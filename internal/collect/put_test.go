@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
 )
@@ -45,8 +43,8 @@ func TestFlushWritesPodsInPartsAndRetriesAll(t *testing.T) {
 	fp := &failingPut{DB: db, failAt: 2}
 	c := &Collector{Store: fp, Cluster: "hp", Owner: "one", Now: func() time.Time { return clock },
 		Guarantees: accelOnly(func(context.Context) (usage.GuaranteeHistory, error) { return usage.GuaranteeHistory{}, nil })}
-	c.teams, c.nodes, c.pods, c.wls, c.queues = map[string]string{}, map[string]*nodeState{}, map[types.UID]*podRec{}, map[types.UID]*wlState{}, map[string]map[string]int64{}
-	c.seenNodes, c.last, c.dirtyFrom, c.synced = map[string]bool{}, start, start, true
+	c.resetFollowed()
+	c.last, c.dirtyFrom, c.synced = start, start, true
 	if _, err := db.ClaimCollector(ctx, "hp", "one", start, start.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}

@@ -128,10 +128,10 @@ func IntegrateSplit(from, until time.Time, allocs []Alloc, wls []Workload, g, cp
 	var last *Hour
 	var lastKey rowKey
 	row := func(team, ns, itype string, hour int64) *Hour {
-		if last != nil && hour == lastKey.hour && team == lastKey.team && ns == lastKey.ns && itype == lastKey.itype {
+		k := rowKey{team, ns, itype, hour}
+		if last != nil && k == lastKey {
 			return last
 		}
-		k := rowKey{team, ns, itype, hour}
 		r := rows[k]
 		if r == nil {
 			r = &Hour{Team: team, Namespace: ns, InstanceType: itype, Start: time.Unix(hour, 0).UTC(),
