@@ -18,9 +18,12 @@
 // recorded as a missing data period. Each second is split by the guarantee
 // in force at that second (usage.GuaranteeHistory): accelerators, and CPU
 // by the CPU guarantee when Guaranteed.CPU is set (usage.IntegrateSplit).
-// A flush writes the pods' records a part at a time and recomputes the
-// hours team by team (store.EachTeamUsageIn, usage.Integrator), so that
-// it never holds a copy of every record at once.
+// A flush writes the pods' records a part at a time and, meanwhile,
+// recomputes the hours team by team from the store's records with its own
+// laid over them (overlay; store.EachTeamUsageAsOf, usage.Integrator), so
+// that it never holds a copy of every record at once nor reads back what
+// it writes; the hours replace the stored ones once every record is
+// written.
 //
 // It sits above both internal/store and internal/usage (it reads the
 // cluster, computes with usage and writes through the store), beside
@@ -78,7 +81,7 @@ const (
 type Store interface {
 	ClaimCollector(ctx context.Context, cluster, owner string, now, staleBefore time.Time) (time.Time, error)
 	PutUsageRecords(ctx context.Context, cluster string, r store.UsageRecords) error
-	EachTeamUsageIn(ctx context.Context, cluster string, from, to time.Time, fn func(team string, r store.UsageRecords) error) error
+	EachTeamUsageAsOf(ctx context.Context, cluster string, from, to time.Time, began func(), fn func(team string, r store.UsageRecords) error) error
 	NodeSpansIn(ctx context.Context, cluster string, from, to time.Time) ([]usage.NodeSpan, error)
 	OpenUsageRecords(ctx context.Context, cluster string) (store.UsageRecords, error)
 	UsageRecordsOf(ctx context.Context, cluster string, podUIDs, workloadKeys []string) (store.UsageRecords, error)
@@ -476,23 +479,70 @@ func (c *Collector) flushUsage(ctx context.Context, now time.Time) error {
 	from := usage.Earlier(c.dirtyFrom, c.last)
 	c.dirtyFrom = now
 	c.mu.Unlock()
-	if err := c.put(ctx, ch, borrowing); err != nil {
+	w := ch // what is written: each pod's last record
+	w.Allocs = lastRecs(ch.Allocs)
+	// The hours are recomputed from the store's records with the flush's
+	// laid over them (overlay) while the flush writes them (put): once the
+	// store's reading is fixed (began), so that it does not read them
+	// back. The overlay makes the hours the same whenever the reading
+	// sees a record written; they replace the stored ones only once every
+	// record is written.
+	rctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	began := make(chan struct{})
+	var once sync.Once
+	begin := func() { once.Do(func() { close(began) }) }
+	type recomputed struct {
+		in  *usage.Integrator
+		err error
+	}
+	done := make(chan recomputed, 1)
+	go func() {
+		in, err := c.recompute(rctx, from, now, g, cpu, w, begin)
+		begin()
+		done <- recomputed{in, err}
+	}()
+	<-began
+	if err := c.put(ctx, w, borrowing); err != nil {
+		stop(err) // the hours would not be kept
+		<-done
 		c.requeue(ch, from)
 		return err
 	}
 	c.mu.Lock()
 	c.recordedBorrowing(borrowing)
 	c.mu.Unlock()
-	if err := c.recompute(ctx, from, now, g, cpu); err != nil {
+	r := <-done
+	if r.err == nil {
+		r.err = c.Store.ReplaceUsage(ctx, c.Cluster, usage.HourStart(from), now, r.in.Hours(), r.in.ClusterHours(), c.Owner)
+	}
+	if r.err != nil {
 		c.mu.Lock()
 		c.dirtyFrom = usage.Earlier(c.dirtyFrom, from)
 		c.mu.Unlock()
-		return err
+		return r.err
 	}
 	c.mu.Lock()
 	c.last = now
 	c.mu.Unlock()
 	return nil
+}
+
+// lastRecs is rs with only the last record of each pod, in the order of
+// those records: the flush writes each pod's record once (a pod that
+// changed twice since the last flush has two), and what it writes is the
+// pod's latest.
+func lastRecs(rs []*podRec) []*podRec {
+	seen := make(map[types.UID]bool, len(rs))
+	out := make([]*podRec, 0, len(rs))
+	for i := len(rs) - 1; i >= 0; i-- {
+		if uid := rs[i].pod.UID; !seen[uid] {
+			seen[uid] = true
+			out = append(out, rs[i])
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // putPods bounds the pods' records of one PutUsageRecords call (put).
@@ -533,21 +583,24 @@ func (c *Collector) requeue(r changes, from time.Time) {
 	c.dirtyFrom = usage.Earlier(c.dirtyFrom, from)
 }
 
-// recompute replaces the hours from the hour of from up to now with what
-// the records show, reading and integrating them team by team.
-func (c *Collector) recompute(ctx context.Context, from, now time.Time, g, cpu usage.GuaranteeHistory) error {
-	lo := usage.HourStart(from)
-	nodes, err := c.Store.NodeSpansIn(ctx, c.Cluster, lo, now.Add(time.Second))
+// recompute integrates the hours from the hour of from up to now from
+// what the store records with ch, the flush's records, laid over it
+// (overlay), reading and integrating them team by team; began is called
+// once the store's reading of the records is fixed
+// (Store.EachTeamUsageAsOf).
+func (c *Collector) recompute(ctx context.Context, from, now time.Time, g, cpu usage.GuaranteeHistory, ch changes, began func()) (*usage.Integrator, error) {
+	lo, to := usage.HourStart(from), now.Add(time.Second)
+	o := newOverlay(ch, lo, to)
+	nodes, err := c.Store.NodeSpansIn(ctx, c.Cluster, lo, to)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	in := usage.NewIntegrator(c.Cluster, lo, now, nodes, g, cpu)
-	if err := integrateTeams(ctx, in, func(fn func(team string, r store.UsageRecords) error) error {
-		return c.Store.EachTeamUsageIn(ctx, c.Cluster, lo, now.Add(time.Second), fn)
-	}); err != nil {
-		return err
-	}
-	return c.Store.ReplaceUsage(ctx, c.Cluster, lo, now, in.Hours(), in.ClusterHours(), c.Owner)
+	in := usage.NewIntegrator(c.Cluster, lo, now, o.nodeSpans(nodes), g, cpu)
+	return in, integrateTeams(ctx, in, func(fn func(team string, r store.UsageRecords) error) error {
+		return o.each(func(fn func(team string, r store.UsageRecords) error) error {
+			return c.Store.EachTeamUsageAsOf(ctx, c.Cluster, lo, to, began, fn)
+		}, fn)
+	})
 }
 
 // resetFollowed empties what the collector follows (namespaces' teams,

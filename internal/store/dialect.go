@@ -247,6 +247,8 @@ func (p boolPlan) Encode(value any, buf []byte) ([]byte, error) {
 	return p.next.Encode(n, buf)
 }
 
+// pgConn is pgx's connection with the store's queries rebound, and
+// copyInQuery run as the copy its copyIn describes (upsertRows).
 type pgConn struct{ *stdlib.Conn }
 
 func (c pgConn) Prepare(query string) (driver.Stmt, error) {
@@ -258,6 +260,12 @@ func (c pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, 
 }
 
 func (c pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if query == copyInQuery && len(args) == 1 {
+		if ci, ok := args[0].Value.(*copyIn); ok {
+			n, err := ci.run(ctx, c.Conn.Conn())
+			return driver.RowsAffected(n), err
+		}
+	}
 	return c.Conn.ExecContext(ctx, rebound(query), args)
 }
 

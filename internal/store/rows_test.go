@@ -7,11 +7,13 @@ import (
 )
 
 // upsertRows writes integers, bools and NULLs as each column says, and
-// refuses a row of the wrong width and (on PostgreSQL, where the rows
-// become column arrays) a value of the wrong kind with an error naming
-// the column, writing nothing of the refused call. The PostgreSQL pass
-// of make test (PORTAL_TEST_STORE_ENGINE=postgres) runs unnest's path; the
-// SQLite pass insertRows's.
+// refuses a row of the wrong width and (on PostgreSQL, where the rows are
+// copied in the columns' types) a value of the wrong kind with an error
+// naming the column, writing nothing of the refused call. The PostgreSQL
+// pass of make test (PORTAL_TEST_STORE_ENGINE=postgres) runs the copy's
+// path (a later call on the connection finds its temporary table empty:
+// one that still held an earlier call's n1 would update n1 twice in one
+// statement, which PostgreSQL refuses); the SQLite pass insertRows's.
 func TestUpsertRowsColumns(t *testing.T) {
 	ctx := t.Context()
 	db, _ := openDB(t, true)

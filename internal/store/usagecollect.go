@@ -29,11 +29,12 @@ type UsageRecords struct {
 // spans for cluster in one transaction; a record with the same key
 // replaces the earlier one, so recording again never counts twice. Each
 // kind is written by upsertRows: on SQLite in multi-row upserts of
-// rowsPerInsert rows, on PostgreSQL in one upsert of column arrays (the
-// first flush of a large cluster carries every pod and Workload it
-// follows: 50,000 and 10,000 in make bench, one statement each took 8.6 s
-// on PostgreSQL and 1.7 s on SQLite). Within a call the last record of a
-// key wins, as it did when each was upserted in turn.
+// rowsPerInsert rows, on PostgreSQL copied, then upserted in one
+// statement (the first flush of a large cluster carries every pod and
+// Workload it follows: 50,000 and 10,000 in make bench, which as one
+// multi-row statement each took 8.6 s on PostgreSQL and 1.7 s on
+// SQLite). Within a call the last record of a key wins, as it did when
+// each was upserted in turn.
 func (d *DB) PutUsageRecords(ctx context.Context, cluster string, r UsageRecords) error {
 	for _, a := range r.Allocs {
 		if a.Key == "" {
@@ -141,6 +142,18 @@ const (
 // alone (a sort on more keys took twice as long on PostgreSQL), the two
 // walked side by side.
 func (d *DB) EachTeamUsageIn(ctx context.Context, cluster string, from, to time.Time, fn func(team string, r UsageRecords) error) error {
+	return d.EachTeamUsageAsOf(ctx, cluster, from, to, nil, fn)
+}
+
+// EachTeamUsageAsOf is EachTeamUsageIn that calls began, when not nil,
+// once what it reads is fixed, before fn is first called: after the first
+// row of each kind was read (on SQLite the first step of a statement
+// begins the connection's read transaction, which both statements share;
+// on PostgreSQL each statement sees what was committed before it began).
+// A record committed after began is not read. The collector's flush
+// starts writing its records then (it lays them over what it reads), so
+// that the reading does not take them too.
+func (d *DB) EachTeamUsageAsOf(ctx context.Context, cluster string, from, to time.Time, began func(), fn func(team string, r UsageRecords) error) error {
 	f, t := fmtTime(from), fmtTime(to)
 	byTeam := d.dialect.byteOrder("team")
 	// Both queries on one connection on SQLite, which steps two statements
@@ -177,6 +190,9 @@ func (d *DB) EachTeamUsageIn(ctx context.Context, cluster string, from, to time.
 	w, wok, err := nextRow(wr, scanWorkload)
 	if err != nil {
 		return err
+	}
+	if began != nil {
+		began()
 	}
 	// Each team's slices start at the previous team's length (teams are
 	// usually of a size): grown by doubling from nothing, they were a fifth

@@ -377,3 +377,56 @@ func TestEachTeamUsageInMemory(t *testing.T) {
 		t.Errorf("teams = %q, want %q", teams, want)
 	}
 }
+
+// EachTeamUsageAsOf reads what was committed before it called began, and
+// nothing committed after (the collector's flush writes its records from
+// then on and lays them over what it reads): a pod written in began, of
+// a team read and of a team of its own, and a Workload, are not read;
+// EachTeamUsageIn afterwards reads them.
+func TestEachTeamUsageAsOfReadsWhatWasCommittedBeforeBegan(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openDB(t, true)
+	h0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	pod := func(key, team string) usage.Alloc {
+		return usage.Alloc{Key: key, Team: team, Namespace: "ns-" + team, InstanceType: "ml.p5.48xlarge", Accelerators: 1, Start: h0, Status: "Running"}
+	}
+	if err := db.PutUsageRecords(ctx, "hp", store.UsageRecords{Allocs: []usage.Alloc{pod("p1", "a"), pod("p2", "b")},
+		Workloads: []usage.Workload{{Key: "w1", Name: "w1", Team: "b", Namespace: "ns-b", Created: h0}}}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(began func()) (string, int) {
+		t.Helper()
+		var got []string
+		calls := 0
+		if err := db.EachTeamUsageAsOf(ctx, "hp", h0, h0.Add(time.Hour), func() {
+			calls++
+			if began != nil {
+				began()
+			}
+		}, func(team string, r store.UsageRecords) error {
+			for _, a := range r.Allocs {
+				got = append(got, team+":"+a.Key)
+			}
+			for _, w := range r.Workloads {
+				got = append(got, team+":"+w.Key)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		return strings.Join(got, " "), calls
+	}
+	got, calls := read(func() {
+		if err := db.PutUsageRecords(ctx, "hp", store.UsageRecords{Allocs: []usage.Alloc{pod("p3", "a"), pod("p4", "c")},
+			Workloads: []usage.Workload{{Key: "w2", Name: "w2", Team: "a", Namespace: "ns-a", Created: h0}}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if want := "a:p1 b:p2 b:w1"; got != want || calls != 1 {
+		t.Errorf("read with a write in began (called %d times): %s, want %s, once", calls, got, want)
+	}
+	if got, _ := read(nil); got != "a:p1 a:p3 a:w2 b:p2 b:w1 c:p4" {
+		t.Errorf("read after: %s, want every record", got)
+	}
+}
