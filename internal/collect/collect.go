@@ -616,11 +616,12 @@ func (c *Collector) resetFollowed() {
 var errIntegrationFailed = errors.New("usage collector: integration failed")
 
 // integrateTeams feeds in the teams' records that each (a store's
-// EachTeamUsageIn) reads, integrating one team on a goroutine of its own
-// while the next is read: in a first flush of 50,000 pods reading the
-// records back took about a quarter of the CPU and integrating them a
-// tenth (BenchmarkFlush50kPods's profile, 2026-12-07), one after the other
-// on one core. The hand-over is unbuffered, so that at most two
+// EachTeamUsageAsOf, with the flush's records laid over) reads,
+// integrating one team on a goroutine of its own while the next is read:
+// in a first flush of 50,000 pods reading the records back took about a
+// quarter of the CPU and integrating them a tenth (BenchmarkFlush50kPods's
+// profile, 2026-12-07, before the overlay), one after the other on one
+// core. The hand-over is unbuffered, so that at most two
 // teams' records are held at once (the one integrated, the one read), never
 // the cluster's; in is used by that goroutine alone until it is done, and
 // the teams reach it in the order read (Integrator.Team's rows do not

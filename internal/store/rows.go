@@ -110,7 +110,7 @@ func (d *DB) upsertRows(ctx context.Context, tx *sql.Tx, table string, cols []up
 		return insertRows(ctx, tx, n, head+"VALUES ", len(cols), tail, row)
 	}
 	stage := table + "_in"
-	if _, err := tx.ExecContext(ctx, copyInQuery, &copyIn{stage: stage, like: table, table: table, cols: cols, names: names, n: n, row: row}); err != nil {
+	if _, err := tx.ExecContext(ctx, copyInQuery, &copyIn{stage: stage, table: table, cols: cols, names: names, n: n, row: row}); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, head+"SELECT "+list+" FROM pg_temp."+stage+tail)
@@ -127,11 +127,11 @@ func (d *DB) upsertRows(ctx context.Context, tx *sql.Tx, table string, cols []up
 // transaction's own pgx connection (database/sql's Tx has no other way to
 // it).
 type copyIn struct {
-	stage, like, table string
-	cols               []upsertColumn
-	names              []string
-	n                  int
-	row                func(i int, args []any) []any
+	stage, table string
+	cols         []upsertColumn
+	names        []string
+	n            int
+	row          func(i int, args []any) []any
 }
 
 // copyInQuery is the query text that carries a copyIn.
@@ -139,7 +139,7 @@ const copyInQuery = "-- store: COPY FROM STDIN (copyIn)"
 
 // run copies c's rows on conn, in the transaction conn is in.
 func (c *copyIn) run(ctx context.Context, conn *pgx.Conn) (int64, error) {
-	if _, err := conn.Exec(ctx, "CREATE TEMP TABLE IF NOT EXISTS "+c.stage+" (LIKE "+c.like+") ON COMMIT DELETE ROWS"); err != nil {
+	if _, err := conn.Exec(ctx, "CREATE TEMP TABLE IF NOT EXISTS "+c.stage+" (LIKE "+c.table+") ON COMMIT DELETE ROWS"); err != nil {
 		return 0, fmt.Errorf("store: %s: temporary table: %w", c.table, err)
 	}
 	return conn.CopyFrom(ctx, pgx.Identifier{"pg_temp", c.stage}, c.names, &copyRows{c: c, i: -1})

@@ -389,7 +389,7 @@ func (t *clusterTally) hours() []ClusterHour {
 // Integrator computes the rows of IntegrateSplit and IntegrateCluster from
 // a cluster's records given team by team, so that its caller holds one
 // team's records at a time (the collector's flush reads them so:
-// store.EachTeamUsageIn; the whole cluster's, 50,000 pods in make bench,
+// store.EachTeamUsageAsOf; the whole cluster's, 50,000 pods in make bench,
 // doubled the flush's peak RSS through the GC's target). The rows are the
 // same as from all the records at once (TestIntegratorTeamByTeam):
 //
