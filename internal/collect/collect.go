@@ -480,7 +480,7 @@ func (c *Collector) flushUsage(ctx context.Context, now time.Time) error {
 	c.dirtyFrom = now
 	c.mu.Unlock()
 	w := ch // what is written: each pod's last record
-	w.Allocs = lastRecs(ch.Allocs)
+	w.Allocs = usage.LastOfEach(ch.Allocs, func(r *podRec) types.UID { return r.pod.UID })
 	// The hours are recomputed from the store's records with the flush's
 	// laid over them (overlay) while the flush writes them (put): once the
 	// store's reading is fixed (began), so that it does not read them
@@ -526,23 +526,6 @@ func (c *Collector) flushUsage(ctx context.Context, now time.Time) error {
 	c.last = now
 	c.mu.Unlock()
 	return nil
-}
-
-// lastRecs is rs with only the last record of each pod, in the order of
-// those records: the flush writes each pod's record once (a pod that
-// changed twice since the last flush has two), and what it writes is the
-// pod's latest.
-func lastRecs(rs []*podRec) []*podRec {
-	seen := make(map[types.UID]bool, len(rs))
-	out := make([]*podRec, 0, len(rs))
-	for i := len(rs) - 1; i >= 0; i-- {
-		if uid := rs[i].pod.UID; !seen[uid] {
-			seen[uid] = true
-			out = append(out, rs[i])
-		}
-	}
-	slices.Reverse(out)
-	return out
 }
 
 // putPods bounds the pods' records of one PutUsageRecords call (put).

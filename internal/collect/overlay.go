@@ -42,10 +42,12 @@ type nodeKey struct {
 	from time.Time // in UTC, without a monotonic reading
 }
 
+func spanKey(n usage.NodeSpan) nodeKey { return nodeKey{n.Node, n.From.UTC()} }
+
 // newOverlay lays ch over the store's records touching [lo, to). ch's
-// pods' records are the last of each pod (lastRecs); its Workloads and
-// node spans may hold more than one of a key, and the last wins, as it
-// does in store.PutUsageRecords.
+// pods' records are the last of each pod; its Workloads and node spans
+// may hold more than one of a key, and the last wins (usage.LastOfEach),
+// as it does in store.PutUsageRecords.
 func newOverlay(ch changes, lo, to time.Time) *overlay {
 	o := &overlay{lo: lo, to: to, all: ch.Allocs, workloads: make(map[string]bool, len(ch.Workloads)),
 		nodes: make(map[nodeKey]bool, len(ch.Nodes)), teamPods: map[string][]*podRec{}, teamWorkloads: map[string][]usage.Workload{}}
@@ -54,23 +56,14 @@ func newOverlay(ch changes, lo, to time.Time) *overlay {
 			o.teamPods[r.Team] = append(o.teamPods[r.Team], r)
 		}
 	}
-	for i := len(ch.Workloads) - 1; i >= 0; i-- {
-		w := ch.Workloads[i]
-		if o.workloads[w.Key] {
-			continue
-		}
+	for _, w := range usage.LastOfEach(ch.Workloads, func(w usage.Workload) string { return w.Key }) {
 		o.workloads[w.Key] = true
 		if o.touches(w.Created, w.Finished) {
 			o.teamWorkloads[w.Team] = append(o.teamWorkloads[w.Team], w)
 		}
 	}
-	for i := len(ch.Nodes) - 1; i >= 0; i-- {
-		n := ch.Nodes[i]
-		k := nodeKey{n.Node, n.From.UTC()}
-		if o.nodes[k] {
-			continue
-		}
-		o.nodes[k] = true
+	for _, n := range usage.LastOfEach(ch.Nodes, spanKey) {
+		o.nodes[spanKey(n)] = true
 		if o.touches(n.From, n.To) {
 			o.spans = append(o.spans, n)
 		}
@@ -97,7 +90,7 @@ func (o *overlay) touches(start, end time.Time) bool {
 // nodeSpans is the store's node spans touching [lo, to) with the flush's
 // laid over them.
 func (o *overlay) nodeSpans(stored []usage.NodeSpan) []usage.NodeSpan {
-	out := slices.DeleteFunc(stored, func(n usage.NodeSpan) bool { return o.nodes[nodeKey{n.Node, n.From.UTC()}] })
+	out := slices.DeleteFunc(stored, func(n usage.NodeSpan) bool { return o.nodes[spanKey(n)] })
 	return append(out, o.spans...)
 }
 

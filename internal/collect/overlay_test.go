@@ -10,6 +10,7 @@ import (
 
 	"github.com/hyperpod-governance/portal/internal/store"
 	"github.com/hyperpod-governance/portal/internal/usage"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The hours a flush recomputes with its records laid over the store's
@@ -34,7 +35,7 @@ func TestOverlayRecomputesAsAfterTheWrite(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 33))
 		stored, flush := overlayRecords(r, lo)
 		w := flush
-		w.Allocs = lastRecs(flush.Allocs)
+		w.Allocs = usage.LastOfEach(flush.Allocs, func(r *podRec) types.UID { return r.pod.UID })
 
 		// What the flush recomputed before: everything written, then read.
 		after := migratedDB(t)
@@ -167,7 +168,7 @@ func overlayRecords(r *rand.Rand, lo time.Time) (stored, flush changes) {
 }
 
 // putChanges writes ch as the flush's put does (its pods' records as
-// they are: pass them through lastRecs first).
+// they are: pass them through usage.LastOfEach first).
 func putChanges(t *testing.T, db *store.DB, ch changes) {
 	t.Helper()
 	allocs := make([]usage.Alloc, 0, len(ch.Allocs))

@@ -19,7 +19,7 @@ func putBorrowing(ctx context.Context, tx *sql.Tx, cluster string, samples []usa
 			return fmt.Errorf("store: put usage records: a borrowing sample without its queue, flavor or resource: %+v", b)
 		}
 	}
-	samples = lastOfEachKey(samples, func(b usage.BorrowSample) string { return b.Key() + "\x00" + fmtTime(b.At) })
+	samples = usage.LastOfEach(samples, func(b usage.BorrowSample) string { return b.Key() + "\x00" + fmtTime(b.At) })
 	if err := insertRows(ctx, tx, len(samples), `
 INSERT INTO kueue_borrowing (cluster, cluster_queue, flavor, resource, at, team, kueue_borrowed, portal_borrowed) VALUES `, 8, `
 ON CONFLICT (cluster, cluster_queue, flavor, resource, at) DO UPDATE SET team = excluded.team,

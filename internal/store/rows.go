@@ -19,7 +19,7 @@ const rowsPerInsert = 500
 // statement per rowsPerInsert rows, in order; row(i, args) appends row i's
 // values to args. An upsert's statement must not name one key twice:
 // PostgreSQL refuses an ON CONFLICT DO UPDATE that would update a row
-// twice (lastOfEachKey).
+// twice (usage.LastOfEach).
 func insertRows(ctx context.Context, tx *sql.Tx, n int, head string, cols int, tail string, row func(i int, args []any) []any) error {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
 	stmt := func(rows int) string { return head + strings.Repeat(one+", ", rows-1) + one + tail }
@@ -46,25 +46,6 @@ func insertRows(ctx context.Context, tx *sql.Tx, n int, head string, cols int, t
 		}
 	}
 	return nil
-}
-
-// lastOfEachKey is rs with only the last record of each key, in the order
-// of those last records.
-func lastOfEachKey[T any](rs []T, key func(T) string) []T {
-	last := make(map[string]int, len(rs))
-	for i, r := range rs {
-		last[key(r)] = i
-	}
-	if len(last) == len(rs) {
-		return rs
-	}
-	out := make([]T, 0, len(last))
-	for i, r := range rs {
-		if last[key(r)] == i {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // A column of upsertRows: its name and whether it holds integers (a Go

@@ -41,9 +41,9 @@ func (d *DB) PutUsageRecords(ctx context.Context, cluster string, r UsageRecords
 			return errors.New("store: put usage records: an allocation without a pod UID")
 		}
 	}
-	allocs := lastOfEachKey(r.Allocs, func(a usage.Alloc) string { return a.Key })
-	wls := lastOfEachKey(r.Workloads, func(w usage.Workload) string { return w.Key })
-	nodes := lastOfEachKey(r.Nodes, func(n usage.NodeSpan) string { return n.Node + "\x00" + fmtTime(n.From) })
+	allocs := usage.LastOfEach(r.Allocs, func(a usage.Alloc) string { return a.Key })
+	wls := usage.LastOfEach(r.Workloads, func(w usage.Workload) string { return w.Key })
+	nodes := usage.LastOfEach(r.Nodes, func(n usage.NodeSpan) string { return n.Node + "\x00" + fmtTime(n.From) })
 	hists := make([]string, len(wls))
 	for i, w := range wls {
 		hist, err := json.Marshal(workloadHistory{w.Pending, w.Admissions, w.Preemptions})

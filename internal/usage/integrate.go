@@ -492,3 +492,24 @@ func forHours(s, e int64, f func(hour, secs int64)) {
 		s = n
 	}
 }
+
+// LastOfEach is rs with only the last record of each key, in the order of
+// those last records: a record written again replaces the earlier one of
+// its key, so of records written in order the last of each is what
+// stays (the store's PutUsageRecords, the collector's flush).
+func LastOfEach[T any, K comparable](rs []T, key func(T) K) []T {
+	last := make(map[K]int, len(rs))
+	for i, r := range rs {
+		last[key(r)] = i
+	}
+	if len(last) == len(rs) {
+		return rs
+	}
+	out := make([]T, 0, len(last))
+	for i, r := range rs {
+		if last[key(r)] == i {
+			out = append(out, r)
+		}
+	}
+	return out
+}
