@@ -85,6 +85,8 @@ type sqliteVersion struct {
 	// its own (make bench, issue 33: a request's version read was a
 	// twentieth of a cached page's cost, most of it the formatting).
 	last atomic.Pointer[headerToken]
+
+	uses useCommits // the versions only API uses made (ContentVersion)
 }
 
 type headerToken struct {
@@ -159,9 +161,15 @@ func (v *sqliteVersion) fromHeader() (string, bool) {
 	if l := v.last.Load(); l != nil && l.gen == v.gen && l.header == h {
 		return l.token, true
 	}
-	t := fmt.Sprintf("sqlite:wal:%d:%x", v.gen, h)
+	t := headerTokenOf(v.gen, h)
 	v.last.Store(&headerToken{gen: v.gen, header: h, token: t})
 	return t, true
+}
+
+// headerTokenOf is the version token of WAL-index header h read on the
+// connection of generation gen.
+func headerTokenOf(gen int, h [walIndexHeaderSize]byte) string {
+	return fmt.Sprintf("sqlite:wal:%d:%x", gen, h)
 }
 
 func (v *sqliteVersion) close() {

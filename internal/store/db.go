@@ -33,6 +33,7 @@ type DB struct {
 	version *sqliteVersion // DataVersion's connection (SQLite)
 
 	pgVersion *versionFlights // DataVersion's reads (PostgreSQL)
+	pgContent *versionFlights // ContentVersion's reads (PostgreSQL)
 
 	// writer admits one of this process's write transactions at a time
 	// (SQLite; nil on PostgreSQL, whose advisory lock queues writers).
@@ -45,7 +46,8 @@ type DB struct {
 	// timeout.
 	writer chan struct{}
 
-	uses useQueue // RecordTokenUse's group commit
+	uses   useQueue   // RecordTokenUse's group commit
+	tokens tokenCache // TokenAndUser's
 }
 
 // Open opens the database dsn names. It does not migrate; call Migrate.
@@ -66,7 +68,8 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 			return nil, fmt.Errorf("store: open %s: %w", name, err)
 		}
 		d := &DB{sql: db, path: name, dialect: dialectPostgres}
-		d.pgVersion = &versionFlights{query: pgDataVersion(db, pgVersionWaits), gap: pgVersionGap}
+		d.pgVersion = &versionFlights{query: pgDataVersion(db, pgFullVersion, pgVersionWaits), gap: pgVersionGap}
+		d.pgContent = &versionFlights{query: pgDataVersion(db, pgContentVersion, pgVersionWaits), gap: pgVersionGap}
 		return d, nil
 	}
 	path := dsn
@@ -344,6 +347,12 @@ func (d *DB) ExecForTest(ctx context.Context, stmts ...string) error {
 // error. f must not start another write transaction of d: it would wait for
 // itself until ctx ends.
 func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+	return d.inTxWith(ctx, f, nil)
+}
+
+// inTxWith is inTx that calls committed, when not nil, after the commit
+// and before this process's next writer may begin (inUsesTx).
+func (d *DB) inTxWith(ctx context.Context, f func(*sql.Tx) error, committed func()) error {
 	if d.writer != nil {
 		select {
 		case d.writer <- struct{}{}:
@@ -362,6 +371,9 @@ func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
+	}
+	if committed != nil {
+		committed()
 	}
 	return nil
 }

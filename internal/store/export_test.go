@@ -136,7 +136,8 @@ func (d *DB) DataVersionFromWALIndex() int64 {
 // SetPGVersionWaits replaces the pauses between data-version reads of d
 // while another session's write is in progress (PostgreSQL).
 func (d *DB) SetPGVersionWaits(waits []time.Duration) {
-	d.pgVersion.query = pgDataVersion(d.sql, waits)
+	d.pgVersion.query = pgDataVersion(d.sql, pgFullVersion, waits)
+	d.pgContent.query = pgDataVersion(d.sql, pgContentVersion, waits)
 }
 
 // InTxForTest runs f in one of the store's write transactions (inTx).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,7 +86,14 @@ func (q *useQueue) flush(d *DB) {
 		}
 		q.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := d.inTx(ctx, func(tx *sql.Tx) error { return recordUses(ctx, tx, batch) })
+		write := d.inTx
+		if !slices.ContainsFunc(batch, func(u *apiUse) bool { return u.id == 0 }) {
+			// Personal tokens' uses only: ContentVersion stays.
+			// A machine's use upserts its user record, which
+			// authorization reads.
+			write = d.inUsesTx
+		}
+		err := write(ctx, func(tx *sql.Tx) error { return recordUses(ctx, tx, batch) })
 		cancel()
 		for _, u := range batch {
 			if err != nil {

@@ -97,6 +97,18 @@ func (f *versionFlights) start() {
 	}()
 }
 
+// pgVersionState is a PostgreSQL version's state function and its tokens'
+// prefix.
+type pgVersionState struct{ function, prefix string }
+
+var (
+	// pgFullVersion is DataVersion's: every commit moves it.
+	pgFullVersion = pgVersionState{"portal_data_version_state", "pg:"}
+	// pgContentVersion is ContentVersion's: a transaction of API uses
+	// only does not move it (migrations/00041_content_version.sql).
+	pgContentVersion = pgVersionState{"portal_content_version_state", "pgc:"}
+)
+
 // pgVersionGap is PostgreSQL's versionFlights gap.
 const pgVersionGap = 250 * time.Microsecond
 
@@ -113,8 +125,9 @@ const pgVersionGap = 250 * time.Microsecond
 // write to end keeps them on the cached page of the version it makes.
 var pgVersionWaits = []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond}
 
-// pgDataVersion reads portal_data_version_state()
-// (migrations/00036_data_version_state.sql, 00040_data_version_lock.sql):
+// pgDataVersion reads state, portal_data_version_state()
+// (migrations/00036_data_version_state.sql, 00040_data_version_lock.sql,
+// 00041_content_version.sql) or portal_content_version_state() (00041):
 // the version, and whether another session's transaction has counted a
 // write and not ended (it holds the data-version advisory lock). With none
 // open the version is returned and remembered as the last clean one. With
@@ -124,27 +137,28 @@ var pgVersionWaits = []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 *
 // long statement of a background loop no longer turns every page view of
 // its duration into an uncached render). A version past it is read again
 // after each of waits; "" if the write is still open then (nothing is
-// cached). The token returned is "pg:" and the version. (Before 00040 a
+// cached). The token returned is prefix and the version. (Before 00040 a
 // transaction counted as open from its first write lock, read from
 // pg_locks, whose copy of the server's lock table made each read twice a
 // SELECT 1's time.)
-func pgDataVersion(db *sql.DB, waits []time.Duration) func(context.Context) (string, error) {
+func pgDataVersion(db *sql.DB, state pgVersionState, waits []time.Duration) func(context.Context) (string, error) {
 	var clean atomic.Pointer[string] // the last version read with no counted write open (not busy)
+	q, prefix := `SELECT version, busy FROM `+state.function+`()`, state.prefix
 	return func(ctx context.Context) (string, error) {
 		for i := 0; ; i++ {
 			var version string
 			var busy bool
-			if err := db.QueryRowContext(ctx, `SELECT version, busy FROM portal_data_version_state()`).Scan(&version, &busy); err != nil {
+			if err := db.QueryRowContext(ctx, q).Scan(&version, &busy); err != nil {
 				return "", err
 			}
 			// The token carries its engine's prefix, made once per
 			// read for every request that shares it.
 			if !busy {
 				clean.Store(&version)
-				return "pg:" + version, nil
+				return prefix + version, nil
 			}
 			if c := clean.Load(); c != nil && *c == version {
-				return "pg:" + version, nil
+				return prefix + version, nil
 			}
 			if i == len(waits) {
 				return "", nil

@@ -158,15 +158,15 @@ func (s *Server) tokenPrincipal(c echo.Context) (workflow.Token, workflow.Princi
 	if !ok || !strings.HasPrefix(secret, tokenPrefix) || len(secret) > 200 {
 		return workflow.Token{}, workflow.Principal{}, unauthorized("Send Authorization: Bearer " + tokenPrefix + "….")
 	}
+	// The content version first: the token and its person are read after
+	// it (and may be kept under it), and the API's cached reads key on it
+	// (cacheAPI).
+	s.readContentVersion(c)
 	ctx := c.Request().Context()
-	st, err := s.opts.DB.TokenByHash(ctx, tokenHash(secret))
+	st, u, err := s.opts.DB.TokenAndUser(ctx, tokenHash(secret))
 	if errors.Is(err, store.ErrNotFound) {
 		return st.Token, workflow.Principal{}, unauthorized("Unknown token.")
 	}
-	if err != nil {
-		return st.Token, workflow.Principal{}, err
-	}
-	u, err := s.opts.DB.UserByID(ctx, st.UserID)
 	if err != nil {
 		return st.Token, workflow.Principal{}, err
 	}

@@ -29,7 +29,7 @@ func TestAPICacheKeysOnVersionAndToken(t *testing.T) {
 		calls++
 		tok, _ := apiToken(c)
 		return writeJSONView(c, http.StatusOK, map[string]any{"token": tok.Name, "call": calls})
-	}, writeJSON)
+	}, store.DataVersionFrom, writeJSON)
 	e := echo.New()
 	p := workflow.NewPrincipal(7, "sub", "owner.red@example.com", "Red", nil, []workflow.Membership{{Team: "red", Role: workflow.TeamOwner}})
 	serve := func(tok workflow.Token, version string) (int, string, *httptest.ResponseRecorder) {
@@ -152,5 +152,54 @@ func TestAPICacheSharesABatchOfUses(t *testing.T) {
 	var list struct{ Items []struct{ ID int64 } }
 	if err := json.Unmarshal(body, &list); err != nil || len(list.Items) != 2 || list.Items[0].ID != later {
 		t.Errorf("after a new connection red's token reads %s, want %d first", body, later)
+	}
+}
+
+// TestAPICacheOutlivesUses: one token's reads, one after another, each
+// record their use (the audit trail holds every one) and, after the first,
+// are served the first's answer: a use moves the data version but not the
+// content version they are kept under (store.DB.ContentVersion). A
+// connection filed afterwards, and the token's revocation, are seen at the
+// next read.
+func TestAPICacheOutlivesUses(t *testing.T) {
+	h := newHarness(t, false)
+	red := h.signIn("owner.red")
+	first := h.fileAs(red, "red")
+	tok := h.newToken(red, workflow.TokenRead)
+	uses := h.auditCount("token.use")
+	hits := cacheHits(h.srv)
+	const reads = 5
+	for i := range reads {
+		resp, body := h.api(apiReq{token: tok, path: "/api/v1/connections"})
+		var list struct{ Items []struct{ ID int64 } }
+		if err := json.Unmarshal(body, &list); err != nil || resp.StatusCode != http.StatusOK || len(list.Items) != 1 || list.Items[0].ID != first {
+			t.Fatalf("read %d: %d %s", i+1, resp.StatusCode, body)
+		}
+	}
+	if got := h.auditCount("token.use") - uses; got != reads {
+		t.Errorf("%d reads recorded %d uses", reads, got)
+	}
+	if got := cacheHits(h.srv) - hits; got != reads-1 {
+		t.Errorf("%d of %d reads after the first were served its answer, want every one: a use moved what the answer is kept under", got, reads-1)
+	}
+	later := h.fileAs(red, "red")
+	_, body := h.api(apiReq{token: tok, path: "/api/v1/connections"})
+	var list struct{ Items []struct{ ID int64 } }
+	if err := json.Unmarshal(body, &list); err != nil || len(list.Items) != 2 || list.Items[0].ID != later {
+		t.Errorf("after a new connection the token reads %s, want %d first", body, later)
+	}
+	u, err := h.db.UserByEmail(t.Context(), "owner.red@example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := h.db.TokensOf(t.Context(), u.ID)
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("tokens: %v %v", toks, err)
+	}
+	if err := h.db.RevokeToken(t.Context(), toks[0].ID, workflow.Actor{ID: toks[0].UserID}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := h.api(apiReq{token: tok, path: "/api/v1/connections"}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("after its revocation the token's read answered %d, want 401", resp.StatusCode)
 	}
 }

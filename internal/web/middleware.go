@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -242,11 +243,23 @@ func (s *Server) session(next echo.HandlerFunc) echo.HandlerFunc {
 // is read after it; without one (unavailable, or another session's write
 // in progress) they keep nothing.
 func (s *Server) readDataVersion(c echo.Context) {
+	s.readVersion(c, "data version", s.opts.DB.DataVersion, store.WithDataVersion)
+}
+
+// readContentVersion puts the database's content version (store.DB.ContentVersion:
+// the data version less the API's uses) in the request's context, for a
+// bearer token's request: its token lookup and its cached reads
+// (cacheAPI) are kept under it.
+func (s *Server) readContentVersion(c echo.Context) {
+	s.readVersion(c, "content version", s.opts.DB.ContentVersion, store.WithContentVersion)
+}
+
+func (s *Server) readVersion(c echo.Context, what string, read func(context.Context) (string, bool, error), with func(context.Context, string) context.Context) {
 	r := c.Request()
-	if v, ok, err := s.opts.DB.DataVersion(r.Context()); err != nil {
-		s.opts.Logger.WarnContext(r.Context(), "data version unavailable: nothing is served from the caches", "err", err)
+	if v, ok, err := read(r.Context()); err != nil {
+		s.opts.Logger.WarnContext(r.Context(), what+" unavailable: nothing is served from the caches", "err", err)
 	} else if ok {
-		c.SetRequest(r.WithContext(store.WithDataVersion(r.Context(), v)))
+		c.SetRequest(r.WithContext(with(r.Context(), v)))
 	}
 }
 

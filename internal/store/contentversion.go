@@ -1,0 +1,240 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sync"
+	"unsafe"
+)
+
+// ContentVersion is DataVersion less the API's uses: a token that changes
+// whenever a transaction commits, except one that recorded personal
+// tokens' uses and nothing else (RecordTokenUse's batches, uses.go: each
+// token's last use and its token.use events). Every API request records
+// its use, so under DataVersion the API's cached list (the page cache,
+// cacheAPI in internal/web) and the token lookups kept under the version
+// (TokenAndUser) were read again after every batch of uses (issue 33,
+// make bench's API row). What is kept under a content version must not
+// show what a use writes: a token's last use or the audit trail (their
+// pages use DataVersion, which every use moves). The rule of DataVersion
+// holds: read it BEFORE the data kept under it.
+//
+//   - SQLite: DataVersion's token, except for the versions a batch of uses
+//     made (useCommits): the batch reads the WAL-index header after its
+//     writes, before its commit (it holds the write lock: nothing else can
+//     commit in between) and again after it, and when iChange grew by
+//     exactly one, the only commit between the two headers was its own,
+//     and the version after is the version before (or what that one
+//     stands for). SQLite increments iChange on each commit and nowhere
+//     else (wal.c, walFrames: "if( isCommit ){ pWal->hdr.iChange++ ...
+//     walIndexWriteHdr(pWal)"; modernc.org/sqlite v1.62.0 lib, _walFrames,
+//     the one place Fhdr.FiChange changes). Another process's commit in
+//     between makes it grow by more, and the version after stands for
+//     itself: nothing cached is served for it.
+//   - PostgreSQL: portal_content_version_state()
+//     (migrations/00041_content_version.sql): the data version's sequence,
+//     which a transaction of uses does not bump (it sets portal.api_use
+//     for itself and bumps a sequence of its own, which DataVersion reads
+//     too).
+func (d *DB) ContentVersion(ctx context.Context) (token string, ok bool, err error) {
+	if d.dialect.postgres {
+		token, err := d.pgContent.read(ctx)
+		if err != nil {
+			return "", false, fmt.Errorf("store: content version: %w", err)
+		}
+		return token, token != "", nil
+	}
+	token, ok, err = d.DataVersion(ctx)
+	if !ok || err != nil {
+		return token, ok, err
+	}
+	return d.version.uses.content(token), true, nil
+}
+
+// useCommits maps the SQLite versions that batches of uses made to the
+// version each stands for: the last version a transaction other than a
+// batch of uses made. It keeps the latest useCommitsKept; an older one
+// stands for itself again (nothing cached is found for it: a miss, never
+// a wrong answer).
+type useCommits struct {
+	mu    sync.RWMutex
+	to    map[string]string
+	order []string // the keys of to, oldest first
+}
+
+const useCommitsKept = 256
+
+func (u *useCommits) content(raw string) string {
+	u.mu.RLock()
+	c, ok := u.to[raw]
+	u.mu.RUnlock()
+	if ok {
+		return c
+	}
+	return raw
+}
+
+func (u *useCommits) add(after, before string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if c, ok := u.to[before]; ok {
+		before = c
+	}
+	if u.to == nil {
+		u.to = map[string]string{}
+	}
+	if _, ok := u.to[after]; !ok {
+		u.order = append(u.order, after)
+	}
+	u.to[after] = before
+	if len(u.order) > useCommitsKept {
+		delete(u.to, u.order[0])
+		u.order = u.order[1:]
+	}
+}
+
+// header is the WAL-index header as DataVersion reads it, with its
+// connection's generation; ok is false when DataVersion does not read it
+// (not yet mapped, or being written).
+func (v *sqliteVersion) header() (gen int, h [walIndexHeaderSize]byte, ok bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.conn == nil || v.shm == nil {
+		return 0, h, false
+	}
+	h, ok = v.shm.read()
+	return v.gen, h, ok
+}
+
+// walIChange is a header's iChange, its third word in host byte order
+// (https://sqlite.org/walformat.html#the_wal_index_file_format).
+func walIChange(h [walIndexHeaderSize]byte) uint32 {
+	return *(*uint32)(unsafe.Pointer(&h[8]))
+}
+
+// inUsesTx is inTx for a batch of personal tokens' uses (uses.go): its
+// commit does not move ContentVersion. On PostgreSQL the transaction
+// sets portal.api_use before f, so that the statement triggers bump the
+// uses' sequence (migrations/00041); on SQLite the header is read after
+// f and after the commit (ContentVersion), both while d.writer keeps this
+// process's other writers out.
+func (d *DB) inUsesTx(ctx context.Context, f func(*sql.Tx) error) error {
+	var gen int
+	var before [walIndexHeaderSize]byte
+	var beforeOK bool
+	err := d.inTxWith(ctx, func(tx *sql.Tx) error {
+		if d.dialect.postgres {
+			if _, err := tx.ExecContext(ctx, `SELECT set_config('portal.api_use', 'on', true)`); err != nil {
+				return fmt.Errorf("store: API uses: %w", err)
+			}
+		}
+		if err := f(tx); err != nil {
+			return err
+		}
+		if d.version != nil {
+			gen, before, beforeOK = d.version.header()
+		}
+		return nil
+	}, func() {
+		if !beforeOK {
+			return
+		}
+		g, after, ok := d.version.header()
+		if ok && g == gen && walIChange(after) == walIChange(before)+1 {
+			d.version.uses.add(headerTokenOf(gen, after), headerTokenOf(gen, before))
+		}
+	})
+	return err
+}
+
+type contentVersionKey struct{}
+
+// WithContentVersion returns ctx carrying token, the ContentVersion read
+// at the start of an API request (TokenAndUser, and the API's page cache).
+func WithContentVersion(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, contentVersionKey{}, token)
+}
+
+// ContentVersionFrom returns the token WithContentVersion put in ctx.
+func ContentVersionFrom(ctx context.Context) (string, bool) {
+	t, ok := ctx.Value(contentVersionKey{}).(string)
+	return t, ok && t != ""
+}
+
+// TokenAndUser is TokenByHash and the token's person (UserByID). Under the
+// content version ctx carries (WithContentVersion), read before, both are
+// read once and kept for the next request with the same token and version:
+// every API request authenticates, and two reads a request were most of an
+// API read's cost once its answer was cached. The token's revocation, a
+// person's groups and everything else authorization reads move the
+// content version; a use does not, so the token returned may show an
+// older last use (RecordTokenUse re-checks the revocation as it records
+// the use). An unknown token is never kept.
+func (d *DB) TokenAndUser(ctx context.Context, secretHash string) (APIToken, User, error) {
+	version, versioned := ContentVersionFrom(ctx)
+	if versioned {
+		if e, ok := d.tokens.find(version, secretHash); ok {
+			return e.token.clone(), e.user.clone(), nil
+		}
+	}
+	t, err := d.TokenByHash(ctx, secretHash)
+	if err != nil {
+		return t, User{}, err
+	}
+	u, err := d.UserByID(ctx, t.UserID)
+	if err != nil {
+		return t, User{}, err
+	}
+	if versioned {
+		d.tokens.keep(version, secretHash, tokenAndUser{t.clone(), u.clone()})
+	}
+	return t, u, nil
+}
+
+// tokenCache is TokenAndUser's: the tokens read under one content
+// version, at most tokenCacheSize of them.
+type tokenCache struct {
+	mu      sync.Mutex
+	version string
+	byHash  map[string]tokenAndUser
+}
+
+type tokenAndUser struct {
+	token APIToken
+	user  User
+}
+
+const tokenCacheSize = 1024
+
+func (c *tokenCache) find(version, hash string) (tokenAndUser, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.version != version {
+		return tokenAndUser{}, false
+	}
+	e, ok := c.byHash[hash]
+	return e, ok
+}
+
+func (c *tokenCache) keep(version, hash string, e tokenAndUser) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.version != version {
+		c.version, c.byHash = version, map[string]tokenAndUser{}
+	}
+	if len(c.byHash) < tokenCacheSize {
+		c.byHash[hash] = e
+	}
+}
+
+func (t APIToken) clone() APIToken {
+	t.Teams = slices.Clone(t.Teams)
+	return t
+}
+
+func (u User) clone() User {
+	u.Groups = slices.Clone(u.Groups)
+	return u
+}
