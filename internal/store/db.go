@@ -350,9 +350,10 @@ func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	return d.inTxWith(ctx, f, nil)
 }
 
-// inTxWith is inTx that calls committed, when not nil, after the commit
-// and before this process's next writer may begin (inUsesTx).
-func (d *DB) inTxWith(ctx context.Context, f func(*sql.Tx) error, committed func()) error {
+// inTxWith is inTx that calls ended, when not nil, once f has run and
+// the transaction has committed (err nil) or rolled back (err f's or the
+// commit's), before this process's next writer may begin (inUsesTx).
+func (d *DB) inTxWith(ctx context.Context, f func(*sql.Tx) error, ended func(err error)) error {
 	if d.writer != nil {
 		select {
 		case d.writer <- struct{}{}:
@@ -365,17 +366,16 @@ func (d *DB) inTxWith(ctx context.Context, f func(*sql.Tx) error, committed func
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	if err := f(tx); err != nil {
+	err = f(tx)
+	if err != nil {
 		_ = tx.Rollback()
-		return err
+	} else if err = tx.Commit(); err != nil {
+		err = fmt.Errorf("store: commit: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
+	if ended != nil {
+		ended(err)
 	}
-	if committed != nil {
-		committed()
-	}
-	return nil
+	return err
 }
 
 // queryer is satisfied by *sql.DB and *sql.Tx.

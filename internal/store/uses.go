@@ -35,14 +35,24 @@ type apiUse struct {
 // waits for more than the transaction it joined and the one before it)
 // and commits everything queued in one transaction, then the next batch,
 // until the queue is empty. While one transaction commits, the uses that
-// arrive gather for the next: under load a transaction carries as many
-// uses as arrived during the one before, and alone a use is committed at
-// once (no timer, no added wait).
+// arrive gather for the next, which starts no sooner than useGap after
+// the one before started: under load a transaction carries as many uses
+// as arrived meanwhile, and alone a use is committed at once (a flush
+// that finds the queue empty after a batch ends; the next use starts
+// another without waiting).
+//
+// Without the gap, under load the batches ran back to back, each a few
+// uses, and their commits (each writes the audit table's and its indexes'
+// pages to the WAL) were most of an API read's cost once its answer was
+// cached (make bench, issue 33).
 type useQueue struct {
 	mu       sync.Mutex
 	pending  []*apiUse
 	flushing bool
 }
+
+// useGap is the least time from one batch's start to the next one's.
+const useGap = 2 * time.Millisecond
 
 // maxUsesPerTx bounds one transaction's uses (its audit INSERTs are split
 // at rowsPerInsert anyway); a longer queue takes several.
@@ -85,6 +95,7 @@ func (q *useQueue) flush(d *DB) {
 			q.pending = nil
 		}
 		q.mu.Unlock()
+		started := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		write := d.inTx
 		if !slices.ContainsFunc(batch, func(u *apiUse) bool { return u.id == 0 }) {
@@ -102,6 +113,16 @@ func (q *useQueue) flush(d *DB) {
 			u.batchLen = n
 			close(u.done)
 		}
+		q.mu.Lock()
+		more := len(q.pending) > 0
+		if !more {
+			q.flushing = false
+		}
+		q.mu.Unlock()
+		if !more {
+			return
+		}
+		time.Sleep(useGap - time.Since(started)) // returns at once when not positive
 	}
 }
 
