@@ -27,12 +27,7 @@ func contentVersion(t *testing.T, db *store.DB) string {
 func TestContentVersionIgnoresTokenUses(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := t.Context()
-	now := f.tick()
-	tok := workflow.Token{UserID: f.owner.ID, Name: "ci", Scope: workflow.TokenRead, CreatedAt: now, ExpiresAt: now.AddDate(0, 0, 30)}
-	id, err := f.db.CreateToken(ctx, tok, "hash-cv", f.owner)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := f.readToken("hash-cv")
 	other, err := store.Open(ctx, f.dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -100,12 +95,7 @@ func TestContentVersionIgnoresTokenUses(t *testing.T) {
 func TestTokenAndUserKeptUnderTheContentVersion(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := t.Context()
-	now := f.tick()
-	tok := workflow.Token{UserID: f.owner.ID, Name: "ci", Scope: workflow.TokenRead, CreatedAt: now, ExpiresAt: now.AddDate(0, 0, 30)}
-	id, err := f.db.CreateToken(ctx, tok, "hash-kept", f.owner)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := f.readToken("hash-kept")
 	request := func() (store.APIToken, store.User) {
 		t.Helper()
 		rctx := store.WithContentVersion(ctx, contentVersion(t, f.db))
@@ -140,4 +130,17 @@ func TestTokenAndUserKeptUnderTheContentVersion(t *testing.T) {
 	if _, _, err := f.db.TokenAndUser(store.WithContentVersion(ctx, contentVersion(t, f.db)), "hash-unknown"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("an unknown token: %v, want ErrNotFound", err)
 	}
+}
+
+// readToken stores a read token of the fixture's owner, with secretHash,
+// and returns its id.
+func (f *fixture) readToken(secretHash string) int64 {
+	f.t.Helper()
+	now := f.tick()
+	id, err := f.db.CreateToken(f.t.Context(), workflow.Token{UserID: f.owner.ID, Name: "ci", Scope: workflow.TokenRead,
+		CreatedAt: now, ExpiresAt: now.AddDate(0, 0, 30)}, secretHash, f.owner)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return id
 }
