@@ -27,6 +27,12 @@
 // nothing: no rule on a state is written here, only the reads of the facts
 // a command needs and the recording of what it decided.
 //
+// Two versions tell the caches what changed (read each before the data kept
+// under it): DataVersion moves with every commit (dataversion.go), and
+// ContentVersion with every commit but those that only record personal
+// API tokens' uses (contentversion.go, uses.go), so that the API's cached
+// list and its token lookups outlive the uses every API request records.
+//
 // It may import internal/workflow and internal/usage for domain types; it must never import
 // internal/web, internal/views, internal/provision or any HTTP, Kubernetes or
 // AWS package.
