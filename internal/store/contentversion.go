@@ -77,28 +77,23 @@ type useCommits struct {
 const useCommitsKept = 256
 
 func (u *useCommits) content(ctx context.Context, raw string) string {
-	u.mu.RLock()
-	c, ok := u.to[raw]
-	pending, ended := u.pending, u.ended
-	u.mu.RUnlock()
-	if ok {
-		return c
+	for waited := false; ; waited = true {
+		u.mu.RLock()
+		c, ok := u.to[raw]
+		pending, ended := u.pending, u.ended
+		u.mu.RUnlock()
+		if ok {
+			return c
+		}
+		if waited || pending == "" || pending == raw {
+			return raw
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return raw
+		}
 	}
-	if pending == "" || pending == raw {
-		return raw
-	}
-	select {
-	case <-ended:
-	case <-ctx.Done():
-		return raw
-	}
-	u.mu.RLock()
-	c, ok = u.to[raw]
-	u.mu.RUnlock()
-	if ok {
-		return c
-	}
-	return raw
 }
 
 // begin says that a batch that began from version before is committing.

@@ -11,11 +11,7 @@ import (
 
 func contentVersion(t *testing.T, db *store.DB) string {
 	t.Helper()
-	v, ok, err := db.ContentVersion(t.Context())
-	if err != nil || !ok {
-		t.Fatalf("ContentVersion = %q, %v, %v", v, ok, err)
-	}
-	return v
+	return versionOf(t, "ContentVersion", db.ContentVersion)
 }
 
 // TestContentVersionIgnoresTokenUses: a personal token's use moves the

@@ -10,9 +10,16 @@ import (
 
 func dataVersion(t *testing.T, db *store.DB) string {
 	t.Helper()
-	v, ok, err := db.DataVersion(t.Context())
+	return versionOf(t, "DataVersion", db.DataVersion)
+}
+
+// versionOf is what read (a DB's DataVersion or ContentVersion, named
+// name) returns, failing the test without one.
+func versionOf(t *testing.T, name string, read func(context.Context) (string, bool, error)) string {
+	t.Helper()
+	v, ok, err := read(t.Context())
 	if err != nil || !ok {
-		t.Fatalf("DataVersion = %q, %v, %v", v, ok, err)
+		t.Fatalf("%s = %q, %v, %v", name, v, ok, err)
 	}
 	return v
 }
