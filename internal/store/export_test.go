@@ -164,6 +164,14 @@ func (d *DB) QueuedTokenUsesForTest() (int, bool) {
 	return len(d.uses.pending), d.uses.flushing
 }
 
+// SetUseGapForTest sets the least time between two batches of API uses'
+// starts (useGap), before any use is recorded.
+func (d *DB) SetUseGapForTest(gap time.Duration) {
+	d.uses.mu.Lock()
+	defer d.uses.mu.Unlock()
+	d.uses.gap = gap
+}
+
 // RecordTokenUseForTest is RecordTokenUse that also says how many uses
 // shared the use's transaction.
 func (d *DB) RecordTokenUseForTest(ctx context.Context, id int64, by workflow.Actor, what, from string, now time.Time) (int, error) {

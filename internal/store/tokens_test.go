@@ -239,3 +239,55 @@ func TestTokenUsesShareATransaction(t *testing.T) {
 		t.Errorf("audit chain: break %+v, %v", brk, err)
 	}
 }
+
+// TestTokenUsesKeepTheGapAcrossFlushes: a use alone, its batch having
+// started no sooner than the gap ago, is committed at once; the next
+// use, arriving within the gap after it, waits for the gap even though
+// the flush that committed the first ended when it found the queue empty,
+// and every use that arrives meanwhile shares its transaction (without the
+// wait, under load 64 clients' uses went in batches of about 6, each
+// with its own commit).
+func TestTokenUsesKeepTheGapAcrossFlushes(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := t.Context()
+	now := f.tick()
+	id, err := f.db.CreateToken(ctx, workflow.Token{UserID: f.owner.ID, Name: "ci", Scope: workflow.TokenRead,
+		Teams: []string{"red"}, CreatedAt: now, ExpiresAt: now.AddDate(0, 0, 30)}, "hash-gap", f.owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Long enough that the waits below are seen whatever the machine's load.
+	f.db.SetUseGapForTest(2 * time.Second)
+	if n, err := f.db.RecordTokenUseForTest(ctx, id, f.owner, "GET /api/v1/connections", "192.0.2.1", f.tick()); err != nil || n != 1 {
+		t.Fatalf("the first use: a transaction of %d, %v; want it alone", n, err)
+	}
+	if queued, flushing := f.db.QueuedTokenUsesForTest(); queued != 0 || flushing {
+		t.Fatalf("after the first use: %d queued, flushing %v; want the flush ended", queued, flushing)
+	}
+	batches := make(chan int, 3)
+	for i := range 3 {
+		go func() {
+			n, err := f.db.RecordTokenUseForTest(ctx, id, f.owner, "GET /api/v1/connections", fmt.Sprintf("192.0.2.%d", 10+i), f.now)
+			if err != nil {
+				t.Error(err)
+			}
+			batches <- n
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		queued, flushing := f.db.QueuedTokenUsesForTest()
+		if queued == 3 && flushing {
+			break
+		}
+		if queued == 0 && flushing || time.Now().After(deadline) {
+			t.Fatalf("%d queued, flushing %v: the next flush did not wait for the gap with every use queued", queued, flushing)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for range 3 {
+		if n := <-batches; n != 3 {
+			t.Errorf("a use within the gap went in a transaction of %d, want the 3 that arrived together", n)
+		}
+	}
+}
