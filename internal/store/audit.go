@@ -34,29 +34,67 @@ type AuditEvent struct {
 const genesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
 
 // chainHash is SHA-256 over the previous hash and every field, each
-// length-prefixed so that no two different events can serialize alike.
+// length-prefixed so that no two different events can serialize alike:
+// "len:field|" for each, the length in decimal bytes. Built in one buffer
+// (every API request appends one event: the fmt.Fprintf a field it was
+// before cost a few µs an event); TestChainHashBytes pins the bytes to
+// that format.
 func chainHash(prev string, e AuditEvent) string {
-	h := sha256.New()
-	for _, f := range []string{
-		prev, fmtTime(e.At), strconv.FormatInt(e.ActorID, 10), e.Actor, e.Action, e.ObjectType,
-		strconv.FormatInt(e.ObjectID, 10), e.Team, strconv.Itoa(e.Version), e.Reason,
-	} {
-		fmt.Fprintf(h, "%d:%s|", len(f), f)
+	var buf [512]byte
+	b := buf[:0]
+	field := func(f string) {
+		b = append(strconv.AppendInt(b, int64(len(f)), 10), ':')
+		b = append(append(b, f...), '|')
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	var num [20]byte
+	field(prev)
+	field(fmtTime(e.At))
+	field(string(strconv.AppendInt(num[:0], e.ActorID, 10)))
+	field(e.Actor)
+	field(e.Action)
+	field(e.ObjectType)
+	field(string(strconv.AppendInt(num[:0], e.ObjectID, 10)))
+	field(e.Team)
+	field(string(strconv.AppendInt(num[:0], int64(e.Version), 10)))
+	field(e.Reason)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // appendAudit adds an event inside the caller's transaction, chained to the
 // last one. Write transactions are BEGIN IMMEDIATE, so appends serialize.
 func appendAudit(ctx context.Context, tx *sql.Tx, e AuditEvent) error {
-	return appendAudits(ctx, tx, []AuditEvent{e})
+	return appendAudits(ctx, tx, dialect{}, []AuditEvent{e}) // one row: the same statement on either engine
 }
+
+// auditInsert is the audit trail's INSERT up to its rows.
+const auditInsert = `INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash) VALUES `
+
+// sqliteAuditRowsPerInsert is how many events one SQLite statement of
+// appendAudits inserts: 55 parameters, under stmtCacheBigArgs, so that every
+// statement's text (1 to 5 rows) stays prepared on its connection. With
+// one statement for all of them, each batch of API uses (a few to a few
+// dozen) had its own text, prepared again every time (a tenth of a use's
+// cost in make bench's profile, issue 33).
+const sqliteAuditRowsPerInsert = 5
 
 // appendAudits adds events, in order, inside the caller's transaction, each
 // chained to the one before and the first to the last one stored: one read
-// of the last hash, and one INSERT per rowsPerInsert events (insertRows; a
-// re-apply batch's completions append one event per job).
-func appendAudits(ctx context.Context, tx *sql.Tx, events []AuditEvent) error {
+// of the last hash, and the rows in multi-row INSERTs (insertRows; a
+// re-apply batch's completions append one event per job, and every batch
+// of API uses one per use).
+//
+// On SQLite (d not PostgreSQL) a statement of several rows is INSERT OR
+// ROLLBACK: "When an applicable constraint violation occurs, the ROLLBACK
+// resolution algorithm aborts the current SQL statement with an
+// SQLITE_CONSTRAINT error and rolls back the current transaction"
+// (https://sqlite.org/lang_conflict.html). Any error here fails the whole
+// transaction anyway (its caller rolls back), and a statement that cannot
+// end half done needs no statement journal: under the default (ABORT) each
+// multi-row INSERT inside the transaction first copied every page it
+// changed to one (the profile's _subjournalPage, about a tenth of a use's
+// cost; SQLite's test/stmt.test checks which statements open one).
+func appendAudits(ctx context.Context, tx *sql.Tx, d dialect, events []AuditEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -67,9 +105,13 @@ func appendAudits(ctx context.Context, tx *sql.Tx, events []AuditEvent) error {
 	} else if err != nil {
 		return fmt.Errorf("store: audit: %w", err)
 	}
+	head, per := auditInsert, rowsPerInsert
+	if !d.postgres && len(events) > 1 {
+		head, per = "INSERT OR ROLLBACK"+strings.TrimPrefix(auditInsert, "INSERT"), sqliteAuditRowsPerInsert
+	}
 	// The ids grow in the rows' order (one statement at a time, one
 	// writer), so the chain reads in id order.
-	if err := insertRows(ctx, tx, len(events), `INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash) VALUES `, 11, "",
+	if err := insertRowsBy(ctx, tx, per, len(events), head, 11, "",
 		func(i int, args []any) []any {
 			e := events[i]
 			e.PrevHash = prev

@@ -74,7 +74,7 @@ func (d *DB) StartJobs(ctx context.Context, owner string, starts []workflow.JobS
 		if err := recordAttempts(ctx, tx, starts, dryRun, now); err != nil {
 			return err
 		}
-		return appendAudits(ctx, tx, events)
+		return appendAudits(ctx, tx, d.dialect, events)
 	})
 	if err != nil {
 		return fmt.Errorf("store: start jobs %v: %w", ids, err)
@@ -180,7 +180,7 @@ WHERE s.job_id IN `+in+` AND s.state = 'done' AND s.seq < j.steps GROUP BY s.job
 		if err := endJobs(ctx, tx, ids, workflow.JobSucceeded, "", now); err != nil {
 			return err
 		}
-		return appendAudits(ctx, tx, events)
+		return appendAudits(ctx, tx, d.dialect, events)
 	})
 	if err != nil {
 		return fmt.Errorf("store: complete jobs %v: %w", ids, err)

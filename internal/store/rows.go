@@ -21,6 +21,11 @@ const rowsPerInsert = 500
 // PostgreSQL refuses an ON CONFLICT DO UPDATE that would update a row
 // twice (usage.LastOfEach).
 func insertRows(ctx context.Context, tx *sql.Tx, n int, head string, cols int, tail string, row func(i int, args []any) []any) error {
+	return insertRowsBy(ctx, tx, rowsPerInsert, n, head, cols, tail, row)
+}
+
+// insertRowsBy is insertRows with rowsPerInsert rows a statement.
+func insertRowsBy(ctx context.Context, tx *sql.Tx, rowsPerInsert, n int, head string, cols int, tail string, row func(i int, args []any) []any) error {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
 	stmt := func(rows int) string { return head + strings.Repeat(one+", ", rows-1) + one + tail }
 	// Every statement but the last has rowsPerInsert rows: its text and

@@ -128,7 +128,7 @@ func (q *useQueue) flush(d *DB) {
 			// authorization reads.
 			write = d.inUsesTx
 		}
-		err := write(ctx, func(tx *sql.Tx) error { return recordUses(ctx, tx, batch) })
+		err := write(ctx, func(tx *sql.Tx) error { return recordUses(ctx, tx, d.dialect, batch) })
 		cancel()
 		for _, u := range batch {
 			if err != nil {
@@ -156,7 +156,7 @@ func (q *useQueue) flush(d *DB) {
 // refuses every use of it in the batch (ErrTokenRevoked). Then one
 // token.use or machine.use event per recorded use, in the order they
 // arrived.
-func recordUses(ctx context.Context, tx *sql.Tx, batch []*apiUse) error {
+func recordUses(ctx context.Context, tx *sql.Tx, dia dialect, batch []*apiUse) error {
 	last := map[int64]*apiUse{}
 	machines := map[[2]string]User{}
 	var order []int64
@@ -207,5 +207,5 @@ func recordUses(ctx context.Context, tx *sql.Tx, batch []*apiUse) error {
 				ObjectType: "token", ObjectID: u.id, Reason: u.what})
 		}
 	}
-	return appendAudits(ctx, tx, events)
+	return appendAudits(ctx, tx, dia, events)
 }
