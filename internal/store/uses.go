@@ -48,8 +48,8 @@ type apiUse struct {
 // cached (make bench, issue 33). Until the gap also held across flushes,
 // a flush that found the queue empty ended, and the next use's flush
 // started at once: 64 clients' uses went in batches of about 6, each use
-// taking 50 µs of CPU, against about 55 and 22 µs with it (a 2 ms gap then; measured on
-// SQLite in one process, 64 goroutines recording 25,600 uses).
+// taking 50 µs of CPU, against about 55 and 22 µs with it (the gap 2 ms;
+// measured on SQLite in one process, 64 goroutines recording 25,600 uses).
 type useQueue struct {
 	mu       sync.Mutex
 	pending  []*apiUse
@@ -58,11 +58,11 @@ type useQueue struct {
 	gap      time.Duration // useGap; tests set a longer one
 }
 
-// useGap is the least time from one batch's start to the next one's. With
-// the gap held across flushes, 1 ms served the API's list best: on SQLite
-// 0.46x bare echo's req/s, against 0.42x at 500 µs and at 2 ms (make
-// bench's api-list page alone, one run each, 2026-12-07).
-const useGap = time.Millisecond
+// useGap is the least time from one batch's start to the next one's. 1 ms
+// served the API's list better than 2 ms alone once (SQLite, 0.46x against
+// 0.42x), but not in make bench (0.418x at 2b0bf81 against 0.423x at 2 ms
+// before), and PostgreSQL's fell (0.235x against 0.297x): 2 ms.
+const useGap = 2 * time.Millisecond
 
 // gapOr is q.gap, or useGap when it is not set. Called with mu held or
 // from the one running flush (gap is set before any use).
