@@ -34,12 +34,19 @@
 // Before a page's measured runs, each portal serves it for -warmup (1 s,
 // unrecorded, logged): the figures are of warm pages (see warm).
 //
-// Each run's log line also gives the page cache's renders and hits and
-// the host's steal time; a run whose p99 is at or over -explain-over ms
+// Each run's log line also gives the page cache's renders and hits, the
+// host's steal time and the portal's CPU time per request (steadier than
+// req/s from run to run); a run whose p99 is at or over -explain-over ms
 // (by default the p99 target: a run that misses it) is explained from the
 // portal's log (explain.go).
 //
 //	go run ./bench/pages -bin bin/portal -duration 5s
+//
+// To compare two builds of the portal in one run, interleaved as above
+// (the small trail's portal runs the second build; -audit as the small
+// trail, so that both databases are alike):
+//
+//	go run ./bench/pages -bin bin/portal-before -bin-small bin/portal -only api-list -audit 30000
 package main
 
 import (
@@ -74,6 +81,7 @@ import (
 
 type config struct {
 	bin         string
+	binSmall    string // the small trail's portal binary ("": bin), to compare two builds in one run
 	duration    time.Duration
 	engines     []string
 	connections int
@@ -96,6 +104,7 @@ func main() {
 	var cfg config
 	var engines string
 	flag.StringVar(&cfg.bin, "bin", "bin/portal", "the portal binary (make build)")
+	flag.StringVar(&cfg.binSmall, "bin-small", "", "another portal binary for the small trail's portal, to compare two builds in one run, interleaved (with -only, and -audit as -audit-small so that both trails are alike; the log's \"at N audit events\" lines are then the two builds)")
 	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "length of each wrk run (wrk -d)")
 	flag.StringVar(&engines, "engines", "sqlite,postgres", "engines to measure; postgres needs PORTAL_TEST_POSTGRES_URL")
 	flag.IntVar(&cfg.connections, "connections", 10000, "seeded connections")
@@ -151,6 +160,18 @@ func run(ctx context.Context, cfg config) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("%s: %w (make build)", cfg.bin, err)
 	}
+	binSmall := bin
+	if cfg.binSmall != "" {
+		if cfg.only == nil {
+			return errors.New("-bin-small is for chasing a figure: it needs -only (no table row is recorded from two builds)")
+		}
+		if binSmall, err = filepath.Abs(cfg.binSmall); err != nil {
+			return err
+		}
+		if _, err := os.Stat(binSmall); err != nil {
+			return fmt.Errorf("-bin-small %s: %w", cfg.binSmall, err)
+		}
+	}
 	rateCard, err := filepath.Abs("hack/demo-rate-card.json")
 	if err != nil {
 		return err
@@ -168,7 +189,7 @@ func run(ctx context.Context, cfg config) error {
 		if eng != "sqlite" && eng != "postgres" {
 			return fmt.Errorf("-engines: unknown engine %q", eng)
 		}
-		large, small, err := measure(ctx, cfg, eng, bin, rateCard)
+		large, small, err := measure(ctx, cfg, eng, bin, binSmall, rateCard)
 		if err != nil {
 			return fmt.Errorf("%s: %w", eng, err)
 		}
@@ -260,13 +281,13 @@ type target struct {
 // minute) then falls on both sides of each comparison alike; the large
 // and small figures are the means of their two runs (p99: the worse of
 // the two).
-func measure(ctx context.Context, cfg config, engine, bin, rateCard string) (large, small measured, err error) {
+func measure(ctx context.Context, cfg config, engine, bin, binSmall, rateCard string) (large, small measured, err error) {
 	lt, err := prepare(ctx, cfg, engine, cfg.audit, bin, rateCard)
 	if err != nil {
 		return large, small, fmt.Errorf("at %d audit events: %w", cfg.audit, err)
 	}
 	defer lt.close()
-	st, err := prepare(ctx, cfg, engine, cfg.auditSmall, bin, rateCard)
+	st, err := prepare(ctx, cfg, engine, cfg.auditSmall, binSmall, rateCard)
 	if err != nil {
 		return large, small, fmt.Errorf("at %d audit events: %w", cfg.auditSmall, err)
 	}
@@ -410,6 +431,11 @@ func load(ctx context.Context, cfg config, t *target, name string) (wrkResult, e
 	if err != nil {
 		return wrkResult{}, err
 	}
+	pid := t.p.Cmd.Process.Pid
+	used0, err := cpuTime(pid)
+	if err != nil {
+		return wrkResult{}, err
+	}
 	r, err := runWrk(ctx, cfg, t.p.URL+pg.Path, t.sessions[pg.Reader()].Header)
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", pg.Name, err)
@@ -420,6 +446,10 @@ func load(ctx context.Context, cfg config, t *target, name string) (wrkResult, e
 		return r, err
 	}
 	views1, err := readCacheViews(t.ops)
+	if err != nil {
+		return r, err
+	}
+	used1, err := cpuTime(pid)
 	if err != nil {
 		return r, err
 	}
@@ -436,7 +466,7 @@ func load(ctx context.Context, cfg config, t *target, name string) (wrkResult, e
 		log.Printf("%s: NO request completed within the %s wrk run: req/s 0; mean and p99 are one unloaded GET's time (%s), a lower bound",
 			pg.Name, cfg.duration, r.Mean.Round(time.Millisecond))
 	}
-	log.Printf("  %s at %s audit events, one run: %d requests, %.0f req/s, mean %.2f ms, p99 %.2f ms; %s; %s", pg.Name, count(t.audit), r.Requests, r.RPS, ms(r.Mean), ms(r.P99), views0.since(views1), cpu0.since(cpu1))
+	log.Printf("  %s at %s audit events, one run: %d requests, %.0f req/s, mean %.2f ms, p99 %.2f ms; %s; %s; %s", pg.Name, count(t.audit), r.Requests, r.RPS, ms(r.Mean), ms(r.P99), views0.since(views1), cpu0.since(cpu1), perRequest(used1-used0, r.Requests))
 	if ms(r.P99) >= cfg.explainOver {
 		explain(os.Stdout, t.dir, t.started, from, to)
 	}
@@ -584,6 +614,17 @@ func startupDone(ctx context.Context, db *store.DB) (bool, error) {
 // idleCPU is the CPU time a second of an idle portal stays under.
 const idleCPU = 50 * time.Millisecond
 
+// perRequest is the portal's CPU time over a run (cpuTime's, to 10 ms)
+// per request answered: steadier from run to run than req/s, which moves
+// with whatever else the machine does, so a change to the portal's cost
+// shows in one run.
+func perRequest(used time.Duration, requests int64) string {
+	if requests == 0 {
+		return "portal CPU n/a (no request answered)"
+	}
+	return fmt.Sprintf("portal CPU %.0f µs a request (%.2f s)", float64(used.Microseconds())/float64(requests), used.Seconds())
+}
+
 // cpuTime is the CPU time (user and system) process pid has used:
 // /proc/PID/stat's utime and stime, in clock ticks of 1/100 s (USER_HZ,
 // proc(5)).
@@ -681,13 +722,14 @@ func startPortal(bin, dir, dsn, rateCard string) (p *testenv.Serve, ops string, 
 	if ops, err = freeAddr(); err != nil {
 		return nil, "", err
 	}
-	// --api-rate-limit at its most (100,000 a minute and as the burst): the
-	// API row measures the API's own cost, not the per-token limit (300 a
-	// minute by default), which 64 clients would meet in a fraction of a
-	// second. A portal's API runs (warm-up and two of 5 s) make fewer
-	// requests than the burst.
+	// --api-rate-limit at its most (10,000,000 a minute and as the burst):
+	// the API row measures the API's own cost, not the per-token limit (300
+	// a minute by default), which 64 clients would meet in a fraction of a
+	// second. A portal's API runs (warm-up and two of 5 s) make far fewer
+	// requests than the burst; 100,000, the most before, was met within
+	// the second run once the portal answered 12,000 a second.
 	cmd := exec.Command(bin, "serve", "--dev", "--listen", "127.0.0.1:0", "--ops-listen", ops, "--ops-pprof",
-		"--db", dsn, "--rate-card", rateCard, "--api-rate-limit", "100000")
+		"--db", dsn, "--rate-card", rateCard, "--api-rate-limit", "10000000")
 	cmd.Dir = dir
 	// A GC line a collection in the log, for explain.
 	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")

@@ -213,6 +213,24 @@ func TestParseConfig(t *testing.T) {
 			},
 		},
 		{
+			name: "whole numbers past their bounds",
+			args: []string{"--dev", "--login-rate-limit=100001", "--api-rate-limit=10000001"},
+			wantErr: []string{
+				`--login-rate-limit: "100001" is not a whole number from 1 to 100000`,
+				`--api-rate-limit: "10000001" is not a whole number from 1 to 10000000`,
+			},
+		},
+		{
+			name: "an API rate limit past the other flags' bound",
+			args: []string{"--dev", "--api-rate-limit=10000000"},
+			check: func(c Config) string {
+				if c.APIRateLimit != 10000000 {
+					return fmt.Sprintf("API rate limit %d", c.APIRateLimit)
+				}
+				return ""
+			},
+		},
+		{
 			name: "re-check interval and login rate limit from env",
 			args: []string{"--dev"},
 			env:  env{"PORTAL_GROUPS_RECHECK_INTERVAL": "1m", "PORTAL_LOGIN_RATE_LIMIT": "10"},

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -104,8 +105,11 @@ func (u *useCommits) begin(before string) {
 }
 
 // end says that the batch has ended: committed as version after, which
-// stands for the version it began from, when after is not "".
-func (u *useCommits) end(after string) {
+// stands for the version it began from, when after is not "". restart,
+// when not "", is the header the commit wrote before after, as it
+// restarted the WAL (walRestartHeader): it shows the data the batch
+// began from, so it stands for that version too.
+func (u *useCommits) end(after, restart string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if after != "" {
@@ -113,20 +117,29 @@ func (u *useCommits) end(after string) {
 		if c, ok := u.to[before]; ok {
 			before = c
 		}
-		if u.to == nil {
-			u.to = map[string]string{}
-		}
-		if _, ok := u.to[after]; !ok {
-			u.order = append(u.order, after)
-		}
-		u.to[after] = before
-		if len(u.order) > useCommitsKept {
-			delete(u.to, u.order[0])
-			u.order = u.order[1:]
+		u.keep(after, before)
+		if restart != "" {
+			u.keep(restart, before)
 		}
 	}
 	close(u.ended)
 	u.pending, u.ended = "", nil
+}
+
+// keep maps version v to c, forgetting the oldest mapping past
+// useCommitsKept. Called with mu held.
+func (u *useCommits) keep(v, c string) {
+	if u.to == nil {
+		u.to = map[string]string{}
+	}
+	if _, ok := u.to[v]; !ok {
+		u.order = append(u.order, v)
+	}
+	u.to[v] = c
+	if len(u.order) > useCommitsKept {
+		delete(u.to, u.order[0])
+		u.order = u.order[1:]
+	}
 }
 
 // header is the WAL-index header as DataVersion reads it, with its
@@ -146,6 +159,45 @@ func (v *sqliteVersion) header() (gen int, h [walIndexHeaderSize]byte, ok bool) 
 // (https://sqlite.org/walformat.html#the_wal_index_file_format).
 func walIChange(h [walIndexHeaderSize]byte) uint32 {
 	return *(*uint32)(unsafe.Pointer(&h[8]))
+}
+
+// walRestartHeader is the header a commit that restarted the WAL wrote
+// first, given the headers before and after it (both read while the
+// committing connection held the write lock), and false when the commit
+// did not restart it (the salts are unchanged). A writer whose WAL has
+// been checkpointed whole starts it over at its first frame: wal.c
+// walFrames calls walRestartLog, whose walRestartHdr sets mxFrame to 0,
+// adds one to the first salt, draws the second, and writes the header
+// (walIndexWriteHdr) before any frame; only the commit's own header, after
+// its frames, adds one to iChange (modernc.org/sqlite v1.62.0 lib,
+// _walFrames, _walRestartHdr). Between the two a reader finds this
+// header: same iChange, no frame in the WAL, so the data of the header
+// before (the database file holds every frame). Its salts are the ones
+// the header after carries, and its checksum is walIndexWriteHdr's,
+// walChecksumBytes in native byte order over the 40 bytes before it.
+// Unmapped, it cost the API's list on SQLite about 60 renders a 5 s run
+// of make bench (none on PostgreSQL): under that load a commit restarted
+// the WAL every 150 ms or so, the requests that read this header missed
+// the page cache and rendered the list again, and the page kept under it
+// replaced the one kept under the content version, which the next
+// requests rendered again (issue 33: the renders' versions, logged, came
+// in pairs: this header, then the content version before it).
+// TestWALRestartHeaderIsSQLites compares it with SQLite's own.
+func walRestartHeader(before, after [walIndexHeaderSize]byte) ([walIndexHeaderSize]byte, bool) {
+	if [8]byte(before[32:40]) == [8]byte(after[32:40]) {
+		return before, false
+	}
+	h := before
+	binary.NativeEndian.PutUint32(h[16:20], 0) // mxFrame
+	copy(h[32:40], after[32:40])               // aSalt
+	var s1, s2 uint32
+	for i := 0; i < 40; i += 8 {
+		s1 += binary.NativeEndian.Uint32(h[i:]) + s2
+		s2 += binary.NativeEndian.Uint32(h[i+4:]) + s1
+	}
+	binary.NativeEndian.PutUint32(h[40:], s1)
+	binary.NativeEndian.PutUint32(h[44:], s2)
+	return h, true
 }
 
 // inUsesTx is inTx for a batch of personal tokens' uses (uses.go): its
@@ -179,11 +231,14 @@ func (d *DB) inUsesTx(ctx context.Context, f func(*sql.Tx) error) error {
 		if !begun {
 			return
 		}
-		after := ""
+		after, restart := "", ""
 		if g, h, ok := d.version.header(); err == nil && ok && g == gen && walIChange(h) == walIChange(before)+1 {
 			after = headerTokenOf(gen, h)
+			if r, ok := walRestartHeader(before, h); ok {
+				restart = headerTokenOf(gen, r)
+			}
 		}
-		d.version.uses.end(after)
+		d.version.uses.end(after, restart)
 	})
 }
 
