@@ -67,8 +67,14 @@ func appendAudit(ctx context.Context, tx *sql.Tx, e AuditEvent) error {
 	return appendAudits(ctx, tx, dialect{}, []AuditEvent{e}) // one row: the same statement on either engine
 }
 
-// auditInsert is the audit trail's INSERT up to its rows.
-const auditInsert = `INSERT INTO audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash) VALUES `
+// auditInsert is the audit trail's INSERT up to its rows;
+// sqliteAuditInsertOrRollback the same, for SQLite's statements of
+// several rows (appendAudits says why).
+const (
+	auditColumns                = `audit_events (at, actor_id, actor, action, object_type, object_id, team, version, reason, prev_hash, hash) VALUES `
+	auditInsert                 = `INSERT INTO ` + auditColumns
+	sqliteAuditInsertOrRollback = `INSERT OR ROLLBACK INTO ` + auditColumns
+)
 
 // sqliteAuditRowsPerInsert is how many events one SQLite statement of
 // appendAudits inserts: 55 parameters, under stmtCacheBigArgs, so that every
@@ -107,7 +113,7 @@ func appendAudits(ctx context.Context, tx *sql.Tx, d dialect, events []AuditEven
 	}
 	head, per := auditInsert, rowsPerInsert
 	if !d.postgres && len(events) > 1 {
-		head, per = "INSERT OR ROLLBACK"+strings.TrimPrefix(auditInsert, "INSERT"), sqliteAuditRowsPerInsert
+		head, per = sqliteAuditInsertOrRollback, sqliteAuditRowsPerInsert
 	}
 	// The ids grow in the rows' order (one statement at a time, one
 	// writer), so the chain reads in id order.

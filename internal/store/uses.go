@@ -55,22 +55,32 @@ type useQueue struct {
 	pending  []*apiUse
 	flushing bool
 	started  time.Time     // when the last batch started, under mu
-	gap      time.Duration // useGap; tests set a longer one
+	gap      time.Duration // useGap's; tests set a longer one
 }
 
-// useGap is the least time from one batch's start to the next one's. 1 ms
-// served the API's list better than 2 ms alone once (SQLite, 0.46x against
-// 0.42x), but not in make bench (0.418x at 2b0bf81 against 0.423x at 2 ms
-// before), and PostgreSQL's fell (0.235x against 0.297x): 2 ms.
-const useGap = 2 * time.Millisecond
+// useGap is the least time from one batch's start to the next one's, by
+// engine. On SQLite, where a batch's commit is in this process, 1 ms:
+// measured in one run against 2 ms (bench/pages -bin-small, the API's
+// list, 2026-12-07, with walRestartHeader's fix), 11,127 against 10,542
+// req/s (0.477x and 0.452x of bare echo's 23,303); 0.460x against
+// 0.417x alone the day before. On PostgreSQL a batch is seven round
+// trips to the server whatever its size, and larger batches served it
+// better: 2 ms (make bench at 2b0bf81, with 1 ms for both: 0.235x against
+// 0.297x the table before).
+func useGap(postgres bool) time.Duration {
+	if postgres {
+		return 2 * time.Millisecond
+	}
+	return time.Millisecond
+}
 
-// gapOr is q.gap, or useGap when it is not set. Called with mu held or
-// from the one running flush (gap is set before any use).
-func (q *useQueue) gapOr() time.Duration {
+// gapOr is q.gap, or useGap for the engine when it is not set. Called
+// with mu held or from the one running flush (gap is set before any use).
+func (q *useQueue) gapOr(postgres bool) time.Duration {
 	if q.gap > 0 {
 		return q.gap
 	}
-	return useGap
+	return useGap(postgres)
 }
 
 // maxUsesPerTx bounds one transaction's uses (its audit INSERTs are split
@@ -101,7 +111,7 @@ func (q *useQueue) record(ctx context.Context, d *DB, u *apiUse) error {
 // request that gives up must not roll back the others' uses.
 func (q *useQueue) flush(d *DB) {
 	q.mu.Lock()
-	wait := q.gapOr() - time.Since(q.started)
+	wait := q.gapOr(d.dialect.postgres) - time.Since(q.started)
 	q.mu.Unlock()
 	time.Sleep(wait) // returns at once when not positive
 	for {
@@ -146,7 +156,7 @@ func (q *useQueue) flush(d *DB) {
 		if !more {
 			return
 		}
-		time.Sleep(q.gapOr() - time.Since(started)) // returns at once when not positive
+		time.Sleep(q.gapOr(d.dialect.postgres) - time.Since(started)) // returns at once when not positive
 	}
 }
 
