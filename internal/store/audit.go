@@ -42,23 +42,26 @@ const genesisHash = "00000000000000000000000000000000000000000000000000000000000
 func chainHash(prev string, e AuditEvent) string {
 	var buf [512]byte
 	b := buf[:0]
-	field := func(f string) {
-		b = append(strconv.AppendInt(b, int64(len(f)), 10), ':')
-		b = append(append(b, f...), '|')
-	}
 	var num [20]byte
-	field(prev)
-	field(fmtTime(e.At))
-	field(string(strconv.AppendInt(num[:0], e.ActorID, 10)))
-	field(e.Actor)
-	field(e.Action)
-	field(e.ObjectType)
-	field(string(strconv.AppendInt(num[:0], e.ObjectID, 10)))
-	field(e.Team)
-	field(string(strconv.AppendInt(num[:0], int64(e.Version), 10)))
-	field(e.Reason)
+	number := func(n int64) []byte { return strconv.AppendInt(num[:0], n, 10) }
+	b = appendField(b, prev)
+	b = appendField(b, fmtTime(e.At))
+	b = appendField(b, number(e.ActorID))
+	b = appendField(b, e.Actor)
+	b = appendField(b, e.Action)
+	b = appendField(b, e.ObjectType)
+	b = appendField(b, number(e.ObjectID))
+	b = appendField(b, e.Team)
+	b = appendField(b, number(int64(e.Version)))
+	b = appendField(b, e.Reason)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// appendField appends f to b as chainHash hashes a field: "len:f|".
+func appendField[T string | []byte](b []byte, f T) []byte {
+	b = append(strconv.AppendInt(b, int64(len(f)), 10), ':')
+	return append(append(b, f...), '|')
 }
 
 // appendAudit adds an event inside the caller's transaction, chained to the

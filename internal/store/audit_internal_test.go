@@ -51,14 +51,11 @@ func TestChainHashBytes(t *testing.T) {
 // they make verifies.
 func TestAuditAppendsReusePreparedStatements(t *testing.T) {
 	ctx := context.Background()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	d, err := OpenMigrated(ctx, filepath.Join(t.TempDir(), "portal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	d.sql.SetMaxOpenConns(1) // one connection: its cache is the one used
 	at := time.Date(2026, 12, 7, 13, 0, 0, 0, time.UTC)
 	round := func() {

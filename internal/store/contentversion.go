@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"unsafe"
 )
 
 // ContentVersion is DataVersion less the API's uses: a token that changes
@@ -155,11 +154,12 @@ func (v *sqliteVersion) header() (gen int, h [walIndexHeaderSize]byte, ok bool) 
 	return v.gen, h, ok
 }
 
-// walIChange is a header's iChange, its third word in host byte order
+// walIChange and walMxFrame are a header's iChange and mxFrame, its third
+// and fifth words in host byte order
 // (https://sqlite.org/walformat.html#the_wal_index_file_format).
-func walIChange(h [walIndexHeaderSize]byte) uint32 {
-	return *(*uint32)(unsafe.Pointer(&h[8]))
-}
+func walIChange(h [walIndexHeaderSize]byte) uint32 { return binary.NativeEndian.Uint32(h[8:]) }
+
+func walMxFrame(h [walIndexHeaderSize]byte) uint32 { return binary.NativeEndian.Uint32(h[16:]) }
 
 // walRestartHeader is the header a commit that restarted the WAL wrote
 // first, given the headers before and after it (both read while the
@@ -188,8 +188,8 @@ func walRestartHeader(before, after [walIndexHeaderSize]byte) ([walIndexHeaderSi
 		return before, false
 	}
 	h := before
-	binary.NativeEndian.PutUint32(h[16:20], 0) // mxFrame
-	copy(h[32:40], after[32:40])               // aSalt
+	binary.NativeEndian.PutUint32(h[16:], 0) // mxFrame (walMxFrame)
+	copy(h[32:40], after[32:40])             // aSalt
 	var s1, s2 uint32
 	for i := 0; i < 40; i += 8 {
 		s1 += binary.NativeEndian.Uint32(h[i:]) + s2

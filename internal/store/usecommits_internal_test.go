@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"testing"
 	"time"
 )
@@ -141,8 +140,8 @@ func TestWALRestartHeaderIsSQLites(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := read("after")
-	if binary.NativeEndian.Uint32(during[16:]) != 0 || walIChange(during) != walIChange(before) || walIChange(after) != walIChange(before)+1 {
-		t.Fatalf("no restart seen: iChange %d, %d, %d; mxFrame during %d", walIChange(before), walIChange(during), walIChange(after), binary.NativeEndian.Uint32(during[16:]))
+	if walMxFrame(during) != 0 || walIChange(during) != walIChange(before) || walIChange(after) != walIChange(before)+1 {
+		t.Fatalf("no restart seen: iChange %d, %d, %d; mxFrame during %d", walIChange(before), walIChange(during), walIChange(after), walMxFrame(during))
 	}
 	want, ok := walRestartHeader(before, after)
 	if !ok || want != during {
