@@ -202,7 +202,8 @@ func walRestartHeader(before, after [walIndexHeaderSize]byte) ([walIndexHeaderSi
 
 // inUsesTx is inTx for a batch of personal tokens' uses (uses.go): its
 // commit does not move ContentVersion. On PostgreSQL the transaction
-// sets portal.api_use before f, so that the statement triggers bump the
+// sets portal.api_use as it takes the writers' lock (pgUsesWriterLock),
+// before f, so that the statement triggers bump the
 // uses' sequence (migrations/00041); on SQLite the header is read after
 // f and after the commit (useCommits), both while d.writer keeps this
 // process's other writers out.
@@ -210,12 +211,7 @@ func (d *DB) inUsesTx(ctx context.Context, f func(*sql.Tx) error) error {
 	var gen int
 	var before [walIndexHeaderSize]byte
 	begun := false
-	return d.inTxWith(ctx, func(tx *sql.Tx) error {
-		if d.dialect.postgres {
-			if _, err := tx.ExecContext(ctx, `SELECT set_config('portal.api_use', 'on', true)`); err != nil {
-				return fmt.Errorf("store: API uses: %w", err)
-			}
-		}
+	return d.inTxWith(ctx, pgUsesWriterLock, func(tx *sql.Tx) error {
 		if err := f(tx); err != nil {
 			return err
 		}

@@ -347,13 +347,14 @@ func (d *DB) ExecForTest(ctx context.Context, stmts ...string) error {
 // error. f must not start another write transaction of d: it would wait for
 // itself until ctx ends.
 func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
-	return d.inTxWith(ctx, f, nil)
+	return d.inTxWith(ctx, pgWriterLock, f, nil)
 }
 
-// inTxWith is inTx that calls ended, when not nil, once f has run and
-// the transaction has committed (err nil) or rolled back (err f's or the
-// commit's), before this process's next writer may begin (inUsesTx).
-func (d *DB) inTxWith(ctx context.Context, f func(*sql.Tx) error, ended func(err error)) error {
+// inTxWith is inTx that begins with lock (beginWrite) and calls ended,
+// when not nil, once f has run and the transaction has committed (err nil)
+// or rolled back (err f's or the commit's), before this process's next
+// writer may begin (inUsesTx).
+func (d *DB) inTxWith(ctx context.Context, lock string, f func(*sql.Tx) error, ended func(err error)) error {
 	if d.writer != nil {
 		select {
 		case d.writer <- struct{}{}:
@@ -362,7 +363,7 @@ func (d *DB) inTxWith(ctx context.Context, f func(*sql.Tx) error, ended func(err
 			return fmt.Errorf("store: begin: waiting for the other writers: %w", ctx.Err())
 		}
 	}
-	tx, err := d.dialect.beginWrite(ctx, d.sql)
+	tx, err := d.dialect.beginWrite(ctx, d.sql, lock)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
