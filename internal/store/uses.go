@@ -63,7 +63,9 @@ type useQueue struct {
 // measured in one run against 2 ms (bench/pages -bin-small, the API's
 // list, 2026-12-07, with walRestartHeader's fix), 11,127 against 10,542
 // req/s (0.477x and 0.452x of bare echo's 23,303); 0.460x against
-// 0.417x alone the day before. On PostgreSQL a batch is six round
+// 0.417x alone the day before. 500 µs did no better (one interleaved run,
+// 2026-12-07: 12,661 and 13,277 against 13,091 and 13,117 req/s at 1 ms).
+// On PostgreSQL a batch is six round
 // trips to the server whatever its size, and larger batches served it
 // better: 2 ms (make bench at 2b0bf81, with 1 ms for both: 0.235x against
 // 0.297x the table before).
