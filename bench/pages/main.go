@@ -153,23 +153,17 @@ func run(ctx context.Context, cfg config) error {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return errors.New("wrk is not installed (Debian: apt-get install wrk; make deps does)")
 	}
-	bin, err := filepath.Abs(cfg.bin)
+	bin, err := portalBinary("-bin", cfg.bin)
 	if err != nil {
 		return err
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("%s: %w (make build)", cfg.bin, err)
 	}
 	binSmall := bin
 	if cfg.binSmall != "" {
 		if cfg.only == nil {
 			return errors.New("-bin-small is for chasing a figure: it needs -only (no table row is recorded from two builds)")
 		}
-		if binSmall, err = filepath.Abs(cfg.binSmall); err != nil {
+		if binSmall, err = portalBinary("-bin-small", cfg.binSmall); err != nil {
 			return err
-		}
-		if _, err := os.Stat(binSmall); err != nil {
-			return fmt.Errorf("-bin-small %s: %w", cfg.binSmall, err)
 		}
 	}
 	rateCard, err := filepath.Abs("hack/demo-rate-card.json")
@@ -609,6 +603,19 @@ func startupDone(ctx context.Context, db *store.DB) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// portalBinary is the absolute path of the portal binary that flag names,
+// which must exist.
+func portalBinary(flag, path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("%s %s: %w (make build)", flag, path, err)
+	}
+	return abs, nil
 }
 
 // idleCPU is the CPU time a second of an idle portal stays under.

@@ -65,10 +65,9 @@ type useQueue struct {
 // req/s (0.477x and 0.452x of bare echo's 23,303); 0.460x against
 // 0.417x alone the day before. 500 µs did no better (one interleaved run,
 // 2026-12-07: 12,661 and 13,277 against 13,091 and 13,117 req/s at 1 ms).
-// On PostgreSQL a batch is six round
-// trips to the server whatever its size, and larger batches served it
-// better: 2 ms (make bench at 2b0bf81, with 1 ms for both: 0.235x against
-// 0.297x the table before).
+// On PostgreSQL a batch is six round trips to the server whatever its
+// size, and larger batches served it better: 2 ms (make bench at 2b0bf81,
+// with 1 ms for both: 0.235x against 0.297x the table before).
 func useGap(postgres bool) time.Duration {
 	if postgres {
 		return 2 * time.Millisecond
