@@ -48,6 +48,8 @@ type DB struct {
 
 	uses   useQueue   // RecordTokenUse's group commit
 	tokens tokenCache // TokenAndUser's
+
+	ckpt *checkpointer // SQLite's checkpoints, beside the writers (a file's; nil otherwise)
 }
 
 // Open opens the database dsn names. It does not migrate; call Migrate.
@@ -106,7 +108,10 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	// busy pages are served from the page cache (web/pagecache.go), and in
 	// WAL mode a connection drops its whole cache at its next read after
 	// any other connection's commit anyway.
-	for _, p := range []string{"busy_timeout(5000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)", "cache_size(-500)"} {
+	// wal_autocheckpoint: the checkpoint in a writer's commit is a backstop
+	// only; the checkpointer runs them beside the writers (checkpoint.go).
+	for _, p := range []string{"busy_timeout(5000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)", "cache_size(-500)",
+		fmt.Sprintf("wal_autocheckpoint(%d)", walBackstopFrames)} {
 		q.Add("_pragma", p)
 	}
 	// BEGIN IMMEDIATE takes the write lock up front, so two writers queue on
@@ -137,7 +142,11 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 			return nil, err
 		}
 	}
-	return &DB{sql: db, path: path, dialect: dialectSQLite, version: &sqliteVersion{path: path}, writer: make(chan struct{}, 1)}, nil
+	d := &DB{sql: db, path: path, dialect: dialectSQLite, version: &sqliteVersion{path: path}, writer: make(chan struct{}, 1)}
+	if path != ":memory:" {
+		d.ckpt = startCheckpointer(db, path)
+	}
+	return d, nil
 }
 
 // OpenReadOnly opens an existing portal database for reading only: what
@@ -247,6 +256,9 @@ func restrictFiles(path string) error {
 
 // Close closes the database.
 func (d *DB) Close() error {
+	if d.ckpt != nil {
+		d.ckpt.close()
+	}
 	if d.version != nil {
 		d.version.close()
 	}

@@ -10,7 +10,9 @@
 // little that differs; the migrations are one set of files, filtered per
 // engine (migratefs.go). Write transactions (inTx) are serialized across
 // processes on both engines: BEGIN IMMEDIATE on SQLite, an advisory lock
-// taken first on PostgreSQL.
+// taken first on PostgreSQL. On SQLite a checkpointer goroutine copies
+// the WAL into the database file beside the writers (checkpoint.go), so
+// that no commit waits for a checkpoint's fsyncs but the rare backstop's.
 //
 // One writer: the connections table is written by apply (apply.go) alone,
 // the jobs table by the functions of apply_jobs.go alone and the reviews

@@ -64,8 +64,7 @@ func openShmHeader(path string) *shmHeader {
 // in the known format, and the file is still the database's -shm file.
 func (h *shmHeader) read() ([walIndexHeaderSize]byte, bool) {
 	var a, b [walIndexHeaderSize]byte
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(h.f.Fd()), &st); err != nil || st.Nlink == 0 || st.Ino != h.ino {
+	if !h.current() {
 		return a, false // deleted or replaced: this mapping is no longer SQLite's
 	}
 	load(&a, h.mem[:walIndexHeaderSize])
@@ -77,6 +76,13 @@ func (h *shmHeader) read() ([walIndexHeaderSize]byte, bool) {
 		return a, false
 	}
 	return a, true
+}
+
+// current reports whether the mapped file is still the database's -shm
+// file (not deleted, not replaced by another).
+func (h *shmHeader) current() bool {
+	var st syscall.Stat_t
+	return syscall.Fstat(int(h.f.Fd()), &st) == nil && st.Nlink != 0 && st.Ino == h.ino
 }
 
 // load copies a header word by word with atomic loads, so that neither
