@@ -158,8 +158,13 @@ func (d *DB) AuditEvents(ctx context.Context, f AuditFilter, before int64, limit
 	return d.auditRows(ctx, q, args...)
 }
 
-// auditRows runs a query of auditCols and scans its events in order.
+// auditRows runs a query of auditCols and scans its events in order,
+// once the API reads' uses queued before it are recorded (QueueTokenUse):
+// the trail shows every use already answered.
 func (d *DB) auditRows(ctx context.Context, q string, args ...any) ([]AuditEvent, error) {
+	if err := d.uses.settle(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := d.sql.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit events: %w", err)
@@ -370,10 +375,14 @@ type AuditHead struct {
 	At    time.Time // the newest event's time (AuditHead only; zero for an empty trail)
 }
 
-// AuditHead returns the chain's current head, read in one statement. Hash
-// is the genesis hash of an empty trail.
+// AuditHead returns the chain's current head, read in one statement (after
+// the API reads' uses queued before it, as auditRows). Hash is the genesis
+// hash of an empty trail.
 func (d *DB) AuditHead(ctx context.Context) (AuditHead, error) {
 	h := AuditHead{Hash: genesisHash}
+	if err := d.uses.settle(ctx); err != nil {
+		return h, err
+	}
 	var at string
 	err := d.sql.QueryRowContext(ctx, `SELECT id, hash, at, (SELECT COUNT(*) FROM audit_events) FROM audit_events ORDER BY id DESC LIMIT 1`).Scan(&h.ID, &h.Hash, &at, &h.Count)
 	if errors.Is(err, sql.ErrNoRows) {

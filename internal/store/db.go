@@ -256,6 +256,8 @@ func restrictFiles(path string) error {
 
 // Close closes the database.
 func (d *DB) Close() error {
+	// The reads' uses still queued (QueueTokenUse) commit first.
+	d.uses.close()
 	if d.ckpt != nil {
 		d.ckpt.close()
 	}

@@ -156,6 +156,9 @@ func (d *DB) HoldWriterForTest(ctx context.Context) (release func()) {
 	return func() { close(rel); <-done }
 }
 
+// MaxQueuedUsesForTest is maxQueuedUses.
+const MaxQueuedUsesForTest = maxQueuedUses
+
 // QueuedTokenUsesForTest is how many token uses wait for a transaction,
 // and whether a flush is running.
 func (d *DB) QueuedTokenUsesForTest() (int, bool) {

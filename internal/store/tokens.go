@@ -86,6 +86,9 @@ func scanToken(row interface{ Scan(...any) error }) (APIToken, error) {
 
 // TokensOf returns a person's tokens, newest first.
 func (d *DB) TokensOf(ctx context.Context, userID int64) ([]APIToken, error) {
+	if err := d.uses.settle(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := d.sql.QueryContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE user_id = ? ORDER BY id DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("store: tokens of user %d: %w", userID, err)
@@ -104,6 +107,9 @@ func (d *DB) TokensOf(ctx context.Context, userID int64) ([]APIToken, error) {
 
 // Token returns one token or ErrNotFound.
 func (d *DB) Token(ctx context.Context, id int64) (APIToken, error) {
+	if err := d.uses.settle(ctx); err != nil {
+		return APIToken{}, err
+	}
 	t, err := scanToken(d.sql.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, ErrNotFound
@@ -166,11 +172,31 @@ var ErrTokenRevoked = errors.New("store: the token is revoked")
 // request made the API as slow as the audit trail's writer (64 clients
 // listing connections queued on one SQLite write lock each). The call
 // returns when its use is committed, or refused, or ctx ends first (the use
-// may then still be recorded: the request did arrive).
+// may then still be recorded: the request did arrive). The API's writes
+// record theirs so, before they run; its reads with QueueTokenUse.
 func (d *DB) RecordTokenUse(ctx context.Context, id int64, by workflow.Actor, what, from string, now time.Time) error {
 	_, err := d.recordTokenUse(ctx, id, by, what, from, now)
 	return err
 }
+
+// QueueTokenUse records a read's use of token id as RecordTokenUse does,
+// after the read's answer: it returns once the use is queued, and the use
+// commits with the next batch of uses, a few milliseconds later (or waits
+// for its batch when maxQueuedUses were already queued). The read was
+// answered, so its use is recorded even if a revocation commits before
+// the batch (the token's last use is not: a revoked token's stays as it
+// was). The audit trail's and the tokens' readers in this process wait
+// for the uses queued before them (settle), and Close commits what is
+// queued; a crash loses what was queued, at most maxQueuedUses reads'
+// uses, and a failed batch's are counted (LostAPIUses). Writes record
+// theirs with RecordTokenUse, refused inside its transaction.
+func (d *DB) QueueTokenUse(ctx context.Context, id int64, by workflow.Actor, what, from string, now time.Time) error {
+	return d.uses.queue(ctx, d, &apiUse{id: id, by: by, what: what, from: from, at: now, served: true})
+}
+
+// LostAPIUses is how many reads' uses (QueueTokenUse) were not recorded
+// because their transaction failed, since the handle was opened.
+func (d *DB) LostAPIUses() int64 { return d.uses.lost.Load() }
 
 // recordTokenUse is RecordTokenUse that also says how many uses shared the
 // use's transaction (tests).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/workflow"
@@ -23,13 +24,18 @@ type apiUse struct {
 	from            string
 	at              time.Time
 
+	// served: a read's use, queued after its answer was decided
+	// (QueueTokenUse): recorded even when a revocation committed
+	// meanwhile, since the read was answered.
+	served bool
+
 	user     User // a machine's user record
 	err      error
 	done     chan struct{}
 	batchLen int // how many uses shared its transaction (tests)
 }
 
-// useQueue is the group commit of the API's uses (RecordTokenUse,
+// useQueue is the group commit of the API's uses (RecordTokenUse, QueueTokenUse,
 // RecordMachineUse): every API request records one. A use joins the queue; when
 // no flush is running, one starts (its own goroutine, so that no request
 // waits for more than the transaction it joined and the one before it)
@@ -50,12 +56,22 @@ type apiUse struct {
 // started at once: 64 clients' uses went in batches of about 6, each use
 // taking 50 µs of CPU, against about 55 and 22 µs with it (the gap 2 ms;
 // measured on SQLite in one process, 64 goroutines recording 25,600 uses).
+//
+// A read's use does not wait for its transaction (queue): the read is
+// answered, and its use committed with the next batch, a few milliseconds
+// later. Readers of what uses write wait for the uses queued before them
+// (settle), so that in this process the audit trail and a token's last
+// use show every use already answered; Close commits what is queued.
 type useQueue struct {
 	mu       sync.Mutex
 	pending  []*apiUse
 	flushing bool
+	last     *apiUse       // the use queued last: its batch commits after every earlier one's
+	lost     atomic.Int64  // reads' uses whose transaction failed
 	started  time.Time     // when the last batch started, under mu
 	gap      time.Duration // useGap's; tests set a longer one
+	open     int           // uses queued and without an outcome yet, under mu
+	closing  chan struct{} // closed by close: the flush stops keeping the gap
 }
 
 // useGap is the least time from one batch's start to the next one's, by
@@ -88,17 +104,96 @@ func (q *useQueue) gapOr(postgres bool) time.Duration {
 // at rowsPerInsert anyway); a longer queue takes several.
 const maxUsesPerTx = 1000
 
+// maxQueuedUses bounds the reads' uses waiting for a transaction: a read
+// that finds this many queued before it waits for its own to commit, as a
+// write's use does, so that a database slower than the requests holds the
+// requests back rather than a growing queue (and a crash loses at most
+// this many reads' uses).
+const maxQueuedUses = maxUsesPerTx
+
 // record queues u and waits for its outcome or for ctx to end.
 func (q *useQueue) record(ctx context.Context, d *DB, u *apiUse) error {
+	q.add(d, u)
+	return q.wait(ctx, u)
+}
+
+// queue queues a read's use (u.served) and returns at once, unless
+// maxQueuedUses or more were already waiting: then it waits for u's
+// transaction as record does. A queued use whose transaction fails is
+// lost (Close and settle still return), as the Kubernetes API server's
+// batch audit backend loses what it buffered.
+func (q *useQueue) queue(ctx context.Context, d *DB, u *apiUse) error {
+	if q.add(d, u) < maxQueuedUses {
+		return nil
+	}
+	return q.wait(ctx, u)
+}
+
+// add queues u, starts a flush when none runs, and says how many uses
+// were waiting for their outcome before u (queued, or in a transaction).
+func (q *useQueue) add(d *DB, u *apiUse) int {
 	u.done = make(chan struct{})
 	q.mu.Lock()
+	n := q.open
+	q.open++
 	q.pending = append(q.pending, u)
+	q.last = u
 	start := !q.flushing
 	q.flushing = true
 	q.mu.Unlock()
 	if start {
 		go q.flush(d)
 	}
+	return n
+}
+
+// settle waits until every use queued before the call has its outcome
+// (committed, refused or lost), or ctx ends.
+func (q *useQueue) settle(ctx context.Context) error {
+	q.mu.Lock()
+	last := q.last
+	q.mu.Unlock()
+	if last == nil {
+		return nil
+	}
+	select {
+	case <-last.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("store: API uses: %w", ctx.Err())
+	}
+}
+
+// close commits what is queued without keeping the gap, and waits for it
+// (DB.Close). Uses queued afterwards are still committed, at once.
+func (q *useQueue) close() {
+	q.mu.Lock()
+	if q.closing == nil {
+		q.closing = make(chan struct{})
+		close(q.closing)
+	}
+	q.mu.Unlock()
+	_ = q.settle(context.Background())
+}
+
+// pause waits d (none when not positive), or less once close was called.
+func (q *useQueue) pause(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	q.mu.Lock()
+	closing := q.closing // nil until close: never ready
+	q.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-closing:
+	}
+}
+
+// wait waits for u's outcome or for ctx to end.
+func (q *useQueue) wait(ctx context.Context, u *apiUse) error {
 	select {
 	case <-u.done:
 		return u.err
@@ -114,7 +209,7 @@ func (q *useQueue) flush(d *DB) {
 	q.mu.Lock()
 	wait := q.gapOr(d.dialect.postgres) - time.Since(q.started)
 	q.mu.Unlock()
-	time.Sleep(wait) // returns at once when not positive
+	q.pause(wait)
 	for {
 		q.mu.Lock()
 		n := min(len(q.pending), maxUsesPerTx)
@@ -144,11 +239,15 @@ func (q *useQueue) flush(d *DB) {
 		for _, u := range batch {
 			if err != nil {
 				u.err = err
+				if u.served {
+					q.lost.Add(1)
+				}
 			}
 			u.batchLen = n
 			close(u.done)
 		}
 		q.mu.Lock()
+		q.open -= n
 		more := len(q.pending) > 0
 		if !more {
 			q.flushing = false
@@ -157,14 +256,15 @@ func (q *useQueue) flush(d *DB) {
 		if !more {
 			return
 		}
-		time.Sleep(q.gapOr(d.dialect.postgres) - time.Since(started)) // returns at once when not positive
+		q.pause(q.gapOr(d.dialect.postgres) - time.Since(started))
 	}
 }
 
 // recordUses records batch in tx. A machine's user record is upserted once
 // per machine in the batch. A token's row is updated once per token (its
 // last use is the batch's latest), which finds the token in force or
-// refuses every use of it in the batch (ErrTokenRevoked). Then one
+// refuses every use of it in the batch (ErrTokenRevoked) but the reads
+// already answered (served), whose events are still recorded. Then one
 // token.use or machine.use event per recorded use, in the order they
 // arrived.
 func recordUses(ctx context.Context, tx *sql.Tx, dia dialect, batch []*apiUse) error {
@@ -211,7 +311,7 @@ func recordUses(ctx context.Context, tx *sql.Tx, dia dialect, batch []*apiUse) e
 		case u.id == 0:
 			events = append(events, AuditEvent{At: u.at, ActorID: u.user.ID, Actor: u.subject, Action: "machine.use",
 				ObjectType: "machine", ObjectID: u.user.ID, Reason: u.what})
-		case revoked[u.id]:
+		case revoked[u.id] && !u.served:
 			u.err = ErrTokenRevoked
 		default:
 			events = append(events, AuditEvent{At: u.at, ActorID: u.by.ID, Actor: u.by.Email, Action: "token.use",

@@ -131,9 +131,18 @@ func (s *Server) apiAuth() echo.MiddlewareFunc {
 			if err := allow(strconv.FormatInt(tok.ID, 10)); err != nil {
 				return err
 			}
-			if err := s.opts.DB.RecordTokenUse(r.Context(), tok.ID, actor(p), r.Method+" "+r.URL.Path, c.RealIP(), s.opts.Now()); errors.Is(err, store.ErrTokenRevoked) {
-				// Revoked since tokenPrincipal read it: the use and its
-				// refusal are decided in the transaction that records it.
+			what, now := r.Method+" "+r.URL.Path, s.opts.Now()
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				// A read: its use is recorded after the answer, with the
+				// next batch of uses (store.DB.QueueTokenUse). The token
+				// was found in force as the read began (tokenPrincipal).
+				if err := s.opts.DB.QueueTokenUse(r.Context(), tok.ID, actor(p), what, c.RealIP(), now); err != nil {
+					return err
+				}
+			} else if err := s.opts.DB.RecordTokenUse(r.Context(), tok.ID, actor(p), what, c.RealIP(), now); errors.Is(err, store.ErrTokenRevoked) {
+				// A write: revoked since tokenPrincipal read it. The use
+				// and its refusal are decided in the transaction that
+				// records it, before the write runs.
 				return &problemError{status: http.StatusUnauthorized, title: "Token refused", detail: "The token is " + string(workflow.TokenRevoked) + ".", err: err}
 			} else if err != nil {
 				return err

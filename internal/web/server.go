@@ -241,7 +241,10 @@ func New(o Options) (*Server, error) {
 	s := &Server{opts: o, store: st, tls: o.BaseURL.Scheme == "https",
 		loginSeal: newSealer(o.SessionKey, "login state cookie"), tokenSeal: newSealer(o.SessionKey, "session tokens")}
 	s.pages.views = newPageCacheViews()
-	o.Registry.MustRegister(s.pages.views)
+	o.Registry.MustRegister(s.pages.views, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "portal_api_read_uses_lost_total",
+		Help: "API reads whose token.use event was not recorded: their batch's transaction failed after the read was answered (store.DB.QueueTokenUse).",
+	}, func() float64 { return float64(o.DB.LostAPIUses()) }))
 	s.knownOwners = knownOwnersOf(o)
 
 	sm := scs.New()
