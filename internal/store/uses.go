@@ -236,6 +236,17 @@ func (q *useQueue) flush(d *DB) {
 		}
 		err := write(ctx, func(tx *sql.Tx) error { return recordUses(ctx, tx, d.dialect, batch) })
 		cancel()
+		// The queue's state first, then the outcomes: a caller that
+		// sees its use's outcome finds the flush ended when nothing
+		// else was queued (TestTokenUsesKeepTheGapAcrossFlushes; closed
+		// first, the flush could still be running when it looked).
+		q.mu.Lock()
+		q.open -= n
+		more := len(q.pending) > 0
+		if !more {
+			q.flushing = false
+		}
+		q.mu.Unlock()
 		for _, u := range batch {
 			if err != nil {
 				u.err = err
@@ -246,13 +257,6 @@ func (q *useQueue) flush(d *DB) {
 			u.batchLen = n
 			close(u.done)
 		}
-		q.mu.Lock()
-		q.open -= n
-		more := len(q.pending) > 0
-		if !more {
-			q.flushing = false
-		}
-		q.mu.Unlock()
 		if !more {
 			return
 		}
