@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/hyperpod-governance/portal/internal/store"
-	"github.com/hyperpod-governance/portal/internal/workflow"
 )
 
 // TestReadUsesAreRecordedAfterTheAnswer: a read's use (QueueTokenUse)
@@ -17,12 +16,7 @@ import (
 func TestReadUsesAreRecordedAfterTheAnswer(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := t.Context()
-	now := f.tick()
-	id, err := f.db.CreateToken(ctx, workflow.Token{UserID: f.owner.ID, Name: "ci", Scope: workflow.TokenRead,
-		Teams: []string{"red"}, CreatedAt: now, ExpiresAt: now.AddDate(0, 0, 30)}, "hash-reads", f.owner)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := f.readToken("hash-reads")
 	uses := func() int {
 		t.Helper()
 		evs, err := f.db.AuditEvents(ctx, store.AuditFilter{Action: "token.use", ObjectID: id}, 0, 100)
@@ -94,12 +88,8 @@ func TestReadUsesAreRecordedAfterTheAnswer(t *testing.T) {
 func TestQueuedReadUsesAreBounded(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := t.Context()
+	id := f.readToken("hash-bound")
 	now := f.tick()
-	id, err := f.db.CreateToken(ctx, workflow.Token{UserID: f.owner.ID, Name: "ci", Scope: workflow.TokenRead,
-		Teams: []string{"red"}, CreatedAt: now, ExpiresAt: now.AddDate(0, 0, 30)}, "hash-bound", f.owner)
-	if err != nil {
-		t.Fatal(err)
-	}
 	release := f.db.HoldWriterForTest(ctx)
 	for i := range store.MaxQueuedUsesForTest {
 		if err := f.db.QueueTokenUse(ctx, id, f.owner, "GET /api/v1/connections", "192.0.2.1", now.Add(time.Duration(i))); err != nil {
@@ -132,12 +122,8 @@ func TestQueuedReadUsesAreBounded(t *testing.T) {
 func TestCloseRecordsQueuedReadUses(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := t.Context()
+	id := f.readToken("hash-close")
 	now := f.tick()
-	id, err := f.db.CreateToken(ctx, workflow.Token{UserID: f.owner.ID, Name: "ci", Scope: workflow.TokenRead,
-		Teams: []string{"red"}, CreatedAt: now, ExpiresAt: now.AddDate(0, 0, 30)}, "hash-close", f.owner)
-	if err != nil {
-		t.Fatal(err)
-	}
 	db, err := store.Open(ctx, f.dsn)
 	if err != nil {
 		t.Fatal(err)
