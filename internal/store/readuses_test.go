@@ -145,8 +145,13 @@ func TestCloseRecordsQueuedReadUses(t *testing.T) {
 	if n, _ := db.QueuedTokenUsesForTest(); n != 3 {
 		t.Fatalf("queued uses before Close = %d, want 3", n)
 	}
+	time.Sleep(50 * time.Millisecond) // the flush is in its pause: Close must end it, not wait the minute
+	closeStart := time.Now()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if waited := time.Since(closeStart); waited > 30*time.Second {
+		t.Errorf("Close waited %v: it kept the gap between batches", waited)
 	}
 	var n int
 	if err := f.raw.QueryRowContext(ctx, `SELECT count(*) FROM audit_events WHERE action = 'token.use' AND object_id = ?`, id).Scan(&n); err != nil || n != 4 {

@@ -71,7 +71,8 @@ type useQueue struct {
 	started  time.Time     // when the last batch started, under mu
 	gap      time.Duration // useGap's; tests set a longer one
 	open     int           // uses queued and without an outcome yet, under mu
-	closing  chan struct{} // closed by close: the flush stops keeping the gap
+	closing  chan struct{} // closed by close: the flush stops keeping the gap (made by the first to need it)
+	closed   bool          // closing is closed
 }
 
 // useGap is the least time from one batch's start to the next one's, by
@@ -168,21 +169,29 @@ func (q *useQueue) settle(ctx context.Context) error {
 // (DB.Close). Uses queued afterwards are still committed, at once.
 func (q *useQueue) close() {
 	q.mu.Lock()
-	if q.closing == nil {
-		q.closing = make(chan struct{})
-		close(q.closing)
+	if !q.closed {
+		close(q.closingLocked())
+		q.closed = true
 	}
 	q.mu.Unlock()
 	_ = q.settle(context.Background())
 }
 
-// pause waits d (none when not positive), or less once close was called.
+// closingLocked is q.closing, made when first needed. Called with mu held.
+func (q *useQueue) closingLocked() chan struct{} {
+	if q.closing == nil {
+		q.closing = make(chan struct{})
+	}
+	return q.closing
+}
+
+// pause waits d (none when not positive), or until close is called.
 func (q *useQueue) pause(d time.Duration) {
 	if d <= 0 {
 		return
 	}
 	q.mu.Lock()
-	closing := q.closing // nil until close: never ready
+	closing := q.closingLocked() // a pause that began before close ends with it too
 	q.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
