@@ -41,12 +41,7 @@ func TestReadUsesAreRecordedAfterTheAnswer(t *testing.T) {
 	}
 	read := make(chan int, 1)
 	go func() { read <- uses() }()
-	select {
-	case n := <-read:
-		release()
-		t.Fatalf("the audit trail was read (%d uses) before the queued use was recorded", n)
-	case <-time.After(200 * time.Millisecond):
-	}
+	stillWaiting(t, read, release, "the audit trail was read before the queued use was recorded")
 	release()
 	if n := <-read; n != 1 {
 		t.Errorf("token.use events after the queued use = %d, want 1", n)
@@ -101,12 +96,7 @@ func TestQueuedReadUsesAreBounded(t *testing.T) {
 	go func() {
 		over <- f.db.QueueTokenUse(ctx, id, f.owner, "GET /api/v1/connections", "192.0.2.1", now.Add(time.Hour))
 	}()
-	select {
-	case err := <-over:
-		release()
-		t.Fatalf("a use over the bound returned (%v) before its transaction", err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	stillWaiting(t, over, release, "a use over the bound returned before its transaction")
 	release()
 	if err := <-over; err != nil {
 		t.Fatal(err)
@@ -156,5 +146,17 @@ func TestCloseRecordsQueuedReadUses(t *testing.T) {
 	var n int
 	if err := f.raw.QueryRowContext(ctx, `SELECT count(*) FROM audit_events WHERE action = 'token.use' AND object_id = ?`, id).Scan(&n); err != nil || n != 4 {
 		t.Errorf("token.use events after Close = %d (%v), want 4", n, err)
+	}
+}
+
+// stillWaiting fails the test (after release) when ch gives a value
+// within 200 ms: what it stands for should still be waiting.
+func stillWaiting[T any](t *testing.T, ch <-chan T, release func(), what string) {
+	t.Helper()
+	select {
+	case v := <-ch:
+		release()
+		t.Fatalf("%s (%v)", what, v)
+	case <-time.After(200 * time.Millisecond):
 	}
 }
